@@ -1,0 +1,1 @@
+"""Grading on top of nbgrader (being written)."""

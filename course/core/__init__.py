@@ -1,0 +1,35 @@
+"""The numerical core: pure, vectorized, sourced formulas of distributed training.
+
+Everything is in SI units (bytes, seconds, FLOP, FLOP/s, bytes/s); use
+:mod:`course.core.units` to convert at the edges. Every function broadcasts over
+NumPy arrays and raises ``ValueError`` naming the parameter on invalid input.
+
+Modules
+-------
+collectives     all-reduce algorithms (alpha-beta model), hierarchical, busbw
+memory          bytes per parameter, ZeRO stages, activations (Korthikanti 2022)
+pipeline        bubble overhead and fraction, schedules, point-to-point volume
+tensor          Megatron tensor parallelism: shards, per-layer all-reduce
+data_parallel   accumulation, overlap, comm/compute ratio, MFU, scaling efficiency
+lr              learning-rate scaling rules and warm-up
+reliability     checkpoint size and interval (Young, Daly), MTBF, waste
+precision       number formats, dynamic loss scaling (PyTorch GradScaler)
+economics       6ND training compute, PF-days, time, energy and cost
+sgd             synchronous vs asynchronous SGD with stragglers
+catalog         accelerators, links, models, nodes and clusters, with sources
+planner         3D-parallel plan() and vectorized sweep()
+"""
+
+from . import units
+from .collectives import *  # noqa: F401,F403
+from .memory import *  # noqa: F401,F403
+from .pipeline import *  # noqa: F401,F403
+from .tensor import *  # noqa: F401,F403
+from .data_parallel import *  # noqa: F401,F403
+from .lr import *  # noqa: F401,F403
+from .reliability import *  # noqa: F401,F403
+from .precision import *  # noqa: F401,F403
+from .economics import *  # noqa: F401,F403
+from .sgd import *  # noqa: F401,F403
+from .catalog import *  # noqa: F401,F403
+from .planner import *  # noqa: F401,F403

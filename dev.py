@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Set up and run the course with nothing but ``python3``.
+
+    python3 dev.py lab     # open the course in JupyterLab
+    python3 dev.py test    # run the whole test suite
+
+Both commands create (or reuse) a virtual environment in ``.venv`` from the
+pinned ``requirements.txt`` and install this package into it in editable mode.
+The environment is reinstalled only when ``requirements.txt`` or
+``pyproject.toml`` changes (a hash of both is kept in ``.venv/.course-stamp``).
+Extra arguments are passed through: ``python3 dev.py test -k ring`` or
+``python3 dev.py lab --no-browser --port 8899``.
+
+This file uses only the standard library on purpose: it must run before any
+dependency exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".course-stamp"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+def _inputs_hash() -> str:
+    digest = hashlib.sha256()
+    for name in ("requirements.txt", "pyproject.toml"):
+        digest.update((ROOT / name).read_bytes())
+    return digest.hexdigest()
+
+
+def ensure_environment() -> None:
+    """Create ``.venv`` and install the pinned requirements if they changed."""
+    wanted = _inputs_hash()
+    if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
+        return
+    if not PYTHON.exists():
+        print("dev.py: creating virtual environment in .venv", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check"]
+    print("dev.py: installing pinned requirements (first run takes a few minutes)", flush=True)
+    subprocess.run(pip + ["install", "-q", "-r", str(ROOT / "requirements.txt")], check=True)
+    subprocess.run(pip + ["install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
+    STAMP.write_text(wanted + "\n")
+
+
+def _exec(argv: list[str]) -> None:
+    """Replace this process (so Ctrl-C and exit codes behave as expected)."""
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("PYTHONHASHSEED", "0")
+    os.chdir(ROOT)
+    os.execve(argv[0], argv, env)
+
+
+def run_lab(extra: list[str]) -> None:
+    argv = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")  # JupyterLab refuses to start as root otherwise
+    # Land on the course map; a path given by the user wins.
+    if not any(not arg.startswith("-") for arg in extra):
+        argv.append("notebooks/index.ipynb")
+    _exec(argv + extra)
+
+
+def run_tests(extra: list[str]) -> None:
+    _exec([str(PYTHON), "-m", "pytest"] + extra)
+
+
+COMMANDS = {"lab": run_lab, "test": run_tests}
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__)
+        sys.exit(2)
+    ensure_environment()
+    COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

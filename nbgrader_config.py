@@ -1,0 +1,25 @@
+"""nbgrader configuration: the repository root is the nbgrader course root.
+
+source/<assignment>/   instructor notebooks with solutions and hidden tests
+release/<assignment>/  what students receive (generated, committed, checked in CI)
+submitted/, autograded/, feedback/, gradebook.db   runtime data, never committed
+"""
+
+import os
+from pathlib import Path
+
+c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
+
+ROOT = Path(__file__).resolve().parent
+
+c.CourseDirectory.course_id = "distributed-training"
+c.CourseDirectory.root = str(ROOT)
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "release"
+c.CourseDirectory.submitted_directory = "submitted"
+c.CourseDirectory.autograded_directory = "autograded"
+c.CourseDirectory.feedback_directory = "feedback"
+c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
+
+# An instructor on a shared machine or JupyterHub points this at the exchange.
+c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / "exchange"))
