@@ -188,6 +188,26 @@ class Ledger:
             data[key] = merged
             atomic_write_json(self.path, data)
 
+    def record_once(self, key: str, entry: dict) -> dict:
+        """Store ``entry`` under ``key`` only if the key is absent; return what is stored.
+
+        First writer wins, atomically: used for prediction locks, which must
+        never change once written, even when two kernels lock at once.
+        """
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"key must be a non-empty string like 'lab05/act1', got {key!r}")
+        if not isinstance(entry, dict):
+            raise ValueError(f"entry must be a dict, got {type(entry).__name__}")
+        json.dumps(entry, default=_json_default)
+        with self._locked():
+            data = self._read_unlocked()
+            if key in data:
+                return data[key]
+            stamp = _now()
+            data[key] = {**entry, "created": stamp, "updated": stamp}
+            atomic_write_json(self.path, data)
+            return data[key]
+
     def get(self, key: str) -> dict | None:
         """The entry stored under ``key``, or ``None``."""
         return self.entries().get(key)

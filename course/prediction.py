@@ -1,0 +1,469 @@
+"""Prediction locks: commit to an answer before the instrument shows the truth.
+
+A :class:`PredictionLock` asks one question, either a choice among a few
+options (typically four) or a bounded number. The student picks, presses
+**Lock**, and from then on the answer is frozen: the widgets are disabled,
+``lock()`` again changes nothing, and ``answer()`` with another value raises
+:class:`PredictionLockedError`.
+
+Where a locked prediction lives
+-------------------------------
+* ``predictions.json`` in the notebook's working folder (``folder=``; default
+  the current directory). It is the source of truth: re-running the cell, or
+  restarting the kernel, re-creates the lock already locked with the saved
+  answer, and the file travels with an nbgrader submission so graders can
+  award completion points (:func:`read_predictions`). Writes are atomic and
+  first-writer-wins, under a file lock.
+* The design ledger (:mod:`course.ledger`), as a record for the progress view.
+  The ledger is never used to *restore* a lock: on an instructor's machine it
+  could hold another student's answer.
+
+Gating and reveal
+-----------------
+``lock.gate(instrument)`` keeps an instrument (or any widget) hidden until the
+lock is locked. After exploring, ``lock.reveal(actual)`` compares prediction
+and reality: for a number the ratio predicted/actual, *close* when within
+30 %; for a choice whether it was the correct option, with its explanation.
+
+Headless execution
+------------------
+Tests and notebook runs without a person call ``lock.answer(value)``, or set
+the environment variable ``COURSE_AUTOPREDICT``: ``1`` answers every new lock
+with its first option (or its default number); a JSON object such as
+``{"lab06/act1": "C"}`` answers the named keys.
+
+Example
+-------
+>>> import tempfile
+>>> from course.ledger import Ledger
+>>> folder = tempfile.mkdtemp()
+>>> lock = PredictionLock("demo/act1", "Naive / ring time at 128 GPUs?",
+...                       options={"A": "about 2x", "B": "about 14x", "C": "about 128x", "D": "about 1000x"},
+...                       correct="C", folder=folder, ledger=Ledger(folder + "/ledger.json"))
+>>> lock.locked
+False
+>>> lock.answer("C")
+>>> lock.locked, lock.value
+(True, 'C')
+>>> again = PredictionLock("demo/act1", "Naive / ring time at 128 GPUs?",
+...                        options={"A": "2x", "B": "14x", "C": "128x", "D": "1000x"},
+...                        folder=folder, ledger=Ledger(folder + "/ledger.json"))
+>>> again.locked, again.value
+(True, 'C')
+>>> read_predictions(folder)["demo/act1"]["value"]
+'C'
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+import os
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import ipywidgets as widgets
+
+from .ledger import Ledger
+
+__all__ = [
+    "PredictionLock",
+    "PredictionLockedError",
+    "Reveal",
+    "read_predictions",
+    "PREDICTIONS_FILE",
+    "CLOSE_WITHIN",
+]
+
+PREDICTIONS_FILE = "predictions.json"
+AUTOPREDICT_ENV = "COURSE_AUTOPREDICT"
+#: A numeric prediction is "close" when predicted/actual is within this of 1.
+CLOSE_WITHIN = 0.30
+_LETTERS = "ABCDEFGH"
+
+
+class PredictionLockedError(RuntimeError):
+    """Raised when code tries to change a prediction that is already locked."""
+
+
+@dataclass
+class Reveal:
+    """Prediction against reality, as plain data (and a small HTML card)."""
+
+    key: str
+    locked: bool
+    prediction: Any = None
+    actual: Any = None
+    correct: bool | None = None
+    ratio: float | None = None
+    message: str = ""
+    explanation: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def _repr_html_(self) -> str:
+        if not self.locked:
+            colour, title = "#b45309", "No prediction locked yet"
+        elif self.correct:
+            colour, title = "#15803d", "Your prediction holds"
+        else:
+            colour, title = "#b91c1c", "Reality differs from your prediction"
+        body = html.escape(self.message)
+        if self.explanation:
+            body += f"<div style='margin-top:6px'>{html.escape(self.explanation)}</div>"
+        return (
+            f"<div class='course-reveal' style='border-left:4px solid {colour};padding:8px 14px;"
+            f"margin:6px 0;background:#f8fafc'><b style='color:{colour}'>{title}</b>"
+            f"<div>{body}</div></div>"
+        )
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) and not (
+        isinstance(value, float) and not math.isfinite(value)
+    )
+
+
+def read_predictions(folder: str | os.PathLike = ".") -> dict[str, dict]:
+    """Locked predictions saved in ``folder/predictions.json``, for graders.
+
+    Never modifies the folder (a submission is evidence). A missing or
+    unreadable file gives ``{}``; entries that are not objects holding a plain
+    ``value`` (str, int, float, bool) are dropped.
+    """
+    path = Path(folder) / PREDICTIONS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(k): v
+        for k, v in data.items()
+        if isinstance(v, dict) and _plain(v.get("value")) and v.get("locked", True) is True
+    }
+
+
+class PredictionLock:
+    """A question whose answer is committed, frozen, saved and later revealed.
+
+    Parameters
+    ----------
+    key : str
+        Ledger key, e.g. ``"lab06/act1"``.
+    question : str
+        The question shown above the options.
+    options : sequence of str or mapping {key: label}, optional
+        Choice options (2 to 8; labs use 4). A plain sequence gets keys
+        ``"A"``, ``"B"``... The locked value is the option's key.
+    bounds : (low, high), optional
+        For a numeric prediction instead of a choice: the allowed range.
+    default : float, optional
+        Initial number (default: geometric mean of positive bounds, else the
+        midpoint); also what ``COURSE_AUTOPREDICT=1`` answers.
+    unit : str
+        Unit label shown beside the number box.
+    correct : str, optional
+        Correct option key, used by :meth:`reveal` for choices.
+    explanations : str or mapping {option key: str}, optional
+        Shown by :meth:`reveal`.
+    folder : path, optional
+        Where ``predictions.json`` is kept (default: current directory).
+    ledger : Ledger, optional
+        Design ledger to record in (default: :class:`~course.ledger.Ledger()`).
+    """
+
+    def __init__(
+        self,
+        key: str,
+        question: str,
+        *,
+        options: Sequence[str] | Mapping[str, str] | None = None,
+        bounds: tuple[float, float] | None = None,
+        default: float | None = None,
+        unit: str = "",
+        correct: str | None = None,
+        explanations: str | Mapping[str, str] | None = None,
+        folder: str | os.PathLike | None = None,
+        ledger: Ledger | None = None,
+    ):
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"key must be a non-empty string like 'lab06/act1', got {key!r}")
+        if (options is None) == (bounds is None):
+            raise ValueError("give exactly one of options (a choice) or bounds (a number)")
+        self.key = key
+        self.question = question
+        self.unit = unit
+        self.explanations = explanations
+        self.folder = Path(folder) if folder is not None else Path.cwd()
+        self.ledger = ledger if ledger is not None else Ledger()
+        self._gated: list[Any] = []
+        self._value: Any = None
+
+        if options is not None:
+            self.kind = "choice"
+            if isinstance(options, Mapping):
+                self.options = {str(k): str(v) for k, v in options.items()}
+            else:
+                self.options = {_LETTERS[i]: str(v) for i, v in enumerate(list(options)[: len(_LETTERS)])}
+                if len(options) > len(_LETTERS):
+                    raise ValueError(f"options must have 2 to {len(_LETTERS)} entries, got {len(options)}")
+            if not 2 <= len(self.options) <= len(_LETTERS):
+                raise ValueError(f"options must have 2 to {len(_LETTERS)} entries, got {len(self.options)}")
+            if correct is not None and correct not in self.options:
+                raise ValueError(f"correct must be one of {list(self.options)}, got {correct!r}")
+            self.correct = correct
+            self.input = widgets.RadioButtons(
+                options=[(label, k) for k, label in self.options.items()],
+                value=None,
+                layout=widgets.Layout(width="auto"),
+                style={"description_width": "0px"},
+            )
+        else:
+            self.kind = "number"
+            try:
+                low, high = (float(b) for b in bounds)  # type: ignore[union-attr]
+            except (TypeError, ValueError):
+                raise ValueError(f"bounds must be two numbers (low, high), got {bounds!r}") from None
+            if not (math.isfinite(low) and math.isfinite(high) and low < high):
+                raise ValueError(f"bounds must be finite with low < high, got {bounds!r}")
+            self.bounds = (low, high)
+            if default is None:
+                default = math.sqrt(low * high) if low > 0 else (low + high) / 2
+            if not low <= float(default) <= high:
+                raise ValueError(f"default must lie in [{low}, {high}], got {default!r}")
+            self.correct = None
+            self.input = widgets.BoundedFloatText(
+                value=float(default), min=low, max=high, layout=widgets.Layout(width="160px")
+            )
+
+        self.button = widgets.Button(
+            description="Lock prediction", icon="lock", button_style="warning",
+            disabled=self.kind == "choice",
+        )
+        self.status = widgets.HTML(self._status_html("Choose, then lock. You cannot change it afterwards."))
+        header = widgets.HTML(
+            "<div style='font-size:0.75rem;font-weight:700;letter-spacing:0.12em;color:#475569;"
+            "text-transform:uppercase'>Prediction lock</div>"
+            f"<div style='font-weight:600;margin:4px 0'>{html.escape(question)}</div>"
+        )
+        row = [self.input] + ([widgets.Label(unit)] if unit and self.kind == "number" else [])
+        self.widget = widgets.VBox(
+            [header, widgets.HBox(row), widgets.HBox([self.button, self.status])],
+            layout=widgets.Layout(border="1px solid #f59e0b", padding="8px 12px", margin="6px 0"),
+        )
+        self.widget.add_class("course-prediction-lock")
+        self.button.on_click(lambda _b: self._lock_from_ui())
+        self.input.observe(self._on_input, names="value")
+
+        saved = read_predictions(self.folder).get(key)
+        if saved is not None and self._valid(saved["value"]):
+            self._freeze(saved["value"], message="Locked earlier; restored from predictions.json.")
+        else:
+            self._autopredict()
+
+    # -- state --------------------------------------------------------------
+    @property
+    def locked(self) -> bool:
+        return self._value is not None
+
+    @property
+    def value(self) -> Any:
+        """The locked answer (option key or number), or ``None`` before locking."""
+        return self._value
+
+    def _valid(self, value: Any) -> bool:
+        if self.kind == "choice":
+            return value in self.options
+        return _plain(value) and not isinstance(value, (bool, str)) and self.bounds[0] <= value <= self.bounds[1]
+
+    def _check(self, value: Any) -> Any:
+        if self.kind == "choice":
+            if value not in self.options:
+                raise ValueError(f"value must be one of {list(self.options)}, got {value!r}")
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"value must be a number in [{self.bounds[0]}, {self.bounds[1]}], got {value!r}") from None
+        if not (math.isfinite(number) and self.bounds[0] <= number <= self.bounds[1]):
+            raise ValueError(f"value must be a number in [{self.bounds[0]}, {self.bounds[1]}], got {value!r}")
+        return number
+
+    # -- locking ------------------------------------------------------------
+    def answer(self, value: Any) -> None:
+        """Set and lock the prediction (tests, headless runs).
+
+        Raises :class:`PredictionLockedError` if already locked with another
+        value, ``ValueError`` if the value is not an option / out of bounds.
+        """
+        value = self._check(value)
+        if self.locked:
+            if value == self._value:
+                return
+            raise PredictionLockedError(
+                f"prediction {self.key!r} is locked at {self._value!r}; it cannot be changed to {value!r}"
+            )
+        self.input.value = value
+        self.lock()
+
+    def lock(self) -> None:
+        """Lock the currently selected answer. Locking twice changes nothing."""
+        if self.locked:
+            self.status.value = self._status_html(f"Already locked at <b>{html.escape(self._label(self._value))}</b>; it stays.")
+            return
+        value = self.input.value
+        if value is None:
+            self.status.value = self._status_html("Pick an option first.", "#b45309")
+            return
+        value = self._check(value)
+        stored = Ledger(self.folder / PREDICTIONS_FILE).record_once(
+            self.key,
+            {"value": value, "kind": self.kind, "question": self.question, "locked": True, "locked_at": _now()},
+        )
+        # Another kernel may have locked first; its answer wins everywhere.
+        value = stored["value"]
+        try:
+            self.ledger.record(self.key, {"prediction": value, "prediction_locked_at": stored["locked_at"]})
+        except (OSError, ValueError) as exc:  # the lock itself is safe in predictions.json
+            warnings.warn(f"prediction locked, but the design ledger could not be written: {exc}")
+        self._freeze(value, message="Locked.")
+
+    def _lock_from_ui(self) -> None:
+        try:
+            self.lock()
+        except Exception as exc:  # show, never raise into the widget callback
+            self.status.value = self._status_html(f"Could not lock: {html.escape(str(exc))}", "#b91c1c")
+
+    def _freeze(self, value: Any, message: str) -> None:
+        self._value = value
+        self.input.value = value
+        self.input.disabled = True
+        self.button.disabled = True
+        self.button.description = "Locked"
+        self.button.button_style = ""
+        self.status.value = self._status_html(f"{message} Your prediction: <b>{html.escape(self._label(value))}</b>")
+        for target in self._gated:
+            _set_gated(target, False)
+
+    def _on_input(self, change: dict) -> None:
+        if self.locked and change["new"] != self._value:
+            # A frozen lock ignores edits (from a browser that still shows it enabled, or code).
+            self.input.value = self._value
+            self.status.value = self._status_html("This prediction is locked and cannot be changed.", "#b91c1c")
+        elif not self.locked and self.kind == "choice":
+            self.button.disabled = change["new"] is None
+
+    def _autopredict(self) -> None:
+        setting = os.environ.get(AUTOPREDICT_ENV, "").strip()
+        if not setting or setting == "0":
+            return
+        if setting.startswith("{"):
+            try:
+                chosen = json.loads(setting).get(self.key)
+            except ValueError:
+                raise ValueError(f"{AUTOPREDICT_ENV} must be 1 or a JSON object, got {setting!r}") from None
+            if chosen is None:
+                return
+        else:
+            chosen = next(iter(self.options)) if self.kind == "choice" else self.input.value
+        self.answer(chosen)
+
+    # -- gating -------------------------------------------------------------
+    def gate(self, *targets: Any) -> Any:
+        """Keep instruments/widgets hidden and disabled until this lock is locked.
+
+        Returns the first target so ``inst = lock.gate(Comparator())`` reads well.
+        """
+        for target in targets:
+            self._gated.append(target)
+            _set_gated(target, not self.locked)
+        return targets[0] if targets else None
+
+    # -- reveal -------------------------------------------------------------
+    def reveal(self, actual: Any = None, *, explanation: str | None = None, record: bool = True) -> Reveal:
+        """Compare the locked prediction with reality and record the outcome.
+
+        Parameters
+        ----------
+        actual : float or str, optional
+            For a number: the true value (must be non-zero). For a choice:
+            the correct option key (default: ``correct`` given at creation).
+        explanation : str, optional
+            Overrides the explanation given at creation.
+        """
+        if not self.locked:
+            return Reveal(self.key, False, message="Lock a prediction first; then the reveal compares it with reality.")
+        if self.kind == "number":
+            try:
+                actual_value = float(actual)
+            except (TypeError, ValueError):
+                raise ValueError(f"actual must be a non-zero number, got {actual!r}") from None
+            if actual_value == 0 or not math.isfinite(actual_value):
+                raise ValueError(f"actual must be a finite non-zero number, got {actual!r}")
+            ratio = self._value / actual_value
+            close = abs(ratio - 1.0) <= CLOSE_WITHIN + 1e-12  # 13 vs 10 is exactly 30 %: close
+            unit = f" {self.unit}" if self.unit else ""
+            message = (
+                f"You predicted {self._value:.4g}{unit}; reality is {actual_value:.4g}{unit} "
+                f"(ratio {ratio:.2f}, {'close: within' if close else 'not within'} {CLOSE_WITHIN:.0%})."
+            )
+            text = explanation if explanation is not None else (self.explanations if isinstance(self.explanations, str) else "")
+            result = Reveal(self.key, True, self._value, actual_value, close, ratio, message, text or "")
+        else:
+            truth = actual if actual is not None else self.correct
+            if truth not in self.options:
+                raise ValueError(f"actual must be one of {list(self.options)}, got {truth!r}")
+            correct = self._value == truth
+            if explanation is None:
+                if isinstance(self.explanations, Mapping):
+                    explanation = self.explanations.get(self._value, "")
+                else:
+                    explanation = self.explanations or ""
+            message = (
+                f"You chose {self._label(self._value)}. "
+                + ("That is correct." if correct else f"The answer is {self._label(truth)}.")
+            )
+            result = Reveal(self.key, True, self._value, truth, correct, None, message, explanation)
+        if record:
+            try:
+                self.ledger.record(self.key, {"correct": result.correct, "actual": result.actual, "ratio": result.ratio})
+            except (OSError, ValueError) as exc:
+                warnings.warn(f"the design ledger could not be written: {exc}")
+        return result
+
+    # -- display ------------------------------------------------------------
+    def _label(self, value: Any) -> str:
+        if self.kind == "choice":
+            return f"{value}) {self.options.get(value, '')}".strip()
+        return f"{value:.4g} {self.unit}".strip()
+
+    @staticmethod
+    def _status_html(text: str, colour: str = "#334155") -> str:
+        return f"<span class='course-lock-status' style='color:{colour};margin-left:8px'>{text}</span>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _set_gated(target: Any, gated: bool) -> None:
+    """Hide/disable an instrument (anything with ``set_gated``) or a plain widget."""
+    if hasattr(target, "set_gated"):
+        target.set_gated(gated)
+        return
+    widget = getattr(target, "widget", target)
+    if hasattr(widget, "layout"):
+        widget.layout.display = "none" if gated else None
+    if hasattr(widget, "disabled"):
+        widget.disabled = gated
