@@ -1,0 +1,56 @@
+"""Workbook exercise mechanisms shared by every graded assignment.
+
+Contract for the autograder (see :mod:`course.exercises.registry`)
+-----------------------------------------------------------------
+``REGISTRY`` maps every autograded nbgrader ``grade_id`` to a :class:`Part`.
+
+1. In the student's kernel, after the notebook ran: for each grade_id,
+   ``harvest_json(grade_id, globals(), seed)`` returns a JSON string of plain
+   values (it never judges).
+2. In a trusted process: ``judge_json(grade_id, text)`` returns a
+   :class:`Verdict` (``score`` in [0, 1], ``reason``); the points are
+   ``score * REGISTRY[grade_id].points``.
+3. Hidden test cells in the notebooks call ``grade_in_kernel(grade_id,
+   globals())``, which harvests and judges in the kernel and raises
+   ``AssertionError(reason)`` unless the score is 1, so plain ``nbgrader
+   autograde`` grades honest submissions correctly.
+"""
+
+from .registry import (  # noqa: F401
+    KINDS, REGISTRY, Part, Verdict, NotPlain, judge_plain, plain_number, register,
+    roundtrip, safe_judge, to_plain, check_number, is_plain_number,
+)
+
+
+def harvest_json(grade_id: str, namespace: dict, seed: int = 0) -> str:
+    """Harvest ``grade_id`` from ``namespace`` (in the kernel) and return JSON text."""
+    import json
+
+    part = REGISTRY[grade_id]
+    try:
+        harvested = part.harvest(namespace, part.probes(seed))
+    except Exception as exc:  # a broken answer must still produce a row
+        harvested = {"__harvest_error__": type(exc).__name__}
+    return json.dumps(to_plain(harvested), allow_nan=True)
+
+
+def judge_json(grade_id: str, text: str) -> Verdict:
+    """Judge harvested JSON ``text`` for ``grade_id`` (in a trusted process)."""
+    import json
+
+    part = REGISTRY.get(grade_id)
+    if part is None:
+        return Verdict(0.0, f"unknown exercise {grade_id!r}")
+    try:
+        harvested = json.loads(text)
+    except (TypeError, ValueError):
+        return Verdict(0.0, "the answer could not be read back from the notebook")
+    return safe_judge(part, harvested)
+
+
+def grade_in_kernel(grade_id: str, namespace: dict, seed: int = 0) -> None:
+    """Hidden-test entry point: raise AssertionError with the reason unless fully correct."""
+    verdict = REGISTRY[grade_id].grade(namespace, seed)
+    if not verdict.passed:
+        raise AssertionError(verdict.reason)
+    print(f"{grade_id}: {verdict.reason}")

@@ -1,0 +1,299 @@
+"""The exercise registry: every autograded nbgrader test cell, by grade_id.
+
+A :class:`Part` is one autograded cell. Grading a part is split in two so
+that a hostile kernel cannot award itself points:
+
+``harvest(namespace, probes) -> dict``
+    Runs in the student's kernel. It only *produces values*: it reads the
+    names the student defined, calls Build functions on probe inputs, and
+    converts every result to plain JSON types (``int``, ``float``, ``str``,
+    ``bool``, ``None``, ``list``, ``dict``). Anything else is recorded as
+    ``{"__unplain__": "<type name>"}`` so the judge can say what was wrong.
+
+``judge(harvested) -> Verdict``
+    Runs in a trusted process that the student's code never ran in (the
+    autograder parses the harvested JSON there). It compares the values with
+    keys that ``course.core`` computes from the exercise's parameter spec and
+    rejects anything that is not of a plain type, so an object whose ``==``
+    always returns True earns nothing.
+
+``probes(seed) -> JSON-able``
+    For Build and Debug parts: the inputs the function is called on. The
+    trusted side makes them (seeded), the kernel only evaluates them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional, Tuple
+
+KINDS = ("derive", "trace", "build", "debug", "design", "lock", "choice")
+
+#: marker for a value that was not of a plain JSON type when harvested
+UNPLAIN = "__unplain__"
+#: marker for a call that raised; the value is the exception's class name
+RAISED = "__raised__"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of one part: ``score`` in [0, 1] and a reason a student understands."""
+
+    score: float
+    reason: str
+
+    def __post_init__(self):
+        if type(self.score) not in (int, float) or not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"score must be a number in [0, 1], got {self.score!r}")
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= 1.0
+
+
+def _no_probes(seed: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Part:
+    """One autograded cell of an assignment.
+
+    Attributes
+    ----------
+    grade_id : str
+        nbgrader ``grade_id`` of the test cell, e.g. ``"ch00_ex0_1"``.
+    exercise : str
+        Workbook exercise number, e.g. ``"0.1"``.
+    kind : str
+        One of :data:`KINDS`.
+    points : float
+        Points of the test cell (also written into the notebook metadata).
+    names : tuple of str
+        The names the student defines (variables or functions).
+    harvest : callable
+        ``harvest(namespace, probes) -> dict`` of plain values (runs in the kernel).
+    judge : callable
+        ``judge(harvested) -> Verdict`` (runs in a trusted process).
+    probes : callable
+        ``probes(seed) -> JSON-able`` probe inputs (``None`` for parts without).
+    assignment : str
+        nbgrader assignment name, e.g. ``"ch00_ring_allreduce"``.
+    ledger_key : str
+        Key of the design-ledger entry, e.g. ``"ch00/ex0_1"``.
+    title : str
+        One line shown in feedback and grade tables.
+    """
+
+    grade_id: str
+    exercise: str
+    kind: str
+    points: float
+    names: Tuple[str, ...]
+    harvest: Callable[[dict, Any], dict]
+    judge: Callable[[dict], Verdict]
+    probes: Callable[[int], Any] = _no_probes
+    assignment: str = ""
+    ledger_key: str = ""
+    title: str = ""
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def grade(self, namespace: dict, seed: int = 0) -> Verdict:
+        """Harvest and judge in one process (used by in-kernel hidden tests and tests)."""
+        harvested = self.harvest(namespace, self.probes(seed))
+        return safe_judge(self, roundtrip(harvested))
+
+
+#: grade_id -> Part, filled by the chapter modules when ``course.exercises`` is imported
+REGISTRY: Dict[str, Part] = {}
+
+
+def register(part: Part) -> Part:
+    """Add ``part`` to :data:`REGISTRY`; a grade_id may be registered once only."""
+    if part.kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {part.kind!r}")
+    if type(part.points) not in (int, float) or part.points <= 0:
+        raise ValueError(f"points must be > 0, got {part.points!r}")
+    existing = REGISTRY.get(part.grade_id)
+    if existing is not None and existing is not part:
+        raise ValueError(f"grade_id {part.grade_id!r} is already registered")
+    REGISTRY[part.grade_id] = part
+    return part
+
+
+def safe_judge(part: Part, harvested: Any) -> Verdict:
+    """Run ``part.judge`` and turn any crash into a zero with a reason."""
+    if type(harvested) is not dict:
+        return Verdict(0.0, "nothing could be read from the notebook for this exercise")
+    try:
+        verdict = part.judge(harvested)
+    except Exception as exc:  # a malformed harvest must not crash grading
+        return Verdict(0.0, f"answer could not be checked ({type(exc).__name__})")
+    if type(verdict) is not Verdict:
+        return Verdict(0.0, "internal error: judge returned no verdict")
+    return verdict
+
+
+# ---------------------------------------------------------------------------
+# plain values: produced in the kernel, checked again in the trusted process
+# ---------------------------------------------------------------------------
+
+class NotPlain(ValueError):
+    """A value is not of a plain JSON type."""
+
+
+def to_plain(value: Any, depth: int = 0) -> Any:
+    """Convert ``value`` to plain JSON types or return an UNPLAIN marker.
+
+    Exact types only: a subclass of ``float`` or ``str`` (which could override
+    ``__eq__``) is not plain. NumPy scalars and 0-d arrays are converted
+    explicitly with ``.item()``; other arrays become lists.
+
+    >>> import numpy as np
+    >>> to_plain(np.float64(2.5)), to_plain([1, (2, 3)]), to_plain(object())
+    (2.5, [1, [2, 3]], {'__unplain__': 'object'})
+    """
+    if depth > 20:
+        return {UNPLAIN: "nested too deeply"}
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str):
+        return value
+    if kind in (list, tuple):
+        return [to_plain(v, depth + 1) for v in value[:10_000]]
+    if kind is dict:
+        if all(type(k) is str for k in value):
+            return {k: to_plain(v, depth + 1) for k, v in value.items()}
+        return {UNPLAIN: "dict with non-string keys"}
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        np = None
+    if np is not None and kind.__module__ == "numpy":
+        if isinstance(value, np.generic):
+            item = value.item()
+            if type(item) in (bool, int, float, str):
+                return item
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            if value.ndim == 0:
+                return value.item()
+            return to_plain(value.tolist(), depth + 1)
+    return {UNPLAIN: kind.__name__}
+
+
+def roundtrip(harvested: Any) -> Any:
+    """Pass ``harvested`` through JSON, as the autograder does between processes."""
+    import json
+
+    try:
+        return json.loads(json.dumps(harvested, allow_nan=True))
+    except (TypeError, ValueError):
+        return None
+
+
+def describe_unplain(value: Any) -> Optional[str]:
+    """Return why ``value`` is not plain, or ``None`` if it is."""
+    if type(value) is dict and UNPLAIN in value:
+        return f"got an object of type {value[UNPLAIN]}, expected a plain Python value"
+    if type(value) is dict and RAISED in value:
+        return f"raised {value[RAISED]}"
+    return None
+
+
+def plain_number(value: Any, name: str = "answer") -> float:
+    """Return ``value`` as float if it is a plain finite int/float, else raise NotPlain.
+
+    ``bool`` is not a number here (``True == 1`` would otherwise pass).
+
+    >>> plain_number(3)
+    3.0
+    >>> plain_number(True)
+    Traceback (most recent call last):
+    ...
+    course.exercises.registry.NotPlain: answer must be a number (int or float), got bool
+    """
+    why = describe_unplain(value)
+    if why:
+        raise NotPlain(f"{name}: {why}")
+    if type(value) not in (int, float):
+        raise NotPlain(f"{name} must be a number (int or float), got {type(value).__name__}")
+    result = float(value)
+    if not math.isfinite(result):
+        raise NotPlain(f"{name} must be finite, got {value!r}")
+    return result
+
+
+def judge_plain(value: Any, key: Any, *, rtol: float = 0.01, atol: float = 0.0,
+                name: str = "answer") -> Verdict:
+    """Compare a harvested plain value with a trusted key.
+
+    Numbers are compared with relative tolerance ``rtol`` (1 % by default) and
+    absolute tolerance ``atol``; strings exactly after stripping and
+    case-folding; bools exactly; lists element by element (same length).
+    Anything not of a plain type scores zero.
+
+    >>> judge_plain(99.5, 100.0).score, judge_plain(90.0, 100.0).score
+    (1.0, 0.0)
+    >>> judge_plain({"__unplain__": "AlwaysEqual"}, 1.0).score
+    0.0
+    """
+    try:
+        ok = _matches(value, key, rtol, atol, name)
+    except NotPlain as exc:
+        return Verdict(0.0, str(exc))
+    if ok:
+        return Verdict(1.0, f"{name} is correct")
+    return Verdict(0.0, f"{name} does not match the expected value")
+
+
+def _matches(value: Any, key: Any, rtol: float, atol: float, name: str) -> bool:
+    if type(key) is bool:
+        if type(value) is not bool:
+            raise NotPlain(describe_unplain(value) or f"{name} must be True or False, got {type(value).__name__}")
+        return value is key
+    if type(key) in (int, float):
+        number = plain_number(value, name)
+        return math.isclose(number, float(key), rel_tol=rtol, abs_tol=atol)
+    if type(key) is str:
+        if type(value) is not str:
+            raise NotPlain(describe_unplain(value) or f"{name} must be a string, got {type(value).__name__}")
+        return value.strip().casefold() == key.strip().casefold()
+    if type(key) in (list, tuple):
+        if type(value) is not list:
+            raise NotPlain(describe_unplain(value) or f"{name} must be a list, got {type(value).__name__}")
+        if len(value) != len(key):
+            return False
+        return all(_matches(v, k, rtol, atol, f"{name}[{i}]") for i, (v, k) in enumerate(zip(value, key)))
+    raise TypeError(f"unsupported key type {type(key).__name__}")
+
+
+def is_plain_number(value: Any) -> bool:
+    """True for a plain finite int or float (not bool)."""
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def check_number(value: Any, key: float, *, rtol: float = 0.01, atol: float = 0.0) -> bool:
+    """True if ``value`` is a plain finite number within tolerance of ``key``."""
+    return is_plain_number(value) and math.isclose(float(value), float(key), rel_tol=rtol, abs_tol=atol)
+
+
+def plain_type_name(value: Any) -> str:
+    """Name of the type of a harvested value, seeing through UNPLAIN markers."""
+    if type(value) is dict and UNPLAIN in value:
+        return str(value[UNPLAIN])
+    return type(value).__name__
+
+
+def is_number_type(value: Any) -> bool:
+    """True for a Python or NumPy real number (not bool) - used by visible checks in the kernel."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    try:
+        import numpy as np
+        return isinstance(value, np.generic) and np.issubdtype(type(value), np.number) \
+            and not np.issubdtype(type(value), np.complexfloating)
+    except ImportError:  # pragma: no cover
+        return isinstance(value, numbers.Real)
