@@ -1,3 +1,494 @@
-"""(being written)"""
+"""Data parallelism: gradient accumulation, overlap, comm/compute ratio, MFU, scaling.
 
-__all__: list[str] = []
+All times are seconds, compute is FLOP and FLOP/s, batches are counted in samples
+(sequences). Every function broadcasts over NumPy arrays.
+
+The step-time model is the "iron law" of data-parallel scaling used by Lab 05:
+a step costs its compute plus the part of the gradient all-reduce that is not
+hidden behind the backward pass::
+
+    T_step = T_compute + T_comm - T_overlapped
+
+Sources: Goyal et al. 2017 (accumulation and effective batch); Li et al. 2020,
+"PyTorch Distributed: Experiences on Accelerating Data Parallel Training",
+VLDB 13(12) (gradient buckets, overlap); Chowdhery et al. 2022, PaLM, appendix B
+(model FLOPs utilization); workbook chapters 2 and 4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v
+from .units import MiB
+
+__all__ = [
+    "effective_batch",
+    "required_accum_steps",
+    "accumulation_step_time",
+    "allreduce_time_saved",
+    "samples_per_second",
+    "compute_time",
+    "bucket_count",
+    "exposed_comm_time",
+    "overlap_fraction",
+    "data_parallel_step_time",
+    "comm_compute_ratio",
+    "mfu",
+    "speedup",
+    "scaling_efficiency",
+    "data_parallel_speedup",
+    "marginal_speedup",
+    "diminishing_returns_gpus",
+    "DDP_BUCKET_BYTES",
+]
+
+#: PyTorch DistributedDataParallel default bucket size, ``bucket_cap_mb=25``
+#: (interpreted as MiB). Source: torch.nn.parallel.DistributedDataParallel docs.
+DDP_BUCKET_BYTES = 25 * MiB
+
+
+def effective_batch(micro_batch, accum_steps, dp):
+    """Samples per optimizer step (the global or effective batch).
+
+    ``B_eff = micro_batch * accum_steps * dp``
+
+    Parameters
+    ----------
+    micro_batch : int or array, >= 1
+        Samples per GPU per forward/backward pass.
+    accum_steps : int or array, >= 1
+        Micro-batches accumulated before one optimizer step.
+    dp : int or array, >= 1
+        Data-parallel degree (model replicas).
+
+    Returns
+    -------
+    int or ndarray of int
+        Samples per optimizer step.
+
+    Notes
+    -----
+    Source: workbook chapter 2; Goyal et al. 2017, "Accurate, Large Minibatch SGD".
+
+    Examples
+    --------
+    >>> effective_batch(4, 64, 8)
+    2048
+    """
+    mb = v.integer("micro_batch", micro_batch)
+    acc = v.integer("accum_steps", accum_steps)
+    n = v.integer("dp", dp)
+    out = mb * acc * n
+    return int(out) if out.ndim == 0 else out
+
+
+def required_accum_steps(target_batch, micro_batch, dp, exact=False):
+    """Accumulation steps needed to reach at least ``target_batch`` samples.
+
+    ``accum_steps = ceil(target_batch / (micro_batch * dp))``
+
+    Every target is reachable by rounding up; the effective batch then equals
+    the target only when ``micro_batch * dp`` divides it.
+
+    Parameters
+    ----------
+    target_batch : int or array, >= 1
+        Wanted samples per optimizer step.
+    micro_batch : int or array, >= 1
+        Samples per GPU per pass.
+    dp : int or array, >= 1
+        Data-parallel degree.
+    exact : bool, default False
+        If True, raise ``ValueError`` when ``micro_batch * dp`` does not divide
+        ``target_batch`` (the target cannot be hit exactly).
+
+    Returns
+    -------
+    int or ndarray of int
+
+    Notes
+    -----
+    Source: workbook exercises 2.1 and 2.4.
+
+    Examples
+    --------
+    >>> required_accum_steps(2048, 4, 8)
+    64
+    >>> required_accum_steps(100, 4, 8)   # 4 steps give 128 >= 100
+    4
+    """
+    target = v.integer("target_batch", target_batch)
+    per_pass = v.integer("micro_batch", micro_batch) * v.integer("dp", dp)
+    steps = -(-target // per_pass)  # integer ceil
+    if exact and np.any(target % per_pass):
+        raise ValueError(
+            "target_batch must be a multiple of micro_batch * dp when exact=True, "
+            f"got target_batch={target_batch!r}, micro_batch * dp={per_pass.tolist()!r}"
+        )
+    return int(steps) if steps.ndim == 0 else steps
+
+
+def accumulation_step_time(micro_batch_seconds, accum_steps, allreduce_seconds=0.0,
+                           optimizer_seconds=0.0):
+    """Wall-clock seconds of one optimizer step with gradient accumulation.
+
+    ``T = accum_steps * t_micro + t_allreduce + t_optimizer``
+
+    The all-reduce runs once per optimizer step, after the last micro-batch,
+    and is not overlapped here (use :func:`exposed_comm_time` for overlap).
+
+    Parameters
+    ----------
+    micro_batch_seconds : float or array, > 0
+        Forward + backward time of one micro-batch.
+    accum_steps : int or array, >= 1
+    allreduce_seconds, optimizer_seconds : float or array, >= 0
+
+    Returns
+    -------
+    float or ndarray, seconds
+
+    Notes
+    -----
+    Source: workbook exercise 2.3.
+
+    Examples
+    --------
+    >>> accumulation_step_time(0.120, 64, 0.050, 0.001)
+    7.731
+    """
+    t = v.positive("micro_batch_seconds", micro_batch_seconds)
+    acc = v.integer("accum_steps", accum_steps)
+    ar = v.non_negative("allreduce_seconds", allreduce_seconds)
+    opt = v.non_negative("optimizer_seconds", optimizer_seconds)
+    return v.scalar_or_array(acc * t + ar + opt)
+
+
+def allreduce_time_saved(allreduce_seconds, accum_steps):
+    """Communication time saved per optimizer step by accumulating gradients.
+
+    Without accumulation the same samples need ``accum_steps`` all-reduces;
+    with it, one. ``saved = (accum_steps - 1) * t_allreduce``.
+
+    Examples
+    --------
+    >>> round(allreduce_time_saved(0.050, 64), 6)   # workbook 2.2: 3150 ms
+    3.15
+    """
+    ar = v.non_negative("allreduce_seconds", allreduce_seconds)
+    acc = v.integer("accum_steps", accum_steps)
+    return v.scalar_or_array((acc - 1) * ar)
+
+
+def samples_per_second(samples, seconds):
+    """Throughput: samples processed divided by the seconds they took.
+
+    Examples
+    --------
+    >>> round(samples_per_second(2048, 7.731), 1)   # workbook 2.3
+    264.9
+    """
+    n = v.non_negative("samples", samples)
+    t = v.positive("seconds", seconds)
+    return v.scalar_or_array(n / t)
+
+
+def compute_time(flops, flops_per_second):
+    """Seconds to execute ``flops`` at an *achieved* rate ``flops_per_second``.
+
+    ``T = F / R``; for a peak ``P`` at utilization ``u`` pass ``R = u * P``.
+
+    Examples
+    --------
+    >>> round(compute_time(120e12, 0.5 * 989e12), 4)   # workbook 4.4: ~242 ms
+    0.2427
+    """
+    f = v.non_negative("flops", flops)
+    r = v.positive("flops_per_second", flops_per_second)
+    return v.scalar_or_array(f / r)
+
+
+def bucket_count(gradient_bytes, bucket_bytes=DDP_BUCKET_BYTES):
+    """Number of gradient buckets: ``ceil(gradient_bytes / bucket_bytes)``.
+
+    PyTorch DDP packs gradients into buckets (default 25 MiB) and launches one
+    all-reduce per bucket as soon as all of its gradients are ready (Li et al.
+    2020, section 3.2.3).
+
+    Examples
+    --------
+    >>> bucket_count(20e9)   # 10B params of FP16 gradients
+    763
+    """
+    g = v.positive("gradient_bytes", gradient_bytes)
+    b = v.positive("bucket_bytes", bucket_bytes)
+    out = np.ceil(g / b).astype(np.int64)
+    return int(out) if out.ndim == 0 else out
+
+
+def exposed_comm_time(backward_seconds, comm_seconds, buckets):
+    """Communication time left on the critical path after overlapping with backward.
+
+    The backward pass produces ``k`` equal buckets, one every ``t_b = T_bwd / k``
+    seconds (last layer first). Each bucket's all-reduce takes
+    ``t_c = T_comm / k``, starts when its bucket is ready and the previous
+    all-reduce has finished (one communication stream). The last all-reduce
+    then ends ``t_c + (k - 1) * max(0, t_c - t_b)`` after the backward pass::
+
+        exposed = t_c + (k - 1) * max(0, t_c - t_b)
+
+    ``k = 1`` means no overlap (exposed = T_comm). When each bucket's
+    all-reduce is shorter than the backward of one bucket, only the last one is
+    exposed.
+
+    Parameters
+    ----------
+    backward_seconds : float or array, > 0
+        Backward-pass time of the whole model on one GPU.
+    comm_seconds : float or array, >= 0
+        Total all-reduce time of all gradients.
+    buckets : int or array, >= 1
+        Number of equal buckets (layers in workbook 4.2).
+
+    Returns
+    -------
+    float or ndarray, seconds
+
+    Notes
+    -----
+    Sources: Li et al. 2020 (PyTorch DDP bucketing); workbook exercise 4.2.
+
+    Examples
+    --------
+    >>> round(exposed_comm_time(0.200, 0.060, 40), 6)   # 1.5 ms exposed
+    0.0015
+    >>> exposed_comm_time(0.200, 0.060, 1)              # no buckets: no overlap
+    0.06
+    """
+    tb = v.positive("backward_seconds", backward_seconds)
+    tc_total = v.non_negative("comm_seconds", comm_seconds)
+    k = v.integer("buckets", buckets)
+    tc = tc_total / k
+    return v.scalar_or_array(tc + (k - 1) * np.maximum(0.0, tc - tb / k))
+
+
+def overlap_fraction(backward_seconds, comm_seconds, buckets):
+    """Share of the all-reduce time hidden behind the backward pass, in [0, 1).
+
+    ``1 - exposed_comm_time / comm_seconds`` (see :func:`exposed_comm_time`).
+
+    Examples
+    --------
+    >>> round(overlap_fraction(0.200, 0.060, 40), 4)   # workbook 4.2: 97.5 %
+    0.975
+    """
+    c = v.positive("comm_seconds", comm_seconds)
+    return v.scalar_or_array(1.0 - exposed_comm_time(backward_seconds, c, buckets) / c)
+
+
+def data_parallel_step_time(compute_seconds, comm_seconds, overlap=0.0):
+    """Step time of data-parallel training: ``T_compute + (1 - overlap) * T_comm``.
+
+    Parameters
+    ----------
+    compute_seconds : float or array, > 0
+        Forward + backward (+ optimizer) time per GPU.
+    comm_seconds : float or array, >= 0
+        Gradient all-reduce time.
+    overlap : float or array in [0, 1]
+        Share of the all-reduce hidden behind compute (:func:`overlap_fraction`).
+
+    Notes
+    -----
+    Source: Lab 05 reading, "iron law of scale"
+    ``T_step = T_compute + T_comm - T_overlap``.
+
+    Examples
+    --------
+    >>> round(data_parallel_step_time(0.242, 0.350), 3)    # workbook 4.4, no overlap
+    0.592
+    """
+    tc = v.positive("compute_seconds", compute_seconds)
+    tm = v.non_negative("comm_seconds", comm_seconds)
+    o = v.fraction("overlap", overlap)
+    return v.scalar_or_array(tc + (1.0 - o) * tm)
+
+
+def comm_compute_ratio(comm_seconds, compute_seconds):
+    """Communication-to-computation ratio ``T_comm / T_compute`` (dimensionless).
+
+    Above 1 a non-overlapped step spends more time communicating than
+    computing. Get ``comm_seconds`` from :func:`course.core.allreduce_time` and
+    ``compute_seconds`` from :func:`compute_time`.
+
+    Notes
+    -----
+    Source: workbook exercises 4.4 and 4.5; Lab 05 Act I.
+
+    Examples
+    --------
+    >>> round(comm_compute_ratio(0.350, 120e12 / 495e12), 2)   # workbook 4.4
+    1.44
+    """
+    tm = v.non_negative("comm_seconds", comm_seconds)
+    tc = v.positive("compute_seconds", compute_seconds)
+    return v.scalar_or_array(tm / tc)
+
+
+def mfu(model_flops, seconds, peak_flops_per_second, n_gpus=1):
+    """Model FLOPs utilization: ``MFU = F_model / (T * N * P_peak)``.
+
+    ``model_flops`` counts only the FLOPs the model needs (for a transformer
+    ``6 * params * tokens``; not recomputation), ``seconds`` is the measured
+    (or modelled) wall-clock time of those FLOPs on ``n_gpus`` GPUs, and
+    ``peak_flops_per_second`` the dense peak of one GPU in the precision used
+    (H100 SXM BF16: 989 TFLOPS; 1979 is with sparsity, errata 1).
+
+    Notes
+    -----
+    Source: Chowdhery et al. 2022, PaLM, appendix B.
+
+    Examples
+    --------
+    >>> round(mfu(120e12, 0.592, 989e12), 3)   # workbook 4.4: 50 % drops to ~20 %
+    0.205
+    """
+    f = v.non_negative("model_flops", model_flops)
+    t = v.positive("seconds", seconds)
+    p = v.positive("peak_flops_per_second", peak_flops_per_second)
+    n = v.integer("n_gpus", n_gpus)
+    return v.scalar_or_array(f / (t * n * p))
+
+
+def speedup(throughput_n, throughput_one):
+    """Speed-up ``S = X(N) / X(1)`` from throughputs (samples/s) on N and on 1 GPU.
+
+    Throughput covers both strong scaling (fixed global batch, shorter steps)
+    and weak scaling (fixed per-GPU batch, more samples per step).
+
+    Examples
+    --------
+    >>> speedup(6000.0, 100.0)
+    60.0
+    """
+    xn = v.non_negative("throughput_n", throughput_n)
+    x1 = v.positive("throughput_one", throughput_one)
+    return v.scalar_or_array(xn / x1)
+
+
+def scaling_efficiency(throughput_n, throughput_one, n):
+    """Scaling efficiency ``eta = S / N = X(N) / (N * X(1))``; 1 is ideal (linear).
+
+    Notes
+    -----
+    Source: solver tutorial ("80 % efficiency on 256 GPUs = about 205 GPUs'
+    worth of work"); Lab 05 plan, Part 1.
+
+    Examples
+    --------
+    >>> scaling_efficiency(6000.0, 100.0, 64)
+    0.9375
+    """
+    s = speedup(throughput_n, throughput_one)
+    n = v.integer("n", n)
+    return v.scalar_or_array(np.asarray(s) / n)
+
+
+def data_parallel_speedup(n, compute_seconds, comm_seconds, overlap=0.0):
+    """Weak-scaling speed-up of data parallelism over one GPU.
+
+    Each of ``n`` GPUs processes the same per-GPU batch in ``compute_seconds``
+    and then waits for the exposed all-reduce; one GPU needs no all-reduce::
+
+        S(N) = N * T_compute / (T_compute + (1 - overlap) * T_comm(N))
+
+    ``comm_seconds`` is ``T_comm(N)``, usually an array over ``n`` from
+    :func:`course.core.allreduce_time`; it is ignored where ``n == 1``.
+
+    Examples
+    --------
+    >>> data_parallel_speedup([1, 8, 64], 0.2, [0.0, 0.05, 0.2])
+    array([ 1. ,  6.4, 32. ])
+    """
+    n_arr = v.integer("n", n)
+    tc = v.positive("compute_seconds", compute_seconds)
+    tm = v.non_negative("comm_seconds", comm_seconds)
+    o = v.fraction("overlap", overlap)
+    exposed = np.where(n_arr == 1, 0.0, (1.0 - o) * tm)
+    return v.scalar_or_array(n_arr * tc / (tc + exposed))
+
+
+def marginal_speedup(gpus, speedups):
+    """Speed-up gained per added GPU between consecutive points of a scaling curve.
+
+    ``m_i = (S_{i+1} - S_i) / (N_{i+1} - N_i)``, in units of one GPU's
+    throughput: 1.0 means the added GPUs each did a full GPU's work (ideal),
+    0.5 means each added GPU delivered half a GPU.
+
+    Parameters
+    ----------
+    gpus : 1-D array of int, strictly increasing, >= 1
+    speedups : 1-D array, same length, >= 0
+
+    Returns
+    -------
+    ndarray, length ``len(gpus) - 1``
+        ``m_i`` belongs to the step from ``gpus[i]`` to ``gpus[i + 1]``.
+
+    Examples
+    --------
+    >>> marginal_speedup([1, 2, 4], [1.0, 1.9, 3.1])
+    array([0.9, 0.6])
+    """
+    n, s = _curve(gpus, speedups)
+    return np.diff(s) / np.diff(n)
+
+
+def diminishing_returns_gpus(gpus, speedups, threshold=0.5):
+    """Point of diminishing returns: the GPU count beyond which one more GPU adds < threshold.
+
+    Definition: the smallest ``gpus[i]`` such that going on to ``gpus[i + 1]``
+    adds less than ``threshold`` (default 0.5) of a single GPU's throughput per
+    added GPU, i.e. ``marginal_speedup(gpus, speedups)[i] < threshold``. On a
+    curve sampled at every integer N this is the N at which adding the
+    (N+1)-th GPU yields a marginal speed-up ``S(N+1) - S(N) < 0.5``; on a
+    sparser curve (8, 16, 32, ...) the marginal speed-up is the average over
+    the step.
+
+    Returns
+    -------
+    int or None
+        ``None`` if the marginal speed-up never drops below ``threshold`` on the
+        sampled range (the point lies beyond the curve).
+
+    Notes
+    -----
+    Source: Lab 05 plan, Part 1 reflection ("at what node count does adding a
+    GPU provide less than a 0.5x marginal speedup?").
+
+    Examples
+    --------
+    >>> n = np.arange(1, 33)
+    >>> s = n / (1 + 0.05 * (n - 1))   # saturates at 20x; dS/dN = 0.5 near N = 8.6
+    >>> diminishing_returns_gpus(n, s)
+    9
+    >>> diminishing_returns_gpus([1, 2, 4], [1.0, 2.0, 4.0]) is None   # linear
+    True
+    """
+    t = v.positive("threshold", threshold)
+    n, _ = _curve(gpus, speedups)
+    below = np.flatnonzero(marginal_speedup(gpus, speedups) < t)
+    return int(n[below[0]]) if below.size else None
+
+
+def _curve(gpus, speedups):
+    n = v.integer("gpus", gpus)
+    s = v.non_negative("speedups", speedups)
+    if n.ndim != 1 or n.size < 2:
+        raise ValueError(f"gpus must be a 1-D array of at least 2 GPU counts, got {gpus!r}")
+    if s.shape != n.shape:
+        raise ValueError(f"speedups must have the same shape as gpus {n.shape}, got {s.shape}")
+    if np.any(np.diff(n) <= 0):
+        raise ValueError(f"gpus must be strictly increasing, got {gpus!r}")
+    return n, s

@@ -1,3 +1,269 @@
-"""(being written)"""
+"""Checkpointing and failures: checkpoint size and write time, optimal interval, waste.
 
-__all__: list[str] = []
+SI units: bytes, seconds, bytes/s; prices in dollars per GPU-hour. Every
+function broadcasts.
+
+Model: failures arrive as a Poisson process with mean time between failures
+``M``; writing a checkpoint blocks training for ``delta`` seconds; after a
+failure the job restarts (``restart_seconds``) and redoes the work since the
+last checkpoint, on average half an interval.
+
+Sources: J. W. Young 1974, "A first order approximation to the optimum
+checkpoint interval", CACM 17(9); J. T. Daly 2006, "A higher order estimate of
+the optimum checkpoint interval for restart dumps", FGCS 22(3), eq. 37;
+workbook chapter 7.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v
+from .units import hour
+
+__all__ = [
+    "CHECKPOINT_BYTES_PER_PARAM",
+    "checkpoint_bytes",
+    "checkpoint_write_time",
+    "young_interval",
+    "daly_interval",
+    "cluster_mtbf",
+    "expected_lost_seconds",
+    "waste_fraction",
+    "failures_during",
+    "waste_gpu_hours_per_failure",
+    "waste_cost_per_failure",
+    "waste_gpu_hours_per_hour",
+    "waste_cost_per_hour",
+]
+
+#: Bytes per parameter in a full mixed-precision Adam checkpoint: FP16 weights
+#: (2) + FP32 master weights (4) + FP32 Adam momentum and variance (4 + 4).
+#: Gradients are not saved. Source: Rajbhandari et al. 2020 (ZeRO), section 3.1.
+CHECKPOINT_BYTES_PER_PARAM = 2 + 4 + 4 + 4
+
+
+def checkpoint_bytes(params, weight_bytes=2, master_bytes=4, optimizer_bytes=8, extra_bytes=0.0):
+    """Size of a full training checkpoint.
+
+    ``size = params * (weight_bytes + master_bytes + optimizer_bytes) + extra_bytes``
+
+    Defaults are mixed-precision Adam: 2 + 4 + 8 = 14 bytes per parameter.
+
+    Parameters
+    ----------
+    params : float or array, > 0
+        Parameter count.
+    weight_bytes, master_bytes, optimizer_bytes : float or array, >= 0
+        Bytes per parameter of the working weights, the FP32 master copy and the
+        optimizer states (Adam: momentum + variance, 4 + 4).
+    extra_bytes : float or array, >= 0
+        Step counter, LR scheduler, RNG states (negligible at scale).
+
+    Returns
+    -------
+    float or ndarray, bytes
+
+    Notes
+    -----
+    Source: Rajbhandari et al. 2020, section 3.1; workbook exercise 7.1.
+
+    Examples
+    --------
+    >>> checkpoint_bytes(70e9) / 1e9   # workbook 7.1: 980 GB
+    980.0
+    """
+    p = v.positive("params", params)
+    per_param = (v.non_negative("weight_bytes", weight_bytes)
+                 + v.non_negative("master_bytes", master_bytes)
+                 + v.non_negative("optimizer_bytes", optimizer_bytes))
+    extra = v.non_negative("extra_bytes", extra_bytes)
+    return v.scalar_or_array(p * per_param + extra)
+
+
+def checkpoint_write_time(checkpoint_bytes, bandwidth, writers=1):
+    """Seconds to write a checkpoint: ``size / (bandwidth * writers)``.
+
+    ``writers > 1`` models a sharded checkpoint in which each of ``writers``
+    ranks writes its own shard at ``bandwidth`` in parallel (only while the
+    storage system can absorb the aggregate rate).
+
+    Examples
+    --------
+    >>> checkpoint_write_time(980e9, 10e9)   # workbook 7.2: 98 s
+    98.0
+    """
+    size = v.non_negative("checkpoint_bytes", checkpoint_bytes)
+    bw = v.positive("bandwidth", bandwidth)
+    w = v.integer("writers", writers)
+    return v.scalar_or_array(size / (bw * w))
+
+
+def young_interval(checkpoint_seconds, mtbf_seconds):
+    """Young's optimal checkpoint interval ``tau = sqrt(2 * delta * M)``.
+
+    First-order optimum of the waste ``delta / tau + tau / (2 M)`` (checkpoint
+    cost per unit of work plus expected rework per unit of time); valid when
+    ``delta << M``.
+
+    Parameters
+    ----------
+    checkpoint_seconds : float or array, > 0
+        ``delta``, time to write one checkpoint.
+    mtbf_seconds : float or array, > 0
+        ``M``, mean time between failures of the whole job.
+
+    Returns
+    -------
+    float or ndarray, seconds of compute between checkpoints
+
+    Notes
+    -----
+    Source: Young 1974, CACM 17(9), eq. 2.
+
+    Examples
+    --------
+    >>> round(young_interval(98.0, 24 * 3600) / 60, 1)   # workbook 7.3: 68.6 min
+    68.6
+    """
+    d = v.positive("checkpoint_seconds", checkpoint_seconds)
+    m = v.positive("mtbf_seconds", mtbf_seconds)
+    return v.scalar_or_array(np.sqrt(2.0 * d * m))
+
+
+def daly_interval(checkpoint_seconds, mtbf_seconds):
+    """Daly's higher-order optimal checkpoint interval (Daly 2006, eq. 37).
+
+    For ``delta < 2M``::
+
+        tau = sqrt(2 delta M) * [1 + (1/3) sqrt(delta / (2M)) + (1/9) (delta / (2M))] - delta
+
+    and ``tau = M`` for ``delta >= 2M``. It is slightly shorter than Young's for
+    ``delta << M``.
+
+    Examples
+    --------
+    >>> round(daly_interval(98.0, 24 * 3600) / 60, 2)
+    67.5
+    >>> daly_interval(300.0, 100.0)   # delta >= 2M
+    100.0
+    """
+    d = v.positive("checkpoint_seconds", checkpoint_seconds)
+    m = v.positive("mtbf_seconds", mtbf_seconds)
+    x = d / (2.0 * m)
+    series = np.sqrt(2.0 * d * m) * (1.0 + np.sqrt(x) / 3.0 + x / 9.0) - d
+    return v.scalar_or_array(np.where(d < 2.0 * m, series, m))
+
+
+def cluster_mtbf(component_mtbf_seconds, components):
+    """MTBF of a job that fails when any of ``components`` independent parts fails.
+
+    With exponential (memoryless) failures the rates add: ``M = M_component / n``.
+
+    Examples
+    --------
+    >>> cluster_mtbf(50_000 * 3600, 16384) / 3600   # 50,000 h per GPU, 16,384 GPUs
+    3.0517578125
+    """
+    m = v.positive("component_mtbf_seconds", component_mtbf_seconds)
+    n = v.integer("components", components)
+    return v.scalar_or_array(m / n)
+
+
+def expected_lost_seconds(interval_seconds, restart_seconds=0.0):
+    """Wall-clock time lost per failure: half an interval of rework plus the restart.
+
+    ``lost = tau / 2 + R`` (failures fall uniformly inside an interval).
+
+    Examples
+    --------
+    >>> round(expected_lost_seconds(68.6 * 60, 120.0) / 60, 1)   # workbook 7.4
+    36.3
+    """
+    tau = v.positive("interval_seconds", interval_seconds)
+    r = v.non_negative("restart_seconds", restart_seconds)
+    return v.scalar_or_array(tau / 2.0 + r)
+
+
+def waste_fraction(interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds=0.0):
+    """First-order share of wall-clock time that is wasted: checkpoints plus rework.
+
+    ``waste = delta / tau + (tau / 2 + R) / M``
+
+    Young's interval minimizes it (for ``R`` independent of ``tau``). The
+    workbook's 7.5 uses the same two terms without ``R``.
+
+    Examples
+    --------
+    >>> round(waste_fraction(young_interval(98.0, 86400.0), 98.0, 86400.0), 4)
+    0.0476
+    """
+    tau = v.positive("interval_seconds", interval_seconds)
+    d = v.positive("checkpoint_seconds", checkpoint_seconds)
+    m = v.positive("mtbf_seconds", mtbf_seconds)
+    r = v.non_negative("restart_seconds", restart_seconds)
+    return v.scalar_or_array(d / tau + (tau / 2.0 + r) / m)
+
+
+def failures_during(run_seconds, mtbf_seconds):
+    """Expected number of failures in a run: ``T_run / M``.
+
+    Examples
+    --------
+    >>> failures_during(30 * 86400, 86400)
+    30.0
+    """
+    t = v.non_negative("run_seconds", run_seconds)
+    m = v.positive("mtbf_seconds", mtbf_seconds)
+    return v.scalar_or_array(t / m)
+
+
+def waste_gpu_hours_per_failure(gpus, interval_seconds, restart_seconds=0.0):
+    """GPU-hours lost per failure: ``N * (tau / 2 + R) / 3600``.
+
+    Examples
+    --------
+    >>> round(waste_gpu_hours_per_failure(512, 68.6 * 60, 120.0), 1)
+    309.8
+    """
+    n = v.integer("gpus", gpus)
+    return v.scalar_or_array(n * np.asarray(expected_lost_seconds(interval_seconds, restart_seconds)) / hour)
+
+
+def waste_cost_per_failure(gpus, interval_seconds, price_per_gpu_hour, restart_seconds=0.0):
+    """Dollars lost per failure: GPU-hours lost times the price per GPU-hour.
+
+    Examples
+    --------
+    >>> round(waste_cost_per_failure(512, 68.6 * 60, 2.0, 120.0))   # workbook 7.4: ~$619
+    620
+    """
+    price = v.non_negative("price_per_gpu_hour", price_per_gpu_hour)
+    return v.scalar_or_array(price * np.asarray(waste_gpu_hours_per_failure(gpus, interval_seconds, restart_seconds)))
+
+
+def waste_gpu_hours_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds=0.0):
+    """GPU-hours wasted per wall-clock hour: ``N * waste_fraction``.
+
+    Examples
+    --------
+    >>> round(waste_gpu_hours_per_hour(512, young_interval(98.0, 86400.0), 98.0, 86400.0), 1)
+    24.4
+    """
+    n = v.integer("gpus", gpus)
+    w = waste_fraction(interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds)
+    return v.scalar_or_array(n * np.asarray(w))
+
+
+def waste_cost_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds,
+                        price_per_gpu_hour, restart_seconds=0.0):
+    """Dollars wasted per wall-clock hour: ``N * price * waste_fraction``.
+
+    Examples
+    --------
+    >>> round(waste_cost_per_hour(512, young_interval(98.0, 86400.0), 98.0, 86400.0, 2.0), 2)
+    48.77
+    """
+    price = v.non_negative("price_per_gpu_hour", price_per_gpu_hour)
+    gh = waste_gpu_hours_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds)
+    return v.scalar_or_array(price * np.asarray(gh))
