@@ -1,0 +1,84 @@
+"""Instruments: ipywidgets + bqplot views over ``course.core``.
+
+What is here
+------------
+base.py        :class:`Instrument`, the pattern every instrument follows (read its
+               module docstring first), ``figure()`` and formatting helpers
+cards.py       metric cards, failure banners, stakeholder message card, HUD footer
+context.py     link choices from the catalog, Cloud/Edge/Mobile/Tiny track selector
+allreduce.py   :class:`AllreduceComparator`, :class:`AlgorithmDashboard` (Lab 06)
+ring.py        :class:`RingAllreduceView`, step-by-step ring all-reduce
+
+Prediction locks and the design ledger live one level up
+(:mod:`course.prediction`, :mod:`course.ledger`).
+
+How to write a new instrument
+-----------------------------
+1. Subclass :class:`Instrument`; set ``title`` and ``subtitle``.
+2. In ``build()``: ``self.add_control("name", widget)`` for each control (use
+   ``triggers_update=False`` for preset pickers that only set other controls);
+   build each bqplot Figure ONCE (scales, axes, marks with placeholder data)
+   and ``self.add_figure(fig)``; ``self.add_card("name", "Label")`` per card.
+   Keep the marks as attributes (``self.curve``) to update them later.
+3. In ``refresh(values)``: ``values`` maps control names to current values.
+   Call the core ONCE per quantity, vectorized over the whole curve (pass an
+   array of GPU counts, not a loop). Then ``self.set_marks(mark, x=..., y=...)``,
+   ``self.set_card(...)``, ``self.set_math(html)`` with the equation and the
+   current numbers substituted, ``self.flag(code, sentence)`` for each failure
+   state (take the planner's violations as codes and sentences), and return a
+   plain dict of the numbers shown (it becomes ``inst.result``).
+4. Never catch exceptions of the core yourself to hide them: ``update()`` turns
+   a ``ValueError`` into the banner ``invalid_input`` and anything else into
+   ``instrument_error``; the instrument stays alive either way.
+5. Tests (tests/instruments/): drive it over a grid and a hypothesis fuzz of
+   control values (no exception escapes: ``inst.failures`` instead), compare
+   ``inst.result`` with direct core calls, and check the Figure object is the
+   same while mark arrays changed. ``tests/instruments/helpers.py`` has the
+   shared assertions.
+
+In a notebook::
+
+    from course.prediction import PredictionLock
+    from course.instruments import AllreduceComparator
+    lock = PredictionLock("lab06/act1", "...", options=[...])
+    lock
+    comparator = lock.gate(AllreduceComparator(gpus=128))
+    comparator
+"""
+
+from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time, to_plain
+from .cards import HudFooter, banner_html, metric_card_html, stakeholder_card
+from .context import TrackSelector, link_options
+
+__all__ = [
+    "Instrument",
+    "figure",
+    "fmt_time",
+    "fmt_bytes",
+    "fmt_rate",
+    "to_plain",
+    "HudFooter",
+    "banner_html",
+    "metric_card_html",
+    "stakeholder_card",
+    "TrackSelector",
+    "link_options",
+    "AllreduceComparator",
+    "AlgorithmDashboard",
+    "RingAllreduceView",
+]
+
+_LAZY = {
+    "AllreduceComparator": ".allreduce",
+    "AlgorithmDashboard": ".allreduce",
+    "RingAllreduceView": ".ring",
+}
+
+
+def __getattr__(name):  # instruments import on first use, so a module in progress breaks nothing else
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(_LAZY[name], __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module 'course.instruments' has no attribute {name!r}")

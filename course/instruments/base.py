@@ -1,0 +1,333 @@
+"""The pattern every instrument follows (read this before writing one).
+
+An instrument is a small class with four parts:
+
+1. **Controls**: ipywidgets registered by name in :meth:`Instrument.build`
+   with :meth:`add_control`; tests and notebooks reach them as
+   ``inst.controls["gpus"]`` and drive the instrument by setting ``.value``.
+2. **Charts**: bqplot ``Figure`` objects with their ``Marks`` and ``Scales``,
+   built ONCE in ``build``. They are never rebuilt: an update assigns new
+   arrays to mark traits (``mark.x``, ``mark.y``...) through :meth:`set_marks`.
+3. **Readouts**: metric cards (:meth:`add_card` / :meth:`set_card`), a "math
+   peek" showing the governing equation with the current numbers substituted
+   (:meth:`set_math`), and failure banners (:meth:`flag`).
+4. **Result**: :meth:`refresh` receives the current control values, calls the
+   core ONCE (vectorized: a whole curve per call, not a Python loop), updates
+   marks, cards and math peek, flags failure states, and returns a plain dict
+   of the numbers shown. That dict becomes ``inst.result``; the active failure
+   codes become ``inst.failures``.
+
+No physics lives in an instrument: every number comes from ``course.core``.
+Formatting (``fmt_time``, ``fmt_bytes``) and choosing which core result to
+show are the instrument's job.
+
+Robustness contract: :meth:`update` wraps ``refresh``. A ``ValueError`` from
+the core becomes the failure ``"invalid_input"`` with the core's message; any
+other exception becomes ``"instrument_error"`` (traceback kept in
+``inst.last_traceback``). Either way the instrument stays alive and shows a
+banner, never a traceback. Several controls can be changed with one update
+inside ``with inst.batch(): ...``.
+
+Minimal example (a real instrument passes a core function, not ``np.square``)::
+
+    class Square(Instrument):
+        title = "Square"
+
+        def build(self):
+            self.add_control("x", widgets.FloatSlider(value=2, min=0, max=10))
+            xs = bq.LinearScale(); ys = bq.LinearScale()
+            self.curve = bq.Lines(x=[0.0], y=[0.0], scales={"x": xs, "y": ys})
+            self.add_figure(figure([self.curve], xs, ys, "x", "x squared"))
+            self.add_card("value", "x squared")
+
+        def refresh(self, v):
+            grid = np.linspace(0, v["x"], 64)
+            self.set_marks(self.curve, x=grid, y=np.square(grid))
+            self.set_card("value", f"{v['x'] ** 2:.3g}")
+            self.set_math(f"y = x<sup>2</sup> = {v['x']:.3g}<sup>2</sup>")
+            return {"y": v["x"] ** 2}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import math
+import time
+import traceback
+from typing import Any, Iterable, Iterator
+
+import bqplot as bq
+import ipywidgets as widgets
+import numpy as np
+
+from .cards import banner_html, metric_card_html
+
+__all__ = ["Instrument", "figure", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
+
+
+# -- formatting (not physics) ---------------------------------------------------
+def fmt_time(seconds: float) -> str:
+    """Human time: '1.23 s', '4.5 ms', '12 us', '3.2 min'.
+
+    >>> fmt_time(0.0045), fmt_time(12e-6), fmt_time(200.0)
+    ('4.5 ms', '12 µs', '3.33 min')
+    """
+    if seconds is None or not math.isfinite(seconds):
+        return "n/a"
+    a = abs(seconds)
+    if a >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if a >= 120:
+        return f"{seconds / 60:.3g} min"
+    if a >= 1:
+        return f"{seconds:.3g} s"
+    if a >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    if a >= 1e-6:
+        return f"{seconds * 1e6:.3g} µs"
+    if a == 0:
+        return "0 s"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def fmt_bytes(n: float) -> str:
+    """Decimal (SI) bytes: '280 GB', '1 MB'.
+
+    >>> fmt_bytes(280e9), fmt_bytes(1e6), fmt_bytes(512)
+    ('280 GB', '1 MB', '512 B')
+    """
+    if n is None or not math.isfinite(n):
+        return "n/a"
+    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.3g} B"
+
+
+def fmt_rate(bytes_per_s: float) -> str:
+    """'50 GB/s'."""
+    return fmt_bytes(bytes_per_s) + "/s"
+
+
+def to_plain(value: Any) -> Any:
+    """Convert NumPy scalars/arrays (nested in dicts/lists) to plain Python values."""
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def figure(marks: list, x_scale, y_scale, x_label: str, y_label: str, *, title: str = "",
+           x_tick_format: str | None = None, y_tick_format: str | None = None,
+           height: str = "300px", legend: bool = False, **kw) -> bq.Figure:
+    """A bqplot Figure with two labelled axes (built once per instrument)."""
+    x_axis = bq.Axis(scale=x_scale, label=x_label, tick_format=x_tick_format)
+    y_axis = bq.Axis(scale=y_scale, label=y_label, side="left", tick_format=y_tick_format,
+                     label_offset="50px")
+    fig = bq.Figure(
+        marks=marks, axes=[x_axis, y_axis], title=title, animation_duration=0,
+        fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
+        layout=widgets.Layout(height=height, min_width="320px", flex="1 1 420px"),
+        legend_location="top-left", **kw,
+    )
+    return fig
+
+
+class Instrument:
+    """Base class: controls + charts built once, one core call per change, failure banners.
+
+    Subclasses set ``title`` (and optionally ``subtitle``) and implement
+    :meth:`build` and :meth:`refresh`. Keyword arguments of the constructor
+    set initial control values by name (``AllreduceComparator(gpus=64)``).
+    """
+
+    title: str = "Instrument"
+    subtitle: str = ""
+
+    def __init__(self, **initial: Any):
+        self.controls: dict[str, widgets.Widget] = {}
+        self.figures: list[bq.Figure] = []
+        self.result: dict = {}
+        self.failures: list[str] = []
+        self.failure_messages: dict[str, str] = {}
+        self.failures_seen: set[str] = set()
+        self.last_traceback: str | None = None
+        self.update_count = 0
+        self.last_update_seconds = 0.0
+        self._cards: dict[str, widgets.HTML] = {}
+        self._pending: dict[str, tuple[str, str]] = {}
+        self._suspended = 0
+
+        self.banner = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.math_peek = widgets.HTML()
+        self.extra = widgets.VBox()  # room for subclass-specific widgets (legend, notes)
+        self.build()
+        unknown = set(initial) - set(self.controls)
+        if unknown:
+            raise ValueError(f"unknown control(s) {sorted(unknown)}; known: {sorted(self.controls)}")
+        for name, value in initial.items():
+            self.controls[name].value = value
+        for control in self.controls.values():
+            if control._course_triggers_update:  # type: ignore[attr-defined]
+                control.observe(self._on_change, names="value")
+        self.widget = self._layout()
+        self.widget.add_class("course-instrument")
+        self.update()
+
+    # -- to implement -----------------------------------------------------------
+    def build(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def refresh(self, values: dict[str, Any]) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- building helpers -------------------------------------------------------
+    def add_control(self, name: str, control: widgets.Widget, *, triggers_update: bool = True) -> widgets.Widget:
+        """Register a control by name. ``triggers_update=False`` for controls that
+        only steer other controls (a preset picker), so one change = one update."""
+        control.add_class(f"course-control-{name}")
+        control._course_triggers_update = triggers_update  # type: ignore[attr-defined]
+        self.controls[name] = control
+        return control
+
+    def add_figure(self, fig: bq.Figure) -> bq.Figure:
+        self.figures.append(fig)
+        return fig
+
+    def add_card(self, name: str, label: str) -> widgets.HTML:
+        card = widgets.HTML(metric_card_html(label, "…"))
+        card.add_class(f"course-card-{name}")
+        card._course_label = label  # type: ignore[attr-defined]
+        self._cards[name] = card
+        return card
+
+    # -- refresh helpers --------------------------------------------------------
+    def set_marks(self, mark: bq.Mark, **data: Any) -> None:
+        """Assign new data arrays to one mark, sending one message."""
+        with mark.hold_sync():
+            for trait, value in data.items():
+                setattr(mark, trait, value)
+
+    def set_card(self, name: str, value: str, detail: str = "", tone: str = "normal") -> None:
+        card = self._cards[name]
+        new = metric_card_html(card._course_label, value, detail, tone)  # type: ignore[attr-defined]
+        if card.value != new:
+            card.value = new
+
+    def set_math(self, html_text: str) -> None:
+        new = f"<div class='course-math-peek'>{html_text}</div>"
+        if self.math_peek.value != new:
+            self.math_peek.value = new
+
+    def flag(self, code: str, message: str, severity: str = "error") -> None:
+        """Declare a failure state for this update (shown as a banner)."""
+        self._pending[code] = (message, severity)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Change several controls with a single update at the end."""
+        self._suspended += 1
+        try:
+            yield
+        finally:
+            self._suspended -= 1
+            if not self._suspended:
+                self.update()
+
+    # -- the update loop ----------------------------------------------------------
+    def values(self) -> dict[str, Any]:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def _on_change(self, _change: dict) -> None:
+        if not self._suspended:
+            self.update()
+
+    def update(self) -> None:
+        """Recompute from the controls; never raises."""
+        start = time.perf_counter()
+        self._pending = {}
+        try:
+            result = self.refresh(self.values())
+            self.result = to_plain(result or {})
+            self.last_traceback = None
+        except ValueError as exc:
+            self.result = {}
+            self.flag("invalid_input", f"These settings are outside what the model accepts: {exc}")
+        except Exception as exc:  # the instrument must survive anything the core throws
+            self.result = {}
+            self.last_traceback = traceback.format_exc()
+            self.flag("instrument_error", f"The instrument could not compute this case ({type(exc).__name__}: {exc}).")
+        self.failures = list(self._pending)
+        self.failure_messages = {code: msg for code, (msg, _sev) in self._pending.items()}
+        self.failures_seen.update(self.failures)
+        new_banner = "".join(banner_html(code, msg, sev) for code, (msg, sev) in self._pending.items())
+        if self.banner.value != new_banner:
+            self.banner.value = new_banner
+        self.update_count += 1
+        self.last_update_seconds = time.perf_counter() - start
+
+    # -- gating, display, ledger --------------------------------------------------
+    def set_gated(self, gated: bool) -> None:
+        """Hide and disable the instrument until a prediction lock is locked."""
+        self._body.layout.display = "none" if gated else None
+        self._gate_note.layout.display = None if gated else "none"
+        for control in self.controls.values():
+            if hasattr(control, "disabled"):
+                control.disabled = gated
+
+    @property
+    def gated(self) -> bool:
+        return self._body.layout.display == "none"
+
+    def _layout(self) -> widgets.VBox:
+        head = widgets.HTML(
+            f"<div style='font-size:1.05rem;font-weight:700;color:#0f172a'>{html.escape(self.title)}</div>"
+            + (f"<div style='font-size:0.85rem;color:#475569'>{html.escape(self.subtitle)}</div>" if self.subtitle else "")
+        )
+        self._gate_note = widgets.HTML(
+            "<div style='padding:10px;color:#92400e;background:#fffbeb;border:1px dashed #f59e0b'>"
+            "Lock your prediction above to unlock this instrument.</div>",
+            layout=widgets.Layout(display="none"),
+        )
+        controls = widgets.HBox(list(self.controls.values()),
+                                layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
+        cards = widgets.HBox(list(self._cards.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        charts = widgets.HBox(self.figures, layout=widgets.Layout(flex_flow="row wrap", width="100%"))
+        peek = widgets.Accordion(children=[self.math_peek], titles=("Math peek",), selected_index=0)
+        self._body = widgets.VBox([controls, self.banner, cards, charts, self.extra, peek])
+        return widgets.VBox([head, self._gate_note, self._body],
+                            layout=widgets.Layout(border="1px solid #e2e8f0", padding="8px", margin="6px 0"))
+
+    def display(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def ledger_entry(self) -> dict:
+        """Plain data for the design ledger: configuration, result, failure states hit."""
+        config = {}
+        for name, value in self.values().items():
+            config[name] = to_plain(value) if isinstance(value, (int, float, str, bool, np.generic)) else str(value)
+        return {"configuration": config, "result": self.result, "failures_hit": sorted(self.failures_seen)}
+
+    def record(self, key: str, ledger=None, **extra: Any) -> dict:
+        """Save :meth:`ledger_entry` (plus ``extra``) under ``key`` in the design ledger."""
+        from ..ledger import Ledger
+
+        entry = {**self.ledger_entry(), **extra}
+        (ledger or Ledger()).record(key, entry)
+        return entry
+
+
+def iter_controls(inst: Instrument) -> Iterable[tuple[str, widgets.Widget]]:
+    """Controls of an instrument in display order (for tests and docs)."""
+    return inst.controls.items()

@@ -1,0 +1,158 @@
+"""Hardware context for instruments: link choices and the Cloud/Edge/Mobile/Tiny track selector.
+
+Every number (bandwidth, latency, hardware, model) comes from
+``course.core.catalog``; this module only turns catalog entries into widget
+options. Link objects are read through :func:`link_bandwidth` and
+:func:`link_latency`, which accept the catalog's ``Link`` dataclass.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable
+
+import ipywidgets as widgets
+
+__all__ = ["link_options", "link_bandwidth", "link_latency", "TrackSelector", "TRACK_NAMES"]
+
+TRACK_NAMES = ("Cloud", "Edge", "Mobile", "Tiny")
+
+# Catalog names tried, in display order, for the communication instruments
+# (Lab 06 compares InfiniBand HDR/NDR ports with NVLink inside a node).
+DEFAULT_LINKS = ("ib-ndr", "ib-hdr", "ib-xdr", "nvlink4", "eth-100g", "eth-400g")
+
+
+def _catalog():
+    from ..core import catalog
+
+    return catalog
+
+
+def _field(obj: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    raise AttributeError(f"{obj!r} has none of {names}")
+
+
+def link_bandwidth(link: Any) -> float:
+    """Bytes/s per direction of a catalog link."""
+    return float(_field(link, "bandwidth", "bandwidth_bytes_per_s", "bw"))
+
+
+def link_latency(link: Any) -> float:
+    """One-way latency in seconds of a catalog link (0 if the catalog gives none)."""
+    try:
+        return float(_field(link, "latency", "latency_s"))
+    except AttributeError:
+        return 0.0
+
+
+def _all_links() -> dict[str, Any]:
+    catalog = _catalog()
+    table = getattr(catalog, "LINKS", None)
+    if isinstance(table, dict) and table:
+        return dict(table)
+    found = {}
+    link_type = getattr(catalog, "Link", None)
+    for name in dir(catalog):
+        obj = getattr(catalog, name)
+        if link_type is not None and isinstance(obj, link_type):
+            found[getattr(obj, "key", name)] = obj
+    return found
+
+
+def link_options(names: Iterable[str] | None = None) -> list[tuple[str, Any]]:
+    """``(label, Link)`` pairs for a Dropdown, from the catalog.
+
+    ``names`` picks catalog keys (default: InfiniBand, NVLink and Ethernet
+    ports; those absent from the catalog are skipped). Raises ``ValueError``
+    when none is found, naming the keys the catalog has.
+    """
+    table = _all_links()
+    wanted = list(names) if names is not None else list(DEFAULT_LINKS)
+    chosen = []
+    for name in wanted:
+        link = table.get(name)
+        if link is None:
+            lookup = getattr(_catalog(), "link", None)
+            if callable(lookup):
+                try:
+                    link = lookup(name)
+                except (ValueError, KeyError):
+                    link = None
+        if link is not None:
+            chosen.append(link)
+    if not chosen and names is None:
+        chosen = list(table.values())
+    if not chosen:
+        raise ValueError(f"names must be catalog link keys; known: {sorted(table)}")
+    options = []
+    for link in chosen:
+        label = str(_field(link, "name"))
+        options.append((f"{label} ({link_bandwidth(link) / 1e9:g} GB/s)", link))
+    return options
+
+
+class TrackSelector:
+    """Context/track selector: Cloud, Edge, Mobile, Tiny (values from ``catalog.TRACKS``).
+
+    ``selector.value`` is the track name, ``selector.track`` the catalog entry
+    (hardware, links, model of that deployment context); ``selector.observe(fn)``
+    calls ``fn(track_name)`` on change.
+    """
+
+    def __init__(self, value: str = "Cloud"):
+        tracks = getattr(_catalog(), "TRACKS", None) or {}
+        self.tracks = dict(tracks)
+        names = [n for n in TRACK_NAMES if n in self.tracks] + [n for n in self.tracks if n not in TRACK_NAMES]
+        if not names:
+            names = list(TRACK_NAMES)
+        if value not in names:
+            raise ValueError(f"value must be one of {names}, got {value!r}")
+        self.buttons = widgets.ToggleButtons(options=names, value=value, description="Context")
+        self.note = widgets.HTML()
+        self.widget = widgets.VBox([self.buttons, self.note])
+        self.widget.add_class("course-track-selector")
+        self._callbacks = []
+        self.buttons.observe(self._changed, names="value")
+        self._describe()
+
+    @property
+    def value(self) -> str:
+        return self.buttons.value
+
+    @value.setter
+    def value(self, name: str) -> None:
+        self.buttons.value = name
+
+    @property
+    def track(self) -> Any:
+        return self.tracks.get(self.value)
+
+    def observe(self, callback) -> None:
+        self._callbacks.append(callback)
+
+    def _describe(self) -> None:
+        entry = self.track
+        if entry is None:
+            self.note.value = "<i>This track's hardware is not in the catalog yet.</i>"
+            return
+        items = entry.items() if isinstance(entry, dict) else vars(entry).items()
+        parts = []
+        for key, val in items:
+            if key == "source":
+                continue
+            name = getattr(val, "name", val)
+            parts.append(f"<b>{html.escape(str(key))}</b>: {html.escape(str(name))}")
+        self.note.value = "<span style='font-size:0.85rem'>" + " · ".join(parts) + "</span>"
+
+    def _changed(self, _change) -> None:
+        self._describe()
+        for callback in self._callbacks:
+            callback(self.value)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
