@@ -1,3 +1,159 @@
-"""(being written)"""
+"""Training compute, time, energy and cost: 6ND, PF-days, days at an MFU, kWh and dollars.
 
-__all__: list[str] = []
+SI inside: FLOP, FLOP/s, seconds, watts, joules; energy helpers return kWh
+because electricity is priced per kWh. Every function broadcasts.
+
+Sources: Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section
+2.1 (C = 6ND); Brown et al. 2020, GPT-3, Table D.1 (3.14e23 FLOPs, PF-day =
+1e15 FLOP/s x 1 day); Dubey et al. 2024, "The Llama 3 Herd of Models"
+(405B params, 15.6T tokens, 3.8e25 FLOPs); NVIDIA H100 SXM data sheet (989
+TFLOPS dense BF16, 700 W); workbook chapter 9.
+"""
+
+from __future__ import annotations
+
+from . import _validate as v
+from .units import PF_day, day, hour, kWh
+
+__all__ = [
+    "training_flops",
+    "pf_days",
+    "training_seconds",
+    "training_days",
+    "energy_kwh",
+    "energy_cost",
+    "gpu_hours",
+    "gpu_cost",
+]
+
+
+def training_flops(params, tokens):
+    """Training compute ``C = 6 * N * D`` FLOP.
+
+    2ND for the forward pass and 4ND for the backward pass of a dense
+    transformer (attention-score FLOPs and recomputation are left out).
+
+    Parameters
+    ----------
+    params : float or array, > 0
+        ``N``, non-embedding (or total) parameter count.
+    tokens : float or array, > 0
+        ``D``, training tokens.
+
+    Notes
+    -----
+    Source: Kaplan et al. 2020, section 2.1.
+
+    Examples
+    --------
+    >>> training_flops(405e9, 15.6e12)   # Llama 3 405B: ~3.8e25
+    3.7908e+25
+    """
+    n = v.positive("params", params)
+    d = v.positive("tokens", tokens)
+    return v.scalar_or_array(6.0 * n * d)
+
+
+def pf_days(flops):
+    """Compute in petaFLOP/s-days: ``C / (1e15 * 86400)``.
+
+    Examples
+    --------
+    >>> round(pf_days(training_flops(405e9, 15.6e12)))   # workbook 9.4
+    438750
+    """
+    c = v.non_negative("flops", flops)
+    return v.scalar_or_array(c / PF_day)
+
+
+def training_seconds(flops, n_gpus, peak_flops_per_second, mfu):
+    """Wall-clock seconds to execute ``flops``: ``C / (N * P_peak * MFU)``.
+
+    Parameters
+    ----------
+    flops : float or array, >= 0
+    n_gpus : int or array, >= 1
+    peak_flops_per_second : float or array, > 0
+        Dense peak of one GPU in the training precision (H100 SXM BF16: 989e12).
+    mfu : float or array in (0, 1]
+        Model FLOPs utilization achieved.
+
+    Examples
+    --------
+    >>> round(training_seconds(1e21, 1, 989e12, 0.5))
+    2022245
+    """
+    c = v.non_negative("flops", flops)
+    n = v.integer("n_gpus", n_gpus)
+    p = v.positive("peak_flops_per_second", peak_flops_per_second)
+    u = v.fraction("mfu", mfu, low_open=True)
+    return v.scalar_or_array(c / (n * p * u))
+
+
+def training_days(flops, n_gpus, peak_flops_per_second, mfu):
+    """Days to execute ``flops`` (:func:`training_seconds` / 86400).
+
+    Examples
+    --------
+    >>> round(training_days(training_flops(405e9, 15.6e12), 16384, 989e12, 0.40), 1)   # workbook 9.5
+    67.7
+    """
+    return v.scalar_or_array(training_seconds(flops, n_gpus, peak_flops_per_second, mfu) / day)
+
+
+def energy_kwh(n_gpus, watts_per_gpu, seconds, pue=1.0):
+    """Electrical energy in kWh: ``N * P * t * PUE / 3.6e6``.
+
+    ``pue`` (power usage effectiveness, >= 1) adds cooling and facility
+    overhead; 1.0 counts the GPUs only.
+
+    Examples
+    --------
+    >>> round(energy_kwh(16384, 700.0, 77 * 86400), 1)   # workbook 9.9
+    21194342.4
+    """
+    n = v.integer("n_gpus", n_gpus)
+    w = v.non_negative("watts_per_gpu", watts_per_gpu)
+    t = v.non_negative("seconds", seconds)
+    pue_arr = v.finite("pue", pue)
+    if (pue_arr < 1.0).any():
+        raise ValueError(f"pue must be >= 1, got {pue!r}")
+    return v.scalar_or_array(n * w * t * pue_arr / kWh)
+
+
+def energy_cost(kwh, price_per_kwh):
+    """Electricity cost in dollars: ``kWh * price``.
+
+    Examples
+    --------
+    >>> round(energy_cost(energy_kwh(16384, 700.0, 77 * 86400), 0.05), 2)   # workbook 9.9
+    1059717.12
+    """
+    e = v.non_negative("kwh", kwh)
+    p = v.non_negative("price_per_kwh", price_per_kwh)
+    return v.scalar_or_array(e * p)
+
+
+def gpu_hours(n_gpus, seconds):
+    """GPU-hours: ``N * t / 3600``.
+
+    Examples
+    --------
+    >>> gpu_hours(16384, 77 * 86400)
+    30277632.0
+    """
+    n = v.integer("n_gpus", n_gpus)
+    t = v.non_negative("seconds", seconds)
+    return v.scalar_or_array(n * t / hour)
+
+
+def gpu_cost(n_gpus, seconds, price_per_gpu_hour):
+    """Rental cost in dollars: GPU-hours times the price per GPU-hour.
+
+    Examples
+    --------
+    >>> gpu_cost(16384, 77 * 86400, 2.0)   # ~$60.6M (workbook 9.9 discussion)
+    60555264.0
+    """
+    p = v.non_negative("price_per_gpu_hour", price_per_gpu_hour)
+    return v.scalar_or_array(p * gpu_hours(n_gpus, seconds))
