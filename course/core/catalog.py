@@ -1,3 +1,516 @@
-"""(being written)"""
+"""Catalog of accelerators, links, models, nodes and clusters, each value with its source.
 
-__all__: list[str] = []
+All numbers are SI (FLOP/s, bytes, bytes/s, seconds, watts); see
+:mod:`course.core.units`. Peak FLOP/s are *dense* (no 2:4 sparsity) unless a key
+says otherwise: the sparse "headline" numbers of data sheets are twice the dense
+ones, and using them for MFU is erratum 1 of the source material (1979 vs 989
+TFLOPS on H100). Link bandwidths are bytes per second *per direction* of one
+port or one GPU's share of a fabric (erratum 2: InfiniBand HDR is 200 Gbit/s =
+25 GB/s, not 400 GB/s).
+
+Latencies are one-way, small-message alpha terms for the alpha-beta (Hockney)
+model. Vendors do not publish them as one number, so they are order-of-magnitude
+assumptions and say so in their source.
+
+Look entries up by name (case, spaces, dashes and underscores do not matter)::
+
+    >>> accelerator("H100").peak("bf16") / 1e12
+    989.0
+    >>> link("ib-hdr").bandwidth / 1e9
+    25.0
+    >>> model("llama3-70b").layers
+    80
+    >>> cluster("h100-1024").gpus
+    1024
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Optional
+
+from . import units as u
+
+__all__ = [
+    "Accelerator", "Link", "Model", "Node", "Cluster", "Track",
+    "ACCELERATORS", "LINKS", "MODELS", "NODES", "CLUSTERS", "TRACKS", "MEGATRON_TABLE1",
+    "accelerator", "link", "model", "node", "cluster", "track", "make_cluster",
+]
+
+
+# --------------------------------------------------------------------------- types
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator (GPU, NPU, MCU).
+
+    ``peak_flops`` maps a precision name (``"fp64"``, ``"fp32"``, ``"tf32"``,
+    ``"bf16"``, ``"fp16"``, ``"fp8"``, ``"int8"``) to dense peak FLOP/s (OP/s for
+    integer formats). ``memory_bytes`` is device memory, ``memory_bandwidth`` in
+    bytes/s, ``tdp_watts`` the board power limit, ``price_per_hour`` US dollars per
+    device-hour where a public list price exists (else ``None``).
+    """
+
+    name: str
+    peak_flops: Mapping[str, float] = field(hash=False)
+    memory_bytes: float
+    memory_bandwidth: float
+    tdp_watts: float
+    source: str
+    price_per_hour: Optional[float] = None
+    price_source: str = ""
+    notes: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "peak_flops", types.MappingProxyType(dict(self.peak_flops)))
+
+    def peak(self, precision: str = "bf16") -> float:
+        """Dense peak FLOP/s for ``precision``; ValueError listing the known ones."""
+        if precision not in self.peak_flops:
+            known = ", ".join(sorted(self.peak_flops))
+            raise ValueError(f"precision must be one of {known} for {self.name}; got {precision!r}")
+        return self.peak_flops[precision]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A point-to-point link or fabric port: ``bandwidth`` bytes/s per direction,
+    ``latency`` one-way seconds."""
+
+    name: str
+    bandwidth: float
+    latency: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model. Transformer shape fields are ``None`` for non-transformers.
+
+    ``params`` parameters, ``layers`` transformer blocks, ``hidden`` model width,
+    ``heads`` attention heads, ``kv_heads`` key/value heads (GQA), ``ffn`` MLP
+    inner width, ``vocab`` vocabulary size, ``seq_len`` training sequence length.
+    """
+
+    name: str
+    params: float
+    source: str
+    layers: Optional[int] = None
+    hidden: Optional[int] = None
+    heads: Optional[int] = None
+    kv_heads: Optional[int] = None
+    ffn: Optional[int] = None
+    vocab: Optional[int] = None
+    seq_len: Optional[int] = None
+
+    @property
+    def is_transformer(self) -> bool:
+        return None not in (self.layers, self.hidden, self.heads, self.seq_len)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+@dataclass(frozen=True)
+class Node:
+    """A server: ``gpus_per_node`` accelerators joined by ``intra_link`` (per GPU,
+    per direction), with ``nics`` network ports of type ``inter_link``."""
+
+    name: str
+    accelerator: Accelerator
+    gpus_per_node: int
+    intra_link: Link
+    nics: int
+    inter_link: Link
+    source: str
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``nodes`` copies of ``node`` on a ``fabric`` (defaults to the node's NIC type)."""
+
+    name: str
+    node: Node
+    nodes: int
+    source: str
+    fabric: Optional[Link] = None
+
+    def __post_init__(self):
+        if self.fabric is None:
+            object.__setattr__(self, "fabric", self.node.inter_link)
+
+    @property
+    def gpus(self) -> int:
+        return self.node.gpus_per_node * self.nodes
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.node.gpus_per_node
+
+    @property
+    def accelerator(self) -> Accelerator:
+        return self.node.accelerator
+
+    @property
+    def intra_bandwidth(self) -> float:
+        """Bytes/s per direction from one GPU to its node peers."""
+        return self.node.intra_link.bandwidth
+
+    @property
+    def inter_bandwidth(self) -> float:
+        """Bytes/s per direction of one GPU's share of the node's NICs."""
+        return self.fabric.bandwidth * self.node.nics / self.node.gpus_per_node
+
+    @property
+    def intra_latency(self) -> float:
+        return self.node.intra_link.latency
+
+    @property
+    def inter_latency(self) -> float:
+        return self.fabric.latency
+
+
+@dataclass(frozen=True)
+class Track:
+    """One deployment context of the Lab 05 plan (Cloud, Edge, Mobile, Tiny)."""
+
+    name: str
+    persona: str
+    accelerator: Accelerator
+    link: Link
+    model: Model
+    devices: int
+    story: str
+
+
+# --------------------------------------------------------------------------- accelerators
+
+_NV_H100 = "NVIDIA H100 Tensor Core GPU data sheet (SXM5 column), 2023"
+_NV_A100 = "NVIDIA A100 Tensor Core GPU data sheet (80GB SXM column), 2021"
+_NV_B200 = "NVIDIA HGX B200 / DGX B200 specifications (8-GPU totals divided by 8), 2024"
+_NV_ORIN = "NVIDIA Jetson Orin NX series data sheet (16GB module), 2023"
+
+ACCELERATORS: dict[str, Accelerator] = {
+    a.name: a
+    for a in [
+        Accelerator(
+            name="H100 SXM",
+            peak_flops={"fp64": 34e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
+                        "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
+            memory_bytes=80 * u.GB, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
+            source=_NV_H100 + ": dense BF16/FP16 989 TFLOPS (1979 only with 2:4 sparsity), "
+                   "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W",
+            price_per_hour=98.32 / 8,
+            price_source="AWS EC2 p5.48xlarge (8x H100) on-demand list price, us-east-1, "
+                         "2024: $98.32 per instance-hour, divided by 8 GPUs",
+        ),
+        Accelerator(
+            name="A100 80GB SXM",
+            peak_flops={"fp64": 9.7e12, "fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12,
+                        "fp16": 312e12, "int8": 624e12},
+            memory_bytes=80 * u.GB, memory_bandwidth=2.039 * u.TB_per_s, tdp_watts=400.0,
+            source=_NV_A100 + ": dense BF16/FP16 312 TFLOPS, 80 GB HBM2e at 2,039 GB/s, 400 W; "
+                   "Narayanan et al. 2021 (SC21) use the same 312 TFLOPS peak",
+        ),
+        Accelerator(
+            name="B200",
+            peak_flops={"fp32": 75e12, "tf32": 1125e12, "bf16": 2250e12, "fp16": 2250e12,
+                        "fp8": 4500e12, "fp4": 9000e12},
+            memory_bytes=180 * u.GB, memory_bandwidth=8.0 * u.TB_per_s, tdp_watts=1000.0,
+            source=_NV_B200 + ": dense BF16 2.25 PFLOPS, dense FP8 4.5 PFLOPS per GPU, "
+                   "180 GB HBM3e at 8 TB/s, 1,000 W per GPU",
+        ),
+        Accelerator(
+            name="Jetson Orin NX 16GB",
+            peak_flops={"fp16": 25e12, "int8": 50e12},
+            memory_bytes=16 * u.GB, memory_bandwidth=102.4 * u.GB_per_s, tdp_watts=25.0,
+            source=_NV_ORIN + ": 100 TOPS INT8 *with sparsity* (GPU + 2 DLAs), 16 GB LPDDR5 "
+                   "at 102.4 GB/s, 10-25 W. Dense INT8 is half the sparse headline; the "
+                   "25 TFLOP/s dense 16-bit figure follows mlsysim's spec fix (100 -> 25 "
+                   "TFLOP/s, mlsysim 0.1.0), which stopped treating the sparse INT8 "
+                   "headline as FLOP/s",
+        ),
+        Accelerator(
+            name="Phone NPU (A17 Pro)",
+            peak_flops={"int8": 35e12},
+            memory_bytes=8 * u.GB, memory_bandwidth=51.2 * u.GB_per_s, tdp_watts=5.0,
+            source="Apple A17 Pro announcement, Sept 2023: 16-core Neural Engine, 35 trillion "
+                   "operations per second (precision not stated; marketing peak). 8 GB "
+                   "LPDDR5 (iPhone 15 Pro); 51.2 GB/s = LPDDR5-6400 on a 64-bit bus and 5 W "
+                   "sustained phone power are estimates, not Apple figures",
+        ),
+        Accelerator(
+            name="Cortex-M7 MCU (STM32H743)",
+            peak_flops={"fp32": 0.96e9, "int8": 1.92e9},
+            memory_bytes=1 * u.MB, memory_bandwidth=1.92 * u.GB_per_s, tdp_watts=0.4,
+            source="STMicroelectronics STM32H743 data sheet (DS12110): Arm Cortex-M7 at 480 MHz, "
+                   "1 MB RAM, 2 MB flash. Derived: one single-precision FMA (2 FLOP) per cycle "
+                   "= 0.96 GFLOP/s; SMLAD dual 16-bit MAC (4 OP) per cycle = 1.92 GOP/s for "
+                   "int8 kernels (Arm CMSIS-NN); AXI SRAM 64-bit at 240 MHz = 1.92 GB/s; "
+                   "~0.4 W = run-mode current at 480 MHz x 3.3 V (estimate)",
+        ),
+    ]
+}
+
+
+# --------------------------------------------------------------------------- links
+
+_LAT_NOTE = "latency: order-of-magnitude assumption, not a vendor figure"
+
+LINKS: dict[str, Link] = {
+    k.name: k
+    for k in [
+        Link("NVLink 4", 450 * u.GB_per_s, 1 * u.us,
+             "NVIDIA H100 data sheet: NVLink 900 GB/s total per GPU = 450 GB/s per direction "
+             "(18 links x 25 GB/s); " + _LAT_NOTE),
+        Link("NVLink 3", 300 * u.GB_per_s, 1 * u.us,
+             "NVIDIA A100 data sheet: NVLink 600 GB/s total per GPU = 300 GB/s per direction "
+             "(12 links x 25 GB/s); " + _LAT_NOTE),
+        Link("NVLink 5", 900 * u.GB_per_s, 1 * u.us,
+             "NVIDIA HGX B200 specifications: NVLink 1.8 TB/s total per GPU = 900 GB/s per "
+             "direction; " + _LAT_NOTE),
+        Link("PCIe Gen4 x16", 31.5 * u.GB_per_s, 2 * u.us,
+             "PCI-SIG PCIe 4.0: 16 GT/s per lane x 16 lanes x 128b/130b = 31.5 GB/s per "
+             "direction; " + _LAT_NOTE),
+        Link("PCIe Gen5 x16", 63 * u.GB_per_s, 2 * u.us,
+             "PCI-SIG PCIe 5.0: 32 GT/s per lane x 16 lanes x 128b/130b = 63 GB/s per "
+             "direction; " + _LAT_NOTE),
+        Link("InfiniBand HDR", 200 * u.Gbit_per_s, 5 * u.us,
+             "InfiniBand Trade Association roadmap / NVIDIA ConnectX-6: HDR 200 Gbit/s per "
+             "port = 25 GB/s per direction (not 400 GB/s: erratum 2); " + _LAT_NOTE),
+        Link("InfiniBand NDR", 400 * u.Gbit_per_s, 5 * u.us,
+             "InfiniBand Trade Association roadmap / NVIDIA ConnectX-7: NDR 400 Gbit/s per "
+             "port = 50 GB/s per direction; " + _LAT_NOTE),
+        Link("InfiniBand XDR", 800 * u.Gbit_per_s, 5 * u.us,
+             "InfiniBand Trade Association roadmap / NVIDIA ConnectX-8: XDR 800 Gbit/s per "
+             "port = 100 GB/s per direction; " + _LAT_NOTE),
+        Link("Ethernet 10G", 10 * u.Gbit_per_s, 50 * u.us,
+             "IEEE 802.3ae: 10 Gbit/s = 1.25 GB/s per direction; latency: TCP stack, " + _LAT_NOTE),
+        Link("Ethernet 100G", 100 * u.Gbit_per_s, 50 * u.us,
+             "IEEE 802.3ba: 100 Gbit/s = 12.5 GB/s per direction; latency: TCP stack, " + _LAT_NOTE),
+        Link("Ethernet 400G", 400 * u.Gbit_per_s, 10 * u.us,
+             "IEEE 802.3bs: 400 Gbit/s = 50 GB/s per direction; latency: RDMA (RoCE v2), "
+             + _LAT_NOTE),
+        Link("5G", 50e6 * u.bit, 4 * u.ms,
+             "ITU-R M.2410 (IMT-2020 minimum requirements): user-experienced uplink data "
+             "rate 50 Mbit/s (peak 10 Gbit/s is a cell-wide figure), eMBB user-plane "
+             "latency 4 ms"),
+        Link("Bluetooth LE", 2e6 * u.bit, 7.5 * u.ms,
+             "Bluetooth Core Specification 5.0: LE 2M PHY 2 Mbit/s raw symbol rate "
+             "(application throughput is lower); minimum connection interval 7.5 ms"),
+    ]
+}
+
+
+# --------------------------------------------------------------------------- models
+
+_LLAMA3 = "Dubey et al. 2024, The Llama 3 Herd of Models, Table 3"
+_MEGATRON = ("Narayanan et al. 2021 (SC21), Efficient Large-Scale Language Model Training on "
+             "GPU Clusters Using Megatron-LM, Table 1 (seq 2048, vocab 51,200, FFN 4h)")
+
+
+def _megatron(params_b: float, heads: int, hidden: int, layers: int) -> Model:
+    return Model(name=f"megatron-{params_b:g}b", params=params_b * u.billion, source=_MEGATRON,
+                 layers=layers, hidden=hidden, heads=heads, kv_heads=heads, ffn=4 * hidden,
+                 vocab=51200, seq_len=2048)
+
+
+#: (model, tensor-parallel size, pipeline-parallel size, GPUs, global batch, achieved
+#: TFLOP/s per GPU) for every row of Megatron-LM SC21 Table 1 (A100 80 GB, 312 TFLOPS peak).
+MEGATRON_TABLE1 = (
+    (_megatron(1.7, 24, 2304, 24), 1, 1, 32, 512, 137e12),
+    (_megatron(18.4, 48, 6144, 40), 8, 1, 256, 1024, 135e12),
+    (_megatron(76.1, 80, 10240, 60), 8, 4, 1024, 1792, 140e12),
+    (_megatron(145.6, 96, 12288, 80), 8, 8, 1536, 2304, 148e12),
+    (_megatron(529.6, 128, 20480, 105), 8, 35, 2520, 2520, 163e12),
+    (_megatron(1008, 160, 25600, 128), 8, 64, 3072, 3072, 163e12),
+)
+
+MODELS: dict[str, Model] = {
+    m.name: m
+    for m in [
+        Model("gpt3-175b", 175 * u.billion,
+              "Brown et al. 2020, Language Models are Few-Shot Learners, Table 2.1 "
+              "(n_layers 96, d_model 12288, 96 heads, context 2048; vocab 50,257 BPE)",
+              layers=96, hidden=12288, heads=96, kv_heads=96, ffn=4 * 12288, vocab=50257,
+              seq_len=2048),
+        Model("llama3-8b", 8 * u.billion, _LLAMA3, layers=32, hidden=4096, heads=32,
+              kv_heads=8, ffn=14336, vocab=128000, seq_len=8192),
+        Model("llama3-70b", 70 * u.billion, _LLAMA3, layers=80, hidden=8192, heads=64,
+              kv_heads=8, ffn=28672, vocab=128000, seq_len=8192),
+        Model("llama3-405b", 405 * u.billion, _LLAMA3, layers=126, hidden=16384, heads=128,
+              kv_heads=8, ffn=53248, vocab=128000, seq_len=8192),
+        Model("llama2-7b", 7 * u.billion,
+              "Touvron et al. 2023, Llama 2, Table 1 and the released config "
+              "(32 layers, d 4096, 32 heads, FFN 11008, vocab 32,000, context 4096)",
+              layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000,
+              seq_len=4096),
+        Model("resnet50", 25.6 * u.million,
+              "He et al. 2016, Deep Residual Learning, Table 1 (ResNet-50, ~25.6M parameters)"),
+        Model("mobilenetv2", 3.4 * u.million,
+              "Sandler et al. 2018, MobileNetV2, Table 4 (1.0x width, 3.4M parameters)"),
+        Model("ds-cnn-s", 38.6 * u.thousand,
+              "Zhang et al. 2017, Hello Edge: Keyword Spotting on Microcontrollers, Table 7 "
+              "(DS-CNN small, 38.6K parameters)"),
+        *(row[0] for row in MEGATRON_TABLE1),
+    ]
+}
+
+
+# --------------------------------------------------------------------------- nodes and clusters
+
+NODES: dict[str, Node] = {
+    n.name: n
+    for n in [
+        Node("DGX H100", ACCELERATORS["H100 SXM"], 8, LINKS["NVLink 4"], 8,
+             LINKS["InfiniBand NDR"],
+             "NVIDIA DGX H100 data sheet: 8x H100 SXM5 on 4 NVSwitch chips (NVLink 4), "
+             "8x ConnectX-7 400 Gbit/s compute ports (one per GPU)"),
+        Node("DGX A100", ACCELERATORS["A100 80GB SXM"], 8, LINKS["NVLink 3"], 8,
+             LINKS["InfiniBand HDR"],
+             "NVIDIA DGX A100 data sheet and Narayanan et al. 2021 (Selene): 8x A100 80GB "
+             "(NVLink 3 via NVSwitch), 8x Mellanox 200 Gbit/s HDR InfiniBand HCAs"),
+        Node("DGX B200", ACCELERATORS["B200"], 8, LINKS["NVLink 5"], 8, LINKS["InfiniBand XDR"],
+             "NVIDIA DGX B200 data sheet: 8x B200 (NVLink 5), 8 compute ports; XDR "
+             "(ConnectX-8) assumed for the fabric"),
+    ]
+}
+
+
+def make_cluster(node_or_name, gpus: int, fabric=None, name: Optional[str] = None) -> Cluster:
+    """A cluster of ``gpus`` accelerators built from whole nodes.
+
+    >>> make_cluster("DGX A100", 256).nodes
+    32
+    >>> make_cluster("DGX H100", 12)
+    Traceback (most recent call last):
+    ...
+    ValueError: gpus must be a positive multiple of 8 (GPUs per DGX H100); got 12
+    """
+    nd = node(node_or_name) if isinstance(node_or_name, str) else node_or_name
+    g = nd.gpus_per_node
+    try:
+        whole = float(gpus).is_integer()
+    except (TypeError, ValueError):
+        whole = False
+    if not whole or gpus < g or gpus % g:
+        raise ValueError(f"gpus must be a positive multiple of {g} (GPUs per {nd.name}); got {gpus}")
+    fab = link(fabric) if isinstance(fabric, str) else fabric
+    fab = fab or nd.inter_link
+    return Cluster(name or f"{int(gpus)}x {nd.accelerator.name} ({fab.name})", nd, int(gpus) // g,
+                   f"{int(gpus) // g} x {nd.name} on {fab.name}", fabric=fab)
+
+
+CLUSTERS: dict[str, Cluster] = {
+    c.name: c
+    for c in [
+        Cluster("research-256", NODES["DGX H100"], 32,
+                "The solver tutorial's research cluster (mlsysim Systems.Clusters.Research_256): "
+                "32 DGX H100 nodes, each of their 8 ports on 100 GbE instead of NDR",
+                fabric=LINKS["Ethernet 100G"]),
+        Cluster("h100-1024", NODES["DGX H100"], 128,
+                "128 DGX H100 nodes on InfiniBand NDR (Lab 05 Act II's 1,024 H100s)"),
+        Cluster("h100-16384", NODES["DGX H100"], 2048,
+                "2,048 DGX H100-class nodes on 400 Gbit/s per GPU: the size of Meta's Llama 3 "
+                "405B run (Dubey et al. 2024, Section 3.3: 16K H100s, 8 GPUs and 8 NICs per server)"),
+        Cluster("selene-3072", NODES["DGX A100"], 384,
+                "Narayanan et al. 2021: Selene, up to 3,072 A100 80GB in DGX A100 nodes, HDR IB"),
+    ]
+}
+
+
+# --------------------------------------------------------------------------- tracks
+
+TRACKS: dict[str, Track] = {
+    t.name: t
+    for t in [
+        Track("Cloud", "LLM architect", ACCELERATORS["H100 SXM"], LINKS["InfiniBand NDR"],
+              MODELS["llama3-70b"], 1024,
+              "Train Llama 3 70B on a DGX H100 cluster: balance TP, PP and DP so the "
+              "pipeline bubble stops wasting GPUs."),
+        Track("Edge", "AV systems lead", ACCELERATORS["Jetson Orin NX 16GB"], LINKS["5G"],
+              MODELS["resnet50"], 10000,
+              "Learn from the logs of 10,000 cars whose gradients travel over 5G uplinks: "
+              "slow links make stale gradients."),
+        Track("Mobile", "AR glasses developer", ACCELERATORS["Phone NPU (A17 Pro)"], LINKS["5G"],
+              MODELS["mobilenetv2"], 1000,
+              "Personalise a filter across 1,000 devices: every global sync costs battery."),
+        Track("Tiny", "Hearable lead", ACCELERATORS["Cortex-M7 MCU (STM32H743)"],
+              LINKS["Bluetooth LE"], MODELS["ds-cnn-s"], 100,
+              "100 hearables learn a noise profile together over Bluetooth LE: too slow for a "
+              "full weight sync, so they gossip."),
+    ]
+}
+
+
+# --------------------------------------------------------------------------- lookup
+
+_ALIASES = {
+    "h100": "H100 SXM", "a100": "A100 80GB SXM", "orin": "Jetson Orin NX 16GB",
+    "jetson": "Jetson Orin NX 16GB", "npu": "Phone NPU (A17 Pro)", "phone": "Phone NPU (A17 Pro)",
+    "mcu": "Cortex-M7 MCU (STM32H743)", "cortexm7": "Cortex-M7 MCU (STM32H743)",
+    "nvlink": "NVLink 4", "ibhdr": "InfiniBand HDR", "ibndr": "InfiniBand NDR",
+    "ibxdr": "InfiniBand XDR", "hdr": "InfiniBand HDR", "ndr": "InfiniBand NDR",
+    "xdr": "InfiniBand XDR", "100gbe": "Ethernet 100G", "10gbe": "Ethernet 10G",
+    "400gbe": "Ethernet 400G", "ble": "Bluetooth LE", "pcie4": "PCIe Gen4 x16",
+    "pcie5": "PCIe Gen5 x16", "gpt3": "gpt3-175b", "llama27b": "llama2-7b", "7b": "llama2-7b",
+}
+
+
+def _key(name: str) -> str:
+    return "".join(ch for ch in str(name).lower() if ch.isalnum())
+
+
+def _lookup(kind: str, table: dict, name):
+    if not isinstance(name, str):
+        raise ValueError(f"{kind} must be a name (str); got {name!r}")
+    wanted = _key(name)
+    for full in table:
+        if _key(full) == wanted:
+            return table[full]
+    alias = _ALIASES.get(wanted)
+    if alias in table:
+        return table[alias]
+    raise ValueError(f"{kind} must be one of {', '.join(map(repr, table))}; got {name!r}")
+
+
+def accelerator(name: str) -> Accelerator:
+    """Accelerator by name, e.g. ``accelerator("H100")``."""
+    return _lookup("accelerator", ACCELERATORS, name)
+
+
+def link(name: str) -> Link:
+    """Link by name, e.g. ``link("InfiniBand NDR")`` or ``link("ndr")``."""
+    return _lookup("link", LINKS, name)
+
+
+def model(name: str) -> Model:
+    """Model by name, e.g. ``model("llama3-405b")``."""
+    return _lookup("model", MODELS, name)
+
+
+def node(name: str) -> Node:
+    """Node by name, e.g. ``node("DGX H100")``."""
+    return _lookup("node", NODES, name)
+
+
+def cluster(name: str) -> Cluster:
+    """Cluster by name, e.g. ``cluster("research-256")``."""
+    return _lookup("cluster", CLUSTERS, name)
+
+
+def track(name: str) -> Track:
+    """Lab 05 track by name: Cloud, Edge, Mobile or Tiny."""
+    return _lookup("track", TRACKS, name)
+
+
+def with_fabric(c: Cluster, fabric) -> Cluster:
+    """The same cluster on another fabric (a Link or a link name)."""
+    fab = link(fabric) if isinstance(fabric, str) else fabric
+    return replace(c, name=f"{c.name} on {fab.name}", fabric=fab)
+
+
+__all__.append("with_fabric")
