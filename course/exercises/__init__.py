@@ -34,7 +34,7 @@ def harvest_json(grade_id: str, namespace: dict, seed: int = 0) -> str:
     return json.dumps(to_plain(harvested), allow_nan=True)
 
 
-def judge_json(grade_id: str, text: str) -> Verdict:
+def judge_json(grade_id: str, text: str, seed: int = 0) -> Verdict:
     """Judge harvested JSON ``text`` for ``grade_id`` (in a trusted process)."""
     import json
 
@@ -45,7 +45,7 @@ def judge_json(grade_id: str, text: str) -> Verdict:
         harvested = json.loads(text)
     except (TypeError, ValueError):
         return Verdict(0.0, "the answer could not be read back from the notebook")
-    return safe_judge(part, harvested)
+    return safe_judge(part, harvested, seed)
 
 
 def grade_in_kernel(grade_id: str, namespace: dict, seed: int = 0) -> None:
@@ -54,3 +54,7 @@ def grade_in_kernel(grade_id: str, namespace: dict, seed: int = 0) -> None:
     if not verdict.passed:
         raise AssertionError(verdict.reason)
     print(f"{grade_id}: {verdict.reason}")
+
+
+from .checks import check  # noqa: E402,F401  (visible checks used by the notebooks)
+from . import chapters  # noqa: E402,F401  (importing the chapters fills REGISTRY)

@@ -76,7 +76,8 @@ class Part:
     harvest : callable
         ``harvest(namespace, probes) -> dict`` of plain values (runs in the kernel).
     judge : callable
-        ``judge(harvested) -> Verdict`` (runs in a trusted process).
+        ``judge(harvested, seed=0) -> Verdict`` (runs in a trusted process;
+        ``seed`` must be the one the probes were made with).
     probes : callable
         ``probes(seed) -> JSON-able`` probe inputs (``None`` for parts without).
     assignment : str
@@ -103,7 +104,7 @@ class Part:
     def grade(self, namespace: dict, seed: int = 0) -> Verdict:
         """Harvest and judge in one process (used by in-kernel hidden tests and tests)."""
         harvested = self.harvest(namespace, self.probes(seed))
-        return safe_judge(self, roundtrip(harvested))
+        return safe_judge(self, roundtrip(to_plain(harvested)), seed)
 
 
 #: grade_id -> Part, filled by the chapter modules when ``course.exercises`` is imported
@@ -123,12 +124,12 @@ def register(part: Part) -> Part:
     return part
 
 
-def safe_judge(part: Part, harvested: Any) -> Verdict:
-    """Run ``part.judge`` and turn any crash into a zero with a reason."""
+def safe_judge(part: Part, harvested: Any, seed: int = 0) -> Verdict:
+    """Run ``part.judge(harvested, seed)`` and turn any crash into a zero with a reason."""
     if type(harvested) is not dict:
         return Verdict(0.0, "nothing could be read from the notebook for this exercise")
     try:
-        verdict = part.judge(harvested)
+        verdict = part.judge(harvested, seed)
     except Exception as exc:  # a malformed harvest must not crash grading
         return Verdict(0.0, f"answer could not be checked ({type(exc).__name__})")
     if type(verdict) is not Verdict:

@@ -1,0 +1,162 @@
+"""Short helpers a chapter module uses to declare its exercises.
+
+Each helper creates an :class:`~course.exercises.spec.Exercise` with the
+standard cell layout (heading + prompt, answer cell, visible check, graded
+cell with hidden tests) and registers its parts::
+
+    derive(ch, "0.1", "All-reduce volume per GPU", spec={...},
+           prompt=lambda s: "...", answers={"volume_gb": "GB"},
+           key=lambda s: {"volume_gb": ...}, solution=lambda s: "volume_gb = ...",
+           derivation=lambda s: "...")
+
+``prompt``, ``solution`` and ``derivation`` receive the spec, so the numbers a
+student sees, the reference solution and the key all come from one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from .kinds import function_part, value_part
+from .spec import Cell, Exercise, add_exercise
+
+Spec = Dict[str, Any]
+
+
+def heading(ex: Exercise) -> str:
+    return f"### Exercise {ex.number} \u00b7 {ex.kind} \u00b7 {ex.title}"
+
+
+def hidden_test(grade_id: str, what: str) -> str:
+    return (f"# Graded: {what}\n"
+            "### BEGIN HIDDEN TESTS\n"
+            "from course.exercises import grade_in_kernel as _grade\n"
+            f"_grade({grade_id!r}, globals())\n"
+            "### END HIDDEN TESTS")
+
+
+def _note(note: Optional[str]) -> str:
+    return f"\n\n> **Correction to the source workbook.** {note}" if note else ""
+
+
+def _answer_line(answers: Dict[str, str], options: Dict[str, Sequence[Any]]) -> str:
+    parts = []
+    for name, unit in answers.items():
+        if name in options:
+            parts.append(f"`{name}` (one of {', '.join(repr(o) for o in options[name])})")
+        else:
+            parts.append(f"`{name}` ({unit})")
+    return "Assign " + ", ".join(parts) + "."
+
+
+def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: Spec,
+                    prompt: Callable[[Spec], str], answers: Dict[str, str],
+                    key: Callable[[Spec], Dict[str, Any]], solution: Callable[[Spec], str],
+                    derivation: Callable[[Spec], str], points: float = 1.0, rtol: float = 0.01,
+                    tolerances: Optional[Dict[str, float]] = None,
+                    options: Optional[Dict[str, Sequence[Any]]] = None,
+                    note: Optional[str] = None, manual: Optional[Dict[str, Any]] = None) -> Exercise:
+    """An exercise answered by assigning named values (Derive, single-answer Trace, Design).
+
+    ``manual`` optionally adds a manually graded "why" answer:
+    ``{"prompt": str, "answer": str (model answer + mark scheme, removed from
+    the release), "points": float}``.
+    """
+    options = dict(options or {})
+    part_kind = {"Derive": "derive", "Trace": "choice" if options else "trace", "Design": "design"}[kind]
+
+    def cells(s: Spec) -> List[Cell]:
+        gid = ex.grade_id()
+        text = f"{heading(ex)}\n\n{prompt(s)}\n\n{_answer_line(answers, options)}{_note(note)}"
+        out = [Cell("markdown", text),
+               Cell("answer", f"### BEGIN SOLUTION\n{solution(s)}\n### END SOLUTION", gid + "_answer"),
+               Cell("check", f"check({number!r}, globals())", gid + "_check"),
+               Cell("test", hidden_test(gid, "compares your answer with the key"), gid, points)]
+        if manual:
+            out.append(Cell("markdown", f"**{number} (written, graded by hand)** {manual['prompt']}"))
+            out.append(Cell("manual", manual["answer"], gid + "_why", manual["points"]))
+        return out
+
+    ex = add_exercise(Exercise(chapter=chapter, number=number, kind=kind, title=title, spec=spec,
+                               cells=lambda s: cells(s), derivation=derivation))
+    value_part(ex, names=answers, key=key, points=points, kind=part_kind, rtol=rtol,
+               tolerances=tolerances, options=options)
+    return ex
+
+
+def build_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
+                   function: str, signature: str, docstring: str, body: str,
+                   reference: Callable[..., Any], probes: Callable[[int], Dict[str, List[list]]],
+                   examples: List[list], derivation: Callable[[Spec], str], points: float = 3.0,
+                   returns: str = "number", note: Optional[str] = None,
+                   extra_functions: Sequence[Dict[str, Any]] = ()) -> Exercise:
+    """A Build exercise: the student writes ``function`` (more with ``extra_functions``).
+
+    ``extra_functions`` items are dicts with the same keys (function,
+    signature, docstring, body, reference, probes, examples, points, returns)
+    for exercises that ask for two functions (2.4); each becomes its own part
+    with the suffix ``_<function>``.
+    """
+    specs = [dict(function=function, signature=signature, docstring=docstring, body=body,
+                  reference=reference, probes=probes, examples=examples, points=points,
+                  returns=returns)] + list(extra_functions)
+
+    def cells(s: Spec) -> List[Cell]:
+        out = [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}{_note(note)}")]
+        for i, f in enumerate(specs):
+            gid = ex.grade_id("" if i == 0 else f"_{f['function']}")
+            indented_body = "\n".join("    " + line if line else line for line in f["body"].splitlines())
+            code = (f"def {f['function']}{f['signature']}:\n    \"\"\"{f['docstring']}\"\"\"\n"
+                    f"    ### BEGIN SOLUTION\n{indented_body}\n    ### END SOLUTION")
+            out.append(Cell("answer", code, gid + "_answer"))
+        out.append(Cell("check", f"# Visible test: the worked example\ncheck({number!r}, globals())",
+                        ex.grade_id("_check")))
+        for i, f in enumerate(specs):
+            gid = ex.grade_id("" if i == 0 else f"_{f['function']}")
+            out.append(Cell("test", hidden_test(gid, f"`{f['function']}` on edge cases, invalid input "
+                                                     "and random inputs"), gid, f["points"]))
+        return out
+
+    ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Build", title=title, spec=spec,
+                               cells=lambda s: cells(s), derivation=derivation))
+    for i, f in enumerate(specs):
+        function_part(ex, name=f["function"], reference=f["reference"], probes=f["probes"],
+                      examples=f["examples"], points=f["points"], returns=f["returns"],
+                      suffix="" if i == 0 else f"_{f['function']}")
+    return ex
+
+
+def debug_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
+                   buggy_source: str, buggy_line: int, function: str, signature: str, docstring: str,
+                   body: str, reference: Callable[..., Any], probes: Callable[[int], Dict[str, List[list]]],
+                   examples: List[list], derivation: Callable[[Spec], str], line_points: float = 1.0,
+                   fix_points: float = 2.0, note: Optional[str] = None) -> Exercise:
+    """A Debug exercise: name the buggy line (part ``_line``), write the fixed function (part ``_fix``)."""
+    lines = buggy_source.strip("\n").splitlines()
+    numbered = "\n".join(f"{i + 1:>2}  {line}" for i, line in enumerate(lines))
+
+    def cells(s: Spec) -> List[Cell]:
+        text = (f"{heading(ex)}\n\n{prompt(s)}{_note(note)}\n\n```python\n{numbered}\n```\n\n"
+                f"Assign `buggy_line` (the line number, an int from 1 to {len(lines)}) and write the "
+                f"fixed `{function}` below.")
+        indented_body = "\n".join("    " + line if line else line for line in body.splitlines())
+        fix = (f"def {function}{signature}:\n    \"\"\"{docstring}\"\"\"\n"
+               f"    ### BEGIN SOLUTION\n{indented_body}\n    ### END SOLUTION")
+        return [Cell("markdown", text),
+                Cell("answer", f"### BEGIN SOLUTION\nbuggy_line = {buggy_line}\n### END SOLUTION",
+                     ex.grade_id("_line_answer")),
+                Cell("answer", fix, ex.grade_id("_fix_answer")),
+                Cell("check", f"check({number!r}, globals())", ex.grade_id("_check")),
+                Cell("test", hidden_test(ex.grade_id("_line"), "the line you named"),
+                     ex.grade_id("_line"), line_points),
+                Cell("test", hidden_test(ex.grade_id("_fix"), f"your fixed `{function}`"),
+                     ex.grade_id("_fix"), fix_points)]
+
+    ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Debug", title=title, spec=spec,
+                               cells=lambda s: cells(s), derivation=derivation))
+    value_part(ex, names={"buggy_line": "line number"}, key=lambda s: {"buggy_line": buggy_line},
+               points=line_points, kind="debug", suffix="_line", rtol=0.0,
+               options={"buggy_line": list(range(1, len(lines) + 1))})
+    function_part(ex, name=function, reference=reference, probes=probes, examples=examples,
+                  points=fix_points, kind="debug", suffix="_fix")
+    return ex

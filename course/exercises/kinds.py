@@ -1,0 +1,271 @@
+"""Part factories for the exercise kinds: values (Derive, Trace, Design) and functions (Build, Debug).
+
+Every factory returns a registered :class:`~course.exercises.registry.Part`
+whose ``harvest`` runs in the student's kernel and only produces plain values,
+and whose ``judge`` recomputes the key from the exercise's spec with
+``course.core`` in the trusted process.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import math
+import sys
+import types
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from .registry import (
+    RAISED, UNPLAIN, Part, Verdict, describe_unplain, judge_plain, register, to_plain,
+)
+from .spec import Exercise, spec_for
+
+MISSING = "__missing__"
+
+
+# ---------------------------------------------------------------------------
+# value parts: the student assigns named variables
+# ---------------------------------------------------------------------------
+
+def value_part(ex: Exercise, *, names: Dict[str, str], key: Callable[[dict], Dict[str, Any]],
+               points: float = 1.0, kind: str = "derive", suffix: str = "",
+               rtol: float = 0.01, tolerances: Optional[Dict[str, float]] = None,
+               options: Optional[Dict[str, Sequence[Any]]] = None, title: str = "") -> Part:
+    """A part graded on named values the student assigns.
+
+    Parameters
+    ----------
+    names : dict
+        variable name -> unit or description shown in messages (``"GB"``, ``"%"``...).
+    key : callable
+        ``key(spec) -> {name: value}``, computed with ``course.core``. Number
+        keys are compared with relative tolerance; str keys case-insensitively;
+        lists element by element (exactly for Design orderings, ``rtol=0``).
+    options : dict, optional
+        name -> allowed values, for choices (the visible check lists them).
+    """
+    tolerances = dict(tolerances or {})
+    names = dict(names)
+
+    def harvest(namespace: dict, probes: Any) -> dict:
+        return {"values": {n: to_plain(namespace[n]) if n in namespace else {MISSING: n}
+                           for n in names}}
+
+    def judge(harvested: dict, seed: int = 0) -> Verdict:
+        values = harvested.get("values")
+        if type(values) is not dict:
+            return Verdict(0.0, "no answers could be read")
+        keys = key(spec_for(ex))
+        wrong = []
+        for n in names:
+            got = values.get(n, {MISSING: n})
+            if type(got) is dict and MISSING in got:
+                wrong.append(f"`{n}` is not defined")
+                continue
+            verdict = judge_plain(got, keys[n], rtol=tolerances.get(n, rtol), name=f"`{n}`")
+            if not verdict.passed:
+                wrong.append(verdict.reason)
+        if wrong:
+            return Verdict(0.0, "; ".join(wrong))
+        return Verdict(1.0, "correct")
+
+    part = Part(grade_id=ex.grade_id(suffix), exercise=ex.number, kind=kind, points=points,
+                names=tuple(names), harvest=harvest, judge=judge,
+                assignment=_assignment(ex), ledger_key=ex.ledger_key,
+                title=title or f"{ex.number} {ex.title}",
+                extra={"units": names, "key": key, "rtol": rtol, "tolerances": tolerances,
+                       "options": dict(options or {})})
+    ex.parts.append(part)
+    return register(part)
+
+
+# ---------------------------------------------------------------------------
+# function parts: Build and the fix of a Debug exercise
+# ---------------------------------------------------------------------------
+
+def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
+                  probes: Callable[[int], Dict[str, List[list]]], examples: List[list],
+                  points: float = 3.0, kind: str = "build", suffix: str = "",
+                  rtol: float = 1e-6, atol: float = 1e-9, returns: str = "number",
+                  title: str = "") -> Part:
+    """A part graded by calling the student's function on probe inputs.
+
+    Parameters
+    ----------
+    reference : callable
+        ``reference(*args)`` -> expected value, computed with ``course.core``
+        (unit conversion included); raises ``ValueError`` for invalid input.
+    probes : callable
+        ``probes(seed) -> {"valid": [args, ...], "invalid": [args, ...]}``:
+        worked example, edge cases and seeded random inputs; invalid inputs
+        must make the function raise ``ValueError``.
+    examples : list of args
+        Worked examples the *visible* check runs (shown to the student).
+    returns : ``"number"`` or ``"int"``
+        ``"int"`` requires a plain int result (e.g. a step count).
+    """
+
+    def harvest(namespace: dict, probe_inputs: Any) -> dict:
+        fn = namespace.get(name)
+        if not callable(fn):
+            return {"missing": True}
+        out: Dict[str, Any] = {"uses_course": course_references(fn), "source": source_of(fn)}
+        with poisoned_core():
+            out["valid"] = [call_plain(fn, args) for args in probe_inputs["valid"]]
+            out["invalid"] = [call_plain(fn, args) for args in probe_inputs["invalid"]]
+        return out
+
+    def judge(harvested: dict, seed: int = 0) -> Verdict:
+        if harvested.get("missing"):
+            return Verdict(0.0, f"define a function named `{name}`")
+        problems = []
+        uses = harvested.get("uses_course")
+        if type(uses) is not list or uses:
+            problems.append("it uses course.core; write the formula yourself")
+        source = harvested.get("source")
+        if type(source) is str and imports_course(source):
+            problems.append("it imports the course package; write the formula yourself")
+        inputs = probes(seed)
+        got_valid = harvested.get("valid")
+        got_invalid = harvested.get("invalid")
+        if type(got_valid) is not list or len(got_valid) != len(inputs["valid"]):
+            return Verdict(0.0, "the function could not be evaluated")
+        bad_type = wrong_value = raised = 0
+        for args, got in zip(inputs["valid"], got_valid):
+            expected = reference(*args)
+            if type(got) is dict and RAISED in got:
+                raised += 1
+            elif returns == "int" and type(got) is not int:
+                bad_type += 1
+            elif type(got) not in (int, float) or not math.isfinite(got):
+                bad_type += 1
+            elif not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
+                wrong_value += 1
+        if bad_type:
+            what = "a plain int" if returns == "int" else "a plain number (int or float)"
+            problems.append(f"it does not return {what} for some valid inputs")
+        if raised:
+            problems.append("it raises an exception for some valid inputs (edge cases included)")
+        if wrong_value:
+            problems.append(f"it returns wrong values for {wrong_value} of {len(got_valid)} valid inputs")
+        if type(got_invalid) is not list or len(got_invalid) != len(inputs["invalid"]):
+            problems.append("it could not be called with invalid inputs")
+        else:
+            missed = sum(1 for got in got_invalid if not (type(got) is dict and got.get(RAISED) == "ValueError"))
+            if missed:
+                problems.append(f"it does not raise ValueError for {missed} of {len(got_invalid)} invalid inputs")
+        if problems:
+            return Verdict(0.0, "; ".join(problems))
+        return Verdict(1.0, f"`{name}` passed every hidden test")
+
+    part = Part(grade_id=ex.grade_id(suffix), exercise=ex.number, kind=kind, points=points,
+                names=(name,), harvest=harvest, judge=judge, probes=probes,
+                assignment=_assignment(ex), ledger_key=ex.ledger_key,
+                title=title or f"{ex.number} {ex.title}",
+                extra={"reference": reference, "examples": examples, "function": name,
+                       "rtol": rtol, "atol": atol, "returns": returns})
+    ex.parts.append(part)
+    return register(part)
+
+
+def call_plain(fn: Callable, args: Sequence[Any]) -> Any:
+    """Call ``fn(*args)`` and return a plain result or a ``{RAISED: name}`` marker."""
+    try:
+        result = fn(*args)
+    except ValueError:
+        return {RAISED: "ValueError"}
+    except Exception as exc:  # any other failure is recorded, not propagated
+        return {RAISED: type(exc).__name__}
+    return to_plain(result)
+
+
+def source_of(fn: Callable) -> Optional[str]:
+    import inspect
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return None
+
+
+def imports_course(source: str) -> bool:
+    """True if ``source`` imports or names the ``course`` package (checked in the trusted process).
+
+    >>> imports_course("def f(x):\\n    from course.core import allreduce_time\\n    return 1")
+    True
+    >>> imports_course("def f(x):\\n    return 2 * x")
+    False
+    """
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "course" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "course":
+            return True
+        if isinstance(node, ast.Name) and node.id in ("course", "__import__", "importlib"):
+            return True
+    return False
+
+
+def course_references(fn: Callable) -> List[str]:
+    """Global names used by ``fn`` (and its nested code) that point into the course package."""
+    found = []
+    code = getattr(fn, "__code__", None)
+    glb = getattr(fn, "__globals__", {})
+    if code is None:
+        return ["<not a plain function>"]
+    stack = [code]
+    names = set()
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    for n in sorted(names):
+        obj = glb.get(n)
+        if obj is None:
+            continue
+        module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "") or ""
+        if module == "course" or module.startswith("course."):
+            found.append(n)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            module = getattr(cell.cell_contents, "__module__", "") or ""
+        except ValueError:
+            continue
+        if module.startswith("course."):
+            found.append("<closure>")
+    return found
+
+
+def _poison(name: str):
+    def poisoned(*args, **kwargs):
+        raise RuntimeError(f"course.core.{name} is not available while a Build exercise is graded")
+    return poisoned
+
+
+@contextlib.contextmanager
+def poisoned_core():
+    """Temporarily replace every public function of ``course.core`` with one that raises."""
+    saved = []
+    modules = [m for n, m in list(sys.modules.items())
+               if m is not None and (n == "course.core" or n.startswith("course.core."))]
+    try:
+        for module in modules:
+            for attr, value in list(vars(module).items()):
+                if attr.startswith("_") or not callable(value) or isinstance(value, type):
+                    continue
+                saved.append((module, attr, value))
+                setattr(module, attr, _poison(attr))
+        yield
+    finally:
+        for module, attr, value in saved:
+            setattr(module, attr, value)
+
+
+def _assignment(ex: Exercise) -> str:
+    from .chapters import ASSIGNMENTS
+    return ASSIGNMENTS.get(ex.chapter, ex.chapter)
