@@ -23,6 +23,7 @@ from . import _validate as v
 from .units import MiB
 
 __all__ = [
+    "data_parallel_degree",
     "effective_batch",
     "required_accum_steps",
     "accumulation_step_time",
@@ -46,6 +47,33 @@ __all__ = [
 #: PyTorch DistributedDataParallel default bucket size, ``bucket_cap_mb=25``
 #: (interpreted as MiB). Source: torch.nn.parallel.DistributedDataParallel docs.
 DDP_BUCKET_BYTES = 25 * MiB
+
+
+def data_parallel_degree(gpus, tp=1, pp=1):
+    """Data-parallel degree left after tensor and pipeline parallelism: ``DP = GPUs / (TP * PP)``.
+
+    Raises ``ValueError`` when ``TP * PP`` does not divide the GPU count (then
+    ``TP * PP * DP != GPUs`` for every whole DP).
+
+    Notes
+    -----
+    Source: Narayanan et al. 2021 (SC21), section 2.3 (``n = p * t * d``);
+    workbook exercise 9.1.
+
+    Examples
+    --------
+    >>> data_parallel_degree(16384, tp=8, pp=16)
+    128
+    """
+    n = v.integer("gpus", gpus)
+    model_parallel = v.integer("tp", tp) * v.integer("pp", pp)
+    if np.any(n % model_parallel):
+        raise ValueError(
+            f"gpus must be a multiple of tp * pp so that TP x PP x DP = GPUs; got gpus={gpus!r}, "
+            f"tp * pp={model_parallel.tolist()!r}"
+        )
+    out = n // model_parallel
+    return int(out) if out.ndim == 0 else out
 
 
 def effective_batch(micro_batch, accum_steps, dp):

@@ -8,6 +8,13 @@ import pytest
 from course.core import data_parallel as dp
 
 
+def test_data_parallel_degree():
+    assert dp.data_parallel_degree(1024, 8, 4) == 32
+    assert dp.data_parallel_degree([64, 128], 8, 1).tolist() == [8, 16]
+    with pytest.raises(ValueError, match="gpus must be a multiple of tp"):
+        dp.data_parallel_degree(1024, 8, 3)
+
+
 def test_effective_batch_and_inverse_roundtrip():
     assert dp.effective_batch(4, 64, 8) == 2048
     assert dp.required_accum_steps(2048, 4, 8) == 64
