@@ -143,6 +143,15 @@ def _check_function(part: Part, namespace: dict) -> Tuple[bool, List[str]]:
         expected = part.extra["reference"](*args)
         got = call_plain(fn, args)
         shown = f"{name}({', '.join(map(repr, args))})"
+        if part.extra["returns"] == "numbers":  # a tuple of numbers: compare element-wise
+            good = (type(got) is list and len(got) == len(expected)
+                    and all(type(g) in (int, float) for g in got)
+                    and all(math.isclose(g, e, rel_tol=1e-6, abs_tol=1e-9) for g, e in zip(got, expected)))
+            ok = ok and good
+            want = ", ".join(f"{e:.6g}" for e in expected)
+            lines.append(f"{OK} {shown} matches the worked example ({want})." if good else
+                         f"{BAD} {shown} returned {got!r}; the worked example gives ({want}).")
+            continue
         if isinstance(got, dict) and RAISED in got:
             ok = False
             lines.append(f"{BAD} {shown} raised {got[RAISED]}; expected {expected:.6g}.")

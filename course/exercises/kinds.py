@@ -101,8 +101,9 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
         must make the function raise ``ValueError``.
     examples : list of args
         Worked examples the *visible* check runs (shown to the student).
-    returns : ``"number"`` or ``"int"``
-        ``"int"`` requires a plain int result (e.g. a step count).
+    returns : ``"number"``, ``"int"`` or ``"numbers"``
+        ``"int"`` requires a plain int result (e.g. a step count); ``"numbers"`` a
+        tuple/list of plain numbers compared element-wise with ``reference``'s list.
     """
 
     def harvest(namespace: dict, probe_inputs: Any) -> dict:
@@ -135,6 +136,13 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
             expected = reference(*args)
             if type(got) is dict and RAISED in got:
                 raised += 1
+            elif returns == "numbers":  # a tuple of numbers, e.g. (interval_minutes, waste_pct)
+                if type(got) is not list or len(got) != len(expected) or not all(
+                        type(g) in (int, float) and math.isfinite(g) for g in got):
+                    bad_type += 1
+                elif not all(math.isclose(float(g), float(e), rel_tol=rtol, abs_tol=atol)
+                             for g, e in zip(got, expected)):
+                    wrong_value += 1
             elif returns == "int" and type(got) is not int:
                 bad_type += 1
             elif type(got) not in (int, float) or not math.isfinite(got):
@@ -142,7 +150,8 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
             elif not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
                 wrong_value += 1
         if bad_type:
-            what = "a plain int" if returns == "int" else "a plain number (int or float)"
+            what = {"int": "a plain int", "numbers": "a tuple of plain numbers"}.get(
+                returns, "a plain number (int or float)")
             problems.append(f"it does not return {what} for some valid inputs")
         if raised:
             problems.append("it raises an exception for some valid inputs (edge cases included)")
