@@ -272,6 +272,27 @@ class Instrument:
         self.update_count += 1
         self.last_update_seconds = time.perf_counter() - start
 
+    # -- context/track ------------------------------------------------------------
+    def apply_track(self, track: Any) -> None:
+        """Switch to a track's hardware (default: its link, if there is a ``link`` control).
+
+        Instruments with more context (accelerator, model) override this.
+        """
+        control = self.controls.get("link")
+        link = getattr(track, "link", None)
+        if control is None or link is None:
+            return
+        for _label, option in getattr(control, "options", ()):
+            if option == link or getattr(option, "name", None) == getattr(link, "name", object()):
+                control.value = option
+                return
+
+    def follow(self, selector) -> "Instrument":
+        """Follow a :class:`~course.instruments.context.TrackSelector`: apply its track now and on change."""
+        self.apply_track(selector.track)
+        selector.observe(lambda _name: self.apply_track(selector.track))
+        return self
+
     # -- gating, display, ledger --------------------------------------------------
     def set_gated(self, gated: bool) -> None:
         """Hide and disable the instrument until a prediction lock is locked."""

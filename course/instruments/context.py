@@ -13,13 +13,14 @@ from typing import Any, Iterable
 
 import ipywidgets as widgets
 
-__all__ = ["link_options", "link_bandwidth", "link_latency", "TrackSelector", "TRACK_NAMES"]
+__all__ = ["link_options", "find_link", "link_bandwidth", "link_latency", "TrackSelector", "TRACK_NAMES"]
 
 TRACK_NAMES = ("Cloud", "Edge", "Mobile", "Tiny")
 
 # Catalog names tried, in display order, for the communication instruments
 # (Lab 06 compares InfiniBand HDR/NDR ports with NVLink inside a node).
-DEFAULT_LINKS = ("ib-ndr", "ib-hdr", "ib-xdr", "nvlink4", "eth-100g", "eth-400g")
+DEFAULT_LINKS = ("InfiniBand NDR", "InfiniBand HDR", "InfiniBand XDR", "NVLink 4", "Ethernet 100G",
+                 "Ethernet 400G")
 
 
 def _catalog():
@@ -85,15 +86,35 @@ def link_options(names: Iterable[str] | None = None) -> list[tuple[str, Any]]:
                     link = None
         if link is not None:
             chosen.append(link)
-    if not chosen and names is None:
-        chosen = list(table.values())
+    if names is None:  # then every other catalog link (5G, Bluetooth LE... for the edge tracks)
+        chosen += [link for link in table.values() if all(link is not c for c in chosen)]
     if not chosen:
         raise ValueError(f"names must be catalog link keys; known: {sorted(table)}")
     options = []
     for link in chosen:
         label = str(_field(link, "name"))
-        options.append((f"{label} ({link_bandwidth(link) / 1e9:g} GB/s)", link))
+        options.append((f"{label} ({_rate(link_bandwidth(link))}, {_latency(link_latency(link))})", link))
     return options
+
+
+def _rate(bytes_per_s: float) -> str:
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bytes_per_s >= size:
+            return f"{bytes_per_s / size:.3g} {unit}"
+    return f"{bytes_per_s:.3g} B/s"
+
+
+def _latency(seconds: float) -> str:
+    return f"{seconds * 1e6:.3g} µs" if seconds < 1e-3 else f"{seconds * 1e3:.3g} ms"
+
+
+def find_link(options: list[tuple[str, Any]], name: str) -> Any:
+    """The option whose link has this catalog name (case/spacing-insensitive)."""
+    key = "".join(ch for ch in name.lower() if ch.isalnum())
+    for _label, link in options:
+        if "".join(ch for ch in str(_field(link, "name")).lower() if ch.isalnum()) == key:
+            return link
+    raise ValueError(f"link must be one of {[str(_field(l, 'name')) for _, l in options]}, got {name!r}")
 
 
 class TrackSelector:
@@ -140,14 +161,14 @@ class TrackSelector:
         if entry is None:
             self.note.value = "<i>This track's hardware is not in the catalog yet.</i>"
             return
-        items = entry.items() if isinstance(entry, dict) else vars(entry).items()
         parts = []
-        for key, val in items:
-            if key == "source":
-                continue
-            name = getattr(val, "name", val)
-            parts.append(f"<b>{html.escape(str(key))}</b>: {html.escape(str(name))}")
-        self.note.value = "<span style='font-size:0.85rem'>" + " · ".join(parts) + "</span>"
+        for key in ("persona", "accelerator", "link", "model", "devices"):
+            val = getattr(entry, key, None)
+            if val is not None:
+                parts.append(f"<b>{key}</b>: {html.escape(str(getattr(val, 'name', val)))}")
+        story = getattr(entry, "story", "")
+        self.note.value = ("<div style='font-size:0.85rem'>" + " · ".join(parts)
+                           + (f"<div><i>{html.escape(story)}</i></div>" if story else "") + "</div>")
 
     def _changed(self, _change) -> None:
         self._describe()

@@ -1,0 +1,277 @@
+"""All-reduce comparator and algorithm-selection dashboard (Lab 06, Acts I and II).
+
+Every time comes from ``course.core.allreduce_time`` (alpha-beta model of
+Thakur, Rabenseifner & Gropp 2005, as implemented and sourced in
+``course.core.collectives``); efficiencies from ``course.core.bus_bandwidth``
+(nccl-tests). This module only chooses what to evaluate and how to show it.
+"""
+
+from __future__ import annotations
+
+import html
+
+import bqplot as bq
+import ipywidgets as widgets
+import numpy as np
+
+from .. import core
+from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
+from .context import find_link, link_bandwidth, link_latency, link_options
+
+__all__ = ["AllreduceComparator", "AlgorithmDashboard", "WORKLOADS", "ALGORITHM_COLORS", "best_and_crossovers"]
+
+GB = core.units.GB
+
+ALGORITHM_COLORS = {
+    "naive": "#dc2626",
+    "ring": "#16a34a",
+    "tree": "#2563eb",
+    "double_binary_tree": "#7c3aed",
+    "recursive_doubling": "#ea580c",
+    "rabenseifner": "#0891b2",
+}
+
+#: Lab 06 Act II workloads: gradient bytes per step (fp16 gradients of 175B and 7B
+#: parameters: 2 bytes x params) and a small parameter-server update.
+WORKLOADS = {
+    "175B gradients (280 GB)": 280 * GB,
+    "7B gradients (14 GB)": 14 * GB,
+    "small update (< 1 MB)": 0.5e-3 * GB,
+}
+CUSTOM = "custom"
+#: Ties: algorithms within this relative time of the best are named with it.
+TIE = 0.01
+
+
+def _algorithms() -> tuple[str, ...]:
+    return tuple(getattr(core, "ALLREDUCE_ALGORITHMS", ("naive", "ring", "tree", "double_binary_tree",
+                                                        "recursive_doubling", "rabenseifner")))
+
+
+def _times(message_bytes, n, bandwidth, latency, algorithms):
+    """One core call per algorithm, each vectorized over the whole message/N grid."""
+    return np.stack([np.broadcast_to(core.allreduce_time(message_bytes, n, bandwidth, latency, algorithm=a),
+                                     np.broadcast(message_bytes, n).shape).astype(float)
+                     for a in algorithms])
+
+
+def best_and_crossovers(sizes: np.ndarray, times: np.ndarray, algorithms) -> tuple[np.ndarray, list[dict]]:
+    """Index of the fastest algorithm at each size and where that choice changes.
+
+    ``times`` has shape (algorithms, sizes). A crossover between neighbours i
+    and i+1 whose winners differ is placed where the two winners' log-times
+    are equal, interpolating linearly in log(size) between the grid points.
+    """
+    best = np.argmin(times, axis=0)
+    crossings = []
+    for i in np.flatnonzero(best[1:] != best[:-1]):
+        a, b = best[i], best[i + 1]
+        d0 = np.log(times[a, i]) - np.log(times[b, i])
+        d1 = np.log(times[a, i + 1]) - np.log(times[b, i + 1])
+        frac = d0 / (d0 - d1) if d0 != d1 else 0.5
+        x = float(np.exp(np.log(sizes[i]) + frac * (np.log(sizes[i + 1]) - np.log(sizes[i]))))
+        t = float(np.exp(np.log(times[a, i]) + frac * (np.log(times[a, i + 1]) - np.log(times[a, i]))))
+        crossings.append({"message_bytes": x, "seconds": t, "from": algorithms[a], "to": algorithms[b]})
+    return best, crossings
+
+
+def _link_dropdown(default_name: str = "InfiniBand NDR") -> widgets.Dropdown:
+    options = link_options()
+    return widgets.Dropdown(options=options, value=find_link(options, default_name), description="Link",
+                            layout=widgets.Layout(width="380px"))
+
+
+class AllreduceComparator(Instrument):
+    """Naive vs ring vs tree (and every other core algorithm) for N GPUs, M bytes, one link.
+
+    Controls: ``gpus`` (N), ``message_gb`` (M in GB), ``link`` (catalog link).
+    Charts: bar chart of all-reduce time per algorithm (log scale); ring
+    efficiency vs N (achieved bus bandwidth / link bandwidth) with the current
+    N marked. ``result`` holds every algorithm's time in seconds, the naive /
+    ring ratio and the ring efficiency.
+    """
+
+    title = "All-reduce comparator"
+    subtitle = "Same gradient, same cluster, different algorithm: who carries the traffic?"
+    EFFICIENCY_N = np.unique(np.round(np.logspace(np.log10(2), np.log10(4096), 96))).astype(int)
+
+    def build(self):
+        self.algorithms = _algorithms()
+        self.add_control("gpus", widgets.IntSlider(value=128, min=2, max=4096, step=1, description="GPUs N",
+                                                   continuous_update=True))
+        self.add_control("message_gb", widgets.FloatLogSlider(value=140, base=10, min=-6, max=3, step=0.01,
+                                                              description="M (GB)", readout_format=".3g"))
+        self.add_control("link", _link_dropdown())
+
+        xs, ys = bq.OrdinalScale(), bq.LogScale()
+        self.bars = bq.Bars(x=list(self.algorithms), y=np.ones(len(self.algorithms)), base=1e-9,
+                            scales={"x": xs, "y": ys},
+                            colors=[ALGORITHM_COLORS.get(a, "#64748b") for a in self.algorithms],
+                            color_mode="no_group", padding=0.25,
+                            tooltip=bq.Tooltip(fields=["x", "y"], formats=["", ".3g"], labels=["algorithm", "seconds"]))
+        bar_fig = self.add_figure(figure([self.bars], xs, ys, "", "all-reduce time (s)",
+                                         title="Time per all-reduce", y_tick_format=".1e"))
+        bar_fig.axes[0].tick_rotate = -20  # long algorithm names side by side
+        bar_fig.fig_margin = {**bar_fig.fig_margin, "bottom": 70}
+
+        ex, ey = bq.LogScale(), bq.LinearScale(min=0, max=105)
+        self.eff_line = bq.Lines(x=self.EFFICIENCY_N, y=np.zeros(len(self.EFFICIENCY_N)),
+                                 scales={"x": ex, "y": ey}, colors=[ALGORITHM_COLORS["ring"]], stroke_width=2)
+        self.eff_point = bq.Scatter(x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=["#0f172a"],
+                                    marker="circle", default_size=80)
+        self.add_figure(figure([self.eff_line, self.eff_point], ex, ey, "GPUs N",
+                               "ring bus bandwidth / link (%)", title="Ring efficiency vs N",
+                               x_tick_format="d"))
+        for name, label in (("naive", "Naive (gather + broadcast)"), ("ring", "Ring"), ("tree", "Tree"),
+                            ("ratio", "Naive / ring"), ("efficiency", "Ring efficiency")):
+            self.add_card(name, label)
+
+    def refresh(self, v):
+        n, message = int(v["gpus"]), float(v["message_gb"]) * GB
+        link = v["link"]
+        bandwidth, latency = link_bandwidth(link), link_latency(link)
+        times = _times(message, n, bandwidth, latency, self.algorithms)  # (algorithms,)
+        by_name = dict(zip(self.algorithms, times.tolist()))
+        # Efficiency curve: one vectorized core call over all N at once.
+        ring_over_n = np.asarray(core.allreduce_time(message, self.EFFICIENCY_N, bandwidth, latency, algorithm="ring"), float)
+        eff_curve = 100 * np.asarray(core.bus_bandwidth(message, self.EFFICIENCY_N, ring_over_n), float) / bandwidth
+        ring = by_name["ring"]
+        efficiency = 100 * float(core.bus_bandwidth(message, n, ring)) / bandwidth
+        ratio = by_name["naive"] / ring
+        ring_bw_only = float(core.allreduce_time(message, n, bandwidth, 0.0, algorithm="ring"))
+        naive_bw_only = float(core.allreduce_time(message, n, bandwidth, 0.0, algorithm="naive"))
+
+        positive = times[times > 0]
+        with self.bars.hold_sync():
+            self.bars.base = float(positive.min() / 3) if positive.size else 1e-9
+            self.bars.y = times
+        self.set_marks(self.eff_line, y=eff_curve)
+        self.set_marks(self.eff_point, x=[n], y=[efficiency])
+        for name in ("naive", "ring", "tree"):
+            self.set_card(name, fmt_time(by_name[name]))
+        self.set_card("ratio", f"{ratio:.1f}×", "time ratio", "bad" if ratio > 10 else "normal")
+        self.set_card("efficiency", f"{efficiency:.1f} %", "bus bandwidth / link", "good" if efficiency > 90 else "warn")
+        self.set_math(
+            f"N = {n}, M = {fmt_bytes(message)}, β⁻¹ = {fmt_rate(bandwidth)}, α = {fmt_time(latency)}<br>"
+            f"Ring: T = 2(N−1)α + 2(N−1)/N · M/β = {fmt_time(ring - ring_bw_only)} + {fmt_time(ring_bw_only)}"
+            f" = <b>{fmt_time(ring)}</b><br>"
+            f"Naive: one rank receives (N−1)·M, then sends (N−1)·M: bandwidth term "
+            f"{fmt_time(naive_bw_only)}, total <b>{fmt_time(by_name['naive'])}</b><br>"
+            f"Naive / ring = {fmt_time(by_name['naive'])} / {fmt_time(ring)} = <b>{ratio:.1f}×</b> (≈ N for large M)<br>"
+            f"Ring efficiency = busbw / link = [M/T · 2(N−1)/N] / β⁻¹ = <b>{efficiency:.1f} %</b>"
+        )
+        return {
+            "gpus": n, "message_bytes": message, "bandwidth": bandwidth, "latency": latency,
+            "times": by_name, "naive_over_ring": ratio, "ring_efficiency_percent": efficiency,
+        }
+
+
+class AlgorithmDashboard(Instrument):
+    """Which all-reduce algorithm for which workload (Lab 06 Act II).
+
+    Controls: ``workload`` (preset or custom), ``message_gb``, ``gpus``,
+    ``link``, ``compute_s`` (compute time of one step, seconds). Chart: time vs
+    message size for each algorithm on log-log axes, where the fastest
+    algorithm changes (crossovers), the current message, and the
+    50 %-of-step line (communication time = compute time). Failure state
+    ``comm_bound`` when the best all-reduce exceeds half of the step
+    (compute + communication, no overlap).
+    """
+
+    title = "Algorithm selection dashboard"
+    subtitle = "Time vs message size for every all-reduce algorithm; the fastest changes with size."
+    SIZES = np.logspace(3, 12.5, 256)  # 1 kB .. ~3 TB
+
+    def build(self):
+        self.algorithms = _algorithms()
+        self.add_control("workload", widgets.ToggleButtons(options=list(WORKLOADS) + [CUSTOM],
+                                                           value=list(WORKLOADS)[0], description="Workload"),
+                         triggers_update=False)
+        self.add_control("message_gb", widgets.FloatLogSlider(value=280, base=10, min=-6, max=3, step=0.01,
+                                                              description="M (GB)", readout_format=".3g"))
+        self.add_control("gpus", widgets.IntSlider(value=128, min=2, max=4096, description="GPUs N"))
+        self.add_control("link", _link_dropdown())
+        self.add_control("compute_s", widgets.FloatLogSlider(value=1.0, base=10, min=-3, max=2, step=0.01,
+                                                             description="compute (s)", readout_format=".3g"))
+        self.controls["workload"].observe(self._apply_preset, names="value")
+        self.controls["message_gb"].observe(self._maybe_custom, names="value")
+
+        xs, ys = bq.LogScale(), bq.LogScale()
+        colors = [ALGORITHM_COLORS.get(a, "#64748b") for a in self.algorithms]
+        self.curves = bq.Lines(x=self.SIZES, y=np.ones((len(self.algorithms), self.SIZES.size)),
+                               scales={"x": xs, "y": ys}, colors=colors, labels=list(self.algorithms),
+                               display_legend=True, stroke_width=2)
+        self.threshold = bq.Lines(x=self.SIZES[[0, -1]], y=[1.0, 1.0], scales={"x": xs, "y": ys},
+                                  colors=["#b91c1c"], line_style="dashed", labels=["50 % of step"],
+                                  display_legend=True)
+        self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=["#0f172a"],
+                                    marker="diamond", default_size=90, labels=["crossover"], display_legend=True)
+        self.current = bq.Scatter(x=[280 * GB], y=[1.0], scales={"x": xs, "y": ys}, colors=["#facc15"],
+                                  stroke="#0f172a", marker="circle", default_size=160, labels=["your message"],
+                                  display_legend=True)
+        self.add_figure(figure([self.curves, self.threshold, self.crossings, self.current], xs, ys,
+                               "message size (bytes)", "all-reduce time (s)", title="Time vs message size",
+                               x_tick_format=".0e", y_tick_format=".0e", height="380px", legend=True))
+        for name, label in (("best", "Fastest algorithm"), ("time", "Its time"), ("ring", "Ring time"),
+                            ("share", "Communication share of step"), ("crossover", "Crossovers")):
+            self.add_card(name, label)
+
+    # presets and the message slider keep each other consistent without loops
+    def _apply_preset(self, change):
+        if change["new"] in WORKLOADS:
+            with self.batch():
+                self.controls["message_gb"].value = WORKLOADS[change["new"]] / GB
+
+    def _maybe_custom(self, change):
+        preset = self.controls["workload"].value
+        if preset in WORKLOADS and not np.isclose(change["new"] * GB, WORKLOADS[preset], rtol=1e-3):
+            self.controls["workload"].value = CUSTOM  # steers nothing: no extra update
+
+    def refresh(self, v):
+        message = float(v["message_gb"]) * GB
+        n, link, compute = int(v["gpus"]), v["link"], float(v["compute_s"])
+        bandwidth, latency = link_bandwidth(link), link_latency(link)
+        curves = _times(self.SIZES, n, bandwidth, latency, self.algorithms)  # (algorithms, sizes)
+        here = _times(message, n, bandwidth, latency, self.algorithms)  # (algorithms,)
+        best, crossings = best_and_crossovers(self.SIZES, curves, self.algorithms)
+        k = int(np.argmin(here))
+        best_name, best_time = self.algorithms[k], float(here[k])
+        ties = [a for a, t in zip(self.algorithms, here) if a != best_name and t <= best_time * (1 + TIE)]
+        share = best_time / (best_time + compute)
+
+        floor = max(float(curves[curves > 0].min()) if np.any(curves > 0) else 1e-9, 1e-12)
+        self.set_marks(self.curves, y=np.maximum(curves, floor))
+        self.set_marks(self.threshold, y=[compute, compute])
+        if crossings:
+            self.set_marks(self.crossings, x=[c["message_bytes"] for c in crossings], y=[c["seconds"] for c in crossings])
+        else:
+            self.set_marks(self.crossings, x=np.array([], float), y=np.array([], float))
+        self.set_marks(self.current, x=[message], y=[max(best_time, floor)])
+
+        self.set_card("best", best_name, ("ties: " + ", ".join(ties)) if ties else "", "good")
+        self.set_card("time", fmt_time(best_time))
+        self.set_card("ring", fmt_time(float(here[self.algorithms.index("ring")])))
+        self.set_card("share", f"{100 * share:.1f} %", f"compute {fmt_time(compute)}",
+                      "bad" if share > 0.5 else "good")
+        self.set_card("crossover", "; ".join(f"{fmt_bytes(c['message_bytes'])}" for c in crossings) or "none",
+                      " · ".join(f"{c['from']}→{c['to']}" for c in crossings))
+        if share > 0.5:
+            self.flag("comm_bound",
+                      f"Communication takes {100 * share:.0f} % of the step ({fmt_time(best_time)} of all-reduce with "
+                      f"{best_name} against {fmt_time(compute)} of compute). More GPUs or a slower link will not "
+                      "help: overlap, shard (ZeRO), accumulate gradients, or buy bandwidth.")
+        self.set_math(
+            f"α = {fmt_time(latency)}, β⁻¹ = {fmt_rate(bandwidth)}, N = {n}, M = {fmt_bytes(message)}<br>"
+            "ring 2(N−1)α + 2(N−1)/N·Mβ · recursive doubling ⌈lg N⌉(α + Mβ) · "
+            "Rabenseifner 2⌈lg N⌉α + 2(N−1)/N·Mβ · tree 2⌈lg N⌉(α + Mβ)<br>"
+            + "<br>".join(f"{html.escape(a)}: {fmt_time(float(t))}" + (" ← fastest" if a == best_name else "")
+                          for a, t in zip(self.algorithms, here))
+            + f"<br>Share of step = T / (T + compute) = {fmt_time(best_time)} / ({fmt_time(best_time)} + "
+              f"{fmt_time(compute)}) = <b>{100 * share:.1f} %</b> (failure above 50 %)"
+        )
+        return {
+            "message_bytes": message, "gpus": n, "bandwidth": bandwidth, "latency": latency, "compute_s": compute,
+            "times": dict(zip(self.algorithms, here.tolist())), "best": best_name, "best_seconds": best_time,
+            "ties": ties, "comm_share": share, "crossovers": crossings,
+            "best_by_size": [self.algorithms[i] for i in best],
+        }

@@ -1,0 +1,187 @@
+"""Data-parallel scaling explorer (Lab 05, Act I): why MFU falls as GPUs are added.
+
+A model of ``P`` parameters is replicated on ``N`` GPUs; each GPU runs a
+micro-batch of ``b`` sequences and then all GPUs average their gradients
+(``2 P`` bytes of BF16 gradients). Every number comes from the core:
+
+* compute per GPU: ``course.core.training_flops`` (6 P tokens) at a sustained
+  share of the dense peak, ``course.core.compute_time``;
+* gradient all-reduce: ``course.core.allreduce_time`` (ring over NVLink) while
+  ``N`` fits in one node, ``course.core.hierarchical_allreduce_time``
+  (reduce-scatter in the node, all-reduce across nodes on one NIC per GPU,
+  all-gather in the node) beyond it;
+* optional overlap with the backward pass in 25 MiB buckets:
+  ``course.core.exposed_comm_time``;
+* step time, MFU and ratio: ``data_parallel_step_time``, ``mfu``,
+  ``comm_compute_ratio``; model-state memory: ``model_state_bytes``.
+
+The lab's version of this instrument used 1979 TFLOPS (sparse peak), 400 GB/s
+InfiniBand and step FLOPs without the sequence length (errata 1, 2 and 5);
+here the H100's dense 989 TFLOPS, 50 GB/s NDR ports and ``6 P b s`` are used.
+"""
+
+from __future__ import annotations
+
+import bqplot as bq
+import ipywidgets as widgets
+import numpy as np
+
+from .. import core
+from ..core import catalog
+from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
+
+__all__ = ["ScalingExplorer", "STAKEHOLDER_POINTS", "SEQ_LEN", "CURVE_GPUS", "NVLINK_ONLY"]
+
+#: The training lead's measurements in Lab 05 Act I: (GPUs, MFU).
+STAKEHOLDER_POINTS = ((8, 0.52), (64, 0.38), (512, 0.19))
+#: Tokens per sequence: Lab 05 Act I's 7B-class setting.
+SEQ_LEN = 2048
+#: Share of one GPU's dense peak its kernels sustain while computing (an
+#: assumption the student can read in the math peek; Megatron-LM SC21 Table 1
+#: sustains 44-52 % of peak end to end, so kernels run a little higher).
+COMPUTE_EFFICIENCY = 0.55
+#: Backward share of training FLOPs: 4ND of 6ND (Kaplan et al. 2020, section 2.1).
+BACKWARD_SHARE = 4.0 / 6.0
+#: Fabric option meaning "keep the traffic on NVLink" (only possible inside one node).
+NVLINK_ONLY = "NVLink only"
+
+NODE = catalog.node("DGX H100")
+GPUS_PER_NODE = NODE.gpus_per_node
+#: GPU counts of the curve: every GPU count up to one node, then whole nodes.
+CURVE_GPUS = np.concatenate([np.arange(1, GPUS_PER_NODE + 1),
+                             np.arange(2 * GPUS_PER_NODE, 1024 + 1, GPUS_PER_NODE)])
+GPU_CHOICES = tuple(2**k for k in range(11))  # 1 ... 1024 on a log axis
+FABRICS = (NVLINK_ONLY, "InfiniBand HDR", "InfiniBand NDR", "InfiniBand XDR", "Ethernet 100G", "Ethernet 400G")
+
+
+def _fabric_options():
+    options = [("NVLink 4 only (inside one node)", NVLINK_ONLY)]
+    for name in FABRICS[1:]:
+        link = catalog.link(name)
+        options.append((f"{link.name} ({link.bandwidth / 1e9:g} GB/s per GPU)", name))
+    return options
+
+
+class ScalingExplorer(Instrument):
+    """MFU vs GPU count for pure data parallelism, with the NVLink -> InfiniBand cliff.
+
+    Controls: ``params_b`` (model size, billions of parameters), ``gpus`` (N),
+    ``micro_batch`` (sequences of 2048 tokens per GPU per step), ``fabric``
+    (what carries the all-reduce once it leaves a node; "NVLink only" is forced
+    onto the node's InfiniBand beyond 8 GPUs), ``zero_stage`` (0-2: ZeRO
+    stages that keep all-reduce traffic) and ``overlap`` (bucketed overlap
+    with the backward pass).
+
+    ``result`` holds, at the selected N: compute, all-reduce, exposed
+    communication and step times (s), MFU, comm/compute ratio, model-state bytes
+    per GPU, and the whole MFU curve.
+    """
+
+    title = "Data-parallel scaling explorer"
+    subtitle = "Same model, same batch per GPU, more GPUs: where does the utilization go?"
+
+    def build(self):
+        self.accelerator = NODE.accelerator
+        self.peak = self.accelerator.peak_flops["bf16"]
+        self.add_control("params_b", widgets.IntSlider(value=7, min=1, max=175, description="Model (B)"))
+        self.add_control("gpus", widgets.SelectionSlider(options=GPU_CHOICES, value=8, description="GPUs N"))
+        self.add_control("micro_batch", widgets.IntSlider(value=1, min=1, max=64, description="Seqs/GPU"))
+        self.add_control("fabric", widgets.Dropdown(options=_fabric_options(), value=NVLINK_ONLY,
+                                                    description="Fabric", layout=widgets.Layout(width="330px")))
+        self.add_control("zero_stage", widgets.ToggleButtons(options=[0, 1, 2], value=1, description="ZeRO",
+                                                             style={"button_width": "40px"}))
+        self.add_control("overlap", widgets.Checkbox(value=False, description="overlap with backward"))
+
+        xs = bq.LogScale(min=1, max=1024)
+        ys = bq.LinearScale(min=0, max=70)
+        self.curve = bq.Lines(x=CURVE_GPUS, y=np.zeros(CURVE_GPUS.size), scales={"x": xs, "y": ys},
+                              colors=["#2563eb"], stroke_width=2.5, labels=["model"], display_legend=True)
+        self.measured = bq.Scatter(x=[p[0] for p in STAKEHOLDER_POINTS], y=[100 * p[1] for p in STAKEHOLDER_POINTS],
+                                   scales={"x": xs, "y": ys}, marker="cross", colors=["#ea580c"], default_size=120,
+                                   labels=["measured (stakeholder)"], display_legend=True)
+        self.current = bq.Scatter(x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond",
+                                  colors=["#dc2626"], default_size=140, labels=["selected N"], display_legend=True)
+        self.node_edge = bq.Lines(x=[GPUS_PER_NODE, GPUS_PER_NODE], y=[0, 70], scales={"x": xs, "y": ys},
+                                  colors=["#94a3b8"], line_style="dashed", stroke_width=1.5)
+        self.edge_label = bq.Label(x=[GPUS_PER_NODE], y=[64], scales={"x": xs, "y": ys}, x_offset=4,
+                                   text=["NVLink | InfiniBand"], colors=["#475569"], font_weight="normal")
+        self.add_figure(figure([self.node_edge, self.edge_label, self.curve, self.measured, self.current],
+                               xs, ys, "GPUs (data-parallel replicas)", "MFU (%)", title="MFU vs GPU count",
+                               x_tick_format="d", legend=True))
+        for name, label in (("mfu", "MFU"), ("ratio", "Comm / compute"), ("comm", "All-reduce time"),
+                            ("compute", "Compute time"), ("memory", "Model states per GPU")):
+            self.add_card(name, label)
+
+    def refresh(self, v):
+        params = float(v["params_b"]) * 1e9
+        n = int(v["gpus"])
+        b = int(v["micro_batch"])
+        zero = int(v["zero_stage"])
+        forced = v["fabric"] == NVLINK_ONLY and n > GPUS_PER_NODE
+        inter = NODE.inter_link if v["fabric"] == NVLINK_ONLY else catalog.link(v["fabric"])
+        intra = NODE.intra_link
+        grad_bytes = 2.0 * params  # BF16 gradients, 2 bytes per parameter
+
+        flops = core.training_flops(params, b * SEQ_LEN)
+        t_compute = core.compute_time(flops, COMPUTE_EFFICIENCY * self.peak)
+
+        # One vectorized core call per regime: inside one node (ring on NVLink), whole nodes (hierarchical).
+        inside = CURVE_GPUS <= GPUS_PER_NODE
+        t_comm = np.empty(CURVE_GPUS.size)
+        t_comm[inside] = core.allreduce_time(grad_bytes, CURVE_GPUS[inside], intra.bandwidth, intra.latency,
+                                             algorithm="ring")
+        t_comm[~inside] = core.hierarchical_allreduce_time(
+            grad_bytes, GPUS_PER_NODE, CURVE_GPUS[~inside] // GPUS_PER_NODE, intra.bandwidth, inter.bandwidth,
+            intra.latency, inter.latency)
+        if v["overlap"]:
+            buckets = core.bucket_count(grad_bytes)
+            exposed = np.asarray(core.exposed_comm_time(BACKWARD_SHARE * t_compute, t_comm, buckets), float)
+        else:
+            exposed = t_comm
+        t_step = np.asarray(core.data_parallel_step_time(t_compute, exposed), float)
+        mfu_curve = np.asarray(core.mfu(flops, t_step, self.peak), float)
+        ratio_curve = np.asarray(core.comm_compute_ratio(t_comm, t_compute), float)
+
+        i = int(np.flatnonzero(CURVE_GPUS == n)[0])
+        mfu, ratio = float(mfu_curve[i]), float(ratio_curve[i])
+        state_bytes = float(core.model_state_bytes(params, zero_stage=zero, dp=n))
+        capacity = self.accelerator.memory_bytes
+
+        self.set_marks(self.curve, y=100 * mfu_curve)
+        self.set_marks(self.current, x=[n], y=[100 * mfu])
+        self.set_card("mfu", f"{100 * mfu:.1f} %", f"at N = {n}", "good" if mfu >= 0.4 else "warn" if mfu >= 0.25 else "bad")
+        self.set_card("ratio", f"{ratio:.2f}", "T_comm / T_compute", "good" if ratio <= 0.3 else "warn" if ratio <= 1 else "bad")
+        self.set_card("comm", fmt_time(t_comm[i]), f"exposed {fmt_time(exposed[i])}")
+        self.set_card("compute", fmt_time(t_compute), f"{b} x {SEQ_LEN} tokens")
+        self.set_card("memory", fmt_bytes(state_bytes), f"of {fmt_bytes(capacity)}", "bad" if state_bytes > capacity else "normal")
+
+        path = "ring on " + intra.name if n <= GPUS_PER_NODE else f"hierarchical: {intra.name} in node, {inter.name} across {n // GPUS_PER_NODE} nodes"
+        self.set_math(
+            f"<b>Compute</b> T<sub>c</sub> = 6&middot;P&middot;b&middot;s / (&eta;&middot;peak) = 6 &times; {params:.3g} &times; {b} &times; {SEQ_LEN}"
+            f" / ({COMPUTE_EFFICIENCY:.2f} &times; {self.peak / 1e12:g} TFLOP/s) = {fmt_time(t_compute)}<br>"
+            f"<b>All-reduce</b> of 2P = {fmt_bytes(grad_bytes)} over N = {n} ({path}): T<sub>comm</sub> = {fmt_time(t_comm[i])}"
+            + (f"; ring inside the node: 2(N&minus;1)/N &middot; M / B = 2&times;{n - 1}/{n} &times; {fmt_bytes(grad_bytes)} / {fmt_rate(intra.bandwidth)}" if 1 < n <= GPUS_PER_NODE else "")
+            + (f"; across nodes each GPU's NIC carries 2(k&minus;1)/k &middot; (M/8) at {fmt_rate(inter.bandwidth)}" if n > GPUS_PER_NODE else "")
+            + f"<br><b>Step</b> T = T<sub>c</sub> + exposed comm = {fmt_time(t_compute)} + {fmt_time(exposed[i])} = {fmt_time(t_step[i])}"
+            + ("" if not v["overlap"] else " (25 MiB buckets overlap the backward pass)")
+            + f"<br><b>MFU</b> = 6&middot;P&middot;b&middot;s / (T &middot; peak) = {100 * mfu:.1f} %;"
+            f" comm/compute = {fmt_time(t_comm[i])} / {fmt_time(t_compute)} = {ratio:.2f}"
+        )
+        if forced:
+            self.flag("forced_onto_infiniband",
+                      f"NVLink only connects the {GPUS_PER_NODE} GPUs inside one node. With {n} GPUs the gradient "
+                      f"all-reduce crosses {n // GPUS_PER_NODE} nodes over {inter.name} at {fmt_rate(inter.bandwidth)} "
+                      f"per GPU, {intra.bandwidth / inter.bandwidth:.0f}x less than NVLink's {fmt_rate(intra.bandwidth)}.",
+                      severity="warn")
+        if state_bytes > capacity:
+            self.flag("out_of_memory",
+                      f"Weights, gradients and Adam states alone need {fmt_bytes(state_bytes)} per GPU with ZeRO-{zero} "
+                      f"on {n} GPUs, more than the {fmt_bytes(capacity)} of one {self.accelerator.name} "
+                      f"(before any activations). Raise the ZeRO stage, add GPUs, or shard the model (Act II).")
+        return {
+            "gpus": n, "params": params, "micro_batch": b, "fabric": v["fabric"], "inter_link": inter.name,
+            "forced_onto_infiniband": forced, "compute_seconds": float(t_compute), "comm_seconds": float(t_comm[i]),
+            "exposed_comm_seconds": float(exposed[i]), "step_seconds": float(t_step[i]), "mfu": mfu,
+            "comm_compute_ratio": ratio, "model_state_bytes": state_bytes, "memory_bytes": capacity,
+            "curve_gpus": CURVE_GPUS, "curve_mfu": mfu_curve,
+        }

@@ -1,0 +1,178 @@
+"""Reusable fixtures: a real JupyterLab server and a headless Chromium page on it.
+
+Teammates' browser tests use them like this::
+
+    @pytest.mark.browser
+    def test_my_notebook(lab_notebook):
+        page = lab_notebook("notebooks/my_notebook.ipynb")   # opened, all cells run
+        page.locator(".bqplot").first.wait_for()
+
+* ``jupyterlab`` (session): starts ``jupyter lab`` on a free port with a random
+  token in a temporary root folder (``--allow-root`` when root), with its own
+  config/data/runtime dirs and ``COURSE_LEDGER``/``COURSE_AUTOPREDICT`` set so
+  the student's files are never touched; yields a :class:`LabServer`.
+* ``browser`` (session): Debian's ``/usr/bin/chromium`` through Playwright
+  (never ``playwright install``). Skips with a reason when it is missing.
+* ``lab_notebook`` (function): copies a repo notebook into the server root,
+  opens it in a fresh page, runs all cells, waits for the kernel to go idle,
+  and returns the Playwright page.
+
+Artifacts (screenshots) go to ``test-artifacts/`` at the repo root (ignored by git).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@dataclass
+class LabServer:
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen
+
+    def notebook_url(self, relative: str) -> str:
+        return f"{self.url}/lab/tree/{relative}?token={self.token}&reset"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_ready(url: str, token: str, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"jupyter lab did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def jupyterlab(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is missing (apt-get install -y chromium; .ci/run installs it in CI)")
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root = base / "root"
+    root.mkdir()
+    port, token = _free_port(), uuid.uuid4().hex
+    env = dict(os.environ)
+    env.update(
+        JUPYTER_CONFIG_DIR=str(base / "config"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+        IPYTHONDIR=str(base / "ipython"),
+        COURSE_LEDGER=str(base / "ledger.json"),
+        COURSE_AUTOPREDICT="1",
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    cmd = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+        f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.news_url=", f"--LabApp.workspaces_dir={base / 'workspaces'}",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = base / "jupyterlab.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, token, process, log)
+        yield LabServer(url, token, root, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is missing (apt-get install -y chromium; .ci/run installs it in CI)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def run_all_cells(page, timeout_ms: int = 180_000) -> None:
+    """Run every cell through JupyterLab's own menu and wait until the kernel is idle."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    wait_idle(page, timeout_ms)
+
+
+def wait_idle(page, timeout_ms: int = 180_000) -> None:
+    """Wait until no cell shows the running prompt [*] and the kernel reports idle."""
+    page.wait_for_function(
+        """() => {
+            const prompts = [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')];
+            if (!prompts.length || prompts.some(p => p.textContent.includes('*'))) return false;
+            const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+            return !ind || ind.getAttribute('data-status') === 'idle';
+        }""",
+        timeout=timeout_ms,
+        polling=250,
+    )
+
+
+@pytest.fixture
+def lab_notebook(jupyterlab, browser):
+    pages = []
+
+    def open_notebook(relative: str, run: bool = True):
+        source = REPO / relative
+        target = jupyterlab.root / source.name
+        shutil.copy(source, target)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        pages.append(context)
+        page.goto(jupyterlab.notebook_url(source.name), wait_until="domcontentloaded", timeout=120_000)
+        page.locator(".jp-Notebook").first.wait_for(timeout=120_000)
+        # kernel started and connected before we run anything
+        page.wait_for_function(
+            "() => { const i = document.querySelector('.jp-Notebook-ExecutionIndicator');"
+            " return i && i.getAttribute('data-status') === 'idle'; }",
+            timeout=120_000, polling=250,
+        )
+        if run:
+            run_all_cells(page)
+        return page
+
+    yield open_notebook
+    for context in pages:
+        context.close()

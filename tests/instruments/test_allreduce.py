@@ -1,0 +1,193 @@
+"""All-reduce comparator and algorithm-selection dashboard driven without a browser."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from course import core
+from course.core import catalog
+from course.instruments.allreduce import WORKLOADS, AlgorithmDashboard, AllreduceComparator
+
+from .helpers import assert_alive, changed, mark_arrays, same_figures
+
+pytestmark = pytest.mark.skipif(not hasattr(core, "allreduce_time"), reason="course.core.allreduce_time not landed")
+
+GB = 1e9
+NDR = catalog.link("InfiniBand NDR")
+
+
+@pytest.fixture(scope="module")
+def comparator():
+    return AllreduceComparator()
+
+
+@pytest.fixture(scope="module")
+def dashboard():
+    return AlgorithmDashboard()
+
+
+def set_controls(inst, **values):
+    with inst.batch():
+        for name, value in values.items():
+            inst.controls[name].value = value
+
+
+def link_named(inst, name):
+    return next(link for _label, link in inst.controls["link"].options if link.name == name)
+
+
+# -- comparator ---------------------------------------------------------------------
+def test_comparator_times_equal_the_core(comparator):
+    set_controls(comparator, gpus=64, message_gb=14, link=link_named(comparator, "InfiniBand HDR"))
+    hdr = catalog.link("InfiniBand HDR")
+    for algorithm, seconds in comparator.result["times"].items():
+        expected = core.allreduce_time(14 * GB, 64, hdr.bandwidth, hdr.latency, algorithm=algorithm)
+        assert seconds == pytest.approx(expected, rel=1e-12)
+    assert set(comparator.result["times"]) >= {"naive", "ring", "tree"}
+
+
+def test_ring_time_matches_the_alpha_beta_formula_by_hand(comparator):
+    # Thakur, Rabenseifner & Gropp 2005: ring = 2(p-1)a + 2(p-1)/p * n * b
+    set_controls(comparator, gpus=128, message_gb=140, link=link_named(comparator, "InfiniBand NDR"))
+    by_hand = 2 * 127 * NDR.latency + 2 * 127 / 128 * 140 * GB / NDR.bandwidth
+    assert comparator.result["times"]["ring"] == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_naive_over_ring_is_about_n_not_14(comparator):
+    # One NIC carries (N-1)M in and (N-1)M out; ring moves 2(N-1)/N M per rank: ratio ~ N.
+    set_controls(comparator, gpus=128, message_gb=140, link=link_named(comparator, "InfiniBand NDR"))
+    assert comparator.result["naive_over_ring"] == pytest.approx(128, rel=0.02)
+    assert "128" in comparator._cards["ratio"].value or "127" in comparator._cards["ratio"].value
+
+
+def test_ring_efficiency_full_for_large_and_poor_for_tiny_messages(comparator):
+    set_controls(comparator, gpus=128, message_gb=280)
+    assert comparator.result["ring_efficiency_percent"] == pytest.approx(100, abs=0.5)
+    set_controls(comparator, gpus=1024, message_gb=1e-6)  # 1 kB: 2(N-1) latency terms dominate
+    assert comparator.result["ring_efficiency_percent"] < 1
+
+
+def test_comparator_redraws_marks_in_the_same_figure(comparator):
+    figs, marks = list(comparator.figures), [m for f in comparator.figures for m in f.marks]
+    before = mark_arrays(comparator)
+    comparator.controls["gpus"].value = 7 if comparator.controls["gpus"].value != 7 else 9
+    assert same_figures(comparator, figs, marks)
+    assert changed(before, mark_arrays(comparator))
+    np.testing.assert_allclose(comparator.bars.y, list(comparator.result["times"].values()))
+
+
+@pytest.mark.parametrize("gpus", [2, 3, 8, 127, 1024, 4096])
+@pytest.mark.parametrize("message_gb", [1e-6, 1e-3, 1.0, 1000.0])
+def test_comparator_grid_never_fails(comparator, gpus, message_gb):
+    for _label, link in comparator.controls["link"].options:
+        set_controls(comparator, gpus=gpus, message_gb=message_gb, link=link)
+        assert_alive(comparator)
+        assert comparator.failures == []
+        assert all(t >= 0 and math.isfinite(t) for t in comparator.result["times"].values())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(gpus=st.integers(2, 4096), exponent=st.floats(-6, 3), link_index=st.integers(0, 50))
+def test_comparator_fuzz(comparator, gpus, exponent, link_index):
+    options = comparator.controls["link"].options
+    link = options[link_index % len(options)][1]
+    set_controls(comparator, gpus=gpus, message_gb=10**exponent, link=link)
+    assert_alive(comparator)
+    ring = core.allreduce_time(comparator.result["message_bytes"], gpus, link.bandwidth, link.latency)
+    assert comparator.result["times"]["ring"] == pytest.approx(ring, rel=1e-12)
+
+
+def test_core_errors_become_a_banner(comparator, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("n must be >= 1")
+
+    monkeypatch.setattr(core, "allreduce_time", broken)
+    comparator.controls["gpus"].value = 33 if comparator.controls["gpus"].value != 33 else 34
+    assert comparator.failures == ["invalid_input"] and "n must be &gt;= 1" in comparator.banner.value
+    monkeypatch.undo()
+    comparator.update()
+    assert comparator.failures == []
+
+
+# -- dashboard ----------------------------------------------------------------------
+def test_presets_set_the_message_with_one_update(dashboard):
+    n = dashboard.update_count
+    dashboard.controls["workload"].value = "7B gradients (14 GB)"
+    assert dashboard.controls["message_gb"].value == pytest.approx(14)
+    assert dashboard.result["message_bytes"] == pytest.approx(14 * GB)
+    assert dashboard.update_count == n + 1
+    dashboard.controls["message_gb"].value = 3.0
+    assert dashboard.controls["workload"].value == "custom"
+    assert set(WORKLOADS.values()) == {280 * GB, 14 * GB, 0.5e-3 * GB}
+
+
+def test_best_algorithm_is_the_core_argmin(dashboard):
+    set_controls(dashboard, message_gb=0.01, gpus=256, link=link_named(dashboard, "InfiniBand NDR"))
+    times = {a: core.allreduce_time(0.01 * GB, 256, NDR.bandwidth, NDR.latency, algorithm=a)
+             for a in dashboard.result["times"]}
+    assert dashboard.result["best"] == min(times, key=times.get)
+    assert dashboard.result["best_seconds"] == pytest.approx(min(times.values()), rel=1e-12)
+
+
+def test_small_messages_pick_a_latency_optimal_algorithm_not_ring(dashboard):
+    # 1 kB on 128 ranks: ring pays 2(N-1) = 254 latencies, recursive doubling ceil(lg N) = 7.
+    set_controls(dashboard, message_gb=1e-6, gpus=128, link=link_named(dashboard, "InfiniBand NDR"))
+    assert dashboard.result["best"] != "ring"
+    rd_by_hand = 7 * (NDR.latency + 1e3 / NDR.bandwidth)
+    assert dashboard.result["times"]["recursive_doubling"] == pytest.approx(rd_by_hand, rel=1e-9)
+    assert dashboard.result["best_seconds"] <= rd_by_hand * (1 + 1e-12)
+
+
+def test_large_messages_ring_is_best_or_tied(dashboard):
+    # 280 GB is bandwidth-bound: ring is within 1 % of the fastest (Rabenseifner has the same bandwidth term).
+    set_controls(dashboard, message_gb=280, gpus=128)
+    assert dashboard.result["best"] == "ring" or "ring" in dashboard.result["ties"]
+
+
+def test_crossovers_are_where_the_core_curves_meet(dashboard):
+    set_controls(dashboard, gpus=512, link=link_named(dashboard, "InfiniBand NDR"), message_gb=1.0)
+    crossings = dashboard.result["crossovers"]
+    assert crossings, "small and large messages have different winners"
+    for c in crossings:
+        t_from = core.allreduce_time(c["message_bytes"], 512, NDR.bandwidth, NDR.latency, algorithm=c["from"])
+        t_to = core.allreduce_time(c["message_bytes"], 512, NDR.bandwidth, NDR.latency, algorithm=c["to"])
+        assert t_from == pytest.approx(t_to, rel=0.02)
+    np.testing.assert_allclose(dashboard.crossings.x, [c["message_bytes"] for c in crossings])
+
+
+def test_comm_bound_failure_above_half_of_the_step(dashboard):
+    set_controls(dashboard, message_gb=280, gpus=128, compute_s=0.01)
+    best = dashboard.result["best_seconds"]
+    assert best / (best + 0.01) > 0.5 and dashboard.failures == ["comm_bound"]
+    assert "course-failure-comm_bound" in dashboard.banner.value
+    set_controls(dashboard, compute_s=100.0)
+    assert dashboard.result["comm_share"] == pytest.approx(best / (best + 100.0))
+    assert dashboard.failures == []
+    assert "comm_bound" in dashboard.failures_seen
+    np.testing.assert_allclose(dashboard.threshold.y, [100.0, 100.0])
+
+
+def test_dashboard_redraws_marks_in_the_same_figure(dashboard):
+    figs, marks = list(dashboard.figures), [m for f in dashboard.figures for m in f.marks]
+    before = mark_arrays(dashboard)
+    dashboard.controls["gpus"].value = 17 if dashboard.controls["gpus"].value != 17 else 18
+    assert same_figures(dashboard, figs, marks) and changed(before, mark_arrays(dashboard))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(gpus=st.integers(2, 4096), exponent=st.floats(-6, 3), compute=st.floats(-3, 2),
+       link_index=st.integers(0, 50), preset=st.sampled_from(list(WORKLOADS) + ["custom"]))
+def test_dashboard_fuzz(dashboard, gpus, exponent, compute, link_index, preset):
+    options = dashboard.controls["link"].options
+    dashboard.controls["workload"].value = preset
+    set_controls(dashboard, gpus=gpus, message_gb=10**exponent, compute_s=10**compute,
+                 link=options[link_index % len(options)][1])
+    assert_alive(dashboard)
+    share = dashboard.result["comm_share"]
+    assert ("comm_bound" in dashboard.failures) == (share > 0.5)
+    assert 0 <= share < 1
