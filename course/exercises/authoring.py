@@ -160,3 +160,23 @@ def debug_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
     function_part(ex, name=function, reference=reference, probes=probes, examples=examples,
                   points=fix_points, kind="debug", suffix="_fix")
     return ex
+
+
+def written_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
+                     model_answer: str, mark_scheme: str, points: float = 2.0,
+                     note: Optional[str] = None) -> Exercise:
+    """An open "why" Trace exercise, graded by hand.
+
+    The answer cell of the source notebook holds the model answer and the mark
+    scheme for the grader; nbgrader replaces it with "YOUR ANSWER HERE" in the
+    release, and the model answer comes back in feedback as the derivation.
+    """
+    def cells(s: Spec) -> List[Cell]:
+        answer = f"**Model answer.** {model_answer}\n\n**Mark scheme ({points:g} points).** {mark_scheme}"
+        return [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}{_note(note)}\n\n"
+                                 "Write your answer in the cell below (graded by hand)."),
+                Cell("manual", answer, ex.grade_id("_why"), points)]
+
+    ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Trace", title=title, spec=spec,
+                               cells=lambda s: cells(s), derivation=lambda s: model_answer))
+    return ex

@@ -1,0 +1,121 @@
+"""``course``: the command line of the course package.
+
+    course build-sources [ch00 ...]      write source/<assignment>/ notebooks from the chapter modules
+    course build-release [name ...]      nbgrader generate_assignment -> release/<name>/ (default: all in source/)
+    course check-release [name ...]      regenerate in a temporary course dir; exit 1 if release/ is stale
+    course exercises [name]              list the registry: grade_id, kind, points
+    course derivations <name>            print the worked derivations of an assignment (for instructors)
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import List, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _all_assignments() -> List[str]:
+    return sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _names(given: List[str]) -> List[str]:
+    known = _all_assignments()
+    for name in given:
+        if name not in known:
+            raise SystemExit(f"course: unknown assignment {name!r}; known: {', '.join(known)}")
+    return given or known
+
+
+def cmd_build_sources(args) -> int:
+    from course.exercises.chapters import MODULES
+    from course.exercises.notebook import write_sources
+
+    chapters = args.chapters or sorted(MODULES)
+    for path in write_sources(ROOT, chapters):
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+def cmd_build_release(args) -> int:
+    from course.exercises.release import generate_release
+
+    names = _names(args.names)
+    generate_release(names, ROOT)
+    for name in names:
+        print(f"released release/{name}/")
+    return 0
+
+
+def fresh_release(names: List[str], workdir: Path) -> Path:
+    """Copy nbgrader_config.py and source/<names> to ``workdir`` and generate their release there."""
+    from course.exercises.release import generate_release
+
+    shutil.copy(ROOT / "nbgrader_config.py", workdir / "nbgrader_config.py")
+    for name in names:
+        shutil.copytree(ROOT / "source" / name, workdir / "source" / name)
+    generate_release(names, workdir)
+    return workdir
+
+
+def cmd_check_release(args) -> int:
+    from course.exercises.release import release_differences
+
+    names = _names(args.names)
+    with tempfile.TemporaryDirectory() as tmp:
+        stale = release_differences(names, fresh_release(names, Path(tmp)))
+    if stale:
+        print("release/ is out of date for: " + ", ".join(stale) + "\nrun: course build-release " + " ".join(stale))
+        return 1
+    print("release/ matches source/ for: " + ", ".join(names))
+    return 0
+
+
+def cmd_exercises(args) -> int:
+    from course.exercises import REGISTRY
+
+    for gid, part in sorted(REGISTRY.items()):
+        if args.name and part.assignment != args.name:
+            continue
+        print(f"{gid:28s} {part.kind:8s} {part.points:4g}  {part.title}")
+    return 0
+
+
+def cmd_derivations(args) -> int:
+    from course.exercises.chapters import chapter_of
+    from course.exercises.feedback import derivation_markdown
+    from course.exercises.spec import chapter_exercises
+
+    for ex in chapter_exercises(chapter_of(args.name)):
+        print(derivation_markdown(ex.number) + "\n")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="course", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("build-sources", help="write workbook source notebooks from the chapter modules")
+    p.add_argument("chapters", nargs="*")
+    p.set_defaults(func=cmd_build_sources)
+    for name, func, text in (("build-release", cmd_build_release, "generate release/ with nbgrader"),
+                             ("check-release", cmd_check_release, "fail if release/ is out of date")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("names", nargs="*")
+        p.set_defaults(func=func)
+    p = sub.add_parser("exercises", help="list registered autograded parts")
+    p.add_argument("name", nargs="?")
+    p.set_defaults(func=cmd_exercises)
+    p = sub.add_parser("derivations", help="print the worked derivations of an assignment")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_derivations)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

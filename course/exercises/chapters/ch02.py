@@ -1,0 +1,178 @@
+"""Chapter 2: gradient accumulation (workbook exercises 2.1-2.5).
+
+Keys come from :mod:`course.core.data_parallel` (effective_batch,
+required_accum_steps, allreduce_time_saved, accumulation_step_time,
+samples_per_second).
+"""
+
+from __future__ import annotations
+
+from course import core
+from course.core.units import ms
+
+from ..authoring import build_exercise, values_exercise
+from ..probes import make_probes
+
+CH = "ch02"
+
+CHAPTER = {
+    "title": "Chapter 2 \u00b7 Gradient accumulation",
+    "intro": (
+        "The batch size is a training hyper-parameter, but the micro-batch a GPU can hold is set by its "
+        "memory. Gradient accumulation decouples the two: run several micro-batches, add their gradients "
+        "in place, and step the optimizer (and all-reduce the gradients) once per accumulation cycle."
+    ),
+    "concept": [
+        "## Concepts\n\n"
+        "$$B_\\text{eff} = b_\\text{micro} \\cdot k_\\text{accum} \\cdot N_\\text{DP} \\quad [\\text{samples per optimizer step}]$$\n\n"
+        "To reach a target batch, round up: $k = \\lceil B_\\text{target} / (b_\\text{micro} N_\\text{DP}) \\rceil$ "
+        "(the batch is then exactly the target only when $b_\\text{micro} N_\\text{DP}$ divides it).\n\n"
+        "* **Memory**: the same as one micro-batch; gradients are summed into the same buffers.\n"
+        "* **Compute**: k forward+backward passes, one after the other: time grows linearly with k.\n"
+        "* **Communication**: one gradient all-reduce per optimizer step instead of one per micro-batch, "
+        "so with k micro-batches you save (k\u22121) all-reduces per step.\n\n"
+        "Step time without overlap: $T_\\text{step} = k\\,t_\\text{micro} + T_\\text{allreduce} + T_\\text{opt}$; "
+        "throughput = $B_\\text{eff} / T_\\text{step}$.\n\n"
+        "Source: Goyal et al., *Accurate, Large Minibatch SGD*, 2017; PyTorch DDP `no_sync()` "
+        "(Li et al., VLDB 2020). Accumulation gives the same gradient as one big batch (up to "
+        "floating-point order and batch-norm statistics), so it changes speed, not the maths of the update.",
+    ],
+}
+
+values_exercise(
+    CH, "2.1", "Accumulation steps", kind="Derive",
+    spec={"target_batch": 2048, "micro_batch": 4, "dp": 8},
+    prompt=lambda s: (f"Target effective batch {s['target_batch']} sequences, micro-batch {s['micro_batch']} "
+                      f"per GPU, data-parallel degree {s['dp']}. How many accumulation steps per optimizer step?"),
+    answers={"accum_steps": "steps"},
+    key=lambda s: {"accum_steps": core.required_accum_steps(s["target_batch"], s["micro_batch"], s["dp"])},
+    solution=lambda s: f"accum_steps = {s['target_batch']} // ({s['micro_batch']} * {s['dp']})",
+    derivation=lambda s: (
+        f"k = {s['target_batch']} / ({s['micro_batch']} \u00d7 {s['dp']}) = "
+        f"**{core.required_accum_steps(s['target_batch'], s['micro_batch'], s['dp'])}** micro-batches per optimizer "
+        "step; the gradient all-reduce runs once per step, not once per micro-batch."),
+)
+
+
+def _saved_ms(s):
+    return core.allreduce_time_saved(s["allreduce_ms"] * ms, s["accum_steps"]) / ms
+
+
+values_exercise(
+    CH, "2.2", "Communication saved", kind="Derive",
+    spec={"accum_steps": 64, "allreduce_ms": 50.0},
+    prompt=lambda s: (f"Without accumulation you all-reduce after each of the {s['accum_steps']} micro-batches; with "
+                      f"accumulation once per {s['accum_steps']}. One all-reduce takes {s['allreduce_ms']:g} ms. "
+                      "How much all-reduce time do you save per optimizer step (per 2048 samples)?"),
+    answers={"saved_ms": "ms"},
+    key=lambda s: {"saved_ms": _saved_ms(s)},
+    solution=lambda s: f"saved_ms = ({s['accum_steps']} - 1) * {s['allreduce_ms']!r}",
+    derivation=lambda s: (
+        f"Without: {s['accum_steps']} \u00d7 {s['allreduce_ms']:g} ms; with: 1 \u00d7 {s['allreduce_ms']:g} ms; "
+        f"saved: ({s['accum_steps']} \u2212 1) \u00d7 {s['allreduce_ms']:g} = **{_saved_ms(s):.5g} ms**. "
+        "The two runs are not the same training, though: without accumulation you take 64 optimizer steps "
+        "with a 64\u00d7 smaller batch."),
+)
+
+
+def _step_and_throughput(s):
+    step = core.accumulation_step_time(s["micro_ms"] * ms, s["accum_steps"], s["allreduce_ms"] * ms,
+                                       s["optimizer_ms"] * ms)
+    return {"step_time_s": step, "throughput_seq_s": core.samples_per_second(s["batch"], step)}
+
+
+values_exercise(
+    CH, "2.3", "Throughput with accumulation", kind="Derive",
+    spec={"micro_ms": 120.0, "accum_steps": 64, "allreduce_ms": 50.0, "optimizer_ms": 1.0, "batch": 2048},
+    prompt=lambda s: (f"One micro-batch (forward + backward) takes {s['micro_ms']:g} ms on each GPU; the all-reduce "
+                      f"takes {s['allreduce_ms']:g} ms and the optimizer step {s['optimizer_ms']:g} ms. With "
+                      f"{s['accum_steps']} accumulation steps the effective batch is {s['batch']} sequences over all "
+                      "8 GPUs. What is the wall-clock time of one optimizer step, and the throughput?"),
+    answers={"step_time_s": "s", "throughput_seq_s": "sequences per second, all GPUs"},
+    key=_step_and_throughput,
+    solution=lambda s: (f"step_time_s = ({s['accum_steps']} * {s['micro_ms']!r} + {s['allreduce_ms']!r} + "
+                        f"{s['optimizer_ms']!r}) / 1000\nthroughput_seq_s = {s['batch']} / step_time_s"),
+    derivation=lambda s: (
+        f"Compute {s['accum_steps']} \u00d7 {s['micro_ms']:g} ms + all-reduce {s['allreduce_ms']:g} ms + optimizer "
+        f"{s['optimizer_ms']:g} ms = **{_step_and_throughput(s)['step_time_s']:.4g} s**; throughput "
+        f"{s['batch']} / {_step_and_throughput(s)['step_time_s']:.4g} s = "
+        f"**{_step_and_throughput(s)['throughput_seq_s']:.4g} sequences/s**. Communication is now under 1 % of "
+        "the step."),
+)
+
+_batch_probes = make_probes(
+    fixed=[[4, 64, 8], [1, 1, 1], [16, 3, 128]],
+    random_args=lambda r: [r.randint(1, 64), r.randint(1, 512), r.randint(1, 4096)],
+    invalid=[[0, 4, 8], [4, 0, 8], [4, 4, 0], [-2, 4, 8], [2.5, 4, 8]])
+_accum_probes = make_probes(
+    fixed=[[2048, 4, 8], [100, 4, 8], [1, 1, 1], [4096, 8, 8], [1000, 3, 7]],
+    random_args=lambda r: [r.randint(1, 1 << 20), r.randint(1, 64), r.randint(1, 1024)],
+    invalid=[[0, 4, 8], [2048, 0, 8], [2048, 4, 0], [-2048, 4, 8], [2048, 2.5, 8]])
+
+build_exercise(
+    CH, "2.4", "effective_batch and required_accum_steps", spec={"example": [4, 64, 8]},
+    prompt=lambda s: (
+        "Write two functions (all arguments are whole numbers \u2265 1; raise `ValueError` otherwise; return a "
+        "plain `int`):\n\n"
+        "* `effective_batch(micro_batch, accum_steps, dp)`: samples per optimizer step.\n"
+        "* `required_accum_steps(target_batch, micro_batch, dp)`: the fewest accumulation steps whose effective "
+        "batch is at least `target_batch`.\n\n"
+        f"Worked examples: `effective_batch(4, 64, 8)` = {core.effective_batch(4, 64, 8)}; "
+        f"`required_accum_steps(2048, 4, 8)` = {core.required_accum_steps(2048, 4, 8)}; "
+        f"`required_accum_steps(100, 4, 8)` = {core.required_accum_steps(100, 4, 8)}."),
+    function="effective_batch", signature="(micro_batch, accum_steps, dp)",
+    docstring="Samples per optimizer step: micro_batch * accum_steps * dp.",
+    body=("for name, value in (('micro_batch', micro_batch), ('accum_steps', accum_steps), ('dp', dp)):\n"
+          "    if value != int(value) or value < 1:\n"
+          "        raise ValueError(f'{name} must be a whole number >= 1, got {value!r}')\n"
+          "return int(micro_batch) * int(accum_steps) * int(dp)"),
+    reference=lambda *a: core.effective_batch(*a), probes=_batch_probes,
+    examples=[[4, 64, 8]], returns="int", points=2.0,
+    extra_functions=[dict(
+        function="required_accum_steps", signature="(target_batch, micro_batch, dp)",
+        docstring="Fewest accumulation steps with micro_batch * steps * dp >= target_batch.",
+        body=("for name, value in (('target_batch', target_batch), ('micro_batch', micro_batch), ('dp', dp)):\n"
+              "    if value != int(value) or value < 1:\n"
+              "        raise ValueError(f'{name} must be a whole number >= 1, got {value!r}')\n"
+              "per_pass = int(micro_batch) * int(dp)\n"
+              "return -(-int(target_batch) // per_pass)   # integer ceiling"),
+        reference=lambda *a: core.required_accum_steps(*a), probes=_accum_probes,
+        examples=[[2048, 4, 8], [100, 4, 8]], points=2.0, returns="int")],
+    derivation=lambda s: (
+        "`effective_batch` multiplies the three factors. `required_accum_steps` divides and rounds **up** "
+        "(integer ceiling, `-(-a // b)`, which avoids float rounding for large numbers): "
+        "100 / (4 \u00d7 8) = 3.125, so 4 steps (128 samples) are needed; rounding down would miss the target."),
+)
+
+
+def _tradeoff(s):
+    steps_plain = core.required_accum_steps(s["batch"], s["micro_plain"], s["dp"])
+    steps_ckpt = core.required_accum_steps(s["batch"], s["micro_ckpt"], s["dp"])
+    # time per micro-batch scales with its size; recomputation adds its overhead on top
+    t_plain = steps_plain * s["micro_plain"]
+    t_ckpt = steps_ckpt * s["micro_ckpt"] * (1 + s["recompute_overhead"])
+    return {"faster": "no_checkpointing" if t_plain < t_ckpt else "checkpointing", "slowdown": t_ckpt / t_plain}
+
+
+values_exercise(
+    CH, "2.5", "Memory versus speed", kind="Trace",
+    spec={"batch": 2048, "dp": 8, "micro_plain": 8, "micro_ckpt": 16, "recompute_overhead": 0.33},
+    prompt=lambda s: (f"Option A: micro-batch {s['micro_plain']} with activation checkpointing off. Option B: "
+                      f"micro-batch {s['micro_ckpt']} with activation checkpointing on, which recomputes the forward "
+                      f"pass and adds about {s['recompute_overhead']:.0%} compute. Both reach B_eff = {s['batch']} on "
+                      f"{s['dp']} GPUs by accumulation. Assume a micro-batch's time is proportional to its size. Which "
+                      "is faster, and how many times longer does the slower option take per optimizer step?"),
+    answers={"faster": "choice", "slowdown": "ratio slower/faster"},
+    options={"faster": ["no_checkpointing", "checkpointing"]},
+    key=_tradeoff,
+    solution=lambda s: ("faster = 'no_checkpointing'\n"
+                        f"slowdown = ({s['batch']} // ({s['micro_ckpt']} * {s['dp']}) * {s['micro_ckpt']} * "
+                        f"{1 + s['recompute_overhead']!r}) / ({s['batch']} // ({s['micro_plain']} * {s['dp']}) * "
+                        f"{s['micro_plain']})"),
+    derivation=lambda s: (
+        f"A: {core.required_accum_steps(s['batch'], s['micro_plain'], s['dp'])} steps \u00d7 T. B: "
+        f"{core.required_accum_steps(s['batch'], s['micro_ckpt'], s['dp'])} steps \u00d7 2T \u00d7 "
+        f"{1 + s['recompute_overhead']:g}. Both process the same samples, so B is just the recompute overhead "
+        f"slower: ratio **{_tradeoff(s)['slowdown']:.3g}**, and **no checkpointing** wins. Checkpointing buys "
+        "memory, not speed: use it only when the micro-batch you need does not fit."),
+)

@@ -1,0 +1,82 @@
+"""Derivations in feedback: worked solutions computed from the spec, never in the release.
+
+``insert_derivations(nb)`` puts, after the last cell of every exercise it
+finds in ``nb``, a markdown cell with that exercise's worked derivation
+(numbers from ``course.core``). It finds exercises through
+``cell.metadata.course.exercise`` (written by the notebook builder) or, if a
+student's editor dropped that, through the nbgrader ``grade_id`` of the cell
+(looked up in the registry). It is idempotent and adds nothing else: hidden
+tests are not touched here (the graded notebook's hidden-test cells contain
+only a call to the trusted judge, no test data).
+
+Two ways to use it:
+
+* nbgrader: ``nbgrader_config.py`` puts :class:`InsertDerivations` into
+  ``GenerateFeedback.preprocessors``, so ``nbgrader generate_feedback``
+  includes the derivations.
+* the autograder calls ``insert_derivations(nb)`` on the autograded notebook
+  before it renders feedback HTML.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Optional
+
+from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_markdown_cell
+
+from .registry import REGISTRY
+from .spec import EXERCISES, spec_for
+
+MARK = "derivation"
+
+
+def _exercise_of(cell) -> Optional[str]:
+    course_meta = cell.get("metadata", {}).get("course", {})
+    number = course_meta.get("exercise") if isinstance(course_meta, dict) else None
+    if isinstance(number, str) and number in EXERCISES:
+        return number
+    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+    if isinstance(grade_id, str):
+        part = REGISTRY.get(grade_id)
+        if part is not None:
+            return part.exercise
+        match = re.fullmatch(r"ch\d+_ex(\d+)_(\d+)(_.*)?", grade_id)
+        if match and f"{match[1]}.{match[2]}" in EXERCISES:
+            return f"{match[1]}.{match[2]}"
+    return None
+
+
+def derivation_markdown(number: str) -> str:
+    ex = EXERCISES[number]
+    try:
+        body = ex.derivation(spec_for(ex))
+    except Exception as exc:  # feedback must still render
+        body = f"(the derivation could not be computed: {type(exc).__name__})"
+    return f"**Worked derivation, exercise {number} ({ex.kind}).** {body}"
+
+
+def insert_derivations(nb):
+    """Insert a derivation cell after the last cell of each exercise in ``nb`` (in place); return ``nb``."""
+    already = {c.get("metadata", {}).get("course", {}).get(MARK) for c in nb.cells
+               if isinstance(c.get("metadata", {}).get("course"), dict)}
+    last: Dict[str, int] = {}
+    for index, cell in enumerate(nb.cells):
+        number = _exercise_of(cell)
+        if number is not None:
+            last[number] = index
+    for number, index in sorted(last.items(), key=lambda item: -item[1]):
+        if number in already:
+            continue
+        cell = new_markdown_cell(derivation_markdown(number))
+        cell.metadata["course"] = {MARK: number}
+        nb.cells.insert(index + 1, cell)
+    return nb
+
+
+class InsertDerivations(Preprocessor):
+    """nbconvert/nbgrader preprocessor wrapping :func:`insert_derivations` (for generate_feedback)."""
+
+    def preprocess(self, nb, resources):
+        return insert_derivations(nb), resources
