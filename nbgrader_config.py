@@ -23,3 +23,11 @@ c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
 
 # An instructor on a shared machine or JupyterHub points this at the exchange.
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / "exchange"))
+
+# Feedback shows each workbook exercise's worked derivation (computed from its spec by
+# course.core), inserted after the exercise; hidden tests are never part of it.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "course.exercises.feedback.InsertDerivations",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
