@@ -25,9 +25,10 @@ c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / "exchange"))
 
 # Feedback shows each workbook exercise's worked derivation (computed from its spec by
-# course.core), inserted after the exercise; hidden tests are never part of it.
+# course.core), inserted after the exercise; hidden-test regions are cleared from it.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
     "course.exercises.feedback.InsertDerivations",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
