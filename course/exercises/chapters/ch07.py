@@ -196,7 +196,7 @@ build_exercise(
           "return interval_h * 60, 100 * waste"),
     reference=_reference_7_5, probes=_probes_7_5, examples=[[24.0, 98.0]], returns="numbers",
     derivation=lambda s: (
-        "Convert to one unit (hours): $\\delta$ = ckpt_seconds / 3600. Young: "
+        "**Work in one unit (hours).** Convert: $\\delta$ = ckpt_seconds / 3600. Young: "
         "$\\tau = \\sqrt{2\\delta M}$, times 60 for minutes. Waste: $\\delta/\\tau + \\tau/(2M)$; at "
         "Young's $\\tau$ both terms are equal, so the waste is $\\sqrt{2\\delta/M}$: for 24 h and 98 s, "
         f"{_reference_7_5(24.0, 98.0)[1]:.3g} %. Inputs that are not positive have no meaning "

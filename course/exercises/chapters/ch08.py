@@ -262,7 +262,7 @@ build_exercise(
     reference=_reference_8_6, probes=_probes_8_6,
     examples=[[[False, True, False, True, False], 65536.0, 2000], [[False, False, False], 1024.0, 3]],
     derivation=lambda s: (
-        "Keep two pieces of state, the scale and the count of good steps since the last change. An "
+        "**Keep two pieces of state**: the scale and the count of good steps since the last change. An "
         "overflow halves the scale and zeroes the count; a good step increments the count, and at "
         "the growth interval the scale doubles and the count restarts. The count must reset on a "
         "doubling too, or the scale would double on every later step. An empty list returns the "

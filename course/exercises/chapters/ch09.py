@@ -1,0 +1,289 @@
+"""Chapter 9 - capstone, Llama 3.1 405B: workbook exercises 9.1-9.9.
+
+Keys come from ``course.core`` (``training_flops``, ``pf_days``, ``training_days``,
+``bubble_overhead``, ``bubble_fraction``, ``allreduce_time``, ``energy_kwh``,
+``energy_cost``). Model and run facts: Llama Team, "The Llama 3 Herd of Models", 2024.
+"""
+
+from __future__ import annotations
+
+import math
+
+from course import core
+from course.core import units as u
+from course.exercises.authoring import values_exercise
+
+CH = "ch09"
+
+CHAPTER = {
+    "title": "Chapter 9 \u00b7 Capstone: training Llama 3.1 405B",
+    "intro": ("Everything so far in one real run: Llama 3.1 405B, trained on 15.6 trillion tokens "
+              "with 16,384 H100 GPUs. Choose the parallel layout, check the memory, count the "
+              "communication, and project the time and the electricity bill."),
+    "concept": [r"""
+## The model and the machine
+
+Llama 3.1 405B (Llama Team 2024): hidden size $d = 16384$, $L = 126$ layers, 128 query heads
+and 8 key/value heads (grouped-query attention), SwiGLU feed-forward width $d_{ff} = 53248$,
+vocabulary 128256, sequence length 8192 in the main pre-training phase. A layer holds about
+$4d^2$ attention parameters (Q, K, V, output; GQA makes K and V smaller, which we ignore as the
+workbook does) plus $3\,d\,d_{ff}$ in the three SwiGLU matrices.
+
+The run used **4D parallelism**: tensor parallelism (TP = 8, inside a node, NVLink),
+pipeline parallelism (PP = 16), context parallelism (CP, for long sequences) and data
+parallelism over the rest, with $\text{TP}\times\text{CP}\times\text{PP}\times\text{DP}$ = GPUs.
+In this chapter CP = 1 as in the workbook's main phase, and a pipeline runs $m = 4$
+micro-batches per step.
+
+## Compute, time and energy
+
+Training costs about $6ND$ FLOPs for $N$ parameters and $D$ tokens (Kaplan et al. 2020): 2
+for the forward pass and 4 for the backward, per parameter and token. One petaFLOP/s-day is
+$10^{15}\times86400 = 8.64\times10^{19}$ FLOPs. Wall-clock time = FLOPs / (GPUs × peak ×
+MFU), with the H100's **dense** BF16 peak of 989 TFLOPS (1979 is with 2:4 sparsity).
+Energy in kWh = GPUs × watts / 1000 × hours.
+
+In `course.core`: `training_flops`, `pf_days`, `training_days`, `bubble_overhead`,
+`bubble_fraction`, `allreduce_time`, `energy_kwh`, `energy_cost`.
+
+> **Errata (source workbook).** Its 9.6 reports a bubble of 375 % without saying that this
+> is the *overhead* relative to ideal compute time (the *share* of the step is 79 %); below you
+> give both. Its 9.7 computes the per-GPU ring volume, halves it, then takes that back; the
+> answer is $2\frac{N-1}{N}S$. Its 9.9 multiplies 11,469 kW × 1848 h wrongly; the product is
+> 21,194,342 kWh. Its 9.8 orders CP after PP, while the Llama 3 paper uses [TP, CP, PP, DP].
+"""],
+}
+
+
+# 9.1 -----------------------------------------------------------------------------------
+def _key_9_1(s):
+    return {"dp_degree": s["gpus"] // (s["tp"] * s["pp"])}
+
+
+values_exercise(
+    CH, "9.1", "Verify TP \u00d7 PP \u00d7 DP", kind="Derive", spec={"gpus": 16384, "tp": 8, "pp": 16},
+    prompt=lambda s: (f"TP = {s['tp']}, PP = {s['pp']} and {s['gpus']:,} GPUs in total (CP = 1). What "
+                      "is the data-parallel degree (an int)?"),
+    answers={"dp_degree": "GPUs"}, key=_key_9_1, rtol=0.0,
+    solution=lambda s: f"dp_degree = {s['gpus']} // ({s['tp']} * {s['pp']})",
+    derivation=lambda s: (f"DP = GPUs / (TP × PP) = {s['gpus']} / ({s['tp']} × {s['pp']}) = "
+                          f"**{_key_9_1(s)['dp_degree']}**: {s['tp'] * s['pp']} GPUs hold one copy of "
+                          f"the model, and there are {_key_9_1(s)['dp_degree']} copies."))
+
+
+# 9.2 -----------------------------------------------------------------------------------
+def _key_9_2(s):
+    most = math.ceil(s["layers"] / s["pp"])
+    return {"max_layers_per_stage": most, "stages_with_max": s["layers"] - (most - 1) * s["pp"]}
+
+
+def _deriv_9_2(s):
+    k = _key_9_2(s)
+    a, n = k["max_layers_per_stage"], k["stages_with_max"]
+    return (f"{s['layers']}/{s['pp']} = {s['layers'] / s['pp']:g}, so stages get {a} or {a - 1} layers. "
+            f"With $n$ stages of {a}: ${a}n + {a - 1}({s['pp']}-n) = {s['layers']}$ gives $n = {n}$: "
+            f"**{n} stages of {a} layers** and {s['pp'] - n} of {a - 1} "
+            f"(${n}\\times{a} + {s['pp'] - n}\\times{a - 1} = {s['layers']}$). The lighter stages go "
+            "first and last: they also hold the embedding (128256 × 16384 ≈ 2.1 B parameters) and "
+            "the output head.")
+
+
+values_exercise(
+    CH, "9.2", "Layers per pipeline stage", kind="Derive", spec={"layers": 126, "pp": 16},
+    prompt=lambda s: (f"{s['layers']} layers are spread as evenly as possible over PP = {s['pp']} "
+                      "stages. How many layers do the fuller stages hold, and how many stages are "
+                      "fuller (ints)?"),
+    answers={"max_layers_per_stage": "layers", "stages_with_max": "stages"}, key=_key_9_2, rtol=0.0,
+    solution=lambda s: (f"layers, pp = {s['layers']}, {s['pp']}\n"
+                        "max_layers_per_stage = -(-layers // pp)\n"
+                        "stages_with_max = layers - (max_layers_per_stage - 1) * pp"),
+    derivation=_deriv_9_2)
+
+
+# 9.3 -----------------------------------------------------------------------------------
+_MODEL = {"d": 16384, "d_ff": 53248, "layers_per_stage": 8, "tp": 8, "bytes_per_param": 2}
+
+
+def _params_per_layer(s):
+    return 4 * s["d"] ** 2 + 3 * s["d"] * s["d_ff"]
+
+
+def _weight_bytes_per_gpu(s):
+    return s["layers_per_stage"] * _params_per_layer(s) / s["tp"] * s["bytes_per_param"]
+
+
+def _key_9_3(s):
+    return {"weights_per_gpu_gb": _weight_bytes_per_gpu(s) / u.GB}
+
+
+values_exercise(
+    CH, "9.3", "Weight memory per GPU", kind="Derive", spec=dict(_MODEL),
+    prompt=lambda s: (f"A layer of Llama 3.1 405B has $4d^2$ attention and $3\\,d\\,d_{{ff}}$ SwiGLU "
+                      f"parameters with $d = {s['d']}$ and $d_{{ff}} = {s['d_ff']}$. A fuller pipeline "
+                      f"stage holds {s['layers_per_stage']} layers, split TP = {s['tp']} ways. How many "
+                      "GB of FP16 weights does one GPU hold?"),
+    answers={"weights_per_gpu_gb": "GB"}, key=_key_9_3,
+    solution=lambda s: (f"d, d_ff, layers_per_stage, tp = {s['d']}, {s['d_ff']}, {s['layers_per_stage']}, {s['tp']}\n"
+                        f"weights_per_gpu_gb = layers_per_stage * (4 * d**2 + 3 * d * d_ff) / tp * "
+                        f"{s['bytes_per_param']} / 1e9"),
+    derivation=lambda s: (
+        f"Per layer: $4d^2 + 3\\,d\\,d_{{ff}}$ = {4 * s['d'] ** 2 / 1e9:.3g} B + "
+        f"{3 * s['d'] * s['d_ff'] / 1e9:.3g} B = {_params_per_layer(s) / 1e9:.4g} B parameters. One GPU: "
+        f"{s['layers_per_stage']} layers / TP {s['tp']} = "
+        f"{s['layers_per_stage'] * _params_per_layer(s) / s['tp'] / 1e9:.4g} B parameters × 2 B = "
+        f"**{_key_9_3(s)['weights_per_gpu_gb']:.4g} GB**, leaving most of an 80 GB H100 for optimizer "
+        "state, activations and buffers."))
+
+
+# 9.4 -----------------------------------------------------------------------------------
+def _key_9_4(s):
+    return {"pf_days": core.pf_days(core.training_flops(s["params"], s["tokens"]))}
+
+
+values_exercise(
+    CH, "9.4", "Training compute", kind="Derive", spec={"params": 405e9, "tokens": 15.6e12},
+    prompt=lambda s: (f"Training costs about $6ND$ FLOPs. For $N = {s['params']:.4g}$ parameters and "
+                      f"$D = {s['tokens']:.4g}$ tokens, how many petaFLOP/s-days is that (1 PF-day = "
+                      "$10^{15}\\times86400$ FLOPs)?"),
+    answers={"pf_days": "PF-days"}, key=_key_9_4,
+    solution=lambda s: f"pf_days = 6 * {s['params']:.6g} * {s['tokens']:.6g} / (1e15 * 86400)",
+    derivation=lambda s: (
+        f"$6ND = 6\\times{s['params']:.4g}\\times{s['tokens']:.4g}$ = "
+        f"{core.training_flops(s['params'], s['tokens']):.4g} FLOPs (Meta reports $3.8\\times10^{{25}}$). "
+        f"Divided by $8.64\\times10^{{19}}$ FLOPs per PF-day: **{_key_9_4(s)['pf_days']:,.0f} PF-days**."))
+
+
+# 9.5 -----------------------------------------------------------------------------------
+def _key_9_5(s):
+    flops = core.training_flops(s["params"], s["tokens"])
+    return {"training_days": core.training_days(flops, s["gpus"], s["peak_tflops"] * u.TFLOPS, s["mfu"])}
+
+
+values_exercise(
+    CH, "9.5", "Training time", kind="Derive",
+    spec={"params": 405e9, "tokens": 15.6e12, "gpus": 16384, "peak_tflops": 989.0, "mfu": 0.40},
+    prompt=lambda s: (f"{s['gpus']:,} H100 GPUs with a dense BF16 peak of {s['peak_tflops']:g} TFLOPS "
+                      f"each run at {s['mfu']:.0%} MFU. How many days does $6ND$ take for "
+                      f"$N = {s['params']:.4g}$ and $D = {s['tokens']:.4g}$?"),
+    answers={"training_days": "days"}, key=_key_9_5,
+    solution=lambda s: (f"flops = 6 * {s['params']:.6g} * {s['tokens']:.6g}\n"
+                        f"training_days = flops / ({s['gpus']} * {s['peak_tflops']:g}e12 * {s['mfu']:g}) / 86400"),
+    derivation=lambda s: (
+        f"Sustained rate: {s['gpus']} × {s['peak_tflops']:g}e12 × {s['mfu']:g} = "
+        f"{s['gpus'] * s['peak_tflops'] * 1e12 * s['mfu']:.4g} FLOP/s. Time: "
+        f"{core.training_flops(s['params'], s['tokens']):.4g} FLOPs / that rate = "
+        f"**{_key_9_5(s)['training_days']:.3g} days** of uninterrupted training. Meta reports about 54 "
+        "days of pre-training, which implies a higher MFU."))
+
+
+# 9.6 -----------------------------------------------------------------------------------
+def _key_9_6(s):
+    p, m, v = s["pp"], s["m"], s["v"]
+    return {"overhead_1f1b_pct": 100 * core.bubble_overhead(p, m),
+            "share_1f1b_pct": 100 * core.bubble_fraction(p, m),
+            "overhead_interleaved_pct": 100 * core.bubble_overhead(p, m, v),
+            "share_interleaved_pct": 100 * core.bubble_fraction(p, m, v)}
+
+
+def _deriv_9_6(s):
+    k, p, m, v = _key_9_6(s), s["pp"], s["m"], s["v"]
+    return (f"1F1B: overhead $(p-1)/m = {p - 1}/{m}$ = **{k['overhead_1f1b_pct']:.4g} %** (more idle time "
+            f"than compute); share $(p-1)/(m+p-1) = {p - 1}/{m + p - 1}$ = **{k['share_1f1b_pct']:.3g} %**. "
+            f"Interleaved, $v = {v}$: overhead $(p-1)/(v\\,m) = {p - 1}/{v * m}$ = "
+            f"**{k['overhead_interleaved_pct']:.4g} %**; share $(p-1)/(v\\,m+p-1) = {p - 1}/{v * m + p - 1}$ "
+            f"= **{k['share_interleaved_pct']:.3g} %**. Either way, PP = {p} with only {m} micro-batches "
+            "is mostly bubble: a real run needs many more micro-batches per step or a smarter schedule.")
+
+
+values_exercise(
+    CH, "9.6", "Pipeline bubble for 405B", kind="Derive", spec={"pp": 16, "m": 4, "v": 2},
+    prompt=lambda s: (f"PP = {s['pp']} stages, $m = {s['m']}$ micro-batches per step, 1F1B. Give the "
+                      "bubble both ways, in percent: the **overhead** (bubble time relative to ideal "
+                      "compute time) and the **share** of the step. Then the same with interleaving, "
+                      f"$v = {s['v']}$."),
+    answers={"overhead_1f1b_pct": "%", "share_1f1b_pct": "%", "overhead_interleaved_pct": "%",
+             "share_interleaved_pct": "%"}, key=_key_9_6, derivation=_deriv_9_6,
+    solution=lambda s: (f"pp, m, v = {s['pp']}, {s['m']}, {s['v']}\n"
+                        "overhead_1f1b_pct = 100 * (pp - 1) / m\n"
+                        "share_1f1b_pct = 100 * (pp - 1) / (m + pp - 1)\n"
+                        "overhead_interleaved_pct = 100 * (pp - 1) / (v * m)\n"
+                        "share_interleaved_pct = 100 * (pp - 1) / (v * m + pp - 1)"),
+    note=("The workbook's \"bubble = 375 %\" is the overhead relative to ideal compute; a share of the "
+          "step can never exceed 100 %. Here you name and give both."))
+
+
+# 9.7 -----------------------------------------------------------------------------------
+def _key_9_7(s):
+    gradient_bytes = _weight_bytes_per_gpu(s)         # FP16 gradients, same size as the weights
+    # ring time at a bandwidth of 1 byte/s = bytes each GPU sends, 2 (N-1)/N * S
+    return {"dp_allreduce_gb_per_gpu": core.allreduce_time(gradient_bytes, s["dp"], 1.0, algorithm="ring") / u.GB}
+
+
+values_exercise(
+    CH, "9.7", "DP all-reduce volume", kind="Derive", spec=dict(_MODEL, dp=128),
+    prompt=lambda s: (f"The FP16 gradients on one GPU ({s['layers_per_stage']} layers, TP-sharded: the "
+                      f"same size as its weights in 9.3) are all-reduced over DP = {s['dp']} GPUs with a "
+                      "ring. How many GB does each GPU send per step?"),
+    answers={"dp_allreduce_gb_per_gpu": "GB"}, key=_key_9_7,
+    solution=lambda s: (f"d, d_ff, layers_per_stage, tp, dp = {s['d']}, {s['d_ff']}, {s['layers_per_stage']}, "
+                        f"{s['tp']}, {s['dp']}\n"
+                        f"S = layers_per_stage * (4 * d**2 + 3 * d * d_ff) / tp * {s['bytes_per_param']}\n"
+                        "dp_allreduce_gb_per_gpu = 2 * (dp - 1) / dp * S / 1e9"),
+    derivation=lambda s: (
+        f"Gradients per GPU: $S$ = {_weight_bytes_per_gpu(s) / u.GB:.4g} GB. Ring: "
+        f"$2\\,\\frac{{N-1}}{{N}}\\,S = 2\\times\\frac{{{s['dp'] - 1}}}{{{s['dp']}}}\\times"
+        f"{_weight_bytes_per_gpu(s) / u.GB:.4g}$ GB = **{_key_9_7(s)['dp_allreduce_gb_per_gpu']:.4g} GB** "
+        f"per GPU. At 50 GB/s (InfiniBand NDR) that is "
+        f"{_key_9_7(s)['dp_allreduce_gb_per_gpu'] / 50 * 1e3:.0f} ms, mostly hidden behind the "
+        "backward pass by bucketing."),
+    note=("The workbook's derivation gives 14.65 GB, then 7.27 GB, then 14.63 GB. The ring volume per "
+          "GPU is $2\\frac{N-1}{N}S$, once, not halved."))
+
+
+# 9.8 -----------------------------------------------------------------------------------
+values_exercise(
+    CH, "9.8", "Order the parallelism dimensions", kind="Design", spec={"dims": ["TP", "CP", "PP", "DP"]},
+    prompt=lambda s: ("Order the four dimensions from **innermost** (neighbouring GPUs, the fastest "
+                      "links) to **outermost** (the slowest links): TP = 8 (all-reduces on every "
+                      "layer, on the critical path), PP = 16 (point-to-point activations between "
+                      "stages), CP (context parallelism: ring attention passes key/value blocks inside "
+                      "every attention layer) and DP = 128 (gradient all-reduce, overlapped with the "
+                      'backward pass). Give a list of the four strings "TP", "PP", "CP", "DP".'),
+    answers={"order": "list, innermost first"}, key=lambda s: {"order": list(s["dims"])}, rtol=0.0,
+    solution=lambda s: f"order = {list(s['dims'])!r}",
+    derivation=lambda s: (
+        "**TP, CP, PP, DP** (Llama Team 2024, sec. 3.3.2). TP all-reduces activations twice per layer "
+        "in each pass and nothing overlaps them: it must stay on NVLink. CP passes key/value blocks "
+        "around a ring inside every attention layer: also on the critical path, with less data. PP "
+        "sends one activation tensor per micro-batch and stage boundary, point to point, overlapped "
+        "with the other micro-batches. DP all-reduces gradients once per step, overlapped with the "
+        "backward pass: it tolerates the slowest links."),
+    note=("The workbook's answer is TP, PP, CP, DP. Meta's paper uses [TP, CP, PP, DP]: ring attention "
+          "exchanges data inside every attention layer, on the critical path, so it needs faster links "
+          "than the pipeline's stage-to-stage sends. The key follows the paper."))
+
+
+# 9.9 -----------------------------------------------------------------------------------
+def _key_9_9(s):
+    kwh = core.energy_kwh(s["gpus"], s["watts"] * u.W, s["days"] * u.day)
+    return {"electricity_usd": core.energy_cost(kwh, s["usd_per_kwh"])}
+
+
+values_exercise(
+    CH, "9.9", "Electricity cost", kind="Derive",
+    spec={"gpus": 16384, "watts": 700.0, "days": 77.0, "usd_per_kwh": 0.05},
+    prompt=lambda s: (f"{s['gpus']:,} GPUs draw {s['watts']:g} W each for {s['days']:g} days (including "
+                      f"crash recovery); electricity costs ${s['usd_per_kwh']:g} per kWh. What is the "
+                      "electricity bill of the GPUs, in dollars?"),
+    answers={"electricity_usd": "$"}, key=_key_9_9,
+    solution=lambda s: (f"kwh = {s['gpus']} * {s['watts']:g} / 1000 * {s['days']:g} * 24\n"
+                        f"electricity_usd = kwh * {s['usd_per_kwh']:g}"),
+    derivation=lambda s: (
+        f"Power: {s['gpus']} × {s['watts']:g} W = {s['gpus'] * s['watts'] / 1e3:,.1f} kW. Hours: "
+        f"{s['days']:g} × 24 = {s['days'] * 24:g} h. Energy: "
+        f"{core.energy_kwh(s['gpus'], s['watts'], s['days'] * u.day):,.0f} kWh. Cost at "
+        f"${s['usd_per_kwh']:g}/kWh: **${_key_9_9(s)['electricity_usd']:,.0f}**. Cooling and the rest "
+        "of the data centre (PUE ≈ 1.4) add about 40 %; GPU rental at $2/GPU-h would be about "
+        f"${s['gpus'] * s['days'] * 24 * 2 / 1e6:.1f} M."),
+    note=("The workbook multiplies 11,469 kW × 1848 h to 21,233,448 kWh; the product is 21,194,342 kWh, "
+          "so the bill is $1,059,717, not $1,061,672."))

@@ -1,0 +1,220 @@
+"""Workbook chapters 5-9 without nbgrader: keys, reference solutions, wrong answers, cheats.
+
+The expected numbers come from ../shared/reference/workbook-answers.md (the corrected key)
+and from hand computations written out in the comments; the keys under test are computed by
+the chapter modules with course.core from each exercise's default spec.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from course.exercises import REGISTRY
+from course.exercises.spec import EXERCISES, chapter_exercises, spec_for
+
+CHAPTERS = ("ch05", "ch06", "ch07", "ch08", "ch09")
+
+# exercise -> {answer name: corrected value}; compared with rtol 0.5 % (the table is rounded)
+CORRECTED = {
+    "5.1": {"bubble_overhead_pct": 25.0},                  # 3/12
+    "5.2": {"warmup_activations_gb": 6.0},                 # 3 x 2 GB
+    "5.3": {"interleaved_overhead_pct": 6.25},             # 3/48
+    "5.4": {"p2p_total_gb": 180.0},                        # 15 x 12 x 1 GB
+    "5.6": {"min_microbatches": 141},                      # 7/m < 0.05 strictly
+    "6.1": {"columns_per_gpu": 1024},
+    "6.2": {"allreduce_mb_per_gpu": 117.44},               # 2 x 7/8 x 67.108864 MB (= 112 MiB)
+    "6.3": {"weights_per_gpu_gb": 16.1},
+    "6.4": {"q_heads_per_gpu": 8, "kv_heads_per_gpu": 1},
+    "6.5": {"tp_overhead_pct": 20.9},                      # 320 x 0.1957 ms / 300 ms
+    "7.1": {"checkpoint_gb": 980.0},
+    "7.2": {"write_seconds": 98.0},
+    "7.3": {"interval_minutes": 68.6},                     # sqrt(2 x 98 x 86400) s / 60
+    "7.4": {"cost_per_crash_usd": 619.0},                  # 512 x $2 x (34.3 + 2) min
+    "8.1": {"fp16_min_normal": 6.1035e-5},
+    "8.2": {"final_scale": 16384.0},
+    "8.3": {"memory_ratio": 1.0},
+    "8.4": {"gradient_format": "E5M2"},
+    "8.5": {"fp8_saving_gb": 21.5},                        # 42.9 GB - 21.5 GB
+    "9.1": {"dp_degree": 128},
+    "9.2": {"max_layers_per_stage": 8, "stages_with_max": 14},
+    "9.3": {"weights_per_gpu_gb": 7.38},
+    "9.4": {"pf_days": 438_750},
+    "9.5": {"training_days": 67.7},
+    "9.6": {"overhead_1f1b_pct": 375.0, "share_1f1b_pct": 78.95,     # 15/4 and 15/19
+            "overhead_interleaved_pct": 187.5, "share_interleaved_pct": 65.22},  # 15/8, 15/23
+    "9.7": {"dp_allreduce_gb_per_gpu": 14.65},
+    "9.8": {"order": ["TP", "CP", "PP", "DP"]},            # Llama Team 2024, [TP, CP, PP, DP]
+    "9.9": {"electricity_usd": 1_059_717},                 # 21,194,342 kWh x $0.05
+}
+
+ALL_NUMBERS = [f"{c}.{i}" for c, n in ((5, 6), (6, 5), (7, 5), (8, 6), (9, 9)) for i in range(1, n + 1)]
+
+
+def _exercises():
+    return [ex for ch in CHAPTERS for ex in chapter_exercises(ch)]
+
+
+def test_all_31_exercises_exist_with_kind_and_parts():
+    numbers = [ex.number for ex in _exercises()]
+    assert numbers == ALL_NUMBERS
+    for ex in _exercises():
+        assert ex.kind in ("Derive", "Trace", "Build", "Debug", "Design")
+        assert ex.parts, ex.number
+        for part in ex.parts:
+            assert REGISTRY[part.grade_id] is part
+
+
+def test_kinds_follow_the_workbook():
+    kinds = {ex.number: ex.kind for ex in _exercises()}
+    assert kinds["5.5"] == "Debug" and kinds["9.8"] == "Design"
+    assert kinds["7.5"] == kinds["8.6"] == "Build"
+    assert {n for n, k in kinds.items() if k == "Trace"} == {"5.6", "6.4", "8.2", "8.4"}
+
+
+@pytest.mark.parametrize("number", sorted(CORRECTED))
+def test_key_equals_corrected_key(number):
+    ex = EXERCISES[number]
+    part = ex.parts[0]
+    keys = part.extra["key"](spec_for(ex))
+    for name, expected in CORRECTED[number].items():
+        got = keys[name]
+        if isinstance(expected, (str, list)):
+            assert got == expected
+        else:
+            assert type(got) in (int, float), (name, type(got))
+            assert math.isclose(got, expected, rel_tol=0.005), (name, got, expected)
+
+
+def _solution_namespace(chapter):
+    namespace = {}
+    for ex in chapter_exercises(chapter):
+        for cell in ex.cells(spec_for(ex)):
+            if cell.role == "answer":
+                exec(cell.source, namespace)
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def solutions():
+    return {ch: _solution_namespace(ch) for ch in CHAPTERS}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_reference_solution_earns_every_part(chapter, solutions):
+    for ex in chapter_exercises(chapter):
+        for part in ex.parts:
+            verdict = part.grade(solutions[chapter])
+            assert verdict.score == 1.0, (part.grade_id, verdict.reason)
+
+
+def _value_parts():
+    return [(ex, p) for ex in _exercises() for p in ex.parts if "key" in p.extra and p.kind != "choice"]
+
+
+@pytest.mark.parametrize("ex,part", _value_parts(), ids=lambda x: getattr(x, "grade_id", ""))
+def test_wrong_but_well_formed_value_scores_zero(ex, part, solutions):
+    namespace = dict(solutions[ex.chapter])
+    name = part.names[0]
+    good = namespace[name]
+    if isinstance(good, list):
+        namespace[name] = list(reversed(good))
+    elif isinstance(good, str):
+        namespace[name] = "E4M3"
+    else:
+        namespace[name] = good * 1.5 + 1
+    assert part.grade(namespace).score == 0.0
+
+
+class AlwaysEqual(float):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+
+@pytest.mark.parametrize("ex,part", _value_parts(), ids=lambda x: getattr(x, "grade_id", ""))
+def test_always_equal_object_earns_nothing(ex, part, solutions):
+    namespace = dict(solutions[ex.chapter])
+    for name in part.names:
+        namespace[name] = AlwaysEqual(1.0)
+    assert part.grade(namespace).score == 0.0
+
+
+def test_the_buggy_5_5_function_fails_and_the_line_is_three(solutions):
+    from course.exercises.chapters.ch05 import BUGGY_5_5
+
+    ex = EXERCISES["5.5"]
+    fix = next(p for p in ex.parts if p.grade_id.endswith("_fix"))
+    line = next(p for p in ex.parts if p.grade_id.endswith("_line"))
+    namespace = {}
+    exec(BUGGY_5_5, namespace)
+    assert fix.grade(namespace).score == 0.0
+    # the bug is real: a single stage has no bubble, the buggy function says otherwise
+    assert namespace["bubble_fraction"](1, 8) > 0
+    assert BUGGY_5_5.splitlines()[2].strip() == "bubble_slots = pp"
+    assert line.grade({"buggy_line": 3}).score == 1.0
+    assert line.grade({"buggy_line": 5}).score == 0.0     # the workbook's (wrong) answer
+    assert line.grade({"buggy_line": True}).score == 0.0
+
+
+def _wrong_function(source_name, factor=1.1):
+    def wrong(*args):
+        result = source_name(*args)
+        if isinstance(result, tuple):
+            return tuple(x * factor for x in result)
+        return result * factor
+    return wrong
+
+
+@pytest.mark.parametrize("number,name", [("7.5", "optimal_checkpoint_interval"), ("8.6", "dynamic_loss_scale")])
+def test_build_wrong_function_loses_and_calling_the_core_is_refused(number, name, solutions):
+    ex = EXERCISES[number]
+    part = ex.parts[0]
+    chapter = ex.chapter
+    namespace = dict(solutions[chapter])
+    namespace[name] = _wrong_function(solutions[chapter][name])
+    assert part.grade(namespace).score == 0.0
+
+    from course import core
+
+    def via_core(*args):
+        return core.young_interval(args[1], args[0] * 3600.0) / 60.0
+
+    assert part.grade({name: via_core}).score == 0.0
+
+
+def test_build_without_validation_loses(solutions):
+    part = EXERCISES["8.6"].parts[0]
+
+    def no_checks(steps, init_scale, grow_interval):
+        scale, good = float(init_scale), 0
+        for overflow in steps:
+            if overflow:
+                scale, good = scale / 2, 0
+            else:
+                good += 1
+                if good == grow_interval:
+                    scale, good = scale * 2, 0
+        return scale
+
+    verdict = part.grade({"dynamic_loss_scale": no_checks})
+    assert verdict.score == 0.0 and "ValueError" in verdict.reason
+
+
+def test_derivations_render_with_numbers_and_no_errors():
+    for ex in _exercises():
+        text = ex.derivation(spec_for(ex))
+        assert isinstance(text, str) and len(text) > 40 and "**" in text, ex.number
+
+
+def test_errata_are_visible_to_students():
+    prompts = {ex.number: "\n".join(c.source for c in ex.cells(spec_for(ex)) if c.role == "markdown")
+               for ex in _exercises()}
+    assert "real bug" in prompts["5.5"]
+    assert "halves" in prompts["6.2"]
+    assert "172 GB" in prompts["8.5"]
+    assert "overhead" in prompts["9.6"] and "share" in prompts["9.6"]
+    assert "21,194,342" in prompts["9.9"]
+    assert "7.27" in prompts["9.7"]
