@@ -199,6 +199,10 @@ def allreduce_time_saved(allreduce_seconds, accum_steps):
     Without accumulation the same samples need ``accum_steps`` all-reduces;
     with it, one. ``saved = (accum_steps - 1) * t_allreduce``.
 
+    Notes
+    -----
+    Source: workbook exercise 2.2.
+
     Examples
     --------
     >>> round(allreduce_time_saved(0.050, 64), 6)   # workbook 2.2: 3150 ms
@@ -211,6 +215,10 @@ def allreduce_time_saved(allreduce_seconds, accum_steps):
 
 def samples_per_second(samples, seconds):
     """Throughput: samples processed divided by the seconds they took.
+
+    Notes
+    -----
+    Source: definition of throughput; workbook exercise 2.3.
 
     Examples
     --------
@@ -227,6 +235,10 @@ def compute_time(flops, flops_per_second):
 
     ``T = F / R``; for a peak ``P`` at utilization ``u`` pass ``R = u * P``.
 
+    Notes
+    -----
+    Source: definition (time = work / rate); workbook exercise 4.4.
+
     Examples
     --------
     >>> round(compute_time(120e12, 0.5 * 989e12), 4)   # workbook 4.4: ~242 ms
@@ -242,7 +254,12 @@ def bucket_count(gradient_bytes, bucket_bytes=DDP_BUCKET_BYTES):
 
     PyTorch DDP packs gradients into buckets (default 25 MiB) and launches one
     all-reduce per bucket as soon as all of its gradients are ready (Li et al.
-    2020, section 3.2.3).
+    2020, sections 3.2.2-3.2.3).
+
+    Notes
+    -----
+    Source: Li et al. 2020, VLDB 13(12), section 3.2.2 (bucketing);
+    PyTorch DDP ``bucket_cap_mb``.
 
     Examples
     --------
@@ -305,6 +322,10 @@ def overlap_fraction(backward_seconds, comm_seconds, buckets):
     """Share of the all-reduce time hidden behind the backward pass, in [0, 1).
 
     ``1 - exposed_comm_time / comm_seconds`` (see :func:`exposed_comm_time`).
+
+    Notes
+    -----
+    Source: Li et al. 2020, section 3.2.3 (overlap with backward); workbook 4.2.
 
     Examples
     --------
@@ -395,6 +416,10 @@ def speedup(throughput_n, throughput_one):
     Throughput covers both strong scaling (fixed global batch, shorter steps)
     and weak scaling (fixed per-GPU batch, more samples per step).
 
+    Notes
+    -----
+    Source: Amdahl 1967 / Gustafson 1988 (speed-up as a throughput ratio); solver tutorial.
+
     Examples
     --------
     >>> speedup(6000.0, 100.0)
@@ -434,6 +459,10 @@ def data_parallel_speedup(n, compute_seconds, comm_seconds, overlap=0.0):
     ``comm_seconds`` is ``T_comm(N)``, usually an array over ``n`` from
     :func:`course.core.allreduce_time`; it is ignored where ``n == 1``.
 
+    Notes
+    -----
+    Source: Lab 05 reading, iron law of scale; Gustafson 1988 (weak scaling).
+
     Examples
     --------
     >>> data_parallel_speedup([1, 8, 64], 0.2, [0.0, 0.05, 0.2])
@@ -463,6 +492,10 @@ def marginal_speedup(gpus, speedups):
     -------
     ndarray, length ``len(gpus) - 1``
         ``m_i`` belongs to the step from ``gpus[i]`` to ``gpus[i + 1]``.
+
+    Notes
+    -----
+    Source: Lab 05 plan, Part 1 (marginal speed-up of one more GPU).
 
     Examples
     --------

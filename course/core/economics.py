@@ -57,6 +57,10 @@ def training_flops(params, tokens):
 def pf_days(flops):
     """Compute in petaFLOP/s-days: ``C / (1e15 * 86400)``.
 
+    Notes
+    -----
+    Source: Brown et al. 2020, Table D.1 (1 PF-day = 1e15 FLOP/s x 86400 s).
+
     Examples
     --------
     >>> round(pf_days(training_flops(405e9, 15.6e12)))   # workbook 9.4
@@ -78,6 +82,10 @@ def training_seconds(flops, n_gpus, peak_flops_per_second, mfu):
     mfu : float or array in (0, 1]
         Model FLOPs utilization achieved.
 
+    Notes
+    -----
+    Source: definition of MFU (Chowdhery et al. 2022, appendix B); workbook 9.5.
+
     Examples
     --------
     >>> round(training_seconds(1e21, 1, 989e12, 0.5))
@@ -93,6 +101,10 @@ def training_seconds(flops, n_gpus, peak_flops_per_second, mfu):
 def training_days(flops, n_gpus, peak_flops_per_second, mfu):
     """Days to execute ``flops`` (:func:`training_seconds` / 86400).
 
+    Notes
+    -----
+    Source: workbook exercise 9.5.
+
     Examples
     --------
     >>> round(training_days(training_flops(405e9, 15.6e12), 16384, 989e12, 0.40), 1)   # workbook 9.5
@@ -106,6 +118,10 @@ def energy_kwh(n_gpus, watts_per_gpu, seconds, pue=1.0):
 
     ``pue`` (power usage effectiveness, >= 1) adds cooling and facility
     overhead; 1.0 counts the GPUs only.
+
+    Notes
+    -----
+    Source: definition (energy = power x time); PUE per The Green Grid 2007; workbook 9.9.
 
     Examples
     --------
@@ -124,6 +140,10 @@ def energy_kwh(n_gpus, watts_per_gpu, seconds, pue=1.0):
 def energy_cost(kwh, price_per_kwh):
     """Electricity cost in dollars: ``kWh * price``.
 
+    Notes
+    -----
+    Source: workbook exercise 9.9.
+
     Examples
     --------
     >>> round(energy_cost(energy_kwh(16384, 700.0, 77 * 86400), 0.05), 2)   # workbook 9.9
@@ -137,6 +157,10 @@ def energy_cost(kwh, price_per_kwh):
 def gpu_hours(n_gpus, seconds):
     """GPU-hours: ``N * t / 3600``.
 
+    Notes
+    -----
+    Source: definition.
+
     Examples
     --------
     >>> gpu_hours(16384, 77 * 86400)
@@ -149,6 +173,10 @@ def gpu_hours(n_gpus, seconds):
 
 def gpu_cost(n_gpus, seconds, price_per_gpu_hour):
     """Rental cost in dollars: GPU-hours times the price per GPU-hour.
+
+    Notes
+    -----
+    Source: workbook 9.9 discussion; cloud list prices in :mod:`course.core.catalog`.
 
     Examples
     --------

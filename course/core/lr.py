@@ -39,6 +39,10 @@ def linear_scaled_lr(base_lr, base_batch, new_batch):
     base_batch, new_batch : float or array, > 0
         Batch sizes in the same unit (samples or tokens).
 
+    Notes
+    -----
+    Source: Goyal et al. 2017, section 2.1; workbook exercise 3.1.
+
     Examples
     --------
     >>> linear_scaled_lr(3e-4, 256, 2048)   # workbook 3.1
@@ -55,7 +59,11 @@ def sqrt_scaled_lr(base_lr, base_batch, new_batch):
 
     Keeps the variance of the parameter update per sample constant: the
     gradient noise of a mean over B samples has variance ~ 1/B (Krizhevsky
-    2014; Hoffer et al. 2017, section 4).
+    2014; Hoffer et al. 2017).
+
+    Notes
+    -----
+    Source: Krizhevsky 2014; Hoffer et al. 2017; workbook exercise 3.2.
 
     Examples
     --------
@@ -78,6 +86,10 @@ def warmup_steps_heuristic(base_batch, new_batch, steps_per_unit_scale=1000):
     Returns
     -------
     float or ndarray, optimizer steps
+
+    Notes
+    -----
+    Source: workbook chapter 3 rule of thumb (exercise 3.3).
 
     Examples
     --------

@@ -101,6 +101,10 @@ FLOAT_FORMATS = {
 def float_format(name):
     """The :class:`FloatFormat` called ``name`` (one of ``FLOAT_FORMATS``).
 
+    Notes
+    -----
+    Source: IEEE 754-2008; Kalamkar et al. 2019; Micikevicius et al. 2022, Table 1.
+
     Examples
     --------
     >>> float_format("fp16").min_normal      # workbook 8.1: 2**-14
@@ -113,6 +117,10 @@ def float_format(name):
 
 def bytes_per_element(fmt):
     """Storage bytes of one number in format ``fmt`` (bits / 8).
+
+    Notes
+    -----
+    Source: IEEE 754-2008; Micikevicius et al. 2022 (8-bit formats).
 
     Examples
     --------
@@ -127,6 +135,10 @@ def flushes_to_zero(values, fmt):
 
     Round-to-nearest-even sends ``0 < |x| <= min_subnormal / 2`` to zero (the
     tie goes to the even neighbour, zero).
+
+    Notes
+    -----
+    Source: IEEE 754-2008, section 4.3.1 (round to nearest, ties to even).
 
     Examples
     --------
@@ -143,6 +155,10 @@ def below_normal_range(values, fmt):
     """True where a nonzero value is smaller in magnitude than ``fmt``'s smallest normal.
 
     Such values are stored as subnormals with fewer significant bits, or lost.
+
+    Notes
+    -----
+    Source: IEEE 754-2008, section 3.4 (subnormal numbers).
 
     Examples
     --------
@@ -161,6 +177,10 @@ def overflows(values, fmt):
     Round-to-nearest-even overflows from ``max + ulp(max) / 2`` on; at exactly
     that tie it overflows only if ``max``'s last mantissa bit is odd (IEEE
     formats; E4M3's max 1.110b x 2**8 is even, so 464 still rounds to 448).
+
+    Notes
+    -----
+    Source: IEEE 754-2008, section 7.4 (overflow under round to nearest); Micikevicius et al. 2022.
 
     Examples
     --------
@@ -183,6 +203,10 @@ def loss_scale_to_lift(magnitude, fmt="fp16"):
 
     ``S = 2**max(0, ceil(log2(min_normal / |g|)))``
 
+    Notes
+    -----
+    Source: Micikevicius et al. 2018, section 3.2 (loss scaling).
+
     Examples
     --------
     >>> loss_scale_to_lift(1e-7)    # a 1e-7 gradient needs 2**10 in FP16
@@ -197,6 +221,10 @@ def max_safe_loss_scale(max_magnitude, fmt="fp16"):
     """Largest power-of-two loss scale that keeps ``|max_magnitude| * S <= max``.
 
     ``S = 2**floor(log2(max / |g|))`` (may be below 1 for huge values).
+
+    Notes
+    -----
+    Source: Micikevicius et al. 2018, section 3.2 (loss scaling).
 
     Examples
     --------
@@ -310,6 +338,10 @@ def dynamic_loss_scale(overflows, init_scale=2.0**16, growth_factor=2.0, backoff
     Returns
     -------
     float, or ndarray of shape (...) for several runs
+
+    Notes
+    -----
+    Source: PyTorch ``torch.amp.GradScaler``; workbook exercises 8.2 and 8.6.
 
     Examples
     --------

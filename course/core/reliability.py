@@ -88,6 +88,10 @@ def checkpoint_write_time(checkpoint_bytes, bandwidth, writers=1):
     ranks writes its own shard at ``bandwidth`` in parallel (only while the
     storage system can absorb the aggregate rate).
 
+    Notes
+    -----
+    Source: definition (size / bandwidth); workbook exercise 7.2.
+
     Examples
     --------
     >>> checkpoint_write_time(980e9, 10e9)   # workbook 7.2: 98 s
@@ -119,7 +123,7 @@ def young_interval(checkpoint_seconds, mtbf_seconds):
 
     Notes
     -----
-    Source: Young 1974, CACM 17(9), eq. 2.
+    Source: Young 1974, CACM 17(9).
 
     Examples
     --------
@@ -141,6 +145,10 @@ def daly_interval(checkpoint_seconds, mtbf_seconds):
     and ``tau = M`` for ``delta >= 2M``. It is slightly shorter than Young's for
     ``delta << M``.
 
+    Notes
+    -----
+    Source: Daly 2006, FGCS 22(3), eq. 37.
+
     Examples
     --------
     >>> round(daly_interval(98.0, 24 * 3600) / 60, 2)
@@ -160,6 +168,11 @@ def cluster_mtbf(component_mtbf_seconds, components):
 
     With exponential (memoryless) failures the rates add: ``M = M_component / n``.
 
+    Notes
+    -----
+    Source: independent exponential failures, whose rates add;
+    Dubey et al. 2024, section 3.3.4 (failure counts at 16K-GPU scale).
+
     Examples
     --------
     >>> cluster_mtbf(50_000 * 3600, 16384) / 3600   # 50,000 h per GPU, 16,384 GPUs
@@ -174,6 +187,10 @@ def expected_lost_seconds(interval_seconds, restart_seconds=0.0):
     """Wall-clock time lost per failure: half an interval of rework plus the restart.
 
     ``lost = tau / 2 + R`` (failures fall uniformly inside an interval).
+
+    Notes
+    -----
+    Source: Young 1974 (half an interval lost on average); workbook exercise 7.4.
 
     Examples
     --------
@@ -193,6 +210,10 @@ def waste_fraction(interval_seconds, checkpoint_seconds, mtbf_seconds, restart_s
     Young's interval minimizes it (for ``R`` independent of ``tau``). The
     workbook's 7.5 uses the same two terms without ``R``.
 
+    Notes
+    -----
+    Source: Young 1974 (first-order waste model); workbook exercise 7.5.
+
     Examples
     --------
     >>> round(waste_fraction(young_interval(98.0, 86400.0), 98.0, 86400.0), 4)
@@ -208,6 +229,10 @@ def waste_fraction(interval_seconds, checkpoint_seconds, mtbf_seconds, restart_s
 def failures_during(run_seconds, mtbf_seconds):
     """Expected number of failures in a run: ``T_run / M``.
 
+    Notes
+    -----
+    Source: Poisson process with rate 1/M.
+
     Examples
     --------
     >>> failures_during(30 * 86400, 86400)
@@ -221,6 +246,10 @@ def failures_during(run_seconds, mtbf_seconds):
 def waste_gpu_hours_per_failure(gpus, interval_seconds, restart_seconds=0.0):
     """GPU-hours lost per failure: ``N * (tau / 2 + R) / 3600``.
 
+    Notes
+    -----
+    Source: workbook exercise 7.4.
+
     Examples
     --------
     >>> round(waste_gpu_hours_per_failure(512, 68.6 * 60, 120.0), 1)
@@ -233,6 +262,10 @@ def waste_gpu_hours_per_failure(gpus, interval_seconds, restart_seconds=0.0):
 def waste_cost_per_failure(gpus, interval_seconds, price_per_gpu_hour, restart_seconds=0.0):
     """Dollars lost per failure: GPU-hours lost times the price per GPU-hour.
 
+    Notes
+    -----
+    Source: workbook exercise 7.4.
+
     Examples
     --------
     >>> round(waste_cost_per_failure(512, 68.6 * 60, 2.0, 120.0))   # workbook 7.4: ~$619
@@ -244,6 +277,10 @@ def waste_cost_per_failure(gpus, interval_seconds, price_per_gpu_hour, restart_s
 
 def waste_gpu_hours_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds=0.0):
     """GPU-hours wasted per wall-clock hour: ``N * waste_fraction``.
+
+    Notes
+    -----
+    Source: Young 1974 (waste fraction) times the GPU count.
 
     Examples
     --------
@@ -258,6 +295,10 @@ def waste_gpu_hours_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_se
 def waste_cost_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds,
                         price_per_gpu_hour, restart_seconds=0.0):
     """Dollars wasted per wall-clock hour: ``N * price * waste_fraction``.
+
+    Notes
+    -----
+    Source: Young 1974 (waste fraction) times the hourly bill.
 
     Examples
     --------

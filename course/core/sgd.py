@@ -70,6 +70,10 @@ def sync_step_time(step_seconds, n_workers, straggler_fraction, slowdown):
     slowdown : float or array, >= 1
         ``s``, a straggler's step time divided by ``t``.
 
+    Notes
+    -----
+    Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
+
     Examples
     --------
     >>> round(sync_step_time(1.0, 64, 0.05, 3.0), 3)   # 5 % stragglers, 3x slow
@@ -83,6 +87,10 @@ def sync_step_time(step_seconds, n_workers, straggler_fraction, slowdown):
 def async_worker_step_time(step_seconds, straggler_fraction, slowdown):
     """Mean step time of one asynchronous worker: ``t * (1 + (s - 1) * f)``.
 
+    Notes
+    -----
+    Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
+
     Examples
     --------
     >>> async_worker_step_time(1.0, 0.05, 3.0)
@@ -94,6 +102,10 @@ def async_worker_step_time(step_seconds, straggler_fraction, slowdown):
 
 def sync_throughput(samples_per_worker, step_seconds, n_workers, straggler_fraction, slowdown):
     """Synchronous throughput in samples/s: ``N * b / E[T_sync]``.
+
+    Notes
+    -----
+    Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
 
     Examples
     --------
@@ -109,6 +121,10 @@ def async_throughput(samples_per_worker, step_seconds, n_workers, straggler_frac
     """Asynchronous throughput in samples/s: ``N * b / (t * (1 + (s - 1) f))``.
 
     Every worker runs at its own mean rate (renewal-reward theorem); nobody waits.
+
+    Notes
+    -----
+    Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
 
     Examples
     --------
@@ -127,6 +143,10 @@ def async_speedup(n_workers, straggler_fraction, slowdown):
     It counts samples per second only; stale gradients can need more steps to
     reach the same loss (Dutta et al. 2018), which this ratio does not include.
 
+    Notes
+    -----
+    Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
+
     Examples
     --------
     >>> round(async_speedup(64, 0.05, 3.0), 3)
@@ -142,6 +162,10 @@ def sync_idle_fraction(n_workers, straggler_fraction, slowdown):
 
     ``1 - E[t_worker] / E[T_sync]`` (busy time of an average worker over the
     step it must wait out).
+
+    Notes
+    -----
+    Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
 
     Examples
     --------
@@ -187,6 +211,10 @@ def straggler_staleness(n_workers, straggler_fraction, slowdown):
 
     Stragglers deliver the stalest gradients: ``s / (1 + (s - 1) f)`` times the
     mean staleness.
+
+    Notes
+    -----
+    Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
 
     Examples
     --------
