@@ -30,16 +30,12 @@ from .. import core
 from ..core import catalog
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
 
-__all__ = ["ScalingExplorer", "STAKEHOLDER_POINTS", "SEQ_LEN", "CURVE_GPUS", "NVLINK_ONLY"]
+__all__ = ["ScalingExplorer", "data_parallel_curve", "STAKEHOLDER_POINTS", "SEQ_LEN", "CURVE_GPUS", "NVLINK_ONLY"]
 
 #: The training lead's measurements in Lab 05 Act I: (GPUs, MFU).
 STAKEHOLDER_POINTS = ((8, 0.52), (64, 0.38), (512, 0.19))
 #: Tokens per sequence: Lab 05 Act I's 7B-class setting.
 SEQ_LEN = 2048
-#: Share of one GPU's dense peak its kernels sustain while computing (an
-#: assumption the student can read in the math peek; Megatron-LM SC21 Table 1
-#: sustains 44-52 % of peak end to end, so kernels run a little higher).
-COMPUTE_EFFICIENCY = 0.55
 #: Backward share of training FLOPs: 4ND of 6ND (Kaplan et al. 2020, section 2.1).
 BACKWARD_SHARE = 4.0 / 6.0
 #: Fabric option meaning "keep the traffic on NVLink" (only possible inside one node).
@@ -60,6 +56,35 @@ def _fabric_options():
         link = catalog.link(name)
         options.append((f"{link.name} ({link.bandwidth / 1e9:g} GB/s per GPU)", name))
     return options
+
+
+def data_parallel_curve(params, micro_batch, gpus, intra, inter, overlap, peak,
+                        efficiency=None, gpus_per_node=None) -> dict:
+    """Per-GPU step of pure data parallelism at each GPU count in ``gpus`` (core calls only).
+
+    ``gpus`` must hold counts up to one node and then whole nodes. Returns
+    FLOPs per GPU, compute seconds, all-reduce seconds, exposed seconds and step
+    seconds (arrays over ``gpus`` where they depend on it).
+    """
+    g = GPUS_PER_NODE if gpus_per_node is None else gpus_per_node
+    eff = core.DEFAULT_COMPUTE_EFFICIENCY if efficiency is None else efficiency
+    gpus = np.asarray(gpus)
+    grad_bytes = 2.0 * params  # BF16 gradients, 2 bytes per parameter
+    flops = core.training_flops(params, micro_batch * SEQ_LEN)
+    t_compute = core.compute_time(flops, eff * peak)
+    # One vectorized core call per regime: inside one node (ring on NVLink), whole nodes (hierarchical).
+    inside = gpus <= g
+    t_comm = np.empty(gpus.size)
+    t_comm[inside] = core.allreduce_time(grad_bytes, gpus[inside], intra.bandwidth, intra.latency, algorithm="ring")
+    t_comm[~inside] = core.hierarchical_allreduce_time(grad_bytes, g, gpus[~inside] // g, intra.bandwidth,
+                                                       inter.bandwidth, intra.latency, inter.latency)
+    if overlap:
+        exposed = np.asarray(core.exposed_comm_time(BACKWARD_SHARE * t_compute, t_comm, core.bucket_count(grad_bytes)), float)
+    else:
+        exposed = t_comm
+    t_step = np.asarray(core.data_parallel_step_time(t_compute, exposed), float)
+    return {"flops": float(flops), "compute_seconds": float(t_compute), "comm_seconds": t_comm,
+            "exposed_seconds": exposed, "step_seconds": t_step, "efficiency": eff}
 
 
 class ScalingExplorer(Instrument):
@@ -120,25 +145,11 @@ class ScalingExplorer(Instrument):
         forced = v["fabric"] == NVLINK_ONLY and n > GPUS_PER_NODE
         inter = NODE.inter_link if v["fabric"] == NVLINK_ONLY else catalog.link(v["fabric"])
         intra = NODE.intra_link
-        grad_bytes = 2.0 * params  # BF16 gradients, 2 bytes per parameter
+        grad_bytes = 2.0 * params
 
-        flops = core.training_flops(params, b * SEQ_LEN)
-        t_compute = core.compute_time(flops, COMPUTE_EFFICIENCY * self.peak)
-
-        # One vectorized core call per regime: inside one node (ring on NVLink), whole nodes (hierarchical).
-        inside = CURVE_GPUS <= GPUS_PER_NODE
-        t_comm = np.empty(CURVE_GPUS.size)
-        t_comm[inside] = core.allreduce_time(grad_bytes, CURVE_GPUS[inside], intra.bandwidth, intra.latency,
-                                             algorithm="ring")
-        t_comm[~inside] = core.hierarchical_allreduce_time(
-            grad_bytes, GPUS_PER_NODE, CURVE_GPUS[~inside] // GPUS_PER_NODE, intra.bandwidth, inter.bandwidth,
-            intra.latency, inter.latency)
-        if v["overlap"]:
-            buckets = core.bucket_count(grad_bytes)
-            exposed = np.asarray(core.exposed_comm_time(BACKWARD_SHARE * t_compute, t_comm, buckets), float)
-        else:
-            exposed = t_comm
-        t_step = np.asarray(core.data_parallel_step_time(t_compute, exposed), float)
+        curve = data_parallel_curve(params, b, CURVE_GPUS, intra, inter, bool(v["overlap"]), self.peak)
+        flops, t_compute = curve["flops"], curve["compute_seconds"]
+        t_comm, exposed, t_step = curve["comm_seconds"], curve["exposed_seconds"], curve["step_seconds"]
         mfu_curve = np.asarray(core.mfu(flops, t_step, self.peak), float)
         ratio_curve = np.asarray(core.comm_compute_ratio(t_comm, t_compute), float)
 
@@ -158,7 +169,7 @@ class ScalingExplorer(Instrument):
         path = "ring on " + intra.name if n <= GPUS_PER_NODE else f"hierarchical: {intra.name} in node, {inter.name} across {n // GPUS_PER_NODE} nodes"
         self.set_math(
             f"<b>Compute</b> T<sub>c</sub> = 6&middot;P&middot;b&middot;s / (&eta;&middot;peak) = 6 &times; {params:.3g} &times; {b} &times; {SEQ_LEN}"
-            f" / ({COMPUTE_EFFICIENCY:.2f} &times; {self.peak / 1e12:g} TFLOP/s) = {fmt_time(t_compute)}<br>"
+            f" / ({curve['efficiency']:.2f} &times; {self.peak / 1e12:g} TFLOP/s) = {fmt_time(t_compute)}<br>"
             f"<b>All-reduce</b> of 2P = {fmt_bytes(grad_bytes)} over N = {n} ({path}): T<sub>comm</sub> = {fmt_time(t_comm[i])}"
             + (f"; ring inside the node: 2(N&minus;1)/N &middot; M / B = 2&times;{n - 1}/{n} &times; {fmt_bytes(grad_bytes)} / {fmt_rate(intra.bandwidth)}" if 1 < n <= GPUS_PER_NODE else "")
             + (f"; across nodes each GPU's NIC carries 2(k&minus;1)/k &middot; (M/8) at {fmt_rate(inter.bandwidth)}" if n > GPUS_PER_NODE else "")
