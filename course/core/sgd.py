@@ -174,7 +174,8 @@ def sync_idle_fraction(n_workers, straggler_fraction, slowdown):
     >>> sync_idle_fraction(64, 0.0, 3.0)    # no stragglers, no waiting
     0.0
     """
-    return v.scalar_or_array(1.0 - 1.0 / np.asarray(async_speedup(n_workers, straggler_fraction, slowdown)))
+    idle = 1.0 - 1.0 / np.asarray(async_speedup(n_workers, straggler_fraction, slowdown))
+    return v.scalar_or_array(np.maximum(idle, 0.0))  # N = 1 can round to -2e-16
 
 
 def mean_staleness(n_workers):
