@@ -91,7 +91,8 @@ class Model:
 
     ``params`` parameters, ``layers`` transformer blocks, ``hidden`` model width,
     ``heads`` attention heads, ``kv_heads`` key/value heads (GQA), ``ffn`` MLP
-    inner width, ``vocab`` vocabulary size, ``seq_len`` training sequence length.
+    inner width, ``vocab`` vocabulary size, ``seq_len`` training sequence length,
+    ``mlp_matrices`` weight matrices of the MLP (2 for GELU, 3 for SwiGLU).
     """
 
     name: str
@@ -104,6 +105,7 @@ class Model:
     ffn: Optional[int] = None
     vocab: Optional[int] = None
     seq_len: Optional[int] = None
+    mlp_matrices: int = 2
 
     @property
     def is_transformer(self) -> bool:
@@ -112,6 +114,15 @@ class Model:
     @property
     def head_dim(self) -> int:
         return self.hidden // self.heads
+
+    @property
+    def layer_params(self) -> int:
+        """Weights of one transformer block, biases and norms left out:
+        ``2 h^2`` (query, output) + ``2 h d_kv`` (key, value; ``d_kv = kv_heads * h / heads``)
+        + ``mlp_matrices * h * ffn`` (2 for a GELU MLP, 3 for SwiGLU). GPT-3 shapes give
+        ``12 h^2`` (Narayanan et al. 2021, eq. 2)."""
+        kv_dim = (self.kv_heads or self.heads) * self.head_dim
+        return 2 * self.hidden**2 + 2 * self.hidden * kv_dim + self.mlp_matrices * self.hidden * self.ffn
 
 
 @dataclass(frozen=True)
@@ -318,15 +329,18 @@ def _megatron(params_b: float, heads: int, hidden: int, layers: int) -> Model:
                  vocab=51200, seq_len=2048)
 
 
-#: (model, tensor-parallel size, pipeline-parallel size, GPUs, global batch, achieved
-#: TFLOP/s per GPU) for every row of Megatron-LM SC21 Table 1 (A100 80 GB, 312 TFLOPS peak).
+#: Every row of Megatron-LM SC21 Table 1 (A100 80 GB, 312 TFLOPS peak, full recomputation):
+#: (model, TP, PP, GPUs, global batch, achieved FLOP/s per GPU, micro-batch, interleave v).
+#: Micro-batch sizes and interleaving come from the authors' reproduction script,
+#: NVIDIA/Megatron-LM examples/sc21/run_table_1.sh (``--num-layers-per-virtual-pipeline-stage``
+#: 5 for 76B and 145B, 1 for 530B: v = layers / (PP x that)).
 MEGATRON_TABLE1 = (
-    (_megatron(1.7, 24, 2304, 24), 1, 1, 32, 512, 137e12),
-    (_megatron(18.4, 48, 6144, 40), 8, 1, 256, 1024, 135e12),
-    (_megatron(76.1, 80, 10240, 60), 8, 4, 1024, 1792, 140e12),
-    (_megatron(145.6, 96, 12288, 80), 8, 8, 1536, 2304, 148e12),
-    (_megatron(529.6, 128, 20480, 105), 8, 35, 2520, 2520, 163e12),
-    (_megatron(1008, 160, 25600, 128), 8, 64, 3072, 3072, 163e12),
+    (_megatron(1.7, 24, 2304, 24), 1, 1, 32, 512, 137e12, 16, 1),
+    (_megatron(18.4, 48, 6144, 40), 8, 1, 256, 1024, 135e12, 8, 1),
+    (_megatron(76.1, 80, 10240, 60), 8, 4, 1024, 1792, 140e12, 2, 3),
+    (_megatron(145.6, 96, 12288, 80), 8, 8, 1536, 2304, 148e12, 2, 2),
+    (_megatron(529.6, 128, 20480, 105), 8, 35, 2520, 2520, 163e12, 1, 3),
+    (_megatron(1008, 160, 25600, 128), 8, 64, 3072, 3072, 163e12, 1, 1),
 )
 
 MODELS: dict[str, Model] = {
@@ -338,16 +352,16 @@ MODELS: dict[str, Model] = {
               layers=96, hidden=12288, heads=96, kv_heads=96, ffn=4 * 12288, vocab=50257,
               seq_len=2048),
         Model("llama3-8b", 8 * u.billion, _LLAMA3, layers=32, hidden=4096, heads=32,
-              kv_heads=8, ffn=14336, vocab=128000, seq_len=8192),
+              kv_heads=8, ffn=14336, vocab=128000, seq_len=8192, mlp_matrices=3),
         Model("llama3-70b", 70 * u.billion, _LLAMA3, layers=80, hidden=8192, heads=64,
-              kv_heads=8, ffn=28672, vocab=128000, seq_len=8192),
+              kv_heads=8, ffn=28672, vocab=128000, seq_len=8192, mlp_matrices=3),
         Model("llama3-405b", 405 * u.billion, _LLAMA3, layers=126, hidden=16384, heads=128,
-              kv_heads=8, ffn=53248, vocab=128000, seq_len=8192),
+              kv_heads=8, ffn=53248, vocab=128000, seq_len=8192, mlp_matrices=3),
         Model("llama2-7b", 7 * u.billion,
               "Touvron et al. 2023, Llama 2, Table 1 and the released config "
               "(32 layers, d 4096, 32 heads, FFN 11008, vocab 32,000, context 4096)",
               layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000,
-              seq_len=4096),
+              seq_len=4096, mlp_matrices=3),
         Model("resnet50", 25.6 * u.million,
               "He et al. 2016, Deep Residual Learning, Table 1 (ResNet-50, ~25.6M parameters)"),
         Model("mobilenetv2", 3.4 * u.million,

@@ -1,0 +1,261 @@
+"""plan() and sweep(): breakdowns add up, every violation is reachable, sweep rows equal plan(),
+and the terms agree with independent hand computations from their sources."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from course.core import catalog as cat
+from course.core.planner import (DEFAULT_COMPUTE_EFFICIENCY, VIOLATION_CODES, iteration_flops,
+                                  plan, sweep)
+
+GPT3 = cat.model("gpt3-175b")
+H100_1024 = cat.cluster("h100-1024")
+
+
+def codes(p):
+    return [code for code, _ in p.violations]
+
+
+# --------------------------------------------------------------------------- sums
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(tp=8, pp=8, dp=16, global_batch=1536, recompute="selective", sequence_parallel=True),
+    dict(tp=8, pp=4, dp=32, global_batch=1536, zero_stage=1, recompute="full", interleave=2),
+    dict(tp=4, pp=16, dp=16, micro_batch=2, num_microbatches=32, schedule="gpipe", overlap=False),
+    dict(tp=1, pp=1, dp=1024, global_batch=2048, zero_stage=3),
+])
+def test_breakdowns_add_up(kwargs):
+    p = plan(GPT3, H100_1024, **kwargs)
+    assert sum(p.breakdown().values()) == pytest.approx(p.step_time, rel=1e-12)
+    assert sum(p.memory().values()) == pytest.approx(p.memory_total, rel=1e-12)
+    assert all(x >= 0 for x in p.breakdown().values())
+    assert 0 < p.mfu < 1 and 0 < p.scaling_efficiency <= 1
+    assert p.tokens_per_second == pytest.approx(p.global_batch * GPT3.seq_len / p.step_time)
+    d = p.as_dict()
+    assert d["feasible"] == p.feasible and d["step_time"] == p.step_time
+
+
+# --------------------------------------------------------------------------- GPT-3 on 1,024 H100
+
+
+def test_gpt3_on_1024_h100_has_a_sensible_feasible_plan():
+    p = plan(GPT3, H100_1024, tp=8, pp=8, dp=16, global_batch=1536,
+             recompute="selective", sequence_parallel=True)
+    assert p.feasible, p.violations
+    assert p.memory_total < 80e9
+    assert 0.2 < p.mfu < 0.6
+
+
+def test_lab05_answer_needs_zero1_to_fit():
+    # Erratum 5: Lab 05's TP=8, PP=4, DP=32 answer leaves gradients out of its memory model.
+    # 175e9 / 32 params per GPU x 16 B = 87.5 GB of model state alone: out of memory.
+    p0 = plan(GPT3, H100_1024, tp=8, pp=4, dp=32, global_batch=1536, recompute="full")
+    assert "out_of_memory" in codes(p0)
+    assert p0.weights + p0.gradients + p0.optimizer == pytest.approx(175e9 / 32 * 16)
+    p1 = plan(GPT3, H100_1024, tp=8, pp=4, dp=32, global_batch=1536, recompute="full", zero_stage=1)
+    assert p1.feasible, p1.violations
+
+
+def test_tp16_crosses_the_node_boundary():
+    p = plan(GPT3, H100_1024, tp=16, pp=4, dp=16, global_batch=1536, recompute="full")
+    assert "tp_crosses_node" in codes(p)
+    inside = plan(GPT3, H100_1024, tp=8, pp=8, dp=16, global_batch=1536, recompute="full")
+    # same shards of work, but the all-reduces now run at the NIC's 50 GB/s, not NVLink's 450
+    assert p.tp_comm > 4 * inside.tp_comm
+
+
+# --------------------------------------------------------------------------- every violation
+
+
+def _heads30():
+    return dataclasses.replace(GPT3, name="gpt3-heads30", heads=30, kv_heads=30, hidden=12300)
+
+
+@pytest.mark.parametrize("code,model,kwargs", [
+    ("gpus_mismatch", GPT3, dict(tp=8, pp=8, dp=8, global_batch=1536)),
+    ("tp_crosses_node", GPT3, dict(tp=16, pp=4, dp=16, global_batch=1536)),
+    ("heads_not_divisible", _heads30(), dict(tp=4, pp=8, dp=32, global_batch=1536)),
+    ("layers_not_divisible", cat.model("llama3-405b"), dict(tp=8, pp=32, dp=4, global_batch=512)),
+    ("batch_not_divisible", GPT3, dict(tp=8, pp=8, dp=16, global_batch=1000)),
+    ("too_few_microbatches", GPT3, dict(tp=8, pp=8, dp=16, num_microbatches=4)),
+    ("interleave_needs_multiple", GPT3, dict(tp=8, pp=4, dp=32, num_microbatches=6, interleave=2)),
+    ("zero_with_pipeline", GPT3, dict(tp=8, pp=4, dp=32, global_batch=1536, zero_stage=2)),
+    ("out_of_memory", GPT3, dict(tp=1, pp=1, dp=1024, global_batch=2048)),
+])
+def test_each_violation_is_reachable_with_a_sentence(code, model, kwargs):
+    p = plan(model, H100_1024, **kwargs)
+    assert code in codes(p)
+    assert not p.feasible
+    sentence = dict(p.violations)[code]
+    assert len(sentence) > 40 and sentence[0].isupper() and sentence.rstrip().endswith(".")
+
+
+def test_violation_sentences_carry_the_numbers():
+    p = plan(GPT3, H100_1024, tp=1, pp=1, dp=1024, global_batch=2048)
+    oom = dict(p.violations)["out_of_memory"]
+    assert f"{p.memory_total / 1e9:.1f} GB" in oom and "80 GB" in oom
+    mismatch = dict(plan(GPT3, H100_1024, tp=8, pp=8, dp=8, global_batch=1536).violations)
+    assert "512" in mismatch["gpus_mismatch"] and "1024" in mismatch["gpus_mismatch"]
+
+
+def test_violation_codes_are_documented():
+    p = plan(GPT3, H100_1024, tp=16, pp=3, dp=8, num_microbatches=2, zero_stage=3)
+    assert set(codes(p)) <= set(VIOLATION_CODES)
+
+
+# --------------------------------------------------------------------------- hand computations
+
+
+def test_compute_term_is_megatron_eq3_over_peak():
+    # Narayanan et al. 2021 eq. 3 by hand, full recompute, then / (GPUs x peak x efficiency).
+    B, s, l, h, V = 1536, 2048, 96, 12288, 50257
+    eq3 = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    assert iteration_flops(GPT3, B, "full") == pytest.approx(eq3, rel=1e-12)
+    p = plan(GPT3, H100_1024, tp=8, pp=8, dp=16, global_batch=B, recompute="full")
+    assert p.compute == pytest.approx(eq3 / (1024 * 989e12 * DEFAULT_COMPUTE_EFFICIENCY), rel=1e-9)
+
+
+def test_recompute_costs_flops_in_the_documented_order():
+    none, sel, full = (iteration_flops(GPT3, 1, r) for r in ("none", "selective", "full"))
+    assert none < sel < full
+    # full recomputation adds one forward pass of the layers: 4/3 of the layer FLOPs
+    assert full / none == pytest.approx(4 / 3, rel=0.02)
+    # selective recomputes only Q K^T and the attention-weighted sum of V: 4 s^2 h per
+    # sequence and layer (2 s^2 h each; Korthikanti et al. 2022, section 5)
+    s, h, l = 2048, 12288, 96
+    assert sel - none == pytest.approx(4 * s * s * h * l, rel=1e-12)
+
+
+def test_tp_pipeline_and_mfu_terms_by_hand():
+    b, m, tp, pp, dp = 1, 16, 8, 8, 16
+    p = plan(GPT3, H100_1024, tp=tp, pp=pp, dp=dp, num_microbatches=m, recompute="full",
+             overlap=False)
+    s, h, layers_stage = 2048, 12288, 96 // pp
+    # ring all-reduce (Thakur et al. 2005) of b*s*h 2-byte values over NVLink 4 (450 GB/s),
+    # 6 per layer and micro-batch with full recompute (2 fwd + 2 bwd + 2 recomputed fwd)
+    message = b * s * h * 2
+    per_ar = 2 * (tp - 1) * 1e-6 + 2 * (tp - 1) / tp * message / 450e9
+    assert p.tp_comm == pytest.approx(m * layers_stage * 6 * per_ar, rel=1e-6)
+    # bubble overhead (p - 1) / m of the busy pipeline time (Narayanan et al. 2021)
+    busy = p.compute + p.memory_bound + p.tp_comm
+    assert p.bubble == pytest.approx((pp - 1) / m * busy, rel=1e-9)
+    # MFU counts 6 N D model FLOPs only
+    tokens = b * m * dp * s
+    assert p.mfu == pytest.approx(6 * 175e9 * tokens / (p.step_time * 1024 * 989e12), rel=1e-9)
+
+
+def test_interleaving_divides_the_bubble_and_multiplies_sends():
+    one = plan(GPT3, H100_1024, tp=8, pp=8, dp=16, num_microbatches=16, recompute="full")
+    two = plan(GPT3, H100_1024, tp=8, pp=8, dp=16, num_microbatches=16, recompute="full",
+               interleave=2)
+    assert two.bubble == pytest.approx(one.bubble / 2, rel=1e-9)
+    assert two.pp_comm == pytest.approx(2 * one.pp_comm, rel=1e-9)
+
+
+def test_zero_and_recompute_lower_memory():
+    mems = [plan(GPT3, H100_1024, tp=8, pp=1, dp=128, global_batch=1536, zero_stage=z,
+                 recompute="full").memory_total for z in range(4)]
+    assert mems == sorted(mems, reverse=True)
+    acts = [plan(GPT3, H100_1024, tp=8, pp=8, dp=16, global_batch=1536, recompute=r).activations
+            for r in ("none", "selective", "full")]
+    assert acts == sorted(acts, reverse=True)
+
+
+def test_faster_fabric_shortens_the_dp_all_reduce():
+    slow = plan("llama3-70b", "research-256", tp=8, pp=4, dp=8, num_microbatches=16,
+                recompute="full", overlap=False)
+    fast = plan("llama3-70b", cat.with_fabric(cat.cluster("research-256"), "ndr"), tp=8, pp=4,
+                dp=8, num_microbatches=16, recompute="full", overlap=False)
+    assert fast.dp_comm < slow.dp_comm
+    assert fast.step_time < slow.step_time
+
+
+def test_overlap_never_makes_the_step_longer():
+    args = dict(tp=8, pp=4, dp=8, num_microbatches=16, recompute="full")
+    on = plan("llama3-70b", "research-256", overlap=True, **args)
+    off = plan("llama3-70b", "research-256", overlap=False, **args)
+    assert on.dp_comm_exposed <= off.dp_comm_exposed == off.dp_comm
+
+
+def test_gpipe_keeps_all_microbatches_in_flight():
+    args = dict(tp=8, pp=4, dp=32, num_microbatches=16, recompute="full", zero_stage=1)
+    f1b = plan(GPT3, H100_1024, schedule="1f1b", **args)
+    gpipe = plan(GPT3, H100_1024, schedule="gpipe", **args)
+    assert gpipe.bubble == pytest.approx(f1b.bubble)
+    assert gpipe.activations > 3 * f1b.activations
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+@pytest.fixture(scope="module")
+def table():
+    return sweep("llama3-70b", "research-256", global_batch=512, include_infeasible=True)
+
+
+def test_sweep_rows_equal_plan(table):
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(table), size=12, replace=False):
+        r = table.row(int(i))
+        p = plan("llama3-70b", "research-256", tp=r["tp"], pp=r["pp"], dp=r["dp"],
+                 micro_batch=r["micro_batch"], global_batch=512, zero_stage=r["zero_stage"],
+                 recompute=r["recompute"], sequence_parallel=r["sequence_parallel"],
+                 interleave=r["interleave"])
+        for key in ("step_time", "compute", "tp_comm", "bubble", "dp_comm_exposed",
+                    "memory_total", "activations", "mfu", "tokens_per_second"):
+            assert r[key] == pytest.approx(getattr(p, key), rel=1e-12), key
+        assert r["feasible"] == p.feasible
+        assert set(filter(None, r["violations"].split(";"))) == set(codes(p))
+
+
+def test_sweep_covers_every_valid_layout(table):
+    layouts = {(t, p, d) for t, p, d in zip(table["tp"], table["pp"], table["dp"])}
+    assert all(t * p * d == 256 for t, p, d in layouts)
+    assert {t for t, _, _ in layouts} == {1, 2, 4, 8}
+    assert len(table) == len(set(zip(table["tp"], table["pp"], table["micro_batch"],
+                                     table["zero_stage"], table["recompute"],
+                                     table["sequence_parallel"], table["interleave"])))
+
+
+def test_sweep_default_is_feasible_and_sorted():
+    t = sweep("llama3-70b", "h100-1024", zero_stages=(1,), recompute=("selective", "full"))
+    assert len(t) > 0 and t["feasible"].all()
+    assert np.all(np.diff(t["tokens_per_second"]) <= 0)
+    top = t.top(3)
+    assert len(top) == 3 and top["tokens_per_second"][0] == t["tokens_per_second"].max()
+    df = t.to_pandas()
+    assert list(df["step_time"]) == list(t["step_time"])
+
+
+# --------------------------------------------------------------------------- invalid input
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(tp=0, pp=8, dp=16), "tp"),
+    (dict(tp=8, pp=8.5, dp=16), "pp"),
+    (dict(tp=8, pp=8, dp=16, recompute="sometimes"), "recompute"),
+    (dict(tp=8, pp=8, dp=16, schedule="zigzag"), "schedule"),
+    (dict(tp=8, pp=8, dp=16, zero_stage=4), "zero_stage"),
+    (dict(tp=8, pp=8, dp=16, compute_efficiency=1.5), "compute_efficiency"),
+    (dict(tp=8, pp=8, dp=16, compute_efficiency=0.0), "compute_efficiency"),
+    (dict(tp=8, pp=8, dp=16, micro_batch=0), "micro_batch"),
+    (dict(tp=8, pp=8, dp=16, global_batch=8), "global_batch"),
+    (dict(tp=8, pp=8, dp=16, precision="fp4"), "precision"),
+])
+def test_invalid_input_raises_valueerror_naming_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        plan(GPT3, H100_1024, **kwargs)
+
+
+def test_invalid_model_and_cluster():
+    with pytest.raises(ValueError, match="model"):
+        plan("gpt-5", H100_1024, tp=8, pp=8, dp=16)
+    with pytest.raises(ValueError, match="model"):
+        plan("resnet50", H100_1024, tp=8, pp=8, dp=16)
+    with pytest.raises(ValueError, match="cluster"):
+        plan(GPT3, 1024, tp=8, pp=8, dp=16)
+    with pytest.raises(ValueError, match="recompute"):
+        sweep(GPT3, H100_1024, recompute=("all",))
