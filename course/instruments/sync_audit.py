@@ -122,7 +122,7 @@ class SyncAudit(Instrument):
                                title="Monthly bill for the same progress", legend=True))
         for name, label in (("throughput", "Throughput"), ("idle", "Sync idle share"), ("staleness", "Async staleness"),
                             ("async_saves", "Async saves / month"), ("zero_saves", "ZeRO saves / month"),
-                            ("memory", "Model states per GPU")):
+                            ("memory", "Model states / GPU (DP only)")):
             self.add_card(name, label)
 
     def refresh(self, v):
@@ -197,10 +197,6 @@ class SyncAudit(Instrument):
             self.flag("async_costs_more",
                       f"With {100 * penalty:.0f} % extra steps for stale gradients, async needs more GPU-hours than "
                       f"waiting for stragglers: it only pays below {100 * (speedup - 1):.0f} % extra steps.", severity="warn")
-        if state_zero > self.accelerator.memory_bytes:
-            self.flag("out_of_memory",
-                      f"Even with ZeRO-{zero} on {n} GPUs the model states need {fmt_bytes(state_zero)} per GPU, more "
-                      f"than {fmt_bytes(self.accelerator.memory_bytes)}: add GPUs, raise the ZeRO stage or shard the model.")
         return {
             "mode": v["mode"], "workers": n, "straggler_fraction": f, "slowdown": s,
             "sync_throughput": sync_x, "async_throughput": async_x, "async_speedup": speedup,
