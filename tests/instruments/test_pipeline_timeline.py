@@ -1,0 +1,108 @@
+"""Pipeline schedule timeline: its measured idle share is the bubble formula."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from course import core
+
+pytestmark = pytest.mark.skipif(not hasattr(core, "pipeline_schedule"), reason="course.core.pipeline_schedule not landed")
+
+from course.instruments.pipeline_timeline import (  # noqa: E402
+    SCHEDULES, PipelineTimeline, measured_idle_share, measured_peak_in_flight, schedule_columns)
+
+from .helpers import assert_alive, changed, mark_arrays, same_figures  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def timeline():
+    return PipelineTimeline()
+
+
+def set_controls(inst, **values):
+    with inst.batch():
+        for name, value in values.items():
+            inst.controls[name].value = value
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_measured_idle_share_is_bubble_fraction(timeline, schedule):
+    for p, m in itertools.product((1, 2, 4, 8), (1, 3, 8, 16)):
+        set_controls(timeline, schedule=schedule, stages=p, microbatches=m, backward_ratio=2.0)
+        r = timeline.result
+        assert r["measured_idle_share"] == pytest.approx((p - 1) / (m + p - 1), abs=1e-12), (p, m)
+        assert r["bubble_fraction"] == pytest.approx(core.bubble_fraction(p, m), rel=1e-12)
+
+
+def test_bubble_same_for_gpipe_and_1f1b_but_not_the_memory(timeline):
+    # Narayanan et al. 2021: same bubble, 1F1B holds at most p micro-batches instead of m.
+    set_controls(timeline, schedule="gpipe", stages=4, microbatches=12)
+    gpipe = dict(timeline.result)
+    timeline.controls["schedule"].value = "1f1b"
+    one_f_one_b = dict(timeline.result)
+    assert gpipe["measured_idle_share"] == pytest.approx(one_f_one_b["measured_idle_share"])
+    assert gpipe["peak_in_flight"] == 12
+    assert one_f_one_b["peak_in_flight"] == 4
+    # workbook 5.1: the "25 %" of (p-1)/m is the overhead relative to ideal compute, 3/15 = 20 % of the step
+    assert one_f_one_b["bubble_overhead"] == pytest.approx(0.25)
+    assert one_f_one_b["measured_idle_share"] == pytest.approx(0.2)
+
+
+def test_interleaving_shrinks_the_measured_bubble(timeline):
+    set_controls(timeline, schedule="interleaved", stages=4, microbatches=8, chunks=2)
+    r = timeline.result
+    assert r["chunks"] == 2
+    assert r["bubble_fraction"] == pytest.approx(core.bubble_fraction(4, 8, 2))
+    set_controls(timeline, schedule="1f1b")
+    plain = timeline.result["measured_idle_share"]
+    assert r["measured_idle_share"] < plain
+    # what the core's interleaved schedule gives, measured on its own table
+    assert r["measured_idle_share"] == pytest.approx(core.bubble_fraction(4, 8, 2), rel=1e-9)
+
+
+def test_helpers_on_a_hand_made_table():
+    # two stages, one micro-batch: F on stage 0 [0,1], F on stage 1 [1,2], B on stage 1 [2,4], B on stage 0 [4,6]
+    table = {"stage": [0, 1, 1, 0], "microbatch": [0, 0, 0, 0], "chunk": [0, 0, 0, 0],
+             "phase": ["forward", "forward", "backward", "backward"], "start": [0, 1, 2, 4], "end": [1, 2, 4, 6]}
+    cols = schedule_columns(table)
+    assert measured_idle_share(cols, 2) == pytest.approx(1 - 6 / 12)  # = (p-1)/(m+p-1) = 1/2
+    assert measured_peak_in_flight(cols) == 1
+
+
+def test_marks_change_in_the_same_figure(timeline):
+    set_controls(timeline, schedule="1f1b", stages=4, microbatches=8)
+    figs, marks = list(timeline.figures), [m for f in timeline.figures for m in f.marks]
+    before = mark_arrays(timeline)
+    timeline.controls["stages"].value = 6
+    assert same_figures(timeline, figs, marks)
+    assert changed(before, mark_arrays(timeline))
+    assert np.array(timeline.fwd.x).shape == (6 * 8, 2)
+
+
+def _check(timeline):
+    assert_alive(timeline)
+    assert "invalid_input" not in timeline.failures or timeline.result == {}
+    r = timeline.result
+    if r:
+        assert 0 <= r["measured_idle_share"] < 1
+        if r["schedule"] != "interleaved":
+            assert r["measured_idle_share"] == pytest.approx(r["bubble_fraction"], abs=1e-9)
+
+
+def test_grid_never_escapes(timeline):
+    for schedule, p, m, v in itertools.product(SCHEDULES, (1, 16), (1, 32), (1, 4)):
+        set_controls(timeline, schedule=schedule, stages=p, microbatches=m, chunks=v)
+        _check(timeline)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(schedule=st.sampled_from(SCHEDULES), p=st.integers(1, 16), m=st.integers(1, 32), v=st.integers(1, 4),
+       ratio=st.sampled_from([1.0, 1.5, 2.0, 3.0]))
+def test_fuzz(timeline, schedule, p, m, v, ratio):
+    set_controls(timeline, schedule=schedule, stages=p, microbatches=m, chunks=v, backward_ratio=ratio)
+    _check(timeline)
