@@ -24,6 +24,7 @@ import re
 from typing import Dict, Optional
 
 from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool
 from nbformat.v4 import new_markdown_cell
 
 from .registry import REGISTRY
@@ -77,6 +78,9 @@ def insert_derivations(nb):
 
 class InsertDerivations(Preprocessor):
     """nbconvert/nbgrader preprocessor wrapping :func:`insert_derivations` (for generate_feedback)."""
+
+    # nbconvert registers configured preprocessors disabled unless the class enables itself
+    enabled = Bool(True).tag(config=True)
 
     def preprocess(self, nb, resources):
         return insert_derivations(nb), resources

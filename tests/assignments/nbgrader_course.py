@@ -1,0 +1,78 @@
+"""A throw-away nbgrader course directory shared by the assignment tests.
+
+``NbgraderCourse(tmp)`` copies ``nbgrader_config.py`` and the wanted
+``source/<assignment>/`` folders, runs ``nbgrader generate_assignment`` (with a
+gradebook), drops submissions in ``submitted/<student>/<assignment>/`` and runs
+one ``nbgrader autograde`` per assignment for all students at once. Grades are
+read back from the gradebook as ``{grade_id: (score, max_score)}``.
+
+Reusable by other assignment tests (labs, chapters 5-9): build submissions
+with :func:`solution_submission`, :func:`release_submission` or your own
+notebook, then call :meth:`autograde`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Tuple
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class NbgraderCourse:
+    def __init__(self, path: Path, assignments, ledger: Path):
+        self.root = Path(path)
+        self.assignments = list(assignments)
+        # nbgrader runs `alembic` from PATH when it creates the gradebook
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        self.env = dict(os.environ, COURSE_LEDGER=str(ledger), PYTHONHASHSEED="0", PATH=path)
+        shutil.copy(ROOT / "nbgrader_config.py", self.root / "nbgrader_config.py")
+        for name in self.assignments:
+            shutil.copytree(ROOT / "source" / name, self.root / "source" / name)
+            self._nbgrader("generate_assignment", name, "--force")
+
+    def _nbgrader(self, *args: str) -> subprocess.CompletedProcess:
+        result = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"], cwd=self.root,
+                                env=self.env, capture_output=True, text=True, timeout=900)
+        if result.returncode != 0:
+            raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def release_notebook(self, name: str):
+        return nbformat.read(str(self.root / "release" / name / f"{name}.ipynb"), 4)
+
+    def source_notebook(self, name: str):
+        return nbformat.read(str(self.root / "source" / name / f"{name}.ipynb"), 4)
+
+    def submit(self, student: str, name: str, nb) -> None:
+        folder = self.root / "submitted" / student / name
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(folder / f"{name}.ipynb"))
+
+    def autograde(self, name: str) -> None:
+        self._nbgrader("autograde", name, "--force")
+
+    def generate_feedback(self, name: str) -> None:
+        self._nbgrader("generate_feedback", name, "--force")
+
+    def grades(self, name: str, student: str) -> Dict[str, Tuple[float, float]]:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
+            nb = gb.find_submission_notebook(name, name, student)
+            return {g.name: (g.score, g.max_score) for g in nb.grades}
+
+
+def solution_submission(course: NbgraderCourse, name: str):
+    """The instructor's notebook as a submission: solutions in, outputs cleared."""
+    nb = course.source_notebook(name)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
