@@ -1,0 +1,159 @@
+"""3D-parallelism configurator (Lab 05, Act II): TP x PP x DP for a model on a cluster.
+
+The student picks tensor- and pipeline-parallel degrees, micro-batches, ZeRO
+stage and activation recomputation; the data-parallel degree follows from the
+GPU count. Everything shown comes from ``course.core.plan`` (per-GPU memory
+breakdown, step-time breakdown, MFU, feasibility and the reasons it gives)
+and ``course.core.bubble_fraction`` (the bubble chart). The failure banners are
+exactly the planner's violations, with its sentences.
+
+Errata: Lab 05 used the bubble (PP-1)/(PP m), a 10 B/param memory model that
+forgot gradients and activations that grow with TP, and made-up MFU penalty
+terms (errata 3 and 5); the planner derives all of them from sourced physics.
+"""
+
+from __future__ import annotations
+
+import bqplot as bq
+import ipywidgets as widgets
+import numpy as np
+
+from .. import core
+from ..core import catalog
+from .base import Instrument, figure, fmt_bytes, fmt_time
+
+__all__ = ["Configurator", "plan_values", "MODEL_CHOICES", "CLUSTER_CHOICES", "BUBBLE_MICROBATCHES",
+           "BUBBLE_CEILING", "MEMORY_PARTS"]
+
+MODEL_CHOICES = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-7b")
+CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072")
+#: Micro-batch counts drawn on the bubble chart (the current one is added).
+BUBBLE_MICROBATCHES = (1, 4, 8, 16, 32)
+#: Lab 05's design rule: keep the pipeline bubble under 10 % of the step.
+BUBBLE_CEILING = 0.10
+PP_GRID = np.arange(1, 65)
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
+MEMORY_COLORS = ("#2563eb", "#0891b2", "#7c3aed", "#f97316")
+BUBBLE_COLORS = ("#dc2626", "#ea580c", "#2563eb", "#16a34a", "#0f766e")
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def plan_values(p) -> dict:
+    """The numbers this instrument shows, read from one ``course.core.plan`` result."""
+    return {
+        "memory": {part: float(x) for part, x in p.memory().items()},
+        "memory_total": float(p.memory_total),
+        "breakdown": {part: float(x) for part, x in p.breakdown().items()},
+        "step_seconds": float(p.step_time),
+        "mfu": float(p.mfu),
+        "tokens_per_second": float(p.tokens_per_second),
+        "feasible": bool(p.feasible),
+        "violations": [(str(code), str(sentence)) for code, sentence in p.violations],
+    }
+
+
+class Configurator(Instrument):
+    """TP, PP, micro-batches, ZeRO and recompute for one model on one cluster (DP derived).
+
+    Controls: ``model``, ``cluster``, ``tp``, ``pp``, ``microbatches``,
+    ``zero_stage``, ``recompute``. ``result`` holds the plan's numbers (memory
+    parts in bytes, step time, MFU, bubble fraction, tokens/s), ``dp``,
+    ``feasible`` and the violation codes.
+    """
+
+    title = "3D-parallelism configurator"
+    subtitle = "TP x PP x DP = GPUs. Fit the model, keep the bubble under 10 %, keep TP inside a node."
+
+    def build(self):
+        self.add_control("model", widgets.Dropdown(options=MODEL_CHOICES, value="gpt3-175b", description="Model"))
+        self.add_control("cluster", widgets.Dropdown(options=CLUSTER_CHOICES, value="h100-1024", description="Cluster"))
+        self.add_control("tp", widgets.SelectionSlider(options=TP_CHOICES, value=8, description="TP"))
+        self.add_control("pp", widgets.IntSlider(value=8, min=1, max=64, description="PP"))
+        self.add_control("microbatches", widgets.IntSlider(value=32, min=1, max=64, description="Micro-batches m"))
+        self.add_control("zero_stage", widgets.ToggleButtons(options=[0, 1, 2, 3], value=1, description="ZeRO",
+                                                             style={"button_width": "36px"}))
+        self.add_control("recompute", widgets.ToggleButtons(options=["none", "selective", "full"], value="selective",
+                                                            description="Recompute"))
+
+        bx, by = bq.OrdinalScale(), bq.LinearScale(min=0)
+        self.memory_bars = bq.Bars(x=["this plan", "ZeRO-0, no recompute"], y=np.zeros((4, 2)), type="stacked",
+                                   scales={"x": bx, "y": by}, colors=list(MEMORY_COLORS), labels=list(MEMORY_PARTS),
+                                   display_legend=True, padding=0.4)
+        cap_x = bq.LinearScale(min=0, max=1)
+        self.capacity = bq.Lines(x=[0.0, 1.0], y=[80.0, 80.0], scales={"x": cap_x, "y": by}, colors=["#0f172a"],
+                                 line_style="dashed", stroke_width=2, labels=["GPU memory"], display_legend=True)
+        self.add_figure(figure([self.memory_bars, self.capacity], bx, by, "", "GB per GPU",
+                               title="Memory per GPU", legend=True))
+
+        px, py = bq.LinearScale(min=1, max=64), bq.LinearScale(min=0, max=60)
+        lines = len(BUBBLE_MICROBATCHES) + 1
+        self.bubble_lines = bq.Lines(x=PP_GRID, y=np.zeros((lines, PP_GRID.size)), scales={"x": px, "y": py},
+                                     colors=list(BUBBLE_COLORS) + ["#0f172a"], stroke_width=2,
+                                     labels=[f"m={m}" for m in BUBBLE_MICROBATCHES] + ["your m"], display_legend=True)
+        self.ceiling = bq.Lines(x=[1, 64], y=[100 * BUBBLE_CEILING] * 2, scales={"x": px, "y": py}, colors=["#64748b"],
+                                line_style="dashed", labels=["10 % ceiling"])
+        self.bubble_point = bq.Scatter(x=[8], y=[0.0], scales={"x": px, "y": py}, marker="diamond", colors=["#dc2626"],
+                                       default_size=120)
+        self.add_figure(figure([self.bubble_lines, self.ceiling, self.bubble_point], px, py, "pipeline stages PP",
+                               "bubble (% of step)", title="Bubble vs PP", legend=True))
+        for name, label in (("dp", "DP (derived)"), ("memory", "Memory per GPU"), ("bubble", "Pipeline bubble"),
+                            ("mfu", "MFU"), ("step", "Step time"), ("throughput", "Throughput")):
+            self.add_card(name, label)
+
+    def refresh(self, v):
+        model = catalog.model(v["model"])
+        cluster = catalog.cluster(v["cluster"])
+        gpus = cluster.nodes * cluster.node.gpus_per_node
+        tp, pp, m = int(v["tp"]), int(v["pp"]), int(v["microbatches"])
+        dp = max(gpus // (tp * pp), 1)
+        common = dict(num_microbatches=m)
+        plan = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=int(v["zero_stage"]),
+                         recompute=v["recompute"], **common)
+        base = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=0, recompute="none", **common)
+        shown, baseline = plan_values(plan), plan_values(base)
+        capacity = cluster.node.accelerator.memory_bytes
+
+        ms = np.array(BUBBLE_MICROBATCHES + (m,), dtype=float)[:, None]
+        curves = np.asarray(core.bubble_fraction(PP_GRID[None, :], ms), float)  # one broadcast call
+        bars = np.array([[shown["memory"][k], baseline["memory"][k]] for k in MEMORY_PARTS]) / 1e9
+
+        self.set_marks(self.memory_bars, y=bars)
+        self.set_marks(self.capacity, y=[capacity / 1e9] * 2)
+        self.set_marks(self.bubble_lines, y=100 * curves)
+        bubble = float(core.bubble_fraction(pp, m))
+        self.set_marks(self.bubble_point, x=[pp], y=[100 * bubble])
+
+        total = shown["memory_total"]
+        self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {pp})" + ("" if tp * pp * dp == gpus else " (not whole)"),
+                      "normal" if tp * pp * dp == gpus else "bad")
+        self.set_card("memory", fmt_bytes(total), f"of {fmt_bytes(capacity)}", "bad" if total > capacity else "good")
+        self.set_card("bubble", f"{100 * bubble:.1f} %", "(p-1)/(m+p-1); ceiling 10 %",
+                      "bad" if bubble > BUBBLE_CEILING else "good")
+        self.set_card("mfu", f"{100 * shown['mfu']:.1f} %", "model FLOPs / peak",
+                      "good" if shown["mfu"] >= 0.4 else "warn" if shown["mfu"] >= 0.25 else "bad")
+        self.set_card("step", fmt_time(shown["step_seconds"]))
+        self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s")
+        mem, br = shown["memory"], shown["breakdown"]
+        self.set_math(
+            f"<b>Degrees</b> DP = GPUs / (TP &middot; PP) = {gpus} / ({tp} &times; {pp}) = {gpus / (tp * pp):g}<br>"
+            f"<b>Memory per GPU</b> = weights {fmt_bytes(mem['weights'])} + gradients {fmt_bytes(mem['gradients'])}"
+            f" + optimizer {fmt_bytes(mem['optimizer'])} (ZeRO-{v['zero_stage']}) + activations {fmt_bytes(mem['activations'])}"
+            f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {fmt_bytes(capacity)}<br>"
+            f"<b>Bubble</b> (p&minus;1)/(m + p&minus;1) = {pp - 1}/({m} + {pp - 1}) = {100 * bubble:.2f} %"
+            f" (Lab 05's (p&minus;1)/(p&middot;m) is wrong: errata 3)<br>"
+            f"<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
+            +             f" = {fmt_time(shown['step_seconds'])}<br>"
+            f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = {100 * shown['mfu']:.1f} %,"
+            f" step {fmt_time(shown['step_seconds'])}"
+        )
+        for code, sentence in shown["violations"]:
+            self.flag(code, sentence)
+        return {
+            "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "pp": pp, "dp": dp,
+            "microbatches": m, "zero_stage": int(v["zero_stage"]), "recompute": v["recompute"],
+            "memory": shown["memory"], "memory_total": total, "memory_capacity": capacity,
+            "step_seconds": shown["step_seconds"], "mfu": shown["mfu"], "bubble_fraction": bubble,
+            "step_breakdown": shown["breakdown"],
+            "tokens_per_second": shown["tokens_per_second"], "feasible": shown["feasible"],
+            "violations": [code for code, _ in shown["violations"]],
+        }

@@ -1,0 +1,124 @@
+"""3D-parallelism configurator: banners exactly where plan() says infeasible, numbers equal plan()'s."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from course import core
+from course.core import catalog
+
+pytestmark = pytest.mark.skipif(
+    not all(hasattr(core, n) for n in ("plan", "hierarchical_allreduce_time", "activation_bytes_per_layer",
+                                      "bubble_overhead")),
+    reason="course.core planner and its physics not landed")
+
+from course.instruments.configurator import (  # noqa: E402
+    BUBBLE_MICROBATCHES, CLUSTER_CHOICES, MEMORY_PARTS, MODEL_CHOICES, PP_GRID, TP_CHOICES, Configurator)
+
+from .helpers import assert_alive, changed, mark_arrays, same_figures  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def conf():
+    return Configurator()
+
+
+def set_controls(inst, **values):
+    with inst.batch():
+        for name, value in values.items():
+            inst.controls[name].value = value
+
+
+def expected_plan(v):
+    cluster = catalog.cluster(v["cluster"])
+    dp = max(cluster.gpus // (v["tp"] * v["pp"]), 1)
+    return dp, core.plan(v["model"], v["cluster"], tp=v["tp"], pp=v["pp"], dp=dp, num_microbatches=v["microbatches"],
+                         zero_stage=v["zero_stage"], recompute=v["recompute"])
+
+
+def _check(conf):
+    """Banners are exactly the planner's violations; shown numbers are the plan's."""
+    assert_alive(conf)
+    v = conf.values()
+    dp, p = expected_plan(v)
+    assert conf.failures == [code for code, _ in p.violations]
+    for code, sentence in p.violations:
+        assert conf.failure_messages[code] == sentence
+    r = conf.result
+    assert r["dp"] == dp
+    assert r["feasible"] == p.feasible
+    assert r["memory_total"] == pytest.approx(p.memory_total, rel=1e-12)
+    assert r["mfu"] == pytest.approx(p.mfu, rel=1e-12)
+    assert r["step_seconds"] == pytest.approx(p.step_time, rel=1e-12)
+    bars = np.array(conf.memory_bars.y)[:, 0] * 1e9
+    np.testing.assert_allclose(bars, [getattr(p, part) for part in MEMORY_PARTS], rtol=1e-12)
+    assert r["bubble_fraction"] == pytest.approx(core.bubble_fraction(v["pp"], v["microbatches"]))
+
+
+def test_lab05_design_answer_is_feasible_and_tp16_crosses_a_node(conf):
+    set_controls(conf, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, microbatches=32, zero_stage=1,
+                 recompute="selective")
+    _check(conf)
+    assert conf.result["dp"] == 16
+    assert conf.failures == []
+    conf.controls["tp"].value = 16
+    _check(conf)
+    assert "tp_crosses_node" in conf.failures
+
+
+def test_lab05_model_of_10_bytes_per_param_is_not_what_is_shown(conf):
+    # TP=8, PP=4, DP=32 for GPT-3: plan() counts 16 B/param of model state plus activations (errata 5).
+    set_controls(conf, model="gpt3-175b", cluster="h100-1024", tp=8, pp=4, microbatches=32, zero_stage=0,
+                 recompute="none")
+    _check(conf)
+    state = sum(conf.result["memory"][k] for k in ("weights", "gradients", "optimizer"))
+    assert state == pytest.approx(16 * 175e9 / 32)  # 87.5 GB of weights, gradients and Adam states alone
+    assert "out_of_memory" in conf.failures
+
+
+def test_invalid_tp_pp_product_is_reported_with_the_planner_sentence(conf):
+    set_controls(conf, model="llama3-70b", cluster="h100-1024", tp=8, pp=3, microbatches=12)
+    _check(conf)
+    assert "gpus_mismatch" in conf.failures
+    assert "1024" in conf.failure_messages["gpus_mismatch"]
+    assert "not whole" in conf._cards["dp"].value
+
+
+def test_bubble_chart_is_the_core_formula(conf):
+    set_controls(conf, pp=8, microbatches=12)
+    lines = np.array(conf.bubble_lines.y)
+    assert lines.shape == (len(BUBBLE_MICROBATCHES) + 1, PP_GRID.size)
+    for row, m in zip(lines, BUBBLE_MICROBATCHES + (12,)):
+        np.testing.assert_allclose(row, 100 * (PP_GRID - 1) / (m + PP_GRID - 1), rtol=1e-12)  # by hand
+    assert list(conf.ceiling.y) == [10.0, 10.0]
+    assert list(conf.bubble_point.x) == [8]
+
+
+def test_marks_change_in_the_same_figure(conf):
+    set_controls(conf, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, microbatches=32)
+    figs, marks = list(conf.figures), [m for f in conf.figures for m in f.marks]
+    before = mark_arrays(conf)
+    conf.controls["pp"].value = 4
+    assert same_figures(conf, figs, marks)
+    assert changed(before, mark_arrays(conf))
+
+
+def test_grid_never_escapes(conf):
+    for model, tp, pp, zero, rc in itertools.product(("gpt3-175b", "llama3-8b"), (1, 8, 64), (1, 7, 64), (0, 3),
+                                                     ("none", "full")):
+        set_controls(conf, model=model, tp=tp, pp=pp, zero_stage=zero, recompute=rc, microbatches=8)
+        _check(conf)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=st.sampled_from(MODEL_CHOICES), cluster=st.sampled_from(CLUSTER_CHOICES), tp=st.sampled_from(TP_CHOICES),
+       pp=st.integers(1, 64), m=st.integers(1, 64), zero=st.sampled_from([0, 1, 2, 3]),
+       rc=st.sampled_from(["none", "selective", "full"]))
+def test_fuzz(conf, model, cluster, tp, pp, m, zero, rc):
+    set_controls(conf, model=model, cluster=cluster, tp=tp, pp=pp, microbatches=m, zero_stage=zero, recompute=rc)
+    _check(conf)
