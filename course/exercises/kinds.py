@@ -234,20 +234,23 @@ def course_references(fn: Callable) -> List[str]:
         names.update(c.co_names)
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     for n in sorted(names):
-        obj = glb.get(n)
-        if obj is None:
-            continue
-        module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "") or ""
-        if module == "course" or module.startswith("course."):
+        if n in glb and _points_into_course(glb[n]):
             found.append(n)
     for cell in getattr(fn, "__closure__", None) or ():
         try:
-            module = getattr(cell.cell_contents, "__module__", "") or ""
-        except ValueError:
+            if _points_into_course(cell.cell_contents):
+                found.append("<closure>")
+        except ValueError:  # an empty cell
             continue
-        if module.startswith("course."):
-            found.append("<closure>")
     return found
+
+
+def _points_into_course(obj: Any) -> bool:
+    if isinstance(obj, types.ModuleType):
+        module = obj.__name__
+    else:
+        module = getattr(obj, "__module__", "") or ""
+    return type(module) is str and (module == "course" or module.startswith("course."))
 
 
 def _poison(name: str):

@@ -1,0 +1,197 @@
+"""The grading contract: plain values only, trusted judges, poisoned core, visible checks, ledger."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import course.exercises as exercises
+from course.exercises import REGISTRY, Verdict, grade_in_kernel, harvest_json, judge_json
+from course.exercises.checks import check, unit_hint
+from course.exercises.kinds import course_references, imports_course, poisoned_core
+from course.exercises.registry import judge_plain, plain_number, to_plain, NotPlain
+
+
+class AlwaysEqual(float):
+    """The classic cheat: equal to everything, and even a float subclass."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = float.__hash__
+
+
+class Anything:
+    def __eq__(self, other):
+        return True
+
+    def __float__(self):
+        return 1.0
+
+
+# --- plain values ----------------------------------------------------------------------------
+
+def test_to_plain_converts_numpy_explicitly_and_marks_everything_else():
+    assert to_plain(np.float32(0.5)) == 0.5 and type(to_plain(np.float32(0.5))) is float
+    assert to_plain(np.int64(3)) == 3 and type(to_plain(np.int64(3))) is int
+    assert to_plain(np.array([1.0, 2.0])) == [1.0, 2.0]
+    assert to_plain(AlwaysEqual(1.0)) == {"__unplain__": "AlwaysEqual"}
+    assert to_plain(Anything()) == {"__unplain__": "Anything"}
+    assert to_plain({1: 2}) == {"__unplain__": "dict with non-string keys"}
+
+
+def test_bool_is_not_a_number():
+    with pytest.raises(NotPlain):
+        plain_number(True)
+    assert judge_plain(True, 1.0).score == 0.0
+
+
+@pytest.mark.parametrize("cheat", [AlwaysEqual(0.0), Anything(), "1.75", None, [1.75], math.nan])
+def test_judge_plain_rejects_non_plain_or_wrong_types(cheat):
+    assert judge_plain(cheat, 1.75).score == 0.0
+
+
+def test_judge_plain_tolerance_is_relative_one_percent_by_default():
+    assert judge_plain(1.7675, 1.75).passed  # +1.0 %
+    assert not judge_plain(1.78, 1.75).passed  # +1.7 %
+    assert judge_plain(" Ring ", "ring").passed
+
+
+def test_verdict_score_must_lie_in_unit_interval():
+    with pytest.raises(ValueError):
+        Verdict(1.5, "too much")
+
+
+# --- every registered judge against cheats ---------------------------------------------------
+
+def _cheat_namespace(part):
+    ns = {}
+    for name in part.names:
+        if "function" in part.extra:
+            ns[name] = lambda *args: AlwaysEqual(0.0)
+        else:
+            ns[name] = AlwaysEqual(0.0)
+    return ns
+
+
+@pytest.mark.parametrize("grade_id", sorted(g for g in REGISTRY if g[:4] in ("ch00", "ch01", "ch02", "ch03", "ch04")))
+def test_always_equal_objects_earn_nothing(grade_id):
+    part = REGISTRY[grade_id]
+    verdict = part.grade(_cheat_namespace(part))
+    assert verdict.score == 0.0, verdict
+    # and through the JSON path the autograder uses, with a fresh trusted judge
+    assert judge_json(grade_id, harvest_json(grade_id, _cheat_namespace(part))).score == 0.0
+
+
+@pytest.mark.parametrize("grade_id", sorted(g for g in REGISTRY if g[:4] in ("ch00", "ch01", "ch02", "ch03", "ch04")))
+def test_empty_namespace_earns_nothing_with_a_reason(grade_id):
+    verdict = REGISTRY[grade_id].grade({})
+    assert verdict.score == 0.0 and verdict.reason
+
+
+def test_judge_json_survives_garbage():
+    assert judge_json("ch02_ex2_1", "not json").score == 0.0
+    assert judge_json("ch02_ex2_1", "[]").score == 0.0
+    assert judge_json("ch02_ex2_1", json.dumps({"values": {"accum_steps": {"__unplain__": "X"}}})).score == 0.0
+    assert judge_json("no_such_part", "{}").score == 0.0
+
+
+def test_grade_in_kernel_raises_with_reason_and_passes_quietly():
+    with pytest.raises(AssertionError, match="accum_steps"):
+        grade_in_kernel("ch02_ex2_1", {"accum_steps": 63})
+    grade_in_kernel("ch02_ex2_1", {"accum_steps": 64})
+
+
+# --- Build parts: must not lean on course.core -----------------------------------------------
+
+def _honest_effective_batch(micro_batch, accum_steps, dp):
+    for value in (micro_batch, accum_steps, dp):
+        if value != int(value) or value < 1:
+            raise ValueError("whole numbers >= 1")
+    return int(micro_batch) * int(accum_steps) * int(dp)
+
+
+def test_honest_build_passes_and_wrong_build_fails():
+    part = REGISTRY["ch02_ex2_4"]
+    assert part.grade({"effective_batch": _honest_effective_batch}).passed
+    off_by_one = lambda m, a, d: _honest_effective_batch(m, a, d) + 1  # noqa: E731
+    assert not part.grade({"effective_batch": off_by_one}).passed
+    no_validation = lambda m, a, d: int(m) * int(a) * int(d)  # noqa: E731
+    assert "ValueError" in part.grade({"effective_batch": no_validation}).reason
+
+
+def test_build_that_calls_course_core_earns_nothing():
+    from course import core
+    from course.core import effective_batch as imported
+
+    via_module = lambda m, a, d: core.effective_batch(m, a, d)  # noqa: E731
+    via_name = lambda m, a, d: imported(m, a, d)  # noqa: E731
+    part = REGISTRY["ch02_ex2_4"]
+    for fn in (via_module, via_name):
+        verdict = part.grade({"effective_batch": fn})
+        assert verdict.score == 0.0 and "course" in verdict.reason
+
+
+def test_core_is_poisoned_only_while_harvesting():
+    from course import core
+
+    with poisoned_core():
+        with pytest.raises(RuntimeError):
+            core.effective_batch(1, 1, 1)
+    assert core.effective_batch(1, 2, 3) == 6
+
+
+def test_ast_and_reference_inspection():
+    assert imports_course("def f():\n    import course.core as c\n    return c")
+    assert not imports_course("def f(x):\n    return x * 2  # course")
+
+    from course import core
+    def uses(m):
+        return core.effective_batch(m, 1, 1)
+    assert course_references(uses) == ["<closure>"]  # core is a free variable of uses here
+    assert course_references(_honest_effective_batch) == []
+
+
+# --- visible checks and mastery --------------------------------------------------------------
+
+def test_unit_hints_do_not_reveal_the_key():
+    assert unit_hint(1750.0, 1.75)[0] is False
+    assert "100" in unit_hint(0.778, 77.8)[1]
+    assert unit_hint(1.0, 1.75) == (True, "plausible magnitude")
+    assert unit_hint(-1.75, 1.75)[0] is False
+    assert "1.75" not in unit_hint(17.5, 1.75)[1]
+
+
+def test_visible_check_reports_type_unit_and_records_the_ledger(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    from course.ledger import Ledger
+
+    check("2.2", {"saved_ms": "3150"})
+    assert "must be a number" in capsys.readouterr().out
+    check("2.2", {"saved_ms": 3.15})  # seconds instead of ms
+    assert "factor of 1000" in capsys.readouterr().out
+    entry = Ledger().get("ch02/ex2_2")
+    assert entry["attempts"] == 2 and entry["passed"] is False
+    check("2.2", {"saved_ms": 3150.0})
+    assert "visible check passed" in capsys.readouterr().out
+    entry = Ledger().get("ch02/ex2_2")
+    assert entry["attempts"] == 3 and entry["passed"] is True and entry["attempted"] is True
+
+
+def test_visible_check_of_a_build_shows_the_worked_example(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    check("2.4", {"effective_batch": lambda m, a, d: m * a, "required_accum_steps": lambda t, m, d: 64})
+    out = capsys.readouterr().out
+    assert "effective_batch(4, 64, 8) returned 256" in out and "2048" in out
+
+
+def test_registry_documents_the_contract():
+    doc = exercises.__doc__
+    for word in ("harvest_json", "judge_json", "grade_in_kernel", "REGISTRY"):
+        assert word in doc
