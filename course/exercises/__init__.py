@@ -2,18 +2,36 @@
 
 Contract for the autograder (see :mod:`course.exercises.registry`)
 -----------------------------------------------------------------
-``REGISTRY`` maps every autograded nbgrader ``grade_id`` to a :class:`Part`.
+``REGISTRY`` maps every autograded nbgrader ``grade_id`` to a :class:`Part`
+(``exercise``, ``kind``, ``points``, ``names``, ``assignment``, ``ledger_key``,
+``harvest``, ``judge``, ``probes``).
 
 1. In the student's kernel, after the notebook ran: for each grade_id,
    ``harvest_json(grade_id, globals(), seed)`` returns a JSON string of plain
-   values (it never judges).
-2. In a trusted process: ``judge_json(grade_id, text)`` returns a
-   :class:`Verdict` (``score`` in [0, 1], ``reason``); the points are
-   ``score * REGISTRY[grade_id].points``.
+   values (it never judges). Build parts call the student's function on
+   ``part.probes(seed)`` with ``course.core`` poisoned.
+2. In a trusted process: ``judge_json(grade_id, text, seed)`` returns a
+   :class:`Verdict` (``score`` in [0, 1], ``reason`` a student may read: it
+   names what is wrong, never the hidden inputs or the key); the points are
+   ``score * REGISTRY[grade_id].points``. Use the same ``seed`` for both.
 3. Hidden test cells in the notebooks call ``grade_in_kernel(grade_id,
    globals())``, which harvests and judges in the kernel and raises
    ``AssertionError(reason)`` unless the score is 1, so plain ``nbgrader
-   autograde`` grades honest submissions correctly.
+   autograde`` grades honest submissions correctly (all or nothing per cell).
+
+Grade ids: ``chNN_exN_M`` (``ch00_ex0_1``); Debug parts add ``_line`` and
+``_fix``; a second Build function adds ``_<function>``. Cells that are not
+autograded also carry ids: ``..._answer`` (solution), ``..._check`` (visible
+check), ``..._why`` (manually graded markdown).
+
+Feedback: ``course.exercises.feedback.insert_derivations(nb)`` adds each
+exercise's worked derivation after it (nbgrader_config.py registers it for
+``nbgrader generate_feedback``, together with ``ClearHiddenTests``).
+
+Adding a chapter: write ``course/exercises/chapters/chNN.py`` (discovered
+automatically) with ``CHAPTER`` and exercises declared through
+:mod:`course.exercises.authoring`; then ``course build-sources chNN`` and
+``course build-release <assignment>``.
 """
 
 from .registry import (  # noqa: F401

@@ -195,3 +195,13 @@ def test_registry_documents_the_contract():
     doc = exercises.__doc__
     for word in ("harvest_json", "judge_json", "grade_in_kernel", "REGISTRY"):
         assert word in doc
+
+
+def test_doctests_of_the_exercise_modules():
+    import doctest
+
+    from course.exercises import checks, kinds, registry
+
+    for module in (registry, kinds, checks):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
