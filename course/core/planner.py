@@ -76,7 +76,7 @@ from . import pipeline as _pipe
 __all__ = [
     "Plan", "SweepTable", "plan", "sweep", "evaluate", "iteration_flops",
     "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "VIOLATION_CODES",
-    "megatron_table1",
+    "megatron_table1", "format_megatron_table1",
 ]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
@@ -741,22 +741,24 @@ def megatron_table1(compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY):
     return out
 
 
-def _print_megatron():
-    rows = megatron_table1()
-    print(f"Megatron-LM SC21 Table 1 vs course.core.planner "
-          f"(compute_efficiency = {DEFAULT_COMPUTE_EFFICIENCY})")
-    print(f"{'params':>8} {'TP':>3} {'PP':>3} {'v':>2} {'b':>3} {'GPUs':>5} {'batch':>6} "
-          f"{'published':>10} {'predicted':>10} {'error':>7}")
-    for r in rows:
-        print(f"{r['params_b']:>7.1f}B {r['tp']:>3} {r['pp']:>3} {r['interleave']:>2} "
-              f"{r['micro_batch']:>3} {r['gpus']:>5} {r['global_batch']:>6} "
-              f"{r['published_tflops']:>10.0f} {r['predicted_tflops']:>10.1f} {r['error']:>+7.1%}")
+def format_megatron_table1(compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY) -> str:
+    """The predicted-vs-published table of :func:`megatron_table1` as text."""
+    lines = [f"Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, "
+             f"compute_efficiency = {compute_efficiency}",
+             f"{'params':>8} {'TP':>3} {'PP':>3} {'v':>2} {'b':>3} {'GPUs':>5} {'batch':>6} "
+             f"{'published':>10} {'predicted':>10} {'error':>7}"]
+    for r in megatron_table1(compute_efficiency):
+        lines.append(f"{r['params_b']:>7.1f}B {r['tp']:>3} {r['pp']:>3} {r['interleave']:>2} "
+                     f"{r['micro_batch']:>3} {r['gpus']:>5} {r['global_batch']:>6} "
+                     f"{r['published_tflops']:>10.0f} {r['predicted_tflops']:>10.1f} "
+                     f"{r['error']:>+7.1%}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # pragma: no cover
     import sys
 
     if "--megatron" in sys.argv:
-        _print_megatron()
+        print(format_megatron_table1())
     else:
         print("usage: python -m course.core.planner --megatron")

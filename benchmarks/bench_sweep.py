@@ -1,0 +1,139 @@
+"""Benchmark: the vectorized planner sweep against a per-configuration loop over mlsysim.
+
+For Llama 3 70B and 405B on 1,024 and 16,384 H100s, ``course.core.sweep`` evaluates
+every configuration (TP, PP, DP, micro-batch size, ZeRO stage, recompute mode, sequence
+parallelism) in one NumPy pass. The baseline calls mlsysim 0.3.0's
+``mlsysim.engine.solvers.parallelism.ParallelLayoutModel.solve`` once per row of the same
+table (its TP, PP, DP, micro-batch count and batch tokens). Both are timed in the same
+run and the speed ratio is printed. mlsysim's solver computes less per call (no
+activations, no violations), so the ratio is conservative.
+
+It also times one instrument-sized evaluation: a 256-point curve (``evaluate`` over DP
+= 1..256 at TP=8, PP=4), the cost of one slider move.
+
+Run (mlsysim lives in its own ignored venv, only for this benchmark)::
+
+    python3 -m venv .venv-bench
+    .venv-bench/bin/pip install mlsysim==0.3.0 numpy==2.4.6
+    .venv-bench/bin/python benchmarks/bench_sweep.py          # full
+    .venv-bench/bin/python benchmarks/bench_sweep.py --quick  # mlsysim on 500 rows per case
+
+Without mlsysim it prints our timings only. Nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from course.core import catalog as cat  # noqa: E402
+from course.core.planner import DEFAULT_COMPUTE_EFFICIENCY, evaluate, sweep  # noqa: E402
+
+CASES = [("llama3-70b", "h100-1024"), ("llama3-70b", "h100-16384"),
+         ("llama3-405b", "h100-1024"), ("llama3-405b", "h100-16384")]
+MLSYSIM_MODELS = {"llama3-70b": "Llama3_70B", "llama3-405b": "Llama3_405B"}
+
+
+def best_of(fn, repeat):
+    """Minimum wall time of ``repeat`` calls (the least disturbed run) and the last result."""
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), statistics.median(times), out
+
+
+def load_mlsysim():
+    try:
+        import mlsysim
+        from mlsysim.core.units import Q_
+        from mlsysim.engine.solvers.parallelism import ParallelLayoutModel
+    except ImportError:
+        return None
+    return mlsysim, Q_, ParallelLayoutModel
+
+
+def mlsysim_loop(ms, model_name, cluster, table, rows):
+    """One ParallelLayoutModel.solve per row; quantities built once, outside the loop."""
+    mlsysim, Q_, ParallelLayoutModel = ms
+    wl = getattr(mlsysim.Models.Language, MLSYSIM_MODELS[model_name])
+    solver = ParallelLayoutModel()
+    peak = Q_(cluster.accelerator.peak("bf16") / 1e12, "TFLOPs/s")
+    link = Q_(cluster.inter_bandwidth / 1e9, "GB/s")
+    mem = Q_(cluster.accelerator.memory_bytes / 1e9, "GB")
+    seq = cat.model(model_name).seq_len
+    tp, pp, dp = table["tp"].tolist(), table["pp"].tolist(), table["dp"].tolist()
+    nmb, gb = table["num_microbatches"].tolist(), table["global_batch"].tolist()
+    step = None
+    for i in range(rows):
+        step = solver.solve(model=wl, tp_size=tp[i], pp_size=pp[i], dp_size=dp[i],
+                            microbatches=nmb[i], batch_tokens=gb[i] * seq, flops_per_param_token=6,
+                            peak_flops=peak, local_efficiency=DEFAULT_COMPUTE_EFFICIENCY,
+                            link_bandwidth=link, overlap_fraction=0.0, device_memory=mem).step_time
+    return step
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="time mlsysim on 500 rows per case")
+    ap.add_argument("--repeat", type=int, default=7, help="runs of our sweep per case (best kept)")
+    args = ap.parse_args(argv)
+    ms = load_mlsysim()
+    if ms is None:
+        print("mlsysim not importable: timing our side only "
+              "(see the docstring for the .venv-bench set-up)\n")
+
+    print(f"{'model':<12} {'cluster':<11} {'rows':>6} {'feasible':>8} {'ours ms':>9} "
+          f"{'us/row':>7} {'mlsysim ms':>11} {'us/row':>7} {'speed-up':>9}")
+    ratios = []
+    for model_name, cluster_name in CASES:
+        cluster = cat.cluster(cluster_name)
+        run = lambda: sweep(model_name, cluster, include_infeasible=True)  # noqa: E731
+        run()  # warm-up (imports, caches)
+        ours, _, table = best_of(run, args.repeat)
+        n = len(table)
+        line = (f"{model_name:<12} {cluster_name:<11} {n:>6} {int(table['feasible'].sum()):>8} "
+                f"{ours * 1e3:>9.2f} {ours / n * 1e6:>7.2f}")
+        if ms is not None:
+            rows = min(n, 500) if args.quick else n
+            t0 = time.perf_counter()
+            mlsysim_loop(ms, model_name, cluster, table, rows)
+            theirs = (time.perf_counter() - t0) * n / rows  # per-row cost x all rows
+            ratios.append(theirs / ours)
+            line += f" {theirs * 1e3:>11.1f} {theirs / n * 1e6:>7.1f} {theirs / ours:>8.0f}x"
+            if rows < n:
+                line += f"  (mlsysim timed on {rows} rows, scaled)"
+        print(line)
+    if ratios:
+        print(f"\nspeed-up of one vectorized sweep over the mlsysim loop: "
+              f"min {min(ratios):.0f}x, geometric mean {np.exp(np.mean(np.log(ratios))):.0f}x "
+              f"(target >= 100x)")
+
+    # one instrument-sized evaluation: a 256-point curve (DP = 1..256 at TP=8, PP=4)
+    dp = np.arange(1, 257)
+    curve = lambda: evaluate("llama3-70b", "h100-1024", tp=8, pp=4, dp=dp,  # noqa: E731
+                             num_microbatches=16, zero_stage=1, recompute="full")
+    curve()
+    best, median, cols = best_of(curve, 200)
+    print(f"256-point curve (evaluate, Llama 3 70B, TP=8 PP=4 DP=1..256): best {best * 1e6:.0f} us, "
+          f"median {median * 1e6:.0f} us (target < 1000 us)")
+
+    for model_name, cluster_name in CASES:
+        top = sweep(model_name, cluster_name).top(1).row(0)
+        print(f"best {model_name} on {cluster_name}: TP={top['tp']} PP={top['pp']} DP={top['dp']} "
+              f"b={top['micro_batch']} m={top['num_microbatches']} ZeRO-{top['zero_stage']} "
+              f"recompute={top['recompute']} SP={top['sequence_parallel']}: "
+              f"MFU {top['mfu']:.1%}, {top['tokens_per_second'] / 1e6:.2f}M tokens/s, "
+              f"{top['memory_total'] / 1e9:.1f} GB/GPU")
+
+
+if __name__ == "__main__":
+    main()
