@@ -1,0 +1,166 @@
+"""3D-parallelism map: how one TP x PP x DP configuration is laid out on GPUs, nodes and racks.
+
+Each cell of the grid is one GPU (rows: GPU slot inside its node, columns:
+nodes, grouped into racks). The colour says which pipeline stage (layers),
+which tensor-parallel shard, or which data-parallel replica the GPU holds. The
+table under the map lists each kind of process group, where its members sit
+(inside a node, across nodes, across racks) and therefore which link carries
+its traffic: TP all-reduces on NVLink when TP stays inside a node, pipeline
+sends and DP all-reduces over the network.
+
+Ranks are numbered the Megatron-LM way (see :mod:`course.instruments._layout`).
+Feasibility (and its sentences) comes from ``course.core.plan``; link speeds
+from ``course.core.catalog``; layers per stage from the core's pipeline module.
+"""
+
+from __future__ import annotations
+
+import html
+
+import bqplot as bq
+import ipywidgets as widgets
+import numpy as np
+
+from .. import core
+from ..core import catalog
+from ._layout import GROUP_KINDS, rank_layout
+from .base import Instrument, figure, fmt_rate
+from .configurator import CLUSTER_CHOICES, MODEL_CHOICES, TP_CHOICES
+
+__all__ = ["ParallelMap", "MAX_NODES_SHOWN", "COLOR_BY", "PLAN_SETTINGS"]
+
+#: The grid shows at most this many nodes (1,024 GPUs of DGX H100s).
+MAX_NODES_SHOWN = 128
+COLOR_BY = {"pipeline stage": "pp_stage", "tensor shard": "tp_rank", "data replica": "dp_rank"}
+#: Settings the map passes to ``plan`` for its feasibility check (the map has no
+#: controls for them): ZeRO-1, selective recompute, m = 4 x PP micro-batches.
+PLAN_SETTINGS = {"zero_stage": 1, "recompute": "selective"}
+CARRIES = {
+    "tensor": "2 all-reduces of the activations per layer in the forward pass, 2 in the backward",
+    "pipeline": "activations forward and their gradients backward, once per micro-batch",
+    "data": "one all-reduce of the gradients per step (overlapped with the backward pass)",
+}
+
+
+def _layers_per_stage(layers: int, pp: int) -> list[int]:
+    fn = getattr(core, "layers_per_stage", None)
+    if fn is not None:
+        return [int(x) for x in np.atleast_1d(fn(layers, pp))]
+    base, extra = divmod(layers, pp)  # until the core's helper lands: first stages take the extra layer
+    return [base + (1 if i < extra else 0) for i in range(pp)]
+
+
+class ParallelMap(Instrument):
+    """Which GPU holds which layers and shards, and which link each group uses.
+
+    Controls: ``model``, ``cluster``, ``tp``, ``pp`` (DP = GPUs / (TP PP)),
+    ``nodes_per_rack`` and ``color_by``. ``result``: the degrees, node and rack
+    counts, and for each group kind its size, count, scope and link.
+    ``link_to(configurator)`` makes the map follow a :class:`Configurator`.
+    """
+
+    title = "3D-parallelism map"
+    subtitle = "One cell per GPU: columns are nodes (grouped in racks), rows the 8 GPUs of a node."
+
+    def build(self):
+        self.add_control("model", widgets.Dropdown(options=MODEL_CHOICES, value="gpt3-175b", description="Model"))
+        self.add_control("cluster", widgets.Dropdown(options=CLUSTER_CHOICES, value="h100-1024", description="Cluster"))
+        self.add_control("tp", widgets.SelectionSlider(options=TP_CHOICES, value=8, description="TP"))
+        self.add_control("pp", widgets.IntSlider(value=8, min=1, max=64, description="PP"))
+        self.add_control("nodes_per_rack", widgets.IntSlider(value=4, min=1, max=16, description="Nodes/rack"))
+        self.add_control("color_by", widgets.ToggleButtons(options=list(COLOR_BY), value="pipeline stage",
+                                                           description="Colour"))
+        xs, ys = bq.LinearScale(min=0), bq.LinearScale(min=0, reverse=True)
+        self.colors = bq.ColorScale(scheme="viridis", min=0, max=1)
+        self.grid = bq.GridHeatMap(row=np.arange(9), column=np.arange(3), color=np.zeros((8, 2)),
+                                   scales={"row": ys, "column": xs, "color": self.colors}, null_color="#e2e8f0",
+                                   stroke="white", tooltip=bq.Tooltip(fields=["color"], labels=["value"]))
+        self.racks = bq.Lines(x=np.zeros((1, 2)), y=np.zeros((1, 2)), scales={"x": xs, "y": ys}, colors=["#0f172a"],
+                              stroke_width=2.5)
+        color_axis = bq.ColorAxis(scale=self.colors, label="", side="right")
+        fig = figure([self.grid, self.racks], xs, ys, "node (thick lines: rack boundaries)", "GPU slot",
+                     title="GPUs coloured by pipeline stage", height="320px")
+        fig.axes = fig.axes + [color_axis]
+        self.map_figure = self.add_figure(fig)
+        self.table = widgets.HTML()
+        self.extra.children = (self.table,)
+        for name, label in (("dp", "DP (derived)"), ("nodes", "Nodes / racks"), ("tp_scope", "TP group"),
+                            ("pp_scope", "Pipeline neighbours"), ("dp_scope", "DP group")):
+            self.add_card(name, label)
+
+    def link_to(self, configurator) -> None:
+        """Follow a configurator's model, cluster, TP and PP."""
+        def copy(_change=None):
+            with self.batch():
+                for name in ("model", "cluster", "tp", "pp"):
+                    self.controls[name].value = configurator.controls[name].value
+        for name in ("model", "cluster", "tp", "pp"):
+            configurator.controls[name].observe(copy, names="value")
+        copy()
+
+    def refresh(self, v):
+        model = catalog.model(v["model"])
+        cluster = catalog.cluster(v["cluster"])
+        g = cluster.node.gpus_per_node
+        gpus = cluster.nodes * g
+        tp, pp = int(v["tp"]), int(v["pp"])
+        dp = max(gpus // (tp * pp), 1)
+        plan = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, **PLAN_SETTINGS)
+        lay = rank_layout(tp, pp, dp, g, int(v["nodes_per_rack"]))
+
+        shown_nodes = min(max(lay.nodes, 1), MAX_NODES_SHOWN, max(cluster.nodes, 1))
+        field = COLOR_BY[v["color_by"]]
+        values = getattr(lay, field).astype(float)
+        color = np.full((g, shown_nodes), np.nan)
+        visible = lay.node < shown_nodes
+        color[lay.slot[visible], lay.node[visible]] = values[visible]
+        rack_edges = np.arange(0, shown_nodes + 1, int(v["nodes_per_rack"]))
+        with self.colors.hold_sync():
+            self.colors.min, self.colors.max = 0.0, float(max(values.max(), 1.0))
+        self.set_marks(self.grid, color=color, row=np.arange(g + 1), column=np.arange(shown_nodes + 1))  # color first: bqplot validates row/column against it
+        self.set_marks(self.racks, x=np.stack([rack_edges, rack_edges], axis=1).astype(float),
+                       y=np.tile([0.0, float(g)], (rack_edges.size, 1)))
+        self.map_figure.title = (f"GPUs coloured by {v['color_by']}"
+                                 + (f" (first {shown_nodes} of {cluster.nodes} nodes)" if cluster.nodes > shown_nodes else ""))
+
+        intra, inter = cluster.node.intra_link, cluster.fabric or cluster.node.inter_link
+        groups = {}
+        for kind in GROUP_KINDS:
+            scope = lay.scope(kind)
+            link = None if scope == "single GPU" else intra if scope == "inside a node" else inter
+            groups[kind] = {**lay.spans[kind], "scope": scope, "link": link.name if link else "none",
+                            "bandwidth": link.bandwidth if link else 0.0}
+        layers = _layers_per_stage(model.layers, pp)
+
+        rows = "".join(
+            f"<tr><td><b>{kind}</b></td><td>{groups[kind]['size']}</td><td>{groups[kind]['groups']}</td>"
+            f"<td>{html.escape(groups[kind]['scope'])}</td><td>{html.escape(groups[kind]['link'])}"
+            + (f" ({fmt_rate(groups[kind]['bandwidth'])})" if groups[kind]["bandwidth"] else "")
+            + f"</td><td>{html.escape(CARRIES[kind])}</td></tr>" for kind in GROUP_KINDS)
+        stage_text = ", ".join(f"stage {i + 1}: {n}" for i, n in enumerate(layers[:8])) + (" ..." if pp > 8 else "")
+        self.table.value = (
+            "<table style='font-size:0.85rem;border-collapse:collapse' cellpadding='4'>"
+            "<tr><th>group</th><th>size</th><th>groups</th><th>members sit</th><th>link</th><th>carries</th></tr>"
+            f"{rows}</table><div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
+
+        self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {pp})", "normal" if tp * pp * dp == gpus else "bad")
+        racks = -(-cluster.nodes // int(v["nodes_per_rack"]))
+        self.set_card("nodes", f"{cluster.nodes} / {racks}", f"{g} GPUs per node")
+        for kind, card in (("tensor", "tp_scope"), ("pipeline", "pp_scope"), ("data", "dp_scope")):
+            scope = groups[kind]["scope"]
+            tone = "bad" if kind == "tensor" and scope not in ("inside a node", "single GPU") else "normal"
+            self.set_card(card, scope, groups[kind]["link"], tone)
+        self.set_math(
+            f"rank = tp_rank + TP &middot; (dp_rank + DP &middot; stage) (Megatron-LM order);"
+            f" node = rank // {g}; rack = node // {int(v['nodes_per_rack'])}<br>"
+            f"TP groups: {tp} consecutive ranks; pipeline neighbours are TP &middot; DP = {tp * dp} ranks apart;"
+            f" DP peers are TP = {tp} ranks apart."
+        )
+        for code, sentence in plan.violations:
+            self.flag(code, sentence)
+        return {
+            "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "pp": pp, "dp": dp,
+            "nodes": cluster.nodes, "racks": racks, "nodes_shown": shown_nodes, "color_by": v["color_by"],
+            "groups": groups, "layers_per_stage": layers, "feasible": bool(plan.feasible),
+            "violations": [code for code, _ in plan.violations],
+        }

@@ -1,0 +1,151 @@
+"""3D-parallelism map: rank layout by hand, links per group, banners = plan() violations."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from course import core
+from course.core import catalog
+from course.instruments._layout import rank_layout
+
+from .helpers import assert_alive, changed, mark_arrays, same_figures
+
+needs_planner = pytest.mark.skipif(
+    not all(hasattr(core, n) for n in ("plan", "hierarchical_allreduce_time", "activation_bytes_per_layer",
+                                      "bubble_overhead")),
+    reason="course.core planner and its physics not landed")
+
+
+# -- the layout (no core needed) -------------------------------------------------------
+def test_megatron_rank_order_by_hand():
+    lay = rank_layout(tp=2, pp=2, dp=2, gpus_per_node=4, nodes_per_rack=1)
+    # rank = tp_rank + 2 * (dp_rank + 2 * stage)
+    assert lay.tp_rank.tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+    assert lay.dp_rank.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert lay.pp_stage.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert lay.node.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert lay.scope("tensor") == "inside a node"
+    assert lay.scope("data") == "inside a node"
+    assert lay.scope("pipeline") == "across racks"  # one node per rack here
+
+
+def test_gpt3_on_1024_h100s():
+    lay = rank_layout(tp=8, pp=8, dp=16, gpus_per_node=8, nodes_per_rack=4)
+    assert lay.gpus == 1024 and lay.nodes == 128
+    assert lay.spans["tensor"] == {"size": 8, "groups": 128, "cross_node": 0, "cross_rack": 0}
+    assert lay.spans["data"]["groups"] == 64 and lay.spans["data"]["cross_node"] == 64
+    # pipeline neighbours are tp * dp = 128 ranks (16 nodes) apart
+    assert int(lay.pp_stage[127]) == 0 and int(lay.pp_stage[128]) == 1
+    assert lay.scope("pipeline") == "across racks"
+
+
+def test_tp_that_does_not_divide_the_node_straddles_nodes():
+    lay = rank_layout(tp=3, pp=1, dp=8, gpus_per_node=8)
+    assert 0 < lay.spans["tensor"]["cross_node"] < lay.spans["tensor"]["groups"]
+    assert lay.scope("tensor") == "across nodes"
+    assert rank_layout(tp=16, pp=1, dp=4).scope("tensor") == "across nodes"
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_layout_rejects_non_positive_degrees(bad):
+    with pytest.raises(ValueError, match="tp"):
+        rank_layout(tp=bad, pp=1, dp=1)
+
+
+# -- the instrument ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pmap():
+    from course.instruments.parallel_map import ParallelMap
+
+    return ParallelMap()
+
+
+def set_controls(inst, **values):
+    with inst.batch():
+        for name, value in values.items():
+            inst.controls[name].value = value
+
+
+def _check(pmap):
+    from course.instruments.parallel_map import PLAN_SETTINGS
+
+    assert_alive(pmap)
+    v = pmap.values()
+    cluster = catalog.cluster(v["cluster"])
+    dp = max(cluster.gpus // (v["tp"] * v["pp"]), 1)
+    p = core.plan(v["model"], v["cluster"], tp=v["tp"], pp=v["pp"], dp=dp, **PLAN_SETTINGS)
+    assert pmap.failures == [code for code, _ in p.violations]
+    r = pmap.result
+    assert r["dp"] == dp
+    color = np.array(pmap.grid.color, dtype=float)
+    assert color.shape == (cluster.node.gpus_per_node, r["nodes_shown"])
+    assert np.nanmax(color) <= pmap.colors.max
+    assert sum(r["layers_per_stage"]) == catalog.model(v["model"]).layers
+
+
+@needs_planner
+def test_links_follow_the_scope(pmap):
+    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, nodes_per_rack=4)
+    _check(pmap)
+    groups = pmap.result["groups"]
+    assert groups["tensor"]["link"] == "NVLink 4" and groups["tensor"]["bandwidth"] == 450e9
+    assert groups["pipeline"]["link"] == groups["data"]["link"] == "InfiniBand NDR"
+    assert pmap.result["layers_per_stage"] == [12] * 8
+    pmap.controls["tp"].value = 16
+    _check(pmap)
+    assert pmap.result["groups"]["tensor"]["link"] == "InfiniBand NDR"
+    assert "tp_crosses_node" in pmap.failures
+    set_controls(pmap, cluster="research-256", tp=8, pp=4)
+    assert pmap.result["groups"]["data"]["link"] == "Ethernet 100G"
+
+
+@needs_planner
+def test_colour_by_switches_the_grid_values(pmap):
+    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, color_by="pipeline stage")
+    figs, marks = list(pmap.figures), [m for f in pmap.figures for m in f.marks]
+    before = mark_arrays(pmap)
+    stages = np.array(pmap.grid.color, dtype=float)
+    assert stages[0, 0] == 0 and stages[0, 16] == 1  # 16 nodes per stage
+    pmap.controls["color_by"].value = "tensor shard"
+    assert same_figures(pmap, figs, marks)
+    assert changed(before, mark_arrays(pmap))
+    np.testing.assert_array_equal(np.array(pmap.grid.color, dtype=float)[:, 0], np.arange(8))
+
+
+@needs_planner
+def test_large_cluster_shows_its_first_nodes(pmap):
+    set_controls(pmap, cluster="h100-16384", tp=8, pp=16)
+    _check(pmap)
+    assert pmap.result["nodes_shown"] == 128 and pmap.result["nodes"] == 2048
+    assert "first 128 of 2048" in pmap.map_figure.title
+
+
+@needs_planner
+def test_grid_never_escapes(pmap):
+    for cluster, tp, pp, rack in itertools.product(("h100-1024", "research-256"), (1, 8, 64), (1, 3, 64), (1, 16)):
+        set_controls(pmap, cluster=cluster, tp=tp, pp=pp, nodes_per_rack=rack)
+        _check(pmap)
+
+
+@needs_planner
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=st.sampled_from(["gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-7b"]),
+       cluster=st.sampled_from(["h100-1024", "h100-16384", "research-256", "selene-3072"]),
+       tp=st.sampled_from([1, 2, 4, 8, 16, 32, 64]), pp=st.integers(1, 64), rack=st.integers(1, 16),
+       color=st.sampled_from(["pipeline stage", "tensor shard", "data replica"]))
+def test_fuzz(pmap, model, cluster, tp, pp, rack, color):
+    set_controls(pmap, model=model, cluster=cluster, tp=tp, pp=pp, nodes_per_rack=rack, color_by=color)
+    _check(pmap)
+
+
+def test_layout_doctests():
+    import doctest
+
+    import course.instruments._layout as layout
+
+    assert doctest.testmod(layout).failed == 0
