@@ -506,9 +506,14 @@ def _sentences(cols, i, m, c, requested_batch):
                     f"The {m.layers} layers do not split evenly into PP x interleave = {stages} stages: "
                     f"the busiest stage gets {-(-m.layers // stages)} layers and the others wait for it."))
     if requested_batch is not None and requested_batch != g("global_batch"):
+        if requested_batch % (b * dp):
+            why = (f"cannot be split: micro-batch x DP = {b} x {dp} = {b * dp} does not divide it "
+                   f"(planned with {g('global_batch')} instead)")
+        else:
+            why = (f"does not match micro-batch x DP x micro-batches = {b} x {dp} x {nmb} = "
+                   f"{g('global_batch')}")
         out.append(("batch_not_divisible",
-                    f"A global batch of {requested_batch} is not micro-batch x DP x micro-batches: "
-                    f"{b} x {dp} does not divide it (the nearest that works is {g('global_batch')})."))
+                    f"A global batch of {requested_batch} sequences {why}."))
     if g("viol_too_few_microbatches"):
         out.append(("too_few_microbatches",
                     f"Only {nmb} micro-batches for {pp} pipeline stages: some stages would never be "
