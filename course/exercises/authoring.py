@@ -69,8 +69,10 @@ def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: S
         gid = ex.grade_id()
         text = f"{heading(ex)}\n\n{prompt(s)}\n\n{_answer_line(answers, options)}{_note(note)}"
         out = [Cell("markdown", text),
-               Cell("answer", f"### BEGIN SOLUTION\n{solution(s)}\n### END SOLUTION", gid + "_answer"),
-               Cell("check", f"check({number!r}, globals())", gid + "_check"),
+               Cell("answer", "".join(f"# {n} = ...   ({u})\n" for n, u in answers.items())
+                    + f"### BEGIN SOLUTION\n{solution(s)}\n### END SOLUTION", gid + "_answer"),
+               Cell("check", "# Visible check: type, unit and order of magnitude (the exact value is graded later)\n"
+                             f"check({number!r}, globals())", gid + "_check"),
                Cell("test", hidden_test(gid, "compares your answer with the key"), gid, points)]
         if manual:
             out.append(Cell("markdown", f"**{number} (written, graded by hand)** {manual['prompt']}"))
@@ -146,7 +148,8 @@ def debug_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
                 Cell("answer", f"### BEGIN SOLUTION\nbuggy_line = {buggy_line}\n### END SOLUTION",
                      ex.grade_id("_line_answer")),
                 Cell("answer", fix, ex.grade_id("_fix_answer")),
-                Cell("check", f"check({number!r}, globals())", ex.grade_id("_check")),
+                Cell("check", "# Visible check: the line number's range and the worked example\n"
+                              f"check({number!r}, globals())", ex.grade_id("_check")),
                 Cell("test", hidden_test(ex.grade_id("_line"), "the line you named"),
                      ex.grade_id("_line"), line_points),
                 Cell("test", hidden_test(ex.grade_id("_fix"), f"your fixed `{function}`"),
