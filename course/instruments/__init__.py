@@ -8,6 +8,12 @@ cards.py       metric cards, failure banners, stakeholder message card, HUD foot
 context.py     link choices from the catalog, Cloud/Edge/Mobile/Tiny track selector
 allreduce.py   :class:`AllreduceComparator`, :class:`AlgorithmDashboard` (Lab 06)
 ring.py        :class:`RingAllreduceView`, step-by-step ring all-reduce
+scaling.py     :class:`ScalingExplorer`, data-parallel MFU vs GPUs (Lab 05 Act I)
+efficiency.py  :class:`EfficiencyPlot`, samples/s vs GPUs, ideal line, diminishing returns
+configurator.py :class:`Configurator`, TP x PP x DP design with plan() (Lab 05 Act II)
+parallel_map.py :class:`ParallelMap`, which GPU holds which layers/shards, links per group
+sync_audit.py  :class:`SyncAudit`, sync vs async SGD, stragglers, checkpoints, dollars
+pipeline_timeline.py :class:`PipelineTimeline`, GPipe / 1F1B / interleaved timeline
 
 Prediction locks and the design ledger live one level up
 (:mod:`course.prediction`, :mod:`course.ledger`).
@@ -66,12 +72,24 @@ __all__ = [
     "AllreduceComparator",
     "AlgorithmDashboard",
     "RingAllreduceView",
+    "ScalingExplorer",
+    "EfficiencyPlot",
+    "Configurator",
+    "ParallelMap",
+    "SyncAudit",
+    "PipelineTimeline",
 ]
 
 _LAZY = {
     "AllreduceComparator": ".allreduce",
     "AlgorithmDashboard": ".allreduce",
     "RingAllreduceView": ".ring",
+    "ScalingExplorer": ".scaling",
+    "EfficiencyPlot": ".efficiency",
+    "Configurator": ".configurator",
+    "ParallelMap": ".parallel_map",
+    "SyncAudit": ".sync_audit",
+    "PipelineTimeline": ".pipeline_timeline",
 }
 
 
