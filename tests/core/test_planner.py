@@ -259,3 +259,27 @@ def test_invalid_model_and_cluster():
         plan(GPT3, 1024, tp=8, pp=8, dp=16)
     with pytest.raises(ValueError, match="recompute"):
         sweep(GPT3, H100_1024, recompute=("all",))
+
+
+# --------------------------------------------------------------------------- properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4, 8]),
+       b=st.sampled_from([1, 2, 4]), m=st.integers(1, 64), zero=st.integers(0, 3),
+       rc=st.sampled_from(["none", "selective", "full"]), sp=st.booleans(),
+       overlap=st.booleans())
+def test_parts_are_non_negative_and_add_up(tp, pp, b, m, zero, rc, sp, overlap):
+    dp = 1024 // (tp * pp)
+    p = plan(GPT3, H100_1024, tp=tp, pp=pp, dp=dp, micro_batch=b, num_microbatches=m,
+             zero_stage=zero, recompute=rc, sequence_parallel=sp, overlap=overlap)
+    parts = p.breakdown()
+    assert all(x >= 0 for x in parts.values())
+    assert sum(parts.values()) == pytest.approx(p.step_time, rel=1e-12)
+    assert p.dp_comm_exposed <= p.dp_comm * (1 + 1e-12)
+    assert 0 <= p.bubble_fraction < 1
+    assert p.feasible == (not p.violations)
+    assert ("out_of_memory" in codes(p)) == (p.memory_total > 80e9)
