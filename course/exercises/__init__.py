@@ -44,9 +44,13 @@ def harvest_json(grade_id: str, namespace: dict, seed: int = 0) -> str:
     """Harvest ``grade_id`` from ``namespace`` (in the kernel) and return JSON text."""
     import json
 
+    import warnings
+
     part = REGISTRY[grade_id]
     try:
-        harvested = part.harvest(namespace, part.probes(seed))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            harvested = part.harvest(namespace, part.probes(seed))
     except Exception as exc:  # a broken answer must still produce a row
         harvested = {"__harvest_error__": type(exc).__name__}
     return json.dumps(to_plain(harvested), allow_nan=True)
@@ -68,7 +72,12 @@ def judge_json(grade_id: str, text: str, seed: int = 0) -> Verdict:
 
 def grade_in_kernel(grade_id: str, namespace: dict, seed: int = 0) -> None:
     """Hidden-test entry point: raise AssertionError with the reason unless fully correct."""
-    verdict = REGISTRY[grade_id].grade(namespace, seed)
+    import warnings
+
+    # nbgrader gives a cell zero points for any stderr output: keep the student's warnings out of it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = REGISTRY[grade_id].grade(namespace, seed)
     if not verdict.passed:
         raise AssertionError(verdict.reason)
     print(f"{grade_id}: {verdict.reason}")
