@@ -209,12 +209,27 @@ def test_derivations_render_with_numbers_and_no_errors():
         assert isinstance(text, str) and len(text) > 40 and "**" in text, ex.number
 
 
-def test_errata_are_visible_to_students():
+def test_errata_are_visible_to_students_without_giving_the_answer():
     prompts = {ex.number: "\n".join(c.source for c in ex.cells(spec_for(ex)) if c.role == "markdown")
                for ex in _exercises()}
     assert "real bug" in prompts["5.5"]
     assert "halves" in prompts["6.2"]
     assert "172 GB" in prompts["8.5"]
     assert "overhead" in prompts["9.6"] and "share" in prompts["9.6"]
-    assert "21,194,342" in prompts["9.9"]
-    assert "7.27" in prompts["9.7"]
+    assert "21,233,448" in prompts["9.9"]
+    assert "contradicts itself" in prompts["9.7"]
+    assert "Llama 3 paper" in prompts["9.8"]
+    # the corrected answers themselves stay out of the student's notebook
+    for number, secrets in {"6.2": ["117", "112"], "6.5": ["20.9"], "8.5": ["21.5", "21.47"],
+                            "9.6": ["375", "187.5", "78.9", "65.2"], "9.7": ["14.6", "7.27"],
+                            "9.8": ["CP, PP", "'CP', 'PP'"], "9.9": ["1,059,717", "21,194,342"]}.items():
+        for secret in secrets:
+            assert secret not in prompts[number], (number, secret)
+    concept = "\n".join(text for ch in CHAPTERS for text in _chapter(ch).CHAPTER["concept"])
+    for secret in ("21.5 GB", "20.9", "375", "21,194,342", "[TP, CP, PP, DP]"):
+        assert secret not in concept, secret
+
+
+def _chapter(chapter):
+    from course.exercises.chapters import MODULES
+    return MODULES[chapter]

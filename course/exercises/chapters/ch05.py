@@ -41,10 +41,10 @@ $$t_\text{bubble} = (p-1)\,(t_f+t_b)\qquad\text{beside its useful work}\qquad t_
 (Narayanan et al., SC21, section 2.2). The same bubble is quoted in two ways, so always say
 which one you mean:
 
-| quantity | formula | $p=4,\ m=12$ | in `course.core` |
+| quantity | formula | $p=8,\ m=32$ | in `course.core` |
 |---|---|---|---|
-| bubble **overhead**: bubble time relative to ideal compute time | $(p-1)/m$ | 25 % | `bubble_overhead(p, m)` |
-| bubble **share**: fraction of the whole step spent idle | $(p-1)/(m+p-1)$ | 20 % | `bubble_fraction(p, m)` |
+| bubble **overhead**: bubble time relative to ideal compute time | $(p-1)/m$ | 21.9 % | `bubble_overhead(p, m)` |
+| bubble **share**: fraction of the whole step spent idle | $(p-1)/(m+p-1)$ | 17.9 % | `bubble_fraction(p, m)` |
 
 An overhead $o$ and a share $f$ of the same bubble satisfy $f = o/(1+o)$. An overhead can
 exceed 100 %; a share never reaches 100 %.

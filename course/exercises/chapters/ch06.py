@@ -55,7 +55,7 @@ heads and of key/value heads must be divisible by $t$, or the KV heads must be r
 
 > **Erratum (source workbook).** The workbook's 6.2 computes the per-GPU ring volume
 > $2\frac{t-1}{t}S$ of one all-reduce and then halves it for no reason. Below the volume is not
-> halved, and 6.5, which builds on it, changes with it: 20.9 % instead of 9.6 %.
+> halved, and 6.5, which builds on it, changes with it (about twice the workbook's 9.6 %).
 """],
 }
 
@@ -111,8 +111,9 @@ values_exercise(
         f"{_tensor_bytes(s) / u.MB:.4g}$ MB = **{_key_6_2(s)['allreduce_mb_per_gpu']:.4g} MB** "
         f"({_key_6_2(s)['allreduce_mb_per_gpu'] * u.MB / u.MiB:.4g} MiB). Each of the layer's four "
         "all-reduces (two forward, two backward) moves this much."),
-    note=("The workbook halves this volume (\"per AllReduce = 112/2 = 56 MB\") for no reason: the ring "
-          "formula already gives the volume of one all-reduce. Its 112 is also in MiB, not MB."))
+    note=("The workbook halves this volume (it divides by 2 at the end) for no reason: the ring "
+          "formula already gives the volume of one all-reduce. Mind the unit: MB = $10^6$ bytes, "
+          "not MiB."))
 
 
 # 6.3 -----------------------------------------------------------------------------------

@@ -183,7 +183,7 @@ build_exercise(
                       "expected share of time wasted at that interval, "
                       "$100\\,(\\delta/\\tau + \\tau/2M)$ **percent** (writing checkpoints plus half an "
                       "interval lost per failure). Raise `ValueError` if an input is not positive. "
-                      "Worked example: MTBF 24 h and 98 s per checkpoint give about (68.6, 4.76)."),
+                      "Worked example: MTBF 12 h and 60 s per checkpoint give about (37.9, 5.27)."),
     function="optimal_checkpoint_interval", signature="(mtbf_hours, ckpt_seconds)",
     docstring="Young's checkpoint interval in minutes and the first-order waste in percent.",
     body=("if not mtbf_hours > 0:\n"
@@ -194,10 +194,10 @@ build_exercise(
           "interval_h = (2 * delta_h * mtbf_hours) ** 0.5\n"
           "waste = delta_h / interval_h + interval_h / (2 * mtbf_hours)\n"
           "return interval_h * 60, 100 * waste"),
-    reference=_reference_7_5, probes=_probes_7_5, examples=[[24.0, 98.0]], returns="numbers",
+    reference=_reference_7_5, probes=_probes_7_5, examples=[[12.0, 60.0]], returns="numbers",
     derivation=lambda s: (
         "**Work in one unit (hours).** Convert: $\\delta$ = ckpt_seconds / 3600. Young: "
         "$\\tau = \\sqrt{2\\delta M}$, times 60 for minutes. Waste: $\\delta/\\tau + \\tau/(2M)$; at "
-        "Young's $\\tau$ both terms are equal, so the waste is $\\sqrt{2\\delta/M}$: for 24 h and 98 s, "
-        f"{_reference_7_5(24.0, 98.0)[1]:.3g} %. Inputs that are not positive have no meaning "
+        "Young's $\\tau$ both terms are equal, so the waste is $\\sqrt{2\\delta/M}$: for 24 h and 98 s "
+        f"(exercise 7.3) {_reference_7_5(24.0, 98.0)[1]:.3g} %. Inputs that are not positive have no meaning "
         "and raise `ValueError`."))

@@ -67,8 +67,8 @@ E4M3 spends its bits on precision, E5M2 on range. The usual recipe (Micikevicius
 a per-tensor scale factor.
 
 > **Erratum (source workbook).** The workbook's 8.5 multiplies its activation totals by an
-> unexplained extra factor and reports 172 GB saved by FP8. With its own inputs FP16 needs
-> 42.9 GB and FP8 21.5 GB: FP8 saves **21.5 GB**.
+> unexplained extra factor and reports 172 GB saved by FP8, eight times too much. Exercise 8.5
+> below counts the bytes from the stated inputs only.
 """],
 }
 
@@ -211,8 +211,8 @@ values_exercise(
         f"{_activation_bytes(s, 'fp16') / u.GB:.4g} GB; FP8 (1 B each): "
         f"{_activation_bytes(s, 'fp8_e4m3') / u.GB:.4g} GB. Saved: **{_key_8_5(s)['fp8_saving_gb']:.4g} GB**, "
         "half of the FP16 total."),
-    note=("The workbook reports 172 GB saved: its totals carry an unexplained extra factor. With its "
-          "own inputs FP16 needs 42.9 GB and FP8 21.5 GB."))
+    note=("The workbook reports 172 GB saved: its totals carry an unexplained extra factor. Count "
+          "only the elements stated here, at 2 and at 1 byte each."))
 
 
 # 8.6 -----------------------------------------------------------------------------------
@@ -242,8 +242,9 @@ build_exercise(
                       "to the counter and, when it reaches `grow_interval`, double the scale and reset "
                       "the counter. Return the final scale as a float. Raise `ValueError` if "
                       "`init_scale` is not positive or `grow_interval` is not a whole number \u2265 1. "
-                      "Worked example (8.2): `dynamic_loss_scale([False, True, False, True, False], "
-                      "65536.0, 2000)` returns 16384.0."),
+                      "Worked example: `dynamic_loss_scale([False, False, True, False, False, False], "
+                      "1024.0, 2)` doubles after two good steps, halves on the overflow, doubles "
+                      "again, and returns 2048.0."),
     function="dynamic_loss_scale", signature="(steps, init_scale, grow_interval)",
     docstring="Final loss scale after the steps (True = overflow), GradScaler rules.",
     body=("if not init_scale > 0:\n"
@@ -260,7 +261,7 @@ build_exercise(
           "            scale, good = scale * 2.0, 0\n"
           "return scale"),
     reference=_reference_8_6, probes=_probes_8_6,
-    examples=[[[False, True, False, True, False], 65536.0, 2000], [[False, False, False], 1024.0, 3]],
+    examples=[[[False, False, True, False, False, False], 1024.0, 2], [[False, False, False], 1024.0, 3]],
     derivation=lambda s: (
         "**Keep two pieces of state**: the scale and the count of good steps since the last change. An "
         "overflow halves the scale and zeroes the count; a good step increments the count, and at "

@@ -46,11 +46,12 @@ Energy in kWh = GPUs × watts / 1000 × hours.
 In `course.core`: `training_flops`, `pf_days`, `training_days`, `bubble_overhead`,
 `bubble_fraction`, `allreduce_time`, `energy_kwh`, `energy_cost`.
 
-> **Errata (source workbook).** Its 9.6 reports a bubble of 375 % without saying that this
-> is the *overhead* relative to ideal compute time (the *share* of the step is 79 %); below you
-> give both. Its 9.7 computes the per-GPU ring volume, halves it, then takes that back; the
-> answer is $2\frac{N-1}{N}S$. Its 9.9 multiplies 11,469 kW × 1848 h wrongly; the product is
-> 21,194,342 kWh. Its 9.8 orders CP after PP, while the Llama 3 paper uses [TP, CP, PP, DP].
+> **Errata (source workbook).** Its 9.6 quotes a bubble above 100 % without saying that it is
+> the *overhead* relative to ideal compute time, not the *share* of the step; below you give
+> both. Its 9.7 computes the per-GPU ring volume, halves it, then takes that back; the answer
+> is the ring volume $2\frac{N-1}{N}S$, once. Its 9.9 makes an arithmetic slip in the energy
+> product. Its 9.8 answer disagrees with the order Meta's paper reports; the key follows the
+> paper.
 """],
 }
 
@@ -208,8 +209,8 @@ values_exercise(
                         "share_1f1b_pct = 100 * (pp - 1) / (m + pp - 1)\n"
                         "overhead_interleaved_pct = 100 * (pp - 1) / (v * m)\n"
                         "share_interleaved_pct = 100 * (pp - 1) / (v * m + pp - 1)"),
-    note=("The workbook's \"bubble = 375 %\" is the overhead relative to ideal compute; a share of the "
-          "step can never exceed 100 %. Here you name and give both."))
+    note=("The workbook gives one \"bubble\" above 100 % without saying that it is the overhead "
+          "relative to ideal compute; a share of the step can never exceed 100 %. Here you give both."))
 
 
 # 9.7 -----------------------------------------------------------------------------------
@@ -236,8 +237,8 @@ values_exercise(
         f"per GPU. At 50 GB/s (InfiniBand NDR) that is "
         f"{_key_9_7(s)['dp_allreduce_gb_per_gpu'] / 50 * 1e3:.0f} ms, mostly hidden behind the "
         "backward pass by bucketing."),
-    note=("The workbook's derivation gives 14.65 GB, then 7.27 GB, then 14.63 GB. The ring volume per "
-          "GPU is $2\\frac{N-1}{N}S$, once, not halved."))
+    note=("The workbook's derivation contradicts itself: it halves the volume and then takes that "
+          "back. The ring volume per GPU is $2\\frac{N-1}{N}S$, applied once."))
 
 
 # 9.8 -----------------------------------------------------------------------------------
@@ -252,15 +253,15 @@ values_exercise(
     answers={"order": "list, innermost first"}, key=lambda s: {"order": list(s["dims"])}, rtol=0.0,
     solution=lambda s: f"order = {list(s['dims'])!r}",
     derivation=lambda s: (
-        "**TP, CP, PP, DP** (Llama Team 2024, sec. 3.3.2). TP all-reduces activations twice per layer "
+        "**TP, CP, PP, DP** (Llama Team 2024, sec. 3.3.2; the workbook's TP, PP, CP, DP puts the "
+        "pipeline inside context parallelism). TP all-reduces activations twice per layer "
         "in each pass and nothing overlaps them: it must stay on NVLink. CP passes key/value blocks "
         "around a ring inside every attention layer: also on the critical path, with less data. PP "
         "sends one activation tensor per micro-batch and stage boundary, point to point, overlapped "
         "with the other micro-batches. DP all-reduces gradients once per step, overlapped with the "
         "backward pass: it tolerates the slowest links."),
-    note=("The workbook's answer is TP, PP, CP, DP. Meta's paper uses [TP, CP, PP, DP]: ring attention "
-          "exchanges data inside every attention layer, on the critical path, so it needs faster links "
-          "than the pipeline's stage-to-stage sends. The key follows the paper."))
+    note=("The workbook's own answer to this exercise disagrees with the order Meta reports in the "
+          "Llama 3 paper. The key follows the paper; your feedback explains the difference."))
 
 
 # 9.9 -----------------------------------------------------------------------------------
@@ -285,5 +286,5 @@ values_exercise(
         f"${s['usd_per_kwh']:g}/kWh: **${_key_9_9(s)['electricity_usd']:,.0f}**. Cooling and the rest "
         "of the data centre (PUE ≈ 1.4) add about 40 %; GPU rental at $2/GPU-h would be about "
         f"${s['gpus'] * s['days'] * 24 * 2 / 1e6:.1f} M."),
-    note=("The workbook multiplies 11,469 kW × 1848 h to 21,233,448 kWh; the product is 21,194,342 kWh, "
-          "so the bill is $1,059,717, not $1,061,672."))
+    note=("The workbook's product of kW and hours is off (it prints 21,233,448 kWh and $1,061,672); "
+          "multiply carefully."))
