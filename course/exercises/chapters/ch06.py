@@ -1,6 +1,6 @@
 """Chapter 6 - tensor parallelism: workbook exercises 6.1-6.5.
 
-Keys come from ``course.core`` (``allreduce_time`` with the ring algorithm) and the
+Keys come from ``course.core`` (``allreduce_traffic_bytes`` and ``allreduce_time``, ring) and the
 Megatron-LM layout of Shoeybi et al. 2019 (column- then row-parallel linears, two
 all-reduces per layer and pass).
 """
@@ -84,8 +84,8 @@ def _tensor_bytes(s):
 
 
 def _ring_bytes_per_gpu(message_bytes, n):
-    # At a bandwidth of 1 byte/s the ring time in seconds equals the bytes each GPU sends.
-    return core.allreduce_time(message_bytes, n, 1.0, algorithm="ring")
+    # every GPU sends 2 (n-1)/n * message_bytes (Patarasuk & Yuan 2009)
+    return core.allreduce_traffic_bytes(message_bytes, n, algorithm="ring")
 
 
 def _key_6_2(s):

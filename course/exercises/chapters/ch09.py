@@ -1,7 +1,7 @@
 """Chapter 9 - capstone, Llama 3.1 405B: workbook exercises 9.1-9.9.
 
 Keys come from ``course.core`` (``training_flops``, ``pf_days``, ``training_days``,
-``bubble_overhead``, ``bubble_fraction``, ``allreduce_time``, ``energy_kwh``,
+``bubble_overhead``, ``bubble_fraction``, ``allreduce_traffic_bytes``, ``energy_kwh``,
 ``energy_cost``). Model and run facts: Llama Team, "The Llama 3 Herd of Models", 2024.
 """
 
@@ -216,8 +216,8 @@ values_exercise(
 # 9.7 -----------------------------------------------------------------------------------
 def _key_9_7(s):
     gradient_bytes = _weight_bytes_per_gpu(s)         # FP16 gradients, same size as the weights
-    # ring time at a bandwidth of 1 byte/s = bytes each GPU sends, 2 (N-1)/N * S
-    return {"dp_allreduce_gb_per_gpu": core.allreduce_time(gradient_bytes, s["dp"], 1.0, algorithm="ring") / u.GB}
+    # every GPU sends 2 (N-1)/N * S in a ring all-reduce (Patarasuk & Yuan 2009)
+    return {"dp_allreduce_gb_per_gpu": core.allreduce_traffic_bytes(gradient_bytes, s["dp"], algorithm="ring") / u.GB}
 
 
 values_exercise(
