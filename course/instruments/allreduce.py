@@ -55,22 +55,34 @@ def _times(message_bytes, n, bandwidth, latency, algorithms):
                      for a in algorithms])
 
 
-def best_and_crossovers(sizes: np.ndarray, times: np.ndarray, algorithms) -> tuple[np.ndarray, list[dict]]:
+def best_and_crossovers(sizes: np.ndarray, times: np.ndarray, algorithms, n=None, bandwidth=None,
+                        latency=None) -> tuple[np.ndarray, list[dict]]:
     """Index of the fastest algorithm at each size and where that choice changes.
 
-    ``times`` has shape (algorithms, sizes). A crossover between neighbours i
-    and i+1 whose winners differ is placed where the two winners' log-times
-    are equal, interpolating linearly in log(size) between the grid points.
+    ``times`` has shape (algorithms, sizes). Where the winner changes between
+    two grid points, the crossover size comes from the core's analytic
+    ``crossover_message_bytes`` when ``n``, ``bandwidth`` and ``latency`` are
+    given (and it lies between the two points); otherwise it is placed where
+    the two winners' log-times are equal, interpolating linearly in log(size).
     """
     best = np.argmin(times, axis=0)
     crossings = []
     for i in np.flatnonzero(best[1:] != best[:-1]):
         a, b = best[i], best[i + 1]
-        d0 = np.log(times[a, i]) - np.log(times[b, i])
-        d1 = np.log(times[a, i + 1]) - np.log(times[b, i + 1])
-        frac = d0 / (d0 - d1) if d0 != d1 else 0.5
-        x = float(np.exp(np.log(sizes[i]) + frac * (np.log(sizes[i + 1]) - np.log(sizes[i]))))
-        t = float(np.exp(np.log(times[a, i]) + frac * (np.log(times[a, i + 1]) - np.log(times[a, i]))))
+        x = np.nan
+        if n is not None and hasattr(core, "crossover_message_bytes"):
+            x = float(core.crossover_message_bytes(n, bandwidth, latency, algorithms[a], algorithms[b]))
+            if not sizes[i] * (1 - 1e-9) <= x <= sizes[i + 1] * (1 + 1e-9):
+                x = np.nan
+        if np.isnan(x):
+            d0 = np.log(times[a, i]) - np.log(times[b, i])
+            d1 = np.log(times[a, i + 1]) - np.log(times[b, i + 1])
+            frac = d0 / (d0 - d1) if d0 != d1 else 0.5
+            x = float(np.exp(np.log(sizes[i]) + frac * (np.log(sizes[i + 1]) - np.log(sizes[i]))))
+        if n is not None:
+            t = float(core.allreduce_time(x, n, bandwidth, latency, algorithm=algorithms[a]))
+        else:
+            t = float(np.exp(np.interp(np.log(x), np.log(sizes[i:i + 2]), np.log(times[a, i:i + 2]))))
         crossings.append({"message_bytes": x, "seconds": t, "from": algorithms[a], "to": algorithms[b]})
     return best, crossings
 
@@ -234,7 +246,7 @@ class AlgorithmDashboard(Instrument):
         bandwidth, latency = link_bandwidth(link), link_latency(link)
         curves = _times(self.SIZES, n, bandwidth, latency, self.algorithms)  # (algorithms, sizes)
         here = _times(message, n, bandwidth, latency, self.algorithms)  # (algorithms,)
-        best, crossings = best_and_crossovers(self.SIZES, curves, self.algorithms)
+        best, crossings = best_and_crossovers(self.SIZES, curves, self.algorithms, n, bandwidth, latency)
         k = int(np.argmin(here))
         best_name, best_time = self.algorithms[k], float(here[k])
         ties = [a for a, t in zip(self.algorithms, here) if a != best_name and t <= best_time * (1 + TIE)]

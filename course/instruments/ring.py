@@ -48,7 +48,10 @@ def schedule_table(n: int) -> dict[str, np.ndarray]:
     table = core.ring_allreduce_schedule(n)
     step, src = _get(table, _ALIASES["step"]), _get(table, _ALIASES["src"])
     dst, chunk = _get(table, _ALIASES["dst"]), _get(table, _ALIASES["chunk"])
-    phase = _get(table, _ALIASES["phase"])
+    try:  # an explicit boolean column wins over parsing phase names
+        phase = _get(table, ("reduce",))
+    except KeyError:
+        phase = _get(table, _ALIASES["phase"])
     if step.ndim == 2 or src.ndim == 2 and step.ndim == 1 and step.size != src.size:
         # (steps, ranks) layout: broadcast the step index over ranks
         step = np.broadcast_to(np.arange(src.shape[0])[:, None], src.shape)
