@@ -142,6 +142,9 @@ def test_generated_feedback_has_derivations_and_no_hidden_tests(graded_5_9):
     for student in ("reference", "wrong"):
         html = (graded_5_9.root / "feedback" / student / name / f"{name}.html").read_text()
         assert "Worked derivation, exercise 5.1" in html and "Line 3 is the bug" in html
-        assert "BEGIN HIDDEN TESTS" not in html
     reference = (graded_5_9.root / "feedback" / "reference" / name / f"{name}.html").read_text()
-    assert "grade_in_kernel" not in reference
+    assert "grade_in_kernel" not in reference and "BEGIN HIDDEN TESTS" not in reference
+    # a failed hidden test shows its traceback (the judge call only, no keys or probe inputs)
+    # and the judge's reason, which names the wrong answer without the expected value
+    wrong = (graded_5_9.root / "feedback" / "wrong" / name / f"{name}.html").read_text()
+    assert "does not match the expected value" in wrong
