@@ -115,20 +115,22 @@ def test_8_2_loss_scale_trace():
 
 
 def test_8_3_mixed_vs_fp32_memory_ratio():
-    # Mixed precision: FP16 weights + FP16 grads + FP32 master + 2 FP32 Adam moments (16 B/param);
-    # pure FP32: weights, grads and 2 Adam moments, 4 bytes each (16 B/param).
-    mixed = core.model_state_bytes(1.0)
-    fp32 = 4 * core.bytes_per_element("fp32")
+    # Mixed precision: FP16 weights + FP16 grads + FP32 master + 2 FP32 Adam moments;
+    # pure FP32: FP32 weights, grads and 2 Adam moments. 16 bytes per parameter either way.
+    mixed = core.bytes_per_param("fp16", "adam")
+    fp32 = core.bytes_per_param("fp32", "adam")
     assert mixed / fp32 == KEY(1.0, rel=REL)
+    assert core.model_state_bytes(1.0) == mixed
 
 
 def test_8_5_fp8_activation_savings():
     # The exercise's model: 2*b*s*d stored elements per layer, b=4, s=4096, d=8192, 80 layers.
-    elements = 80 * 2 * 4 * 4096 * 8192
+    elements = 80 * core.workbook_activation_elements_per_layer(4, 4096, 8192)
     fp16 = elements * core.bytes_per_element("fp16")
     fp8 = elements * core.bytes_per_element("fp8_e4m3")
     assert fp16 / GB == KEY(42.9, rel=REL)
     assert (fp16 - fp8) / GB == KEY(21.5, rel=REL)
+    assert core.workbook_activation_bytes(4, 4096, 8192, 80, "fp16") == KEY(fp16)
 
 
 # --- chapter 9: capstone (the parts that belong to data parallelism and economics) --------
