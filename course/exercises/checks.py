@@ -36,7 +36,8 @@ _UNIT_SLIPS = [
     (1e12, "a factor of 10^12 off: check the unit (e.g. FLOP vs TFLOP)"),
     (100.0, "a factor of 100 off: a percent written as a fraction (or the reverse)?"),
     (1.073741824, "about 7 % off: GiB instead of GB? This course uses decimal GB = 10^9 bytes"),
-    (1.048576, "about 5 % off: MiB instead of MB? This course uses decimal MB = 10^6 bytes"),
+    (60.0, "a factor of 60 off: seconds vs minutes, or minutes vs hours?"),
+    (3600.0, "a factor of 3600 off: seconds vs hours?"),
     (8.0, "a factor of 8 off: bits instead of bytes?"),
     (2.0, "a factor of 2 off: count the phases / directions again"),
 ]

@@ -233,3 +233,36 @@ def test_errata_are_visible_to_students_without_giving_the_answer():
 def _chapter(chapter):
     from course.exercises.chapters import MODULES
     return MODULES[chapter]
+
+
+def test_visible_checks_name_the_unit_slip_without_the_answer(capsys, tmp_path, monkeypatch):
+    from course.exercises.checks import check
+
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    cases = [("5.1", {"bubble_overhead_pct": 0.25}, "percent written as a fraction"),
+             ("6.2", {"allreduce_mb_per_gpu": 117.44 / 2}, "factor of 2"),   # the workbook's halving
+             ("7.3", {"interval_minutes": 68.6 * 60}, "factor of"),
+             ("8.1", {"fp16_min_normal": 6.1035}, "wrong order of magnitude"),
+             ("9.1", {"dp_degree": "128"}, "must be a number")]
+    for number, namespace, hint in cases:
+        check(number, namespace)
+        out = capsys.readouterr().out
+        assert hint in out, (number, out)
+        assert "visible check passed" not in out
+    check("9.8", {"order": ["TP", "PP"]})
+    assert "list of 4 items" in capsys.readouterr().out
+
+
+def test_visible_check_records_mastery_in_the_ledger(tmp_path, monkeypatch, solutions, capsys):
+    from course.exercises.checks import check
+    from course.ledger import Ledger
+
+    path = tmp_path / "ledger.json"
+    monkeypatch.setenv("COURSE_LEDGER", str(path))
+    check("7.3", {"interval_minutes": 1.0})
+    check("7.3", solutions["ch07"])
+    entry = Ledger(path).get("ch07/ex7_3")
+    assert entry["attempted"] and entry["attempts"] == 2 and entry["passed"] and entry["last_passed"]
+    check("8.6", solutions["ch08"])
+    assert Ledger(path).get("ch08/ex8_6")["passed"]
+    assert "matches the worked example" in capsys.readouterr().out
