@@ -130,9 +130,24 @@ def browser():
 
 
 def run_all_cells(page, timeout_ms: int = 180_000) -> None:
-    """Run every cell through JupyterLab's own menu and wait until the kernel is idle."""
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    """Run every cell through JupyterLab's own menu; wait until each code cell has run.
+
+    The menu click is retried once: on a busy machine the first click can land
+    before the menu bar is ready.
+    """
+    all_ran = """() => {
+        const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')];
+        return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+    }"""
+    for attempt in range(2):
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        try:
+            page.wait_for_function(all_ran, timeout=timeout_ms if attempt else 20_000, polling=250)
+            break
+        except Exception:
+            if attempt:
+                raise
     wait_idle(page, timeout_ms)
 
 
