@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
-
 from course import core
 from course.core import units as u
 from course.exercises.authoring import debug_exercise, values_exercise
@@ -99,8 +97,10 @@ values_exercise(
 
 # 5.2 -----------------------------------------------------------------------------------
 def _key_5_2(s):
-    # 1F1B warm-up on stage 0 = p - 1 forward passes (Narayanan et al. 2021, sec. 2.2.1)
-    return {"warmup_activations_gb": (s["p"] - 1) * s["act_gb"]}
+    # stage 0's 1F1B peak is min(p, m) micro-batches: p - 1 warm-up forwards, then one more
+    # in steady state before the first backward (Narayanan et al. 2021, sec. 2.2.1)
+    warmup = core.in_flight_microbatches(s["p"], s["m"], "1f1b") - 1
+    return {"warmup_activations_gb": warmup * s["act_gb"]}
 
 
 values_exercise(
@@ -144,9 +144,8 @@ values_exercise(
 
 # 5.4 -----------------------------------------------------------------------------------
 def _key_5_4(s):
-    boundaries = s["p"] * s["v"] - 1
-    per_crossing = 2 * s["act_mb"] * u.MB          # activation forward + gradient backward
-    return {"p2p_total_gb": boundaries * s["m"] * per_crossing / u.GB}
+    # (p v - 1) boundaries x m micro-batches x (activation forward + gradient backward)
+    return {"p2p_total_gb": core.p2p_bytes_per_step(s["act_mb"] * u.MB, s["p"], s["m"], s["v"]) / u.GB}
 
 
 values_exercise(
@@ -215,9 +214,11 @@ debug_exercise(
 
 # 5.6 -----------------------------------------------------------------------------------
 def _key_5_6(s):
-    m = np.arange(1, 1_000_000)
-    below = np.asarray(core.bubble_overhead(s["p"], m, s["v"])) < s["target_pct"] / 100 * (1 - 1e-12)
-    return {"min_microbatches": int(m[np.argmax(below)])}
+    m = core.min_microbatches_for_bubble(s["p"], s["target_pct"] / 100, s["v"], measure="overhead")
+    # cross-check by scanning: the overhead at m is below the target, at m - 1 it is not
+    assert core.bubble_overhead(s["p"], m, s["v"]) < s["target_pct"] / 100
+    assert m == 1 or not core.bubble_overhead(s["p"], m - 1, s["v"]) < s["target_pct"] / 100 * (1 - 1e-12)
+    return {"min_microbatches": int(m)}
 
 
 values_exercise(

@@ -127,19 +127,15 @@ values_exercise(
 
 
 # 8.3 -----------------------------------------------------------------------------------
-def _bytes_per_param(s, weights, grads, master, moments):
-    return sum(core.bytes_per_element(f) for f in (weights, grads)) + \
-        (core.bytes_per_element(master) if master else 0.0) + s["adam_moments"] * core.bytes_per_element(moments)
-
-
 def _key_8_3(s):
-    mixed = _bytes_per_param(s, "fp16", "fp16", "fp32", "fp32")
-    pure = _bytes_per_param(s, "fp32", "fp32", None, "fp32")
+    # Adam model state per parameter: mixed 2 + 2 + 4 + 4 + 4, pure FP32 4 + 4 + 4 + 4
+    mixed = core.bytes_per_param(weights="fp16", optimizer="adam")
+    pure = core.bytes_per_param(weights="fp32", optimizer="adam")
     return {"memory_ratio": mixed / pure}
 
 
 values_exercise(
-    CH, "8.3", "Memory of mixed precision", kind="Derive", spec={"params_b": 13.0, "adam_moments": 2},
+    CH, "8.3", "Memory of mixed precision", kind="Derive", spec={"params_b": 13.0},
     prompt=lambda s: (f"A {s['params_b']:g}B model is trained with Adam. Mixed precision keeps FP16 "
                       "weights and gradients, FP32 master weights and two FP32 Adam moments; pure FP32 "
                       "training keeps FP32 weights, gradients and two moments. What is the ratio of "
@@ -186,7 +182,7 @@ values_exercise(
 # 8.5 -----------------------------------------------------------------------------------
 def _activation_bytes(s, fmt):
     # the workbook's model: 2 b s d elements kept per layer (inputs of attention and MLP)
-    return s["layers"] * 2 * s["b"] * s["s"] * s["d"] * core.bytes_per_element(fmt)
+    return core.workbook_activation_bytes(s["b"], s["s"], s["d"], s["layers"], precision=fmt)
 
 
 def _key_8_5(s):

@@ -7,8 +7,6 @@ Keys come from ``course.core`` (``training_flops``, ``pf_days``, ``training_days
 
 from __future__ import annotations
 
-import math
-
 from course import core
 from course.core import units as u
 from course.exercises.authoring import values_exercise
@@ -74,8 +72,8 @@ values_exercise(
 
 # 9.2 -----------------------------------------------------------------------------------
 def _key_9_2(s):
-    most = math.ceil(s["layers"] / s["pp"])
-    return {"max_layers_per_stage": most, "stages_with_max": s["layers"] - (most - 1) * s["pp"]}
+    return {"max_layers_per_stage": int(core.max_layers_per_stage(s["layers"], s["pp"])),
+            "stages_with_max": int(core.stages_with_max_layers(s["layers"], s["pp"]))}
 
 
 def _deriv_9_2(s):
