@@ -78,6 +78,11 @@ def test_slider_moves_redraw_the_chart(lab_notebook):
         timing = page.evaluate("() => window.__redraw")
         latencies.append(timing["end"] - timing["start"])
     page.screenshot(path=str(ARTIFACTS / "jupyterlab_explore_collectives.png"), full_page=True)
+    for index, name in ((1, "algorithm_dashboard"), (2, "ring_step_view")):
+        other = page.locator(".course-instrument").nth(index)
+        other.scroll_into_view_if_needed()
+        other.locator(".bqplot svg").first.wait_for(timeout=30_000)
+        other.screenshot(path=str(ARTIFACTS / f"jupyterlab_{name}.png"))
     median = statistics.median(latencies)
     print(f"\nslider move -> redrawn chart in JupyterLab: median {median:.1f} ms, "
           f"min {min(latencies):.1f} ms, max {max(latencies):.1f} ms over {len(latencies)} moves (target < 100 ms)")
