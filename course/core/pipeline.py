@@ -1,3 +1,537 @@
-"""(being written)"""
+"""Pipeline parallelism: bubble, schedules, in-flight micro-batches, point-to-point traffic.
 
-__all__: list[str] = []
+``p`` stages, ``m`` micro-batches per step, ``v`` model chunks per stage
+(interleaved schedule), ``t_f``/``t_b`` the forward/backward time of one
+micro-batch on one stage.
+
+The pipeline bubble lasts ``(p-1)(t_f + t_b)`` for GPipe and for 1F1B alike;
+1F1B only lowers the number of micro-batches whose activations a stage keeps.
+Interleaving with ``v`` chunks divides the bubble by ``v`` and multiplies the
+point-to-point traffic by ``v``. The same bubble is quoted two ways:
+
+- overhead, relative to the ideal compute time ``m (t_f + t_b)``:
+  ``(p-1)/(v m)`` (can exceed 1);
+- fraction of the whole step: ``(p-1)/(v m + p-1)`` (always below 1);
+  ``fraction = overhead / (1 + overhead)``.
+
+Source: D. Narayanan et al., "Efficient Large-Scale Language Model Training on
+GPU Clusters Using Megatron-LM", SC21, sec. 2.2 (GPipe, 1F1B, interleaved);
+Y. Huang et al., "GPipe", NeurIPS 2019; V. Korthikanti et al. 2022, sec. 4.2.3.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v_
+
+__all__ = [
+    "PIPELINE_SCHEDULES",
+    "bubble_overhead",
+    "bubble_fraction",
+    "pipeline_step_time",
+    "in_flight_microbatches",
+    "min_microbatches_for_bubble",
+    "max_layers_per_stage",
+    "stages_with_max_layers",
+    "layers_per_stage",
+    "p2p_bytes_per_microbatch",
+    "p2p_bytes_per_step",
+    "pipeline_schedule",
+]
+
+#: Schedules :func:`pipeline_schedule` and :func:`in_flight_microbatches` know.
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
+
+
+def _pmv(p, m, v):
+    return (v_.integer("p", p, minimum=1).astype(float),
+            v_.integer("m", m, minimum=1).astype(float),
+            v_.integer("v", v, minimum=1).astype(float))
+
+
+def bubble_overhead(p, m, v=1):
+    """Bubble time relative to the ideal compute time: ``(p-1) / (v m)``.
+
+    Parameters
+    ----------
+    p : int or array_like of int
+        Pipeline stages, ``>= 1``.
+    m : int or array_like of int
+        Micro-batches per step, ``>= 1``.
+    v : int or array_like of int, optional
+        Model chunks per stage (interleaved schedule), ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless; may exceed 1 (workbook 9.6: p = 16, m = 4 gives 3.75).
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2.1 and 2.2.2.
+
+    Examples
+    --------
+    >>> bubble_overhead(4, 12), bubble_overhead(4, 12, 4)
+    (0.25, 0.0625)
+    """
+    p_, m_, vv = _pmv(p, m, v)
+    return v_.scalar_or_array((p_ - 1.0) / (vv * m_))
+
+
+def bubble_fraction(p, m, v=1):
+    """Share of the pipeline step that is bubble: ``(p-1) / (v m + p-1)``.
+
+    Equals ``o / (1 + o)`` for the overhead ``o`` of :func:`bubble_overhead`;
+    the same for GPipe and 1F1B. Lies in ``[0, 1)``.
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int
+        As in :func:`bubble_overhead`.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless, in ``[0, 1)``.
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2.1; Huang et al. 2019 (GPipe), sec. 2.3.
+
+    Examples
+    --------
+    >>> bubble_fraction(4, 12)
+    0.2
+    >>> round(bubble_fraction(16, 4), 3)
+    0.789
+    """
+    p_, m_, vv = _pmv(p, m, v)
+    return v_.scalar_or_array((p_ - 1.0) / (vv * m_ + p_ - 1.0))
+
+
+def pipeline_step_time(p, m, t_forward, t_backward, v=1):
+    """Seconds of one pipeline step without communication: ``(m + (p-1)/v)(t_f + t_b)``.
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int
+        As in :func:`bubble_overhead`.
+    t_forward, t_backward : float or array_like
+        Forward and backward time of one micro-batch on one stage (all its
+        chunks), seconds, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2.
+
+    Examples
+    --------
+    >>> pipeline_step_time(4, 8, 1.0, 2.0)
+    33.0
+    """
+    p_, m_, vv = _pmv(p, m, v)
+    tf = v_.positive("t_forward", t_forward)
+    tb = v_.positive("t_backward", t_backward)
+    return v_.scalar_or_array((m_ + (p_ - 1.0) / vv) * (tf + tb))
+
+
+def in_flight_microbatches(p, m, schedule="1f1b", v=1):
+    """Micro-batches whose activations the first stage holds at its peak.
+
+    - ``gpipe``: all ``m`` forwards run before any backward.
+    - ``1f1b``: ``min(p, m)``: ``p-1`` warm-up forwards plus the one in
+      steady state.
+    - ``interleaved``: Megatron runs ``2(p-1) + (v-1)p`` warm-up chunk
+      forwards plus one, each holding ``1/v`` of the stage's layers, which is
+      ``p (1 + (p-1)/(p v))`` stage-sized micro-batches; capped at ``m``.
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int
+        As in :func:`bubble_overhead`.
+    schedule : str
+        One of :data:`PIPELINE_SCHEDULES`.
+
+    Returns
+    -------
+    float or ndarray
+        Micro-batches (stage-sized activation units; fractional for interleaving).
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2; Korthikanti et al. 2022,
+    sec. 4.2.3 (the factor 1 + (p-1)/(p v)).
+
+    Examples
+    --------
+    >>> in_flight_microbatches(4, 12, "gpipe"), in_flight_microbatches(4, 12, "1f1b")
+    (12.0, 4.0)
+    >>> in_flight_microbatches(4, 12, "interleaved", v=2)
+    5.5
+    """
+    v_.choice("schedule", schedule, PIPELINE_SCHEDULES)
+    p_, m_, vv = _pmv(p, m, v)
+    if schedule == "gpipe":
+        out = m_ * np.ones_like(p_ * vv)
+    elif schedule == "1f1b":
+        out = np.minimum(p_, m_) * np.ones_like(vv)
+    else:
+        out = np.minimum(p_ + (p_ - 1.0) / vv, m_)
+    return v_.scalar_or_array(out)
+
+
+def _smallest_int_above(x):
+    """Smallest whole number strictly above ``x >= 0``, robust to float rounding of exact ratios."""
+    nearest = np.round(x)
+    on_integer = np.abs(x - nearest) <= 1e-9 * np.maximum(x, 1.0)
+    return np.where(on_integer, nearest + 1.0, np.floor(x) + 1.0)
+
+
+def min_microbatches_for_bubble(p, target, v=1, measure="overhead"):
+    """Fewest micro-batches that make the bubble strictly smaller than ``target``.
+
+    ``measure="overhead"``: ``(p-1)/(v m) < target``, so ``m > (p-1)/(v target)``;
+    ``measure="fraction"``: ``(p-1)/(v m + p-1) < target``, so
+    ``m > (p-1)(1 - target)/(v target)``. At least 1.
+
+    Parameters
+    ----------
+    p : int or array_like of int
+        Stages, ``>= 1``.
+    target : float or array_like
+        Bubble bound, ``> 0`` (a fraction also ``< 1``).
+    v : int or array_like of int, optional
+        Chunks per stage, ``>= 1``.
+    measure : str, optional
+        ``"overhead"`` (workbook 5.6) or ``"fraction"``.
+
+    Returns
+    -------
+    int or ndarray of int
+        Micro-batches.
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2; workbook exercise 5.6
+    (p = 8, below 5 %: 141, since 140 gives exactly 5 %).
+
+    Examples
+    --------
+    >>> min_microbatches_for_bubble(8, 0.05)
+    141
+    >>> min_microbatches_for_bubble(8, 0.05, v=2)
+    71
+    """
+    v_.choice("measure", measure, ("overhead", "fraction"))
+    p_ = v_.integer("p", p, minimum=1).astype(float)
+    vv = v_.integer("v", v, minimum=1).astype(float)
+    if measure == "overhead":
+        t = v_.positive("target", target)
+        x = (p_ - 1.0) / (vv * t)
+    else:
+        t = v_.fraction("target", target, low_open=True, high_open=True)
+        x = (p_ - 1.0) * (1.0 - t) / (vv * t)
+    m = np.maximum(_smallest_int_above(x), 1.0).astype(np.int64)
+    return int(m) if m.ndim == 0 else m
+
+
+def _layers_pp(layers, pp):
+    n_layers = v_.integer("layers", layers, minimum=1)
+    p_ = v_.integer("pp", pp, minimum=1)
+    if np.any(n_layers < p_):
+        raise ValueError(f"layers must be >= pp (every stage needs a layer), got layers={layers!r}, pp={pp!r}")
+    return n_layers, p_
+
+
+def max_layers_per_stage(layers, pp):
+    """Layers on the fullest stage of a balanced split: ``ceil(layers / pp)``.
+
+    Parameters
+    ----------
+    layers : int or array_like of int
+        Transformer layers, ``>= pp``.
+    pp : int or array_like of int
+        Stages, ``>= 1``.
+
+    Returns
+    -------
+    int or ndarray of int
+        Layers.
+
+    Source: workbook exercise 9.2 (126 layers on 16 stages: 8 on the fullest).
+
+    Examples
+    --------
+    >>> max_layers_per_stage(126, 16)
+    8
+    """
+    n_layers, p_ = _layers_pp(layers, pp)
+    out = -(-n_layers // p_)
+    return int(out) if out.ndim == 0 else out
+
+
+def stages_with_max_layers(layers, pp):
+    """How many stages hold ``max_layers_per_stage`` layers in a balanced split.
+
+    Formula: ``layers - (ceil(layers/pp) - 1) * pp``; the other stages hold
+    one layer fewer.
+
+    Parameters
+    ----------
+    layers, pp : int or array_like of int
+        As in :func:`max_layers_per_stage`.
+
+    Returns
+    -------
+    int or ndarray of int
+        Stages.
+
+    Source: workbook exercise 9.2 (14 stages of 8 layers, 2 of 7).
+
+    Examples
+    --------
+    >>> stages_with_max_layers(126, 16), stages_with_max_layers(128, 16)
+    (14, 16)
+    """
+    n_layers, p_ = _layers_pp(layers, pp)
+    out = n_layers - (-(-n_layers // p_) - 1) * p_
+    return int(out) if out.ndim == 0 else out
+
+
+def layers_per_stage(layers, pp):
+    """Layers of each stage in a balanced split, fuller stages first.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer layers, ``>= pp``.
+    pp : int
+        Stages, ``>= 1``.
+
+    Returns
+    -------
+    ndarray of int
+        Shape ``(pp,)``; sums to ``layers``, entries differ by at most one.
+
+    Source: workbook exercise 9.2.
+
+    Examples
+    --------
+    >>> layers_per_stage(10, 4).tolist()
+    [3, 3, 2, 2]
+    """
+    n_layers, p_ = _layers_pp(layers, pp)
+    n_layers, p_ = int(n_layers), int(p_)
+    return np.where(np.arange(p_) < n_layers % p_, n_layers // p_ + 1, n_layers // p_).astype(np.int64)
+
+
+def p2p_bytes_per_microbatch(seq, micro_batch, hidden, bytes_per_element=2.0, v=1):
+    """Bytes one stage sends downstream per micro-batch: ``v * b * s * h * bytes``.
+
+    Each of the stage's ``v`` chunks hands an activation tensor of ``b x s x
+    h`` elements to the next stage (and receives as many gradient bytes back
+    in the backward pass).
+
+    Parameters
+    ----------
+    seq, micro_batch, hidden : int or array_like
+        ``s, b, h``, ``>= 1``.
+    bytes_per_element : float or array_like, optional
+        2 for 16-bit activations, ``> 0``.
+    v : int or array_like of int, optional
+        Chunks per stage, ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Bytes per micro-batch, one direction.
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2.2 and 3.
+
+    Examples
+    --------
+    >>> p2p_bytes_per_microbatch(2048, 1, 12288) / 1e6
+    50.331648
+    """
+    s = v_.positive("seq", seq)
+    b = v_.positive("micro_batch", micro_batch)
+    h = v_.positive("hidden", hidden)
+    e = v_.positive("bytes_per_element", bytes_per_element)
+    vv = v_.integer("v", v, minimum=1)
+    return v_.scalar_or_array(vv * b * s * h * e)
+
+
+def p2p_bytes_per_step(activation_bytes, p, m, v=1):
+    """Point-to-point bytes of one step over all stage boundaries, both directions.
+
+    Formula: ``(p v - 1) * m * 2 * activation_bytes``: ``p v - 1`` boundaries
+    between virtual stages, each crossed by every micro-batch's activation
+    forward and its gradient backward.
+
+    Parameters
+    ----------
+    activation_bytes : float or array_like
+        Bytes of one micro-batch's activation tensor at a boundary, ``>= 0``.
+    p, m, v : int or array_like of int
+        As in :func:`bubble_overhead`.
+
+    Returns
+    -------
+    float or ndarray
+        Bytes.
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2.2; workbook exercise 5.4
+    (500 MB, p = 4, m = 12, v = 4: 180 GB).
+
+    Examples
+    --------
+    >>> p2p_bytes_per_step(500e6, 4, 12, 4) / 1e9
+    180.0
+    """
+    a = v_.non_negative("activation_bytes", activation_bytes)
+    p_, m_, vv = _pmv(p, m, v)
+    return v_.scalar_or_array((p_ * vv - 1.0) * m_ * 2.0 * a)
+
+
+# --------------------------------------------------------------------------- schedules
+
+def _stage_orders(p, m, v, schedule):
+    """Per stage, the ordered list of (microbatch, chunk, is_forward) it runs."""
+    orders = []
+    if schedule == "gpipe":
+        for _ in range(p):
+            orders.append([(i, 0, True) for i in range(m)] + [(i, 0, False) for i in range(m)])
+        return orders
+    if schedule == "1f1b" or v == 1:
+        for s in range(p):
+            warm = min(p - s - 1, m)
+            order = [(i, 0, True) for i in range(warm)]
+            for k in range(m - warm):
+                order += [(warm + k, 0, True), (k, 0, False)]
+            order += [(i, 0, False) for i in range(m - warm, m)]
+            orders.append(order)
+        return orders
+    # interleaved (Megatron-LM): micro-batches go in groups of p; a stage runs
+    # chunk 0 of a group, then chunk 1, ...; backward walks the chunks in reverse.
+    groups = [list(range(g, g + p)) for g in range(0, m, p)]  # m is a multiple of p
+    fwd = [(i, c, True) for grp in groups for c in range(v) for i in grp]
+    bwd = [(i, c, False) for grp in groups for c in reversed(range(v)) for i in grp]
+    total = m * v
+    for s in range(p):
+        warm = min(2 * (p - s - 1) + (v - 1) * p, total)
+        order = fwd[:warm]
+        for k in range(total - warm):
+            order += [fwd[warm + k], bwd[k]]
+        order += bwd[total - warm:]
+        orders.append(order)
+    return orders
+
+
+def _simulate(p, m, v, orders, tf, tb):
+    """Run each stage's ops in order, each as soon as its input is ready; no communication cost."""
+    n_virtual = p * v
+    f_end = np.full((m, n_virtual), np.nan)
+    b_end = np.full((m, n_virtual), np.nan)
+    free = [0.0] * p
+    nxt = [0] * p
+    rows = []
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for s in range(p):
+            while nxt[s] < len(orders[s]):
+                i, c, forward = orders[s][nxt[s]]
+                k = c * p + s  # virtual stage: chunk c of stage s
+                if forward:
+                    ready = 0.0 if k == 0 else f_end[i, k - 1]
+                else:
+                    ready = f_end[i, k] if k == n_virtual - 1 else b_end[i, k + 1]
+                if np.isnan(ready):
+                    break
+                start = max(free[s], ready)
+                end = start + (tf if forward else tb) / v
+                (f_end if forward else b_end)[i, k] = end
+                free[s] = end
+                rows.append((s, i, c, forward, start, end))
+                nxt[s] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:  # pragma: no cover - the orders above never deadlock (tested)
+            raise RuntimeError("pipeline schedule deadlocked")
+    rows.sort(key=lambda r: (r[0], r[4]))
+    return rows
+
+
+def pipeline_schedule(p, m, v=1, schedule="1f1b", t_forward=1.0, t_backward=2.0):
+    """Every forward and backward pass of one pipeline step, with start and end times.
+
+    Each stage runs its passes in the order of its schedule, each as early as
+    its input allows (the previous virtual stage's forward, or the next one's
+    backward); communication takes no time.
+
+    - ``gpipe``: all ``m`` forwards, then all ``m`` backwards.
+    - ``1f1b`` (PipeDream-Flush): stage ``s`` runs ``min(p-s-1, m)`` warm-up
+      forwards, then alternates one forward and one backward, then drains.
+    - ``interleaved`` (Megatron-LM): stage ``s`` holds chunks ``s, s+p, ...``
+      (``v`` of them, each ``1/v`` of its layers, so a chunk pass takes
+      ``t/v``); micro-batches go in groups of ``p`` through chunk 0, chunk 1,
+      ...; ``2(p-s-1) + (v-1)p`` warm-up chunk forwards, then 1F1B. With
+      ``v = 1`` it is 1F1B.
+
+    Measured on the result, the idle share ``1 - busy / (p * makespan)``
+    equals :func:`bubble_fraction` ``(p-1)/(v m + p-1)`` for all three
+    schedules (``v = 1`` for GPipe and 1F1B) at any ``t_b/t_f`` (tested for
+    ``p <= 8``, ``v <= 4``, ``m <= 3p``), and the makespan equals
+    :func:`pipeline_step_time`. The interleaved schedule needs ``m`` to be a
+    multiple of ``p``, as in Megatron-LM; otherwise it raises ``ValueError``.
+
+    Parameters
+    ----------
+    p : int
+        Stages, ``>= 1``.
+    m : int
+        Micro-batches, ``>= 1``; a multiple of ``p`` for the interleaved
+        schedule with ``v > 1``.
+    v : int, optional
+        Chunks per stage (interleaved only; ignored otherwise), ``>= 1``.
+    schedule : str, optional
+        One of :data:`PIPELINE_SCHEDULES`.
+    t_forward, t_backward : float, optional
+        Forward and backward time of one micro-batch on one stage (all its
+        chunks), any time unit, ``> 0``.
+
+    Returns
+    -------
+    dict of ndarray
+        One row per pass (``2 m v p`` rows), sorted by stage then start:
+        ``stage``, ``microbatch``, ``chunk`` (ints), ``phase``
+        (``"forward"``/``"backward"``), ``start``, ``end`` (floats).
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2, Figures 3 and 4; Huang
+    et al. 2019 (GPipe).
+
+    Examples
+    --------
+    >>> t = pipeline_schedule(4, 8, schedule="1f1b")
+    >>> makespan = float(t["end"].max() - t["start"].min())
+    >>> makespan, float(1 - (t["end"] - t["start"]).sum() / (4 * makespan))
+    (33.0, 0.2727272727272727)
+    >>> bubble_fraction(4, 8)
+    0.2727272727272727
+    """
+    v_.choice("schedule", schedule, PIPELINE_SCHEDULES)
+    p_ = int(v_.integer("p", p, minimum=1))
+    m_ = int(v_.integer("m", m, minimum=1))
+    vv = int(v_.integer("v", v, minimum=1)) if schedule == "interleaved" else 1
+    if vv > 1 and m_ % p_:
+        raise ValueError(f"m must be a multiple of p for the interleaved schedule (as in Megatron-LM), "
+                         f"got m={m!r}, p={p!r}")
+    tf = float(v_.positive("t_forward", t_forward))
+    tb = float(v_.positive("t_backward", t_backward))
+    rows = _simulate(p_, m_, vv, _stage_orders(p_, m_, vv, schedule), tf, tb)
+    stage, mb, chunk, forward, start, end = (np.array(col) for col in zip(*rows))
+    return {
+        "stage": stage.astype(np.int64),
+        "microbatch": mb.astype(np.int64),
+        "chunk": chunk.astype(np.int64),
+        "phase": np.where(forward.astype(bool), "forward", "backward"),
+        "start": start.astype(float),
+        "end": end.astype(float),
+    }
