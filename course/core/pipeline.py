@@ -145,6 +145,7 @@ def in_flight_microbatches(p, m, schedule="1f1b", v=1):
     - ``interleaved``: Megatron runs ``2(p-1) + (v-1)p`` warm-up chunk
       forwards plus one, each holding ``1/v`` of the stage's layers, which is
       ``p (1 + (p-1)/(p v))`` stage-sized micro-batches; capped at ``m``.
+      With ``v = 1`` it is 1F1B: ``min(p, m)``.
 
     Parameters
     ----------
@@ -174,8 +175,8 @@ def in_flight_microbatches(p, m, schedule="1f1b", v=1):
         out = m_ * np.ones_like(p_ * vv)
     elif schedule == "1f1b":
         out = np.minimum(p_, m_) * np.ones_like(vv)
-    else:
-        out = np.minimum(p_ + (p_ - 1.0) / vv, m_)
+    else:  # with one chunk the interleaved schedule is 1F1B
+        out = np.minimum(np.where(vv > 1, p_ + (p_ - 1.0) / vv, p_), m_)
     return v_.scalar_or_array(out)
 
 
