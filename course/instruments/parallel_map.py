@@ -42,14 +42,6 @@ CARRIES = {
 }
 
 
-def _layers_per_stage(layers: int, pp: int) -> list[int]:
-    fn = getattr(core, "layers_per_stage", None)
-    if fn is not None:
-        return [int(x) for x in np.atleast_1d(fn(layers, pp))]
-    base, extra = divmod(layers, pp)  # until the core's helper lands: first stages take the extra layer
-    return [base + (1 if i < extra else 0) for i in range(pp)]
-
-
 class ParallelMap(Instrument):
     """Which GPU holds which layers and shards, and which link each group uses.
 
@@ -130,14 +122,15 @@ class ParallelMap(Instrument):
             link = None if scope == "single GPU" else intra if scope == "inside a node" else inter
             groups[kind] = {**lay.spans[kind], "scope": scope, "link": link.name if link else "none",
                             "bandwidth": link.bandwidth if link else 0.0}
-        layers = _layers_per_stage(model.layers, pp)
+        layers = [int(n) for n in core.layers_per_stage(model.layers, pp)] if pp <= model.layers else []
 
         rows = "".join(
             f"<tr><td><b>{kind}</b></td><td>{groups[kind]['size']}</td><td>{groups[kind]['groups']}</td>"
             f"<td>{html.escape(groups[kind]['scope'])}</td><td>{html.escape(groups[kind]['link'])}"
             + (f" ({fmt_rate(groups[kind]['bandwidth'])})" if groups[kind]["bandwidth"] else "")
             + f"</td><td>{html.escape(CARRIES[kind])}</td></tr>" for kind in GROUP_KINDS)
-        stage_text = ", ".join(f"stage {i + 1}: {n}" for i, n in enumerate(layers[:8])) + (" ..." if pp > 8 else "")
+        stage_text = (", ".join(f"stage {i + 1}: {n}" for i, n in enumerate(layers[:8])) + (" ..." if pp > 8 else "")
+                      if layers else f"more stages ({pp}) than layers: some stages would hold none")
         self.table.value = (
             "<table style='font-size:0.85rem;border-collapse:collapse' cellpadding='4'>"
             "<tr><th>group</th><th>size</th><th>groups</th><th>members sit</th><th>link</th><th>carries</th></tr>"

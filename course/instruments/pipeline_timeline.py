@@ -90,8 +90,10 @@ class PipelineTimeline(Instrument):
     ``backward_ratio`` (t_backward / t_forward).
 
     ``result``: measured idle share, ``bubble_fraction`` and ``bubble_overhead``
-    from the core, peak micro-batches in flight, makespan in units of one
-    forward pass.
+    from the core, peak micro-batches in flight (measured, in stage-sized
+    units, and ``in_flight_microbatches`` from the core), makespan in units of
+    one forward pass. The core refuses an interleaved schedule whose ``m`` is
+    not a multiple of ``p`` (Megatron-LM's rule): that shows as a banner.
     """
 
     title = "Pipeline schedule timeline"
@@ -128,7 +130,9 @@ class PipelineTimeline(Instrument):
         table = core.pipeline_schedule(p, m, v=chunks, schedule=schedule, t_forward=1.0, t_backward=ratio)
         cols = schedule_columns(table)
         idle = measured_idle_share(cols, p)
-        in_flight = measured_peak_in_flight(cols)
+        # chunk passes hold 1/v of a stage's layers: count in stage-sized micro-batches
+        in_flight = measured_peak_in_flight(cols) / chunks
+        in_flight_formula = float(core.in_flight_microbatches(p, m, schedule, chunks))
         fraction = float(core.bubble_fraction(p, m, chunks))
         overhead = float(core.bubble_overhead(p, m, chunks))
         makespan = float(np.max(cols["end"]) - np.min(cols["start"]))
@@ -150,7 +154,7 @@ class PipelineTimeline(Instrument):
         self.set_card("idle", f"{100 * idle:.1f} %", "measured on the timeline")
         self.set_card("formula", f"{100 * fraction:.1f} %", f"({p}-1)/({chunks}x{m} + {p}-1)")
         self.set_card("overhead", f"{100 * overhead:.1f} %", "of the ideal compute time")
-        self.set_card("in_flight", f"{in_flight} micro-batches", "activations one stage holds" if chunks == 1 else "chunk passes held")
+        self.set_card("in_flight", f"{in_flight:g} micro-batches", f"first stage holds; formula {in_flight_formula:g}")
         self.set_card("makespan", f"{makespan:g} t_f", f"ideal {chunks * m * (1 + ratio) / chunks:g} t_f")
         self.set_math(
             f"Bubble time (p&minus;1)(t<sub>f</sub> + t<sub>b</sub>)/v = ({p}&minus;1) &times; (1 + {ratio:g}) / {chunks} ="
@@ -161,12 +165,8 @@ class PipelineTimeline(Instrument):
             f" overhead, not a share of the step)"
             + ("" if schedule == "interleaved" else "<br><i>Chunks v apply to the interleaved schedule only.</i>")
         )
-        if schedule == "interleaved" and m % p:
-            self.flag("interleave_needs_multiple",
-                      f"Megatron's interleaved schedule needs the micro-batch count to be a multiple of the stages "
-                      f"({m} is not a multiple of {p}).", severity="warn")
         return {
             "schedule": schedule, "stages": p, "microbatches": m, "chunks": chunks, "backward_ratio": ratio,
             "measured_idle_share": idle, "bubble_fraction": fraction, "bubble_overhead": overhead,
-            "peak_in_flight": in_flight, "makespan": makespan, "passes": int(cols["stage"].size),
+            "peak_in_flight": in_flight, "in_flight_formula": in_flight_formula, "makespan": makespan, "passes": int(cols["stage"].size),
         }

@@ -78,14 +78,21 @@ def _check(pmap):
     v = pmap.values()
     cluster = catalog.cluster(v["cluster"])
     dp = max(cluster.gpus // (v["tp"] * v["pp"]), 1)
-    p = core.plan(v["model"], v["cluster"], tp=v["tp"], pp=v["pp"], dp=dp, **PLAN_SETTINGS)
+    try:
+        p = core.plan(v["model"], v["cluster"], tp=v["tp"], pp=v["pp"], dp=dp, **PLAN_SETTINGS)
+    except ValueError as exc:  # the planner refuses the input outright (e.g. more stages than layers)
+        assert pmap.failures == ["invalid_input"] and str(exc) in pmap.failure_messages["invalid_input"]
+        return
     assert pmap.failures == [code for code, _ in p.violations]
     r = pmap.result
     assert r["dp"] == dp
     color = np.array(pmap.grid.color, dtype=float)
     assert color.shape == (cluster.node.gpus_per_node, r["nodes_shown"])
     assert np.nanmax(color) <= pmap.colors.max
-    assert sum(r["layers_per_stage"]) == catalog.model(v["model"]).layers
+    layers = catalog.model(v["model"]).layers
+    if v["pp"] <= layers:
+        assert r["layers_per_stage"] == core.layers_per_stage(layers, v["pp"]).tolist()
+        assert sum(r["layers_per_stage"]) == layers
 
 
 @needs_planner

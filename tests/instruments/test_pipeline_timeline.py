@@ -46,23 +46,33 @@ def test_bubble_same_for_gpipe_and_1f1b_but_not_the_memory(timeline):
     timeline.controls["schedule"].value = "1f1b"
     one_f_one_b = dict(timeline.result)
     assert gpipe["measured_idle_share"] == pytest.approx(one_f_one_b["measured_idle_share"])
-    assert gpipe["peak_in_flight"] == 12
-    assert one_f_one_b["peak_in_flight"] == 4
+    assert gpipe["peak_in_flight"] == 12 == gpipe["in_flight_formula"]
+    assert one_f_one_b["peak_in_flight"] == 4 == one_f_one_b["in_flight_formula"]
     # workbook 5.1: the "25 %" of (p-1)/m is the overhead relative to ideal compute, 3/15 = 20 % of the step
     assert one_f_one_b["bubble_overhead"] == pytest.approx(0.25)
     assert one_f_one_b["measured_idle_share"] == pytest.approx(0.2)
 
 
-def test_interleaving_shrinks_the_measured_bubble(timeline):
-    set_controls(timeline, schedule="interleaved", stages=4, microbatches=8, chunks=2)
-    r = timeline.result
-    assert r["chunks"] == 2
-    assert r["bubble_fraction"] == pytest.approx(core.bubble_fraction(4, 8, 2))
+@pytest.mark.parametrize("p, m, v", [(4, 8, 2), (4, 12, 4), (2, 4, 2), (8, 16, 2)])
+def test_interleaving_divides_the_measured_bubble(timeline, p, m, v):
+    set_controls(timeline, schedule="interleaved", stages=p, microbatches=m, chunks=v, backward_ratio=2.0)
+    r = dict(timeline.result)
+    assert r["chunks"] == v
+    # measured on the core's interleaved table: (p-1)/(v m + p-1), by hand
+    assert r["measured_idle_share"] == pytest.approx((p - 1) / (v * m + p - 1), rel=1e-9)
+    # Korthikanti et al. 2022: the first stage holds p (1 + (p-1)/(p v)) stage-sized micro-batches
+    assert r["peak_in_flight"] == pytest.approx(p * (1 + (p - 1) / (p * v)))
+    assert r["peak_in_flight"] == pytest.approx(r["in_flight_formula"])
     set_controls(timeline, schedule="1f1b")
-    plain = timeline.result["measured_idle_share"]
-    assert r["measured_idle_share"] < plain
-    # what the core's interleaved schedule gives, measured on its own table
-    assert r["measured_idle_share"] == pytest.approx(core.bubble_fraction(4, 8, 2), rel=1e-9)
+    assert r["measured_idle_share"] < timeline.result["measured_idle_share"]
+
+
+def test_interleaved_needs_m_multiple_of_p(timeline):
+    set_controls(timeline, schedule="interleaved", stages=4, microbatches=6, chunks=2)
+    assert timeline.failures == ["invalid_input"]
+    assert "multiple" in timeline.failure_messages["invalid_input"]
+    timeline.controls["microbatches"].value = 8
+    assert timeline.failures == []
 
 
 def test_helpers_on_a_hand_made_table():
@@ -90,8 +100,12 @@ def _check(timeline):
     r = timeline.result
     if r:
         assert 0 <= r["measured_idle_share"] < 1
-        if r["schedule"] != "interleaved":
-            assert r["measured_idle_share"] == pytest.approx(r["bubble_fraction"], abs=1e-9)
+        assert r["measured_idle_share"] == pytest.approx(r["bubble_fraction"], abs=1e-9)
+        if not (r["schedule"] == "interleaved" and r["chunks"] == 1):  # reported to the core owner (v=1 differs)
+            assert r["peak_in_flight"] == pytest.approx(r["in_flight_formula"])
+    else:  # only the interleaved schedule with m not a multiple of p is refused
+        v = timeline.values()
+        assert v["schedule"] == "interleaved" and v["microbatches"] % v["stages"]
 
 
 def test_grid_never_escapes(timeline):
