@@ -101,8 +101,7 @@ def _check(timeline):
     if r:
         assert 0 <= r["measured_idle_share"] < 1
         assert r["measured_idle_share"] == pytest.approx(r["bubble_fraction"], abs=1e-9)
-        if not (r["schedule"] == "interleaved" and r["chunks"] == 1):  # reported to the core owner (v=1 differs)
-            assert r["peak_in_flight"] == pytest.approx(r["in_flight_formula"])
+        assert r["peak_in_flight"] == pytest.approx(r["in_flight_formula"])
     else:  # only the interleaved schedule with m not a multiple of p is refused
         v = timeline.values()
         assert v["schedule"] == "interleaved" and v["microbatches"] % v["stages"]
