@@ -478,13 +478,18 @@ def _key(name: str) -> str:
     return "".join(ch for ch in str(name).lower() if ch.isalnum())
 
 
+_INDEX: dict[int, dict[str, str]] = {}
+
+
 def _lookup(kind: str, table: dict, name):
     if not isinstance(name, str):
         raise ValueError(f"{kind} must be a name (str); got {name!r}")
     wanted = _key(name)
-    for full in table:
-        if _key(full) == wanted:
-            return table[full]
+    index = _INDEX.get(id(table))
+    if index is None or len(index) != len(table):
+        index = _INDEX[id(table)] = {_key(full): full for full in table}
+    if wanted in index:
+        return table[index[wanted]]
     alias = _ALIASES.get(wanted)
     if alias in table:
         return table[alias]

@@ -307,6 +307,9 @@ def _as_cluster(cluster):
 
 def _by_mode(recompute_code, fn):
     """Evaluate ``fn(mode)`` for each recompute mode present and pick per element."""
+    first = int(recompute_code.flat[0]) if recompute_code.size else 0
+    if np.all(recompute_code == first):  # one mode everywhere: no selection needed
+        return np.broadcast_to(np.asarray(fn(RECOMPUTE_MODES[first]), dtype=float), recompute_code.shape)
     out = None
     for code, mode in enumerate(RECOMPUTE_MODES):
         mask = recompute_code == code
@@ -366,7 +369,7 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     gb = b * nmb * dp
     g_node = c.gpus_per_node
     # the busiest stage holds ceil(L / pp) layers; with uneven splits the others wait for it
-    layers_stage = -(-L // pp)
+    layers_stage = np.asarray(_pipe.max_layers_per_stage(L, pp)).astype(np.int64)
     imbalance = layers_stage * pp / L
 
     # ---- compute
@@ -376,13 +379,20 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     # ---- memory-bound operations (layer norm, dropout, GeLU, softmax...): each activation
     # byte that Korthikanti et al. count is written once and read once by such a kernel in a
     # forward pass; a backward pass moves twice that; full recompute repeats the forward
-    act_none = np.where(sp, _mem.activation_bytes_per_layer(s, b, h, heads, tp, True, "none"),
-                        _mem.activation_bytes_per_layer(s, b, h, heads, tp, False, "none"))
-    act_sel = np.where(sp, _mem.activation_bytes_per_layer(s, b, h, heads, tp, True, "selective"),
-                       _mem.activation_bytes_per_layer(s, b, h, heads, tp, False, "selective"))
+    act_cache = {}
+
+    def act(mode):
+        """Korthikanti bytes per layer for ``mode``, with or without SP per element (cached)."""
+        if mode not in act_cache:
+            per_flag = {flag: _mem.activation_bytes_per_layer(s, b, h, heads, tp, flag, mode)
+                        for flag in (False, True) if np.any(sp == flag)}
+            act_cache[mode] = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
+                               else np.broadcast_to(next(iter(per_flag.values())), sp.shape))
+        return act_cache[mode]
+
     # a fused attention kernel (FlashAttention) never writes the s x s scores to memory
-    stored = act_sel if fused_attention else act_none
-    score_bytes = 0.0 if fused_attention else act_none - act_sel
+    stored = act("selective") if fused_attention else act("none")
+    score_bytes = act("none") - act("selective") if np.any(rc == 1) and not fused_attention else 0.0
     traffic = np.select([rc == 2, rc == 1], [8.0 * stored, 6.0 * stored + 2.0 * score_bytes], 6.0 * stored)
     memory_bound = nmb * layers_stage * traffic / c.accelerator.memory_bandwidth
 
@@ -401,8 +411,12 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     p2p_in_node = tp * dp < g_node
     p2p_bw = np.where(p2p_in_node, c.intra_bandwidth, c.inter_bandwidth)
     p2p_lat = np.where(p2p_in_node, c.intra_latency, c.inter_latency)
-    send = p2p_lat + b * s * h * _WIRE_BYTES / tp / p2p_bw
-    pp_comm = np.where(pp > 1, 2 * vchunks * nmb * send, 0.0)
+    if np.any(pp > 1):
+        send = _coll.point_to_point_time(_pipe.p2p_bytes_per_microbatch(s, b, h, _WIRE_BYTES) / tp,
+                                         p2p_bw, p2p_lat)
+        pp_comm = np.where(pp > 1, 2 * vchunks * nmb * send, 0.0)
+    else:
+        pp_comm = np.zeros(gpus.shape)
 
     # ---- data parallel gradient all-reduce (16-bit gradients of this GPU's shard)
     params_gpu = m.params / (tp * pp)
@@ -422,21 +436,18 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     step = compute + memory_bound + tp_comm + bubble + pp_comm + dp_exposed
 
     # ---- memory per GPU
-    state = _mem.model_state_bytes(params_gpu, zero, dp)
-    weights = np.where(zero == 3, 2.0 / dp, 2.0) * params_gpu
-    grads = np.where(zero >= 2, 2.0 / dp, 2.0) * params_gpu
-    optimizer = state - weights - grads
-    act_layer = _by_mode(rc, lambda mode: np.where(
-        sp,
-        _mem.activation_bytes_per_layer(s, b, h, heads, tp, True, mode),
-        _mem.activation_bytes_per_layer(s, b, h, heads, tp, False, mode)))
-    in_flight = np.minimum(pp, nmb) if schedule == "1f1b" else nmb.astype(float)
-    # interleaving keeps (1 + (p-1)/(p v)) times more in flight on the first stage
-    # (Korthikanti et al. 2022, section 4.2.3)
-    in_flight = in_flight * np.where(vchunks > 1, 1 + (pp - 1) / (pp * vchunks), 1.0)
+    parts = _mem.model_state_breakdown(params_gpu, zero, dp)
+    state, weights, grads, optimizer = (np.broadcast_to(parts[k], gpus.shape) for k in
+                                        ("total", "weights", "gradients", "optimizer"))
+    act_layer = _by_mode(rc, act)
+    in_flight = _pipe.in_flight_microbatches(pp, nmb, schedule, 1)
+    if np.any(vchunks > 1):
+        in_flight = np.where(vchunks > 1, _pipe.in_flight_microbatches(pp, nmb, "interleaved", vchunks),
+                             in_flight)
     activations = act_layer * layers_stage * in_flight
     # full recomputation still materialises one layer's activations during its backward
-    activations = activations + np.where(rc == 2, act_none, 0.0)
+    if np.any(rc == 2):
+        activations = activations + np.where(rc == 2, act("none"), 0.0)
     memory = state + activations
     capacity = c.accelerator.memory_bytes
 
@@ -634,8 +645,10 @@ def plan(model, cluster, tp, pp, dp, micro_batch=1, global_batch=None, num_micro
 # --------------------------------------------------------------------------- sweep
 
 
-def _divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
+def _divisors(n, up_to=None):
+    """Divisors of ``n`` that are <= ``up_to`` (all of them by default), ascending."""
+    limit = n if up_to is None else min(n, up_to)
+    return [d for d in range(1, limit + 1) if n % d == 0]
 
 
 def sweep(model, cluster, tp=None, pp=None, micro_batches=(1, 2, 4, 8), global_batch=None,
@@ -677,7 +690,7 @@ def sweep(model, cluster, tp=None, pp=None, micro_batches=(1, 2, 4, 8), global_b
     for t in tps:
         if n % t:
             continue
-        pps = list(pp) if pp is not None else [d for d in _divisors(n // t) if d <= m.layers]
+        pps = list(pp) if pp is not None else _divisors(n // t, up_to=m.layers)
         for p in pps:
             if (n // t) % p:
                 continue
