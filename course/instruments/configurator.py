@@ -69,13 +69,15 @@ class Configurator(Instrument):
         self.add_control("cluster", widgets.Dropdown(options=CLUSTER_CHOICES, value="h100-1024", description="Cluster"))
         self.add_control("tp", widgets.SelectionSlider(options=TP_CHOICES, value=8, description="TP"))
         self.add_control("pp", widgets.IntSlider(value=8, min=1, max=64, description="PP"))
-        self.add_control("microbatches", widgets.IntSlider(value=32, min=1, max=64, description="Micro-batches m"))
+        self.add_control("microbatches", widgets.IntSlider(value=32, min=1, max=64, description="Micro-batches m",
+                                                                     style={"description_width": "initial"}))
         self.add_control("zero_stage", widgets.ToggleButtons(options=[0, 1, 2, 3], value=1, description="ZeRO",
                                                              style={"button_width": "36px"}))
         self.add_control("recompute", widgets.ToggleButtons(options=["none", "selective", "full"], value="selective",
                                                             description="Recompute"))
 
         bx, by = bq.OrdinalScale(), bq.LinearScale(min=0)
+        self.memory_scale = by
         self.memory_bars = bq.Bars(x=["this plan", "ZeRO-0, no recompute"], y=np.zeros((4, 2)), type="stacked",
                                    scales={"x": bx, "y": by}, colors=list(MEMORY_COLORS), labels=list(MEMORY_PARTS),
                                    display_legend=True, padding=0.4)
@@ -85,7 +87,7 @@ class Configurator(Instrument):
         self.add_figure(figure([self.memory_bars, self.capacity], bx, by, "", "GB per GPU",
                                title="Memory per GPU", legend=True))
 
-        px, py = bq.LinearScale(min=1, max=64), bq.LinearScale(min=0, max=60)
+        px, py = bq.LinearScale(min=1, max=64), bq.LinearScale(min=0, max=100)
         lines = len(BUBBLE_MICROBATCHES) + 1
         self.bubble_lines = bq.Lines(x=PP_GRID, y=np.zeros((lines, PP_GRID.size)), scales={"x": px, "y": py},
                                      colors=list(BUBBLE_COLORS) + ["#0f172a"], stroke_width=2,
@@ -95,7 +97,7 @@ class Configurator(Instrument):
         self.bubble_point = bq.Scatter(x=[8], y=[0.0], scales={"x": px, "y": py}, marker="diamond", colors=["#dc2626"],
                                        default_size=120)
         self.add_figure(figure([self.bubble_lines, self.ceiling, self.bubble_point], px, py, "pipeline stages PP",
-                               "bubble (% of step)", title="Bubble vs PP", legend=True))
+                               "bubble (% of step)", title="Bubble vs PP", legend=True)).legend_location = "bottom-right"
         for name, label in (("dp", "DP (derived)"), ("memory", "Memory per GPU"), ("bubble", "Pipeline bubble"),
                             ("mfu", "MFU"), ("step", "Step time"), ("throughput", "Throughput")):
             self.add_card(name, label)
@@ -117,6 +119,7 @@ class Configurator(Instrument):
         curves = np.asarray(core.bubble_fraction(PP_GRID[None, :], ms), float)  # one broadcast call
         bars = np.array([[shown["memory"][k], baseline["memory"][k]] for k in MEMORY_PARTS]) / 1e9
 
+        self.memory_scale.max = 1.5 * float(max(bars.sum(axis=0).max(), capacity / 1e9))  # room for the legend
         self.set_marks(self.memory_bars, y=bars)
         self.set_marks(self.capacity, y=[capacity / 1e9] * 2)
         self.set_marks(self.bubble_lines, y=100 * curves)

@@ -73,6 +73,7 @@ class ParallelMap(Instrument):
         fig = figure([self.grid, self.racks], xs, ys, "node (thick lines: rack boundaries)", "GPU slot",
                      title="GPUs coloured by pipeline stage", height="320px")
         fig.axes = fig.axes + [color_axis]
+        fig.fig_margin = {**fig.fig_margin, "right": 70}  # room for the colour bar
         self.map_figure = self.add_figure(fig)
         self.table = widgets.HTML()
         self.extra.children = (self.table,)

@@ -102,11 +102,13 @@ class PipelineTimeline(Instrument):
     def build(self):
         self.add_control("schedule", widgets.ToggleButtons(options=list(SCHEDULES), value="1f1b", description="Schedule"))
         self.add_control("stages", widgets.IntSlider(value=4, min=1, max=16, description="Stages p"))
-        self.add_control("microbatches", widgets.IntSlider(value=8, min=1, max=32, description="Micro-batches m"))
+        self.add_control("microbatches", widgets.IntSlider(value=8, min=1, max=32, description="Micro-batches m",
+                                                                     style={"description_width": "initial"}))
         self.add_control("chunks", widgets.IntSlider(value=2, min=1, max=4, description="Chunks v"))
         self.add_control("backward_ratio", widgets.FloatSlider(value=2.0, min=1.0, max=3.0, step=0.25,
                                                                description="t_b / t_f"))
-        xs, ys = bq.LinearScale(min=0), bq.LinearScale(reverse=True)
+        xs, self.stage_scale = bq.LinearScale(min=0), bq.LinearScale(reverse=True, min=-0.5, max=3.5)
+        ys = self.stage_scale
         empty = np.zeros((1, 2))
         self.fwd = bq.Lines(x=empty, y=empty, scales={"x": xs, "y": ys}, colors=[FORWARD_COLOR], stroke_width=14,
                             labels=["forward"])
@@ -117,6 +119,7 @@ class PipelineTimeline(Instrument):
         self.add_figure(figure([self.fwd, self.bwd, self.numbers], xs, ys, "time (units of one forward pass)",
                                "stage", title="Schedule (blue forward, orange backward; gaps are bubble)",
                                y_tick_format="d", height="340px"))
+        self.stage_axis = self.figures[-1].axes[1]
         for name, label in (("idle", "Measured idle share"), ("formula", "(p-1)/(v m + p-1)"),
                             ("overhead", "Bubble overhead (p-1)/(v m)"), ("in_flight", "Peak in flight"),
                             ("makespan", "Step length")):
@@ -141,6 +144,9 @@ class PipelineTimeline(Instrument):
         segments_y = np.stack([cols["stage"], cols["stage"]], axis=1).astype(float)
         fwd, bwd = cols["forward"], ~cols["forward"]
         width = float(np.clip(220.0 / max(p, 1), 4, 22))
+        with self.stage_scale.hold_sync():
+            self.stage_scale.min, self.stage_scale.max = -0.5, p - 0.5
+        self.stage_axis.tick_values = np.arange(p)
         with self.fwd.hold_sync():
             self.fwd.x, self.fwd.y, self.fwd.stroke_width = segments_x[fwd], segments_y[fwd], width
         with self.bwd.hold_sync():
@@ -155,7 +161,7 @@ class PipelineTimeline(Instrument):
         self.set_card("formula", f"{100 * fraction:.1f} %", f"({p}-1)/({chunks}x{m} + {p}-1)")
         self.set_card("overhead", f"{100 * overhead:.1f} %", "of the ideal compute time")
         self.set_card("in_flight", f"{in_flight:g} micro-batches", f"first stage holds; formula {in_flight_formula:g}")
-        self.set_card("makespan", f"{makespan:g} t_f", f"ideal {chunks * m * (1 + ratio) / chunks:g} t_f")
+        self.set_card("makespan", f"{makespan:g} t_f", f"ideal m(t_f + t_b) = {m * (1 + ratio):g} t_f")
         self.set_math(
             f"Bubble time (p&minus;1)(t<sub>f</sub> + t<sub>b</sub>)/v = ({p}&minus;1) &times; (1 + {ratio:g}) / {chunks} ="
             f" {(p - 1) * (1 + ratio) / chunks:g} t<sub>f</sub> per stage<br>"

@@ -99,7 +99,8 @@ class SyncAudit(Instrument):
         self.add_control("checkpoint_s", widgets.FloatLogSlider(value=98.0, base=10, min=0, max=3.5, step=0.01,
                                                                 description="Checkpoint s", readout_format=".3g"))
         self.add_control("staleness_pct", widgets.FloatSlider(value=0.0, min=0.0, max=100.0, step=1.0,
-                                                              description="Async extra steps %"))
+                                                              description="Async extra steps %",
+                                                              style={"description_width": "initial"}))
         self.add_control("zero_stage", widgets.ToggleButtons(options=[1, 2, 3], value=1, description="ZeRO",
                                                              style={"button_width": "40px"}))
         self.add_control("model", widgets.Dropdown(options=["llama3-8b", "llama3-70b", "gpt3-175b", "llama3-405b"],
