@@ -30,6 +30,7 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
+from . import tensor as _tensor
 from . import units as u
 
 __all__ = [
@@ -121,8 +122,8 @@ class Model:
         ``2 h^2`` (query, output) + ``2 h d_kv`` (key, value; ``d_kv = kv_heads * h / heads``)
         + ``mlp_matrices * h * ffn`` (2 for a GELU MLP, 3 for SwiGLU). GPT-3 shapes give
         ``12 h^2`` (Narayanan et al. 2021, eq. 2)."""
-        kv_dim = (self.kv_heads or self.heads) * self.head_dim
-        return 2 * self.hidden**2 + 2 * self.hidden * kv_dim + self.mlp_matrices * self.hidden * self.ffn
+        return _tensor.transformer_layer_params(self.hidden, self.ffn, self.mlp_matrices == 3,
+                                                self.heads, self.kv_heads or self.heads)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ The physics lives in the other core modules; this module only composes it:
   counting each activation byte of Korthikanti et al. 2022 as written once and
   read once per forward pass and twice that per backward pass;
 - tensor-parallel all-reduces per layer and micro-batch:
-  :func:`~course.core.collectives.allreduce_time` (Shoeybi et al. 2019: 2 in the
-  forward, 2 in the backward pass, 2 more when the forward is recomputed);
+  :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019: 2 in the
+  forward, 2 in the backward pass, 2 more when the forward is recomputed), on NVLink
+  inside a node and on the NIC when TP spans nodes;
 - pipeline bubble: :func:`~course.core.pipeline.bubble_overhead` times the ideal
   pipeline time (Narayanan et al. 2021, section 2.2);
 - pipeline point-to-point sends of ``b s h`` 16-bit activations, split over the TP
@@ -70,8 +71,10 @@ from . import _validate as v
 from . import catalog as _cat
 from . import collectives as _coll
 from . import data_parallel as _dp
+from . import economics as _econ
 from . import memory as _mem
 from . import pipeline as _pipe
+from . import tensor as _tp
 
 __all__ = [
     "Plan", "SweepTable", "plan", "sweep", "evaluate", "iteration_flops",
@@ -305,6 +308,14 @@ def _as_cluster(cluster):
     return c
 
 
+def _whole(name, value, minimum=1):
+    """``_validate.integer`` with a fast path for integer input (the sweep's arrays)."""
+    arr = np.asarray(value)
+    if arr.dtype.kind in "iu" and arr.size and arr.min() >= minimum:
+        return arr.astype(np.int64, copy=False)
+    return v.integer(name, value, minimum=minimum)
+
+
 def _by_mode(recompute_code, fn):
     """Evaluate ``fn(mode)`` for each recompute mode present and pick per element."""
     first = int(recompute_code.flat[0]) if recompute_code.size else 0
@@ -344,22 +355,22 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     v.choice("schedule", schedule, SCHEDULES)
     eff = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
     peak = c.accelerator.peak(precision)
-    tp = v.integer("tp", tp)
-    pp = v.integer("pp", pp)
-    dp = v.integer("dp", dp)
-    b = v.integer("micro_batch", micro_batch)
-    nmb = v.integer("num_microbatches", num_microbatches)
-    zero = v.integer("zero_stage", zero_stage, minimum=0)
+    tp = _whole("tp", tp)
+    pp = _whole("pp", pp)
+    dp = _whole("dp", dp)
+    b = _whole("micro_batch", micro_batch)
+    nmb = _whole("num_microbatches", num_microbatches)
+    zero = _whole("zero_stage", zero_stage, minimum=0)
     if np.any(zero > 3):
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3; got {zero_stage!r}")
-    vchunks = v.integer("interleave", interleave)
+    vchunks = _whole("interleave", interleave)
     if np.any(vchunks > 1) and schedule != "1f1b":
         raise ValueError("interleave > 1 needs schedule='1f1b' (the interleaved 1F1B schedule)")
     sp = np.asarray(sequence_parallel, dtype=bool)
     if isinstance(recompute, str):
         rc = np.asarray(RECOMPUTE_MODES.index(v.choice("recompute", recompute, RECOMPUTE_MODES)))
     else:
-        rc = v.integer("recompute", recompute, minimum=0)
+        rc = _whole("recompute", recompute, minimum=0)
         if np.any(rc >= len(RECOMPUTE_MODES)):
             raise ValueError(f"recompute codes must index {RECOMPUTE_MODES}; got {recompute!r}")
     tp, pp, dp, b, nmb, zero, vchunks, sp, rc = np.broadcast_arrays(tp, pp, dp, b, nmb, zero, vchunks, sp, rc)
@@ -400,9 +411,9 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     tp_in_node = tp <= g_node
     tp_bw = np.where(tp_in_node, c.intra_bandwidth, c.inter_bandwidth)
     tp_lat = np.where(tp_in_node, c.intra_latency, c.inter_latency)
-    per_ar = _coll.allreduce_time(b * s * h * _WIRE_BYTES, tp, tp_bw, tp_lat, "ring")
-    n_ar = np.where(rc == 2, 6, 4)
-    tp_comm = nmb * layers_stage * n_ar * per_ar
+    tp_layer = _by_mode(rc, lambda mode: _tp.tp_comm_time_per_layer(
+        s, b, h, tp, tp_bw, tp_lat, _WIRE_BYTES, recompute=mode))
+    tp_comm = nmb * layers_stage * tp_layer
 
     # ---- pipeline bubble and point-to-point
     busy = compute + memory_bound + tp_comm
@@ -453,7 +464,7 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
 
     # ---- rates
     tokens = gb * s
-    model_flops = 6.0 * m.params * tokens
+    model_flops = np.broadcast_to(_econ.training_flops(m.params, tokens), gpus.shape)
     cols = dict(
         gpus=gpus, tp=tp, pp=pp, dp=dp, micro_batch=b, num_microbatches=nmb, global_batch=gb,
         zero_stage=zero, recompute_code=rc, sequence_parallel=sp, interleave=vchunks,
@@ -463,7 +474,7 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
         memory_total=memory, memory_capacity=np.full(gpus.shape, capacity),
         flops_per_iteration=flops, model_flops=model_flops,
         achieved_flops_per_gpu=flops / (step * gpus),
-        mfu=model_flops / (step * gpus * peak),
+        mfu=_dp.mfu(model_flops, step, peak, gpus),
         tokens_per_second=tokens / step, samples_per_second=gb / step,
         scaling_efficiency=compute / step,
         bubble_fraction=bubble / step,
