@@ -8,7 +8,8 @@ from course.exercises import REGISTRY
 
 from .nbgrader_course import NbgraderCourse, solution_submission
 
-WORKBOOK_0_4 = ["ch02_gradient_accumulation", "ch03_lr_scaling"]  # TEMP
+WORKBOOK_0_4 = ["ch00_ring_allreduce", "ch01_zero", "ch02_gradient_accumulation", "ch03_lr_scaling",
+                "ch04_comm_overhead"]
 
 #: exercise kinds whose wrong-but-well-formed answer must lose exactly their points
 MUTATED_KINDS = ("derive", "build")

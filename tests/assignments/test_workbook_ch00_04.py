@@ -23,8 +23,8 @@ CHAPTER_EXERCISES = {"ch00": 6, "ch01": 6, "ch02": 5, "ch03": 5, "ch04": 5}
 CORRECTED_KEY = {
     ("0.1", "volume_gb"): 1.75, ("0.2", "time_ms"): 70.0, ("0.3", "utilization_pct"): 77.8,
     ("0.4", "ring_ms"): 140.0, ("0.4", "tree_ms"): 480.0,
-    ("1.1", "memory_gb"): 112.0, ("1.2", "memory_gb"): 29.3, ("1.3", "memory_gb"): 15.5,
-    ("1.4", "memory_gb"): 1.75, ("1.5", "traffic_gb"): 41.3,
+    ("1.1", "memory_zero0_gb"): 112.0, ("1.2", "memory_zero1_gb"): 29.3, ("1.3", "memory_zero2_gb"): 15.5,
+    ("1.4", "memory_zero3_gb"): 1.75, ("1.5", "traffic_gb"): 41.3,
     ("2.1", "accum_steps"): 64, ("2.2", "saved_ms"): 3150.0, ("2.3", "throughput_seq_s"): 265.0,
     ("3.1", "lr_linear"): 2.4e-3, ("3.2", "lr_sqrt"): 8.49e-4, ("3.3", "warmup_steps"): 8000,
     ("4.1", "allreduce_ms"): 65.6, ("4.2", "overlap_pct"): 97.5, ("4.3", "cross_node_ms"): 350.0,
@@ -86,6 +86,13 @@ def test_grade_cells_are_registered_with_their_points(name):
     headings = [c.source.splitlines()[0] for c in nb.cells if c.source.startswith("### Exercise")]
     assert len(headings) == CHAPTER_EXERCISES[name[:4]]
     assert all(any(k in h for k in ("Derive", "Trace", "Build", "Debug", "Design")) for h in headings)
+
+
+@pytest.mark.parametrize("name", WORKBOOK_0_4)
+def test_answer_names_are_unique_within_an_assignment(name):
+    """The autograder harvests after the whole notebook ran: a reused name would clobber an answer."""
+    names = [n for p in REGISTRY.values() if p.assignment == name for n in p.names]
+    assert len(names) == len(set(names)), names
 
 
 @pytest.mark.parametrize("name", WORKBOOK_0_4)

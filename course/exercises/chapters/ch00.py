@@ -66,8 +66,8 @@ def _ring_seconds(message_gb, n, bw_gbs, latency_us=0.0):
 
 
 def _bytes_per_gpu(message_bytes, n):
-    # busbw x time is, by nccl-tests' definition, the bytes each rank moves: 2(N-1)/N * M
-    return core.bus_bandwidth(message_bytes, n, 1.0) * 1.0
+    # bytes each rank sends in a ring all-reduce: 2(N-1)/N * M
+    return core.allreduce_traffic_bytes(message_bytes, n, algorithm="ring")
 
 
 # 0.1 ---------------------------------------------------------------------------

@@ -51,22 +51,24 @@ def _state_gb(params_b, stage, dp):
 
 
 def _zero_exercise(number, title, stage, spec, extra=""):
+    # one variable per exercise: the autograder reads all answers after the whole notebook ran
+    var = f"memory_zero{stage}_gb"
     values_exercise(
         CH, number, title, kind="Derive", spec=dict(spec, stage=stage),
         prompt=lambda s: (f"{s['params_b']:g}B parameters, mixed-precision Adam, "
                           + ("no ZeRO" if s["stage"] == 0 else f"ZeRO stage {s['stage']} on N = {s['dp']} GPUs")
                           + ". How much memory do the model states (weights, gradients, optimizer states) take "
                           "on each GPU?" + extra),
-        answers={"memory_gb": "GB per GPU"},
-        key=lambda s: {"memory_gb": _state_gb(s["params_b"], s["stage"], s["dp"])},
-        solution=lambda s: {
-            0: f"memory_gb = 16 * {s['params_b']!r}",
-            1: f"memory_gb = (2 + 2 + 12 / {s['dp']}) * {s['params_b']!r}",
-            2: f"memory_gb = (2 + 14 / {s['dp']}) * {s['params_b']!r}",
-            3: f"memory_gb = 16 / {s['dp']} * {s['params_b']!r}",
+        answers={var: "GB per GPU"},
+        key=lambda s: {var: _state_gb(s["params_b"], s["stage"], s["dp"])},
+        solution=lambda s: var + " = " + {
+            0: f"16 * {s['params_b']!r}",
+            1: f"(2 + 2 + 12 / {s['dp']}) * {s['params_b']!r}",
+            2: f"(2 + 14 / {s['dp']}) * {s['params_b']!r}",
+            3: f"16 / {s['dp']} * {s['params_b']!r}",
         }[s["stage"]],
         derivation=lambda s: (
-            {0: "16", 1: f"2 + 2 + 12/{s['dp']}", 2: f"2 + 14/{s['dp']}", 3: f"16/{s['dp']}"}[s["stage"]]
+            {0: "16", 1: f"(2 + 2 + 12/{s['dp']})", 2: f"(2 + 14/{s['dp']})", 3: f"16/{s['dp']}"}[s["stage"]]
             + f" bytes/param \u00d7 {s['params_b']:g}\u00d710\u2079 params = "
             f"**{_state_gb(s['params_b'], s['stage'], s['dp']):.4g} GB** per GPU. "
             + {0: "More than an 80 GB GPU holds before a single activation is stored.",
