@@ -233,7 +233,7 @@ values_exercise(
     derivation=lambda s: (
         f"Require $(p-1)/m < {s['target_pct'] / 100:g}$, so $m > {s['p'] - 1}/{s['target_pct'] / 100:g} = "
         f"{(s['p'] - 1) / (s['target_pct'] / 100):g}$. At exactly that $m$ the overhead equals "
-        f"{s['target_pct']:g} %, so the smallest integer strictly below is "
+        f"{s['target_pct']:g} %, so the smallest $m$ that keeps it strictly below is "
         f"**{_key_5_6(s)['min_microbatches']}**. Interleaving needs far fewer: $v=2$ needs "
         f"{_key_5_6(dict(s, v=2))['min_microbatches']} and $v=4$ needs "
         f"{_key_5_6(dict(s, v=4))['min_microbatches']} micro-batches."))

@@ -13,6 +13,12 @@ from course.exercises.authoring import values_exercise
 
 CH = "ch09"
 
+
+def _tex(x):
+    """``3.79e+25`` -> ``3.79\\times10^{25}`` for derivations."""
+    mantissa, exponent = f"{x:.3e}".split("e")
+    return f"{float(mantissa):.4g}\\times10^{{{int(exponent)}}}"
+
 CHAPTER = {
     "title": "Chapter 9 \u00b7 Capstone: training Llama 3.1 405B",
     "intro": ("Everything so far in one real run: Llama 3.1 405B, trained on 15.6 trillion tokens "
@@ -147,8 +153,8 @@ values_exercise(
     answers={"pf_days": "PF-days"}, key=_key_9_4,
     solution=lambda s: f"pf_days = 6 * {s['params']:.6g} * {s['tokens']:.6g} / (1e15 * 86400)",
     derivation=lambda s: (
-        f"$6ND = 6\\times{s['params']:.4g}\\times{s['tokens']:.4g}$ = "
-        f"{core.training_flops(s['params'], s['tokens']):.4g} FLOPs (Meta reports $3.8\\times10^{{25}}$). "
+        f"$6ND = 6\\times{_tex(s['params'])}\\times{_tex(s['tokens'])}$ = "
+        f"${_tex(core.training_flops(s['params'], s['tokens']))}$ FLOPs (Meta reports $3.8\\times10^{{25}}$). "
         f"Divided by $8.64\\times10^{{19}}$ FLOPs per PF-day: **{_key_9_4(s)['pf_days']:,.0f} PF-days**."))
 
 
@@ -168,9 +174,9 @@ values_exercise(
     solution=lambda s: (f"flops = 6 * {s['params']:.6g} * {s['tokens']:.6g}\n"
                         f"training_days = flops / ({s['gpus']} * {s['peak_tflops']:g}e12 * {s['mfu']:g}) / 86400"),
     derivation=lambda s: (
-        f"Sustained rate: {s['gpus']} × {s['peak_tflops']:g}e12 × {s['mfu']:g} = "
-        f"{s['gpus'] * s['peak_tflops'] * 1e12 * s['mfu']:.4g} FLOP/s. Time: "
-        f"{core.training_flops(s['params'], s['tokens']):.4g} FLOPs / that rate = "
+        f"Sustained rate: ${s['gpus']}\\times{_tex(s['peak_tflops'] * 1e12)}\\times{s['mfu']:g}$ = "
+        f"${_tex(s['gpus'] * s['peak_tflops'] * 1e12 * s['mfu'])}$ FLOP/s. Time: "
+        f"${_tex(core.training_flops(s['params'], s['tokens']))}$ FLOPs / that rate = "
         f"**{_key_9_5(s)['training_days']:.3g} days** of uninterrupted training. Meta reports about 54 "
         "days of pre-training, which implies a higher MFU."))
 
