@@ -31,15 +31,18 @@ The physics lives in the other core modules; this module only composes it:
   (DP peers inside a node first), 1.5x the volume for ZeRO-3 (Rajbhandari et al.
   2020, section 7), overlapped with the backward pass of the last micro-batch by
   :func:`~course.core.data_parallel.exposed_comm_time`;
-- memory: :func:`~course.core.memory.model_state_bytes` (ZeRO stages) and
+- memory: :func:`~course.core.memory.model_state_breakdown` (ZeRO stages) and
   :func:`~course.core.memory.activation_bytes_per_layer` (Korthikanti et al. 2022)
-  times the layers of a stage and the micro-batches in flight on the first stage.
+  times the layers of a stage and
+  :func:`~course.core.pipeline.in_flight_microbatches` of the schedule; with full
+  recomputation one layer's activations are materialised again during its backward.
 
 No made-up penalty terms (erratum 5 of the source material): step time is compute
 + memory-bound time + TP communication + bubble + point-to-point + exposed DP
 all-reduce, each derived from FLOPs, bytes and bandwidths.
 
-Simplifications (say so where students see a number): embeddings and the output
+Simplifications (say so where students see a number): when PP does not divide the
+layers, every stage runs as long as the fullest one; embeddings and the output
 layer are spread evenly over stages (their activations and the logits are not in
 the activation memory); the optimizer step, kernel launch and framework overheads
 are inside ``compute_efficiency``; communication runs at the link's nominal
@@ -60,10 +63,9 @@ Example (GPT-3 175B on 1,024 H100s)::
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from itertools import product
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
