@@ -225,7 +225,7 @@ class PredictionLock:
                 raise ValueError(f"correct must be one of {list(self.options)}, got {correct!r}")
             self.correct = correct
             self.input = widgets.RadioButtons(
-                options=[(label, k) for k, label in self.options.items()],
+                options=[(label if label.startswith(f"{k})") else f"{k}) {label}", k) for k, label in self.options.items()],
                 value=None,
                 layout=widgets.Layout(width="auto"),
                 style={"description_width": "0px"},
@@ -446,7 +446,8 @@ class PredictionLock:
     # -- display ------------------------------------------------------------
     def _label(self, value: Any) -> str:
         if self.kind == "choice":
-            return f"{value}) {self.options.get(value, '')}".strip()
+            label = self.options.get(value, "")
+            return label if label.startswith(f"{value})") else f"{value}) {label}".strip()
         return f"{value:.4g} {self.unit}".strip()
 
     @staticmethod

@@ -337,7 +337,10 @@ class Instrument:
         """Plain data for the design ledger: configuration, result, failure states hit."""
         config = {}
         for name, value in self.values().items():
-            config[name] = to_plain(value) if isinstance(value, (int, float, str, bool, np.generic)) else str(value)
+            if isinstance(value, (int, float, str, bool, np.generic)) or value is None:
+                config[name] = to_plain(value)
+            else:  # catalog objects (links, models) are recorded by name
+                config[name] = str(getattr(value, "name", value))
         return {"configuration": config, "result": self.result, "failures_hit": sorted(self.failures_seen)}
 
     def record(self, key: str, ledger=None, **extra: Any) -> dict:

@@ -175,8 +175,8 @@ def wait_idle(page, timeout_ms: int = 180_000) -> None:
 def lab_notebook(jupyterlab, browser):
     pages = []
 
-    def open_notebook(relative: str, run: bool = True):
-        source = REPO / relative
+    def open_notebook(relative: str | Path, run: bool = True):
+        source = Path(relative) if Path(relative).is_absolute() else REPO / relative
         target = jupyterlab.root / source.name
         shutil.copy(source, target)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
