@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import os
 import multiprocessing as mp
 import warnings
 
@@ -126,3 +127,19 @@ def test_concurrent_writers_lose_nothing(tmp_path):
             assert entries[f"w{w}/e{i}"] == {**entries[f"w{w}/e{i}"], "worker": w, "i": i}
         # the merged shared entry holds every worker's last value
         assert entries["shared"][f"w{w}"] == count - 1
+
+
+def test_reading_needs_no_writable_folder(tmp_path):
+    missing = Ledger(tmp_path / "not-yet" / "ledger.json")
+    assert missing.entries() == {} and not (tmp_path / "not-yet").exists()
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    Ledger(folder / "l.json").record("k", {"a": 1})
+    (folder / "l.json.lock").unlink()
+    folder.chmod(0o555)
+    try:
+        if os.access(folder, os.W_OK):  # root ignores permissions: nothing to check here
+            pytest.skip("running as root: a read-only folder is still writable")
+        assert Ledger(folder / "l.json").get("k")["a"] == 1
+    finally:
+        folder.chmod(0o755)
