@@ -1,8 +1,9 @@
 """Chapter 6 - tensor parallelism: workbook exercises 6.1-6.5.
 
-Keys come from ``course.core`` (``allreduce_traffic_bytes`` and ``allreduce_time``, ring) and the
-Megatron-LM layout of Shoeybi et al. 2019 (column- then row-parallel linears, two
-all-reduces per layer and pass).
+Keys come from ``course.core.tensor`` (shard shapes, heads, TP volume and overhead),
+cross-checked with ``allreduce_traffic_bytes`` and ``allreduce_time`` (ring). Layout:
+Megatron-LM, Shoeybi et al. 2019 (column- then row-parallel linears, two all-reduces per
+layer and pass).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ heads and of key/value heads must be divisible by $t$, or the KV heads must be r
 
 # 6.1 -----------------------------------------------------------------------------------
 def _key_6_1(s):
-    return {"columns_per_gpu": s["d"] // s["tp"]}
+    return {"columns_per_gpu": int(core.column_parallel_shard_shape(s["d"], s["d"], s["tp"])[1])}
 
 
 values_exercise(
@@ -89,7 +90,10 @@ def _ring_bytes_per_gpu(message_bytes, n):
 
 
 def _key_6_2(s):
-    return {"allreduce_mb_per_gpu": _ring_bytes_per_gpu(_tensor_bytes(s), s["tp"]) / u.MB}
+    sent = core.tp_allreduce_traffic_per_gpu(s["s"], s["b"], s["d"], s["tp"], s["bytes_per_element"])
+    # the same volume from the generic ring formula, as a cross-check of the two core paths
+    assert abs(sent - _ring_bytes_per_gpu(_tensor_bytes(s), s["tp"])) <= 1e-9 * sent
+    return {"allreduce_mb_per_gpu": sent / u.MB}
 
 
 _SPEC_62 = {"tp": 8, "d": 8192, "s": 4096, "b": 1, "bytes_per_element": 2}
@@ -118,8 +122,9 @@ values_exercise(
 
 # 6.3 -----------------------------------------------------------------------------------
 def _key_6_3(s):
-    params = s["layers"] * 12 * s["d"] ** 2
-    return {"weights_per_gpu_gb": params * s["bytes_per_param"] / s["tp"] / u.GB}
+    per_layer = core.transformer_layer_params(s["d"])          # 12 d^2 with f = 4d
+    return {"weights_per_gpu_gb": core.tp_weight_bytes_per_gpu(per_layer, s["layers"], s["tp"],
+                                                               s["bytes_per_param"]) / u.GB}
 
 
 values_exercise(
@@ -141,7 +146,8 @@ values_exercise(
 
 # 6.4 -----------------------------------------------------------------------------------
 def _key_6_4(s):
-    return {"q_heads_per_gpu": s["q_heads"] // s["tp"], "kv_heads_per_gpu": s["kv_heads"] // s["tp"]}
+    return {"q_heads_per_gpu": int(core.heads_per_gpu(s["q_heads"], s["tp"])),
+            "kv_heads_per_gpu": int(core.kv_heads_per_gpu(s["kv_heads"], s["tp"]))}
 
 
 values_exercise(
@@ -174,8 +180,13 @@ def _one_allreduce_seconds(s):
 
 
 def _key_6_5(s):
-    count = s["layers"] * 2 * 2                         # 2 per layer, forward and backward
-    return {"tp_overhead_pct": 100 * count * _one_allreduce_seconds(s) / (s["compute_ms"] * u.ms)}
+    overhead = core.tp_comm_overhead(s["s"], s["b"], s["d"], s["layers"], s["tp"],
+                                     s["bandwidth_gbs"] * u.GB_per_s, s["compute_ms"] * u.ms,
+                                     bytes_per_element=s["bytes_per_element"])
+    # cross-check: 2 all-reduces per layer and pass, each timed by the generic ring formula
+    by_hand = s["layers"] * 2 * 2 * _one_allreduce_seconds(s) / (s["compute_ms"] * u.ms)
+    assert abs(overhead - by_hand) <= 1e-9 * by_hand
+    return {"tp_overhead_pct": 100 * overhead}
 
 
 values_exercise(
