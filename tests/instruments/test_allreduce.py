@@ -191,3 +191,20 @@ def test_dashboard_fuzz(dashboard, gpus, exponent, compute, link_index, preset):
     share = dashboard.result["comm_share"]
     assert ("comm_bound" in dashboard.failures) == (share > 0.5)
     assert 0 <= share < 1
+
+
+def test_track_selector_switches_the_link():
+    from course.instruments import TrackSelector
+
+    selector = TrackSelector()
+    assert list(selector.buttons.options) == ["Cloud", "Edge", "Mobile", "Tiny"]
+    comparator = AllreduceComparator().follow(selector)
+    assert comparator.controls["link"].value.name == catalog.TRACKS["Cloud"].link.name
+    for name in ("Edge", "Tiny", "Cloud"):
+        selector.value = name
+        link = catalog.TRACKS[name].link
+        assert selector.track is catalog.TRACKS[name]
+        assert comparator.result["bandwidth"] == link.bandwidth and comparator.result["latency"] == link.latency
+        assert link.name in selector.note.value
+    with pytest.raises(ValueError, match="value must be one of"):
+        TrackSelector("Moon")
