@@ -55,7 +55,8 @@ def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: S
                     derivation: Callable[[Spec], str], points: float = 1.0, rtol: float = 0.01,
                     tolerances: Optional[Dict[str, float]] = None,
                     options: Optional[Dict[str, Sequence[Any]]] = None,
-                    note: Optional[str] = None, manual: Optional[Dict[str, Any]] = None) -> Exercise:
+                    note: Optional[str] = None, manual: Optional[Dict[str, Any]] = None,
+                    vary: Optional[Callable[[Spec, Any], Spec]] = None) -> Exercise:
     """An exercise answered by assigning named values (Derive, single-answer Trace, Design).
 
     ``manual`` optionally adds a manually graded "why" answer:
@@ -80,7 +81,7 @@ def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: S
         return out
 
     ex = add_exercise(Exercise(chapter=chapter, number=number, kind=kind, title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=derivation))
+                               cells=lambda s: cells(s), derivation=derivation, vary=vary))
     value_part(ex, names=answers, key=key, points=points, kind=part_kind, rtol=rtol,
                tolerances=tolerances, options=options)
     return ex

@@ -8,8 +8,10 @@ grade it. Prompts, solutions, keys and derivations all read the *same* spec,
 so per-student variants only need :func:`spec_for` to return another one.
 
 Variants are off by default. Switch them on with ``COURSE_VARIANTS=1``; an
-exercise that defines ``vary(spec, rng) -> spec`` then gets a seeded variant
-per student seed (the hook exists; chapters 0-4 ship without variants).
+exercise that defines ``vary(spec, rng) -> spec`` (0.1 and 2.1 do) then gets
+a reproducible variant per student seed from ``spec_for(exercise, seed)``.
+Still to do when variants are wanted: build one release notebook per seed
+and pass the student's seed to the judges (they use the default spec now).
 """
 
 from __future__ import annotations

@@ -205,3 +205,21 @@ def test_doctests_of_the_exercise_modules():
     for module in (registry, kinds, checks):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
+
+
+def test_variant_hook_is_off_by_default_and_seeded_when_on(monkeypatch):
+    from course import core
+    from course.exercises.spec import EXERCISES, spec_for
+
+    ex = EXERCISES["2.1"]
+    monkeypatch.delenv("COURSE_VARIANTS", raising=False)
+    assert spec_for(ex, seed=7) == ex.spec
+    monkeypatch.setenv("COURSE_VARIANTS", "1")
+    variants = [spec_for(ex, seed=s) for s in range(20)]
+    assert spec_for(ex, seed=3) == variants[3]  # reproducible per student seed
+    assert any(v != ex.spec for v in variants)
+    for v in variants:  # prompt, key and derivation all read the same spec
+        key = ex.parts[0].extra["key"](v)["accum_steps"]
+        assert key == -(-v["target_batch"] // (v["micro_batch"] * v["dp"])) == core.required_accum_steps(
+            v["target_batch"], v["micro_batch"], v["dp"])
+        assert f"**{key}**" in ex.derivation(v)

@@ -74,6 +74,7 @@ def _bytes_per_gpu(message_bytes, n):
 values_exercise(
     CH, "0.1", "All-reduce volume per GPU", kind="Derive",
     spec={"message_gb": 1.0, "n": 8},
+    vary=lambda s, rng: dict(s, message_gb=float(rng.choice([0.5, 1, 2, 4, 10])), n=rng.choice([4, 8, 16, 64])),
     prompt=lambda s: (f"{s['n']} GPUs each hold a gradient of M = {s['message_gb']:g} GB. How many GB does "
                       "**each** GPU send during one ring all-reduce (reduce-scatter plus all-gather)?"),
     answers={"volume_gb": "GB"},

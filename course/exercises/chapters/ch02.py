@@ -42,6 +42,8 @@ CHAPTER = {
 values_exercise(
     CH, "2.1", "Accumulation steps", kind="Derive",
     spec={"target_batch": 2048, "micro_batch": 4, "dp": 8},
+    vary=lambda s, rng: dict(s, target_batch=rng.choice([1024, 2048, 4096]), micro_batch=rng.choice([2, 4, 8]),
+                             dp=rng.choice([8, 16, 32])),
     prompt=lambda s: (f"Target effective batch {s['target_batch']} sequences, micro-batch {s['micro_batch']} "
                       f"per GPU, data-parallel degree {s['dp']}. How many accumulation steps per optimizer step?"),
     answers={"accum_steps": "steps"},
