@@ -31,7 +31,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["summary", "show", "LABS", "CHAPTERS"]
+__all__ = ["summary", "show", "to_html", "LABS", "CHAPTERS"]
 
 #: lab key prefix -> (title, number of acts)
 LABS = {
@@ -134,8 +134,12 @@ def to_html(data: dict) -> str:
     return f"<div><h4>Labs</h4>{lab_table}<h4>Workbook</h4>{chapter_table}</div>"
 
 
-def show(ledger=None):
-    """Display progress in a notebook (returns the HTML object, which displays itself)."""
-    from IPython.display import HTML
+def show(ledger=None) -> None:
+    """Display progress in a notebook.
 
-    return HTML(to_html(summary(ledger)))
+    It displays by itself (rather than returning something to display), so it
+    also works inside ``try``/``else`` blocks, where IPython shows no value.
+    """
+    from IPython.display import HTML, display
+
+    display(HTML(to_html(summary(ledger))))

@@ -4,7 +4,7 @@ import doctest
 
 import course.progress
 from course.ledger import Ledger
-from course.progress import show, summary
+from course.progress import show, summary, to_html
 
 
 def test_doctests():
@@ -32,5 +32,12 @@ def test_counts_from_entries(tmp_path):
     assert lab["failures_hit"] == ["oom"]
     ch = s["chapters"]["ch01"]
     assert (ch["attempted"], ch["visible_passed"], ch["points"], ch["max_points"]) == (2, 1, 2.5, 5.0)
-    html = show(ledger).data
+    html = to_html(s)
     assert "Parallelism Paradox" in html and "2.5 / 5" in html
+
+
+def test_show_displays_by_itself(tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    assert show(Ledger(tmp_path / "l.json")) is None
+    assert "Ring all-reduce" in shown[0].data
