@@ -132,7 +132,7 @@ class ScalingExplorer(Instrument):
                                    text=["NVLink | InfiniBand"], colors=["#475569"], font_weight="normal")
         self.add_figure(figure([self.node_edge, self.edge_label, self.curve, self.measured, self.current],
                                xs, ys, "GPUs (data-parallel replicas)", "MFU (%)", title="MFU vs GPU count",
-                               x_tick_format="d", legend=True))
+                               x_tick_format="d", legend=True)).legend_location = "top-right"
         for name, label in (("mfu", "MFU"), ("ratio", "Comm / compute"), ("comm", "All-reduce time"),
                             ("compute", "Compute time"), ("memory", "Model states per GPU")):
             self.add_card(name, label)

@@ -93,11 +93,13 @@ class SyncAudit(Instrument):
         self.add_control("workers", widgets.SelectionSlider(options=tuple(2**k for k in range(3, 15)), value=1024,
                                                             description="GPUs N"))
         self.add_control("stragglers_pct", widgets.FloatSlider(value=5.0, min=0.0, max=20.0, step=0.5,
-                                                               description="Stragglers %"))
+                                                               description="Stragglers %",
+                                                               style={"description_width": "initial"}))
         self.add_control("slowdown", widgets.FloatSlider(value=1.15, min=1.0, max=4.0, step=0.05,
                                                          description="Slowdown x"))
         self.add_control("checkpoint_s", widgets.FloatLogSlider(value=98.0, base=10, min=0, max=3.5, step=0.01,
-                                                                description="Checkpoint s", readout_format=".3g"))
+                                                                description="Checkpoint s", readout_format=".3g",
+                                                                style={"description_width": "initial"}))
         self.add_control("staleness_pct", widgets.FloatSlider(value=0.0, min=0.0, max=100.0, step=1.0,
                                                               description="Async extra steps %",
                                                               style={"description_width": "initial"}))
@@ -113,9 +115,10 @@ class SyncAudit(Instrument):
                                    colors=["#ea580c"], stroke_width=2.5, labels=["async"], display_legend=True)
         self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=["#0f172a"], default_size=100)
         self.add_figure(figure([self.sync_line, self.async_line, self.point], xs, ys, "stragglers (% of workers)",
-                               "samples / s", title="Throughput vs stragglers", legend=True))
+                               "samples / s", title="Throughput vs stragglers", legend=True)).legend_location = "bottom-right"
 
         bx, by = bq.OrdinalScale(), bq.LinearScale(min=0)
+        self.bill_scale = by
         self.bars = bq.Bars(x=list(STRATEGIES), y=np.zeros((len(COMPONENTS), len(STRATEGIES))), type="stacked",
                             scales={"x": bx, "y": by}, colors=list(COMPONENT_COLORS), labels=list(COMPONENTS),
                             display_legend=True, padding=0.35)
@@ -169,6 +172,7 @@ class SyncAudit(Instrument):
         self.set_marks(self.sync_line, y=sync_curve)
         self.set_marks(self.async_line, y=async_curve)
         self.set_marks(self.point, x=[100 * f], y=[sync_x if v["mode"] == "sync" else async_x])
+        self.bill_scale.max = 1.7 * float(totals.max()) / 1e6  # room above the bars for the legend
         self.set_marks(self.bars, y=parts / 1e6)
 
         chosen = sync_x if v["mode"] == "sync" else async_x

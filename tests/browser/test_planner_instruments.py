@@ -89,3 +89,31 @@ def test_configurator_moves_the_map(lab_notebook):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "jupyterlab_explore_3d_parallelism.png"), full_page=True)
     page.locator(INSTRUMENT).nth(1).screenshot(path=str(ARTIFACTS / "jupyterlab_parallel_map.png"))
+
+
+def test_scaling_explorer_banner_appears_when_traffic_leaves_the_node(lab_notebook):
+    page = lab_notebook("notebooks/explore_data_parallel.ipynb")
+    assert "Traceback" not in page.locator(".jp-Notebook").inner_text()
+    explorer = page.locator(INSTRUMENT).first
+    explorer.locator(".bqplot svg").first.wait_for(timeout=60_000)
+    assert explorer.locator(".course-failure").count() == 0  # 8 GPUs: all on NVLink
+    before = page.evaluate(SVG_STATE, [INSTRUMENT, 0])
+    _step_slider(page, 0, "gpus")  # 8 -> 16 GPUs: two nodes
+    explorer.locator(".course-failure-forced_onto_infiniband").first.wait_for(timeout=30_000)
+    assert page.evaluate(SVG_STATE, [INSTRUMENT, 0]) != before
+    ARTIFACTS.mkdir(exist_ok=True)
+    explorer.screenshot(path=str(ARTIFACTS / "jupyterlab_scaling_explorer.png"))
+    page.locator(INSTRUMENT).nth(1).scroll_into_view_if_needed()
+    page.locator(INSTRUMENT).nth(1).screenshot(path=str(ARTIFACTS / "jupyterlab_efficiency_plot.png"))
+
+
+def test_sync_audit_renders(lab_notebook):
+    page = lab_notebook("notebooks/explore_sync.ipynb")
+    audit = page.locator(INSTRUMENT).first
+    audit.locator(".bqplot rect.bar").first.wait_for(timeout=60_000)
+    before = page.evaluate(SVG_STATE, [INSTRUMENT, 0])
+    _step_slider(page, 0, "slowdown")
+    page.wait_for_function(f"(b) => ({SVG_STATE})(['{INSTRUMENT}', 0]) !== b", arg=before, timeout=30_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    audit.screenshot(path=str(ARTIFACTS / "jupyterlab_sync_audit.png"))
+    assert audit.locator(".course-failure").count() == 0
