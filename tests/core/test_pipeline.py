@@ -180,3 +180,10 @@ def test_errors_name_the_parameter():
         core.pipeline_schedule(4, 6, 2, "interleaved")
     with pytest.raises(ValueError, match="schedule"):
         core.pipeline_schedule(4, 8, schedule="zb-h1")
+
+
+def test_tutorial_pp8_share_below_10_percent():
+    # Solver tutorial, section 5 exercise: PP = 8, bubble share (P-1)/(P-1+M) below 10 %:
+    # 7/(7+63) is exactly 10 %, so M = 64.
+    assert core.min_microbatches_for_bubble(8, 0.10, measure="fraction") == 64
+    assert core.bubble_fraction(8, 64) < 0.10 <= core.bubble_fraction(8, 63) + 1e-15
