@@ -59,9 +59,9 @@ class EfficiencyPlot(Instrument):
 
         xs, ys = bq.LinearScale(min=0, max=float(CURVE_GPUS[-1])), bq.LinearScale(min=0)
         zeros = np.zeros(CURVE_GPUS.size)
-        self.ideal = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#94a3b8"],
+        self.ideal = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#475569"],
                               line_style="dashed", labels=["ideal (N x one GPU)"], display_legend=True)
-        self.other = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#cbd5e1"], stroke_width=1.5,
+        self.other = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#f59e0b"], stroke_width=1.5,
                               labels=["other fabric"], display_legend=True)
         self.actual = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#2563eb"], stroke_width=2.5,
                                labels=["this fabric"], display_legend=True)
