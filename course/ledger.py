@@ -40,7 +40,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 try:  # POSIX; on Windows the lock degrades to a no-op (single-user laptops)
     import fcntl
@@ -197,6 +197,32 @@ class Ledger:
             merged["updated"] = stamp
             data[key] = merged
             atomic_write_json(self.path, data)
+
+    def update(self, key: str, change: Callable[[dict], dict]) -> dict:
+        """Atomic read-modify-write of one entry: ``change(old_entry) -> fields to merge``.
+
+        Use it for counters, which ``get`` followed by ``record`` could lose
+        when two kernels write at once::
+
+            ledger.update("ch00/ex0_1", lambda e: {"attempts": e.get("attempts", 0) + 1})
+
+        Returns the stored entry.
+        """
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"key must be a non-empty string like 'lab05/act1', got {key!r}")
+        with self._locked():
+            data = self._read_unlocked()
+            old = dict(data.get(key, {}))
+            fields = change(dict(old))
+            if not isinstance(fields, dict):
+                raise ValueError(f"change must return a dict of fields, got {type(fields).__name__}")
+            json.dumps(fields, default=_json_default)
+            stamp = _now()
+            merged = {**old, **fields, "updated": stamp}
+            merged.setdefault("created", stamp)
+            data[key] = merged
+            atomic_write_json(self.path, data)
+            return merged
 
     def record_once(self, key: str, entry: dict) -> dict:
         """Store ``entry`` under ``key`` only if the key is absent; return what is stored.

@@ -108,6 +108,7 @@ def _writer(path: str, worker: int, count: int) -> None:
     for i in range(count):
         ledger.record(f"w{worker}/e{i}", {"worker": worker, "i": i})
         ledger.record("shared", {f"w{worker}": i})
+        ledger.update("counter", lambda e: {"n": e.get("n", 0) + 1})
 
 
 def test_concurrent_writers_lose_nothing(tmp_path):
@@ -121,7 +122,8 @@ def test_concurrent_writers_lose_nothing(tmp_path):
         p.join(60)
         assert p.exitcode == 0
     entries = Ledger(path).entries()
-    assert len(entries) == workers * count + 1
+    assert len(entries) == workers * count + 2
+    assert entries["counter"]["n"] == workers * count  # atomic increments: none lost
     for w in range(workers):
         for i in range(count):
             assert entries[f"w{w}/e{i}"] == {**entries[f"w{w}/e{i}"], "worker": w, "i": i}
@@ -143,3 +145,12 @@ def test_reading_needs_no_writable_folder(tmp_path):
         assert Ledger(folder / "l.json").get("k")["a"] == 1
     finally:
         folder.chmod(0o755)
+
+
+def test_update_merges_what_the_function_returns(tmp_path):
+    ledger = Ledger(tmp_path / "l.json")
+    ledger.record("k", {"a": 1, "n": 2})
+    stored = ledger.update("k", lambda e: {"n": e["n"] * 10})
+    assert stored["a"] == 1 and stored["n"] == 20 and ledger.get("k")["n"] == 20
+    with pytest.raises(ValueError, match="change must return a dict"):
+        ledger.update("k", lambda e: 5)
