@@ -266,3 +266,18 @@ def test_visible_check_records_mastery_in_the_ledger(tmp_path, monkeypatch, solu
     check("8.6", solutions["ch08"])
     assert Ledger(path).get("ch08/ex8_6")["passed"]
     assert "matches the worked example" in capsys.readouterr().out
+
+
+def test_progress_counts_chapters_5_to_9_from_visible_checks(tmp_path, monkeypatch, solutions, capsys):
+    from course.exercises.checks import check
+    from course.ledger import Ledger
+    from course.progress import summary
+
+    path = tmp_path / "ledger.json"
+    monkeypatch.setenv("COURSE_LEDGER", str(path))
+    check("9.1", solutions["ch09"])
+    check("9.2", {"max_layers_per_stage": 80, "stages_with_max": 14})     # attempted, not passed
+    capsys.readouterr()
+    chapters = summary(Ledger(path))["chapters"]
+    assert chapters["ch09"]["attempted"] == 2 and chapters["ch09"]["visible_passed"] == 1
+    assert chapters["ch09"]["exercises_total"] == 9 and chapters["ch05"]["exercises_total"] == 6
