@@ -123,7 +123,12 @@ values_exercise(
                       + f". What is $S$ after step {len(s['overflows'])}?"),
     answers={"final_scale": "loss scale"}, key=_key_8_2, rtol=0.0, derivation=_deriv_8_2,
     solution=lambda s: (f"overflows = {s['overflows']!r}\n"
-                        f"final_scale = {s['init_scale']:g} / 2 ** sum(overflows)"))
+                        f"final_scale, good = {s['init_scale']:g}, 0\n"
+                        "for overflow in overflows:\n"
+                        "    good = 0 if overflow else good + 1\n"
+                        "    final_scale *= 0.5 if overflow else 1.0\n"
+                        f"    if good == {s['growth_interval']}:\n"
+                        "        final_scale, good = final_scale * 2, 0"))
 
 
 # 8.3 -----------------------------------------------------------------------------------
