@@ -38,6 +38,21 @@ BUBBLE_COLORS = ("#dc2626", "#ea580c", "#2563eb", "#16a34a", "#0f766e")
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 
+def _best_rows(table) -> list[dict]:
+    """Plain rows of a ``course.core.sweep`` table, the columns the configurator shows."""
+    rows = []
+    for i in range(len(table)):
+        row = table.row(i)
+        rows.append({
+            "tp": int(row["tp"]), "pp": int(row["pp"]), "dp": int(row["dp"]), "micro_batch": int(row["micro_batch"]),
+            "microbatches": int(row["num_microbatches"]), "zero_stage": int(row["zero_stage"]),
+            "recompute": str(row["recompute"]), "sequence_parallel": bool(row["sequence_parallel"]),
+            "mfu": float(row["mfu"]), "tokens_per_second": float(row["tokens_per_second"]),
+            "memory_total": float(row["memory_total"]),
+        })
+    return rows
+
+
 def plan_values(p) -> dict:
     """The numbers this instrument shows, read from one ``course.core.plan`` result."""
     return {
@@ -75,6 +90,9 @@ class Configurator(Instrument):
                                                              style={"button_width": "36px"}))
         self.add_control("recompute", widgets.ToggleButtons(options=["none", "selective", "full"], value="selective",
                                                             description="Recompute"))
+        self.add_control("show_best", widgets.Checkbox(value=False, description="show the planner's top 5"))
+        self.best_table = widgets.HTML()
+        self.extra.children = (self.best_table,)
 
         bx, by = bq.OrdinalScale(), bq.LinearScale(min=0)
         self.memory_scale = by
@@ -151,7 +169,11 @@ class Configurator(Instrument):
         )
         for code, sentence in shown["violations"]:
             self.flag(code, sentence)
+        best = self._best(model, cluster) if v["show_best"] else []
+        if not v["show_best"]:
+            self.best_table.value = ""
         return {
+            "best": best,
             "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "pp": pp, "dp": dp,
             "microbatches": m, "zero_stage": int(v["zero_stage"]), "recompute": v["recompute"],
             "memory": shown["memory"], "memory_total": total, "memory_capacity": capacity,
@@ -160,3 +182,22 @@ class Configurator(Instrument):
             "tokens_per_second": shown["tokens_per_second"], "feasible": shown["feasible"],
             "violations": [code for code, _ in shown["violations"]],
         }
+
+    def _best(self, model, cluster) -> list[dict]:
+        """The five fastest feasible configurations of ``course.core.sweep`` (one vectorized pass)."""
+        rows = _best_rows(core.sweep(model, cluster).top(5))
+        if not rows:
+            self.best_table.value = "<i>The planner's sweep finds no feasible configuration on this cluster.</i>"
+            return rows
+        body = "".join(
+            f"<tr><td>{r['tp']}</td><td>{r['pp']}</td><td>{r['dp']}</td><td>{r['micro_batch']}</td>"
+            f"<td>{r['microbatches']}</td><td>{r['zero_stage']}</td><td>{r['recompute']}"
+            f"{' + SP' if r['sequence_parallel'] else ''}</td><td>{100 * r['mfu']:.1f} %</td>"
+            f"<td>{r['tokens_per_second']:,.0f}</td><td>{fmt_bytes(r['memory_total'])}</td></tr>" for r in rows)
+        self.best_table.value = (
+            "<div style='font-size:0.85rem'><b>The planner's top 5</b> (course.core.sweep over every valid "
+            "TP, PP, micro-batch, ZeRO stage and recompute mode of this cluster; its own micro-batch sizes)</div>"
+            "<table style='font-size:0.85rem' cellpadding='3'><tr><th>TP</th><th>PP</th><th>DP</th><th>b</th>"
+            "<th>m</th><th>ZeRO</th><th>recompute</th><th>MFU</th><th>tokens/s</th><th>memory</th></tr>"
+            f"{body}</table>")
+        return rows

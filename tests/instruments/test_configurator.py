@@ -122,7 +122,27 @@ def test_grid_never_escapes(conf):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(model=st.sampled_from(MODEL_CHOICES), cluster=st.sampled_from(CLUSTER_CHOICES), tp=st.sampled_from(TP_CHOICES),
        pp=st.integers(1, 64), m=st.integers(1, 64), zero=st.sampled_from([0, 1, 2, 3]),
-       rc=st.sampled_from(["none", "selective", "full"]))
-def test_fuzz(conf, model, cluster, tp, pp, m, zero, rc):
-    set_controls(conf, model=model, cluster=cluster, tp=tp, pp=pp, microbatches=m, zero_stage=zero, recompute=rc)
+       rc=st.sampled_from(["none", "selective", "full"]), best=st.booleans())
+def test_fuzz(conf, model, cluster, tp, pp, m, zero, rc, best):
+    set_controls(conf, model=model, cluster=cluster, tp=tp, pp=pp, microbatches=m, zero_stage=zero, recompute=rc,
+                 show_best=best)
     _check(conf)
+
+
+def test_top_five_are_the_sweeps_best_feasible_rows(conf):
+    set_controls(conf, model="gpt3-175b", cluster="h100-1024", show_best=True)
+    best = conf.result["best"]
+    top = core.sweep("gpt3-175b", "h100-1024").top(5)
+    assert [(r["tp"], r["pp"], r["dp"]) for r in best] == [(int(a), int(b), int(c)) for a, b, c in
+                                                           zip(top["tp"], top["pp"], top["dp"])]
+    assert len(best) == 5 and all(r["tp"] <= 8 for r in best)
+    assert [r["tokens_per_second"] for r in best] == sorted((r["tokens_per_second"] for r in best), reverse=True)
+    # each listed configuration is feasible for plan() too
+    for r in best:
+        p = core.plan("gpt3-175b", "h100-1024", tp=r["tp"], pp=r["pp"], dp=r["dp"], micro_batch=r["micro_batch"],
+                      num_microbatches=r["microbatches"], zero_stage=r["zero_stage"], recompute=r["recompute"],
+                      sequence_parallel=r["sequence_parallel"])
+        assert p.feasible, p.violations
+    assert "top 5" in conf.best_table.value
+    conf.controls["show_best"].value = False
+    assert conf.best_table.value == "" and conf.result["best"] == []

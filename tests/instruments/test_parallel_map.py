@@ -156,3 +156,20 @@ def test_layout_doctests():
     import course.instruments._layout as layout
 
     assert doctest.testmod(layout).failed == 0
+
+
+@needs_planner
+def test_map_follows_a_configurator():
+    from course.instruments.configurator import Configurator
+    from course.instruments.parallel_map import ParallelMap
+
+    conf, pmap = Configurator(), ParallelMap()
+    pmap.link_to(conf)
+    with conf.batch():
+        conf.controls["model"].value = "llama3-70b"
+        conf.controls["tp"].value = 4
+        conf.controls["pp"].value = 4
+    assert (pmap.result["model"], pmap.result["tp"], pmap.result["pp"]) == ("llama3-70b", 4, 4)
+    assert pmap.result["dp"] == conf.result["dp"] == 64
+    pmap.controls["pp"].value = 2  # the map can still be moved on its own
+    assert pmap.result["pp"] == 2 and conf.result["pp"] == 4
