@@ -35,6 +35,7 @@ __all__ = [
     "model_state_breakdown",
     "activation_bytes_per_layer",
     "activation_bytes_per_gpu",
+    "gpu_memory_breakdown",
     "workbook_activation_elements_per_layer",
     "workbook_activation_bytes",
 ]
@@ -395,6 +396,58 @@ def activation_bytes_per_gpu(seq, micro_batch, hidden, heads, layers, tp=1, pp=1
     p = v.integer("pp", pp, minimum=1).astype(float)
     flight = p if in_flight is None else v.positive("in_flight", in_flight)
     return v.scalar_or_array(np.asarray(per_layer) * n_layers / p * flight)
+
+
+def gpu_memory_breakdown(params, layers, seq, micro_batch, hidden, heads, tp=1, pp=1, dp=1, zero_stage=0,
+                         sequence_parallel=False, recompute="none", in_flight=None):
+    """Per-GPU memory of a 3D-parallel transformer: model states plus activations.
+
+    The GPU holds ``params / (tp * pp)`` parameters (layers split evenly,
+    embeddings counted in ``params``), sharded further by ZeRO over ``dp``
+    (:func:`model_state_breakdown`), and the activations of the most loaded
+    stage (:func:`activation_bytes_per_gpu`). Buffers, the CUDA context and
+    fragmentation are not counted.
+
+    Parameters
+    ----------
+    params : float or array_like
+        Parameters of the whole model, ``>= 0``.
+    layers, seq, micro_batch, hidden, heads : int or array_like
+        Model and batch shape, ``>= 1``.
+    tp, pp, dp : int or array_like of int, optional
+        Parallel sizes, ``>= 1``.
+    zero_stage : int or array_like of int, optional
+        0-3.
+    sequence_parallel, recompute, in_flight
+        As in :func:`activation_bytes_per_gpu`.
+
+    Returns
+    -------
+    dict
+        ``weights``, ``gradients``, ``optimizer``, ``activations`` and
+        ``total``, bytes per GPU.
+
+    Source: Rajbhandari et al. 2020, sec. 5.1; Korthikanti et al. 2022, sec. 4;
+    Narayanan et al. 2021 (SC21), sec. 3 (TP x PP split of the weights).
+
+    Examples
+    --------
+    GPT-3 175B on TP = 8, PP = 8, DP = 16 with ZeRO-1, SP and selective recompute:
+
+    >>> m = gpu_memory_breakdown(175e9, 96, 2048, 1, 12288, 96, 8, 8, 16, 1, True, "selective")
+    >>> {k: round(x / 1e9, 1) for k, x in m.items()}
+    {'weights': 5.5, 'gradients': 5.5, 'optimizer': 2.1, 'activations': 10.3, 'total': 23.3}
+    """
+    t = v.integer("tp", tp, minimum=1)
+    p = v.integer("pp", pp, minimum=1)
+    shard = v.non_negative("params", params) / (t * p)
+    states = model_state_breakdown(shard, zero_stage, dp)
+    activations = activation_bytes_per_gpu(seq, micro_batch, hidden, heads, layers, tp, pp, sequence_parallel,
+                                           recompute, in_flight)
+    out = {"weights": states["weights"], "gradients": states["gradients"], "optimizer": states["optimizer"],
+           "activations": activations}
+    out["total"] = v.scalar_or_array(np.asarray(states["total"]) + np.asarray(activations))
+    return out
 
 
 def workbook_activation_elements_per_layer(micro_batch, seq, hidden):

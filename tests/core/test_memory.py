@@ -129,3 +129,15 @@ def test_errors_name_the_parameter():
         core.model_state_bytes(1e9, 5, 8)
     with pytest.raises(ValueError, match="recompute"):
         core.activation_bytes_per_layer(S, B, H, A, recompute="partial")
+
+
+def test_gpu_memory_breakdown_by_hand():
+    # GPT-3 175B, TP 8 x PP 8, DP 16, ZeRO-1, SP + selective recompute, 1F1B (96 layers' worth held)
+    m = core.gpu_memory_breakdown(175e9, 96, S, B, H, A, tp=8, pp=8, dp=16, zero_stage=1,
+                                  sequence_parallel=True, recompute="selective")
+    shard = 175e9 / 64
+    assert m["weights"] == pytest.approx(2 * shard)
+    assert m["gradients"] == pytest.approx(2 * shard)
+    assert m["optimizer"] == pytest.approx(12 / 16 * shard)
+    assert m["activations"] == pytest.approx(96 * S * B * H * 34 / 8)
+    assert m["total"] == pytest.approx(sum(m[k] for k in ("weights", "gradients", "optimizer", "activations")))
