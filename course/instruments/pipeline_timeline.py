@@ -62,6 +62,12 @@ def measured_idle_share(cols: dict, stages: int) -> float:
     ``busy`` sums the durations of all passes; ``makespan`` runs from the first
     start to the last end. This is measured on the drawn timeline, not taken
     from a formula, so it can be compared with ``bubble_fraction``.
+
+    Examples
+    --------
+    >>> cols = schedule_columns(core.pipeline_schedule(4, 8, schedule="gpipe"))
+    >>> round(measured_idle_share(cols, 4), 4), round(float(core.bubble_fraction(4, 8)), 4)
+    (0.2727, 0.2727)
     """
     busy = float(np.sum(cols["end"] - cols["start"]))
     makespan = float(np.max(cols["end"]) - np.min(cols["start"]))
@@ -70,7 +76,13 @@ def measured_idle_share(cols: dict, stages: int) -> float:
 
 def measured_peak_in_flight(cols: dict) -> int:
     """Most micro-batches (chunks counted separately) whose forward has run but
-    whose backward has not finished, on any stage at any time."""
+    whose backward has not finished, on any stage at any time.
+
+    Examples
+    --------
+    >>> measured_peak_in_flight(schedule_columns(core.pipeline_schedule(4, 8, schedule="1f1b")))
+    4
+    """
     peak = 0
     for stage in np.unique(cols["stage"]):
         on = cols["stage"] == stage

@@ -119,3 +119,13 @@ def test_grid_never_escapes(timeline):
 def test_fuzz(timeline, schedule, p, m, v, ratio):
     set_controls(timeline, schedule=schedule, stages=p, microbatches=m, chunks=v, backward_ratio=ratio)
     _check(timeline)
+
+
+def test_doctests_of_the_planner_instruments():
+    import doctest
+
+    import course.instruments.pipeline_timeline as timeline_module
+    import course.instruments.scaling as scaling_module
+
+    for module in (timeline_module, scaling_module):
+        assert doctest.testmod(module).failed == 0, module.__name__
