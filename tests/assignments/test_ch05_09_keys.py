@@ -281,3 +281,9 @@ def test_progress_counts_chapters_5_to_9_from_visible_checks(tmp_path, monkeypat
     chapters = summary(Ledger(path))["chapters"]
     assert chapters["ch09"]["attempted"] == 2 and chapters["ch09"]["visible_passed"] == 1
     assert chapters["ch09"]["exercises_total"] == 9 and chapters["ch05"]["exercises_total"] == 6
+
+
+def test_9_9_tolerance_separates_the_workbook_slip_from_honest_rounding():
+    part = EXERCISES["9.9"].parts[0]
+    assert part.grade({"electricity_usd": 1_061_672}).score == 0.0      # the workbook's product
+    assert part.grade({"electricity_usd": 11_469 * 1848 * 0.05}).score == 1.0   # kW rounded first

@@ -280,8 +280,9 @@ values_exercise(
     spec={"gpus": 16384, "watts": 700.0, "days": 77.0, "usd_per_kwh": 0.05},
     prompt=lambda s: (f"{s['gpus']:,} GPUs draw {s['watts']:g} W each for {s['days']:g} days (including "
                       f"crash recovery); electricity costs ${s['usd_per_kwh']:g} per kWh. What is the "
-                      "electricity bill of the GPUs, in dollars?"),
-    answers={"electricity_usd": "$"}, key=_key_9_9,
+                      "electricity bill of the GPUs, in dollars? (Graded to 0.1 %: the arithmetic "
+                      "is exact.)"),
+    answers={"electricity_usd": "$"}, key=_key_9_9, rtol=0.001,
     solution=lambda s: (f"kwh = {s['gpus']} * {s['watts']:g} / 1000 * {s['days']:g} * 24\n"
                         f"electricity_usd = kwh * {s['usd_per_kwh']:g}"),
     derivation=lambda s: (
