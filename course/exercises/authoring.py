@@ -146,7 +146,8 @@ def debug_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
         fix = (f"def {function}{signature}:\n    \"\"\"{docstring}\"\"\"\n"
                f"    ### BEGIN SOLUTION\n{indented_body}\n    ### END SOLUTION")
         return [Cell("markdown", text),
-                Cell("answer", f"### BEGIN SOLUTION\nbuggy_line = {buggy_line}\n### END SOLUTION",
+                Cell("answer", f"# buggy_line = ...   (an int from 1 to {len(lines)})\n"
+                               f"### BEGIN SOLUTION\nbuggy_line = {buggy_line}\n### END SOLUTION",
                      ex.grade_id("_line_answer")),
                 Cell("answer", fix, ex.grade_id("_fix_answer")),
                 Cell("check", "# Visible check: the line number's range and the worked example\n"

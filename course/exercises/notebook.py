@@ -69,6 +69,9 @@ def build_source(chapter: str):
     for ex in chapter_exercises(chapter):
         for cell in ex.cells(spec_for(ex)):
             cells.append(to_nb_cell(cell, ex.number))
+    for index, cell in enumerate(cells):
+        # stable ids keep regenerated notebooks diff-free (nbformat would draw random ones)
+        cell["id"] = f"{chapter}-{index:03d}"
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}

@@ -178,7 +178,7 @@ build_exercise(
         f"Worked example: `ring_allreduce_time({', '.join(map(repr, s['example']))})` = "
         f"{_ring_ms_reference(*s['example']):.6g} ms."),
     function="ring_allreduce_time", signature="(M_gb, N, bw_gbs, latency_us)",
-    docstring="Ring all-reduce time in ms: 2(N-1) steps of M/N bytes plus one latency per step.",
+    docstring="Ring all-reduce time in ms: 2(N-1) steps of M/N GB each, plus one latency per step.",
     body=("if M_gb < 0 or bw_gbs <= 0 or latency_us < 0 or N < 1 or N != int(N):\n"
           "    raise ValueError('need M_gb >= 0, bw_gbs > 0, latency_us >= 0 and a whole N >= 1')\n"
           "steps = 2 * (N - 1)\n"

@@ -112,6 +112,11 @@ values_exercise(
     options={"decay_steps": [50_000, 100_000]},
     key=_decay,
     solution=lambda s: f"decay_steps = {s['base_steps']} // 2",
+    manual={"prompt": "Why? One or two sentences.", "points": 1.0,
+            "answer": ("**Model answer.** The schedule describes progress through the run, so it must reach its "
+                       "minimum at the last step actually taken (50K). Over 100K it would end halfway down, with "
+                       "the learning rate still high and the loss not annealed.\n\n**Mark scheme (1 point).** "
+                       "Says the decay must end when training ends / follow the actual number of steps.")},
     derivation=lambda s: (
         f"Over the steps actually run, **{_decay(s)['decay_steps']:,}**. The schedule is a function of training "
         "progress: it must reach its minimum at the end of the run. Decaying over 100K steps would stop halfway "
