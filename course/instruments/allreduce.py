@@ -245,8 +245,9 @@ class AlgorithmDashboard(Instrument):
         message = float(v["message_gb"]) * GB
         n, link, compute = int(v["gpus"]), v["link"], float(v["compute_s"])
         bandwidth, latency = link_bandwidth(link), link_latency(link)
-        curves = _times(self.SIZES, n, bandwidth, latency, self.algorithms)  # (algorithms, sizes)
-        here = _times(message, n, bandwidth, latency, self.algorithms)  # (algorithms,)
+        # one core call per algorithm covers the curve and the current message (last column)
+        both = _times(np.append(self.SIZES, message), n, bandwidth, latency, self.algorithms)
+        curves, here = both[:, :-1], both[:, -1]  # (algorithms, sizes), (algorithms,)
         best, crossings = best_and_crossovers(self.SIZES, curves, self.algorithms, n, bandwidth, latency)
         k = int(np.argmin(here))
         best_name, best_time = self.algorithms[k], float(here[k])
