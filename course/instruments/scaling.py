@@ -69,7 +69,7 @@ def data_parallel_curve(params, micro_batch, gpus, intra, inter, overlap, peak,
     Examples
     --------
     >>> c = data_parallel_curve(7e9, 1, np.array([1, 8, 64]), NODE.intra_link, NODE.inter_link, False, 989e12)
-    >>> c["comm_seconds"][0], bool(c["step_seconds"][2] > c["step_seconds"][1] > c["step_seconds"][0])
+    >>> float(c["comm_seconds"][0]), bool(c["step_seconds"][2] > c["step_seconds"][1] > c["step_seconds"][0])
     (0.0, True)
     """
     g = GPUS_PER_NODE if gpus_per_node is None else gpus_per_node
