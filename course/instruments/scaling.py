@@ -178,7 +178,7 @@ class ScalingExplorer(Instrument):
             f" / ({curve['efficiency']:.2f} &times; {self.peak / 1e12:g} TFLOP/s) = {fmt_time(t_compute)}<br>"
             f"<b>All-reduce</b> of 2P = {fmt_bytes(grad_bytes)} over N = {n} ({path}): T<sub>comm</sub> = {fmt_time(t_comm[i])}"
             + (f"; ring inside the node: 2(N&minus;1)/N &middot; M / B = 2&times;{n - 1}/{n} &times; {fmt_bytes(grad_bytes)} / {fmt_rate(intra.bandwidth)}" if 1 < n <= GPUS_PER_NODE else "")
-            + (f"; across nodes each GPU's NIC carries 2(k&minus;1)/k &middot; (M/8) at {fmt_rate(inter.bandwidth)}" if n > GPUS_PER_NODE else "")
+            + (f"; across nodes each GPU's NIC carries 2(k&minus;1)/k &middot; (M/{GPUS_PER_NODE}) at {fmt_rate(inter.bandwidth)}" if n > GPUS_PER_NODE else "")
             + f"<br><b>Step</b> T = T<sub>c</sub> + exposed comm = {fmt_time(t_compute)} + {fmt_time(exposed[i])} = {fmt_time(t_step[i])}"
             + ("" if not v["overlap"] else " (25 MiB buckets overlap the backward pass)")
             + f"<br><b>MFU</b> = 6&middot;P&middot;b&middot;s / (T &middot; peak) = {100 * mfu:.1f} %;"
