@@ -115,7 +115,7 @@ class SyncAudit(Instrument):
                                    colors=["#ea580c"], stroke_width=2.5, labels=["async"], display_legend=True)
         self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=["#0f172a"], default_size=100)
         self.add_figure(figure([self.sync_line, self.async_line, self.point], xs, ys, "stragglers (% of workers)",
-                               "samples / s", title="Throughput vs stragglers", legend=True)).legend_location = "bottom-right"
+                               "samples / s (healthy GPU: 32 per s)", title="Throughput vs stragglers", legend=True)).legend_location = "bottom-right"
 
         bx, by = bq.OrdinalScale(), bq.LinearScale(min=0)
         self.bill_scale = by
