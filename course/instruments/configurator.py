@@ -36,6 +36,9 @@ MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
 MEMORY_COLORS = ("#2563eb", "#0891b2", "#7c3aed", "#f97316")
 BUBBLE_COLORS = ("#dc2626", "#ea580c", "#2563eb", "#16a34a", "#0f766e")
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+#: Parts of the planner's step time (``Plan.breakdown()``), in the order they are drawn.
+STEP_PARTS = ("compute", "memory_bound", "tp_comm", "bubble", "pp_comm", "dp_comm_exposed")
+STEP_LABELS = ("compute", "memory-bound", "TP comm", "bubble", "PP sends", "DP all-reduce")
 
 
 def _best_rows(table) -> list[dict]:
@@ -116,6 +119,11 @@ class Configurator(Instrument):
                                        default_size=120)
         self.add_figure(figure([self.bubble_lines, self.ceiling, self.bubble_point], px, py, "pipeline stages PP",
                                "bubble (% of step)", title="Bubble vs PP", legend=True)).legend_location = "bottom-right"
+        sx, sy = bq.OrdinalScale(), bq.LinearScale(min=0)
+        self.step_bars = bq.Bars(x=list(STEP_LABELS), y=np.zeros(len(STEP_PARTS)), scales={"x": sx, "y": sy},
+                                 colors=["#16a34a", "#84cc16", "#2563eb", "#dc2626", "#7c3aed", "#0891b2"],
+                                 color_mode="element", padding=0.3)
+        self.add_figure(figure([self.step_bars], sx, sy, "", "seconds per step", title="Where the step time goes"))
         for name, label in (("dp", "DP (derived)"), ("memory", "Memory per GPU"), ("bubble", "Pipeline bubble"),
                             ("mfu", "MFU"), ("step", "Step time"), ("throughput", "Throughput")):
             self.add_card(name, label)
@@ -141,6 +149,7 @@ class Configurator(Instrument):
         self.set_marks(self.memory_bars, y=bars)
         self.set_marks(self.capacity, y=[capacity / 1e9] * 2)
         self.set_marks(self.bubble_lines, y=100 * curves)
+        self.set_marks(self.step_bars, y=[shown["breakdown"].get(part, 0.0) for part in STEP_PARTS])
         bubble = float(core.bubble_fraction(pp, m))
         self.set_marks(self.bubble_point, x=[pp], y=[100 * bubble])
 

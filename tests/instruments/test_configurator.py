@@ -146,3 +146,14 @@ def test_top_five_are_the_sweeps_best_feasible_rows(conf):
     assert "top 5" in conf.best_table.value
     conf.controls["show_best"].value = False
     assert conf.best_table.value == "" and conf.result["best"] == []
+
+
+def test_step_bars_add_up_to_the_plans_step_time(conf):
+    from course.instruments.configurator import STEP_PARTS
+
+    set_controls(conf, model="llama3-70b", cluster="h100-1024", tp=8, pp=4, microbatches=16, zero_stage=1,
+                 recompute="full")
+    dp, p = expected_plan(conf.values())
+    assert set(p.breakdown()) == set(STEP_PARTS)  # every part of the planner's step is drawn
+    assert sum(conf.step_bars.y) == pytest.approx(p.step_time, rel=1e-12)
+    assert conf.step_bars.y[list(STEP_PARTS).index("bubble")] == pytest.approx(p.bubble)
