@@ -5,6 +5,7 @@
     course check-release [name ...]      regenerate in a temporary course dir; exit 1 if release/ is stale
     course exercises [name]              list the registry: grade_id, kind, points
     course derivations <name>            print the worked derivations of an assignment (for instructors)
+    course import-grades FILE [--student S]   put graded points into the design ledger (index progress)
 """
 
 from __future__ import annotations
@@ -95,6 +96,17 @@ def cmd_derivations(args) -> int:
     return 0
 
 
+def cmd_import_grades(args) -> int:
+    from course.exercises.mastery import import_grades
+
+    recorded = import_grades(args.file, args.student)
+    for key, entry in sorted(recorded.items()):
+        print(f"{key}: {entry['points']:g} / {entry['max_points']:g}")
+    if not recorded:
+        print("no graded workbook exercises found in " + args.file)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,6 +125,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("derivations", help="print the worked derivations of an assignment")
     p.add_argument("name")
     p.set_defaults(func=cmd_derivations)
+    p = sub.add_parser("import-grades", help="record graded points in the design ledger")
+    p.add_argument("file")
+    p.add_argument("--student")
+    p.set_defaults(func=cmd_import_grades)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -20,3 +20,21 @@ def test_unknown_assignment_is_refused():
 
     with pytest.raises(SystemExit):
         main(["build-release", "no_such_assignment"])
+
+
+def test_import_grades_sums_parts_per_exercise_into_the_ledger(tmp_path, monkeypatch, capsys):
+    import json
+
+    from course.ledger import Ledger
+    from course.progress import summary
+
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    grades = [{"student": "ada", "grade_id": "ch02_ex2_4", "points": 2, "max_points": 2},
+              {"student": "ada", "grade_id": "ch02_ex2_4_required_accum_steps", "points": 0, "max_points": 2},
+              {"student": "bob", "grade_id": "ch02_ex2_1", "points": 1, "max_points": 1}]
+    (tmp_path / "grades.json").write_text(json.dumps(grades))
+    assert main(["import-grades", str(tmp_path / "grades.json"), "--student", "ada"]) == 0
+    entry = Ledger().get("ch02/ex2_4")
+    assert entry["points"] == 2 and entry["max_points"] == 4
+    assert Ledger().get("ch02/ex2_1") is None  # bob's row is not ada's
+    assert summary()["chapters"]["ch02"]["points"] == 2.0

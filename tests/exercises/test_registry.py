@@ -200,9 +200,9 @@ def test_registry_documents_the_contract():
 def test_doctests_of_the_exercise_modules():
     import doctest
 
-    from course.exercises import checks, kinds, registry
+    from course.exercises import checks, kinds, mastery, registry
 
-    for module in (registry, kinds, checks):
+    for module in (registry, kinds, checks, mastery):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
 
