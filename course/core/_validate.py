@@ -13,6 +13,9 @@ from typing import Iterable
 import numpy as np
 
 
+_MAX_EXACT_INTEGER = 2.0**53
+
+
 def _as_array(name: str, value) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=float)
@@ -63,6 +66,10 @@ def integer(name: str, value, minimum: int = 1) -> np.ndarray:
         raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
     if np.any(arr < minimum):
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    # Beyond 2**53 a float no longer holds every whole number, and beyond 2**63
+    # the int64 cast wraps around: reject instead of computing with garbage.
+    if np.any(np.abs(arr) > _MAX_EXACT_INTEGER):
+        raise ValueError(f"{name} must be <= 2**53, got {value!r}")
     return arr.astype(np.int64)
 
 

@@ -25,3 +25,15 @@ def test_integer_rejects_fractions_and_small_values():
 def test_choice_lists_allowed_names():
     with pytest.raises(ValueError, match="algorithm must be one of 'ring', 'tree'"):
         v.choice("algorithm", "star", ["ring", "tree"])
+
+
+def test_integer_rejects_values_that_would_wrap_in_int64():
+    with pytest.raises(ValueError, match="n must be <= 2\\*\\*53"):
+        v.integer("n", 1e19)
+
+
+def test_huge_rank_count_is_an_error_not_a_wrapped_result():
+    from course.core import allreduce_time
+
+    with pytest.raises(ValueError, match="n must be"):
+        allreduce_time(1e9, 1e19, 1e9)
