@@ -287,3 +287,22 @@ def test_9_9_tolerance_separates_the_workbook_slip_from_honest_rounding():
     part = EXERCISES["9.9"].parts[0]
     assert part.grade({"electricity_usd": 1_061_672}).score == 0.0      # the workbook's product
     assert part.grade({"electricity_usd": 11_469 * 1848 * 0.05}).score == 1.0   # kW rounded first
+
+
+def test_variants_keep_prompt_solution_key_and_derivation_consistent(monkeypatch):
+    monkeypatch.setenv("COURSE_VARIANTS", "1")
+    varied = [ex for ex in _exercises() if ex.vary is not None]
+    assert len(varied) >= 8
+    for ex in varied:
+        part = ex.parts[0]
+        specs = [spec_for(ex, seed) for seed in range(12)]
+        assert spec_for(ex, 5) == specs[5] and any(s != ex.spec for s in specs)
+        for spec in specs:
+            namespace = {}
+            for cell in ex.cells(spec):
+                if cell.role == "answer":
+                    exec(cell.source, namespace)
+            keys = part.extra["key"](spec)
+            for name in part.names:
+                assert math.isclose(namespace[name], keys[name], rel_tol=1e-9), (ex.number, spec, name)
+            assert ex.derivation(spec)

@@ -81,6 +81,7 @@ def _key_5_1(s):
 
 values_exercise(
     CH, "5.1", "Pipeline bubble", kind="Derive", spec={"p": 4, "m": 12},
+    vary=lambda s, rng: dict(s, p=rng.choice([2, 4, 8, 16]), m=rng.choice([8, 12, 16, 24, 32])),
     prompt=lambda s: (f"A pipeline of $p = {s['p']}$ stages runs $m = {s['m']}$ micro-batches per "
                       "step with the 1F1B schedule. What is the **bubble overhead**, the idle time "
                       "relative to the ideal compute time, in percent (write `12.5` for 12.5 %)?"),
@@ -129,6 +130,7 @@ def _key_5_3(s):
 
 values_exercise(
     CH, "5.3", "Interleaved 1F1B", kind="Derive", spec={"p": 4, "m": 12, "v": 4},
+    vary=lambda s, rng: dict(s, p=rng.choice([4, 8]), m=rng.choice([8, 12, 16]), v=rng.choice([2, 3, 4])),
     prompt=lambda s: (f"The same pipeline ($p = {s['p']}$, $m = {s['m']}$), but each GPU now holds "
                       f"$v = {s['v']}$ virtual stages (interleaved 1F1B). What is the bubble "
                       "overhead in percent?"),
@@ -150,6 +152,7 @@ def _key_5_4(s):
 
 values_exercise(
     CH, "5.4", "Point-to-point traffic", kind="Derive", spec={"p": 4, "m": 12, "v": 4, "act_mb": 500.0},
+    vary=lambda s, rng: dict(s, v=rng.choice([1, 2, 4]), act_mb=float(rng.choice([250, 500, 800]))),
     prompt=lambda s: (f"At a stage boundary each micro-batch's activation tensor is {s['act_mb']:g} MB "
                       "(FP16); the gradient sent back in the backward pass has the same size. With "
                       f"$p = {s['p']}$, $m = {s['m']}$ and $v = {s['v']}$ virtual stages per GPU the "
@@ -223,6 +226,7 @@ def _key_5_6(s):
 
 values_exercise(
     CH, "5.6", "How many micro-batches?", kind="Trace", spec={"p": 8, "v": 1, "target_pct": 5.0},
+    vary=lambda s, rng: dict(s, p=rng.choice([4, 8, 16]), target_pct=float(rng.choice([2, 5, 10]))),
     prompt=lambda s: (f"A pipeline has $p = {s['p']}$ stages and no interleaving. Its bubble overhead "
                       f"must be **strictly below** {s['target_pct']:g} %. What is the smallest number "
                       "of micro-batches per step (an int)?"),

@@ -86,6 +86,7 @@ def _key_7_2(s):
 
 values_exercise(
     CH, "7.2", "Write time", kind="Derive", spec={"checkpoint_gb": 980.0, "storage_gbs": 10.0},
+    vary=lambda s, rng: dict(s, storage_gbs=float(rng.choice([5, 10, 20, 40]))),
     prompt=lambda s: (f"A {s['checkpoint_gb']:g} GB checkpoint is written to a network file system at "
                       f"{s['storage_gbs']:g} GB/s. How many seconds does one write take?"),
     answers={"write_seconds": "s"}, key=_key_7_2,
@@ -113,6 +114,8 @@ def _deriv_7_3(s):
 
 values_exercise(
     CH, "7.3", "Optimal checkpoint interval", kind="Derive", spec={"ckpt_seconds": 98.0, "mtbf_hours": 24.0},
+    vary=lambda s, rng: dict(s, ckpt_seconds=float(rng.choice([30, 60, 98, 300])),
+                             mtbf_hours=float(rng.choice([6, 12, 24, 48]))),
     prompt=lambda s: (f"The job's MTBF is {s['mtbf_hours']:g} hours and one checkpoint takes "
                       f"{s['ckpt_seconds']:g} s to write. With Young's formula "
                       "$\\tau = \\sqrt{2\\,\\delta\\,M}$, how many **minutes** of training should pass "

@@ -196,6 +196,7 @@ def _key_8_5(s):
 
 values_exercise(
     CH, "8.5", "FP8 activation savings", kind="Derive", spec={"b": 4, "s": 4096, "d": 8192, "layers": 80},
+    vary=lambda s, rng: dict(s, b=rng.choice([1, 2, 4, 8]), s=rng.choice([2048, 4096, 8192])),
     prompt=lambda s: (f"A 70B model ($d = {s['d']}$, {s['layers']} layers) keeps about $2\\,b\\,s\\,d$ "
                       "activation **elements** per layer for the backward pass (the inputs of attention "
                       f"and of the MLP), with batch $b = {s['b']}$ and sequence length $s = {s['s']}$. "

@@ -203,6 +203,7 @@ def _deriv_9_6(s):
 
 values_exercise(
     CH, "9.6", "Pipeline bubble for 405B", kind="Derive", spec={"pp": 16, "m": 4, "v": 2},
+    vary=lambda s, rng: dict(s, m=rng.choice([4, 8, 16]), v=rng.choice([2, 4])),
     prompt=lambda s: (f"PP = {s['pp']} stages, $m = {s['m']}$ micro-batches per step, 1F1B. Give the "
                       "bubble both ways, in percent: the **overhead** (bubble time relative to ideal "
                       "compute time) and the **share** of the step. Then the same with interleaving, "
@@ -278,6 +279,7 @@ def _key_9_9(s):
 values_exercise(
     CH, "9.9", "Electricity cost", kind="Derive",
     spec={"gpus": 16384, "watts": 700.0, "days": 77.0, "usd_per_kwh": 0.05},
+    vary=lambda s, rng: dict(s, days=float(rng.choice([54, 60, 77, 90])), usd_per_kwh=rng.choice([0.05, 0.08, 0.12])),
     prompt=lambda s: (f"{s['gpus']:,} GPUs draw {s['watts']:g} W each for {s['days']:g} days (including "
                       f"crash recovery); electricity costs ${s['usd_per_kwh']:g} per kWh. What is the "
                       "electricity bill of the GPUs, in dollars? (Graded to 0.1 %: the arithmetic "
