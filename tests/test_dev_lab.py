@@ -1,0 +1,84 @@
+"""The README's first command, ``python3 dev.py lab``, opens a working JupyterLab.
+
+It starts the real command (with ``--no-browser`` and a fixed token passed
+through), waits for the server, and checks what a student lands on: the course
+map exists, and the front-end extensions the course needs (widgets, bqplot,
+nbgrader) are installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "course-test-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get_json(url: str):
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.load(response)
+
+
+@pytest.fixture(scope="module")
+def lab_url(tmp_path_factory):
+    port = _free_port()
+    log = tmp_path_factory.mktemp("lab") / "lab.log"
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(log.parent), COURSE_LEDGER=str(log.parent / "ledger.json"))
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "dev.py"), "lab", "--no-browser", f"--port={port}",
+             f"--IdentityProvider.token={TOKEN}"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"dev.py lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                _get_json(f"{url}/api/status?token={TOKEN}")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not answer within 120 s:\n{log.read_text()[-3000:]}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_lab_serves_the_course_map(lab_url):
+    listing = _get_json(f"{lab_url}/api/contents/notebooks?token={TOKEN}")
+    names = {item["name"] for item in listing["content"]}
+    assert {"index.ipynb", "errata.ipynb"} <= names
+    with urllib.request.urlopen(f"{lab_url}/lab/tree/notebooks/index.ipynb?token={TOKEN}", timeout=10) as page:
+        assert page.status == 200
+
+
+@pytest.mark.slow
+def test_lab_has_the_extensions_the_course_needs(lab_url):
+    extensions = {ext["name"] for ext in _get_json(f"{lab_url}/lab/api/extensions?token={TOKEN}")}
+    # Names as JupyterLab's extension manager reports them.
+    assert {"jupyter-widgets-jupyterlab-manager", "bqplot", "jupyter-nbgrader"} <= extensions
