@@ -100,7 +100,8 @@ values_exercise(
 def _key_5_2(s):
     # stage 0's 1F1B peak is min(p, m) micro-batches: p - 1 warm-up forwards, then one more
     # in steady state before the first backward (Narayanan et al. 2021, sec. 2.2.1)
-    warmup = core.in_flight_microbatches(s["p"], s["m"], "1f1b") - 1
+    # (with fewer micro-batches than stages, the warm-up runs all m: min(p - 1, m))
+    warmup = min(core.in_flight_microbatches(s["p"], s["m"], "1f1b"), s["p"] - 1)
     return {"warmup_activations_gb": warmup * s["act_gb"]}
 
 
