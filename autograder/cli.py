@@ -1,0 +1,150 @@
+"""Command line: ``course-autograde {class,single,merge}`` (also ``python -m autograder``).
+
+Exit status: 0 when grading ran (whatever the scores), 2 when the grader could
+not run (bad arguments, no gradebook, unknown assignment, sandbox missing with
+``--require-sandbox``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import report, sandbox
+from .submissions import Submission, discover, in_shard, parse_shard
+
+
+def _limits(args) -> sandbox.Limits:
+    return sandbox.Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
+                          memory_bytes=args.memory_mb * 2**20, processes=args.max_processes,
+                          cpu_seconds=max(args.timeout, 1))
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, source/)")
+    p.add_argument("--out", default=".", help="folder for grades.json and grades.csv")
+    p.add_argument("--seed", type=int, default=None, help="probe seed (default: random, recorded)")
+    p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
+    p.add_argument("--timeout", type=int, default=300, help="seconds per submission")
+    p.add_argument("--memory-mb", type=int, default=4096, help="address-space limit per process")
+    p.add_argument("--max-processes", type=int, default=256, help="process limit per submission")
+    p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to grade without bubblewrap instead of falling back to rlimits")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="course-autograde", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="mode", required=True)
+    p = sub.add_parser("class", help="grade every submission of an assignment")
+    p.add_argument("assignment")
+    p.add_argument("submissions", nargs="?", default=None,
+                   help="submitted/<student>/<assignment>/ or a folder of <student>.ipynb/.zip "
+                        "(default: <course-root>/submitted)")
+    p.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: cores)")
+    p.add_argument("--shard", default="1/1", help="grade only shard K of N (K/N)")
+    p.add_argument("--no-progress", action="store_true")
+    _common(p)
+    p = sub.add_parser("single", help="grade one notebook (CI in a student's repository)")
+    p.add_argument("notebook")
+    p.add_argument("--assignment", default=None, help="default: the notebook's file name")
+    p.add_argument("--student", default="student")
+    _common(p)
+    p = sub.add_parser("merge", help="merge shards' grades.json into one grades.json/grades.csv")
+    p.add_argument("shards", nargs="+", help="grades.json files or folders holding one")
+    p.add_argument("--out", default=".")
+    return parser
+
+
+def _make_grader(args, root: Path, assignment: str, workers=None):
+    from .grader import Grader
+
+    if args.require_sandbox and sandbox.probe() is not None:
+        raise ValueError(f"no sandbox: {sandbox.probe()}")
+    return Grader(root, assignment, workers=workers, limits=_limits(args), seed=args.seed,
+                  feedback=not args.no_feedback)
+
+
+def _meta(grader, args, extra) -> dict:
+    return {"assignment": grader.assignment_name, "seed": grader.seed, "isolation": grader.isolation,
+            "limits": vars(grader.limits), **extra}
+
+
+def _temporary_course(root: Path, assignment: str) -> Path:
+    """A throw-away course root with a gradebook for ``assignment`` (single mode without one)."""
+    source = root / "source" / assignment
+    if not source.is_dir() or not (root / "nbgrader_config.py").is_file():
+        raise ValueError(f"course_root {str(root)!r} has neither a gradebook with {assignment!r} "
+                         f"nor source/{assignment} and nbgrader_config.py to make one")
+    tmp = Path(tempfile.mkdtemp(prefix="autograder-course-"))
+    shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
+    shutil.copytree(source, tmp / "source" / assignment)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
+                             "--force", "--log-level=ERROR"], cwd=tmp, capture_output=True, text=True,
+                            env=dict(os.environ, PATH=path), timeout=600)
+    if result.returncode != 0:
+        raise ValueError(f"nbgrader generate_assignment failed: {result.stderr[-500:]}")
+    return tmp
+
+
+def _has_assignment(root: Path, assignment: str) -> bool:
+    if not (root / "gradebook.db").is_file():
+        return False
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        try:
+            gb.find_assignment(assignment)
+            return True
+        except MissingEntry:
+            return False
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.mode == "merge":
+            merged = report.merge(args.shards, args.out)
+            print(f"merged {len(merged['students'])} students into {Path(args.out) / 'grades.csv'}")
+            return 0
+        if args.seed is None:
+            args.seed = random.SystemRandom().randrange(2**31)
+        root = Path(args.course_root).resolve()
+        if args.mode == "class":
+            shard, shards = parse_shard(args.shard)
+            folder = Path(args.submissions) if args.submissions else root / "submitted"
+            grader = _make_grader(args, root, args.assignment, args.workers)
+            subs = [s for s in discover(folder, args.assignment) if in_shard(s.student, shard, shards)]
+            started = time.monotonic()
+            results = grader.grade_all(subs, progress=not args.no_progress)
+            report.write(results, args.out, _meta(grader, args, {"shard": f"{shard}/{shards}"}))
+            failed = sum(r["status"] != "graded" for r in results)
+            print(f"graded {len(results)} submissions of {args.assignment} in "
+                  f"{time.monotonic() - started:.1f} s ({grader.workers} workers, {grader.isolation}); "
+                  f"{failed} with a problem; wrote {Path(args.out) / 'grades.csv'}")
+            return 0
+        # single
+        notebook = Path(args.notebook)
+        assignment = args.assignment or notebook.stem
+        if not _has_assignment(root, assignment):
+            root = _temporary_course(root, assignment)
+        grader = _make_grader(args, root, assignment, workers=1)
+        sub = Submission(student=args.student, notebook=notebook if notebook.is_file() else None,
+                         folder=notebook.parent if notebook.is_file() else None,
+                         status="found" if notebook.is_file() else "missing",
+                         problem=None if notebook.is_file() else f"{notebook} does not exist")
+        result = grader.grade_one(sub)
+        report.write([result], args.out, _meta(grader, args, {"shard": "single"}))
+        print(report.summary_table([result]))
+        return 0 if result["status"] != "error" else 1
+    except ValueError as exc:
+        print(f"course-autograde: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,453 @@
+"""Grading one assignment: nbgrader's steps, with execution sandboxed and judging trusted.
+
+Per submission (:meth:`Grader.grade_one`), in this order:
+
+1. *sanitize* (parent, gradebook lock): nbgrader's ``ClearOutput``,
+   ``DeduplicateIds``, ``OverwriteKernelspec``, ``OverwriteCells`` (deleted
+   graded cells are put back) and ``CheckCellMetadata``; cells whose nbgrader
+   metadata names no known cell lose that metadata first.
+2. *execute + harvest* (sandbox, :mod:`autograder.runner`): the notebook runs
+   in its own kernel; afterwards the same kernel harvests every registered part
+   into plain JSON values.
+3. *judge* (parent; the student's code never ran here): each registered part's
+   ``judge`` scores the harvested JSON. Unregistered graded cells keep
+   nbgrader's own result (their test cell's outputs).
+4. *record* (parent, gradebook lock): nbgrader's ``LimitOutput``,
+   ``SaveAutoGrades`` and ``AssignLatePenalties`` on the executed notebook,
+   then the judged parts' scores overwrite the in-kernel ones. Manually graded
+   cells stay for the formgrader.
+5. *feedback* (parent): :mod:`autograder.feedback`.
+
+Only outputs and harvested values come back from the sandbox; the cell
+sources written to ``autograded/`` are the sanitized ones from step 1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import nbformat
+
+from . import sandbox
+from .submissions import Submission
+
+MAX_NOTEBOOK_BYTES = 50 * 2**20
+MAX_HARVEST_BYTES = 20 * 2**20
+
+
+def _safe_read(path: Path, limit: int) -> Optional[str]:
+    """Read a file the sandbox wrote: no symlinks, regular file, bounded size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not os.path.isfile(path) or os.fstat(fh.fileno()).st_size > limit:
+            return None
+        return fh.read(limit + 1).decode("utf-8", errors="replace")
+
+
+def _cell_key(cell) -> tuple:
+    return (cell.get("cell_type"), cell.get("source"))
+
+
+@dataclass
+class Assignment:
+    """What the gradebook knows about the assignment's (single) notebook."""
+
+    name: str
+    notebook: str
+    grade_cells: Dict[str, dict]   # grade_id -> {max_score, cell_type, solution}
+    known_ids: set                 # every nbgrader cell id in the source notebook
+
+
+class Grader:
+    """Grades submissions of one assignment into a course root (gradebook, autograded/, feedback/)."""
+
+    def __init__(self, course_root, assignment: str, *, workers: Optional[int] = None,
+                 limits: sandbox.Limits = sandbox.Limits(), seed: int = 0,
+                 feedback: bool = True, isolate: bool = True, log=None):
+        self.root = Path(course_root).resolve()
+        self.assignment_name = assignment
+        self.workers = workers or len(os.sched_getaffinity(0))
+        if type(self.workers) is not int or self.workers < 1:
+            raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+        self.limits = limits
+        self.seed = int(seed)
+        self.feedback = feedback
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
+        self.lock = threading.Lock()  # nbgrader's gradebook is SQLite: one writer at a time
+        self.use_bwrap = False
+        if isolate:
+            why = sandbox.probe()
+            if why is None:
+                self.use_bwrap = True
+            else:
+                message = ("WARNING: submissions run WITHOUT namespace isolation (rlimits only): "
+                           f"{why}. Student code can read what this user can read.")
+                warnings.warn(message)
+                self.log("!" * 78 + "\n" + message + "\n" + "!" * 78)
+        self.isolation = "bwrap+rlimits" if self.use_bwrap else "rlimits"
+        self.assignment = self._load_assignment()
+        from course.exercises import REGISTRY
+
+        self.registered = {gid for gid in self.assignment.grade_cells if gid in REGISTRY}
+
+    # ------------------------------------------------------------------ gradebook
+    def _gradebook(self):
+        from nbgrader.api import Gradebook
+
+        return Gradebook(self.db_url)
+
+    def _load_assignment(self) -> Assignment:
+        from nbgrader.api import MissingEntry
+
+        if not (self.root / "gradebook.db").exists():
+            raise ValueError(f"course_root {str(self.root)!r} has no gradebook.db: "
+                             "run `nbgrader generate_assignment` there first")
+        with self.lock, self._gradebook() as gb:
+            try:
+                assignment = gb.find_assignment(self.assignment_name)
+            except MissingEntry:
+                raise ValueError(f"assignment {self.assignment_name!r} is not in the gradebook: "
+                                 "run `nbgrader generate_assignment` first") from None
+            if len(assignment.notebooks) != 1:
+                raise ValueError(f"assignment must have exactly one notebook, "
+                                 f"found {len(assignment.notebooks)}")
+            nb = assignment.notebooks[0]
+            cells = {c.name: {"max_score": float(c.max_score), "cell_type": c.cell_type,
+                              "solution": any(s.name == c.name for s in nb.solution_cells)}
+                     for c in nb.grade_cells}
+            known = ({c.name for c in nb.grade_cells} | {c.name for c in nb.solution_cells}
+                     | {c.name for c in nb.source_cells} | {c.name for c in nb.task_cells})
+            return Assignment(self.assignment_name, nb.name, cells, known)
+
+    def _resources(self, student: str) -> dict:
+        return {"unique_key": self.assignment.notebook,
+                "nbgrader": {"student": student, "assignment": self.assignment_name,
+                             "notebook": self.assignment.notebook, "db_url": self.db_url}}
+
+    def _open_submission(self, sub: Submission) -> None:
+        with self._gradebook() as gb:
+            gb.update_or_create_student(sub.student)
+            if sub.timestamp:
+                try:
+                    gb.update_or_create_submission(self.assignment_name, sub.student,
+                                                   timestamp=sub.timestamp)
+                    return
+                except Exception:
+                    pass  # an unparsable timestamp.txt must not cost the student their grade
+            gb.update_or_create_submission(self.assignment_name, sub.student)
+
+    def _zero_all(self, student: str) -> None:
+        """nbgrader's treatment of a missing notebook: every grade 0, nothing to grade by hand."""
+        with self._gradebook() as gb:
+            nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
+            for grade in nb.grades:
+                grade.auto_score = 0
+                grade.needs_manual_grade = False
+            gb.db.commit()
+
+    def _read_grades(self, student: str) -> Dict[str, dict]:
+        with self._gradebook() as gb:
+            nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
+            return {g.name: {"auto": g.auto_score, "manual": g.manual_score, "score": float(g.score),
+                             "max": float(g.max_score), "needs_manual": bool(g.needs_manual_grade)}
+                    for g in nb.grades}
+
+    # ------------------------------------------------------------------ steps
+    def _structure_notes(self, nb) -> List[str]:
+        """Student-readable notes on deleted, duplicated or re-labelled graded cells."""
+        notes, seen = [], {}
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader")
+            if not isinstance(meta, dict):
+                continue
+            gid = meta.get("grade_id")
+            if gid not in self.assignment.known_ids:
+                cell.metadata.pop("nbgrader", None)  # a student cannot add graded cells
+                notes.append(f"a cell carried grading metadata that is not part of the assignment "
+                             f"({str(gid)[:40]!r}); it was ignored")
+                continue
+            seen[gid] = seen.get(gid, 0) + 1
+            info = self.assignment.grade_cells.get(gid)
+            if info and (meta.get("points") != info["max_score"] or meta.get("grade") is not True):
+                notes.append(f"the grading metadata of cell {gid} was changed; the original was restored")
+        for gid, count in seen.items():
+            if count > 1:
+                notes.append(f"cell {gid} appears {count} times; only the first copy counts")
+        for gid in sorted(set(self.assignment.grade_cells) - set(seen)):
+            notes.append(f"graded cell {gid} was deleted; the original was put back")
+        return notes
+
+    def _sanitize(self, nb, student: str):
+        from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds,
+                                            OverwriteCells, OverwriteKernelspec)
+
+        resources = self._resources(student)
+        for pp in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec(),
+                   OverwriteCells(add_missing_cells=True), CheckCellMetadata()):
+            nb, resources = pp.preprocess(nb, resources)
+        return nb
+
+    def _record(self, nb, student: str, verdicts: Dict[str, tuple]) -> None:
+        from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, LimitOutput,
+                                            SaveAutoGrades)
+
+        resources = self._resources(student)
+        for pp in (LimitOutput(), SaveAutoGrades()):
+            nb, resources = pp.preprocess(nb, resources)
+        with self._gradebook() as gb:
+            sub_nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
+            for grade in sub_nb.grades:
+                if grade.name in verdicts:
+                    grade.auto_score = verdicts[grade.name][0] * float(grade.max_score)
+                    grade.needs_manual_grade = False
+            gb.db.commit()
+        for pp in (AssignLatePenalties(), CheckCellMetadata()):
+            nb, resources = pp.preprocess(nb, resources)
+
+    def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
+        """Execute and harvest in the sandbox; return outputs, harvested texts and a status."""
+        scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
+        try:
+            work = scratch / "work"
+            work.mkdir()
+            source_dir = self.root / "source" / self.assignment_name
+            for folder in (sub.folder, source_dir):  # submission files, then the instructor's (as nbgrader)
+                if folder and folder.is_dir():
+                    for path in folder.rglob("*"):
+                        rel = path.relative_to(folder)
+                        if (path.is_file() and not path.is_symlink() and path.suffix != ".ipynb"
+                                and ".ipynb_checkpoints" not in rel.parts and path.stat().st_size < 20 * 2**20):
+                            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+                            shutil.copyfile(path, work / rel)
+            nb_name = f"{self.assignment.notebook}.ipynb"
+            nbformat.write(nb, str(work / nb_name))
+            inside = sandbox.SCRATCH if self.use_bwrap else str(work)
+            job = {"notebook": nb_name, "executed": ".executed.ipynb", "harvest": ".harvest.json",
+                   "grade_ids": sorted(self.registered), "seed": seed, "cwd": inside,
+                   "cell_timeout": self.limits.cell_timeout, "output_budget": self.limits.output_bytes}
+            (work / ".job.json").write_text(json.dumps(job))
+            sandbox.prepare_scratch(work, slot, self.use_bwrap)
+            inner = [sandbox.python_executable(), "-m", "autograder.runner", ".job.json"]
+            cmd = sandbox.command(str(work), inner, self.limits, slot, self.use_bwrap)
+            env = None if self.use_bwrap else sandbox.sandbox_env(str(work))
+            log_path = scratch / "runner.log"  # outside the writable scratch copy
+            started = time.monotonic()
+            with open(log_path, "wb") as log:
+                proc = subprocess.Popen(cmd, cwd=str(work), env=env, stdin=subprocess.DEVNULL,
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                try:
+                    proc.wait(timeout=self.limits.submission_timeout)
+                    timed_out = False
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:
+                    try:
+                        os.killpg(proc.pid, 9)  # the whole tree, whatever it left behind
+                    except ProcessLookupError:
+                        pass
+                    proc.wait()
+            seconds = time.monotonic() - started
+            text = _safe_read(work / ".harvest.json", MAX_HARVEST_BYTES)
+            try:
+                report = json.loads(text) if text else None
+                harvested = dict(report["harvested"])
+                status = dict(report["status"])
+            except (TypeError, ValueError, KeyError):
+                harvested, status = {}, {"state": "no_result"}
+            if timed_out:
+                status = {"state": "timeout"}
+            elif proc.returncode != 0 and status.get("state") == "no_result":
+                status = {"state": "crashed", "returncode": proc.returncode}
+            executed = None
+            nb_text = _safe_read(work / ".executed.ipynb", MAX_NOTEBOOK_BYTES)
+            if nb_text and status.get("state") != "timeout":
+                try:
+                    executed = nbformat.reads(nb_text, as_version=4)
+                except Exception:
+                    executed = None
+            tail = log_path.read_bytes()[-4000:].decode("utf-8", "replace")
+            return {"harvested": harvested, "status": status, "executed": executed,
+                    "seconds": seconds, "log": tail}
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    @staticmethod
+    def _merge_outputs(nb, executed) -> bool:
+        """Copy outputs from the executed copy into the trusted notebook, if it is the same notebook."""
+        if executed is None or len(executed.cells) != len(nb.cells):
+            return False
+        if any(_cell_key(a) != _cell_key(b) for a, b in zip(nb.cells, executed.cells)):
+            return False
+        for cell, done in zip(nb.cells, executed.cells):
+            if cell.cell_type == "code":
+                outputs = done.get("outputs", [])
+                cell.outputs = [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
+                count = done.get("execution_count")
+                cell.execution_count = count if type(count) is int else None
+        return True
+
+    def _submission_problem(self, state: dict) -> Optional[str]:
+        kind = state.get("state")
+        if kind in ("ok", None):
+            return None
+        if kind == "timeout":
+            return (f"your notebook did not finish within {self.limits.submission_timeout} s (look for a "
+                    "cell that never ends, such as an infinite loop); exercises it had not reached score 0")
+        if kind == "kernel_died":
+            return ("the Python kernel stopped while running your notebook (os._exit, a crash, "
+                    "or using too much memory or too many processes); exercises could not be "
+                    "read afterwards and score 0")
+        if kind == "crashed":
+            return ("running your notebook was stopped by a resource limit (memory, processes, CPU time "
+                    "or file size); exercises could not be read and score 0")
+        return f"your notebook could not be run to the end ({state.get('detail') or kind})"
+
+    # ------------------------------------------------------------------ one submission
+    def grade_one(self, sub: Submission, slot: int = 0) -> dict:
+        """Grade one submission; always returns a result row set, never raises."""
+        started = time.monotonic()
+        try:
+            result = self._grade_one(sub, slot)
+        except Exception as exc:  # an internal failure still gives the student a row
+            result = self._rows(sub.student, "error",
+                                f"the autograder failed on this submission ({type(exc).__name__}: "
+                                f"{str(exc)[:200]}); your instructor will look at it", {}, {})
+        result["seconds"] = round(time.monotonic() - started, 2)
+        return result
+
+    def _seed_for(self, student: str) -> int:
+        digest = hashlib.sha256(f"{self.seed}:{self.assignment_name}:{student}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+    def _grade_one(self, sub: Submission, slot: int) -> dict:
+        from course.exercises import REGISTRY, judge_json
+
+        with self.lock:
+            self._open_submission(sub)
+        if sub.notebook is None:
+            with self.lock:
+                self._zero_all(sub.student)
+                grades = self._read_grades(sub.student)
+            return self._rows(sub.student, sub.status, sub.problem or "no notebook", {}, grades)
+        try:
+            if sub.notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
+                raise ValueError("the file is larger than 50 MB")
+            nb = nbformat.read(str(sub.notebook), as_version=4)
+            if not isinstance(nb.get("cells"), list):
+                raise ValueError("it has no list of cells")
+        except Exception as exc:
+            with self.lock:
+                self._zero_all(sub.student)
+                grades = self._read_grades(sub.student)
+            detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            return self._rows(sub.student, "unreadable",
+                              f"your notebook file could not be read as a notebook ({detail}); open it "
+                              "in Jupyter, save it and submit again", {}, grades)
+        notes = list(sub.notes) + self._structure_notes(nb)
+        with self.lock:
+            nb = self._sanitize(nb, sub.student)
+        seed = self._seed_for(sub.student)
+        run = self._run_sandbox(nb, sub, slot, seed)
+        state = run["status"]
+        problem = self._submission_problem(state)
+        if not self._merge_outputs(nb, run["executed"]) and run["executed"] is not None:
+            notes.append("the notebook changed its own cells while running; its outputs were discarded")
+        for index in state.get("timed_out_cells", []):
+            notes.append(f"cell {index + 1} ran longer than {self.limits.cell_timeout} s and was stopped")
+        if state.get("output_truncated"):
+            notes.append("your notebook printed too much; the rest of its output was dropped")
+        verdicts = {}
+        for gid in sorted(self.registered):
+            text = run["harvested"].get(gid)
+            if text is None:
+                verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
+                                 + (" (see the submission note)" if problem else ""))
+            else:
+                verdict = judge_json(gid, text, seed)
+                verdicts[gid] = (float(verdict.score), verdict.reason)
+        with self.lock:
+            self._record(nb, sub.student, verdicts)
+            grades = self._read_grades(sub.student)
+        out_dir = self.root / "autograded" / sub.student / self.assignment_name
+        out_dir.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
+        if self.feedback:
+            from .feedback import write_feedback
+
+            with self.lock:
+                html = write_feedback(nb, self._resources(sub.student), verdicts)
+            fb_dir = self.root / "feedback" / sub.student / self.assignment_name
+            fb_dir.mkdir(parents=True, exist_ok=True)
+            (fb_dir / f"{self.assignment.notebook}.html").write_text(html)
+        status = state.get("state", "ok") if problem else "graded"
+        reason = "; ".join(([problem] if problem else []) + notes) or "graded"
+        return self._rows(sub.student, status, reason, verdicts, grades)
+
+    def _rows(self, student: str, status: str, reason: str, verdicts: Dict[str, tuple],
+              grades: Dict[str, dict]) -> dict:
+        from course.exercises import REGISTRY
+
+        parts = []
+        for gid, info in sorted(self.assignment.grade_cells.items()):
+            part = REGISTRY.get(gid)
+            grade = grades.get(gid, {})
+            if gid in verdicts:
+                part_status, why = "judged", verdicts[gid][1]
+            elif status in ("missing", "unreadable", "error"):
+                part_status, why = "not_graded", "see the submission note"
+            elif grade.get("needs_manual"):
+                part_status, why = "manual", "graded by hand by your instructor"
+            else:
+                part_status = "nbgrader"
+                why = "passed" if grade.get("score", 0) >= info["max_score"] else "the test cell failed"
+            parts.append({
+                "part": gid, "exercise": part.exercise if part else "", "kind": part.kind if part else "",
+                "points": None if part_status == "manual" else round(grade.get("score", 0.0), 6),
+                "max_points": info["max_score"], "status": part_status, "reason": why})
+        return {"student": student, "assignment": self.assignment_name, "status": status,
+                "reason": reason, "score": round(sum(p["points"] or 0.0 for p in parts), 6),
+                "max_score": sum(p["max_points"] for p in parts), "parts": parts}
+
+    # ------------------------------------------------------------------ many submissions
+    def grade_all(self, subs: List[Submission], progress: bool = True) -> List[dict]:
+        """Grade ``subs`` concurrently (``workers`` sandboxes at a time); results sorted by student."""
+        from tqdm import tqdm
+
+        slots: "queue.Queue[int]" = queue.Queue()
+        for slot in range(self.workers):
+            slots.put(slot)
+
+        def work(sub: Submission) -> dict:
+            slot = slots.get()
+            try:
+                return self.grade_one(sub, slot)
+            finally:
+                slots.put(slot)
+
+        results = []
+        warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy noise
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            futures = [pool.submit(work, sub) for sub in subs]
+            bar = tqdm(as_completed(futures), total=len(futures), unit="submission",
+                       desc=f"grading {self.assignment_name}", disable=not progress)
+            for future in bar:
+                results.append(future.result())
+        return sorted(results, key=lambda r: r["student"])

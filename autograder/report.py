@@ -1,0 +1,75 @@
+"""grades.json / grades.csv, merging shards, and the terminal summary table."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Iterable, List
+
+CSV_COLUMNS = ["student", "assignment", "part", "exercise", "kind", "points", "max_points",
+               "status", "reason", "submission_status", "submission_reason"]
+
+
+def csv_rows(results: Iterable[dict]) -> List[dict]:
+    """One row per student and part (a student without parts still gets one row)."""
+    rows = []
+    for res in results:
+        common = {"student": res["student"], "assignment": res["assignment"],
+                  "submission_status": res["status"], "submission_reason": res["reason"]}
+        for part in res["parts"] or [{}]:
+            rows.append({**common, **{k: part.get(k, "") for k in
+                                      ("part", "exercise", "kind", "points", "max_points", "status",
+                                       "reason")}})
+    return rows
+
+
+def write(results: List[dict], out_dir, meta: dict) -> None:
+    """Write ``grades.json`` and ``grades.csv`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results = sorted(results, key=lambda r: r["student"])
+    (out / "grades.json").write_text(json.dumps({**meta, "students": results}, indent=1) + "\n")
+    with open(out / "grades.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for row in csv_rows(results):
+            writer.writerow({k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS})
+
+
+def merge(shard_files: Iterable, out_dir) -> dict:
+    """Combine shards' ``grades.json`` into one; a student graded twice is an error."""
+    merged, meta = {}, None
+    for path in shard_files:
+        path = Path(path)
+        data = json.loads((path / "grades.json" if path.is_dir() else path).read_text())
+        this = {k: v for k, v in data.items() if k not in ("students", "shard")}
+        if meta is None:
+            meta = this
+        elif this.get("assignment") != meta.get("assignment"):
+            raise ValueError(f"shard {path} grades {this.get('assignment')!r}, "
+                             f"not {meta.get('assignment')!r}")
+        for res in data["students"]:
+            if res["student"] in merged:
+                raise ValueError(f"student {res['student']!r} appears in more than one shard")
+            merged[res["student"]] = res
+    if meta is None:
+        raise ValueError("shard_files must name at least one grades.json")
+    write(list(merged.values()), out_dir, {**meta, "shard": "merged"})
+    return {**meta, "students": [merged[k] for k in sorted(merged)]}
+
+
+def summary_table(results: List[dict]) -> str:
+    """A plain-text table: one line per part, then the total (for single-submission mode)."""
+    lines = []
+    for res in results:
+        lines.append(f"{res['student']} / {res['assignment']}: {res['status']} "
+                     f"- {res['score']:g} of {res['max_score']:g} points")
+        if res["reason"] != "graded":
+            lines.append(f"  note: {res['reason']}")
+        width = max([len(p["part"]) for p in res["parts"]] + [4])
+        lines.append(f"  {'part':<{width}}  {'points':>9}  status      reason")
+        for p in res["parts"]:
+            pts = "hand" if p["points"] is None else f"{p['points']:g}/{p['max_points']:g}"
+            lines.append(f"  {p['part']:<{width}}  {pts:>9}  {p['status']:<10}  {p['reason']}")
+    return "\n".join(lines)

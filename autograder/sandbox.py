@@ -1,0 +1,187 @@
+"""Isolation of one submission: bubblewrap namespaces plus Linux rlimits.
+
+What a sandboxed run gets (see README, "Isolation"):
+
+* its own PID, network, IPC and UTS namespaces (``bwrap --unshare-*``): no
+  network but loopback (the kernel's ZeroMQ sockets), no view of other
+  processes, killed with its parent (``--die-with-parent``);
+* a file system built from an allow-list, read-only: the system directories,
+  the Python installation and virtual environment, and the ``course`` and
+  ``autograder`` packages. ``source/``, the gradebook, ``submitted/`` and other
+  students' scratch copies are simply not there;
+* one writable directory, the scratch copy of this submission (``/scratch``);
+* when the grader runs as root: a user id of its own per worker slot
+  (``setpriv``), so the process-count limit counts this submission only, and
+  no capabilities;
+* rlimits (``prlimit``): address space, processes, CPU seconds, file size,
+  open files, no core dumps; a wall-clock limit per cell (nbclient) and per
+  submission (the parent kills the whole tree).
+
+If bubblewrap is missing or cannot create namespaces, :func:`probe` says so
+and the grader falls back to rlimits only, with a loud warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+#: where the scratch copy appears inside the sandbox
+SCRATCH = "/scratch"
+#: first user id handed to worker slots when running as root
+FIRST_SLOT_UID = 61000
+
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one submission (seconds, bytes, counts)."""
+
+    cell_timeout: int = 60
+    submission_timeout: int = 300
+    memory_bytes: int = 4 * 2**30
+    processes: int = 256
+    cpu_seconds: int = 600
+    file_bytes: int = 256 * 2**20
+    open_files: int = 1024
+    output_bytes: int = 2_000_000
+
+    def __post_init__(self):
+        for name in ("cell_timeout", "submission_timeout", "memory_bytes", "processes",
+                     "cpu_seconds", "file_bytes", "open_files", "output_bytes"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def python_executable() -> str:
+    """This interpreter as an absolute path (a venv's ``bin/python``, symlink kept)."""
+    return os.path.abspath(sys.executable)
+
+
+def _package_dirs() -> List[str]:
+    """Directories that must be readable for ``course`` and ``autograder`` to import."""
+    import course
+
+    here = Path(__file__).resolve().parent  # autograder/ (may be a namespace package when editable)
+    return sorted({str(here), str(Path(list(course.__path__)[0]).resolve())})
+
+
+def readable_paths() -> List[str]:
+    """The allow-list of read-only paths inside the sandbox."""
+    paths = [p for p in _SYSTEM_DIRS if os.path.exists(p)]
+    for prefix in (sys.base_prefix, sys.prefix, sys.exec_prefix):
+        real = str(Path(prefix).resolve())
+        if not any(real == p or real.startswith(p + "/") for p in paths):
+            paths.append(real)
+    for pkg in _package_dirs():
+        if not any(pkg.startswith(p + "/") for p in paths):
+            paths.append(pkg)
+    return paths
+
+
+def sandbox_env(scratch: str) -> dict:
+    """A clean environment: nothing of the grader's own environment leaks in."""
+    venv_bin = str(Path(python_executable()).parent)
+    return {
+        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": scratch,
+        "TMPDIR": f"{scratch}/.tmp",
+        "IPYTHONDIR": f"{scratch}/.ipython",
+        "JUPYTER_RUNTIME_DIR": f"{scratch}/.jupyter/runtime",
+        "JUPYTER_CONFIG_DIR": f"{scratch}/.jupyter",
+        "MPLCONFIGDIR": f"{scratch}/.tmp",
+        "COURSE_LEDGER": f"{scratch}/.course/ledger.json",
+        "NBGRADER_EXECUTION": "autograde",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "LANG": "C.UTF-8",
+    }
+
+
+def _parents(path: str) -> List[str]:
+    parts = Path(path).parts[1:]
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int]) -> List[str]:
+    """The ``bwrap`` command line that runs ``inner`` with ``scratch_dir`` as /scratch."""
+    cmd = ["bwrap"]
+    made = set()
+    for path in readable_paths():
+        for parent in _parents(path):
+            if parent not in made and parent not in _SYSTEM_DIRS:
+                cmd += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+        cmd += ["--ro-bind", path, path]
+    cmd += ["--bind", scratch_dir, SCRATCH, "--dev", "/dev", "--proc", "/proc",
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--chdir", SCRATCH, "--clearenv"]
+    if uid is None:  # unprivileged bwrap: a user namespace of our own
+        cmd += ["--unshare-user"]
+    for key, value in sandbox_env(SCRATCH).items():
+        cmd += ["--setenv", key, value]
+    cmd += ["--"]
+    if uid is not None:  # privileged bwrap: drop to the slot's own uid before any student code
+        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return cmd + inner
+
+
+def prlimit_prefix(limits: Limits) -> List[str]:
+    return ["prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
+            f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_bytes}",
+            f"--nofile={limits.open_files}", "--core=0", "--"]
+
+
+@functools.lru_cache(maxsize=None)
+def probe() -> Optional[str]:
+    """``None`` if bubblewrap sandboxes work here, else why not (for the warning)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
+    if shutil.which("prlimit") is None:
+        return "prlimit (util-linux) is not installed"
+    uid = FIRST_SLOT_UID if os.geteuid() == 0 else None
+    if uid is not None and shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed"
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="autograder-probe-") as scratch:
+        cmd = bwrap_command(scratch, [python_executable(), "-c", "import course, autograder"], uid)
+        try:
+            result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap could not start: {exc}"
+    if result.returncode != 0:
+        return f"bwrap cannot create a sandbox here: {result.stderr.strip()[-300:]}"
+    return None
+
+
+def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_bwrap: bool) -> List[str]:
+    """Full command line for one submission in worker ``slot``."""
+    if not use_bwrap:
+        return prlimit_prefix(limits) + inner
+    uid = FIRST_SLOT_UID + slot if os.geteuid() == 0 else None
+    return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid)
+
+
+def prepare_scratch(scratch_dir: Path, slot: int, use_bwrap: bool) -> None:
+    """Create the scratch folders and hand them to the slot's uid."""
+    for sub in (".tmp", ".ipython", ".jupyter/runtime", ".course"):
+        (scratch_dir / sub).mkdir(parents=True, exist_ok=True)
+    if use_bwrap and os.geteuid() == 0:
+        uid = FIRST_SLOT_UID + slot
+        for root, dirs, files in os.walk(scratch_dir):
+            os.chown(root, uid, uid)
+            for name in files:
+                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
