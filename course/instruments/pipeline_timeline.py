@@ -7,7 +7,7 @@ what it shows: the idle share of the stages and the peak number of
 micro-batches whose activations a stage holds. The cards put the measured idle
 share next to the formula ``course.core.bubble_fraction(p, m, v)``; they agree
 (tested), which is the point: the bubble is the same for GPipe and 1F1B, and
-interleaving with ``v`` chunks divides it by ``v``. What 1F1B changes is the
+interleaving with ``v`` chunks divides the bubble *time* by ``v``. What 1F1B changes is the
 memory: at most ``p`` micro-batches in flight instead of ``m``.
 """
 
