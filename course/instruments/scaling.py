@@ -30,7 +30,7 @@ from .. import core
 from ..core import catalog
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
 
-__all__ = ["ScalingExplorer", "data_parallel_curve", "STAKEHOLDER_POINTS", "SEQ_LEN", "CURVE_GPUS", "NVLINK_ONLY"]
+__all__ = ["ScalingExplorer", "data_parallel_curve", "STAKEHOLDER_POINTS", "NODE_CHOICES", "SEQ_LEN", "CURVE_GPUS", "NVLINK_ONLY"]
 
 #: The training lead's measurements in Lab 05 Act I: (GPUs, MFU).
 STAKEHOLDER_POINTS = ((8, 0.52), (64, 0.38), (512, 0.19))
@@ -42,6 +42,8 @@ BACKWARD_SHARE = 4.0 / 6.0
 NVLINK_ONLY = "NVLink only"
 
 NODE = catalog.node("DGX H100")
+#: Nodes the explorer can switch between (all 8 GPUs per node, one NIC per GPU).
+NODE_CHOICES = ("DGX H100", "DGX A100", "DGX B200")
 GPUS_PER_NODE = NODE.gpus_per_node
 #: GPU counts of the curve: every GPU count up to one node, then whole nodes.
 CURVE_GPUS = np.concatenate([np.arange(1, GPUS_PER_NODE + 1),
@@ -99,7 +101,8 @@ class ScalingExplorer(Instrument):
     Controls: ``params_b`` (model size, billions of parameters), ``gpus`` (N),
     ``micro_batch`` (sequences of 2048 tokens per GPU per step), ``fabric``
     (what carries the all-reduce once it leaves a node; "NVLink only" is forced
-    onto the node's InfiniBand beyond 8 GPUs), ``zero_stage`` (0-2: ZeRO
+    onto the node's InfiniBand beyond 8 GPUs), ``node`` (DGX H100, A100 or
+    B200: faster GPUs, same network), ``zero_stage`` (0-2: ZeRO
     stages that keep all-reduce traffic) and ``overlap`` (bucketed overlap
     with the backward pass).
 
@@ -112,13 +115,12 @@ class ScalingExplorer(Instrument):
     subtitle = "Same model, same batch per GPU, more GPUs: where does the utilization go?"
 
     def build(self):
-        self.accelerator = NODE.accelerator
-        self.peak = self.accelerator.peak_flops["bf16"]
         self.add_control("params_b", widgets.IntSlider(value=7, min=1, max=175, description="Model (B)"))
         self.add_control("gpus", widgets.SelectionSlider(options=GPU_CHOICES, value=8, description="GPUs N"))
         self.add_control("micro_batch", widgets.IntSlider(value=1, min=1, max=64, description="Seqs/GPU"))
         self.add_control("fabric", widgets.Dropdown(options=_fabric_options(), value=NVLINK_ONLY,
                                                     description="Fabric", layout=widgets.Layout(width="330px")))
+        self.add_control("node", widgets.Dropdown(options=NODE_CHOICES, value=NODE.name, description="Node"))
         self.add_control("zero_stage", widgets.ToggleButtons(options=[0, 1, 2], value=1, description="ZeRO",
                                                              style={"button_width": "40px"}))
         self.add_control("overlap", widgets.Checkbox(value=False, description="overlap with backward"))
@@ -148,9 +150,14 @@ class ScalingExplorer(Instrument):
         n = int(v["gpus"])
         b = int(v["micro_batch"])
         zero = int(v["zero_stage"])
+        node = catalog.node(v["node"])
+        if node.gpus_per_node != GPUS_PER_NODE:  # the curve's grid counts whole nodes of 8
+            raise ValueError(f"node must have {GPUS_PER_NODE} GPUs per node; {node.name} has {node.gpus_per_node}")
+        self.accelerator = node.accelerator
+        self.peak = self.accelerator.peak_flops["bf16"]
         forced = v["fabric"] == NVLINK_ONLY and n > GPUS_PER_NODE
-        inter = NODE.inter_link if v["fabric"] == NVLINK_ONLY else catalog.link(v["fabric"])
-        intra = NODE.intra_link
+        inter = node.inter_link if v["fabric"] == NVLINK_ONLY else catalog.link(v["fabric"])
+        intra = node.intra_link
         grad_bytes = 2.0 * params
 
         curve = data_parallel_curve(params, b, CURVE_GPUS, intra, inter, bool(v["overlap"]), self.peak)
@@ -196,7 +203,7 @@ class ScalingExplorer(Instrument):
                       f"on {n} GPUs, more than the {fmt_bytes(capacity)} of one {self.accelerator.name} "
                       f"(before any activations). Raise the ZeRO stage, add GPUs, or shard the model (Act II).")
         return {
-            "gpus": n, "params": params, "micro_batch": b, "fabric": v["fabric"], "inter_link": inter.name,
+            "gpus": n, "node": node.name, "accelerator": self.accelerator.name, "params": params, "micro_batch": b, "fabric": v["fabric"], "inter_link": inter.name,
             "forced_onto_infiniband": forced, "compute_seconds": float(t_compute), "comm_seconds": float(t_comm[i]),
             "exposed_comm_seconds": float(exposed[i]), "step_seconds": float(t_step[i]), "mfu": mfu,
             "comm_compute_ratio": ratio, "model_state_bytes": state_bytes, "memory_bytes": capacity,

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not hasattr(core, "hierarchical_allreduce_time")
                                 reason="course.core collectives not landed")
 
 from course.instruments.scaling import (  # noqa: E402
-    CURVE_GPUS, GPU_CHOICES, NVLINK_ONLY, STAKEHOLDER_POINTS, ScalingExplorer, _fabric_options)
+    CURVE_GPUS, GPU_CHOICES, NODE_CHOICES, NVLINK_ONLY, STAKEHOLDER_POINTS, ScalingExplorer, _fabric_options)
 
 from .helpers import assert_alive, changed, mark_arrays, same_figures  # noqa: E402
 
@@ -111,7 +111,8 @@ def _check(explorer):
     assert "invalid_input" not in explorer.failures
     forced = r["fabric"] == NVLINK_ONLY and r["gpus"] > 8
     assert ("forced_onto_infiniband" in explorer.failures) == forced
-    assert ("out_of_memory" in explorer.failures) == (r["model_state_bytes"] > 80e9)
+    capacity = catalog.node(r["node"]).accelerator.memory_bytes
+    assert ("out_of_memory" in explorer.failures) == (r["model_state_bytes"] > capacity)
     assert 0 < r["mfu"] <= core.DEFAULT_COMPUTE_EFFICIENCY + 1e-12
     assert len(r["curve_mfu"]) == CURVE_GPUS.size
 
@@ -124,7 +125,24 @@ def test_grid_never_escapes(explorer):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(params=st.integers(1, 175), gpus=st.sampled_from(GPU_CHOICES), b=st.integers(1, 64),
-       fabric=st.sampled_from(FABRICS), zero=st.sampled_from([0, 1, 2]), overlap=st.booleans())
-def test_fuzz(explorer, params, gpus, b, fabric, zero, overlap):
-    set_controls(explorer, params_b=params, gpus=gpus, micro_batch=b, fabric=fabric, zero_stage=zero, overlap=overlap)
+       fabric=st.sampled_from(FABRICS), zero=st.sampled_from([0, 1, 2]), overlap=st.booleans(),
+       node=st.sampled_from(NODE_CHOICES))
+def test_fuzz(explorer, params, gpus, b, fabric, zero, overlap, node):
+    set_controls(explorer, params_b=params, gpus=gpus, micro_batch=b, fabric=fabric, zero_stage=zero, overlap=overlap,
+                 node=node)
     _check(explorer)
+
+
+def test_faster_gpus_on_the_same_network_raise_the_ratio(explorer):
+    # Lab 05 Act I reflection, option A: a faster GPU shortens compute, not the all-reduce.
+    set_controls(explorer, params_b=7, gpus=64, micro_batch=1, fabric="InfiniBand NDR", overlap=False, node="DGX A100")
+    a100 = dict(explorer.result)
+    explorer.controls["node"].value = "DGX H100"
+    h100 = dict(explorer.result)
+    assert a100["accelerator"].startswith("A100") and h100["accelerator"].startswith("H100")
+    assert h100["compute_seconds"] == pytest.approx(a100["compute_seconds"] * 312 / 989)
+    assert h100["comm_compute_ratio"] > a100["comm_compute_ratio"]
+    explorer.controls["fabric"].value = NVLINK_ONLY  # forced onto each node's own fabric: HDR for DGX A100
+    explorer.controls["node"].value = "DGX A100"
+    assert "InfiniBand HDR" in explorer.failure_messages["forced_onto_infiniband"]
+    explorer.controls["node"].value = "DGX H100"
