@@ -69,11 +69,18 @@ class ParallelMap(Instrument):
                                    stroke="white", tooltip=bq.Tooltip(fields=["color"], labels=["value"]))
         self.racks = bq.Lines(x=np.zeros((1, 2)), y=np.zeros((1, 2)), scales={"x": xs, "y": ys}, colors=["#0f172a"],
                               stroke_width=2.5)
-        color_axis = bq.ColorAxis(scale=self.colors, label="", side="right")
-        fig = figure([self.grid, self.racks], xs, ys, "node (thick lines: rack boundaries)", "GPU slot",
+        # GPU 0's three groups, marked on their cells: which GPUs it talks to, and over which link
+        self.group_marks = {
+            kind: bq.Scatter(x=[0.5], y=[0.5], scales={"x": xs, "y": ys}, marker=marker, colors=[color],
+                             default_size=size, stroke="white", labels=[label])
+            for kind, marker, color, size, label in (
+                ("data", "square", "#f97316", 30, "GPU 0's DP group"),
+                ("pipeline", "triangle-up", "#ef4444", 60, "GPU 0's pipeline"),
+                ("tensor", "circle", "#ffffff", 30, "GPU 0's TP group"),
+            )
+        }
+        fig = figure([self.grid, self.racks, *self.group_marks.values()], xs, ys, "node (thick lines: rack boundaries)", "GPU slot",
                      title="GPUs coloured by pipeline stage", height="320px")
-        fig.axes = fig.axes + [color_axis]
-        fig.fig_margin = {**fig.fig_margin, "right": 70}  # room for the colour bar
         self.map_figure = self.add_figure(fig)
         self.table = widgets.HTML()
         self.extra.children = (self.table,)
@@ -113,7 +120,13 @@ class ParallelMap(Instrument):
         self.set_marks(self.grid, color=color, row=np.arange(g + 1), column=np.arange(shown_nodes + 1))  # color first: bqplot validates row/column against it
         self.set_marks(self.racks, x=np.stack([rack_edges, rack_edges], axis=1).astype(float),
                        y=np.tile([0.0, float(g)], (rack_edges.size, 1)))
-        self.map_figure.title = (f"GPUs coloured by {v['color_by']}"
+        first = {"tensor": (lay.dp_rank == 0) & (lay.pp_stage == 0),
+                 "data": (lay.tp_rank == 0) & (lay.pp_stage == 0),
+                 "pipeline": (lay.tp_rank == 0) & (lay.dp_rank == 0)}
+        for kind, members in first.items():
+            members &= visible
+            self.set_marks(self.group_marks[kind], x=lay.node[members] + 0.5, y=lay.slot[members] + 0.5)
+        self.map_figure.title = (f"GPUs coloured by {v['color_by']} (dark: first, yellow: last)"
                                  + (f" (first {shown_nodes} of {cluster.nodes} nodes)" if cluster.nodes > shown_nodes else ""))
 
         intra, inter = cluster.node.intra_link, cluster.fabric or cluster.node.inter_link
@@ -135,7 +148,9 @@ class ParallelMap(Instrument):
         self.table.value = (
             "<table style='font-size:0.85rem;border-collapse:collapse' cellpadding='4'>"
             "<tr><th>group</th><th>size</th><th>groups</th><th>members sit</th><th>link</th><th>carries</th></tr>"
-            f"{rows}</table><div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
+            f"{rows}</table><div style='font-size:0.85rem'>On the map, GPU 0's groups: white circles its TP group,"
+            " red triangles its pipeline (one GPU per stage), orange squares its DP group.</div>"
+            "<div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
 
         self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {pp})", "normal" if tp * pp * dp == gpus else "bad")
         racks = -(-cluster.nodes // int(v["nodes_per_rack"]))

@@ -173,3 +173,12 @@ def test_map_follows_a_configurator():
     assert pmap.result["dp"] == conf.result["dp"] == 64
     pmap.controls["pp"].value = 2  # the map can still be moved on its own
     assert pmap.result["pp"] == 2 and conf.result["pp"] == 4
+
+
+@needs_planner
+def test_gpu0_groups_are_marked_on_their_cells(pmap):
+    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, nodes_per_rack=4)
+    tp_marks, pp_marks, dp_marks = (pmap.group_marks[k] for k in ("tensor", "pipeline", "data"))
+    assert sorted(zip(tp_marks.x, tp_marks.y)) == [(0.5, s + 0.5) for s in range(8)]  # all of node 0, NVLink
+    assert list(pp_marks.x) == [16 * s + 0.5 for s in range(8)]  # one GPU every 128 ranks = 16 nodes
+    assert list(dp_marks.x) == [d + 0.5 for d in range(16)] and set(dp_marks.y) == {0.5}  # slot 0 of nodes 0-15
