@@ -4,8 +4,10 @@ The student picks tensor- and pipeline-parallel degrees, micro-batches, ZeRO
 stage and activation recomputation; the data-parallel degree follows from the
 GPU count. Everything shown comes from ``course.core.plan`` (per-GPU memory
 breakdown, step-time breakdown, MFU, feasibility and the reasons it gives)
-and ``course.core.bubble_fraction`` (the bubble chart). The failure banners are
-exactly the planner's violations, with its sentences.
+and ``course.core.bubble_fraction`` (the bubble chart); the optional "top 5"
+table is ``course.core.sweep(...).top(5)``. The failure banners are exactly the
+planner's violations, with its sentences (a ``ValueError`` of the planner, such
+as more stages than layers, shows as the ``invalid_input`` banner).
 
 Errata: Lab 05 used the bubble (PP-1)/(PP m), a 10 B/param memory model that
 forgot gradients and activations that grow with TP, and made-up MFU penalty
