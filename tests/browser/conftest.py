@@ -135,6 +135,36 @@ def browser():
             chromium.close()
 
 
+def dismiss_dialogs(page) -> list[str]:
+    """Close any modal JupyterLab dialog (kernel choice, file changed on disk...), printing its text.
+
+    A dialog left open intercepts every click of the test; its text is
+    printed so that an unexpected one is visible in the test output.
+    """
+    texts = []
+    dialogs = page.locator(".jp-Dialog")
+    for _ in range(3):
+        if not dialogs.count():
+            break
+        text = dialogs.first.inner_text()
+        texts.append(text)
+        print(f"\n[browser fixture] closing JupyterLab dialog: {text[:300]!r}")
+        chooser = dialogs.first.locator("select")
+        if "Select Kernel" in text and chooser.count():
+            # shown when the kernel list loads slowly (busy machine): pick the notebook's own kernel
+            try:
+                chooser.first.select_option(label="Python 3 (ipykernel)")
+            except Exception as exc:  # noqa: BLE001 - diagnostics only
+                print(f"[browser fixture] could not choose the Python 3 kernel: {exc}")
+        accept = dialogs.first.locator(".jp-Dialog-button.jp-mod-accept")
+        if accept.count():
+            accept.first.click()
+        else:
+            page.keyboard.press("Escape")
+        page.wait_for_timeout(300)
+    return texts
+
+
 def run_all_cells(page, timeout_ms: int = 180_000) -> None:
     """Run every cell through JupyterLab's own menu; wait until each code cell has run.
 
@@ -146,6 +176,7 @@ def run_all_cells(page, timeout_ms: int = 180_000) -> None:
         return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
     }"""
     for attempt in range(2):
+        dismiss_dialogs(page)
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
         try:
@@ -197,3 +228,21 @@ def lab_notebook(jupyterlab, browser):
     yield open_notebook
     for context in pages:
         context.close()
+    _shutdown_kernels(jupyterlab)
+
+
+def _shutdown_kernels(server: LabServer) -> None:
+    """Stop the kernels a test started (closing the browser leaves them running and loading the machine)."""
+    import json
+
+    headers = {"Authorization": f"token {server.token}"}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{server.url}/api/sessions", headers=headers),
+                                    timeout=10) as resp:
+            sessions = json.load(resp)
+        for session in sessions:
+            request = urllib.request.Request(f"{server.url}/api/sessions/{session['id']}", method="DELETE",
+                                             headers=headers)
+            urllib.request.urlopen(request, timeout=10).close()
+    except OSError as exc:
+        print(f"[browser fixture] could not stop kernels: {exc}")
