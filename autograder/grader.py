@@ -212,6 +212,7 @@ class Grader:
         resources = self._resources(student)
         for pp in (LimitOutput(), SaveAutoGrades()):
             nb, resources = pp.preprocess(nb, resources)
+        kernel = {gid: g["score"] for gid, g in self._read_grades(student).items()}
         with self._gradebook() as gb:
             sub_nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
             for grade in sub_nb.grades:
@@ -221,6 +222,7 @@ class Grader:
             gb.db.commit()
         for pp in (AssignLatePenalties(), CheckCellMetadata()):
             nb, resources = pp.preprocess(nb, resources)
+        return kernel
 
     def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
         """Execute and harvest in the sandbox; return outputs, harvested texts and a status."""
@@ -384,8 +386,10 @@ class Grader:
                 verdict = judge_json(gid, text, seed)
                 verdicts[gid] = (float(verdict.score), verdict.reason)
         with self.lock:
-            self._record(nb, sub.student, verdicts)
+            kernel = self._record(nb, sub.student, verdicts)
             grades = self._read_grades(sub.student)
+        for gid, score in kernel.items():
+            grades[gid]["kernel"] = score
         out_dir = self.root / "autograded" / sub.student / self.assignment_name
         out_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
@@ -421,7 +425,9 @@ class Grader:
             parts.append({
                 "part": gid, "exercise": part.exercise if part else "", "kind": part.kind if part else "",
                 "points": None if part_status == "manual" else round(grade.get("score", 0.0), 6),
-                "max_points": info["max_score"], "status": part_status, "reason": why})
+                "max_points": info["max_score"], "status": part_status, "reason": why,
+                # what nbgrader's in-kernel test cell said; differs from points under tampering
+                "kernel_points": grade.get("kernel")})
         return {"student": student, "assignment": self.assignment_name, "status": status,
                 "reason": reason, "score": round(sum(p["points"] or 0.0 for p in parts), 6),
                 "max_score": sum(p["max_points"] for p in parts), "parts": parts}

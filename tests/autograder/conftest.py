@@ -1,0 +1,85 @@
+"""One class-mode run shared by the red-team and class-mode tests (it is the slow part)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from . import attacks
+from .course_dir import CHAPTER, grade_id, make_course, release, solution, submit, with_first_answer
+
+#: per-run limits of the shared run: small enough to keep the test quick
+LIMITS = ["--cell-timeout", "20", "--timeout", "60", "--memory-mb", "3072", "--max-processes", "64"]
+
+
+def _huge_output(nb):
+    nb = copy.deepcopy(nb)
+    nb.cells.append(nb.cells[-1].__class__(cell_type="code", metadata={}, outputs=[], execution_count=None,
+                                           source="print('x' * (40 * 2**20))\nfor i in range(200000):\n    print(i)"))
+    return nb
+
+
+def _without_test_cells(nb):
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if not (c.get("metadata", {}).get("nbgrader", {}).get("grade")
+                                            and not c.metadata["nbgrader"].get("solution"))]
+    return nb
+
+
+def _duplicated_test_cell(nb):
+    nb = copy.deepcopy(nb)
+    index = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "ch02_ex2_1")
+    dup = copy.deepcopy(nb.cells[index])
+    dup.pop("id", None)
+    nb.cells.insert(index, dup)
+    return nb
+
+
+def _edited_metadata(nb):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            meta["points"] = 100.0
+        if grade_id(cell) == "ch02_ex2_1":
+            cell.source = "pass  # the student replaced the test"
+    return nb
+
+
+@pytest.fixture(scope="session")
+def red_team(tmp_path_factory):
+    """Course root with honest and hostile submissions, graded once by the CLI with 2 workers."""
+    root = make_course(tmp_path_factory.mktemp("redteam") / "course")
+    outside = [root / "pwned.txt", root / "source" / "pwned.txt", "/tmp/autograder-pwned.txt"]
+    sol, rel = solution(root), release(root)
+    source_nb = root / "source" / CHAPTER / f"{CHAPTER}.ipynb"
+    hostile = {
+        "a_forkbomb": attacks.FORK_BOMB, "c_alwayseq": attacks.ALWAYS_EQUAL,
+        "c_transformer": attacks.INPUT_TRANSFORMER, "c_excepthook": attacks.EXCEPTION_HANDLER,
+        "c_monkeypatch": attacks.MONKEYPATCH, "d_sysexit": attacks.SYS_EXIT, "d_osexit": attacks.OS_EXIT,
+        "d_kill": attacks.KERNEL_KILL, "e_loop": attacks.INFINITE_LOOP, "b_stubborn": attacks.STUBBORN_LOOP,
+        "e_membomb": attacks.MEMORY_BOMB, "f_write_outside": attacks.write_outside(outside),
+        "f_read_source": attacks.read_secrets(source_nb, root / "gradebook.db"),
+    }
+    for student, code in hostile.items():
+        submit(root, student, with_first_answer(rel, code))
+    submit(root, "a_honest", sol)
+    submit(root, "m_honest", sol)
+    submit(root, "g_huge_output", _huge_output(sol))
+    submit(root, "g_deleted_tests", _without_test_cells(sol))
+    submit(root, "g_duplicated", _duplicated_test_cell(rel))
+    submit(root, "g_edited_metadata", _edited_metadata(rel))
+    submit(root, "h_malformed", raw=b'{"cells": [ {"cell_type": "code", ')
+    submit(root, "h_missing")
+    out = root / "out"
+    cmd = [sys.executable, "-m", "autograder", "class", CHAPTER, "--course-root", str(root), "--out", str(out),
+           "--workers", "2", "--seed", "7", *LIMITS]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads((out / "grades.json").read_text())
+    return {"root": root, "out": out, "proc": proc, "data": data, "outside": outside,
+            "rows": {r["student"]: r for r in data["students"]}}

@@ -1,0 +1,88 @@
+"""Red team: every attack earns zero undeserved points, gets a reason, and leaves honest work alone.
+
+All cases share one class-mode run (``conftest.red_team``) with two workers, so each attack
+runs next to another submission; the honest ones must still earn full marks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ATTACKERS = ["a_forkbomb", "c_alwayseq", "c_transformer", "c_excepthook", "c_monkeypatch", "d_sysexit",
+             "d_osexit", "d_kill", "e_loop", "b_stubborn", "e_membomb", "f_write_outside", "f_read_source",
+             "g_duplicated", "g_edited_metadata", "h_malformed", "h_missing"]
+
+
+def test_every_submission_has_a_row(red_team):
+    assert sorted(red_team["rows"]) == sorted(ATTACKERS + ["a_honest", "m_honest", "g_huge_output",
+                                                           "g_deleted_tests"])
+    for row in red_team["rows"].values():
+        assert row["parts"] and row["reason"]
+        assert row["max_score"] == 8.0  # edited metadata cannot raise the maximum
+
+
+@pytest.mark.parametrize("student", ATTACKERS)
+def test_attack_earns_nothing(red_team, student):
+    row = red_team["rows"][student]
+    assert row["score"] == 0, row
+    for part in row["parts"]:
+        assert part["points"] == 0 and part["reason"], part
+
+
+def test_honest_submissions_next_to_attacks_get_full_marks(red_team):
+    for student in ("a_honest", "m_honest"):
+        row = red_team["rows"][student]
+        assert row["status"] == "graded" and row["score"] == row["max_score"] == 8.0, row
+
+
+# (a custom exception handler does not fool nbgrader 0.9.6: its Execute preprocessor reads the
+# error from the execute reply; the attack still earns nothing above)
+@pytest.mark.parametrize("student", ["c_transformer", "c_monkeypatch"])
+def test_in_kernel_tests_were_fooled_but_the_trusted_judge_was_not(red_team, student):
+    """The same run shows plain nbgrader's verdict (kernel_points) > 0 where the judge gave 0."""
+    parts = red_team["rows"][student]["parts"]
+    assert any((p["kernel_points"] or 0) > 0 for p in parts)
+    assert all(p["points"] == 0 for p in parts)
+
+
+@pytest.mark.parametrize("student, status, words", [
+    ("d_osexit", "kernel_died", "kernel stopped"),
+    ("d_kill", "kernel_died", "kernel stopped"),
+    ("b_stubborn", "timeout", "did not finish"),
+    ("h_malformed", "unreadable", "could not be read"),
+    ("h_missing", "missing", "no notebook named"),
+])
+def test_failure_has_a_reason_a_student_understands(red_team, student, status, words):
+    row = red_team["rows"][student]
+    assert row["status"] == status and words in row["reason"], row
+
+
+def test_interruptible_loop_is_stopped_per_cell(red_team):
+    assert "ran longer than 20 s" in red_team["rows"]["e_loop"]["reason"]
+
+
+def test_fork_bomb_is_contained(red_team):
+    assert red_team["rows"]["a_forkbomb"]["status"] != "graded" or \
+        red_team["rows"]["a_forkbomb"]["score"] == 0
+
+
+def test_nothing_written_outside_the_scratch_copy(red_team):
+    for path in red_team["outside"]:
+        assert not __import__("os").path.exists(path), path
+
+
+def test_structural_edits_are_repaired_and_reported(red_team):
+    rows = red_team["rows"]
+    assert "was deleted; the original was put back" in rows["g_deleted_tests"]["reason"]
+    assert rows["g_deleted_tests"]["score"] == 8.0  # right answers still count
+    assert "appears 2 times" in rows["g_duplicated"]["reason"]
+    assert "grading metadata of cell ch02_ex2_1 was changed" in rows["g_edited_metadata"]["reason"]
+
+
+def test_huge_output_is_cut_and_the_work_still_counts(red_team):
+    row = red_team["rows"]["g_huge_output"]
+    assert row["score"] == 8.0 and "printed too much" in row["reason"]
+    graded = red_team["root"] / "autograded" / "g_huge_output" / "ch02_gradient_accumulation"
+    assert (graded / "ch02_gradient_accumulation.ipynb").stat().st_size < 5 * 2**20
