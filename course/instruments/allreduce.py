@@ -15,6 +15,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import core
+from ..core import catalog
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
 from .context import find_link, link_bandwidth, link_latency, link_options
 
@@ -27,6 +28,7 @@ ALGORITHM_COLORS = {
     "ring": "#16a34a",
     "tree": "#2563eb",
     "double_binary_tree": "#7c3aed",
+    "hierarchical": "#64748b",
     "recursive_doubling": "#ea580c",
     "rabenseifner": "#0891b2",
 }
@@ -97,11 +99,16 @@ class AllreduceComparator(Instrument):
     """Naive vs ring vs tree (and every other core algorithm) for N GPUs, M bytes, one link.
 
     Controls: ``gpus`` (N), ``message_gb`` (M in GB), ``link`` (catalog link).
-    Charts: bar chart of all-reduce time per algorithm (log scale); ring
+    Charts: bar chart of all-reduce time per algorithm (log scale), plus the
+    two-level (hierarchical) all-reduce of a DGX H100 cluster (8 GPUs per node
+    on NVLink 4, nodes on the chosen link) when N is a multiple of 8; ring
     efficiency vs N (achieved bus bandwidth / link bandwidth) with the current
-    N marked. ``result`` holds every algorithm's time in seconds, the naive /
-    ring ratio and the ring efficiency.
+    N marked. ``result`` holds every flat algorithm's time in seconds
+    (``times``), ``hierarchical_seconds`` (``None`` when N is not a whole number
+    of nodes), the naive / ring ratio and the ring efficiency.
     """
+
+    NODE = "DGX H100"  # catalog node for the hierarchical bar
 
     title = "All-reduce comparator"
     subtitle = "Same gradient, same cluster, different algorithm: who carries the traffic?"
@@ -116,9 +123,11 @@ class AllreduceComparator(Instrument):
         self.add_control("link", _link_dropdown())
 
         xs, ys = bq.OrdinalScale(), bq.LogScale()
-        self.bars = bq.Bars(x=list(self.algorithms), y=np.ones(len(self.algorithms)), base=1e-9,
+        self.node = catalog.node(self.NODE)
+        names = list(self.algorithms) + ["hierarchical"]
+        self.bars = bq.Bars(x=names, y=np.ones(len(names)), base=1e-9,
                             scales={"x": xs, "y": ys},
-                            colors=[ALGORITHM_COLORS.get(a, "#64748b") for a in self.algorithms],
+                            colors=[ALGORITHM_COLORS.get(a, "#64748b") for a in names],
                             color_mode="no_group", padding=0.25,
                             tooltip=bq.Tooltip(fields=["x", "y"], formats=["", ".3g"], labels=["algorithm", "seconds"]))
         bar_fig = self.add_figure(figure([self.bars], xs, ys, "", "all-reduce time (s)",
@@ -135,6 +144,7 @@ class AllreduceComparator(Instrument):
                                "ring bus bandwidth / link (%)", title="Ring efficiency vs N",
                                x_tick_format="d"))
         for name, label in (("naive", "Naive (gather + broadcast)"), ("ring", "Ring"), ("tree", "Tree"),
+                            ("hierarchical", f"Hierarchical ({self.node.gpus_per_node}/node)"),
                             ("ratio", "Naive / ring"), ("efficiency", "Ring efficiency")):
             self.add_card(name, label)
 
@@ -152,29 +162,44 @@ class AllreduceComparator(Instrument):
         ratio = by_name["naive"] / ring
         ring_bw_only = float(core.allreduce_time(message, n, bandwidth, 0.0, algorithm="ring"))
         naive_bw_only = float(core.allreduce_time(message, n, bandwidth, 0.0, algorithm="naive"))
+        per_node, intra = self.node.gpus_per_node, self.node.intra_link
+        hierarchical = None
+        if n % per_node == 0:
+            hierarchical = float(core.hierarchical_allreduce_time(
+                message, per_node, n // per_node, intra.bandwidth, bandwidth, intra.latency, latency))
 
         positive = times[times > 0]
+        base = float(positive.min() / 3) if positive.size else 1e-9
         with self.bars.hold_sync():
-            self.bars.base = float(positive.min() / 3) if positive.size else 1e-9
-            self.bars.y = times
+            self.bars.base = base
+            # no hierarchical bar (height 0 above the base) when N is not a whole number of nodes
+            self.bars.y = np.append(times, hierarchical if hierarchical is not None else base)
         self.set_marks(self.eff_line, y=eff_curve)
         self.set_marks(self.eff_point, x=[n], y=[efficiency])
         for name in ("naive", "ring", "tree"):
             self.set_card(name, fmt_time(by_name[name]))
+        if hierarchical is None:
+            self.set_card("hierarchical", "n/a", f"N is not a multiple of {per_node}", "muted")
+        else:
+            self.set_card("hierarchical", fmt_time(hierarchical), f"{intra.name} inside, {link.name} across")
         self.set_card("ratio", f"{ratio:.1f}×", "time ratio", "bad" if ratio > 10 else "normal")
         self.set_card("efficiency", f"{efficiency:.1f} %", "bus bandwidth / link", "good" if efficiency > 90 else "warn")
         self.set_math(
-            f"N = {n}, M = {fmt_bytes(message)}, β⁻¹ = {fmt_rate(bandwidth)}, α = {fmt_time(latency)}<br>"
-            f"Ring: T = 2(N−1)α + 2(N−1)/N · M/β = {fmt_time(ring - ring_bw_only)} + {fmt_time(ring_bw_only)}"
+            f"N = {n}, M = {fmt_bytes(message)}, α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}<br>"
+            f"Ring: T = 2(N−1)α + 2(N−1)/N · Mβ = {fmt_time(ring - ring_bw_only)} + {fmt_time(ring_bw_only)}"
             f" = <b>{fmt_time(ring)}</b><br>"
             f"Naive: one rank receives (N−1)·M, then sends (N−1)·M: bandwidth term "
             f"{fmt_time(naive_bw_only)}, total <b>{fmt_time(by_name['naive'])}</b><br>"
             f"Naive / ring = {fmt_time(by_name['naive'])} / {fmt_time(ring)} = <b>{ratio:.1f}×</b> (≈ N for large M)<br>"
-            f"Ring efficiency = busbw / link = [M/T · 2(N−1)/N] / β⁻¹ = <b>{efficiency:.1f} %</b>"
+            f"Ring efficiency = busbw / B = [M/T · 2(N−1)/N] / B = <b>{efficiency:.1f} %</b><br>"
+            + (f"Hierarchical (g = {per_node} per node, {n // per_node} nodes): 2[(g−1)α<sub>i</sub> + (g−1)/g·Mβ<sub>i</sub>]"
+               f" + 2(n−1)α + 2(n−1)/n·(M/g)β = <b>{fmt_time(hierarchical)}</b>"
+               if hierarchical is not None else f"Hierarchical: needs N to be a multiple of {per_node} GPUs per node")
         )
         return {
             "gpus": n, "message_bytes": message, "bandwidth": bandwidth, "latency": latency,
             "times": by_name, "naive_over_ring": ratio, "ring_efficiency_percent": efficiency,
+            "hierarchical_seconds": hierarchical,
         }
 
 

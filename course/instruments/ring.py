@@ -205,7 +205,7 @@ class RingAllreduceView(Instrument):
             f"N = {n}: {n - 1} reduce-scatter steps, then {n - 1} all-gather steps; "
             f"each rank sends one chunk of M/N per step.<br>"
             f"After step {k}: each rank has sent {k}·M/{n}; in total 2(N−1)/N·M = {2 * (n - 1)}/{n}·M per rank, "
-            f"the bandwidth term of T<sub>ring</sub> = 2(N−1)α + 2(N−1)/N·M/β."
+            f"the bandwidth term of T<sub>ring</sub> = 2(N−1)α + 2(N−1)/N·Mβ (β = seconds per byte)."
         )
         return {
             "gpus": n, "step": k, "steps": total, "phase": phase,
