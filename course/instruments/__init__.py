@@ -41,6 +41,11 @@ How to write a new instrument
    ``inst.result`` with direct core calls, and check the Figure object is the
    same while mark arrays changed. ``tests/instruments/helpers.py`` has the
    shared assertions.
+6. Browser: ``tests/browser/conftest.py`` gives ``lab_notebook(path)``, which
+   opens a notebook in real JupyterLab (headless Chromium) and runs it.
+   Benchmark: ``benchmarks/bench_instruments.py`` finds every instrument by
+   itself and moves its first numeric slider (or the control named by the
+   class attribute ``benchmark_control``); target < 10 ms per update.
 
 In a notebook::
 

@@ -302,7 +302,7 @@ class AlgorithmDashboard(Instrument):
                       "the all-reduce with the backward pass, accumulate gradients so each sync serves more "
                       "compute, or buy bandwidth.")
         self.set_math(
-            f"α = {fmt_time(latency)}, β⁻¹ = {fmt_rate(bandwidth)}, N = {n}, M = {fmt_bytes(message)}<br>"
+            f"α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}, N = {n}, M = {fmt_bytes(message)}<br>"
             "ring 2(N−1)α + 2(N−1)/N·Mβ · recursive doubling ⌈lg N⌉(α + Mβ) · "
             "Rabenseifner 2⌈lg N⌉α + 2(N−1)/N·Mβ · tree 2⌈lg N⌉(α + Mβ)<br>"
             + "<br>".join(f"{html.escape(a)}: {fmt_time(float(t))}" + (" ← fastest" if a == best_name else "")
