@@ -36,6 +36,10 @@ ARM_TIMER = """(sel) => {
     window.__observer.observe(chart, {attributes: true, subtree: true, childList: true, characterData: true});
 }"""
 
+# every attribute of every element inside the charts of the index-th instrument, as one string
+SVG_STATE = """(i) => [...document.querySelectorAll('.course-instrument')[i].querySelectorAll('.bqplot svg *')]
+    .map(e => [...e.attributes].map(a => a.name + '=' + a.value).join(' ') + e.textContent).join('|')"""
+
 BAR_STATE = """(sel) => [...document.querySelector(sel).querySelectorAll('.bqplot rect.bar')]
     .map(r => [r.getAttribute('y'), r.getAttribute('height')].join(','))"""
 
@@ -78,10 +82,16 @@ def test_slider_moves_redraw_the_chart(lab_notebook):
         timing = page.evaluate("() => window.__redraw")
         latencies.append(timing["end"] - timing["start"])
     page.screenshot(path=str(ARTIFACTS / "jupyterlab_explore_collectives.png"), full_page=True)
-    for index, name in ((1, "algorithm_dashboard"), (2, "ring_step_view")):
+    # the dashboard and the ring view redraw too when one of their sliders moves
+    for index, control, name in ((1, "gpus", "algorithm_dashboard"), (2, "step", "ring_step_view")):
         other = page.locator(".course-instrument").nth(index)
         other.scroll_into_view_if_needed()
         other.locator(".bqplot svg").first.wait_for(timeout=30_000)
+        before = page.evaluate(SVG_STATE, index)
+        other.locator(f".course-control-{control} .noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"([i, b]) => ({SVG_STATE})(i) !== b", arg=[index, before], timeout=30_000)
+        assert other.locator(".course-failure-instrument_error").count() == 0
         other.screenshot(path=str(ARTIFACTS / f"jupyterlab_{name}.png"))
     median = statistics.median(latencies)
     print(f"\nslider move -> redrawn chart in JupyterLab: median {median:.1f} ms, "
