@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from course import core
 from course.core import catalog
 from course.instruments.allreduce import WORKLOADS, AlgorithmDashboard, AllreduceComparator
+from course.instruments.base import fmt_time
 
 from .helpers import assert_alive, changed, mark_arrays, same_figures
 
@@ -49,6 +50,10 @@ def test_comparator_times_equal_the_core(comparator):
         expected = core.allreduce_time(14 * GB, 64, hdr.bandwidth, hdr.latency, algorithm=algorithm)
         assert seconds == pytest.approx(expected, rel=1e-12)
     assert set(comparator.result["times"]) >= {"naive", "ring", "tree"}
+    # the cards show the core's numbers, not a recomputation
+    for card in ("naive", "ring", "tree"):
+        expected = core.allreduce_time(14 * GB, 64, hdr.bandwidth, hdr.latency, algorithm=card)
+        assert f">{fmt_time(expected)}<" in comparator._cards[card].value
 
 
 def test_ring_time_matches_the_alpha_beta_formula_by_hand(comparator):
