@@ -274,6 +274,7 @@ class AlgorithmDashboard(Instrument):
         both = _times(np.append(self.SIZES, message), n, bandwidth, latency, self.algorithms)
         curves, here = both[:, :-1], both[:, -1]  # (algorithms, sizes), (algorithms,)
         best, crossings = best_and_crossovers(self.SIZES, curves, self.algorithms, n, bandwidth, latency)
+        self.best_by_size = [self.algorithms[i] for i in best]  # per grid size; kept out of result (ledger size)
         k = int(np.argmin(here))
         best_name, best_time = self.algorithms[k], float(here[k])
         ties = [a for a, t in zip(self.algorithms, here) if a != best_name and t <= best_time * (1 + TIE)]
@@ -314,5 +315,4 @@ class AlgorithmDashboard(Instrument):
             "message_bytes": message, "gpus": n, "bandwidth": bandwidth, "latency": latency, "compute_s": compute,
             "times": dict(zip(self.algorithms, here.tolist())), "best": best_name, "best_seconds": best_time,
             "ties": ties, "comm_share": share, "crossovers": crossings,
-            "best_by_size": [self.algorithms[i] for i in best],
         }
