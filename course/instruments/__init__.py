@@ -26,6 +26,9 @@ How to write a new instrument
    build each bqplot Figure ONCE (scales, axes, marks with placeholder data)
    and ``self.add_figure(fig)``; ``self.add_card("name", "Label")`` per card.
    Keep the marks as attributes (``self.curve``) to update them later.
+   Helper handlers (a preset that sets other controls, a slider whose range
+   follows another) go through ``self.observe("name", handler)``, which turns
+   any exception into a banner like ``update()`` does.
 3. In ``refresh(values)``: ``values`` maps control names to current values.
    Call the core ONCE per quantity, vectorized over the whole curve (pass an
    array of GPU counts, not a loop). Then ``self.set_marks(mark, x=..., y=...)``,

@@ -231,8 +231,8 @@ class AlgorithmDashboard(Instrument):
         self.add_control("link", _link_dropdown())
         self.add_control("compute_s", widgets.FloatLogSlider(value=1.0, base=10, min=-3, max=2, step=0.01,
                                                              description="compute (s)", readout_format=".3g"))
-        self.controls["workload"].observe(self._apply_preset, names="value")
-        self.controls["message_gb"].observe(self._maybe_custom, names="value")
+        self.observe("workload", self._apply_preset)
+        self.observe("message_gb", self._maybe_custom)
 
         xs, ys = bq.LogScale(), bq.LogScale()
         colors = [ALGORITHM_COLORS.get(a, "#64748b") for a in self.algorithms]

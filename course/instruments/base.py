@@ -207,6 +207,25 @@ class Instrument:
         self._cards[name] = card
         return card
 
+    def observe(self, name: str, handler) -> None:
+        """Run ``handler(change)`` when control ``name`` changes (presets, linked ranges).
+
+        Like :meth:`update`, it never lets an exception reach the browser: a
+        failure becomes the ``instrument_error`` banner.
+        """
+        def guarded(change):
+            try:
+                handler(change)
+            except Exception as exc:  # noqa: BLE001 - shown as a banner instead of a traceback
+                self.last_traceback = traceback.format_exc()
+                self.failures = ["instrument_error"]
+                self.failure_messages = {"instrument_error": f"{type(exc).__name__}: {exc}"}
+                self.failures_seen.add("instrument_error")
+                self.banner.value = banner_html("instrument_error", f"The instrument could not apply this "
+                                                f"change ({type(exc).__name__}: {exc}).")
+
+        self.controls[name].observe(guarded, names="value")
+
     # -- refresh helpers --------------------------------------------------------
     def set_marks(self, mark: bq.Mark, **data: Any) -> None:
         """Assign new data arrays to one mark, sending one message."""

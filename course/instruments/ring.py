@@ -104,7 +104,7 @@ class RingAllreduceView(Instrument):
         self.play = widgets.Play(value=0, min=0, max=6, interval=900, description="play")
         widgets.jslink((self.play, "value"), (self.controls["step"], "value"))
         self.extra.children = [self.play]
-        self.controls["gpus"].observe(self._resize_step, names="value")
+        self.observe("gpus", self._resize_step)
 
         rx, ry = bq.LinearScale(min=-1.35, max=1.35), bq.LinearScale(min=-1.35, max=1.35)
         self.nodes = bq.Scatter(x=[0.0], y=[0.0], scales={"x": rx, "y": ry}, default_size=600,

@@ -27,6 +27,11 @@ class Toy(Instrument):
         self.curve = bq.Lines(x=[0.0], y=[0.0], scales={"x": xs, "y": ys})
         self.add_figure(figure([self.curve], xs, ys, "x", "x squared"))
         self.add_card("value", "x squared")
+        self.observe("preset", self._apply_preset)
+
+    def _apply_preset(self, change):
+        if change["new"] == "b":
+            raise KeyError("no such preset")
 
     def refresh(self, v):
         if v["mode"] == "boom":
@@ -123,3 +128,12 @@ def test_record_to_ledger_and_hud(tmp_path):
 def test_stakeholder_card_escapes_html():
     card = stakeholder_card("MLOps lead", "Ring <always> wins?", act="Act II")
     assert "&lt;always&gt;" in card.value and "Act II" in card.value
+
+
+def test_helper_observers_never_raise():
+    toy = Toy()
+    toy.controls["preset"].value = "b"  # its handler raises: a banner, not a traceback
+    assert toy.failures == ["instrument_error"] and "no such preset" in toy.banner.value
+    assert "KeyError" in toy.last_traceback
+    toy.controls["x"].value = 1  # the next update clears it
+    assert toy.failures == []
