@@ -24,6 +24,7 @@ sources written to ``autograded/`` are the sanitized ones from step 1.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -190,9 +191,10 @@ class Grader:
                 notes.append(f"the grading metadata of cell {gid} was changed; the original was restored")
         for gid, count in seen.items():
             if count > 1:
-                notes.append(f"cell {gid} appears {count} times; only the first copy counts")
+                notes.append(f"cell {gid} appears {count} times; only one copy counts")
         for gid in sorted(set(self.assignment.grade_cells) - set(seen)):
-            notes.append(f"graded cell {gid} was deleted; the original was put back")
+            checked = "your answer was still checked" if gid in self.registered else "it scores 0"
+            notes.append(f"graded cell {gid} was missing from your notebook; {checked}")
         return notes
 
     def _sanitize(self, nb, student: str):
@@ -200,9 +202,18 @@ class Grader:
                                             OverwriteCells, OverwriteKernelspec)
 
         resources = self._resources(student)
-        for pp in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec(),
-                   OverwriteCells(add_missing_cells=True), CheckCellMetadata()):
+        for pp in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec()):
             nb, resources = pp.preprocess(nb, resources)
+        for cell in nb.cells:  # DeduplicateIds leaves {} on the extra copies; nbgrader's checks reject {}
+            if cell.get("metadata", {}).get("nbgrader") == {}:
+                del cell.metadata["nbgrader"]
+        try:  # put deleted graded cells back where nbgrader can
+            restored, resources = OverwriteCells(add_missing_cells=True).preprocess(copy.deepcopy(nb), resources)
+        except (KeyError, IndexError, ValueError):
+            # nbgrader 0.9.6 fails when a neighbour of the deleted cell is gone too; registered parts
+            # are judged from the harvest anyway, so grade without the missing cells
+            restored, resources = OverwriteCells().preprocess(nb, resources)
+        nb, resources = CheckCellMetadata().preprocess(restored, resources)
         return nb
 
     def _record(self, nb, student: str, verdicts: Dict[str, tuple]) -> None:
@@ -275,12 +286,12 @@ class Grader:
             except (TypeError, ValueError, KeyError):
                 harvested, status = {}, {"state": "no_result"}
             if timed_out:
-                status = {"state": "timeout"}
+                status = {"state": "timeout", "killed": True}
             elif proc.returncode != 0 and status.get("state") == "no_result":
                 status = {"state": "crashed", "returncode": proc.returncode}
             executed = None
             nb_text = _safe_read(work / ".executed.ipynb", MAX_NOTEBOOK_BYTES)
-            if nb_text and status.get("state") != "timeout":
+            if nb_text and not status.get("killed"):
                 try:
                     executed = nbformat.reads(nb_text, as_version=4)
                 except Exception:
@@ -310,9 +321,14 @@ class Grader:
         kind = state.get("state")
         if kind in ("ok", None):
             return None
-        if kind == "timeout":
+        if kind == "timeout" and state.get("killed"):
             return (f"your notebook did not finish within {self.limits.submission_timeout} s (look for a "
-                    "cell that never ends, such as an infinite loop); exercises it had not reached score 0")
+                    "cell that never ends, such as an infinite loop); exercises could not be read and score 0")
+        if kind == "timeout":
+            cell = state.get("cell")
+            where = f"cell {cell + 1}" if type(cell) is int and cell >= 0 else "a cell"
+            return (f"your notebook did not finish: {where} kept running past the {self.limits.cell_timeout} s "
+                    "limit even when interrupted; exercises could not be read and score 0")
         if kind == "kernel_died":
             return ("the Python kernel stopped while running your notebook (os._exit, a crash, "
                     "or using too much memory or too many processes); exercises could not be "

@@ -54,8 +54,16 @@ class BudgetedExecute(Execute):
         self.output_used = 0
         self.output_truncated = False
         self.started_cell = -1
+        self.budgeted_cells = 10**9  # set to the student's cell count before execution
 
     def output(self, outs, msg, display_id, cell_index):
+        if cell_index >= self.budgeted_cells:  # harvest cells: their own small output
+            return super().output(outs, msg, display_id, cell_index)
+        if msg["msg_type"] == "error":  # errors always count (nbgrader fails the cell on them)
+            content = msg["content"]
+            content["traceback"] = [str(line)[:2000] for line in content.get("traceback", [])[-30:]]
+            content["evalue"] = str(content.get("evalue", ""))[:2000]
+            return super().output(outs, msg, display_id, cell_index)
         size = len(json.dumps(msg.get("content", {}), default=str))
         self.output_used += size
         if self.output_used > self.output_budget:
@@ -79,14 +87,15 @@ def run(job: dict) -> dict:
         nb.cells.append(nbformat.v4.new_code_cell(harvest_source(grade_id, job["seed"])))
     executor = BudgetedExecute(timeout=job["cell_timeout"], output_budget=job["output_budget"],
                                kernel_name="python3")
+    executor.budgeted_cells = original_count
     status = {"state": "ok", "cell": None, "detail": "", "output_truncated": False}
     started = time.monotonic()
     try:
         executor.preprocess(nb, {"metadata": {"path": job["cwd"]}})
     except Exception as exc:  # DeadKernelError, CellTimeoutError, kernel start failure ...
         name = type(exc).__name__
-        status.update(state="kernel_died" if "Dead" in name else "error", detail=name,
-                      cell=executor.started_cell)
+        state = "kernel_died" if "Dead" in name else "timeout" if "Timeout" in name else "error"
+        status.update(state=state, detail=name, cell=executor.started_cell)
         if executor.started_cell >= original_count:
             status["state_during_harvest"] = True
     status["seconds"] = round(time.monotonic() - started, 3)

@@ -75,7 +75,7 @@ def test_nothing_written_outside_the_scratch_copy(red_team):
 
 def test_structural_edits_are_repaired_and_reported(red_team):
     rows = red_team["rows"]
-    assert "was deleted; the original was put back" in rows["g_deleted_tests"]["reason"]
+    assert "was missing from your notebook; your answer was still checked" in rows["g_deleted_tests"]["reason"]
     assert rows["g_deleted_tests"]["score"] == 8.0  # right answers still count
     assert "appears 2 times" in rows["g_duplicated"]["reason"]
     assert "grading metadata of cell ch02_ex2_1 was changed" in rows["g_edited_metadata"]["reason"]
