@@ -86,3 +86,13 @@ def test_huge_output_is_cut_and_the_work_still_counts(red_team):
     assert row["score"] == 8.0 and "printed too much" in row["reason"]
     graded = red_team["root"] / "autograded" / "g_huge_output" / "ch02_gradient_accumulation"
     assert (graded / "ch02_gradient_accumulation.ipynb").stat().st_size < 5 * 2**20
+
+
+def test_feedback_shows_derivations_and_no_hidden_tests(red_team):
+    root = red_team["root"]
+    for student in ("a_honest", "c_alwayseq", "c_monkeypatch"):
+        html = (root / "feedback" / student / "ch02_gradient_accumulation"
+                / "ch02_gradient_accumulation.html").read_text()
+        assert "Worked derivation" in html
+        for secret in ("BEGIN HIDDEN TESTS", "grade_in_kernel", "AssertionError", "_grade("):
+            assert secret not in html, (student, secret)
