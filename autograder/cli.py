@@ -132,10 +132,23 @@ def main(argv=None) -> int:
                   f"{failed} with a problem; wrote {Path(args.out) / 'grades.csv'}")
             return 0
         # single
-        notebook = Path(args.notebook)
+        notebook = Path(args.notebook).resolve()
         assignment = args.assignment or notebook.stem
+        temporary = None
         if not _has_assignment(root, assignment):
-            root = _temporary_course(root, assignment)
+            root = temporary = _temporary_course(root, assignment)
+        try:
+            return _single(args, root, assignment, notebook)
+        finally:
+            if temporary is not None:
+                shutil.rmtree(temporary, ignore_errors=True)
+    except ValueError as exc:
+        print(f"course-autograde: {exc}", file=sys.stderr)
+        return 2
+
+
+def _single(args, root: Path, assignment: str, notebook: Path) -> int:
+    if True:
         grader = _make_grader(args, root, assignment, workers=1)
         sub = Submission(student=args.student, notebook=notebook if notebook.is_file() else None,
                          folder=notebook.parent if notebook.is_file() else None,
@@ -143,8 +156,8 @@ def main(argv=None) -> int:
                          problem=None if notebook.is_file() else f"{notebook} does not exist")
         result = grader.grade_one(sub)
         report.write([result], args.out, _meta(grader, args, {"shard": "single"}))
+        feedback = root / "feedback" / args.student / assignment / f"{assignment}.ipynb"
+        if feedback.with_suffix(".html").is_file():
+            shutil.copy(feedback.with_suffix(".html"), Path(args.out) / "feedback.html")
         print(report.summary_table([result]))
         return 0 if result["status"] != "error" else 1
-    except ValueError as exc:
-        print(f"course-autograde: {exc}", file=sys.stderr)
-        return 2

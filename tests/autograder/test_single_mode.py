@@ -1,0 +1,39 @@
+"""Single-submission mode (CI in a student's repository): exit 0 whenever grading ran."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from .course_dir import CHAPTER, ROOT, solution
+
+pytestmark = pytest.mark.slow
+
+
+def _single(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "autograder", "single", *args, "--course-root", str(ROOT)],
+                          capture_output=True, text=True, timeout=900, cwd=cwd)
+
+
+def test_single_notebook_from_a_clean_checkout(tmp_path):
+    """No gradebook in the repository: the grader makes a temporary one from source/."""
+    nb = solution(ROOT)
+    next(c for c in nb.cells if c.cell_type == "code" and "BEGIN SOLUTION" in c.source).source = "accum_steps = 7"
+    path = tmp_path / f"{CHAPTER}.ipynb"
+    nbformat.write(nb, str(path))
+    proc = _single(str(path), "--out", str(tmp_path / "out"), "--seed", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "student / ch02_gradient_accumulation: graded - 7 of 8 points" in proc.stdout
+    assert "ch02_ex2_1" in proc.stdout and "does not match" in proc.stdout
+    data = json.loads((tmp_path / "out" / "grades.json").read_text())
+    assert data["students"][0]["score"] == 7.0 and data["isolation"] in ("bwrap+rlimits", "rlimits")
+    assert "Worked derivation" in (tmp_path / "out" / "feedback.html").read_text()
+
+
+def test_grader_that_cannot_run_exits_non_zero(tmp_path):
+    proc = _single(str(tmp_path / "x.ipynb"), "--assignment", "no_such_assignment", cwd=tmp_path)
+    assert proc.returncode == 2 and "no_such_assignment" in proc.stderr
