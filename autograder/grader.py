@@ -409,6 +409,7 @@ class Grader:
         out_dir = self.root / "autograded" / sub.student / self.assignment_name
         out_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
+        self._copy_exchange_files(sub, out_dir)
         if self.feedback:
             from .feedback import write_feedback
 
@@ -417,9 +418,18 @@ class Grader:
             fb_dir = self.root / "feedback" / sub.student / self.assignment_name
             fb_dir.mkdir(parents=True, exist_ok=True)
             (fb_dir / f"{self.assignment.notebook}.html").write_text(html)
+            self._copy_exchange_files(sub, fb_dir)
         status = state.get("state", "ok") if problem else "graded"
         reason = "; ".join(([problem] if problem else []) + notes) or "graded"
         return self._rows(sub.student, status, reason, verdicts, grades)
+
+    @staticmethod
+    def _copy_exchange_files(sub: Submission, dest: Path) -> None:
+        """``timestamp.txt`` and ``submission_secret.txt``: nbgrader's release_feedback needs both."""
+        for name in ("timestamp.txt", "submission_secret.txt"):
+            src = sub.folder / name if sub.folder else None
+            if src is not None and src.is_file() and not src.is_symlink() and src.stat().st_size < 4096:
+                shutil.copyfile(src, dest / name)
 
     def _rows(self, student: str, status: str, reason: str, verdicts: Dict[str, tuple],
               grades: Dict[str, dict]) -> dict:
