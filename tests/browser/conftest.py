@@ -52,7 +52,9 @@ class LabServer:
     process: subprocess.Popen
 
     def notebook_url(self, relative: str) -> str:
-        return f"{self.url}/lab/tree/{relative}?token={self.token}&reset"
+        # a fresh workspace per page: no layout or session state carried over from earlier tests
+        workspace = uuid.uuid4().hex[:12]
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{relative}?token={self.token}&reset"
 
 
 def _free_port() -> int:
@@ -101,6 +103,13 @@ def jupyterlab(tmp_path_factory):
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
+    # Start the notebook's own kernel without asking: on a busy machine JupyterLab otherwise
+    # sometimes opens a "Select Kernel" dialog that blocks every click.
+    tracker = base / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    # windowingMode "none": every cell stays rendered, so off-screen outputs count as visible
+    (tracker / "tracker.jupyterlab-settings").write_text('{"autoStartDefaultKernel": true, "windowingMode": "none"}')
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(base / "settings")
     # no "official Jupyter news?" pop-up over the screenshots
     labconfig = base / "config" / "labconfig"
     labconfig.mkdir(parents=True)

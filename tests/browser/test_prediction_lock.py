@@ -39,6 +39,7 @@ def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_p
 
     lock.get_by_text("C) about 128x").click()
     button.click()
+    page.locator(".course-instrument").first.scroll_into_view_if_needed()
     page.locator(".course-instrument .bqplot").first.wait_for(state="visible", timeout=30_000)
     lock.get_by_text("Your prediction:").wait_for(timeout=30_000)
     assert lock.locator("input[type=radio]").first.is_disabled()
@@ -60,4 +61,5 @@ def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_p
     relocked = page.locator(".course-prediction-lock").last
     relocked.get_by_text("restored from predictions.json").wait_for(timeout=30_000)
     assert relocked.get_by_role("button", name="Locked").is_disabled()
+    page.locator(".course-instrument").last.scroll_into_view_if_needed()
     page.locator(".course-instrument .bqplot").last.wait_for(state="visible", timeout=30_000)
