@@ -55,7 +55,7 @@ import html
 import math
 import time
 import traceback
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import bqplot as bq
 import ipywidgets as widgets
@@ -370,7 +370,3 @@ class Instrument:
         (ledger or Ledger()).record(key, entry)
         return entry
 
-
-def iter_controls(inst: Instrument) -> Iterable[tuple[str, widgets.Widget]]:
-    """Controls of an instrument in display order (for tests and docs)."""
-    return inst.controls.items()
