@@ -271,8 +271,13 @@ class Instrument:
         """Recompute from the controls; never raises."""
         start = time.perf_counter()
         self._pending = {}
+        unsupported = self.track_unsupported(self.track) if self.track is not None else None
         try:
-            result = self.refresh(self.values())
+            if unsupported:  # a banner, not numbers computed for hardware the track does not have
+                self.flag("track_not_modelled", unsupported)
+                result = {}
+            else:
+                result = self.refresh(self.values())
             self.result = to_plain(result or {})
             self.last_traceback = None
         except ValueError as exc:
@@ -292,19 +297,41 @@ class Instrument:
         self.last_update_seconds = time.perf_counter() - start
 
     # -- context/track ------------------------------------------------------------
-    def apply_track(self, track: Any) -> None:
-        """Switch to a track's hardware (default: its link, if there is a ``link`` control).
+    #: Track currently applied (``None`` until :meth:`apply_track`; Cloud is the default context).
+    track: Any = None
 
-        Instruments with more context (accelerator, model) override this.
+    def track_unsupported(self, track: Any) -> str | None:
+        """Why this instrument cannot represent ``track`` (``None``: it can).
+
+        Instruments built around GPU clusters override this; the message is
+        shown as the ``track_not_modelled`` banner and ``result`` stays empty.
         """
-        control = self.controls.get("link")
-        link = getattr(track, "link", None)
-        if control is None or link is None:
-            return
-        for _label, option in getattr(control, "options", ()):
-            if option == link or getattr(option, "name", None) == getattr(link, "name", object()):
-                control.value = option
+        return None
+
+    def apply_track(self, track: Any) -> None:
+        """Switch to a track's hardware: its link goes into a ``link`` control, if any.
+
+        Cloud (or ``None``) restores the values the instrument was built with.
+        The whole switch is one update; instruments with more context
+        (accelerator, model) extend this.
+        """
+        if not hasattr(self, "_cloud_values"):
+            self._cloud_values = self.values()
+        is_cloud = track is None or getattr(track, "name", None) == "Cloud"
+        with self.batch():
+            self.track = None if is_cloud else track
+            if is_cloud:
+                for name, value in self._cloud_values.items():
+                    self.controls[name].value = value
                 return
+            control = self.controls.get("link")
+            link = getattr(track, "link", None)
+            if control is None or link is None:
+                return
+            for _label, option in getattr(control, "options", ()):
+                if option == link or getattr(option, "name", None) == getattr(link, "name", object()):
+                    control.value = option
+                    return
 
     def follow(self, selector) -> "Instrument":
         """Follow a :class:`~course.instruments.context.TrackSelector`: apply its track now and on change."""

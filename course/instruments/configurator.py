@@ -23,6 +23,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from .base import Instrument, figure, fmt_bytes, fmt_time
+from .context import gpu_cluster_only
 
 __all__ = ["Configurator", "plan_values", "MODEL_CHOICES", "CLUSTER_CHOICES", "BUBBLE_MICROBATCHES",
            "BUBBLE_CEILING", "MEMORY_PARTS"]
@@ -83,6 +84,9 @@ class Configurator(Instrument):
 
     title = "3D-parallelism configurator"
     subtitle = "TP x PP x DP = GPUs. Fit the model, keep the bubble under 10 %, keep TP inside a node."
+
+    def track_unsupported(self, track):
+        return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
 
     def build(self):
         self.add_control("model", widgets.Dropdown(options=MODEL_CHOICES, value="gpt3-175b", description="Model"))

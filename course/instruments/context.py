@@ -13,7 +13,8 @@ from typing import Any, Iterable
 
 import ipywidgets as widgets
 
-__all__ = ["link_options", "find_link", "link_bandwidth", "link_latency", "TrackSelector", "TRACK_NAMES"]
+__all__ = ["link_options", "find_link", "link_bandwidth", "link_latency", "TrackSelector", "TRACK_NAMES",
+           "gpu_cluster_only"]
 
 TRACK_NAMES = ("Cloud", "Edge", "Mobile", "Tiny")
 
@@ -117,6 +118,22 @@ def find_link(options: list[tuple[str, Any]], name: str) -> Any:
     raise ValueError(f"link must be one of {[str(_field(l, 'name')) for _, l in options]}, got {name!r}")
 
 
+def gpu_cluster_only(what: str, track: Any) -> str | None:
+    """Banner text for an instrument that models only GPU clusters (``None`` for Cloud).
+
+    Used by the data-parallel, 3D-parallel and cost instruments, whose core
+    models (NVLink nodes, InfiniBand fabrics, GPU-hour prices) have no meaning
+    for a Jetson over 5G or a microcontroller over Bluetooth LE.
+    """
+    if track is None or getattr(track, "name", "Cloud") == "Cloud":
+        return None
+    accelerator = getattr(getattr(track, "accelerator", None), "name", "this hardware")
+    link = getattr(getattr(track, "link", None), "name", "its link")
+    return (f"The {what} models GPU clusters (NVLink nodes on an InfiniBand fabric); the {track.name} "
+            f"track's {accelerator} over {link} is outside it, so it shows no numbers. Switch back to "
+            f"Cloud, or use the all-reduce instruments, which follow the track's link.")
+
+
 class TrackSelector:
     """Context/track selector: Cloud, Edge, Mobile, Tiny (values from ``catalog.TRACKS``).
 
@@ -155,6 +172,12 @@ class TrackSelector:
 
     def observe(self, callback) -> None:
         self._callbacks.append(callback)
+
+    def link_to(self, *instruments) -> "TrackSelector":
+        """Make each instrument follow this selector (``Instrument.follow``); returns the selector."""
+        for instrument in instruments:
+            instrument.follow(self)
+        return self
 
     def _describe(self) -> None:
         entry = self.track

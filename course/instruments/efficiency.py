@@ -23,6 +23,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from .base import Instrument, figure, fmt_rate, fmt_time
+from .context import gpu_cluster_only
 from .scaling import GPUS_PER_NODE, NODE, data_parallel_curve
 
 __all__ = ["EfficiencyPlot", "FABRIC_TOGGLE", "MAX_NODES", "CURVE_GPUS", "MARGINAL_THRESHOLD"]
@@ -47,6 +48,9 @@ class EfficiencyPlot(Instrument):
 
     title = "Scaling efficiency"
     subtitle = "Samples per second vs accelerators: how far below the ideal line, and where does it stop paying?"
+
+    def track_unsupported(self, track):
+        return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
 
     def build(self):
         self.peak = NODE.accelerator.peak_flops["bf16"]

@@ -25,6 +25,7 @@ from .. import core
 from ..core import catalog
 from ._layout import GROUP_KINDS, rank_layout
 from .base import Instrument, figure, fmt_rate
+from .context import gpu_cluster_only
 from .configurator import CLUSTER_CHOICES, MODEL_CHOICES, TP_CHOICES
 
 __all__ = ["ParallelMap", "MAX_NODES_SHOWN", "COLOR_BY", "PLAN_SETTINGS"]
@@ -53,6 +54,9 @@ class ParallelMap(Instrument):
 
     title = "3D-parallelism map"
     subtitle = "One cell per GPU: columns are nodes (grouped in racks), rows the 8 GPUs of a node."
+
+    def track_unsupported(self, track):
+        return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
 
     def build(self):
         self.add_control("model", widgets.Dropdown(options=MODEL_CHOICES, value="gpt3-175b", description="Model"))

@@ -29,6 +29,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
+from .context import gpu_cluster_only
 
 __all__ = ["ScalingExplorer", "data_parallel_curve", "STAKEHOLDER_POINTS", "NODE_CHOICES", "SEQ_LEN", "CURVE_GPUS", "NVLINK_ONLY"]
 
@@ -113,6 +114,9 @@ class ScalingExplorer(Instrument):
 
     title = "Data-parallel scaling explorer"
     subtitle = "Same model, same batch per GPU, more GPUs: where does the utilization go?"
+
+    def track_unsupported(self, track):
+        return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
 
     def build(self):
         self.add_control("params_b", widgets.IntSlider(value=7, min=1, max=175, description="Model (B)"))

@@ -40,6 +40,7 @@ import numpy as np
 from .. import core
 from ..core import catalog, units
 from .base import Instrument, figure, fmt_bytes, fmt_time
+from .context import gpu_cluster_only
 
 __all__ = ["SyncAudit", "HOURS_PER_MONTH", "GPU_MTBF_SECONDS", "STORAGE_BANDWIDTH", "STRAGGLER_GRID"]
 
@@ -86,6 +87,9 @@ class SyncAudit(Instrument):
 
     title = "Synchronization audit"
     subtitle = "Wait for all, or never wait? And what does ZeRO change?"
+
+    def track_unsupported(self, track):
+        return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
 
     def build(self):
         self.accelerator = catalog.accelerator("H100")

@@ -1,0 +1,97 @@
+"""The Cloud/Edge/Mobile/Tiny selector drives the instruments (issue 3, track selector).
+
+Expected values come from ``course.core.catalog.TRACKS`` and from fresh
+instruments built with their defaults, never from the instrument under test.
+"""
+
+import itertools
+
+import pytest
+
+from course.core import catalog
+from course.instruments.allreduce import AllreduceComparator, AlgorithmDashboard
+from course.instruments.configurator import Configurator
+from course.instruments.context import TrackSelector
+from course.instruments.efficiency import EfficiencyPlot
+from course.instruments.parallel_map import ParallelMap
+from course.instruments.scaling import ScalingExplorer
+from course.instruments.sync_audit import SyncAudit
+
+TRACKS = ("Edge", "Mobile", "Tiny")
+LINK_FOLLOWERS = (AllreduceComparator, AlgorithmDashboard)
+CLUSTER_ONLY = (ScalingExplorer, Configurator, ParallelMap, EfficiencyPlot, SyncAudit)
+
+
+@pytest.fixture(scope="module")
+def linked():
+    selector = TrackSelector()
+    instruments = {cls.__name__: cls() for cls in LINK_FOLLOWERS + CLUSTER_ONLY}
+    defaults = {name: (inst.values(), dict(inst.result)) for name, inst in instruments.items()}
+    assert selector.link_to(*instruments.values()) is selector
+    yield selector, instruments, defaults
+    selector.value = "Cloud"
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_link_followers_take_the_tracks_link(linked, track):
+    selector, instruments, _ = linked
+    selector.value = track
+    link = catalog.TRACKS[track].link
+    for cls in LINK_FOLLOWERS:
+        inst = instruments[cls.__name__]
+        assert inst.controls["link"].value.name == link.name
+        assert inst.failures == [] or "track_not_modelled" not in inst.failures
+        if "bandwidth" in inst.result:
+            assert inst.result["bandwidth"] == link.bandwidth
+            assert inst.result["latency"] == link.latency
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_cluster_instruments_show_a_banner_not_numbers(linked, track):
+    selector, instruments, _ = linked
+    selector.value = track
+    entry = catalog.TRACKS[track]
+    for cls in CLUSTER_ONLY:
+        inst = instruments[cls.__name__]
+        assert inst.failures == ["track_not_modelled"], cls.__name__
+        assert inst.result == {}
+        message = inst.failure_messages["track_not_modelled"]
+        assert entry.accelerator.name in message and entry.link.name in message
+        assert "track not modelled" in inst.banner.value
+
+
+def test_cloud_restores_every_default(linked):
+    selector, instruments, defaults = linked
+    for track in TRACKS + ("Cloud",):
+        selector.value = track
+    for name, inst in instruments.items():
+        values, result = defaults[name]
+        assert inst.values() == values, name
+        assert inst.result == result, name
+        assert "track_not_modelled" not in inst.failures
+
+
+def test_comparator_numbers_follow_the_link_over_a_grid():
+    selector = TrackSelector()
+    comparator = AllreduceComparator()
+    selector.link_to(comparator)
+    for track, gpus in itertools.product(("Cloud",) + TRACKS, (2, 16, 1000)):
+        selector.value = track
+        comparator.controls["gpus"].value = gpus
+        fresh = AllreduceComparator(gpus=gpus)
+        fresh.controls["link"].value = comparator.controls["link"].value
+        assert comparator.result == fresh.result
+        assert "instrument_error" not in comparator.failures
+
+
+def test_cluster_instrument_survives_control_changes_on_a_track():
+    selector = TrackSelector("Tiny")
+    configurator = Configurator()
+    selector.link_to(configurator)
+    for tp, pp in itertools.product((1, 8), (1, 4)):
+        with configurator.batch():
+            configurator.controls["tp"].value = tp
+            configurator.controls["pp"].value = pp
+        assert configurator.failures == ["track_not_modelled"]
+    selector.value = "Cloud"
+    assert configurator.values() == Configurator().values()
