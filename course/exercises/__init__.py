@@ -85,3 +85,4 @@ def grade_in_kernel(grade_id: str, namespace: dict, seed: int = 0) -> None:
 
 from .checks import check  # noqa: E402,F401  (visible checks used by the notebooks)
 from . import chapters  # noqa: E402,F401  (importing the chapters fills REGISTRY)
+from . import labs  # noqa: E402,F401  (lab grading parts: course/exercises/labs.py)
