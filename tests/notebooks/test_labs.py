@@ -1,0 +1,118 @@
+"""Lab assignments: keys against hand computations, failure states from the controls, real nbgrader runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from course.exercises import REGISTRY, judge_json
+from course.exercises import labs
+
+LABS = ["lab06_bandwidth_invariant"]
+
+
+# --- keys, by hand -----------------------------------------------------------
+
+def test_naive_over_ring_is_about_n():
+    # bandwidth-bound: naive 2(N-1)M/B, ring 2(N-1)/N M/B -> ratio N; latency is negligible at 140 GB
+    assert labs.naive_over_ring() == pytest.approx(128, rel=0.01)
+
+
+def test_small_update_winner_is_not_the_plain_tree_nor_the_ring():
+    # by hand, N=128, M=0.5 MB, alpha=5 us, B=50 GB/s:
+    # ring 254*5us + 2*127/128*0.5e6/50e9 = 1.27 ms + 19.8 us ~ 1.29 ms
+    # tree 2*7*(5us + 10 us) = 210 us;  rabenseifner 2*7*5us + 19.8 us ~ 90 us
+    ring = 254 * 5e-6 + 2 * 127 / 128 * 0.5e6 / 50e9
+    tree = 14 * (5e-6 + 0.5e6 / 50e9)
+    rab = 14 * 5e-6 + 2 * 127 / 128 * 0.5e6 / 50e9
+    assert rab < tree < ring
+    winners = labs.fastest_for_small_update()
+    assert "rabenseifner" in winners and "tree" not in winners and "ring" not in winners
+
+
+def test_lab_parts_reject_non_plain_and_missing_values():
+    assert judge_json("lab06_act1_ratio", '{"value": {"__unplain__": "AlwaysEqual"}}').score == 0
+    assert judge_json("lab06_act1_ratio", '{"value": 128.0}').score == 1
+    assert judge_json("lab06_act1_ratio", '{"value": 11.0}').score == 0
+    assert judge_json("lab06_act2_small", '{"value": "tree"}').score == 0
+    assert judge_json("lab06_act2_small", '{"value": "Rabenseifner"}').score == 1
+    assert judge_json("lab06_act1_lock", '{"locked": false}').score == 0
+    assert judge_json("lab06_act1_lock", '{"locked": "yes"}').score == 0
+
+
+def test_lock_part_reads_predictions_json(tmp_path, monkeypatch):
+    from course.ledger import Ledger
+    from course.prediction import PredictionLock
+
+    monkeypatch.chdir(tmp_path)
+    part = REGISTRY["lab06_act1_lock"]
+    assert part.grade({}).score == 0
+    lock = PredictionLock("lab06/act1", "?", options={"A": "a", "B": "b"}, folder=tmp_path,
+                          ledger=Ledger(tmp_path / "ledger.json"))
+    lock.answer("B")  # a wrong prediction still earns the completion point
+    assert part.grade({}).score == 1
+
+
+# --- failure states reachable from the notebook's controls ----------------------
+
+def test_lab06_comm_over_half_warning_from_the_workload_control():
+    from course.instruments import AlgorithmDashboard
+
+    dashboard = AlgorithmDashboard(gpus=128)
+    dashboard.controls["workload"].value = "7B gradients (14 GB)"
+    assert "comm_bound" not in dashboard.failures
+    dashboard.controls["workload"].value = "175B gradients (280 GB)"
+    assert "comm_bound" in dashboard.failures
+    assert dashboard.result["crossovers"], "the dashboard shows a crossover size"
+
+
+# --- real nbgrader ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def graded_labs(tmp_path_factory):
+    from tests.assignments.nbgrader_course import NbgraderCourse, solution_submission
+
+    root = tmp_path_factory.mktemp("labs")
+    course = NbgraderCourse(root, LABS, ledger=root / "ledger.json")
+    for name in LABS:
+        course.submit("reference", name, solution_submission(course, name))
+        course.submit("untouched", name, course.release_notebook(name))
+        course.autograde(name)
+    return course
+
+
+def _auto_ids(name):
+    return {gid for gid, p in REGISTRY.items() if p.assignment == name}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LABS)
+def test_reference_gets_all_automatic_points_untouched_none(graded_labs, name):
+    ids = _auto_ids(name)
+    assert ids
+    reference = graded_labs.grades(name, "reference")
+    untouched = graded_labs.grades(name, "untouched")
+    for gid in ids:
+        assert reference[gid][0] == reference[gid][1] == REGISTRY[gid].points, gid
+        assert untouched[gid][0] == 0, gid
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LABS)
+def test_source_notebook_executes_headless(graded_labs, name):
+    import nbformat
+
+    nb = nbformat.read(str(graded_labs.root / "autograded" / "reference" / name / f"{name}.ipynb"), 4)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert errors == []
+    predictions = graded_labs.root / "autograded" / "reference" / name / "predictions.json"
+    assert predictions.exists()
+
+
+@pytest.mark.slow
+def test_release_is_in_sync_with_source(tmp_path):
+    from course.cli import fresh_release
+    from course.exercises.release import release_differences
+
+    assert release_differences(LABS, fresh_release(LABS, tmp_path)) == [], \
+        "run: python -m course.labs && course build-release " + " ".join(LABS)
