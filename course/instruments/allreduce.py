@@ -109,6 +109,7 @@ class AllreduceComparator(Instrument):
     """
 
     NODE = "DGX H100"  # catalog node for the hierarchical bar
+    track_controls = {"link": "link", "devices": "gpus", "gradient_gb": "message_gb"}
 
     title = "All-reduce comparator"
     subtitle = "Same gradient, same cluster, different algorithm: who carries the traffic?"
@@ -217,6 +218,7 @@ class AlgorithmDashboard(Instrument):
 
     title = "Algorithm selection dashboard"
     benchmark_control = "gpus"  # recomputes every curve (the message size only moves the marker)
+    track_controls = {"link": "link", "devices": "gpus", "gradient_gb": "message_gb"}
     subtitle = "Time vs message size for every all-reduce algorithm; the fastest changes with size."
     SIZES = np.logspace(3, 12.5, 256)  # 1 kB .. ~3 TB
 

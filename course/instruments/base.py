@@ -299,6 +299,10 @@ class Instrument:
     # -- context/track ------------------------------------------------------------
     #: Track currently applied (``None`` until :meth:`apply_track`; Cloud is the default context).
     track: Any = None
+    #: Which control takes which part of a track (:meth:`apply_track`): ``"link"`` (a
+    #: Dropdown of catalog links), ``"devices"`` (the track's fleet size; its label says
+    #: "Devices"), ``"gradient_gb"`` (the track model's FP32 gradients, in GB).
+    track_controls: dict[str, str] = {"link": "link"}
 
     def track_unsupported(self, track: Any) -> str | None:
         """Why this instrument cannot represent ``track`` (``None``: it can).
@@ -317,21 +321,39 @@ class Instrument:
         """
         if not hasattr(self, "_cloud_values"):
             self._cloud_values = self.values()
+            self._cloud_ranges = {name: (c.description, getattr(c, "max", None)) for name, c in self.controls.items()}
         is_cloud = track is None or getattr(track, "name", None) == "Cloud"
         with self.batch():
             self.track = None if is_cloud else track
             if is_cloud:
+                for name, (description, maximum) in self._cloud_ranges.items():
+                    self.controls[name].description = description
                 for name, value in self._cloud_values.items():
                     self.controls[name].value = value
+                for name, (_description, maximum) in self._cloud_ranges.items():
+                    if maximum is not None:
+                        self.controls[name].max = maximum
                 return
-            control = self.controls.get("link")
-            link = getattr(track, "link", None)
-            if control is None or link is None:
-                return
-            for _label, option in getattr(control, "options", ()):
+            self._apply_track_roles(track)
+
+    def _apply_track_roles(self, track: Any) -> None:
+        roles = {role: self.controls[name] for role, name in self.track_controls.items() if name in self.controls}
+        link = getattr(track, "link", None)
+        if "link" in roles and link is not None:
+            for _label, option in getattr(roles["link"], "options", ()):
                 if option == link or getattr(option, "name", None) == getattr(link, "name", object()):
-                    control.value = option
-                    return
+                    roles["link"].value = option
+                    break
+        devices = getattr(track, "devices", None)
+        if "devices" in roles and devices:
+            control = roles["devices"]
+            control.max = max(control.max, int(devices))  # a fleet may outnumber a GPU cluster
+            control.value = int(devices)
+            control.description = "Devices N"
+        model = getattr(track, "model", None)
+        if "gradient_gb" in roles and model is not None:
+            from ..core import memory, units  # FP32: PyTorch's default dtype for on-device training
+            roles["gradient_gb"].value = float(model.params) * memory.precision_bytes("fp32") / units.GB
 
     def follow(self, selector) -> "Instrument":
         """Follow a :class:`~course.instruments.context.TrackSelector`: apply its track now and on change."""

@@ -44,6 +44,11 @@ def test_link_followers_take_the_tracks_link(linked, track):
         if "bandwidth" in inst.result:
             assert inst.result["bandwidth"] == link.bandwidth
             assert inst.result["latency"] == link.latency
+        # fleet size and the model's FP32 gradients (4 bytes per parameter), by hand
+        assert inst.controls["gpus"].value == catalog.TRACKS[track].devices
+        assert inst.controls["gpus"].description == "Devices N"
+        assert inst.controls["message_gb"].value == pytest.approx(catalog.TRACKS[track].model.params * 4 / 1e9,
+                                                                  rel=0.02)  # log slider snaps to its step
 
 
 @pytest.mark.parametrize("track", TRACKS)
@@ -68,6 +73,7 @@ def test_cloud_restores_every_default(linked):
         values, result = defaults[name]
         assert inst.values() == values, name
         assert inst.result == result, name
+        assert "Devices" not in str(inst.controls.get("gpus", inst.banner).description)
         assert "track_not_modelled" not in inst.failures
 
 
@@ -78,8 +84,12 @@ def test_comparator_numbers_follow_the_link_over_a_grid():
     for track, gpus in itertools.product(("Cloud",) + TRACKS, (2, 16, 1000)):
         selector.value = track
         comparator.controls["gpus"].value = gpus
-        fresh = AllreduceComparator(gpus=gpus)
-        fresh.controls["link"].value = comparator.controls["link"].value
+        fresh = AllreduceComparator()
+        fresh.controls["gpus"].max = comparator.controls["gpus"].max
+        with fresh.batch():
+            fresh.controls["gpus"].value = gpus
+            fresh.controls["message_gb"].value = comparator.controls["message_gb"].value
+            fresh.controls["link"].value = comparator.controls["link"].value
         assert comparator.result == fresh.result
         assert "instrument_error" not in comparator.failures
 
@@ -95,3 +105,18 @@ def test_cluster_instrument_survives_control_changes_on_a_track():
         assert configurator.failures == ["track_not_modelled"]
     selector.value = "Cloud"
     assert configurator.values() == Configurator().values()
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_comparator_ring_time_matches_a_hand_computation(track):
+    """Ring all-reduce: 2 (N-1)/N * M / B + 2 (N-1) * latency (Patarasuk & Yuan 2009)."""
+    selector = TrackSelector()
+    comparator = AllreduceComparator()
+    selector.link_to(comparator)
+    selector.value = track
+    entry = catalog.TRACKS[track]
+    n, message = entry.devices, comparator.result["message_bytes"]
+    assert message == pytest.approx(entry.model.params * 4, rel=0.02)
+    expected = 2 * (n - 1) / n * message / entry.link.bandwidth + 2 * (n - 1) * entry.link.latency
+    assert comparator.result["times"]["ring"] == pytest.approx(expected, rel=1e-9)
+
