@@ -165,7 +165,8 @@ class AllreduceComparator(Instrument):
         naive_bw_only = float(core.allreduce_time(message, n, bandwidth, 0.0, algorithm="naive"))
         per_node, intra = self.node.gpus_per_node, self.node.intra_link
         hierarchical = None
-        if n % per_node == 0:
+        on_gpu_nodes = self.track is None  # an Edge/Mobile/Tiny fleet has no NVLink nodes to group by
+        if on_gpu_nodes and n % per_node == 0:
             hierarchical = float(core.hierarchical_allreduce_time(
                 message, per_node, n // per_node, intra.bandwidth, bandwidth, intra.latency, latency))
 
@@ -179,7 +180,9 @@ class AllreduceComparator(Instrument):
         self.set_marks(self.eff_point, x=[n], y=[efficiency])
         for name in ("naive", "ring", "tree"):
             self.set_card(name, fmt_time(by_name[name]))
-        if hierarchical is None:
+        if not on_gpu_nodes:
+            self.set_card("hierarchical", "n/a", f"{self.track.name} devices are not {self.node.name} nodes", "muted")
+        elif hierarchical is None:
             self.set_card("hierarchical", "n/a", f"N is not a multiple of {per_node}", "muted")
         else:
             self.set_card("hierarchical", fmt_time(hierarchical), f"{intra.name} inside, {link.name} across")
