@@ -322,12 +322,16 @@ class Instrument:
         if not hasattr(self, "_cloud_values"):
             self._cloud_values = self.values()
             self._cloud_ranges = {name: (c.description, getattr(c, "max", None)) for name, c in self.controls.items()}
+            self._cloud_options = {name: c.options for name, c in self.controls.items()
+                                   if name == self.track_controls.get("link")}
         is_cloud = track is None or getattr(track, "name", None) == "Cloud"
         with self.batch():
             self.track = None if is_cloud else track
             if is_cloud:
                 for name, (description, maximum) in self._cloud_ranges.items():
                     self.controls[name].description = description
+                for name, options in self._cloud_options.items():
+                    self.controls[name].options = options
                 for name, value in self._cloud_values.items():
                     self.controls[name].value = value
                 for name, (_description, maximum) in self._cloud_ranges.items():
@@ -340,6 +344,10 @@ class Instrument:
         roles = {role: self.controls[name] for role, name in self.track_controls.items() if name in self.controls}
         link = getattr(track, "link", None)
         if "link" in roles and link is not None:
+            from .context import TRACK_LINKS, link_options
+            names = TRACK_LINKS.get(getattr(track, "name", None))
+            if names:
+                roles["link"].options = link_options((link.name,) + tuple(n for n in names if n != link.name))
             for _label, option in getattr(roles["link"], "options", ()):
                 if option == link or getattr(option, "name", None) == getattr(link, "name", object()):
                     roles["link"].value = option

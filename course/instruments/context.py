@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import ipywidgets as widgets
 
 __all__ = ["link_options", "find_link", "link_bandwidth", "link_latency", "TrackSelector", "TRACK_NAMES",
-           "gpu_cluster_only"]
+           "TRACK_LINKS", "gpu_cluster_only"]
 
 TRACK_NAMES = ("Cloud", "Edge", "Mobile", "Tiny")
 
@@ -22,6 +22,12 @@ TRACK_NAMES = ("Cloud", "Edge", "Mobile", "Tiny")
 # (Lab 06 compares InfiniBand HDR/NDR ports with NVLink inside a node).
 DEFAULT_LINKS = ("InfiniBand NDR", "InfiniBand HDR", "InfiniBand XDR", "NVLink 4", "Ethernet 100G",
                  "Ethernet 400G")
+
+
+#: Links offered per track (the track's own catalog link first): the Lab 05 plan's
+#: deployment contexts, Edge cars on 5G or a depot's Ethernet, phones on 5G or Bluetooth LE,
+#: hearables on Bluetooth LE only. Cloud keeps the instrument's own choices.
+TRACK_LINKS = {"Edge": ("5G", "Ethernet 10G"), "Mobile": ("5G", "Bluetooth LE"), "Tiny": ("Bluetooth LE",)}
 
 
 def _catalog():

@@ -11,7 +11,7 @@ import pytest
 from course.core import catalog
 from course.instruments.allreduce import AllreduceComparator, AlgorithmDashboard
 from course.instruments.configurator import Configurator
-from course.instruments.context import TrackSelector
+from course.instruments.context import TRACK_LINKS, TrackSelector
 from course.instruments.efficiency import EfficiencyPlot
 from course.instruments.parallel_map import ParallelMap
 from course.instruments.scaling import ScalingExplorer
@@ -40,6 +40,9 @@ def test_link_followers_take_the_tracks_link(linked, track):
     for cls in LINK_FOLLOWERS:
         inst = instruments[cls.__name__]
         assert inst.controls["link"].value.name == link.name
+        offered = [option.name for _label, option in inst.controls["link"].options]
+        assert offered[0] == link.name and "InfiniBand NDR" not in offered
+        assert set(offered) == {link.name, *TRACK_LINKS[track]}
         assert inst.failures == [] or "track_not_modelled" not in inst.failures
         if "bandwidth" in inst.result:
             assert inst.result["bandwidth"] == link.bandwidth
@@ -74,6 +77,9 @@ def test_cloud_restores_every_default(linked):
         assert inst.values() == values, name
         assert inst.result == result, name
         assert "Devices" not in str(inst.controls.get("gpus", inst.banner).description)
+        if "link" in inst.controls:
+            assert [label for label, _ in inst.controls["link"].options] == [
+                label for label, _ in type(inst)().controls["link"].options]
         assert "track_not_modelled" not in inst.failures
 
 
