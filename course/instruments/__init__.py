@@ -49,6 +49,14 @@ How to write a new instrument
    Benchmark: ``benchmarks/bench_instruments.py`` finds every instrument by
    itself and moves its first numeric slider (or the control named by the
    class attribute ``benchmark_control``); target < 10 ms per update.
+7. Tracks (Cloud/Edge/Mobile/Tiny): ``TrackSelector().link_to(inst, ...)``
+   makes each instrument follow the selector. Declare which control takes
+   which part of a track in ``track_controls`` (roles ``"link"``,
+   ``"devices"``, ``"gradient_gb"``; default ``{"link": "link"}``); an
+   instrument that cannot model a track returns the reason from
+   ``track_unsupported(track)`` (``context.gpu_cluster_only`` for GPU-cluster
+   models) and then shows the ``track_not_modelled`` banner with an empty
+   ``result``. Choosing Cloud again restores the values it was built with.
 
 In a notebook::
 
