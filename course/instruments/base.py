@@ -366,7 +366,19 @@ class Instrument:
     def follow(self, selector) -> "Instrument":
         """Follow a :class:`~course.instruments.context.TrackSelector`: apply its track now and on change."""
         self.apply_track(selector.track)
-        selector.observe(lambda _name: self.apply_track(selector.track))
+
+        def switch(_name):
+            try:
+                self.apply_track(selector.track)
+            except Exception as exc:  # noqa: BLE001 - a banner on this instrument, never a traceback
+                self.last_traceback = traceback.format_exc()
+                self.failures = ["instrument_error"]
+                self.failure_messages = {"instrument_error": f"{type(exc).__name__}: {exc}"}
+                self.failures_seen.add("instrument_error")
+                self.banner.value = banner_html("instrument_error", f"The instrument could not switch to the "
+                                                f"{selector.value} track ({type(exc).__name__}: {exc}).")
+
+        selector.observe(switch)
         return self
 
     # -- gating, display, ledger --------------------------------------------------

@@ -132,3 +132,19 @@ def test_comparator_ring_time_matches_a_hand_computation(track):
     # the DGX two-level bar would be a wrong number for a fleet of single devices
     assert comparator.result["hierarchical_seconds"] is None
 
+
+
+def test_a_failing_switch_becomes_a_banner_not_a_traceback():
+    class Broken(AllreduceComparator):
+        def apply_track(self, track):
+            if track is not None and track.name == "Tiny":
+                raise RuntimeError("no such hardware")
+            super().apply_track(track)
+
+    selector = TrackSelector()
+    broken = Broken()
+    selector.link_to(broken)
+    selector.value = "Tiny"  # must not raise
+    assert broken.failures == ["instrument_error"] and "Tiny track" in broken.banner.value
+    selector.value = "Cloud"
+    assert broken.failures == [] and broken.values() == Broken().values()
