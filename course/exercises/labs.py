@@ -114,3 +114,27 @@ number_part("lab06_act1_ratio", "naive_over_ring", naive_over_ring, LAB06,
 lock_part("lab06_act2_lock", "lab06/act2", LAB06, "Act II prediction locked")
 choice_part("lab06_act2_small", "small_update_algorithm", fastest_for_small_update, LAB06,
             "Act II: fastest algorithm for a 0.5 MB update")
+
+
+def pure_dp_memory_gb() -> float:
+    """Key of tutorial exercise 1: planner memory per GPU, pure DP of Llama-3 70B on research-256 (GB)."""
+    return core.plan("llama3-70b", "research-256", tp=1, pp=1, dp=256).memory_total / GB
+
+
+def bubble_pp8_m32() -> float:
+    """Key of tutorial exercise 3: (p-1)/(m+p-1) for p = 8, m = 32 (Narayanan et al. 2021)."""
+    return float(core.bubble_fraction(8, 32))
+
+
+def best_tokens_per_second() -> float:
+    """Key of tutorial exercise 2: tokens/s of the sweep's best feasible configuration."""
+    return float(core.sweep("llama3-70b", "research-256").row(0)["tokens_per_second"])
+
+
+lock_part("tutorial_ex1_lock", "tutorial/ex1", TUTORIAL, "Exercise 1 prediction locked")
+number_part("tutorial_ex1_memory", "pure_dp_memory_gb", pure_dp_memory_gb, TUTORIAL,
+            "Exercise 1: memory per GPU under pure DP")
+number_part("tutorial_ex3_bubble", "bubble_pp8_m32", bubble_pp8_m32, TUTORIAL,
+            "Exercise 3: bubble fraction, 8 stages, 32 micro-batches")
+number_part("tutorial_ex2_best", "best_tokens_per_second", best_tokens_per_second, TUTORIAL,
+            "Exercise 2: best tokens/s of the sweep")

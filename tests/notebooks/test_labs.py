@@ -7,7 +7,7 @@ import pytest
 from course.exercises import REGISTRY, judge_json
 from course.exercises import labs
 
-LABS = ["lab06_bandwidth_invariant"]
+LABS = ["lab06_bandwidth_invariant", "tutorial_3d_parallelism"]
 
 
 # --- keys, by hand -----------------------------------------------------------
@@ -116,3 +116,11 @@ def test_release_is_in_sync_with_source(tmp_path):
 
     assert release_differences(LABS, fresh_release(LABS, tmp_path)) == [], \
         "run: python -m course.labs && course build-release " + " ".join(LABS)
+
+
+def test_tutorial_keys_by_hand():
+    # (p-1)/(m+p-1) = 7/39
+    assert labs.bubble_pp8_m32() == pytest.approx(7 / 39)
+    # pure DP: at least 16 bytes per parameter of mixed-precision Adam (70.6e9 params -> > 1100 GB) > 80 GB
+    assert labs.pure_dp_memory_gb() > 16 * 70e9 / 1e9
+    assert labs.best_tokens_per_second() > 0
