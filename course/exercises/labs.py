@@ -138,3 +138,24 @@ number_part("tutorial_ex3_bubble", "bubble_pp8_m32", bubble_pp8_m32, TUTORIAL,
             "Exercise 3: bubble fraction, 8 stages, 32 micro-batches")
 number_part("tutorial_ex2_best", "best_tokens_per_second", best_tokens_per_second, TUTORIAL,
             "Exercise 2: best tokens/s of the sweep")
+
+LAB05 = "lab05_parallelism_paradox"
+
+
+def lab05_allreduce_seconds() -> float:
+    """Key of Lab 05 Act I: ring all-reduce of 14 GB on 512 GPUs over NDR (50 GB/s, 5 us)."""
+    return float(core.allreduce_time(14 * GB, 512, LAB06_BANDWIDTH, LAB06_LATENCY, algorithm="ring"))
+
+
+def lab05_plain_memory_gb() -> float:
+    """Key of Lab 05 Act II: GB per GPU of TP=8, PP=4, DP=32, m=8, ZeRO 0, no recompute (errata 5)."""
+    return core.plan("gpt3-175b", "h100-1024", tp=8, pp=4, dp=32, num_microbatches=8).memory_total / GB
+
+
+lock_part("lab05_act1_lock", "lab05/act1", LAB05, "Act I prediction locked")
+number_part("lab05_act1_allreduce", "act1_allreduce_s", lab05_allreduce_seconds, LAB05,
+            "Act I: all-reduce time at 512 GPUs")
+lock_part("lab05_act2_lock", "lab05/act2", LAB05, "Act II prediction locked")
+number_part("lab05_act2_memory", "act2_plain_memory_gb", lab05_plain_memory_gb, LAB05,
+            "Act II: memory per GPU of the source's answer")
+lock_part("lab05_part3_lock", "lab05/part3", LAB05, "Part 3 prediction locked")

@@ -24,9 +24,9 @@ def build(name: str, cells: List[Cell]):
 
 
 def write_all(root: Path = ROOT) -> List[Path]:
-    from . import lab06, tutorial
+    from . import lab05, lab06, tutorial
     written = []
-    for name, cells in ((lab06.NAME, lab06.cells()), (tutorial.NAME, tutorial.cells())):
+    for name, cells in ((lab05.NAME, lab05.cells()), (lab06.NAME, lab06.cells()), (tutorial.NAME, tutorial.cells())):
         path = Path(root) / "source" / name / f"{name}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(build(name, cells), str(path))

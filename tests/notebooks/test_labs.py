@@ -7,7 +7,7 @@ import pytest
 from course.exercises import REGISTRY, judge_json
 from course.exercises import labs
 
-LABS = ["lab06_bandwidth_invariant", "tutorial_3d_parallelism"]
+LABS = ["lab05_parallelism_paradox", "lab06_bandwidth_invariant", "tutorial_3d_parallelism"]
 
 
 # --- keys, by hand -----------------------------------------------------------
@@ -124,3 +124,24 @@ def test_tutorial_keys_by_hand():
     # pure DP: at least 16 bytes per parameter of mixed-precision Adam (70.6e9 params -> > 1100 GB) > 80 GB
     assert labs.pure_dp_memory_gb() > 16 * 70e9 / 1e9
     assert labs.best_tokens_per_second() > 0
+
+
+def test_lab05_keys_by_hand():
+    # ring: 2*511*5us + 2*511/512*14e9/50e9 = 5.11 ms + 0.5589 s
+    assert labs.lab05_allreduce_seconds() == pytest.approx(2 * 511 * 5e-6 + 2 * 511 / 512 * 14e9 / 50e9, rel=1e-6)
+    # errata 5: the source's answer (TP=8, PP=4, DP=32) without ZeRO/recompute does not fit in 80 GB;
+    # weights+grads+Adam alone are 16 B * 175e9 / 32 = 87.5 GB per GPU
+    assert labs.lab05_plain_memory_gb() > 16 * 175e9 / 32 / 1e9 > 80
+
+
+def test_lab05_failure_states_from_the_configurator_controls():
+    from course.instruments import Configurator
+
+    conf = Configurator(model="gpt3-175b", cluster="h100-1024", tp=8, pp=4)
+    assert conf.failures == [] or not conf.failures
+    conf.controls["tp"].value = 16
+    assert "tp_crosses_node" in conf.failures
+    conf.controls["tp"].value = 8
+    conf.controls["zero_stage"].value = 0
+    conf.controls["recompute"].value = "none"
+    assert "out_of_memory" in conf.failures

@@ -1,0 +1,153 @@
+"""Lab 05 · The parallelism paradox: cells of the source notebook.
+
+Story (materials 000 and 004): Act I, a 7B data-parallel job whose MFU falls
+52 % -> 38 % -> 19 % from 8 to 512 GPUs; Act II, a TP x PP x DP design for
+GPT-3 175B on 1,024 H100s; Part 3, a synchronization audit (sync vs async,
+stragglers, ZeRO checkpoints). Keys: :mod:`course.exercises.labs`.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from course.exercises.spec import Cell
+
+from .lab06 import _hidden
+
+NAME = "lab05_parallelism_paradox"
+
+
+def _lock_cells(var: str, key: str, gid: str, option: str) -> List[Cell]:
+    return [Cell("answer", f"# {var}.answer(...)   # optional: lock from code instead of the button\n"
+                           f"### BEGIN SOLUTION\n{var}.answer({option!r})\n### END SOLUTION", gid + "_answer"),
+            Cell("test", f"# Graded: a locked prediction {key} in predictions.json (completion point)\n" + _hidden(gid),
+                 gid, 1.0)]
+
+
+def cells() -> List[Cell]:
+    return [
+        Cell("markdown",
+             "# Lab 05 · The parallelism paradox\n\n"
+             "Adding GPUs to a data-parallel job can make every GPU *less* useful. Act I finds out why; "
+             "Act II designs a 3D-parallel layout for a model that fits on no single GPU; Part 3 audits how "
+             "the replicas synchronize and what that costs in dollars.\n\n"
+             "**Grading.** Each locked prediction earns a completion point (saved in `predictions.json` "
+             "next to this notebook and submitted with it; a wrong prediction costs nothing). Numbers you "
+             "assign are autograded; reflections are graded by hand.\n\n"
+             "Pick your deployment track first (Cloud is the default; the Act II numbers are for Cloud)."),
+        Cell("code", "from course import core\n"
+                     "from course.prediction import PredictionLock\n"
+                     "from course.instruments import (ScalingExplorer, Configurator, SyncAudit, TrackSelector,\n"
+                     "                                stakeholder_card, HudFooter)\n"
+                     "hud = HudFooter(prefix='lab05')\n"
+                     "track = TrackSelector()\ntrack", "lab05_setup"),
+        Cell("markdown", "## Act I · The data-parallel wall"),
+        Cell("code", "stakeholder_card('Training lead', 'Same 7B model, same batch per GPU. MFU was 52 % on 8 GPUs, '\n"
+                     "                 '38 % on 64 and 19 % on 512. We only added GPUs and it got worse. Why?',\n"
+                     "                 act='Act I')", "lab05_act1_story"),
+        Cell("code",
+             "lock_act1 = PredictionLock(\n"
+             "    'lab05/act1', 'Why does MFU fall as the data-parallel job grows from 8 to 512 GPUs?',\n"
+             "    options={'A': 'NCCL software overhead grows with the cluster',\n"
+             "             'B': 'the gradient all-reduce leaves NVLink for the network, and its time per step '\n"
+             "                  'stays while compute per GPU stays: comm/compute rises',\n"
+             "             'C': 'HBM and cache pressure grow with the number of GPUs',\n"
+             "             'D': 'the global batch is too large, so more steps are needed'},\n"
+             "    correct='B',\n"
+             "    explanations='Per-GPU compute is fixed (same micro-batch). The ring all-reduce moves about 2x the '\n"
+             "                 'gradient bytes per GPU; beyond one node it runs on 50 GB/s InfiniBand instead of '\n"
+             "                 '450 GB/s NVLink, so exposed communication eats a growing share of the step.')\n"
+             "lock_act1", "lab05_act1_lock_cell"),
+        *_lock_cells("lock_act1", "lab05/act1", "lab05_act1_lock", "B"),
+        Cell("code", "explorer = lock_act1.gate(ScalingExplorer(params_b=7, gpus=512))\nexplorer", "lab05_act1_explorer"),
+        Cell("code", "lock_act1.reveal()", "lab05_act1_reveal"),
+        Cell("markdown",
+             "Assign `act1_allreduce_s`: the time in seconds of one ring all-reduce of the 7B model's bf16 "
+             "gradients (14 GB) on 512 GPUs over InfiniBand NDR (50 GB/s, α = 5 µs). Use "
+             "`core.allreduce_time` or the formula 2(N−1)α + 2(N−1)/N · M/B."),
+        Cell("answer", "# act1_allreduce_s = ...   (s)\n"
+                       "### BEGIN SOLUTION\n"
+                       "act1_allreduce_s = core.allreduce_time(14e9, 512, 50e9, 5e-6, algorithm='ring')\n"
+                       "### END SOLUTION", "lab05_act1_allreduce_answer"),
+        Cell("test", "# Graded: within 2 %\n" + _hidden("lab05_act1_allreduce"), "lab05_act1_allreduce", 1.0),
+        Cell("markdown",
+             "**Math peek.** T_comm = 2(N−1)/N · 2P / B (bytes of bf16 gradients over link bandwidth) and "
+             "T_compute = 6 P · b·s / (peak · efficiency); MFU falls by T_compute / (T_compute + exposed T_comm).\n\n"
+             "**Reflection (graded by hand).** Turn on *overlap* in the explorer. How do overlapping the "
+             "all-reduce with the backward pass and bucketing gradients change the wall, and why can they not "
+             "remove it?"),
+        Cell("manual",
+             "**Model answer.** Bucketing starts all-reducing finished layers' gradients while earlier layers "
+             "still compute backward, hiding communication behind the backward pass (about two thirds of the "
+             "step). Only the part of T_comm longer than the backward pass stays exposed; once T_comm exceeds "
+             "it (large N off-node, slow fabric, faster GPU) MFU still falls.\n\n"
+             "**Mark scheme (2 points).** 1: overlap hides comm behind backward via buckets. 1: it cannot hide "
+             "more than the backward time, so the comm/compute ratio still matters.", "lab05_act1_why", 2.0),
+        Cell("markdown",
+             "## Act II · GPT-3 175B on 1,024 H100s\n\n"
+             "175 B parameters need 2.8 TB of weights, gradients and Adam state: no GPU holds that. Choose "
+             "TP × PP × DP = 1,024."),
+        Cell("code",
+             "lock_act2 = PredictionLock(\n"
+             "    'lab05/act2', 'Which layout balances memory, compute and communication best?',\n"
+             "    options={'A': 'TP=128, PP=1, DP=8', 'B': 'TP=8, PP=4, DP=32', 'C': 'TP=1, PP=1024, DP=1',\n"
+             "             'D': 'TP=4, PP=256, DP=1'},\n"
+             "    correct='B',\n"
+             "    explanations='TP stays inside the 8-GPU NVLink node, PP splits the 96 layers across nodes, DP '\n"
+             "                 'takes the rest. But B only fits with ZeRO or recomputation (see the reveal).')\n"
+             "lock_act2", "lab05_act2_lock_cell"),
+        *_lock_cells("lock_act2", "lab05/act2", "lab05_act2_lock", "B"),
+        Cell("code", "configurator = lock_act2.gate(Configurator(model='gpt3-175b', cluster='h100-1024', tp=8, pp=4))\n"
+                     "configurator", "lab05_act2_configurator"),
+        Cell("markdown",
+             "Drive the configurator into each failure state: TP = 16 (the TP group leaves the node: "
+             "`tp_crosses_node`), ZeRO 0 with no recomputation (`out_of_memory`), and few micro-batches "
+             "(a large pipeline bubble, shown in the bubble chart).\n\n"
+             "> **Correction to the source lab.** Its \"correct\" answer B, with plain mixed-precision Adam and "
+             "no recomputation, needs about 143 GB per GPU by the planner's count (Korthikanti et al. "
+             "activations) and trips the lab's own out-of-memory banner. B is the right *shape*; it fits once "
+             "ZeRO-1 shards the optimizer and selective recomputation trims activations. The source's bubble "
+             "formula (p−1)/(p·m) is also replaced by (p−1)/(m+p−1)."),
+        Cell("code", "lock_act2.reveal()", "lab05_act2_reveal"),
+        Cell("markdown", "Assign `act2_plain_memory_gb`: the memory per GPU in GB of TP=8, PP=4, DP=32 with 8 "
+                         "micro-batches, ZeRO 0 and no recomputation (`core.plan(...).memory_total`, bytes)."),
+        Cell("answer", "# act2_plain_memory_gb = ...   (GB)\n"
+                       "### BEGIN SOLUTION\n"
+                       "act2_plain_memory_gb = core.plan('gpt3-175b', 'h100-1024', tp=8, pp=4, dp=32,\n"
+                       "                                 num_microbatches=8).memory_total / 1e9\n"
+                       "### END SOLUTION", "lab05_act2_memory_answer"),
+        Cell("test", "# Graded: within 2 % of the planner\n" + _hidden("lab05_act2_memory"), "lab05_act2_memory", 1.0),
+        Cell("markdown", "**Reflection (graded by hand).** Why must TP stay inside a node while PP may cross nodes?"),
+        Cell("manual",
+             "**Model answer.** TP all-reduces activations several times per layer on the critical path, so it "
+             "needs NVLink (450 GB/s); PP sends one activation tensor per micro-batch between neighbouring "
+             "stages, small enough for 50 GB/s InfiniBand.\n\n**Mark scheme (2 points).** 1: TP traffic per "
+             "layer, blocking. 1: PP point-to-point traffic is small and tolerates the slower link.",
+             "lab05_act2_why", 2.0),
+        Cell("markdown",
+             "## Part 3 · Synchronization audit\n\n"
+             "With 1,024 workers, 5 % stragglers slow every synchronous step. Asynchronous SGD removes the wait "
+             "but trains on stale gradients; ZeRO shards the checkpoint so restarts after failures are cheaper."),
+        Cell("code",
+             "lock_part3 = PredictionLock(\n"
+             "    'lab05/part3', 'Which saves more money per month on this cluster: switching to async SGD or '\n"
+             "    'keeping sync SGD with ZeRO-sharded checkpoints?',\n"
+             "    options={'A': 'async SGD', 'B': 'ZeRO-sharded checkpoints', 'C': 'about the same'},\n"
+             "    correct='A',\n"
+             "    explanations='Async recovers the straggler wait, ~12 % of the bill; faster checkpoints recover '\n"
+             "                 'only part of a ~3 % failure waste. But async pays in staleness (see the audit).')\n"
+             "lock_part3", "lab05_part3_lock_cell"),
+        *_lock_cells("lock_part3", "lab05/part3", "lab05_part3_lock", "A"),
+        Cell("code", "audit = lock_part3.gate(SyncAudit())\naudit", "lab05_part3_audit"),
+        Cell("code", "lock_part3.reveal('A' if audit.result['async_saves'] > audit.result['zero_saves'] else 'B')",
+             "lab05_part3_reveal"),
+        Cell("markdown", "**Reflection (graded by hand).** The audit shows async saving more dollars. Would you "
+                         "ship it? Use the staleness the audit reports."),
+        Cell("manual",
+             "**Model answer.** Not for a large model: with 1,024 workers each gradient is about a thousand "
+             "updates stale, which harms convergence and can cost more steps than the wait saved; the usual "
+             "choice is synchronous SGD with straggler mitigation and sharded, frequent checkpoints.\n\n"
+             "**Mark scheme (2 points).** 1: names staleness ~N. 1: a reasoned choice weighing convergence "
+             "against dollars.", "lab05_part3_why", 2.0),
+        Cell("code", "hud.refresh()\nhud", "lab05_hud"),
+    ]
