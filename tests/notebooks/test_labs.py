@@ -145,3 +145,24 @@ def test_lab05_failure_states_from_the_configurator_controls():
     conf.controls["zero_stage"].value = 0
     conf.controls["recompute"].value = "none"
     assert "out_of_memory" in conf.failures
+
+
+@pytest.mark.slow
+def test_sandboxed_autograder_reads_locks_from_the_submission(tmp_path):
+    """The real autograder (sandboxed harvest, trusted judge) gives the reference Lab 06 every automatic point."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    name = "lab06_bandwidth_invariant"
+    shutil.copy(root / "source" / name / f"{name}.ipynb", tmp_path / f"{name}.ipynb")
+    result = subprocess.run([sys.executable, "-m", "autograder", "single", str(tmp_path / f"{name}.ipynb"),
+                             "--out", str(tmp_path / "out"), "--no-feedback"],
+                            cwd=root, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "4 of 8 points" in result.stdout  # all 4 automatic points; the 4 reflection points are manual
+    assert (tmp_path / "out" / "grades.json").exists()
+    json.loads((tmp_path / "out" / "grades.json").read_text())
