@@ -1,0 +1,127 @@
+"""Benchmark: this autograder vs plain nbgrader on one workbook chapter, same machine, same run.
+
+40 submissions (half the reference solution, half wrong answers) are graded
+
+1. by one plain ``nbgrader autograde`` process followed by ``nbgrader generate_feedback``
+   (serial, no isolation: the baseline an instructor has without this package), and
+2. by ``course-autograde class`` (sandboxed, trusted judging, feedback included) with
+   ``--workers`` parallel sandboxes (default: the cores available).
+
+It prints both wall times and their ratio, and the per-submission overhead of the
+autograder over a bare kernel start + execution of the same notebook (nbclient, no
+sandbox), measured here too. No assertion on times: the numbers are for the reader.
+
+    .venv/bin/python benchmarks/bench_autograder.py [--n 40] [--chapter ch02_gradient_accumulation]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env():
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return dict(os.environ, PATH=path, PYTHONHASHSEED="0")
+
+
+def _run(cmd, cwd):
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed:\n{proc.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def _nbgrader(root, *args):
+    return _run([sys.executable, "-m", "nbgrader", *args, "--log-level=ERROR"], root)
+
+
+def make_course(root: Path, chapter: str) -> None:
+    root.mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    shutil.copytree(ROOT / "source" / chapter, root / "source" / chapter)
+    _nbgrader(root, "generate_assignment", chapter, "--force")
+
+
+def submissions(root: Path, chapter: str, n: int):
+    """Half correct (the reference solution), half wrong (the release stubs, which raise)."""
+    src = nbformat.read(str(root / "source" / chapter / f"{chapter}.ipynb"), 4)
+    for cell in src.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    # wrong answers: the release notebook's stubs (they raise NotImplementedError)
+    wrong = nbformat.read(str(root / "release" / chapter / f"{chapter}.ipynb"), 4)
+    for i in range(n):
+        folder = root / "submitted" / f"student{i:03d}" / chapter
+        folder.mkdir(parents=True)
+        nbformat.write(src if i % 2 == 0 else wrong, str(folder / f"{chapter}.ipynb"))
+    return src
+
+
+def bare_execution(nb, cwd: Path, repeats: int) -> float:
+    """Mean seconds of a bare kernel start + execution of ``nb`` (nbclient, no sandbox)."""
+    from nbclient import NotebookClient
+
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        NotebookClient(copy.deepcopy(nb), timeout=120, kernel_name="python3",
+                       resources={"metadata": {"path": str(cwd)}}).execute()
+        times.append(time.perf_counter() - started)
+    return sum(times) / len(times)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=40, help="submissions (half right, half wrong)")
+    parser.add_argument("--chapter", default="ch02_gradient_accumulation")
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--bare-repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    cores = len(os.sched_getaffinity(0))
+    with tempfile.TemporaryDirectory(prefix="bench-autograder-") as tmp:
+        plain, ours = Path(tmp) / "plain", Path(tmp) / "ours"
+        for root in (plain, ours):
+            make_course(root, args.chapter)
+            nb = submissions(root, args.chapter, args.n)
+        t_plain_grade = _nbgrader(plain, "autograde", args.chapter, "--force")
+        t_plain_feedback = _nbgrader(plain, "generate_feedback", args.chapter, "--force")
+        cmd = [sys.executable, "-m", "autograder", "class", args.chapter, "--course-root", str(ours),
+               "--out", str(ours), "--no-progress", "--seed", "1"]
+        if args.workers:
+            cmd += ["--workers", str(args.workers)]
+        t_ours = _run(cmd, ours)
+        data = json.loads((ours / "grades.json").read_text())
+        bare = bare_execution(nb, ours / "source" / args.chapter, args.bare_repeats)
+    per_sub = [r["seconds"] for r in data["students"]]
+    scores = sorted({r["score"] for r in data["students"]})
+    t_plain = t_plain_grade + t_plain_feedback
+    print(f"chapter {args.chapter}, {args.n} submissions (half right, half wrong), {cores} cores, "
+          f"isolation {data['isolation']}, scores seen {scores}")
+    print(f"plain nbgrader autograde:                {t_plain_grade:8.1f} s")
+    print(f"plain nbgrader autograde + feedback:     {t_plain:8.1f} s")
+    print(f"course-autograde (sandbox, judge, fb):   {t_ours:8.1f} s")
+    print(f"ratio plain (autograde + feedback) / ours: {t_plain / t_ours:.2f}x "
+          f"(autograde only / ours: {t_plain_grade / t_ours:.2f}x)")
+    mean = sum(per_sub) / len(per_sub)
+    print(f"bare kernel start + execution:           {bare:8.2f} s per notebook")
+    print(f"autograder per submission (one worker):  {mean:8.2f} s -> overhead {mean - bare:+.2f} s "
+          f"({mean / bare:.2f}x bare)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
