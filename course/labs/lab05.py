@@ -18,9 +18,9 @@ NAME = "lab05_parallelism_paradox"
 
 
 def _lock_cells(var: str, key: str, gid: str, option: str) -> List[Cell]:
-    return [Cell("answer", f"# {var}.answer(...)   # optional: lock from code instead of the button\n"
-                           f"### BEGIN SOLUTION\n{var}.answer({option!r})\n### END SOLUTION", gid + "_answer"),
-            Cell("test", f"# Graded: a locked prediction {key} in predictions.json (completion point)\n" + _hidden(gid),
+    # No answer cell: students lock with the button; the reference run supplies predictions.json
+    # (nbgrader's stub in a solution cell would raise and stop "Run All" after a button lock).
+    return [Cell("test", f"# Graded: a locked prediction {key} in predictions.json (completion point)\n" + _hidden(gid),
                  gid, 1.0)]
 
 

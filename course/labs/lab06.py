@@ -57,10 +57,8 @@ def cells() -> List[Cell]:
              "    explanations='GPU 0 receives and sends (N-1) M bytes through one port, while the ring sends '\n"
              "                 '2(N-1)/N M per GPU with all ports busy at once: the ratio tends to N = 128.')\n"
              "lock_act1", "lab06_act1_lock_cell"),
-        Cell("markdown", "Pick an option and press **Lock** (or call `lock_act1.answer('A')` etc. in the next cell). "
-                         "The comparator appears once your prediction is locked."),
-        Cell("answer", "# lock_act1.answer(...)   # optional: lock from code instead of the button\n"
-                       "### BEGIN SOLUTION\nlock_act1.answer('C')\n### END SOLUTION", "lab06_act1_lock_answer"),
+        Cell("markdown", "Pick an option and press **Lock**. The comparator below appears once your prediction is "
+                         "locked; the lock is saved in `predictions.json`, which you submit with this notebook."),
         Cell("test", "# Graded: a locked Act I prediction in predictions.json (completion point)\n" + _hidden("lab06_act1_lock"),
              "lab06_act1_lock", 1.0),
         Cell("code", "comparator = lock_act1.gate(AllreduceComparator(gpus=128, message_gb=140))\ncomparator",
@@ -101,8 +99,6 @@ def cells() -> List[Cell]:
              "    explanations='At 0.5 MB the ring pays 254 latencies; a plain tree pays only 14 but sends the '\n"
              "                 'whole message every round. Algorithms with log2 N steps and ring-like bytes win.')\n"
              "lock_act2", "lab06_act2_lock_cell"),
-        Cell("answer", "# lock_act2.answer(...)   # optional\n"
-                       "### BEGIN SOLUTION\nlock_act2.answer('C')\n### END SOLUTION", "lab06_act2_lock_answer"),
         Cell("test", "# Graded: a locked Act II prediction in predictions.json (completion point)\n" + _hidden("lab06_act2_lock"),
              "lab06_act2_lock", 1.0),
         Cell("code", "dashboard = lock_act2.gate(AlgorithmDashboard(gpus=128))\ndashboard", "lab06_act2_dashboard"),

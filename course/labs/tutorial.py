@@ -44,8 +44,6 @@ def cells() -> List[Cell]:
              "    explanations='Mixed-precision Adam needs 16 bytes per parameter (2 weights + 2 gradients + 12 '\n"
              "                 'optimizer) = 1.1 TB for 70B parameters before any activation: 14x an H100.')\n"
              "lock_ex1", "tut_ex1_lock_cell"),
-        Cell("answer", "# lock_ex1.answer(...)   # optional: lock from code instead of the button\n"
-                       "### BEGIN SOLUTION\nlock_ex1.answer('C')\n### END SOLUTION", "tut_ex1_lock_answer"),
         Cell("test", "# Graded: a locked prediction in predictions.json (completion point)\n" + _hidden("tutorial_ex1_lock"),
              "tutorial_ex1_lock", 1.0),
         Cell("code", "pure_dp = core.plan(MODEL, CLUSTER, tp=1, pp=1, dp=256)\n"

@@ -9,6 +9,18 @@ from course.exercises import labs
 
 LABS = ["lab05_parallelism_paradox", "lab06_bandwidth_invariant", "tutorial_3d_parallelism"]
 
+#: the predictions a student locks with the buttons, as the reference submission's predictions.json
+REFERENCE_PREDICTIONS = {"lab05_parallelism_paradox": {"lab05/act1": "B", "lab05/act2": "B", "lab05/part3": "A"},
+                         "lab06_bandwidth_invariant": {"lab06/act1": "C", "lab06/act2": "C"},
+                         "tutorial_3d_parallelism": {"tutorial/ex1": "C"}}
+
+
+def write_predictions(folder, name):
+    import json
+
+    (folder / "predictions.json").write_text(json.dumps(
+        {k: {"value": v, "locked": True} for k, v in REFERENCE_PREDICTIONS[name].items()}))
+
 
 # --- keys, by hand -----------------------------------------------------------
 
@@ -75,6 +87,7 @@ def graded_labs(tmp_path_factory):
     course = NbgraderCourse(root, LABS, ledger=root / "ledger.json")
     for name in LABS:
         course.submit("reference", name, solution_submission(course, name))
+        write_predictions(root / "submitted" / "reference" / name, name)
         course.submit("untouched", name, course.release_notebook(name))
         course.autograde(name)
     return course
@@ -159,6 +172,7 @@ def test_sandboxed_autograder_reads_locks_from_the_submission(tmp_path):
     root = Path(__file__).resolve().parents[2]
     name = "lab06_bandwidth_invariant"
     shutil.copy(root / "source" / name / f"{name}.ipynb", tmp_path / f"{name}.ipynb")
+    write_predictions(tmp_path, name)
     result = subprocess.run([sys.executable, "-m", "autograder", "single", str(tmp_path / f"{name}.ipynb"),
                              "--out", str(tmp_path / "out"), "--no-feedback"],
                             cwd=root, capture_output=True, text=True, timeout=600)
