@@ -10,6 +10,8 @@ from .nbgrader_course import NbgraderCourse, solution_submission
 
 WORKBOOK_0_4 = ["ch00_ring_allreduce", "ch01_zero", "ch02_gradient_accumulation", "ch03_lr_scaling",
                 "ch04_comm_overhead"]
+WORKBOOK_5_9 = ["ch05_pipeline", "ch06_tensor_parallel", "ch07_checkpointing", "ch08_mixed_precision",
+                "ch09_capstone"]
 
 #: exercise kinds whose wrong-but-well-formed answer must lose exactly their points
 MUTATED_KINDS = ("derive", "build")

@@ -13,7 +13,7 @@ from course.exercises import REGISTRY, Verdict
 from course.exercises.feedback import insert_derivations
 from course.exercises.spec import EXERCISES, spec_for
 
-from .conftest import WORKBOOK_0_4
+from .conftest import WORKBOOK_0_4, WORKBOOK_5_9
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER_EXERCISES = {"ch00": 6, "ch01": 6, "ch02": 5, "ch03": 5, "ch04": 5}
@@ -65,7 +65,7 @@ def test_every_exercise_of_chapters_0_to_4_is_defined_in_order():
         assert sorted(numbers) == [f"{int(chapter[2:])}.{i}" for i in range(1, count + 1)]
 
 
-@pytest.mark.parametrize("name", WORKBOOK_0_4)
+@pytest.mark.parametrize("name", WORKBOOK_0_4 + WORKBOOK_5_9)
 def test_source_notebook_is_up_to_date_with_its_chapter_module(name):
     from course.exercises.notebook import build_source
 
