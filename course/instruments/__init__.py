@@ -14,6 +14,7 @@ configurator.py :class:`Configurator`, TP x PP x DP design with plan() (Lab 05 A
 parallel_map.py :class:`ParallelMap`, which GPU holds which layers/shards, links per group
 sync_audit.py  :class:`SyncAudit`, sync vs async SGD, stragglers, checkpoints, dollars
 pipeline_timeline.py :class:`PipelineTimeline`, GPipe / 1F1B / interleaved timeline
+bubble.py      :class:`BubbleChart`, bubble share vs micro-batches for one PP (Lab 05 Act II)
 
 Prediction locks and the design ledger live one level up
 (:mod:`course.prediction`, :mod:`course.ledger`).
@@ -94,6 +95,7 @@ __all__ = [
     "ParallelMap",
     "SyncAudit",
     "PipelineTimeline",
+    "BubbleChart",
 ]
 
 _LAZY = {
@@ -106,6 +108,7 @@ _LAZY = {
     "ParallelMap": ".parallel_map",
     "SyncAudit": ".sync_audit",
     "PipelineTimeline": ".pipeline_timeline",
+    "BubbleChart": ".bubble",
 }
 
 
