@@ -8,6 +8,7 @@ silent NaN for bad input.
 
 from __future__ import annotations
 
+import math
 from typing import Iterable
 
 import numpy as np
@@ -15,13 +16,25 @@ import numpy as np
 
 _MAX_EXACT_INTEGER = 2.0**53
 
-
+# Speed: the instruments evaluate whole curves on every slider move, and these
+# checks run several times per core call. The checks below therefore reduce
+# with ndarray methods (``arr.any()``) instead of ``np.any(arr)``, whose Python
+# wrapper costs more than the reduction on a 256-point curve, and give plain
+# Python numbers (the commonest argument) a path without array reductions.
+# Semantics and messages are the same on every path.
 def _as_array(name: str, value) -> np.ndarray:
+    kind = type(value)  # exact type: bool and NumPy scalars take the general path
+    if kind is float:
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        return np.asarray(value, dtype=float)
+    if kind is int and -_MAX_EXACT_INTEGER <= value <= _MAX_EXACT_INTEGER:
+        return np.asarray(value, dtype=float)
     try:
         arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}") from None
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite, got {value!r}")
     return arr
 
@@ -34,7 +47,7 @@ def finite(name: str, value) -> np.ndarray:
 def positive(name: str, value) -> np.ndarray:
     """Strictly positive finite number(s): ``value > 0``."""
     arr = _as_array(name, value)
-    if np.any(arr <= 0):
+    if (arr <= 0).any():
         raise ValueError(f"{name} must be > 0, got {value!r}")
     return arr
 
@@ -42,7 +55,7 @@ def positive(name: str, value) -> np.ndarray:
 def non_negative(name: str, value) -> np.ndarray:
     """Finite number(s) with ``value >= 0``."""
     arr = _as_array(name, value)
-    if np.any(arr < 0):
+    if (arr < 0).any():
         raise ValueError(f"{name} must be >= 0, got {value!r}")
     return arr
 
@@ -52,7 +65,7 @@ def fraction(name: str, value, *, low_open: bool = False, high_open: bool = Fals
     arr = _as_array(name, value)
     lo_bad = arr <= 0 if low_open else arr < 0
     hi_bad = arr >= 1 if high_open else arr > 1
-    if np.any(lo_bad | hi_bad):
+    if (lo_bad | hi_bad).any():
         lo = "(0" if low_open else "[0"
         hi = "1)" if high_open else "1]"
         raise ValueError(f"{name} must lie in {lo}, {hi}, got {value!r}")
@@ -61,14 +74,30 @@ def fraction(name: str, value, *, low_open: bool = False, high_open: bool = Fals
 
 def integer(name: str, value, minimum: int = 1) -> np.ndarray:
     """Whole number(s) ``>= minimum`` (floats equal to an integer are accepted)."""
+    if type(value) is int:  # a Python int is whole already: only the range is left to check
+        if value < minimum:
+            raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+        if abs(value) > _MAX_EXACT_INTEGER:
+            raise ValueError(f"{name} must be <= 2**53, got {value!r}")
+        return np.asarray(value, dtype=np.int64)
+    raw = np.asarray(value) if isinstance(value, np.ndarray) else None
+    if raw is not None and raw.dtype.kind in "iu" and raw.size:
+        # an integer array (a sweep's grid, a rank axis) is whole and finite by construction
+        if raw.min() < minimum:
+            raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+        if raw.dtype.kind == "u" and raw.max() > _MAX_EXACT_INTEGER:
+            raise ValueError(f"{name} must be <= 2**53, got {value!r}")
+        if raw.dtype.kind == "i" and max(-int(raw.min()), int(raw.max())) > _MAX_EXACT_INTEGER:
+            raise ValueError(f"{name} must be <= 2**53, got {value!r}")
+        return raw.astype(np.int64, copy=False)
     arr = _as_array(name, value)
-    if np.any(arr != np.round(arr)):
+    if (arr != np.round(arr)).any():
         raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    if np.any(arr < minimum):
+    if (arr < minimum).any():
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
     # Beyond 2**53 a float no longer holds every whole number, and beyond 2**63
     # the int64 cast wraps around: reject instead of computing with garbage.
-    if np.any(np.abs(arr) > _MAX_EXACT_INTEGER):
+    if (np.abs(arr) > _MAX_EXACT_INTEGER).any():
         raise ValueError(f"{name} must be <= 2**53, got {value!r}")
     return arr.astype(np.int64)
 

@@ -54,16 +54,14 @@ ALLREDUCE_ALGORITHMS = ("ring", "tree", "double_binary_tree", "recursive_doublin
 
 
 def _ceil_log2(p: np.ndarray) -> np.ndarray:
-    """``ceil(log2 p)`` for whole ``p >= 1``, exact (integer arithmetic, no float log)."""
+    """``ceil(log2 p)`` for whole ``1 <= p <= 2**53``, exact (no float log).
+
+    ``ceil(log2 p)`` is the bit length of ``p - 1``, and ``np.frexp`` returns
+    exactly that as the exponent of ``p - 1`` (``x = f * 2**e`` with
+    ``0.5 <= f < 1``); ``p - 1 <= 2**53`` is exact in float64.
+    """
     p = np.asarray(p, dtype=np.int64)
-    out = np.zeros(p.shape, dtype=np.int64)
-    power = np.ones(p.shape, dtype=np.int64)
-    # at most 63 doublings for int64 rank counts
-    while np.any(power < p):
-        grow = power < p
-        out = out + grow
-        power = np.where(grow, power * 2, power)
-    return out
+    return np.frexp((p - 1).astype(float))[1].astype(np.int64)
 
 
 def allreduce_coefficients(n, algorithm: str = "ring"):
