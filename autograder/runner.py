@@ -18,10 +18,13 @@ import json
 import sys
 import time
 
-import nbformat
-from nbformat import NotebookNode
+# jsonschema imports rfc3987_syntax, which builds a grammar at import (about 1 s, per
+# submission here); notebook validation never checks IRIs, so this process skips it.
+sys.modules.setdefault("rfc3987_syntax", None)
 
-from nbgrader.preprocessors import Execute
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbformat import NotebookNode  # noqa: E402
 
 #: prefix of the line a harvest cell prints; the parent reads it from that cell only
 HARVEST_MARK = "AUTOGRADER-HARVEST:"
@@ -40,16 +43,30 @@ def harvest_source(grade_id: str, seed: int) -> str:
     )
 
 
-class BudgetedExecute(Execute):
-    """nbgrader's Execute preprocessor with a byte budget on everything a notebook prints.
+class BudgetedExecute(NotebookClient):
+    """nbclient configured as nbgrader's ``Execute`` preprocessor, with a byte budget on outputs.
+
+    The settings are those of ``nbgrader.preprocessors.Execute`` (0.9.6):
+    interrupt a cell on timeout and record ``CellTimeoutError``, keep going after
+    errors, raise on an iopub timeout, keep no input history, and record the
+    reply's error when the kernel sent no error output. nbclient is used
+    directly because importing nbgrader and nbconvert costs this per-submission
+    process about a second.
 
     A cell printing gigabytes would otherwise fill this process's memory (and
     the file the parent reads). Outputs past the budget are dropped and a
     single note says so.
     """
 
-    def __init__(self, *args, output_budget: int = 2_000_000, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, nb, *args, output_budget: int = 2_000_000, **kwargs):
+        kwargs.setdefault("interrupt_on_timeout", True)
+        kwargs.setdefault("allow_errors", True)
+        kwargs.setdefault("raise_on_iopub_timeout", True)
+        kwargs.setdefault("extra_arguments", ["--HistoryManager.hist_file=:memory:"])
+        kwargs.setdefault("error_on_timeout", {
+            "ename": "CellTimeoutError", "evalue": "",
+            "traceback": ["\x1b[0;31mCellTimeoutError\x1b[0m: No reply from kernel before timeout"]})
+        super().__init__(nb, *args, **kwargs)
         self.output_budget = output_budget
         self.output_used = 0
         self.output_truncated = False
@@ -75,9 +92,23 @@ class BudgetedExecute(Execute):
             return None
         return super().output(outs, msg, display_id, cell_index)
 
-    def preprocess_cell(self, cell, resources, index):
-        self.started_cell = index
-        return super().preprocess_cell(cell, resources, index)
+    async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+        self.started_cell = cell_index
+        return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+
+    def on_cell_executed(self, **kwargs):
+        # as nbgrader's Execute: an error reply without an error output (a timeout) is written out
+        cell, reply = kwargs["cell"], kwargs["execute_reply"]
+        content = reply.get("content", {}) if isinstance(reply, dict) else {}
+        if content.get("status") != "error":
+            return
+        if any(o.get("output_type") == "error" and o.get("ename") == content.get("ename")
+               for o in cell.outputs):
+            return
+        cell.outputs.append(NotebookNode(output_type="error", ename=content.get("ename", ""),
+                                         evalue=content.get("evalue", ""),
+                                         traceback=content.get("traceback") or
+                                         ["ERROR: An error occurred while showtraceback was disabled"]))
 
 
 def run(job: dict) -> dict:
@@ -85,13 +116,13 @@ def run(job: dict) -> dict:
     original_count = len(nb.cells)
     for grade_id in job["grade_ids"]:
         nb.cells.append(nbformat.v4.new_code_cell(harvest_source(grade_id, job["seed"])))
-    executor = BudgetedExecute(timeout=job["cell_timeout"], output_budget=job["output_budget"],
-                               kernel_name="python3")
+    executor = BudgetedExecute(nb, timeout=job["cell_timeout"], output_budget=job["output_budget"],
+                               kernel_name="python3", resources={"metadata": {"path": job["cwd"]}})
     executor.budgeted_cells = original_count
     status = {"state": "ok", "cell": None, "detail": "", "output_truncated": False}
     started = time.monotonic()
     try:
-        executor.preprocess(nb, {"metadata": {"path": job["cwd"]}})
+        executor.execute()
     except Exception as exc:  # DeadKernelError, CellTimeoutError, kernel start failure ...
         name = type(exc).__name__
         state = "kernel_died" if "Dead" in name else "timeout" if "Timeout" in name else "error"
