@@ -190,12 +190,26 @@ def allreduce_time(message_bytes, n, bandwidth, latency=0.0, algorithm: str = "r
     return v.scalar_or_array(np.asarray(a) * alpha + np.asarray(b) * m / bw)
 
 
-def allreduce_traffic_bytes(message_bytes, n, algorithm: str = "ring"):
-    """Bytes that cross the busiest rank's link in one direction during an all-reduce.
+#: Algorithms whose two phases move data in opposite directions through the busiest
+#: rank (all in, then all out): its link carries half of the bandwidth term's bytes
+#: in each direction. Everywhere else every rank sends and receives at once.
+_ONE_WAY_PHASES = ("tree", "naive")
 
-    Formula: ``b(p) * message_bytes`` (:func:`allreduce_coefficients`); for the
-    ring ``2(p-1)/p * message_bytes`` (workbook exercise 0.1), for naive the
-    root's ``2(p-1) * message_bytes`` in and out together.
+
+def allreduce_traffic_bytes(message_bytes, n, algorithm: str = "ring"):
+    """Bytes that the busiest rank sends (and as many it receives) during an all-reduce.
+
+    Formula: ``b(p) * message_bytes`` with the bandwidth factor ``b(p)`` of
+    :func:`allreduce_coefficients`, halved for ``"tree"`` and ``"naive"``, whose
+    reduce phase only receives at the root and whose broadcast phase only
+    sends, so ``b(p)`` counts both directions one after the other:
+
+    - ring, rabenseifner: ``2(p-1)/p * n`` (workbook exercise 0.1);
+    - recursive doubling: ``ceil(lg p) * n``; double binary tree: ``2 n``;
+    - tree: ``ceil(lg p) * n`` (the root receives from ``ceil(lg p)``
+      children, then sends to as many);
+    - naive: ``(p-1) * n`` (the root receives every other rank's vector, then
+      sends the result to each).
 
     Parameters
     ----------
@@ -209,18 +223,21 @@ def allreduce_traffic_bytes(message_bytes, n, algorithm: str = "ring"):
     Returns
     -------
     float or ndarray
-        Bytes.
+        Bytes per direction of the busiest rank's link.
 
-    Source: Thakur, Rabenseifner & Gropp 2005; Patarasuk & Yuan 2009.
+    Source: Thakur, Rabenseifner & Gropp 2005, sec. 4; Patarasuk & Yuan 2009.
 
     Examples
     --------
     >>> allreduce_traffic_bytes(1e9, 8) / 1e9
     1.75
+    >>> allreduce_traffic_bytes(1e9, 8, "naive") / 1e9
+    7.0
     """
     m = v.non_negative("message_bytes", message_bytes)
     _, b = allreduce_coefficients(n, algorithm)
-    return v.scalar_or_array(np.asarray(b) * m)
+    share = 0.5 if algorithm in _ONE_WAY_PHASES else 1.0
+    return v.scalar_or_array(share * np.asarray(b) * m)
 
 
 def allreduce_lower_bound(message_bytes, n, bandwidth, latency=0.0):
@@ -257,9 +274,10 @@ def allreduce_lower_bound(message_bytes, n, bandwidth, latency=0.0):
     m = v.non_negative("message_bytes", message_bytes)
     bw = v.positive("bandwidth", bandwidth)
     alpha = v.non_negative("latency", latency)
-    p = v.integer("n", n, minimum=1)
-    pf = p.astype(float)
-    return v.scalar_or_array(_ceil_log2(p) * alpha + 2.0 * (pf - 1.0) / pf * m / bw)
+    # the latency bound is recursive doubling's round count, the bandwidth bound the ring's factor
+    rounds, _ = allreduce_coefficients(n, "recursive_doubling")
+    _, ring_factor = allreduce_coefficients(n, "ring")
+    return v.scalar_or_array(np.asarray(rounds) * alpha + np.asarray(ring_factor) * m / bw)
 
 
 def reduce_scatter_time(message_bytes, n, bandwidth, latency=0.0):
@@ -293,11 +311,8 @@ def reduce_scatter_time(message_bytes, n, bandwidth, latency=0.0):
     >>> round(reduce_scatter_time(14e9, 64, 1.0) / 1e9, 4)
     13.7812
     """
-    m = v.non_negative("message_bytes", message_bytes)
-    bw = v.positive("bandwidth", bandwidth)
-    alpha = v.non_negative("latency", latency)
-    pf = v.integer("n", n, minimum=1).astype(float)
-    return v.scalar_or_array((pf - 1.0) * alpha + (pf - 1.0) / pf * m / bw)
+    # a ring all-reduce is this reduce-scatter plus an all-gather of the same cost
+    return v.scalar_or_array(0.5 * np.asarray(allreduce_time(message_bytes, n, bandwidth, latency, "ring")))
 
 
 def all_gather_time(message_bytes, n, bandwidth, latency=0.0):
@@ -420,8 +435,8 @@ def bus_bandwidth(message_bytes, n, seconds):
     233.3
     """
     algbw = algorithm_bandwidth(message_bytes, seconds)
-    pf = v.integer("n", n, minimum=1).astype(float)
-    return v.scalar_or_array(np.asarray(algbw) * 2.0 * (pf - 1.0) / pf)
+    _, ring_factor = allreduce_coefficients(n, "ring")
+    return v.scalar_or_array(np.asarray(algbw) * np.asarray(ring_factor))
 
 
 def hierarchical_allreduce_time(message_bytes, gpus_per_node, nodes, intra_bandwidth, inter_bandwidth,
@@ -469,16 +484,18 @@ def hierarchical_allreduce_time(message_bytes, gpus_per_node, nodes, intra_bandw
     >>> round(hierarchical_allreduce_time(8e9, 8, 2, 100e9, 10e9), 6)
     0.24
     """
+    # validate under the caller's names first; the phases below see checked arrays
     m = v.non_negative("message_bytes", message_bytes)
-    g = v.integer("gpus_per_node", gpus_per_node, minimum=1).astype(float)
-    nodes_ = v.integer("nodes", nodes, minimum=1).astype(float)
+    g = v.integer("gpus_per_node", gpus_per_node, minimum=1)
+    n_nodes = v.integer("nodes", nodes, minimum=1)
     bw_i = v.positive("intra_bandwidth", intra_bandwidth)
     bw_e = v.positive("inter_bandwidth", inter_bandwidth)
     a_i = v.non_negative("intra_latency", intra_latency)
     a_e = v.non_negative("inter_latency", inter_latency)
-    in_node = 2.0 * ((g - 1.0) * a_i + (g - 1.0) / g * m / bw_i)
-    across = 2.0 * (nodes_ - 1.0) * a_e + 2.0 * (nodes_ - 1.0) / nodes_ * (m / g) / bw_e
-    return v.scalar_or_array(in_node + across)
+    # reduce-scatter and all-gather in the node; each GPU's 1/g share crosses the nodes in a ring
+    in_node = reduce_scatter_time(m, g, bw_i, a_i) + all_gather_time(m, g, bw_i, a_i)
+    across = allreduce_time(m / g, n_nodes, bw_e, a_e, "ring")
+    return v.scalar_or_array(np.asarray(in_node) + np.asarray(across))
 
 
 def crossover_message_bytes(n, bandwidth, latency, algorithm_a: str, algorithm_b: str):

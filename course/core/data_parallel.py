@@ -471,9 +471,9 @@ def data_parallel_speedup(n, compute_seconds, comm_seconds, overlap=0.0):
     n_arr = v.integer("n", n)
     tc = v.positive("compute_seconds", compute_seconds)
     tm = v.non_negative("comm_seconds", comm_seconds)
-    o = v.fraction("overlap", overlap)
-    exposed = np.where(n_arr == 1, 0.0, (1.0 - o) * tm)
-    return v.scalar_or_array(n_arr * tc / (tc + exposed))
+    # one GPU has nothing to all-reduce
+    step = data_parallel_step_time(tc, np.where(n_arr == 1, 0.0, tm), overlap)
+    return v.scalar_or_array(n_arr * tc / np.asarray(step))
 
 
 def marginal_speedup(gpus, speedups):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate as v_
+from .tensor import tp_allreduce_bytes
 
 __all__ = [
     "PIPELINE_SCHEDULES",
@@ -103,8 +104,9 @@ def bubble_fraction(p, m, v=1):
     >>> round(bubble_fraction(16, 4), 3)
     0.789
     """
-    p_, m_, vv = _pmv(p, m, v)
-    return v_.scalar_or_array((p_ - 1.0) / (vv * m_ + p_ - 1.0))
+    # one bubble, two denominators: the share is overhead / (1 + overhead)
+    overhead = np.asarray(bubble_overhead(p, m, v))
+    return v_.scalar_or_array(overhead / (1.0 + overhead))
 
 
 def pipeline_step_time(p, m, t_forward, t_backward, v=1):
@@ -130,10 +132,11 @@ def pipeline_step_time(p, m, t_forward, t_backward, v=1):
     >>> pipeline_step_time(4, 8, 1.0, 2.0)
     33.0
     """
-    p_, m_, vv = _pmv(p, m, v)
+    m_ = v_.integer("m", m, minimum=1).astype(float)
     tf = v_.positive("t_forward", t_forward)
     tb = v_.positive("t_backward", t_backward)
-    return v_.scalar_or_array((m_ + (p_ - 1.0) / vv) * (tf + tb))
+    # ideal compute time m (t_f + t_b), stretched by the bubble overhead (p-1)/(v m)
+    return v_.scalar_or_array(m_ * (tf + tb) * (1.0 + np.asarray(bubble_overhead(p, m, v))))
 
 
 def in_flight_microbatches(p, m, schedule="1f1b", v=1):
@@ -351,12 +354,9 @@ def p2p_bytes_per_microbatch(seq, micro_batch, hidden, bytes_per_element=2.0, v=
     >>> p2p_bytes_per_microbatch(2048, 1, 12288) / 1e6
     50.331648
     """
-    s = v_.positive("seq", seq)
-    b = v_.positive("micro_batch", micro_batch)
-    h = v_.positive("hidden", hidden)
-    e = v_.positive("bytes_per_element", bytes_per_element)
     vv = v_.integer("v", v, minimum=1)
-    return v_.scalar_or_array(vv * b * s * h * e)
+    # the tensor at a stage boundary is the same b x s x h activation that TP all-reduces
+    return v_.scalar_or_array(vv * np.asarray(tp_allreduce_bytes(seq, micro_batch, hidden, bytes_per_element)))
 
 
 def p2p_bytes_per_step(activation_bytes, p, m, v=1):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate as v
-from .units import hour
+from .economics import gpu_cost, gpu_hours
 
 __all__ = [
     "CHECKPOINT_BYTES_PER_PARAM",
@@ -255,8 +255,7 @@ def waste_gpu_hours_per_failure(gpus, interval_seconds, restart_seconds=0.0):
     >>> round(waste_gpu_hours_per_failure(512, 68.6 * 60, 120.0), 1)
     309.8
     """
-    n = v.integer("gpus", gpus)
-    return v.scalar_or_array(n * np.asarray(expected_lost_seconds(interval_seconds, restart_seconds)) / hour)
+    return gpu_hours(v.integer("gpus", gpus), expected_lost_seconds(interval_seconds, restart_seconds))
 
 
 def waste_cost_per_failure(gpus, interval_seconds, price_per_gpu_hour, restart_seconds=0.0):
@@ -271,8 +270,8 @@ def waste_cost_per_failure(gpus, interval_seconds, price_per_gpu_hour, restart_s
     >>> round(waste_cost_per_failure(512, 68.6 * 60, 2.0, 120.0))   # workbook 7.4: ~$619
     620
     """
-    price = v.non_negative("price_per_gpu_hour", price_per_gpu_hour)
-    return v.scalar_or_array(price * np.asarray(waste_gpu_hours_per_failure(gpus, interval_seconds, restart_seconds)))
+    lost = expected_lost_seconds(interval_seconds, restart_seconds)
+    return gpu_cost(v.integer("gpus", gpus), lost, price_per_gpu_hour)
 
 
 def waste_gpu_hours_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds=0.0):

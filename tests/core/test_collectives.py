@@ -211,3 +211,24 @@ def test_error_names_parameter():
         core.allreduce_time(GB, 8, -BW)
     with pytest.raises(ValueError, match="n must"):
         core.allreduce_time(GB, 0, BW)
+
+
+def test_traffic_of_one_way_phases_counts_one_direction():
+    # Naive on 4 ranks: the root receives 3 vectors of 1 GB, then sends 3 (hand count),
+    # so its link carries 3 GB each way, not 6 (the time term counts both phases).
+    assert core.allreduce_traffic_bytes(1 * GB, 4, "naive") / GB == pytest.approx(3.0)
+    # Binomial tree on 8 ranks: the root receives from lg 8 = 3 children, then sends to 3.
+    assert core.allreduce_traffic_bytes(1 * GB, 8, "tree") / GB == pytest.approx(3.0)
+    # Recursive doubling sends and receives at once: 3 rounds of the whole vector each way.
+    assert core.allreduce_traffic_bytes(1 * GB, 8, "recursive_doubling") / GB == pytest.approx(3.0)
+
+
+def test_hierarchical_equals_its_three_phases_by_hand():
+    # 8 GB, 8 GPUs per node at 100 GB/s, 4 nodes at 10 GB/s, latencies 1 us and 5 us:
+    # in node 2 * (7 * 1 us + 7/8 * 8 GB / 100 GB/s); across 2 * 3 * 5 us + 2 * 3/4 * 1 GB / 10 GB/s
+    in_node = 2 * (7 * 1e-6 + 7 / 8 * 8e9 / 100e9)
+    across = 2 * 3 * 5e-6 + 2 * 3 / 4 * 1e9 / 10e9
+    got = core.hierarchical_allreduce_time(8e9, 8, 4, 100e9, 10e9, 1e-6, 5e-6)
+    assert got == pytest.approx(in_node + across, rel=1e-12)
+    with pytest.raises(ValueError, match="nodes must be >= 1"):
+        core.hierarchical_allreduce_time(8e9, 8, 0, 100e9, 10e9)
