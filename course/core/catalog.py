@@ -215,9 +215,16 @@ ACCELERATORS: dict[str, Accelerator] = {
             memory_bytes=80 * u.GB, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
             source=_NV_H100 + ": dense BF16/FP16 989 TFLOPS (1979 only with 2:4 sparsity), "
                    "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W",
+            # An assumption, not a quote: cloud GPU prices move (see price_source).
             price_per_hour=98.32 / 8,
-            price_source="AWS EC2 p5.48xlarge (8x H100) on-demand list price, us-east-1, "
-                         "2024: $98.32 per instance-hour, divided by 8 GPUs",
+            price_source="ASSUMPTION (order of magnitude): AWS EC2 p5.48xlarge (8x H100 SXM) "
+                         "on-demand, us-east-1, $98.32 per instance-hour = $12.29 per GPU-hour, "
+                         "the launch-era list price as reported by The Next Platform, 'H100 GPU "
+                         "Instance Pricing On AWS: Grin And Bear It', 2023-07-27, and used by "
+                         "later price comparisons. Not checked against aws.amazon.com; AWS cut "
+                         "P5 on-demand prices by up to 45 % in June 2025 (usage.ai, 'LLM Cost "
+                         "Optimization on AWS', 2026), and specialist clouds list H100s at about "
+                         "$2-3 per GPU-hour. Pass your own price where a bill matters",
         ),
         Accelerator(
             name="A100 80GB SXM",

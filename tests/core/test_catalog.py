@@ -124,3 +124,15 @@ def test_entries_are_frozen():
         cat.accelerator("H100").tdp_watts = 1
     with pytest.raises(TypeError):
         cat.accelerator("H100").peak_flops["bf16"] = 1979e12
+
+
+def test_every_price_names_its_source_and_the_h100_price_is_marked_as_an_assumption():
+    from course.core import catalog
+
+    for acc in catalog.ACCELERATORS.values():
+        if acc.price_per_hour is not None:
+            assert acc.price_source, acc.name
+    h100 = catalog.accelerator("H100")
+    # $98.32 per p5.48xlarge instance-hour (8 GPUs), as cited in price_source
+    assert h100.price_per_hour == pytest.approx(98.32 / 8)
+    assert h100.price_source.startswith("ASSUMPTION") and "98.32" in h100.price_source
