@@ -22,6 +22,7 @@ Artifacts (screenshots) go to ``test-artifacts/`` at the repo root (ignored by g
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -81,7 +82,17 @@ def _wait_ready(url: str, token: str, process: subprocess.Popen, log: Path, time
 def jupyterlab(tmp_path_factory):
     if not CHROMIUM.exists():
         pytest.skip("/usr/bin/chromium is missing (apt-get install -y chromium; .ci/run installs it in CI)")
-    base = tmp_path_factory.mktemp("jupyterlab")
+    with start_lab_server(tmp_path_factory.mktemp("jupyterlab")) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def start_lab_server(base: Path, *, autopredict: bool = True):
+    """Run ``jupyter lab`` with its root in ``base/root`` and its own dirs and ledger under ``base``.
+
+    ``autopredict=False`` leaves ``COURSE_AUTOPREDICT`` unset in the kernels, so
+    every prediction lock waits for a click, as it does for a student.
+    """
     root = base / "root"
     root.mkdir()
     port, token = _free_port(), uuid.uuid4().hex
@@ -95,6 +106,8 @@ def jupyterlab(tmp_path_factory):
         COURSE_AUTOPREDICT="1",
         PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
     )
+    if not autopredict:
+        del env["COURSE_AUTOPREDICT"]
     cmd = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
@@ -211,6 +224,20 @@ def wait_idle(page, timeout_ms: int = 180_000) -> None:
     )
 
 
+def open_notebook_page(server: LabServer, context, relative: str):
+    """Open ``relative`` (a path under the server root) in a new page of ``context``; wait for an idle kernel."""
+    page = context.new_page()
+    page.goto(server.notebook_url(relative), wait_until="domcontentloaded", timeout=120_000)
+    page.locator(".jp-Notebook").first.wait_for(timeout=120_000)
+    # kernel started and connected before we run anything
+    page.wait_for_function(
+        "() => { const i = document.querySelector('.jp-Notebook-ExecutionIndicator');"
+        " return i && i.getAttribute('data-status') === 'idle'; }",
+        timeout=120_000, polling=250,
+    )
+    return page
+
+
 @pytest.fixture
 def lab_notebook(jupyterlab, browser):
     pages = []
@@ -220,16 +247,8 @@ def lab_notebook(jupyterlab, browser):
         target = jupyterlab.root / source.name
         shutil.copy(source, target)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
         pages.append(context)
-        page.goto(jupyterlab.notebook_url(source.name), wait_until="domcontentloaded", timeout=120_000)
-        page.locator(".jp-Notebook").first.wait_for(timeout=120_000)
-        # kernel started and connected before we run anything
-        page.wait_for_function(
-            "() => { const i = document.querySelector('.jp-Notebook-ExecutionIndicator');"
-            " return i && i.getAttribute('data-status') === 'idle'; }",
-            timeout=120_000, polling=250,
-        )
+        page = open_notebook_page(jupyterlab, context, source.name)
         if run:
             run_all_cells(page)
         return page
@@ -237,10 +256,10 @@ def lab_notebook(jupyterlab, browser):
     yield open_notebook
     for context in pages:
         context.close()
-    _shutdown_kernels(jupyterlab)
+    shutdown_kernels(jupyterlab)
 
 
-def _shutdown_kernels(server: LabServer) -> None:
+def shutdown_kernels(server: LabServer) -> None:
     """Stop the kernels a test started (closing the browser leaves them running and loading the machine)."""
     import json
 
