@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict
 
 from course import core
+from course.core import units
 from course.core.units import GB, GB_per_s, us
 
 from .registry import RAISED, Part, Verdict, judge_plain, register, to_plain
@@ -159,3 +160,55 @@ lock_part("lab05_act2_lock", "lab05/act2", LAB05, "Act II prediction locked")
 number_part("lab05_act2_memory", "act2_plain_memory_gb", lab05_plain_memory_gb, LAB05,
             "Act II: memory per GPU of the source's answer")
 lock_part("lab05_part3_lock", "lab05/part3", LAB05, "Part 3 prediction locked")
+
+#: Lab 05 Part 3 (the synchronization audit's defaults, stated in the notebook): 1,024 H100s, 5 % of
+#: the workers straggle in a step at 1.15x the normal step time; the full checkpoint takes 98 s from
+#: one rank (workbook 7.2: 980 GB at 10 GB/s), and a ZeRO rank writes only its 1/N shard at the same
+#: 10 GB/s; 50,000 GPU-hours between failures per GPU (Dubey et al. 2024, sec. 3.3.4: 419 interruptions
+#: in 54 days on 16,384 GPUs); 2 minutes to restart (workbook ch. 7); 730.5 hours per month
+#: (365.25 x 24 / 12); the catalog's H100 price per GPU-hour.
+LAB05_PART3 = {"workers": 1024, "straggler_fraction": 0.05, "slowdown": 1.15, "checkpoint_seconds": 98.0,
+               "storage_bandwidth": 10 * GB_per_s, "gpu_mtbf_seconds": 50_000 * units.hour,
+               "restart_seconds": 2 * units.minute, "hours_per_month": 730.5, "accelerator": "H100"}
+
+
+def lab05_monthly_savings(workers=None, straggler_fraction=None, slowdown=None, checkpoint_seconds=None) -> dict:
+    """Key of Lab 05 Part 3: monthly dollars saved by async SGD and by ZeRO-sharded checkpoints.
+
+    Same training progress in both cases, against today's synchronous bill
+    ``B = N x price x 730.5 h``:
+
+    * async: nobody waits for stragglers, so the same samples cost
+      ``B / async_speedup`` (staleness not charged);
+    * sync + ZeRO: the wait stays, the checkpoint-and-rework waste
+      ``w = delta/tau + (tau/2 + R)/M`` at Young's ``tau = sqrt(2 delta M)`` falls
+      from ``w0`` (one rank writes ``delta``) to ``w1`` (each of the N ranks writes
+      ``delta / N``), so the bill becomes ``B (1 - w0) / (1 - w1)``.
+
+    Returns ``{"bill", "async_saves", "zero_saves"}`` in US dollars per month.
+    Sources: Chen et al. 2016 (stragglers), Young 1974, Rajbhandari et al. 2020
+    (ZeRO shards the optimizer state over the N data-parallel ranks).
+
+    >>> s = lab05_monthly_savings()
+    >>> s["async_saves"] > s["zero_saves"] > 0
+    True
+    """
+    c = LAB05_PART3
+    n = c["workers"] if workers is None else workers
+    f = c["straggler_fraction"] if straggler_fraction is None else straggler_fraction
+    s = c["slowdown"] if slowdown is None else slowdown
+    delta = c["checkpoint_seconds"] if checkpoint_seconds is None else checkpoint_seconds
+    bill = n * core.catalog.accelerator(c["accelerator"]).price_per_hour * c["hours_per_month"]
+    mtbf = core.cluster_mtbf(c["gpu_mtbf_seconds"], n)
+    shard = core.checkpoint_write_time(delta * c["storage_bandwidth"], c["storage_bandwidth"], writers=n)
+    deltas = [delta, float(shard)]
+    waste = [float(core.waste_fraction(core.young_interval(d, mtbf), d, mtbf, c["restart_seconds"])) for d in deltas]
+    return {"bill": float(bill),
+            "async_saves": float(bill - bill / core.async_speedup(n, f, s)),
+            "zero_saves": float(bill - bill * (1 - waste[0]) / (1 - waste[1]))}
+
+
+number_part("lab05_part3_async_saves", "async_saves_usd", lambda: lab05_monthly_savings()["async_saves"], LAB05,
+            "Part 3: monthly dollars saved by async SGD")
+number_part("lab05_part3_zero_saves", "zero_saves_usd", lambda: lab05_monthly_savings()["zero_saves"], LAB05,
+            "Part 3: monthly dollars saved by ZeRO-sharded checkpoints")

@@ -147,6 +147,52 @@ def test_lab05_keys_by_hand():
     assert labs.lab05_plain_memory_gb() > 16 * 175e9 / 32 / 1e9 > 80
 
 
+def test_lab05_part3_savings_by_hand():
+    import math
+
+    from course.core import catalog
+
+    n, f, s = 1024, 0.05, 1.15
+    price = catalog.accelerator("H100").price_per_hour  # an input (the catalog's list price), not a result
+    bill = n * price * 730.5
+    # Chen et al. 2016 stragglers: sync waits for the slowest, E[T] = 1 + (s-1)(1-(1-f)^N); an async worker 1 + (s-1)f
+    sync_step, async_step = 1 + (s - 1) * (1 - (1 - f) ** n), 1 + (s - 1) * f
+    mtbf = 50_000 * 3600 / n
+
+    def waste(delta):  # Young 1974: tau = sqrt(2 delta M); waste = delta/tau + (tau/2 + R)/M, R = 2 min
+        tau = math.sqrt(2 * delta * mtbf)
+        return delta / tau + (tau / 2 + 120) / mtbf
+
+    savings = labs.lab05_monthly_savings()
+    assert savings["bill"] == pytest.approx(bill)
+    assert savings["async_saves"] == pytest.approx(bill * (1 - async_step / sync_step), rel=1e-9)
+    assert savings["zero_saves"] == pytest.approx(bill * (1 - (1 - waste(98.0)) / (1 - waste(98.0 / n))), rel=1e-9)
+    # the story: waiting costs ~12 % of the bill, checkpoint waste ~3.4 % of which ZeRO recovers most
+    assert 0.12 < savings["async_saves"] / bill < 0.13
+    assert 0.03 < savings["zero_saves"] / bill < 0.035
+    assert judge_json("lab05_part3_async_saves", f'{{"value": {savings["async_saves"] * 1.015}}}').score == 1
+    assert judge_json("lab05_part3_async_saves", f'{{"value": {savings["zero_saves"]}}}').score == 0
+    assert judge_json("lab05_part3_zero_saves", '{"value": {"__unplain__": "AlwaysEqual"}}').score == 0
+
+
+def test_lab05_part3_inputs_are_the_audits_defaults():
+    """The graded challenge states the synchronization audit's defaults, so the audit shows the same dollars."""
+    from course.instruments import SyncAudit
+    from course.instruments import sync_audit
+
+    c = labs.LAB05_PART3
+    assert (sync_audit.HOURS_PER_MONTH, sync_audit.GPU_MTBF_SECONDS, sync_audit.STORAGE_BANDWIDTH,
+            sync_audit.RESTART_SECONDS) == (c["hours_per_month"], c["gpu_mtbf_seconds"], c["storage_bandwidth"],
+                                            c["restart_seconds"])
+    audit = SyncAudit()
+    assert (audit.controls["workers"].value, audit.controls["stragglers_pct"].value / 100,
+            audit.controls["slowdown"].value, audit.controls["checkpoint_s"].value) == pytest.approx(
+        (c["workers"], c["straggler_fraction"], c["slowdown"], c["checkpoint_seconds"]))
+    savings = labs.lab05_monthly_savings()
+    assert audit.result["async_saves"] == pytest.approx(savings["async_saves"], rel=1e-9)
+    assert audit.result["zero_saves"] == pytest.approx(savings["zero_saves"], rel=1e-9)
+
+
 def test_lab05_failure_states_from_the_configurator_controls():
     from course.instruments import Configurator
 
