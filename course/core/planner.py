@@ -420,8 +420,10 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     # ---- pipeline bubble and point-to-point
     busy = compute + memory_bound + tp_comm
     bubble = _pipe.bubble_overhead(pp, nmb, vchunks) * busy
-    # pipeline neighbours are tp*dp ranks apart (ranks ordered TP, then DP, then PP)
-    p2p_in_node = tp * dp < g_node
+    # pipeline neighbours are tp*dp ranks apart (ranks ordered TP, then DP, then PP); with
+    # more than one node some stage boundary crosses the network (every boundary does when
+    # tp*dp >= g_node), and every micro-batch must cross the slowest boundary
+    p2p_in_node = gpus <= g_node
     p2p_bw = np.where(p2p_in_node, c.intra_bandwidth, c.inter_bandwidth)
     p2p_lat = np.where(p2p_in_node, c.intra_latency, c.inter_latency)
     if np.any(pp > 1):

@@ -283,3 +283,16 @@ def test_parts_are_non_negative_and_add_up(tp, pp, b, m, zero, rc, sp, overlap):
     assert 0 <= p.bubble_fraction < 1
     assert p.feasible == (not p.violations)
     assert ("out_of_memory" in codes(p)) == (p.memory_total > 80e9)
+
+
+def test_pipeline_sends_cross_the_network_when_the_stages_span_nodes():
+    # Llama 3 8B on 2 DGX H100 nodes, TP = 2, PP = 8, DP = 1: ranks are ordered TP, DP, PP,
+    # so stages 0-3 sit on node 0 and stages 4-7 on node 1; the 3 -> 4 boundary crosses
+    # InfiniBand NDR (one 50 GB/s port per GPU, 5 us), and every micro-batch waits for it.
+    from course.core import plan
+
+    cluster = cat.make_cluster("DGX H100", 16)
+    p = plan("llama3-8b", cluster, tp=2, pp=8, dp=1, num_microbatches=16)
+    seq, hidden = 8192, 4096
+    send = 5e-6 + seq * hidden * 2 / 2 / 50e9      # b s h 16-bit bytes over TP = 2, one NIC
+    assert p.pp_comm == pytest.approx(2 * 16 * send, rel=1e-9)  # forward and backward, m = 16
