@@ -1,4 +1,4 @@
-"""Write source/<lab>/<lab>.ipynb for the labs from the cell lists in :mod:`course.labs.lab06`."""
+"""Write source/<lab>/<lab>.ipynb for the labs from the cell lists in lab05, lab06 and tutorial."""
 
 from __future__ import annotations
 
