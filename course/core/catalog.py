@@ -405,6 +405,26 @@ NODES: dict[str, Node] = {
 def make_cluster(node_or_name, gpus: int, fabric=None, name: Optional[str] = None) -> Cluster:
     """A cluster of ``gpus`` accelerators built from whole nodes.
 
+    Parameters
+    ----------
+    node_or_name : Node or str
+        The server type (a :data:`NODES` entry or its name).
+    gpus : int
+        GPUs in all, a positive multiple of the node's ``gpus_per_node``.
+    fabric : Link or str, optional
+        Inter-node link; default the node's own NIC type.
+    name : str, optional
+        Cluster name; default ``"<gpus>x <accelerator> (<fabric>)"``.
+
+    Returns
+    -------
+    Cluster
+        ``gpus / gpus_per_node`` nodes; bandwidths in bytes/s, latencies in seconds.
+
+    Source: the node's and the fabric's ``source`` fields.
+
+    Examples
+    --------
     >>> make_cluster("DGX A100", 256).nodes
     32
     >>> make_cluster("DGX H100", 12)
@@ -504,38 +524,90 @@ def _lookup(kind: str, table: dict, name):
     raise ValueError(f"{kind} must be one of {', '.join(map(repr, table))}; got {name!r}")
 
 
+def _lookup_doc(kind: str, table_name: str, example: str, result: str):
+    """Give a lookup function the numpydoc text the six lookups share, with its own example."""
+    def decorate(fn):
+        fn.__doc__ = f"""The {kind} called ``name`` in :data:`{table_name}`.
+
+    Case, spaces, dashes and underscores do not matter, and a few short aliases
+    (``"h100"``, ``"ndr"``, ``"gpt3"``...) are understood.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`{table_name}` or an alias.
+
+    Returns
+    -------
+    {fn.__annotations__["return"]}
+        Frozen record whose fields are SI numbers; its ``source`` field cites the data sheet or paper.
+
+    Raises ValueError listing the known names for an unknown ``name``.
+
+    Source: the ``source`` field of each entry (vendor data sheets, papers).
+
+    Examples
+    --------
+    >>> {example}
+    {result}
+    """
+        return fn
+    return decorate
+
+
+@_lookup_doc("accelerator", "ACCELERATORS", 'accelerator("H100").memory_bytes / 1e9', "80.0")
 def accelerator(name: str) -> Accelerator:
-    """Accelerator by name, e.g. ``accelerator("H100")``."""
     return _lookup("accelerator", ACCELERATORS, name)
 
 
+@_lookup_doc("link", "LINKS", 'link("ndr").bandwidth / 1e9', "50.0")
 def link(name: str) -> Link:
-    """Link by name, e.g. ``link("InfiniBand NDR")`` or ``link("ndr")``."""
     return _lookup("link", LINKS, name)
 
 
+@_lookup_doc("model", "MODELS", 'model("llama3-405b").layers', "126")
 def model(name: str) -> Model:
-    """Model by name, e.g. ``model("llama3-405b")``."""
     return _lookup("model", MODELS, name)
 
 
+@_lookup_doc("node", "NODES", 'node("DGX H100").gpus_per_node', "8")
 def node(name: str) -> Node:
-    """Node by name, e.g. ``node("DGX H100")``."""
     return _lookup("node", NODES, name)
 
 
+@_lookup_doc("cluster", "CLUSTERS", 'cluster("research-256").inter_bandwidth / 1e9', "12.5")
 def cluster(name: str) -> Cluster:
-    """Cluster by name, e.g. ``cluster("research-256")``."""
     return _lookup("cluster", CLUSTERS, name)
 
 
+@_lookup_doc("Lab 05 track", "TRACKS", 'track("tiny").link.name', "'Bluetooth LE'")
 def track(name: str) -> Track:
-    """Lab 05 track by name: Cloud, Edge, Mobile or Tiny."""
     return _lookup("track", TRACKS, name)
 
 
 def with_fabric(c: Cluster, fabric) -> Cluster:
-    """The same cluster on another fabric (a Link or a link name)."""
+    """The same cluster on another fabric: the NICs' link type changes, nothing else.
+
+    Parameters
+    ----------
+    c : Cluster
+        The cluster to copy.
+    fabric : Link or str
+        The new inter-node link (a :data:`LINKS` entry or its name).
+
+    Returns
+    -------
+    Cluster
+        A copy named ``"<name> on <fabric>"``; per-GPU inter-node bandwidth is
+        ``fabric.bandwidth * nics / gpus_per_node`` bytes/s.
+
+    Source: the fabric's own ``source`` field.
+
+    Examples
+    --------
+    >>> with_fabric(cluster("h100-1024"), "hdr").inter_bandwidth / 1e9
+    25.0
+    """
     fab = link(fabric) if isinstance(fabric, str) else fabric
     return replace(c, name=f"{c.name} on {fab.name}", fabric=fab)
 

@@ -55,6 +55,18 @@ def data_parallel_degree(gpus, tp=1, pp=1):
     Raises ``ValueError`` when ``TP * PP`` does not divide the GPU count (then
     ``TP * PP * DP != GPUs`` for every whole DP).
 
+    Parameters
+    ----------
+    gpus : int or array_like of int
+        GPUs in the job, ``>= 1``.
+    tp, pp : int or array_like of int, optional
+        Tensor- and pipeline-parallel sizes, ``>= 1``; ``tp * pp`` must divide ``gpus``.
+
+    Returns
+    -------
+    int or ndarray of int
+        Model replicas (data-parallel ranks).
+
     Notes
     -----
     Source: Narayanan et al. 2021 (SC21), section 2.3 (``n = p * t * d``);
@@ -199,6 +211,18 @@ def allreduce_time_saved(allreduce_seconds, accum_steps):
     Without accumulation the same samples need ``accum_steps`` all-reduces;
     with it, one. ``saved = (accum_steps - 1) * t_allreduce``.
 
+    Parameters
+    ----------
+    allreduce_seconds : float or array_like
+        Time of one gradient all-reduce, seconds, ``>= 0``.
+    accum_steps : int or array_like of int
+        Micro-batches accumulated per optimizer step, ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds saved per optimizer step.
+
     Notes
     -----
     Source: workbook exercise 2.2.
@@ -215,6 +239,18 @@ def allreduce_time_saved(allreduce_seconds, accum_steps):
 
 def samples_per_second(samples, seconds):
     """Throughput: samples processed divided by the seconds they took.
+
+    Parameters
+    ----------
+    samples : float or array_like
+        Samples (sequences) processed, ``>= 0``.
+    seconds : float or array_like
+        Wall-clock time they took, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Samples per second.
 
     Notes
     -----
@@ -234,6 +270,18 @@ def compute_time(flops, flops_per_second):
     """Seconds to execute ``flops`` at an *achieved* rate ``flops_per_second``.
 
     ``T = F / R``; for a peak ``P`` at utilization ``u`` pass ``R = u * P``.
+
+    Parameters
+    ----------
+    flops : float or array_like
+        Work, FLOP, ``>= 0``.
+    flops_per_second : float or array_like
+        Achieved rate, FLOP/s, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
 
     Notes
     -----
@@ -255,6 +303,18 @@ def bucket_count(gradient_bytes, bucket_bytes=DDP_BUCKET_BYTES):
     PyTorch DDP packs gradients into buckets (default 25 MiB) and launches one
     all-reduce per bucket as soon as all of its gradients are ready (Li et al.
     2020, sections 3.2.2-3.2.3).
+
+    Parameters
+    ----------
+    gradient_bytes : float or array_like
+        Bytes of gradients to all-reduce, ``> 0``.
+    bucket_bytes : float or array_like, optional
+        Bucket capacity, bytes, ``> 0`` (default :data:`DDP_BUCKET_BYTES`, 25 MiB).
+
+    Returns
+    -------
+    int or ndarray of int
+        Buckets (all-reduce calls per step).
 
     Notes
     -----
@@ -323,6 +383,20 @@ def overlap_fraction(backward_seconds, comm_seconds, buckets):
 
     ``1 - exposed_comm_time / comm_seconds`` (see :func:`exposed_comm_time`).
 
+    Parameters
+    ----------
+    backward_seconds : float or array_like
+        Backward-pass time, seconds, ``> 0``.
+    comm_seconds : float or array_like
+        Total all-reduce time, seconds, ``> 0``.
+    buckets : int or array_like of int
+        Equal buckets, ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless, in ``[0, 1)``.
+
     Notes
     -----
     Source: Li et al. 2020, section 3.2.3 (overlap with backward); workbook 4.2.
@@ -348,6 +422,11 @@ def data_parallel_step_time(compute_seconds, comm_seconds, overlap=0.0):
     overlap : float or array in [0, 1]
         Share of the all-reduce hidden behind compute (:func:`overlap_fraction`).
 
+    Returns
+    -------
+    float or ndarray
+        Seconds per step.
+
     Notes
     -----
     Source: Lab 05 reading, "iron law of scale"
@@ -370,6 +449,18 @@ def comm_compute_ratio(comm_seconds, compute_seconds):
     Above 1 a non-overlapped step spends more time communicating than
     computing. Get ``comm_seconds`` from :func:`course.core.allreduce_time` and
     ``compute_seconds`` from :func:`compute_time`.
+
+    Parameters
+    ----------
+    comm_seconds : float or array_like
+        Communication time, seconds, ``>= 0``.
+    compute_seconds : float or array_like
+        Computation time, seconds, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless.
 
     Notes
     -----
@@ -394,9 +485,27 @@ def mfu(model_flops, seconds, peak_flops_per_second, n_gpus=1):
     ``peak_flops_per_second`` the dense peak of one GPU in the precision used
     (H100 SXM BF16: 989 TFLOPS; 1979 is with sparsity, errata 1).
 
+    Parameters
+    ----------
+    model_flops : float or array_like
+        FLOP the model needs, ``>= 0``.
+    seconds : float or array_like
+        Wall-clock time, ``> 0``.
+    peak_flops_per_second : float or array_like
+        Dense peak FLOP/s of one GPU, ``> 0``.
+    n_gpus : int or array_like of int, optional
+        GPUs, ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless, 1 = every GPU at dense peak all the time.
+
     Notes
     -----
-    Source: Chowdhery et al. 2022, PaLM, appendix B.
+    Source: Chowdhery et al. 2022, PaLM, appendix B. PaLM's model FLOPs per
+    token add the attention term ``12 L H Q T`` to ``6 N``; the course counts
+    ``6 N`` only, as the workbook and :func:`course.core.training_flops` do.
 
     Examples
     --------
@@ -416,6 +525,18 @@ def speedup(throughput_n, throughput_one):
     Throughput covers both strong scaling (fixed global batch, shorter steps)
     and weak scaling (fixed per-GPU batch, more samples per step).
 
+    Parameters
+    ----------
+    throughput_n : float or array_like
+        Samples/s on N GPUs, ``>= 0``.
+    throughput_one : float or array_like
+        Samples/s on one GPU, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless.
+
     Notes
     -----
     Source: Amdahl 1967 / Gustafson 1988 (speed-up as a throughput ratio); solver tutorial.
@@ -432,6 +553,20 @@ def speedup(throughput_n, throughput_one):
 
 def scaling_efficiency(throughput_n, throughput_one, n):
     """Scaling efficiency ``eta = S / N = X(N) / (N * X(1))``; 1 is ideal (linear).
+
+    Parameters
+    ----------
+    throughput_n : float or array_like
+        Samples/s on ``n`` GPUs, ``>= 0``.
+    throughput_one : float or array_like
+        Samples/s on one GPU, ``> 0``.
+    n : int or array_like of int
+        GPUs, ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless, 1 = linear scaling.
 
     Notes
     -----
@@ -458,6 +593,22 @@ def data_parallel_speedup(n, compute_seconds, comm_seconds, overlap=0.0):
 
     ``comm_seconds`` is ``T_comm(N)``, usually an array over ``n`` from
     :func:`course.core.allreduce_time`; it is ignored where ``n == 1``.
+
+    Parameters
+    ----------
+    n : int or array_like of int
+        GPUs, ``>= 1``.
+    compute_seconds : float or array_like
+        Per-GPU compute time of one step, seconds, ``> 0``.
+    comm_seconds : float or array_like
+        Gradient all-reduce time on ``n`` GPUs, seconds, ``>= 0``.
+    overlap : float or array_like, optional
+        Share of the all-reduce hidden behind compute, in ``[0, 1]``.
+
+    Returns
+    -------
+    float or ndarray
+        Speed-up over one GPU, dimensionless.
 
     Notes
     -----
@@ -522,6 +673,15 @@ def diminishing_returns_gpus(gpus, speedups, threshold=0.5):
     int or None
         ``None`` if the marginal speed-up never drops below ``threshold`` on the
         sampled range (the point lies beyond the curve).
+
+    Parameters
+    ----------
+    gpus : 1-D array_like of int
+        GPU counts, strictly increasing, ``>= 1``.
+    speedups : 1-D array_like
+        Speed-up at each count, ``>= 0``, same length.
+    threshold : float, optional
+        Marginal speed-up per added GPU below which returns diminish, ``> 0``.
 
     Notes
     -----

@@ -40,6 +40,11 @@ def training_flops(params, tokens):
     tokens : float or array, > 0
         ``D``, training tokens.
 
+    Returns
+    -------
+    float or ndarray
+        FLOP.
+
     Notes
     -----
     Source: Kaplan et al. 2020, section 2.1.
@@ -56,6 +61,16 @@ def training_flops(params, tokens):
 
 def pf_days(flops):
     """Compute in petaFLOP/s-days: ``C / (1e15 * 86400)``.
+
+    Parameters
+    ----------
+    flops : float or array_like
+        Compute, FLOP, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        petaFLOP/s-days.
 
     Notes
     -----
@@ -82,6 +97,11 @@ def training_seconds(flops, n_gpus, peak_flops_per_second, mfu):
     mfu : float or array in (0, 1]
         Model FLOPs utilization achieved.
 
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
     Notes
     -----
     Source: definition of MFU (Chowdhery et al. 2022, appendix B); workbook 9.5.
@@ -101,6 +121,16 @@ def training_seconds(flops, n_gpus, peak_flops_per_second, mfu):
 def training_days(flops, n_gpus, peak_flops_per_second, mfu):
     """Days to execute ``flops`` (:func:`training_seconds` / 86400).
 
+    Parameters
+    ----------
+    flops, n_gpus, peak_flops_per_second, mfu
+        As in :func:`training_seconds`.
+
+    Returns
+    -------
+    float or ndarray
+        Days.
+
     Notes
     -----
     Source: workbook exercise 9.5.
@@ -118,6 +148,22 @@ def energy_kwh(n_gpus, watts_per_gpu, seconds, pue=1.0):
 
     ``pue`` (power usage effectiveness, >= 1) adds cooling and facility
     overhead; 1.0 counts the GPUs only.
+
+    Parameters
+    ----------
+    n_gpus : int or array_like of int
+        GPUs, ``>= 1``.
+    watts_per_gpu : float or array_like
+        Average power per GPU, W, ``>= 0``.
+    seconds : float or array_like
+        Run time, ``>= 0``.
+    pue : float or array_like, optional
+        Power usage effectiveness, ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        kWh.
 
     Notes
     -----
@@ -140,6 +186,18 @@ def energy_kwh(n_gpus, watts_per_gpu, seconds, pue=1.0):
 def energy_cost(kwh, price_per_kwh):
     """Electricity cost in dollars: ``kWh * price``.
 
+    Parameters
+    ----------
+    kwh : float or array_like
+        Energy, kWh, ``>= 0``.
+    price_per_kwh : float or array_like
+        Dollars per kWh, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dollars.
+
     Notes
     -----
     Source: workbook exercise 9.9.
@@ -157,6 +215,18 @@ def energy_cost(kwh, price_per_kwh):
 def gpu_hours(n_gpus, seconds):
     """GPU-hours: ``N * t / 3600``.
 
+    Parameters
+    ----------
+    n_gpus : int or array_like of int
+        GPUs, ``>= 1``.
+    seconds : float or array_like
+        Wall-clock time, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        GPU-hours.
+
     Notes
     -----
     Source: definition.
@@ -173,6 +243,20 @@ def gpu_hours(n_gpus, seconds):
 
 def gpu_cost(n_gpus, seconds, price_per_gpu_hour):
     """Rental cost in dollars: GPU-hours times the price per GPU-hour.
+
+    Parameters
+    ----------
+    n_gpus : int or array_like of int
+        GPUs, ``>= 1``.
+    seconds : float or array_like
+        Wall-clock time, ``>= 0``.
+    price_per_gpu_hour : float or array_like
+        Dollars per GPU-hour, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dollars.
 
     Notes
     -----

@@ -39,6 +39,11 @@ def linear_scaled_lr(base_lr, base_batch, new_batch):
     base_batch, new_batch : float or array, > 0
         Batch sizes in the same unit (samples or tokens).
 
+    Returns
+    -------
+    float or ndarray
+        Learning rate, dimensionless.
+
     Notes
     -----
     Source: Goyal et al. 2017, section 2.1; workbook exercise 3.1.
@@ -60,6 +65,18 @@ def sqrt_scaled_lr(base_lr, base_batch, new_batch):
     Keeps the variance of the parameter update per sample constant: the
     gradient noise of a mean over B samples has variance ~ 1/B (Krizhevsky
     2014; Hoffer et al. 2017).
+
+    Parameters
+    ----------
+    base_lr : float or array_like
+        Learning rate tuned at ``base_batch``, ``> 0``.
+    base_batch, new_batch : float or array_like
+        Batch sizes in the same unit, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Learning rate, dimensionless.
 
     Notes
     -----
@@ -86,6 +103,13 @@ def warmup_steps_heuristic(base_batch, new_batch, steps_per_unit_scale=1000):
     Returns
     -------
     float or ndarray, optimizer steps
+
+    Parameters
+    ----------
+    base_batch, new_batch : float or array_like
+        Batch sizes in the same unit, ``> 0``.
+    steps_per_unit_scale : float or array_like, optional
+        Warm-up steps per unit of batch multiplier, ``> 0`` (default 1000).
 
     Notes
     -----
@@ -114,6 +138,11 @@ def warmup_lr(step, peak_lr, warmup_steps, start_lr=0.0):
     warmup_steps : int or array, >= 1
     start_lr : float or array, >= 0
 
+    Returns
+    -------
+    float or ndarray
+        Learning rate at ``step``, dimensionless.
+
     Notes
     -----
     Source: Goyal et al. 2017, section 2.2 ("gradual warmup").
@@ -137,6 +166,24 @@ def warmup_cosine_lr(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
     ``min + (peak - min) * (1 + cos(pi * (t - W) / (T - W))) / 2``.
     After ``T`` the rate stays at ``min_lr``. Workbook 3.5: when doubling the
     batch halves the steps, decay over the *actual* ``total_steps``.
+
+    Parameters
+    ----------
+    step : int or array_like of int
+        Optimizer step ``t``, ``>= 0``.
+    peak_lr : float or array_like
+        Rate at the end of warm-up, ``> 0``.
+    warmup_steps : int or array_like of int
+        ``W >= 1``.
+    total_steps : int or array_like of int
+        ``T > W``, where the decay reaches ``min_lr``.
+    min_lr : float or array_like, optional
+        Final rate, ``0 <= min_lr <= peak_lr``.
+
+    Returns
+    -------
+    float or ndarray
+        Learning rate at ``step``, dimensionless.
 
     Notes
     -----

@@ -101,6 +101,16 @@ FLOAT_FORMATS = {
 def float_format(name):
     """The :class:`FloatFormat` called ``name`` (one of ``FLOAT_FORMATS``).
 
+    Parameters
+    ----------
+    name : str
+        A key of :data:`FLOAT_FORMATS`.
+
+    Returns
+    -------
+    FloatFormat
+        Bit layout and limits (magnitudes, dimensionless).
+
     Notes
     -----
     Source: IEEE 754-2008; Kalamkar et al. 2019; Micikevicius et al. 2022, Table 1.
@@ -117,6 +127,16 @@ def float_format(name):
 
 def bytes_per_element(fmt):
     """Storage bytes of one number in format ``fmt`` (bits / 8).
+
+    Parameters
+    ----------
+    fmt : str
+        A key of :data:`FLOAT_FORMATS`.
+
+    Returns
+    -------
+    float
+        Bytes.
 
     Notes
     -----
@@ -135,6 +155,17 @@ def flushes_to_zero(values, fmt):
 
     Round-to-nearest-even sends ``0 < |x| <= min_subnormal / 2`` to zero (the
     tie goes to the even neighbour, zero).
+
+    Parameters
+    ----------
+    values : float or array_like
+        Finite numbers.
+    fmt : str
+        A key of :data:`FLOAT_FORMATS`.
+
+    Returns
+    -------
+    bool or ndarray of bool
 
     Notes
     -----
@@ -155,6 +186,17 @@ def below_normal_range(values, fmt):
     """True where a nonzero value is smaller in magnitude than ``fmt``'s smallest normal.
 
     Such values are stored as subnormals with fewer significant bits, or lost.
+
+    Parameters
+    ----------
+    values : float or array_like
+        Finite numbers.
+    fmt : str
+        A key of :data:`FLOAT_FORMATS`.
+
+    Returns
+    -------
+    bool or ndarray of bool
 
     Notes
     -----
@@ -177,6 +219,17 @@ def overflows(values, fmt):
     Round-to-nearest-even overflows from ``max + ulp(max) / 2`` on; at exactly
     that tie it overflows only if ``max``'s last mantissa bit is odd (IEEE
     formats; E4M3's max 1.110b x 2**8 is even, so 464 still rounds to 448).
+
+    Parameters
+    ----------
+    values : float or array_like
+        Finite numbers.
+    fmt : str
+        A key of :data:`FLOAT_FORMATS`.
+
+    Returns
+    -------
+    bool or ndarray of bool
 
     Notes
     -----
@@ -203,6 +256,18 @@ def loss_scale_to_lift(magnitude, fmt="fp16"):
 
     ``S = 2**max(0, ceil(log2(min_normal / |g|)))``
 
+    Parameters
+    ----------
+    magnitude : float or array_like
+        Smallest gradient magnitude to keep, nonzero, finite.
+    fmt : str, optional
+        A key of :data:`FLOAT_FORMATS` (default ``"fp16"``).
+
+    Returns
+    -------
+    float or ndarray
+        Loss scale, a power of two ``>= 1``.
+
     Notes
     -----
     Source: Micikevicius et al. 2018, section 3.2 (loss scaling).
@@ -221,6 +286,18 @@ def max_safe_loss_scale(max_magnitude, fmt="fp16"):
     """Largest power-of-two loss scale that keeps ``|max_magnitude| * S <= max``.
 
     ``S = 2**floor(log2(max / |g|))`` (may be below 1 for huge values).
+
+    Parameters
+    ----------
+    max_magnitude : float or array_like
+        Largest gradient magnitude before scaling, nonzero, finite.
+    fmt : str, optional
+        A key of :data:`FLOAT_FORMATS` (default ``"fp16"``).
+
+    Returns
+    -------
+    float or ndarray
+        Loss scale, a power of two.
 
     Notes
     -----

@@ -88,6 +88,20 @@ def checkpoint_write_time(checkpoint_bytes, bandwidth, writers=1):
     ranks writes its own shard at ``bandwidth`` in parallel (only while the
     storage system can absorb the aggregate rate).
 
+    Parameters
+    ----------
+    checkpoint_bytes : float or array_like
+        Checkpoint size, bytes, ``>= 0``.
+    bandwidth : float or array_like
+        Write bandwidth of one writer, bytes/s, ``> 0``.
+    writers : int or array_like of int, optional
+        Ranks writing shards in parallel, ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (``delta`` of Young and Daly).
+
     Notes
     -----
     Source: definition (size / bandwidth); workbook exercise 7.2.
@@ -145,6 +159,18 @@ def daly_interval(checkpoint_seconds, mtbf_seconds):
     and ``tau = M`` for ``delta >= 2M``. It is slightly shorter than Young's for
     ``delta << M``.
 
+    Parameters
+    ----------
+    checkpoint_seconds : float or array_like
+        ``delta``, time to write one checkpoint, ``> 0``.
+    mtbf_seconds : float or array_like
+        ``M``, mean time between failures of the job, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds of compute between checkpoints.
+
     Notes
     -----
     Source: Daly 2006, FGCS 22(3), eq. 37.
@@ -168,6 +194,18 @@ def cluster_mtbf(component_mtbf_seconds, components):
 
     With exponential (memoryless) failures the rates add: ``M = M_component / n``.
 
+    Parameters
+    ----------
+    component_mtbf_seconds : float or array_like
+        MTBF of one component (GPU, node), seconds, ``> 0``.
+    components : int or array_like of int
+        Components whose failure stops the job, ``>= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
     Notes
     -----
     Source: independent exponential failures, whose rates add;
@@ -187,6 +225,18 @@ def expected_lost_seconds(interval_seconds, restart_seconds=0.0):
     """Wall-clock time lost per failure: half an interval of rework plus the restart.
 
     ``lost = tau / 2 + R`` (failures fall uniformly inside an interval).
+
+    Parameters
+    ----------
+    interval_seconds : float or array_like
+        ``tau``, compute between checkpoints, ``> 0``.
+    restart_seconds : float or array_like, optional
+        ``R``, time to restart and reload, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds per failure.
 
     Notes
     -----
@@ -210,6 +260,22 @@ def waste_fraction(interval_seconds, checkpoint_seconds, mtbf_seconds, restart_s
     Young's interval minimizes it (for ``R`` independent of ``tau``). The
     workbook's 7.5 uses the same two terms without ``R``.
 
+    Parameters
+    ----------
+    interval_seconds : float or array_like
+        ``tau``, ``> 0``.
+    checkpoint_seconds : float or array_like
+        ``delta``, ``> 0``.
+    mtbf_seconds : float or array_like
+        ``M``, ``> 0``.
+    restart_seconds : float or array_like, optional
+        ``R``, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless share of wall-clock time (first order, meaningful while small).
+
     Notes
     -----
     Source: Young 1974 (first-order waste model); workbook exercise 7.5.
@@ -229,6 +295,18 @@ def waste_fraction(interval_seconds, checkpoint_seconds, mtbf_seconds, restart_s
 def failures_during(run_seconds, mtbf_seconds):
     """Expected number of failures in a run: ``T_run / M``.
 
+    Parameters
+    ----------
+    run_seconds : float or array_like
+        Length of the run, ``>= 0``.
+    mtbf_seconds : float or array_like
+        ``M``, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Expected failures, dimensionless.
+
     Notes
     -----
     Source: Poisson process with rate 1/M.
@@ -246,6 +324,20 @@ def failures_during(run_seconds, mtbf_seconds):
 def waste_gpu_hours_per_failure(gpus, interval_seconds, restart_seconds=0.0):
     """GPU-hours lost per failure: ``N * (tau / 2 + R) / 3600``.
 
+    Parameters
+    ----------
+    gpus : int or array_like of int
+        GPUs that wait and redo work, ``>= 1``.
+    interval_seconds : float or array_like
+        ``tau``, ``> 0``.
+    restart_seconds : float or array_like, optional
+        ``R``, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        GPU-hours.
+
     Notes
     -----
     Source: workbook exercise 7.4.
@@ -260,6 +352,22 @@ def waste_gpu_hours_per_failure(gpus, interval_seconds, restart_seconds=0.0):
 
 def waste_cost_per_failure(gpus, interval_seconds, price_per_gpu_hour, restart_seconds=0.0):
     """Dollars lost per failure: GPU-hours lost times the price per GPU-hour.
+
+    Parameters
+    ----------
+    gpus : int or array_like of int
+        ``>= 1``.
+    interval_seconds : float or array_like
+        ``tau``, ``> 0``.
+    price_per_gpu_hour : float or array_like
+        Dollars per GPU-hour, ``>= 0``.
+    restart_seconds : float or array_like, optional
+        ``R``, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dollars.
 
     Notes
     -----
@@ -276,6 +384,18 @@ def waste_cost_per_failure(gpus, interval_seconds, price_per_gpu_hour, restart_s
 
 def waste_gpu_hours_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds=0.0):
     """GPU-hours wasted per wall-clock hour: ``N * waste_fraction``.
+
+    Parameters
+    ----------
+    gpus : int or array_like of int
+        ``>= 1``.
+    interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds
+        As in :func:`waste_fraction`.
+
+    Returns
+    -------
+    float or ndarray
+        GPU-hours per hour.
 
     Notes
     -----
@@ -294,6 +414,22 @@ def waste_gpu_hours_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_se
 def waste_cost_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds,
                         price_per_gpu_hour, restart_seconds=0.0):
     """Dollars wasted per wall-clock hour: ``N * price * waste_fraction``.
+
+    Parameters
+    ----------
+    gpus : int or array_like of int
+        ``>= 1``.
+    interval_seconds, checkpoint_seconds, mtbf_seconds
+        As in :func:`waste_fraction`.
+    price_per_gpu_hour : float or array_like
+        Dollars per GPU-hour, ``>= 0``.
+    restart_seconds : float or array_like, optional
+        ``R``, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dollars per hour.
 
     Notes
     -----

@@ -70,6 +70,11 @@ def sync_step_time(step_seconds, n_workers, straggler_fraction, slowdown):
     slowdown : float or array, >= 1
         ``s``, a straggler's step time divided by ``t``.
 
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
     Notes
     -----
     Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
@@ -87,6 +92,20 @@ def sync_step_time(step_seconds, n_workers, straggler_fraction, slowdown):
 def async_worker_step_time(step_seconds, straggler_fraction, slowdown):
     """Mean step time of one asynchronous worker: ``t * (1 + (s - 1) * f)``.
 
+    Parameters
+    ----------
+    step_seconds : float or array_like
+        ``t``, a normal step, ``> 0``.
+    straggler_fraction : float or array_like
+        ``f`` in ``[0, 1]``.
+    slowdown : float or array_like
+        ``s >= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
     Notes
     -----
     Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
@@ -102,6 +121,18 @@ def async_worker_step_time(step_seconds, straggler_fraction, slowdown):
 
 def sync_throughput(samples_per_worker, step_seconds, n_workers, straggler_fraction, slowdown):
     """Synchronous throughput in samples/s: ``N * b / E[T_sync]``.
+
+    Parameters
+    ----------
+    samples_per_worker : float or array_like
+        ``b``, samples per worker and step, ``> 0``.
+    step_seconds, n_workers, straggler_fraction, slowdown
+        As in :func:`sync_step_time`.
+
+    Returns
+    -------
+    float or ndarray
+        Samples per second.
 
     Notes
     -----
@@ -121,6 +152,18 @@ def async_throughput(samples_per_worker, step_seconds, n_workers, straggler_frac
     """Asynchronous throughput in samples/s: ``N * b / (t * (1 + (s - 1) f))``.
 
     Every worker runs at its own mean rate (renewal-reward theorem); nobody waits.
+
+    Parameters
+    ----------
+    samples_per_worker : float or array_like
+        ``b``, samples per worker and step, ``> 0``.
+    step_seconds, n_workers, straggler_fraction, slowdown
+        As in :func:`sync_step_time`.
+
+    Returns
+    -------
+    float or ndarray
+        Samples per second.
 
     Notes
     -----
@@ -143,6 +186,16 @@ def async_speedup(n_workers, straggler_fraction, slowdown):
     It counts samples per second only; stale gradients can need more steps to
     reach the same loss (Dutta et al. 2018), which this ratio does not include.
 
+    Parameters
+    ----------
+    n_workers, straggler_fraction, slowdown
+        As in :func:`sync_step_time`.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless, ``>= 1``.
+
     Notes
     -----
     Source: see module docstring (Chen et al. 2016; Dutta et al. 2018); Lab 05 plan, Part 3.
@@ -162,6 +215,16 @@ def sync_idle_fraction(n_workers, straggler_fraction, slowdown):
 
     ``1 - E[t_worker] / E[T_sync]`` (busy time of an average worker over the
     step it must wait out).
+
+    Parameters
+    ----------
+    n_workers, straggler_fraction, slowdown
+        As in :func:`sync_step_time`.
+
+    Returns
+    -------
+    float or ndarray
+        Dimensionless, in ``[0, 1)``.
 
     Notes
     -----
@@ -186,6 +249,16 @@ def mean_staleness(n_workers):
     workers' speeds: an update from worker ``i`` (rate ``r_i``) lasts ``1/r_i``
     and sees ``sum_{j != i} r_j / r_i`` others; weighting by ``r_i`` and
     dividing by ``R = sum r_i`` gives ``(N - 1) R / R``.
+
+    Parameters
+    ----------
+    n_workers : int or array_like of int
+        ``N >= 1``.
+
+    Returns
+    -------
+    int or ndarray of int
+        Updates applied by others between a gradient's read and its write.
 
     Notes
     -----
@@ -212,6 +285,16 @@ def straggler_staleness(n_workers, straggler_fraction, slowdown):
 
     Stragglers deliver the stalest gradients: ``s / (1 + (s - 1) f)`` times the
     mean staleness.
+
+    Parameters
+    ----------
+    n_workers, straggler_fraction, slowdown
+        As in :func:`sync_step_time`.
+
+    Returns
+    -------
+    float or ndarray
+        Updates.
 
     Notes
     -----
