@@ -176,3 +176,23 @@ def test_cloud_is_the_default_and_restores_the_graded_setup(lab):
     conf = instruments["configurator"]
     assert (conf.result["tp"], conf.result["pp"], conf.result["dp"]) == (8, 4, 32)
     assert instruments["bubbles"].result["pp"] == 4
+
+
+def test_source_notebook_is_the_generators_output_and_wires_every_instrument_to_the_track(tmp_path):
+    import nbformat
+
+    from course.labs import lab05
+    from course.labs.build import ROOT, write_all
+
+    write_all(tmp_path)
+    name = lab05.NAME
+    fresh = nbformat.read(str(tmp_path / "source" / name / f"{name}.ipynb"), 4)
+    committed = nbformat.read(str(ROOT / "source" / name / f"{name}.ipynb"), 4)
+    assert [(c.cell_type, c.source, c.metadata) for c in committed.cells] == \
+        [(c.cell_type, c.source, c.metadata) for c in fresh.cells], "run: python -m course.labs"
+    code = "\n".join(c.source for c in committed.cells if c.cell_type == "code")
+    for act in ACTS:
+        assert f"TrackScene(track, '{act}')" in code
+    for instrument in ("explorer", "fleet", "configurator", "audit"):
+        assert f"track.link_to({instrument})" in code
+    assert "BubbleChart().follow_controls(configurator)" in code
