@@ -538,6 +538,8 @@ def crossover_message_bytes(n, bandwidth, latency, algorithm_a: str, algorithm_b
     >>> round(crossover_message_bytes(8, 50e9, 5e-6, "ring", "recursive_doubling"))
     2200000
     """
+    v.choice("algorithm_a", algorithm_a, ALLREDUCE_ALGORITHMS)
+    v.choice("algorithm_b", algorithm_b, ALLREDUCE_ALGORITHMS)
     bw = v.positive("bandwidth", bandwidth)
     alpha = v.non_negative("latency", latency)
     a1, b1 = (np.asarray(x, dtype=float) for x in allreduce_coefficients(n, algorithm_a))

@@ -77,7 +77,7 @@ def precision_bytes(name: str) -> float:
     >>> precision_bytes("bf16"), precision_bytes("fp8")
     (2.0, 1.0)
     """
-    v.choice("precision", name, PRECISIONS)
+    v.choice("name", name, PRECISIONS)
     return bytes_per_element("fp8_e4m3" if name == "fp8" else name)
 
 
@@ -122,6 +122,11 @@ def param_bytes_breakdown(weights: str = "fp16", optimizer: str = "adam", grads:
     16.0
     """
     v.choice("optimizer", optimizer, OPTIMIZERS)
+    v.choice("weights", weights, PRECISIONS)
+    if grads is not None:
+        v.choice("grads", grads, PRECISIONS)
+    if master not in (None, "auto"):
+        v.choice("master", master, PRECISIONS + ("auto", None))
     w = precision_bytes(weights)
     g = precision_bytes(weights if grads is None else grads)
     if master == "auto":
@@ -508,6 +513,7 @@ def workbook_activation_bytes(micro_batch, seq, hidden, layers, precision="fp16"
     >>> round(workbook_activation_bytes(4, 4096, 8192, 80, "fp16") / 1e9, 1)
     42.9
     """
+    v.choice("precision", precision, PRECISIONS)
     elements = workbook_activation_elements_per_layer(micro_batch, seq, hidden)
     n_layers = v.integer("layers", layers, minimum=1)
     return v.scalar_or_array(np.asarray(elements) * n_layers * precision_bytes(precision))

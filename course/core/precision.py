@@ -122,7 +122,12 @@ def float_format(name):
     >>> float_format("fp8_e4m3").max, float_format("fp8_e5m2").max
     (448.0, 57344.0)
     """
-    return FLOAT_FORMATS[v.choice("fmt", name, FLOAT_FORMATS)]
+    return _format("name", name)
+
+
+def _format(param: str, name) -> FloatFormat:
+    """The format called ``name``; an unknown one is a ValueError naming ``param``."""
+    return FLOAT_FORMATS[v.choice(param, name, FLOAT_FORMATS)]
 
 
 def bytes_per_element(fmt):
@@ -147,7 +152,7 @@ def bytes_per_element(fmt):
     >>> bytes_per_element("bf16"), bytes_per_element("fp8_e4m3")
     (2.0, 1.0)
     """
-    return float_format(fmt).bits / 8.0
+    return _format("fmt", fmt).bits / 8.0
 
 
 def flushes_to_zero(values, fmt):
@@ -177,7 +182,7 @@ def flushes_to_zero(values, fmt):
     array([ True,  True, False, False])
     """
     x = np.abs(v.finite("values", values))
-    f = float_format(fmt)
+    f = _format("fmt", fmt)
     out = (x > 0) & (x <= f.min_subnormal / 2.0)
     return out if out.ndim else bool(out)
 
@@ -208,7 +213,7 @@ def below_normal_range(values, fmt):
     array([False,  True, False])
     """
     x = np.abs(v.finite("values", values))
-    f = float_format(fmt)
+    f = _format("fmt", fmt)
     out = (x > 0) & (x < f.min_normal)
     return out if out.ndim else bool(out)
 
@@ -243,7 +248,7 @@ def overflows(values, fmt):
     array([False,  True])
     """
     x = np.abs(v.finite("values", values))
-    f = float_format(fmt)
+    f = _format("fmt", fmt)
     max_mantissa = round((f.max / 2.0 ** np.floor(np.log2(f.max)) - 1.0) * 2**f.mantissa_bits)
     tie_overflows = max_mantissa % 2 == 1
     t = f.overflow_threshold
@@ -278,7 +283,7 @@ def loss_scale_to_lift(magnitude, fmt="fp16"):
     1024.0
     """
     g = v.positive("magnitude", np.abs(v.finite("magnitude", magnitude)))
-    f = float_format(fmt)
+    f = _format("fmt", fmt)
     return v.scalar_or_array(2.0 ** np.maximum(0.0, np.ceil(np.log2(f.min_normal / g))))
 
 
@@ -309,7 +314,7 @@ def max_safe_loss_scale(max_magnitude, fmt="fp16"):
     4096.0
     """
     g = v.positive("max_magnitude", np.abs(v.finite("max_magnitude", max_magnitude)))
-    f = float_format(fmt)
+    f = _format("fmt", fmt)
     return v.scalar_or_array(2.0 ** np.floor(np.log2(f.max / g)))
 
 

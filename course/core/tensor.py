@@ -334,7 +334,7 @@ def tp_allreduce_traffic_per_gpu(seq, micro_batch, hidden, tp, bytes_per_element
     112.0
     """
     message = tp_allreduce_bytes(seq, micro_batch, hidden, bytes_per_element)
-    return allreduce_traffic_bytes(message, tp, "ring")
+    return allreduce_traffic_bytes(message, v.integer("tp", tp, minimum=1), "ring")
 
 
 def tp_comm_time_per_layer(seq, micro_batch, hidden, tp, bandwidth, latency=0.0, bytes_per_element=2.0,
@@ -374,7 +374,7 @@ def tp_comm_time_per_layer(seq, micro_batch, hidden, tp, bandwidth, latency=0.0,
     0.7829
     """
     message = tp_allreduce_bytes(seq, micro_batch, hidden, bytes_per_element)
-    per = allreduce_time(message, tp, bandwidth, latency, algorithm)
+    per = allreduce_time(message, v.integer("tp", tp, minimum=1), bandwidth, latency, algorithm)
     return v.scalar_or_array(tp_allreduces_per_layer(recompute) * np.asarray(per))
 
 

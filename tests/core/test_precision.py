@@ -115,7 +115,8 @@ def test_empty_and_integer_inputs():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: pr.float_format("fp4"), "fmt"),
+    (lambda: pr.float_format("fp4"), "name"),      # the parameter of float_format is called name
+    (lambda: pr.bytes_per_element("fp4"), "fmt"),
     (lambda: pr.overflows([float("nan")], "fp16"), "values"),
     (lambda: pr.loss_scale_to_lift(0.0), "magnitude"),
     (lambda: pr.dynamic_loss_scale([True, 2]), "overflows"),
