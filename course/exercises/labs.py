@@ -183,7 +183,8 @@ def lab05_monthly_savings(workers=None, straggler_fraction=None, slowdown=None, 
     * sync + ZeRO: the wait stays, the checkpoint-and-rework waste
       ``w = delta/tau + (tau/2 + R)/M`` at Young's ``tau = sqrt(2 delta M)`` falls
       from ``w0`` (one rank writes ``delta``) to ``w1`` (each of the N ranks writes
-      ``delta / N``), so the bill becomes ``B (1 - w0) / (1 - w1)``.
+      ``delta / N``; an upper bound on the gain, as storage must absorb N writers),
+      so the bill becomes ``B (1 - w0) / (1 - w1)``.
 
     Returns ``{"bill", "async_saves", "zero_saves"}`` in US dollars per month.
     Sources: Chen et al. 2016 (stragglers), Young 1974, Rajbhandari et al. 2020
