@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 from typing import Dict
 
 import nbformat
@@ -77,13 +78,29 @@ def feedback_notebook(nb, resources: dict, verdicts: Dict[str, tuple]):
     return nb, resources
 
 
+_exporters = threading.local()
+
+
+def _exporter():
+    """This thread's HTMLExporter: building one loads the templates, so each worker keeps its own."""
+    exporter = getattr(_exporters, "html", None)
+    if exporter is None:
+        from nbconvert import HTMLExporter
+        from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+
+        exporter = HTMLExporter(config=_template_config())
+        exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+        _exporters.html = exporter
+    return exporter
+
+
+def render_feedback(nb, resources: dict) -> str:
+    """HTML of a feedback notebook (no gradebook access, so no lock needed)."""
+    html, _ = _exporter().from_notebook_node(nb, resources=copy.deepcopy(resources))
+    return html
+
+
 def write_feedback(nb, resources: dict, verdicts: Dict[str, tuple]) -> str:
     """Render the feedback HTML for one graded notebook."""
-    from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-
     nb, resources = feedback_notebook(nb, resources, verdicts)
-    exporter = HTMLExporter(config=_template_config())
-    exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
-    html, _ = exporter.from_notebook_node(nb, resources=resources)
-    return html
+    return render_feedback(nb, resources)

@@ -411,10 +411,11 @@ class Grader:
         nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
         self._copy_exchange_files(sub, out_dir)
         if self.feedback:
-            from .feedback import write_feedback
+            from .feedback import feedback_notebook, render_feedback
 
-            with self.lock:
-                html = write_feedback(nb, self._resources(sub.student), verdicts)
+            with self.lock:  # only the scores come from the gradebook; rendering runs in parallel
+                fb_nb, fb_resources = feedback_notebook(nb, self._resources(sub.student), verdicts)
+            html = render_feedback(fb_nb, fb_resources)
             fb_dir = self.root / "feedback" / sub.student / self.assignment_name
             fb_dir.mkdir(parents=True, exist_ok=True)
             (fb_dir / f"{self.assignment.notebook}.html").write_text(html)

@@ -60,6 +60,8 @@ class BudgetedExecute(NotebookClient):
 
     def __init__(self, nb, *args, output_budget: int = 2_000_000, **kwargs):
         kwargs.setdefault("interrupt_on_timeout", True)
+        # the sandbox is torn down right after; waiting for a graceful kernel exit only costs time
+        kwargs.setdefault("shutdown_kernel", "immediate")
         kwargs.setdefault("allow_errors", True)
         kwargs.setdefault("raise_on_iopub_timeout", True)
         kwargs.setdefault("extra_arguments", ["--HistoryManager.hist_file=:memory:"])
