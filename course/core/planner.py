@@ -313,14 +313,6 @@ def _as_cluster(cluster):
     return c
 
 
-def _whole(name, value, minimum=1):
-    """``_validate.integer`` with a fast path for integer input (the sweep's arrays)."""
-    arr = np.asarray(value)
-    if arr.dtype.kind in "iu" and arr.size and arr.min() >= minimum:
-        return arr.astype(np.int64, copy=False)
-    return v.integer(name, value, minimum=minimum)
-
-
 def _by_mode(recompute_code, fn):
     """Evaluate ``fn(mode)`` for each recompute mode present and pick per element."""
     first = int(recompute_code.flat[0]) if recompute_code.size else 0
@@ -383,22 +375,22 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     v.choice("schedule", schedule, SCHEDULES)
     eff = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
     peak = c.accelerator.peak(precision)
-    tp = _whole("tp", tp)
-    pp = _whole("pp", pp)
-    dp = _whole("dp", dp)
-    b = _whole("micro_batch", micro_batch)
-    nmb = _whole("num_microbatches", num_microbatches)
-    zero = _whole("zero_stage", zero_stage, minimum=0)
+    tp = v.integer("tp", tp)
+    pp = v.integer("pp", pp)
+    dp = v.integer("dp", dp)
+    b = v.integer("micro_batch", micro_batch)
+    nmb = v.integer("num_microbatches", num_microbatches)
+    zero = v.integer("zero_stage", zero_stage, minimum=0)
     if np.any(zero > 3):
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3; got {zero_stage!r}")
-    vchunks = _whole("interleave", interleave)
+    vchunks = v.integer("interleave", interleave)
     if np.any(vchunks > 1) and schedule != "1f1b":
         raise ValueError("interleave > 1 needs schedule='1f1b' (the interleaved 1F1B schedule)")
     sp = np.asarray(sequence_parallel, dtype=bool)
     if isinstance(recompute, str):
         rc = np.asarray(RECOMPUTE_MODES.index(v.choice("recompute", recompute, RECOMPUTE_MODES)))
     else:
-        rc = _whole("recompute", recompute, minimum=0)
+        rc = v.integer("recompute", recompute, minimum=0)
         if np.any(rc >= len(RECOMPUTE_MODES)):
             raise ValueError(f"recompute codes must index {RECOMPUTE_MODES}; got {recompute!r}")
     tp, pp, dp, b, nmb, zero, vchunks, sp, rc = np.broadcast_arrays(tp, pp, dp, b, nmb, zero, vchunks, sp, rc)
