@@ -492,8 +492,9 @@ def hierarchical_allreduce_time(message_bytes, gpus_per_node, nodes, intra_bandw
     bw_e = v.positive("inter_bandwidth", inter_bandwidth)
     a_i = v.non_negative("intra_latency", intra_latency)
     a_e = v.non_negative("inter_latency", inter_latency)
-    # reduce-scatter and all-gather in the node; each GPU's 1/g share crosses the nodes in a ring
-    in_node = 2.0 * np.asarray(reduce_scatter_time(m, g, bw_i, a_i))  # the all-gather costs the same
+    # reduce-scatter plus all-gather in the node cost exactly a ring all-reduce over its g GPUs;
+    # between them each GPU's 1/g share crosses the nodes in a ring of its own
+    in_node = allreduce_time(m, g, bw_i, a_i, "ring")
     across = allreduce_time(m / g, n_nodes, bw_e, a_e, "ring")
     return v.scalar_or_array(np.asarray(in_node) + np.asarray(across))
 
