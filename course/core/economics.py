@@ -13,6 +13,7 @@ TFLOPS dense BF16, 700 W); workbook chapter 9.
 from __future__ import annotations
 
 from . import _validate as v
+from .data_parallel import compute_time
 from .units import PF_day, day, hour, kWh
 
 __all__ = [
@@ -115,7 +116,7 @@ def training_seconds(flops, n_gpus, peak_flops_per_second, mfu):
     n = v.integer("n_gpus", n_gpus)
     p = v.positive("peak_flops_per_second", peak_flops_per_second)
     u = v.fraction("mfu", mfu, low_open=True)
-    return v.scalar_or_array(c / (n * p * u))
+    return compute_time(c, n * p * u)  # work over the achieved rate of all GPUs
 
 
 def training_days(flops, n_gpus, peak_flops_per_second, mfu):

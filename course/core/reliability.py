@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _validate as v
 from .economics import gpu_cost, gpu_hours
+from .memory import param_bytes_breakdown
 
 __all__ = [
     "CHECKPOINT_BYTES_PER_PARAM",
@@ -37,10 +38,12 @@ __all__ = [
     "waste_cost_per_hour",
 ]
 
+_MIXED_PRECISION_ADAM = param_bytes_breakdown("fp16", "adam")
+
 #: Bytes per parameter in a full mixed-precision Adam checkpoint: FP16 weights
-#: (2) + FP32 master weights (4) + FP32 Adam momentum and variance (4 + 4).
+#: (2) + FP32 master weights (4) + FP32 Adam momentum and variance (4 + 4) = 14.
 #: Gradients are not saved. Source: Rajbhandari et al. 2020 (ZeRO), section 3.1.
-CHECKPOINT_BYTES_PER_PARAM = 2 + 4 + 4 + 4
+CHECKPOINT_BYTES_PER_PARAM = _MIXED_PRECISION_ADAM["weights"] + _MIXED_PRECISION_ADAM["optimizer"]
 
 
 def checkpoint_bytes(params, weight_bytes=2, master_bytes=4, optimizer_bytes=8, extra_bytes=0.0):
