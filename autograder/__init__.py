@@ -2,7 +2,7 @@
 
 * :mod:`autograder.grader`: the per-submission pipeline on nbgrader's preprocessors
 * :mod:`autograder.sandbox`: bubblewrap + rlimits isolation
-* :mod:`autograder.runner`: what runs inside the sandbox (execute, harvest)
+* :mod:`autograder.kernel`: the sandboxed kernel, driven from the grader (execute, harvest)
 * :mod:`autograder.submissions`: finding submissions, sharding
 * :mod:`autograder.report`: grades.csv / grades.json, merging shards
 * :mod:`autograder.feedback`: feedback HTML without hidden tests

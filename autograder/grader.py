@@ -6,9 +6,10 @@ Per submission (:meth:`Grader.grade_one`), in this order:
    ``DeduplicateIds``, ``OverwriteKernelspec``, ``OverwriteCells`` (deleted
    graded cells are put back) and ``CheckCellMetadata``; cells whose nbgrader
    metadata names no known cell lose that metadata first.
-2. *execute + harvest* (sandbox, :mod:`autograder.runner`): the notebook runs
-   in its own kernel; afterwards the same kernel harvests every registered part
-   into plain JSON values.
+2. *execute + harvest* (:mod:`autograder.kernel`): the notebook runs in its own
+   kernel, the only process in the sandbox, driven by nbclient from this
+   process; afterwards the same kernel harvests every registered part into
+   plain JSON values.
 3. *judge* (parent; the student's code never ran here): each registered part's
    ``judge`` scores the harvested JSON. Unregistered graded cells keep
    nbgrader's own result (their test cell's outputs).
@@ -18,7 +19,7 @@ Per submission (:meth:`Grader.grade_one`), in this order:
    cells stay for the formgrader.
 5. *feedback* (parent): :mod:`autograder.feedback`.
 
-Only outputs and harvested values come back from the sandbox; the cell
+Only outputs and harvested values come back from the kernel; the cell
 sources written to ``autograded/`` are the sanitized ones from step 1.
 """
 
@@ -26,11 +27,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import os
 import queue
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -43,23 +42,10 @@ from typing import Dict, List, Optional
 
 import nbformat
 
-from . import sandbox
+from . import kernel, sandbox
 from .submissions import Submission
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
-MAX_HARVEST_BYTES = 20 * 2**20
-
-
-def _safe_read(path: Path, limit: int) -> Optional[str]:
-    """Read a file the sandbox wrote: no symlinks, regular file, bounded size."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        if not os.path.isfile(path) or os.fstat(fh.fileno()).st_size > limit:
-            return None
-        return fh.read(limit + 1).decode("utf-8", errors="replace")
 
 
 def _cell_key(cell) -> tuple:
@@ -223,7 +209,7 @@ class Grader:
         resources = self._resources(student)
         for pp in (LimitOutput(), SaveAutoGrades()):
             nb, resources = pp.preprocess(nb, resources)
-        kernel = {gid: g["score"] for gid, g in self._read_grades(student).items()}
+        in_kernel = {gid: g["score"] for gid, g in self._read_grades(student).items()}
         with self._gradebook() as gb:
             sub_nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
             for grade in sub_nb.grades:
@@ -233,7 +219,7 @@ class Grader:
             gb.db.commit()
         for pp in (AssignLatePenalties(), CheckCellMetadata()):
             nb, resources = pp.preprocess(nb, resources)
-        return kernel
+        return in_kernel
 
     def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
         """Execute and harvest in the sandbox; return outputs, harvested texts and a status."""
@@ -250,55 +236,9 @@ class Grader:
                                 and ".ipynb_checkpoints" not in rel.parts and path.stat().st_size < 20 * 2**20):
                             (work / rel).parent.mkdir(parents=True, exist_ok=True)
                             shutil.copyfile(path, work / rel)
-            nb_name = f"{self.assignment.notebook}.ipynb"
-            nbformat.write(nb, str(work / nb_name))
-            inside = sandbox.SCRATCH if self.use_bwrap else str(work)
-            job = {"notebook": nb_name, "executed": ".executed.ipynb", "harvest": ".harvest.json",
-                   "grade_ids": sorted(self.registered), "seed": seed, "cwd": inside,
-                   "cell_timeout": self.limits.cell_timeout, "output_budget": self.limits.output_bytes}
-            (work / ".job.json").write_text(json.dumps(job))
             sandbox.prepare_scratch(work, slot, self.use_bwrap)
-            inner = [sandbox.python_executable(), "-m", "autograder.runner", ".job.json"]
-            cmd = sandbox.command(str(work), inner, self.limits, slot, self.use_bwrap)
-            env = None if self.use_bwrap else sandbox.sandbox_env(str(work))
-            log_path = scratch / "runner.log"  # outside the writable scratch copy
-            started = time.monotonic()
-            with open(log_path, "wb") as log:
-                proc = subprocess.Popen(cmd, cwd=str(work), env=env, stdin=subprocess.DEVNULL,
-                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-                try:
-                    proc.wait(timeout=self.limits.submission_timeout)
-                    timed_out = False
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                finally:
-                    try:
-                        os.killpg(proc.pid, 9)  # the whole tree, whatever it left behind
-                    except ProcessLookupError:
-                        pass
-                    proc.wait()
-            seconds = time.monotonic() - started
-            text = _safe_read(work / ".harvest.json", MAX_HARVEST_BYTES)
-            try:
-                report = json.loads(text) if text else None
-                harvested = dict(report["harvested"])
-                status = dict(report["status"])
-            except (TypeError, ValueError, KeyError):
-                harvested, status = {}, {"state": "no_result"}
-            if timed_out:
-                status = {"state": "timeout", "killed": True}
-            elif proc.returncode != 0 and status.get("state") == "no_result":
-                status = {"state": "crashed", "returncode": proc.returncode}
-            executed = None
-            nb_text = _safe_read(work / ".executed.ipynb", MAX_NOTEBOOK_BYTES)
-            if nb_text and not status.get("killed"):
-                try:
-                    executed = nbformat.reads(nb_text, as_version=4)
-                except Exception:
-                    executed = None
-            tail = log_path.read_bytes()[-4000:].decode("utf-8", "replace")
-            return {"harvested": harvested, "status": status, "executed": executed,
-                    "seconds": seconds, "log": tail}
+            return kernel.execute(nb, work, grade_ids=sorted(self.registered), seed=seed,
+                                  limits=self.limits, slot=slot, use_bwrap=self.use_bwrap)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -333,9 +273,6 @@ class Grader:
             return ("the Python kernel stopped while running your notebook (os._exit, a crash, "
                     "or using too much memory or too many processes); exercises could not be "
                     "read afterwards and score 0")
-        if kind == "crashed":
-            return ("running your notebook was stopped by a resource limit (memory, processes, CPU time "
-                    "or file size); exercises could not be read and score 0")
         return f"your notebook could not be run to the end ({state.get('detail') or kind})"
 
     # ------------------------------------------------------------------ one submission
@@ -402,9 +339,9 @@ class Grader:
                 verdict = judge_json(gid, text, seed)
                 verdicts[gid] = (float(verdict.score), verdict.reason)
         with self.lock:
-            kernel = self._record(nb, sub.student, verdicts)
+            in_kernel = self._record(nb, sub.student, verdicts)
             grades = self._read_grades(sub.student)
-        for gid, score in kernel.items():
+        for gid, score in in_kernel.items():
             grades[gid]["kernel"] = score
         out_dir = self.root / "autograded" / sub.student / self.assignment_name
         out_dir.mkdir(parents=True, exist_ok=True)

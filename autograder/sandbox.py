@@ -30,7 +30,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 #: where the scratch copy appears inside the sandbox
 SCRATCH = "/scratch"
@@ -114,8 +114,13 @@ def _parents(path: str) -> List[str]:
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int]) -> List[str]:
-    """The ``bwrap`` command line that runs ``inner`` with ``scratch_dir`` as /scratch."""
+def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
+                  extra_binds: Sequence[str] = ()) -> List[str]:
+    """The ``bwrap`` command line that runs ``inner`` with ``scratch_dir`` as /scratch.
+
+    ``extra_binds`` are writable folders bound at their own path (the kernel's
+    IPC sockets and connection file).
+    """
     cmd = ["bwrap"]
     made = set()
     for path in readable_paths():
@@ -124,6 +129,12 @@ def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int]) -> Lis
                 cmd += ["--perms", "0755", "--dir", parent]
                 made.add(parent)
         cmd += ["--ro-bind", path, path]
+    for path in extra_binds:
+        for parent in _parents(path):
+            if parent not in made and parent not in _SYSTEM_DIRS:
+                cmd += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+        cmd += ["--bind", path, path]
     cmd += ["--bind", scratch_dir, SCRATCH, "--dev", "/dev", "--proc", "/proc",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--chdir", SCRATCH, "--clearenv"]
@@ -167,12 +178,13 @@ def probe() -> Optional[str]:
     return None
 
 
-def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_bwrap: bool) -> List[str]:
-    """Full command line for one submission in worker ``slot``."""
+def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_bwrap: bool,
+            extra_binds: Sequence[str] = ()) -> List[str]:
+    """Full command line for one submission in worker ``slot`` (a prefix when ``inner`` is empty)."""
     if not use_bwrap:
         return prlimit_prefix(limits) + inner
     uid = FIRST_SLOT_UID + slot if os.geteuid() == 0 else None
-    return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid)
+    return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds)
 
 
 def prepare_scratch(scratch_dir: Path, slot: int, use_bwrap: bool) -> None:
