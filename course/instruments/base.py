@@ -388,7 +388,14 @@ class Instrument:
         self._gate_note.layout.display = None if gated else "none"
         for control in self.controls.values():
             if hasattr(control, "disabled"):
-                control.disabled = gated
+                with control.hold_sync():
+                    control.disabled = gated
+                    if isinstance(control, widgets.ToggleButtons):
+                        # ipywidgets 8.1's ToggleButtonsView applies `disabled` to its buttons only when it
+                        # rebuilds them, which it skips when the labels read "0", "1", ... (the ZeRO stages):
+                        # those stayed disabled in the browser after the lock. A change of `icons` forces the
+                        # rebuild; blank icon names draw nothing.
+                        control.icons = [] if control.icons else [""] * len(control.options)
 
     @property
     def gated(self) -> bool:
