@@ -122,14 +122,15 @@ class SandboxedKernelManager(AsyncKernelManager):
             for path in [self._sockets_dir, *self._sockets_dir.iterdir()]:
                 os.chown(path, self._uid, self._uid)
         await super()._async_launch_kernel(self._sandbox_prefix + list(kernel_cmd), **kw)
+        self.launched_pid = self.provisioner.pid  # kept after nbclient's clean-up drops the provisioner
+
+    launched_pid: Optional[int] = None
 
     def kill_tree(self) -> None:
-        """SIGKILL the launcher's whole process group (the sandbox dies with it)."""
-        provisioner = self.provisioner
-        pid = getattr(provisioner, "pid", None) if provisioner is not None else None
-        if pid:
+        """SIGKILL the launcher's whole process group (its own session; the sandbox dies with it)."""
+        if self.launched_pid:
             try:
-                os.killpg(pid, signal.SIGKILL)
+                os.killpg(self.launched_pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
 
@@ -302,4 +303,5 @@ async def _run(client: BudgetedClient, **start_kwargs) -> None:
     # ipykernel honours an interrupt request on the control channel; a signal to the launcher
     # (bwrap) would not reach the kernel inside the sandbox's own session
     client.km.kernel_spec.interrupt_mode = "message"
-    await client.async_execute(**start_kwargs)
+    # nbclient cleans up only kernels it made itself; this one it must shut down and disconnect too
+    await client.async_execute(cleanup_kc=True, **start_kwargs)

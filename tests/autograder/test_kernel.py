@@ -1,0 +1,71 @@
+"""The grader-driven kernel (:mod:`autograder.kernel`): output cap, harvest, deadline, no-bwrap fallback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder import kernel, sandbox
+
+
+class _Stream:
+    """Stands in for ipykernel's OutStream: records what reaches the wire."""
+
+    def __init__(self):
+        self.sent = []
+
+    def write(self, text):
+        self.sent.append(text)
+        return len(text)
+
+
+def test_output_cap_cuts_each_stream_once_and_keeps_a_raw_writer(monkeypatch):
+    out, err = _Stream(), _Stream()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", err)
+    exec(kernel.output_cap_source(10), {})
+    assert out.write("abcdef") == 6 and out.write("ghijklmnop") == 10 and out.write("more") == 4
+    assert "".join(out.sent) == "abcdefghij\n" + kernel.CUT_NOTE + "\n"  # 10 characters, then the note
+    err.write("e" * 3)
+    assert err.sent == ["eee"]  # each stream has its own budget
+    out._autograder_raw_write("harvest line\n")  # the harvest cell's way past the cap
+    assert out.sent[-1] == "harvest line\n"
+
+
+def test_harvest_source_uses_no_student_names():
+    code = kernel.harvest_source("ch02_ex2_1", 7)
+    compile(code, "<harvest>", "exec")
+    assert "__import__('sys')" in code and "'ch02_ex2_1', globals(), 7" in code
+
+
+def _run(tmp_path, cells, **limits):
+    work = tmp_path / "work"
+    work.mkdir()
+    sandbox.prepare_scratch(work, 0, use_bwrap=False)
+    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
+    return kernel.execute(nb, work, grade_ids=["ch02_ex2_1"], seed=3,
+                          limits=sandbox.Limits(**limits), slot=0, use_bwrap=False)
+
+
+@pytest.mark.slow
+def test_rlimit_fallback_runs_harvests_and_cuts_a_huge_print(tmp_path, capfd):
+    result = _run(tmp_path, ["accum_steps = 2048 // (4 * 8)", "print('x' * 30_000_000)", "print('after')"])
+    assert result["status"]["state"] == "ok", result["status"]
+    assert json.loads(result["harvested"]["ch02_ex2_1"]) == {"values": {"accum_steps": 64}}
+    assert result["status"]["output_truncated"]
+    printed = "".join(o.get("text", "") for o in result["executed"].cells[1].outputs)
+    assert len(printed) < 2_000_000 and kernel.CUT_NOTE in printed
+    # the kernel's own stdout/stderr (its banner, a student's os.write(1, ...)) never reach the grader's
+    assert "ipykernel" not in capfd.readouterr().out
+
+
+@pytest.mark.slow
+def test_deadline_kills_a_kernel_that_ignores_interrupts(tmp_path):
+    stubborn = ("import time\nwhile True:\n    try:\n        time.sleep(0.05)\n"
+                "    except KeyboardInterrupt:\n        pass")
+    result = _run(tmp_path, ["x = 1", stubborn], cell_timeout=2, submission_timeout=6)
+    assert result["status"] == {"state": "timeout", "killed": True, "seconds": result["seconds"],
+                                "output_truncated": False}
+    assert result["executed"] is None and result["harvested"] == {}
