@@ -184,6 +184,22 @@ def test_visible_check_reports_type_unit_and_records_the_ledger(tmp_path, monkey
     assert entry["attempts"] == 3 and entry["passed"] is True and entry["attempted"] is True
 
 
+def test_attempts_from_concurrent_kernels_are_all_counted(tmp_path):
+    import subprocess
+    import sys
+
+    from course.ledger import Ledger
+
+    ledger = tmp_path / "ledger.json"
+    code = ("from course.exercises import check\n"
+            "for _ in range(5):\n    check('2.2', {'saved_ms': 3150.0})")
+    env = {**__import__("os").environ, "COURSE_LEDGER": str(ledger)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL)
+             for _ in range(4)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert Ledger(ledger).get("ch02/ex2_2")["attempts"] == 20  # a read-then-write counter loses some
+
+
 def test_visible_check_of_a_build_shows_the_worked_example(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
     check("2.4", {"effective_batch": lambda m, a, d: m * a, "required_accum_steps": lambda t, m, d: 64})
