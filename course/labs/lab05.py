@@ -79,6 +79,14 @@ def cells() -> List[Cell]:
              "lab05_act1_fleet"),
         Cell("code", "lock_act1.reveal()", "lab05_act1_reveal"),
         Cell("markdown",
+             "**Does the model reproduce the lead's numbers?** Only the first step. Set the fabric to InfiniBand "
+             "NDR and move from 8 to 64 GPUs: MFU drops sharply, because the gradients leave NVLink. From 64 "
+             "to 512 it hardly moves (about a third on NDR): a ring all-reduce sends 2(N−1)/N of the gradient "
+             "bytes per GPU, almost the same for 64 as for 512 GPUs (Lab 06 is about this). The lead's 19 % at "
+             "512 needs more than the bandwidth term. A slower fabric is one way (try Ethernet 100G). Things "
+             "this model leaves out are others: congestion between switch tiers, stragglers that make every "
+             "GPU wait for the slowest (Part 3), and the per-message latency of many small gradient buckets."),
+        Cell("markdown",
              "Assign `act1_allreduce_s` (Cloud track): the time in seconds of one ring all-reduce of the 7B model's bf16 "
              "gradients (14 GB) on 512 GPUs over InfiniBand NDR (50 GB/s, α = 5 µs). Use "
              "`core.allreduce_time` or the formula 2(N−1)α + 2(N−1)/N · M/B."),

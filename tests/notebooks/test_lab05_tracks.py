@@ -196,3 +196,18 @@ def test_source_notebook_is_the_generators_output_and_wires_every_instrument_to_
     for instrument in ("explorer", "fleet", "configurator", "audit"):
         assert f"track.link_to({instrument})" in code
     assert "BubbleChart().follow_controls(configurator)" in code
+
+
+def test_act1_note_on_the_lead_numbers_matches_the_explorer():
+    """The note after the Act I reveal: a sharp drop leaving the node, then a plateau near a third
+    on NDR (ring bytes per GPU 2(N-1)/N M barely grow), and about the lead's 19 % on Ethernet 100G."""
+    explorer = ScalingExplorer(params_b=7, gpus=8)
+    mfu = {}
+    for fabric in ("InfiniBand NDR", "Ethernet 100G"):
+        for gpus in (8, 64, 512):
+            set_controls(explorer, fabric=fabric, gpus=gpus)
+            mfu[fabric, gpus] = explorer.result["mfu"]
+    assert mfu["InfiniBand NDR", 8] - mfu["InfiniBand NDR", 64] > 0.05                 # the node wall
+    assert abs(mfu["InfiniBand NDR", 64] - mfu["InfiniBand NDR", 512]) < 0.03           # the plateau
+    assert 0.28 < mfu["InfiniBand NDR", 512] < 0.38                                     # "about a third"
+    assert 0.15 < mfu["Ethernet 100G", 512] < 0.23                                      # near the lead's 19 %
