@@ -24,7 +24,7 @@ from .submissions import Submission, discover, in_shard, parse_shard
 def _limits(args) -> sandbox.Limits:
     return sandbox.Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
                           memory_bytes=args.memory_mb * 2**20, processes=args.max_processes,
-                          cpu_seconds=max(args.timeout, 1))
+                          cpu_seconds=max(args.timeout, 1), scratch_bytes=args.scratch_mb * 2**20)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -35,6 +35,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=int, default=300, help="seconds per submission")
     p.add_argument("--memory-mb", type=int, default=4096, help="address-space limit per process")
     p.add_argument("--max-processes", type=int, default=256, help="process limit per submission")
+    p.add_argument("--scratch-mb", type=int, default=512,
+                   help="size of the in-memory folder a submission may write to (bubblewrap only)")
     p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to grade without bubblewrap instead of falling back to rlimits")

@@ -9,7 +9,8 @@ What a sandboxed run gets (see README, "Isolation"):
   the Python installation and virtual environment, and the ``course`` and
   ``autograder`` packages. ``source/``, the gradebook, ``submitted/`` and other
   students' scratch copies are simply not there;
-* one writable directory, the scratch copy of this submission (``/scratch``);
+* one writable directory, ``/scratch``: a tmpfs capped at ``Limits.scratch_bytes``
+  holding a copy of the submission's files (so no submission can fill the disk);
 * when the grader runs as root: a user id of its own per worker slot
   (``setpriv``), so the process-count limit counts this submission only, and
   no capabilities;
@@ -32,8 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-#: where the scratch copy appears inside the sandbox
+#: where the scratch copy appears inside the sandbox (a tmpfs of ``Limits.scratch_bytes``)
 SCRATCH = "/scratch"
+#: the read-only view of the prepared scratch folder that /scratch is filled from
+SCRATCH_INPUT = "/scratch-input"
 #: first user id handed to worker slots when running as root
 FIRST_SLOT_UID = 61000
 
@@ -52,10 +55,11 @@ class Limits:
     file_bytes: int = 256 * 2**20
     open_files: int = 1024
     output_bytes: int = 2_000_000
+    scratch_bytes: int = 512 * 2**20
 
     def __post_init__(self):
         for name in ("cell_timeout", "submission_timeout", "memory_bytes", "processes",
-                     "cpu_seconds", "file_bytes", "open_files", "output_bytes"):
+                     "cpu_seconds", "file_bytes", "open_files", "output_bytes", "scratch_bytes"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
@@ -115,8 +119,8 @@ def _parents(path: str) -> List[str]:
 
 
 def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
-                  extra_binds: Sequence[str] = ()) -> List[str]:
-    """The ``bwrap`` command line that runs ``inner`` with ``scratch_dir`` as /scratch.
+                  extra_binds: Sequence[str] = (), scratch_bytes: int = 512 * 2**20) -> List[str]:
+    """The ``bwrap`` command line that runs ``inner`` with a copy of ``scratch_dir`` as /scratch.
 
     ``extra_binds`` are writable folders bound at their own path (the kernel's
     IPC sockets and connection file).
@@ -135,7 +139,10 @@ def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
                 cmd += ["--perms", "0755", "--dir", parent]
                 made.add(parent)
         cmd += ["--bind", path, path]
-    cmd += ["--bind", scratch_dir, SCRATCH, "--dev", "/dev", "--proc", "/proc",
+    # /scratch is a size-capped tmpfs (no submission can fill the disk, however many files it
+    # writes), filled from a read-only view of the scratch copy before the kernel starts
+    cmd += ["--perms", "0777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
+            "--ro-bind", scratch_dir, SCRATCH_INPUT, "--dev", "/dev", "--proc", "/proc",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--chdir", SCRATCH, "--clearenv"]
     if uid is None:  # unprivileged bwrap: a user namespace of our own
@@ -146,6 +153,7 @@ def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
     if uid is not None:  # privileged bwrap: drop to the slot's own uid before any student code
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    cmd += ["/bin/sh", "-c", f'cp -R {SCRATCH_INPUT}/. {SCRATCH}/ && exec "$@"', "sandbox-fill"]
     return cmd + inner
 
 
@@ -168,6 +176,7 @@ def probe() -> Optional[str]:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="autograder-probe-") as scratch:
+        prepare_scratch(Path(scratch), 0, use_bwrap=True)  # readable by the slot's uid, as in grading
         cmd = bwrap_command(scratch, [python_executable(), "-c", "import course, autograder"], uid)
         try:
             result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -184,7 +193,7 @@ def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_b
     if not use_bwrap:
         return prlimit_prefix(limits) + inner
     uid = FIRST_SLOT_UID + slot if os.geteuid() == 0 else None
-    return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds)
+    return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds, limits.scratch_bytes)
 
 
 def prepare_scratch(scratch_dir: Path, slot: int, use_bwrap: bool) -> None:

@@ -69,3 +69,26 @@ def test_deadline_kills_a_kernel_that_ignores_interrupts(tmp_path):
     assert result["status"] == {"state": "timeout", "killed": True, "seconds": result["seconds"],
                                 "output_truncated": False}
     assert result["executed"] is None and result["harvested"] == {}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sandbox.probe() is not None, reason="bubblewrap cannot create sandboxes here")
+def test_scratch_is_a_capped_tmpfs_that_leaves_the_disk_alone(tmp_path):
+    filler = ("import os\nwritten = 0\ntry:\n    for i in range(10_000):\n"
+              "        with open(f'f{i}.bin', 'wb') as fh:\n            fh.write(b'x' * 2**20)\n"
+              "        written += 1\nexcept OSError as exc:\n    err = exc.errno")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data.txt").write_text("given with the assignment")
+    sandbox.prepare_scratch(work, 0, use_bwrap=True)
+    nb = new_notebook(cells=[new_code_cell(c) for c in (
+        "print(open('data.txt').read())", filler, "print(written, err)", "accum_steps = 64")])
+    result = kernel.execute(nb, work, grade_ids=["ch02_ex2_1"], seed=3, use_bwrap=True, slot=0,
+                            limits=sandbox.Limits(scratch_bytes=32 * 2**20))
+    assert result["status"]["state"] == "ok", result["status"]
+    outputs = ["".join(o.get("text", "") for o in c.outputs) for c in result["executed"].cells]
+    assert outputs[0].strip() == "given with the assignment"  # the submission's files are there
+    written, errno = outputs[2].split()
+    assert int(written) < 32 and int(errno) == 28  # ENOSPC at the cap
+    assert not list(work.glob("f*.bin"))  # nothing reached the grader's disk
+    assert json.loads(result["harvested"]["ch02_ex2_1"]) == {"values": {"accum_steps": 64}}

@@ -60,7 +60,12 @@ def test_sandbox_reads_only_the_allow_list(tmp_path):
     binds = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--ro-bind"]
     assert not any(b.endswith("/source") or b.endswith("/submitted") or "gradebook" in b for b in binds)
     assert "--unshare-net" in cmd and "--die-with-parent" in cmd and "--clearenv" in cmd
-    assert cmd[cmd.index("--bind") + 1: cmd.index("--bind") + 3] == [str(tmp_path), sandbox.SCRATCH]
+    assert "--bind" not in cmd  # nothing of the grader's disk is writable
+    assert cmd[cmd.index("--tmpfs") - 3: cmd.index("--tmpfs") + 2] == [
+        "0777", "--size", str(512 * 2**20), "--tmpfs", sandbox.SCRATCH]  # a capped, in-memory scratch
+    assert cmd[cmd.index(str(tmp_path)) - 1: cmd.index(str(tmp_path)) + 2] == [
+        "--ro-bind", str(tmp_path), sandbox.SCRATCH_INPUT]  # the prepared copy, read-only
+    assert cmd[-1] == "python" and "exec" in cmd[-3]  # filled, then the command runs
     assert "--reuid=61000" in cmd  # root drops to the slot's own uid
 
 
