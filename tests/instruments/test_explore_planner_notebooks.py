@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {
     "explore_data_parallel": 2,  # widget views expected: scaling explorer, efficiency plot
     "explore_3d_parallelism": 2,  # configurator, map
-    "explore_pipeline": 1,
+    "explore_pipeline": 2,  # timeline, bubble chart
     "explore_sync": 1,
 }
 
