@@ -27,12 +27,14 @@ import json
 import re
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from .conftest import ARTIFACTS, CHROMIUM, REPO, open_notebook_page, run_all_cells, shutdown_kernels, start_lab_server
+from .conftest import (ARTIFACTS, CHROMIUM, REPO, dismiss_dialogs, open_notebook_page, shutdown_kernels,
+                       start_lab_server, wait_idle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -60,8 +62,11 @@ def open_release(student_server, browser):
         nbformat.write(notebook, folder / f"{assignment}.ipynb")
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         contexts.append(context)
-        page = open_notebook_page(student_server, context, f"{folder.name}/{assignment}.ipynb")
-        run_all_cells(page)
+        relative = f"{folder.name}/{assignment}.ipynb"
+        page = open_notebook_page(student_server, context, relative)
+        with screenshot_on_failure(page, f"{assignment}_run_all"):
+            wait_kernel_ready(page, student_server, relative)
+            run_all_or_fail(page)
         return page, folder
 
     yield open_
@@ -70,16 +75,130 @@ def open_release(student_server, browser):
     shutdown_kernels(student_server)
 
 
+# Run All of the page, judged from the cells' prompts. ``base`` is the highest execution count before the
+# click, so only this run's numbers count. 'ran': every code cell has run; 'traceback': a cell raised (Run All
+# stops there); 'lost': nothing runs or waits, the kernel is idle, yet cells have not run (queued cells dropped);
+# false: still running. PROMPT_NUMBERS: the execution counts shown, 0 for none.
+PROMPT_NUMBERS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
+    .map(p => { const m = /\\[(\\d+)\\]/.exec(p.textContent); return m ? parseInt(m[1]) : 0; })"""
+RUN_ALL_STATE = """(base) => {
+    const outputs = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')];
+    if (outputs.some(o => o.textContent.includes('Traceback (most recent call last)'))) return 'traceback';
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')];
+    if (!prompts.length) return false;
+    const ran = p => { const m = /\\[(\\d+)\\]/.exec(p.textContent); return m && parseInt(m[1]) > base; };
+    if (prompts.every(ran)) return 'ran';
+    const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+    const idle = ind && ind.getAttribute('data-status') === 'idle';
+    return idle && !prompts.some(p => p.textContent.includes('*')) ? 'lost' : false;
+}"""
+RUN_STARTED = """(base) => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
+    .some(p => { const m = /\\[(\\d+|\\*)\\]/.exec(p.textContent); return m && (m[1] === '*' || parseInt(m[1]) > base); })"""
+WIDGET_LOST = "Error displaying widget"
+# every widget output has rendered its view, or given up with WIDGET_LOST; returns [rendered, lost, total]
+WIDGET_OUTPUTS = """() => {
+    // a widget view output is a panel without a data-mime-type (rendered outputs carry one)
+    const outs = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output:not([data-mime-type])')];
+    const lost = outs.filter(o => o.textContent.includes('Error displaying widget')).length;
+    const shown = outs.filter(o => o.querySelector('.jupyter-widgets')).length;
+    return [shown, lost, outs.length];
+}"""
+
+
+def wait_kernel_ready(page, server, relative: str, timeout_s: float = 120) -> None:
+    """Wait until the notebook's own kernel runs, is connected and idle, and the page says idle for 1 s.
+
+    The page's indicator reads "idle" for a moment before its kernel has even
+    started; a Run All clicked then is dropped.
+    """
+    headers = {"Authorization": f"token {server.token}"}
+    deadline = time.monotonic() + timeout_s
+    idle_since = None
+    while time.monotonic() < deadline:
+        try:
+            request = urllib.request.Request(f"{server.url}/api/sessions", headers=headers)
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                sessions = json.load(resp)
+        except OSError:
+            sessions = []
+        kernel = next((x["kernel"] for x in sessions if x.get("path") == relative), None)
+        ready = (kernel is not None and kernel.get("execution_state") == "idle" and kernel.get("connections", 0) >= 1
+                 and page.evaluate("() => document.querySelector('.jp-Notebook-ExecutionIndicator')"
+                                   "?.getAttribute('data-status') === 'idle'"))
+        if not ready:
+            idle_since = None
+        elif idle_since is None:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= 1.0:
+            return
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the kernel of {relative} was not ready within {timeout_s} s")
+
+
+def run_all_or_fail(page, timeout_ms: int = 240_000) -> None:
+    """Run All Cells from the menu until every cell has run and every widget shows.
+
+    Fails with the traceback's text if a cell raises. Run All is clicked again
+    (at most four times) when the run never starts (on a busy machine the first
+    menu click can land before the menu is ready), when its queued cells are
+    dropped, or when widgets show "Error displaying widget: model not found"
+    (cells that ran before the page's widget manager was connected to the kernel).
+    """
+    deadline = time.monotonic() + timeout_ms / 1000
+    for attempt in range(1, 5):
+        base = max(page.evaluate(PROMPT_NUMBERS), default=0)
+        dismiss_dialogs(page)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        try:
+            page.wait_for_function(RUN_STARTED, arg=base, timeout=30_000, polling=250)
+        except Exception:
+            print(f"[browser] Run All attempt {attempt}: nothing started within 30 s; clicking again")
+            continue
+        while True:
+            remaining = max(deadline - time.monotonic(), 1) * 1000
+            state = page.wait_for_function(RUN_ALL_STATE, arg=base, timeout=remaining, polling=250).json_value()
+            if state != "lost":
+                break
+            page.wait_for_timeout(2000)  # 'lost' must persist: a cell may be between two states
+            if page.evaluate(RUN_ALL_STATE, base) == "lost":
+                break
+        if state == "traceback":
+            texts = page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts()
+            raise AssertionError("a cell raised during Run All:\n"
+                                 + "\n".join(t for t in texts if "Traceback" in t)[-3000:])
+        if state == "lost":
+            print(f"[browser] Run All attempt {attempt}: the queued cells were dropped; running them again")
+            continue
+        wait_idle(page, max(deadline - time.monotonic(), 1) * 1000)
+        page.wait_for_function(f"() => {{ const [s, l, n] = ({WIDGET_OUTPUTS})(); return n > 0 && s + l === n; }}",
+                               timeout=max(deadline - time.monotonic(), 1) * 1000, polling=250)
+        shown, lost, total = page.evaluate(WIDGET_OUTPUTS)
+        if not lost:
+            return
+        print(f"[browser] Run All attempt {attempt}: {lost} of {total} widgets have no model in the page; "
+              "running all again")
+    raise AssertionError("Run All Cells did not run every cell with its widgets shown in four attempts")
+
+
 def _student_copy(assignment: str, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """The release notebook with its answer stubs replaced by ``answers[grade_id]``.
+
+    A stub without an entry in ``answers`` is left unanswered (only its
+    ``raise NotImplementedError()`` removed), as a student who skips a question leaves it.
+    """
     notebook = nbformat.read(REPO / "release" / assignment / f"{assignment}.ipynb", as_version=4)
     filled = set()
     for cell in notebook.cells:
+        if cell.cell_type != "code" or "raise NotImplementedError()" not in cell.source:
+            continue
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id in answers:
-            assert "raise NotImplementedError()" in cell.source, f"{grade_id} is not an answer stub in the release"
             cell.source = answers[grade_id]
             filled.add(grade_id)
-    assert filled == set(answers), f"answer cells missing from the release notebook: {set(answers) - filled}"
+        else:
+            cell.source = cell.source.replace("raise NotImplementedError()", "# (left unanswered)")
+    assert filled == set(answers), f"answer stubs missing from the release notebook: {set(answers) - filled}"
     return notebook
 
 
@@ -103,7 +222,8 @@ def lock_box(page, question: str):
 
 
 def instrument(page, title: str):
-    return page.locator(".course-instrument", has_text=title)
+    """The instrument whose title is exactly ``title``."""
+    return page.locator(".course-instrument").filter(has=page.get_by_text(title, exact=True))
 
 
 def expect_gated(inst) -> None:
@@ -114,6 +234,15 @@ def expect_gated(inst) -> None:
     expect(inst.get_by_text(GATE_NOTE)).to_be_visible(timeout=60_000)
     expect(inst.locator(".bqplot").first).to_be_hidden()
     expect(inst.locator(".course-card").first).to_be_hidden()
+
+
+def expect_shown(inst) -> None:
+    """The instrument's charts show and its gate note is gone (bqplot sizes a figure once it is scrolled to)."""
+    from playwright.sync_api import expect
+
+    inst.scroll_into_view_if_needed()
+    expect(inst.locator(".bqplot").first).to_be_visible(timeout=30_000)
+    expect(inst.get_by_text(GATE_NOTE)).to_be_hidden()
 
 
 def lock_prediction(page, lock, option: str, gated_instrument) -> None:
@@ -132,9 +261,7 @@ def lock_prediction(page, lock, option: str, gated_instrument) -> None:
     expect(lock.get_by_text("Your prediction:")).to_be_visible(timeout=30_000)
     expect(lock.get_by_role("button", name="Locked")).to_be_disabled()
     expect(lock.locator("input[type=radio]").first).to_be_disabled()
-    gated_instrument.scroll_into_view_if_needed()
-    expect(gated_instrument.locator(".bqplot").first).to_be_visible(timeout=30_000)
-    expect(gated_instrument.get_by_text(GATE_NOTE)).to_be_hidden()
+    expect_shown(gated_instrument)
 
 
 def rerun_cell(page, source: str):
@@ -161,6 +288,18 @@ def drag_slider_to(page, inst, control: str, fraction: float) -> None:
     page.mouse.up()
 
 
+def choose(inst, control: str, contains: str) -> str:
+    """Pick the first option of dropdown ``control`` whose label contains ``contains``; return the label."""
+    select = inst.locator(f".course-control-{control} select").first
+    select.scroll_into_view_if_needed()
+    # ipywidgets writes the labels with no-break spaces
+    labels = [t.replace("\xa0", " ") for t in select.evaluate("s => [...s.options].map(o => o.textContent)")]
+    index = next((i for i, t in enumerate(labels) if contains in t), None)
+    assert index is not None, f"no option containing {contains!r} in {control}: {labels}"
+    select.select_option(index=index)
+    return labels[index]
+
+
 def card_number(inst, card: str) -> float:
     """The number on an instrument's metric card ("128.0×" -> 128.0, "91.7 %" -> 91.7)."""
     text = inst.locator(f".course-card-{card} .course-card-value").first.inner_text()
@@ -179,9 +318,12 @@ def wait_until(page, condition, what: str, timeout_s: float = 30) -> None:
 
 
 def expect_no_traceback(page) -> None:
-    stderr = page.locator(TRACEBACK_OUTPUT)
-    texts = [stderr.nth(i).inner_text() for i in range(stderr.count())]
-    assert not [t for t in texts if "Traceback" in t or "Error" in t], f"a traceback shows in the page: {texts}"
+    """No stderr output with a traceback, no error output, no instrument_error banner anywhere in the page."""
+    stderr = page.locator(TRACEBACK_OUTPUT).all_inner_texts()
+    assert not [t for t in stderr if "Traceback" in t or "Error" in t], f"a traceback shows in the page: {stderr}"
+    outputs = page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts()
+    assert not [t for t in outputs if "Traceback (most recent call last)" in t], "an error output shows in the page"
+    assert not [t for t in outputs if WIDGET_LOST in t], "a widget shows 'Error displaying widget'"
     assert page.locator(".course-failure-instrument_error").count() == 0, "an instrument shows instrument_error"
 
 
@@ -231,6 +373,13 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
         gpus = float(readout.inner_text().replace(",", ""))
         assert gpus != 128
         assert card_number(comparator, "ratio") == pytest.approx(gpus, rel=0.02)
+        # a slower link (HDR, 25 GB/s) stretches every time, not the ratio: ring = 2(N-1)/N * 140 GB / 25 GB/s
+        choose(comparator, "link", "InfiniBand HDR")
+        ring_hdr = 2 * (gpus - 1) / gpus * 140 / 25
+        wait_until(page, lambda: abs(card_number(comparator, "ring") / ring_hdr - 1) < 0.02,
+                   f"the ring card to show {ring_hdr:.3g} s on HDR")
+        assert comparator.locator(".course-card-ring .course-card-value").inner_text().endswith(" s")
+        assert card_number(comparator, "ratio") == pytest.approx(gpus, rel=0.02)
         rerun_cell(page, "lock_act1.reveal()").locator(".course-reveal").get_by_text(
             "Your prediction holds").wait_for(timeout=60_000)
 
@@ -246,10 +395,13 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
         dashboard.locator(".course-control-workload button", has_text="175B gradients").click()
         expect(banner).to_be_visible(timeout=30_000)
         expect(banner).to_contain_text("Failure state: comm bound")
-        assert card_number(dashboard, "share") == pytest.approx(100 * 11.1 / 12.1, abs=0.5)
+        wait_until(page, lambda: abs(card_number(dashboard, "share") - 100 * 11.1 / 12.1) < 0.5,
+                   "the share card to show 92 % for 280 GB against 1 s of compute")
         drag_slider_to(page, dashboard, "compute_s", 1.0)  # 100 s of compute per step: 10 %
         expect(banner).to_have_count(0, timeout=30_000)
-        assert card_number(dashboard, "share") == pytest.approx(100 * 11.1 / 111.1, abs=0.3)
+        # the drag sends intermediate values first: wait for the card to settle at the slider's end
+        wait_until(page, lambda: abs(card_number(dashboard, "share") - 100 * 11.1 / 111.1) < 0.3,
+                   "the share card to show 10 % at 100 s of compute")
         drag_slider_to(page, dashboard, "compute_s", 0.0)  # 1 ms of compute: communication is everything
         expect(banner).to_be_visible(timeout=30_000)
 
@@ -259,3 +411,138 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
         ARTIFACTS.mkdir(exist_ok=True)
         dashboard.screenshot(path=str(ARTIFACTS / "jupyterlab_lab06_dashboard_comm_bound.png"))
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_lab06.png"), full_page=True)
+
+
+# -- Lab 05 ---------------------------------------------------------------------------------------
+
+LAB05 = "lab05_parallelism_paradox"
+LAB05_ANSWERS = {  # what a student types (the other answer cells are left unanswered)
+    "lab05_act1_allreduce_answer": "act1_allreduce_s = core.allreduce_time(14e9, 512, 50e9, 5e-6, algorithm='ring')",
+    # read off the audit (the cell prints both numbers afterwards)
+    "lab05_part3_savings_answer": "async_saves_usd = audit.result['async_saves']\n"
+                                  "zero_saves_usd = audit.result['zero_saves']\n"
+                                  "print(f'async saves ${async_saves_usd:,.0f} a month, ZeRO ${zero_saves_usd:,.0f}')",
+}
+EXPLORER, FLEET = "Data-parallel scaling explorer", "All-reduce comparator"
+CONFIGURATOR, BUBBLES, AUDIT = "3D-parallelism configurator", "Pipeline bubble vs micro-batches", "Synchronization audit"
+
+
+def press_on_slider(page, inst, control: str, key: str, times: int = 1) -> None:
+    """Focus the handle of slider ``control`` and press ``key`` (ArrowLeft/ArrowRight) ``times`` times."""
+    handle = inst.locator(f".course-control-{control} .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    for _ in range(times):
+        page.keyboard.press(key)
+
+
+def readout(inst, control: str):
+    return inst.locator(f".course-control-{control} .widget-readout").first
+
+
+def toggle(inst, control: str, label: str) -> None:
+    """Click the button ``label`` of the ToggleButtons control ``control``."""
+    inst.locator(f".course-control-{control}").get_by_role("button", name=label, exact=True).click()
+
+
+def test_lab05_locks_gate_each_act_and_the_configurator_reaches_its_failure_states(open_release, student_server):
+    from playwright.sync_api import expect
+
+    page, folder = open_release(LAB05, LAB05_ANSWERS)
+    with screenshot_on_failure(page, LAB05):
+        expect_no_traceback(page)
+        assert not (folder / "predictions.json").exists(), "a lock locked itself without a click"
+        act1 = lock_box(page, "Why does MFU fall as the data-parallel job grows")
+        act2 = lock_box(page, "Which layout balances memory, compute and communication best?")
+        part3 = lock_box(page, "Which saves more money per month on this cluster")
+        explorer, fleet = instrument(page, EXPLORER), instrument(page, FLEET)
+        configurator, bubbles, audit = instrument(page, CONFIGURATOR), instrument(page, BUBBLES), instrument(page, AUDIT)
+        for inst in (explorer, fleet, configurator, bubbles, audit):
+            expect_gated(inst)
+
+        # Act I: one lock opens the explorer and the comparator; NVLink only is forced onto IB beyond 8 GPUs
+        lock_prediction(page, act1, "B) once the job spans nodes", explorer)
+        expect_shown(fleet)
+        for inst in (configurator, bubbles, audit):
+            expect_gated(inst)
+        forced = explorer.locator(".course-failure-forced_onto_infiniband")
+        expect(forced).to_be_visible(timeout=30_000)  # 512 GPUs = 64 nodes of 8 on "NVLink only"
+        drag_slider_to(page, explorer, "gpus", 0.0)
+        expect(readout(explorer, "gpus")).to_have_text("1", timeout=30_000)
+        expect(forced).to_have_count(0, timeout=30_000)
+        press_on_slider(page, explorer, "gpus", "ArrowRight", 3)
+        expect(readout(explorer, "gpus")).to_have_text("8", timeout=30_000)
+        press_on_slider(page, explorer, "gpus", "ArrowRight")  # 16 GPUs: two nodes
+        expect(readout(explorer, "gpus")).to_have_text("16", timeout=30_000)
+        expect(forced).to_be_visible(timeout=30_000)
+        choose(explorer, "fabric", "InfiniBand NDR")  # a fabric between nodes: nothing is forced any more
+        expect(forced).to_have_count(0, timeout=30_000)
+
+        # Act II: the configurator and the bubble chart appear; drive each failure state from the page
+        lock_prediction(page, act2, "B) TP=8, PP=4, DP=32", configurator)
+        expect_shown(bubbles)
+        expect_gated(audit)
+        expect(configurator.locator(".course-failure")).to_have_count(0, timeout=30_000)  # ZeRO-1, selective
+        crosses = configurator.locator(".course-failure-tp_crosses_node")
+        press_on_slider(page, configurator, "tp", "ArrowRight")  # TP 16 > 8 GPUs of a DGX H100 node
+        expect(readout(configurator, "tp")).to_have_text("16", timeout=30_000)
+        expect(crosses).to_be_visible(timeout=30_000)
+        press_on_slider(page, configurator, "tp", "ArrowLeft")
+        expect(crosses).to_have_count(0, timeout=30_000)
+        oom = configurator.locator(".course-failure-out_of_memory")
+        toggle(configurator, "zero_stage", "0")
+        toggle(configurator, "recompute", "none")
+        expect(oom).to_be_visible(timeout=30_000)
+        # 16 B/param of weights, gradients and Adam state over TP x PP = 32 GPUs: 87.5 GB > 80 GB before activations
+        assert card_number(configurator, "memory") > 16 * 175e9 / 32 / 1e9
+        toggle(configurator, "zero_stage", "1")
+        toggle(configurator, "recompute", "selective")
+        expect(oom).to_have_count(0, timeout=30_000)
+        mismatch = configurator.locator(".course-failure-gpus_mismatch")
+        press_on_slider(page, configurator, "pp", "ArrowLeft")  # PP 3: 1,024 / (8 x 3) is not whole
+        expect(mismatch).to_be_visible(timeout=30_000)
+        press_on_slider(page, configurator, "pp", "ArrowRight")
+        expect(mismatch).to_have_count(0, timeout=30_000)
+        # the bubble chart's own slider moves the configurator: m = 1 < p = 4 stages
+        drag_slider_to(page, bubbles, "microbatches", 0.0)
+        expect(readout(configurator, "microbatches")).to_have_text("1", timeout=30_000)
+        expect(configurator.locator(".course-failure-too_few_microbatches")).to_be_visible(timeout=30_000)
+        expect(bubbles.locator(".course-failure-bubble_over_ceiling")).to_be_visible(timeout=30_000)
+        wait_until(page, lambda: abs(card_number(bubbles, "bubble") - 100 * 3 / 4) < 0.1,
+                   "the bubble card to show (p-1)/(m+p-1) = 3/4")
+        ARTIFACTS.mkdir(exist_ok=True)
+        configurator.locator(".course-control-tp").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab_lab05_configurator_failures.png"))
+
+        # tracks: every track switches the story and the instruments, never a traceback; Cloud restores
+        selector = page.locator(".course-track-selector").first
+        scene = page.locator(".course-track-scene-act1").first
+        for name, devices in (("Edge", 10_000), ("Mobile", 1_000), ("Tiny", 100)):  # fleet sizes: catalog.TRACKS
+            selector.scroll_into_view_if_needed()
+            before = scene.inner_text()
+            selector.get_by_role("button", name=name, exact=True).click()
+            expect(scene).not_to_have_text(before, timeout=30_000)
+            # the comparator runs the track's fleet; the GPU-cluster instruments say they do not model it
+            fleet.scroll_into_view_if_needed()
+            expect(fleet.locator(".course-control-gpus")).to_contain_text("Devices N", timeout=30_000)
+            wait_until(page, lambda: readout(fleet, "gpus").inner_text().replace(",", "") == str(devices),
+                       f"the comparator to take the {name} fleet of {devices} devices")
+            for inst in (explorer, configurator):
+                expect(inst.locator(".course-failure-track_not_modelled")).to_be_visible(timeout=30_000)
+            expect_no_traceback(page)
+        selector.get_by_role("button", name="Cloud", exact=True).click()
+        for inst in (explorer, configurator):
+            expect(inst.locator(".course-failure-track_not_modelled")).to_have_count(0, timeout=30_000)
+        expect(fleet.locator(".course-control-gpus")).to_contain_text("GPUs N", timeout=30_000)
+        expect(readout(fleet, "gpus")).to_have_text("512", timeout=30_000)
+        press_on_slider(page, configurator, "tp", "ArrowRight")  # failure states still reachable on Cloud
+        expect(crosses).to_be_visible(timeout=30_000)
+
+        # Part 3: the audit opens with its lock
+        lock_prediction(page, part3, "A) async SGD", audit)
+        saved = read_json(folder / "predictions.json")
+        assert {k: v["value"] for k, v in saved.items()} == {"lab05/act1": "B", "lab05/act2": "B", "lab05/part3": "A"}
+        ledger = read_json(student_server.root.parent / "ledger.json")
+        assert [ledger[k]["prediction"] for k in ("lab05/act1", "lab05/act2", "lab05/part3")] == ["B", "B", "A"]
+        expect_no_traceback(page)
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab_lab05.png"), full_page=True)
