@@ -229,13 +229,40 @@ def open_notebook_page(server: LabServer, context, relative: str):
     page = context.new_page()
     page.goto(server.notebook_url(relative), wait_until="domcontentloaded", timeout=120_000)
     page.locator(".jp-Notebook").first.wait_for(timeout=120_000)
-    # kernel started and connected before we run anything
-    page.wait_for_function(
-        "() => { const i = document.querySelector('.jp-Notebook-ExecutionIndicator');"
-        " return i && i.getAttribute('data-status') === 'idle'; }",
-        timeout=120_000, polling=250,
-    )
+    wait_kernel_ready(page, server, relative)
     return page
+
+
+def wait_kernel_ready(page, server: LabServer, relative: str, timeout_s: float = 120) -> None:
+    """Wait until the notebook's own kernel runs, is connected and idle, and the page says idle for 1 s.
+
+    The page's indicator reads "idle" for a moment before its kernel has even
+    started; a Run All clicked then is dropped.
+    """
+    import json
+
+    headers = {"Authorization": f"token {server.token}"}
+    deadline = time.monotonic() + timeout_s
+    idle_since = None
+    while time.monotonic() < deadline:
+        try:
+            request = urllib.request.Request(f"{server.url}/api/sessions", headers=headers)
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                sessions = json.load(resp)
+        except OSError:
+            sessions = []
+        kernel = next((x["kernel"] for x in sessions if x.get("path") == str(relative)), None)
+        ready = (kernel is not None and kernel.get("execution_state") == "idle" and kernel.get("connections", 0) >= 1
+                 and page.evaluate("() => document.querySelector('.jp-Notebook-ExecutionIndicator')"
+                                   "?.getAttribute('data-status') === 'idle'"))
+        if not ready:
+            idle_since = None
+        elif idle_since is None:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= 1.0:
+            return
+        page.wait_for_timeout(250)
+    raise RuntimeError(f"the kernel of {relative} was not ready within {timeout_s} s")
 
 
 @pytest.fixture

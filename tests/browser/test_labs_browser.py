@@ -27,7 +27,6 @@ import json
 import re
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -65,7 +64,6 @@ def open_release(student_server, browser):
         relative = f"{folder.name}/{assignment}.ipynb"
         page = open_notebook_page(student_server, context, relative)
         with screenshot_on_failure(page, f"{assignment}_run_all"):
-            wait_kernel_ready(page, student_server, relative)
             run_all_or_fail(page)
         return page, folder
 
@@ -103,36 +101,6 @@ WIDGET_OUTPUTS = """() => {
     const shown = outs.filter(o => o.querySelector('.jupyter-widgets')).length;
     return [shown, lost, outs.length];
 }"""
-
-
-def wait_kernel_ready(page, server, relative: str, timeout_s: float = 120) -> None:
-    """Wait until the notebook's own kernel runs, is connected and idle, and the page says idle for 1 s.
-
-    The page's indicator reads "idle" for a moment before its kernel has even
-    started; a Run All clicked then is dropped.
-    """
-    headers = {"Authorization": f"token {server.token}"}
-    deadline = time.monotonic() + timeout_s
-    idle_since = None
-    while time.monotonic() < deadline:
-        try:
-            request = urllib.request.Request(f"{server.url}/api/sessions", headers=headers)
-            with urllib.request.urlopen(request, timeout=10) as resp:
-                sessions = json.load(resp)
-        except OSError:
-            sessions = []
-        kernel = next((x["kernel"] for x in sessions if x.get("path") == relative), None)
-        ready = (kernel is not None and kernel.get("execution_state") == "idle" and kernel.get("connections", 0) >= 1
-                 and page.evaluate("() => document.querySelector('.jp-Notebook-ExecutionIndicator')"
-                                   "?.getAttribute('data-status') === 'idle'"))
-        if not ready:
-            idle_since = None
-        elif idle_since is None:
-            idle_since = time.monotonic()
-        elif time.monotonic() - idle_since >= 1.0:
-            return
-        page.wait_for_timeout(250)
-    raise AssertionError(f"the kernel of {relative} was not ready within {timeout_s} s")
 
 
 def run_all_or_fail(page, timeout_ms: int = 240_000) -> None:
