@@ -285,13 +285,23 @@ def wait_until(page, condition, what: str, timeout_s: float = 30) -> None:
         page.wait_for_timeout(200)
 
 
+def log_console_count(page) -> int:
+    """Messages in JupyterLab's log console, where a widget callback's traceback goes (not into the notebook)."""
+    item = page.locator(".jp-LogConsoleStatusItem")
+    if not item.count() or not item.first.is_visible():
+        return 0
+    match = re.search(r"\d+", item.first.inner_text())
+    return int(match.group(0)) if match else 0
+
+
 def expect_no_traceback(page) -> None:
-    """No stderr output with a traceback, no error output, no instrument_error banner anywhere in the page."""
+    """No traceback in an output or in the log console (widget callbacks), no instrument_error banner."""
     stderr = page.locator(TRACEBACK_OUTPUT).all_inner_texts()
     assert not [t for t in stderr if "Traceback" in t or "Error" in t], f"a traceback shows in the page: {stderr}"
     outputs = page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts()
     assert not [t for t in outputs if "Traceback (most recent call last)" in t], "an error output shows in the page"
     assert not [t for t in outputs if WIDGET_LOST in t], "a widget shows 'Error displaying widget'"
+    assert log_console_count(page) == 0, "JupyterLab's log console holds messages (a widget callback raised?)"
     assert page.locator(".course-failure-instrument_error").count() == 0, "an instrument shows instrument_error"
 
 
