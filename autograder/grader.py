@@ -203,8 +203,7 @@ class Grader:
         return nb
 
     def _record(self, nb, student: str, verdicts: Dict[str, tuple]) -> None:
-        from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, LimitOutput,
-                                            SaveAutoGrades)
+        from nbgrader.preprocessors import AssignLatePenalties, LimitOutput, SaveAutoGrades
 
         resources = self._resources(student)
         for pp in (LimitOutput(), SaveAutoGrades()):
@@ -217,8 +216,9 @@ class Grader:
                     grade.auto_score = verdicts[grade.name][0] * float(grade.max_score)
                     grade.needs_manual_grade = False
             gb.db.commit()
-        for pp in (AssignLatePenalties(), CheckCellMetadata()):
-            nb, resources = pp.preprocess(nb, resources)
+        # nbgrader checks cell metadata again here because its kernel ran on the notebook itself; ours
+        # only sends outputs back (merged in _merge_outputs), so the check in _sanitize still holds
+        nb, resources = AssignLatePenalties().preprocess(nb, resources)
         return in_kernel
 
     def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:

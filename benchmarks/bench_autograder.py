@@ -5,7 +5,8 @@
 1. by one plain ``nbgrader autograde`` process followed by ``nbgrader generate_feedback``
    (serial, no isolation: the baseline an instructor has without this package), and
 2. by ``course-autograde class`` (sandboxed, trusted judging, feedback included) with
-   ``--workers`` parallel sandboxes (default: the cores available).
+   ``--workers`` parallel sandboxes (default: the cores available), and again with
+   ``--no-feedback`` to compare with ``nbgrader autograde`` alone.
 
 It prints both wall times and their ratio, and the per-submission overhead of the
 autograder over a bare kernel start + execution of the same notebook (nbclient, no
@@ -104,6 +105,7 @@ def main(argv=None) -> int:
         if args.workers:
             cmd += ["--workers", str(args.workers)]
         t_ours = _run(cmd, ours)
+        t_ours_grades = _run(cmd + ["--no-feedback", "--out", str(ours / "no-feedback")], ours)
         data = json.loads((ours / "grades.json").read_text())
         bare = bare_execution(nb, ours / "source" / args.chapter, args.bare_repeats)
     per_sub = [r["seconds"] for r in data["students"]]
@@ -114,8 +116,10 @@ def main(argv=None) -> int:
     print(f"plain nbgrader autograde:                {t_plain_grade:8.1f} s")
     print(f"plain nbgrader autograde + feedback:     {t_plain:8.1f} s")
     print(f"course-autograde (sandbox, judge, fb):   {t_ours:8.1f} s")
-    print(f"ratio plain (autograde + feedback) / ours: {t_plain / t_ours:.2f}x "
-          f"(autograde only / ours: {t_plain_grade / t_ours:.2f}x)")
+    print(f"course-autograde --no-feedback:          {t_ours_grades:8.1f} s")
+    print(f"ratio, both with feedback:   plain {t_plain:.1f} s / ours {t_ours:.1f} s = {t_plain / t_ours:.2f}x")
+    print(f"ratio, both without:         plain {t_plain_grade:.1f} s / ours {t_ours_grades:.1f} s = "
+          f"{t_plain_grade / t_ours_grades:.2f}x")
     mean = sum(per_sub) / len(per_sub)
     print(f"bare kernel start + execution:           {bare:8.2f} s per notebook")
     print(f"autograder per submission (one worker):  {mean:8.2f} s -> overhead {mean - bare:+.2f} s "
