@@ -12,7 +12,7 @@ Guarantees
   then ``os.replace``-d over the ledger, so a crash leaves either the old or
   the new file, never half of one.
 * **No lost updates**: every read-modify-write holds an exclusive
-  ``fcntl.flock`` on a sidecar ``<ledger>.lock`` file, so two notebooks (two
+  ``fcntl.flock`` on a hidden sidecar ``.<ledger>.lock`` file, so two notebooks (two
   kernels, two processes) recording at the same moment both keep their entry.
 * **Nothing silently lost**: a file that is not a JSON object of objects is
   moved aside to ``<ledger>.corrupt-<UTC timestamp>`` with a warning naming
@@ -114,7 +114,8 @@ class Ledger:
 
     def __init__(self, path: str | os.PathLike | None = None):
         self.path = Path(path).expanduser() if path is not None else default_ledger_path()
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        # hidden: for predictions.json it sits in the student's assignment folder, next to the notebook
+        self.lock_path = self.path.with_name("." + self.path.name + ".lock")
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"

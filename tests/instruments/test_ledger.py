@@ -137,7 +137,7 @@ def test_reading_needs_no_writable_folder(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     Ledger(folder / "l.json").record("k", {"a": 1})
-    (folder / "l.json.lock").unlink()
+    (folder / ".l.json.lock").unlink()
     folder.chmod(0o555)
     try:
         if os.access(folder, os.W_OK):  # root ignores permissions: nothing to check here
