@@ -273,6 +273,9 @@ class Grader:
             return ("the Python kernel stopped while running your notebook (os._exit, a crash, "
                     "or using too much memory or too many processes); exercises could not be "
                     "read afterwards and score 0")
+        if state.get("cell") == -1:  # no cell ever started: the kernel did not come up
+            return (f"the grader could not start a Python kernel for your notebook "
+                    f"({state.get('detail') or kind}); exercises score 0 until your instructor regrades it")
         return f"your notebook could not be run to the end ({state.get('detail') or kind})"
 
     # ------------------------------------------------------------------ one submission

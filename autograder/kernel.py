@@ -27,6 +27,7 @@ read back, and it is judged elsewhere as untrusted JSON.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import json
 import os
@@ -263,7 +264,7 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
         watchdog.start()
         # the kernel's own stdout/stderr are not the notebook's outputs, and a hostile kernel could
         # write without end to them: they go nowhere
-        asyncio.run(_run(client, env=env, cwd=str(work), stdin=subprocess.DEVNULL,
+        _run_to_end(_run(client, env=env, cwd=str(work), stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     except BaseException as exc:  # DeadKernelError, CellTimeoutError, kernel start failure ...
         if isinstance(exc, KeyboardInterrupt):
@@ -273,6 +274,9 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
             status["state_during_harvest"] = True
     finally:
         watchdog.cancel()
+        # nbclient leaves its exit hook registered when the kernel fails to start; it would keep
+        # this client (and the notebook) alive for the whole class and run again at exit
+        atexit.unregister(client._cleanup_kernel)
         km.kill_tree()
         context.destroy(linger=0)
         shutil.rmtree(sockets, ignore_errors=True)
@@ -297,6 +301,29 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
     nb.cells = nb.cells[:original_count]
     return {"executed": None if status.get("killed") else nb, "harvested": harvested,
             "status": status, "seconds": status["seconds"]}
+
+
+def _run_to_end(coroutine) -> None:
+    """Run ``coroutine`` on a fresh event loop, in a helper thread if this one already has a loop
+    (a grader called from a notebook or a JupyterLab extension)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coroutine)
+        return
+    result: list = []
+
+    def target() -> None:
+        try:
+            asyncio.run(coroutine)
+        except BaseException as exc:  # handed back to the caller's thread
+            result.append(exc)
+
+    thread = threading.Thread(target=target, name="autograder-kernel", daemon=True)
+    thread.start()
+    thread.join()
+    if result:
+        raise result[0]
 
 
 async def _run(client: BudgetedClient, **start_kwargs) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -51,7 +52,10 @@ def _run(tmp_path, cells, **limits):
 
 @pytest.mark.slow
 def test_rlimit_fallback_runs_harvests_and_cuts_a_huge_print(tmp_path, capfd):
-    result = _run(tmp_path, ["accum_steps = 2048 // (4 * 8)", "print('x' * 30_000_000)", "print('after')"])
+    async def from_a_running_loop():  # as when an instructor grades from a notebook
+        return _run(tmp_path, ["accum_steps = 2048 // (4 * 8)", "print('x' * 30_000_000)", "print('after')"])
+
+    result = asyncio.run(from_a_running_loop())
     assert result["status"]["state"] == "ok", result["status"]
     assert json.loads(result["harvested"]["ch02_ex2_1"]) == {"values": {"accum_steps": 64}}
     assert result["status"]["output_truncated"]
@@ -92,3 +96,11 @@ def test_scratch_is_a_capped_tmpfs_that_leaves_the_disk_alone(tmp_path):
     assert int(written) < 32 and int(errno) == 28  # ENOSPC at the cap
     assert not list(work.glob("f*.bin"))  # nothing reached the grader's disk
     assert json.loads(result["harvested"]["ch02_ex2_1"]) == {"values": {"accum_steps": 64}}
+
+
+@pytest.mark.slow
+def test_a_kernel_that_cannot_start_gives_a_reason_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "prlimit_prefix", lambda limits: ["/bin/false", "--"])  # launcher dies at once
+    result = _run(tmp_path, ["x = 1"])
+    assert result["status"]["state"] == "error" and result["status"]["cell"] == -1, result["status"]
+    assert result["harvested"] == {}
