@@ -242,6 +242,9 @@ def course_references(fn: Callable) -> List[str]:
                 found.append("<closure>")
         except ValueError:  # an empty cell
             continue
+    defaults = list(getattr(fn, "__defaults__", None) or ()) + list((getattr(fn, "__kwdefaults__", None) or {}).values())
+    if any(_points_into_course(value) for value in defaults):  # def f(x, core=course.core)
+        found.append("<default argument>")
     return found
 
 

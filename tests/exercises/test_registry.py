@@ -157,6 +157,15 @@ def test_ast_and_reference_inspection():
     assert course_references(uses) == ["<closure>"]  # core is a free variable of uses here
     assert course_references(_honest_effective_batch) == []
 
+    def hidden_in_a_default(m, a, d, _c=core):
+        return _c.effective_batch(m, a, d)
+
+    def hidden_in_a_keyword_default(m, a, d, *, _f=core.effective_batch):
+        return _f(m, a, d)
+
+    assert course_references(hidden_in_a_default) == ["<default argument>"]
+    assert course_references(hidden_in_a_keyword_default) == ["<default argument>"]
+
 
 # --- visible checks and mastery --------------------------------------------------------------
 
