@@ -223,7 +223,9 @@ class Grader:
 
     def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
         """Execute and harvest in the sandbox; return outputs, harvested texts and a status."""
-        scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
+        # the kernel's IPC socket paths live under here, and Unix socket paths end at 107 bytes
+        base = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 48 else "/tmp"
+        scratch = Path(tempfile.mkdtemp(prefix="autograder-", dir=base))
         try:
             work = scratch / "work"
             work.mkdir()
