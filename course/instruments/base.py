@@ -217,14 +217,18 @@ class Instrument:
             try:
                 handler(change)
             except Exception as exc:  # noqa: BLE001 - shown as a banner instead of a traceback
-                self.last_traceback = traceback.format_exc()
-                self.failures = ["instrument_error"]
-                self.failure_messages = {"instrument_error": f"{type(exc).__name__}: {exc}"}
-                self.failures_seen.add("instrument_error")
-                self.banner.value = banner_html("instrument_error", f"The instrument could not apply this "
-                                                f"change ({type(exc).__name__}: {exc}).")
+                self._show_error(exc, "apply this change")
 
         self.controls[name].observe(guarded, names="value")
+
+    def _show_error(self, exc: Exception, action: str) -> None:
+        """Show ``exc`` (raised outside :meth:`update`) as the ``instrument_error`` banner; call in ``except``."""
+        self.last_traceback = traceback.format_exc()
+        self.failures = ["instrument_error"]
+        self.failure_messages = {"instrument_error": f"{type(exc).__name__}: {exc}"}
+        self.failures_seen.add("instrument_error")
+        self.banner.value = banner_html("instrument_error", f"The instrument could not {action} "
+                                        f"({type(exc).__name__}: {exc}).")
 
     # -- refresh helpers --------------------------------------------------------
     def set_marks(self, mark: bq.Mark, **data: Any) -> None:
@@ -371,12 +375,7 @@ class Instrument:
             try:
                 self.apply_track(selector.track)
             except Exception as exc:  # noqa: BLE001 - a banner on this instrument, never a traceback
-                self.last_traceback = traceback.format_exc()
-                self.failures = ["instrument_error"]
-                self.failure_messages = {"instrument_error": f"{type(exc).__name__}: {exc}"}
-                self.failures_seen.add("instrument_error")
-                self.banner.value = banner_html("instrument_error", f"The instrument could not switch to the "
-                                                f"{selector.value} track ({type(exc).__name__}: {exc}).")
+                self._show_error(exc, f"switch to the {selector.value} track")
 
         selector.observe(switch)
         return self
