@@ -224,8 +224,8 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
             slot: int, use_bwrap: bool) -> dict:
     """Run ``nb`` (a sanitized copy is made) with ``work`` as the kernel's only writable folder.
 
-    Returns ``{"executed": notebook without the harvest cells, "harvested": {grade_id: text},
-    "status": {...}, "seconds": float}``. ``status["state"]`` is ``ok``, ``timeout``,
+    Returns ``{"executed": notebook without the harvest cells (``None`` when killed),
+    "harvested": {grade_id: text}, "status": {...}}``. ``status["state"]`` is ``ok``, ``timeout``,
     ``kernel_died`` or ``error``; a kill at the per-submission deadline adds ``killed``.
     """
     nb = copy.deepcopy(nb)
@@ -246,7 +246,6 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
     # half the budget per stream: JSON escaping can grow text up to 6x and still fit one message
     _write_startup(work, output_cap_source(min(limits.output_bytes // 2, MAX_MESSAGE_BYTES // 12)), uid)
     client = BudgetedClient(nb, km=km, timeout=limits.cell_timeout, output_budget=limits.output_bytes,
-                            extra_arguments=["--HistoryManager.hist_file=:memory:"],
                             budgeted_cells=original_count, kernel_name="python3",
                             resources={"metadata": {"path": inside}})
     killed = threading.Event()
@@ -299,8 +298,7 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
                 for o in cell.get("outputs", [])):
             status.setdefault("timed_out_cells", []).append(index)
     nb.cells = nb.cells[:original_count]
-    return {"executed": None if status.get("killed") else nb, "harvested": harvested,
-            "status": status, "seconds": status["seconds"]}
+    return {"executed": None if status.get("killed") else nb, "harvested": harvested, "status": status}
 
 
 def _run_to_end(coroutine) -> None:

@@ -70,7 +70,7 @@ def test_deadline_kills_a_kernel_that_ignores_interrupts(tmp_path):
     stubborn = ("import time\nwhile True:\n    try:\n        time.sleep(0.05)\n"
                 "    except KeyboardInterrupt:\n        pass")
     result = _run(tmp_path, ["x = 1", stubborn], cell_timeout=2, submission_timeout=6)
-    assert result["status"] == {"state": "timeout", "killed": True, "seconds": result["seconds"],
+    assert result["status"] == {"state": "timeout", "killed": True, "seconds": result["status"]["seconds"],
                                 "output_truncated": False}
     assert result["executed"] is None and result["harvested"] == {}
 
