@@ -127,18 +127,13 @@ def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
     """
     cmd = ["bwrap"]
     made = set()
-    for path in readable_paths():
+    binds = [("--ro-bind", path) for path in readable_paths()] + [("--bind", path) for path in extra_binds]
+    for how, path in binds:  # each at its own path, its parent folders made first
         for parent in _parents(path):
             if parent not in made and parent not in _SYSTEM_DIRS:
                 cmd += ["--perms", "0755", "--dir", parent]
                 made.add(parent)
-        cmd += ["--ro-bind", path, path]
-    for path in extra_binds:
-        for parent in _parents(path):
-            if parent not in made and parent not in _SYSTEM_DIRS:
-                cmd += ["--perms", "0755", "--dir", parent]
-                made.add(parent)
-        cmd += ["--bind", path, path]
+        cmd += [how, path, path]
     # /scratch is a size-capped tmpfs (no submission can fill the disk, however many files it
     # writes), filled from a read-only view of the scratch copy before the kernel starts
     cmd += ["--perms", "0777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
