@@ -17,7 +17,10 @@ precision       number formats, dynamic loss scaling (PyTorch GradScaler)
 economics       6ND training compute, PF-days, time, energy and cost
 sgd             synchronous vs asynchronous SGD with stragglers
 catalog         accelerators, links, models, nodes and clusters, with sources
-planner         3D-parallel plan() and vectorized sweep()
+layer_cost      FLOPs, backward share and element-wise traffic of one layer
+zero            ZeRO traffic per micro-batch and per step, by implementation
+context_parallel  context parallelism: K/V exchange per layer
+planner         4D-parallel plan(), vectorized sweep() and explain()
 """
 
 from . import units
@@ -32,4 +35,7 @@ from .precision import *  # noqa: F401,F403
 from .economics import *  # noqa: F401,F403
 from .sgd import *  # noqa: F401,F403
 from .catalog import *  # noqa: F401,F403
+from .layer_cost import *  # noqa: F401,F403
+from .zero import *  # noqa: F401,F403
+from .context_parallel import *  # noqa: F401,F403
 from .planner import *  # noqa: F401,F403

@@ -47,7 +47,18 @@ __all__ = [
     "bus_bandwidth",
     "crossover_message_bytes",
     "ring_allreduce_schedule",
+    "NVLINK_COLLECTIVE_EFFICIENCY",
+    "NETWORK_COLLECTIVE_EFFICIENCY",
+    "achieved_bandwidth",
 ]
+
+#: Achieved bus bandwidth over link bandwidth of NCCL collectives on NVLink: about 370 GB/s
+#: busbw on H100 NVLink 4 (450 GB/s per direction) with the ring algorithm, ~20 % protocol
+#: overhead (NCCL maintainer S. Jeaugey in NVIDIA/nccl-tests issue #212, 2024).
+NVLINK_COLLECTIVE_EFFICIENCY = 370.0 / 450.0
+#: The same ratio across nodes: 46-48 GB/s busbw per 400 Gb/s (50 GB/s) NDR NIC
+#: (NCCL maintainer D. Addison in NVIDIA/nccl-tests issue #290, 2025); 47 / 50.
+NETWORK_COLLECTIVE_EFFICIENCY = 47.0 / 50.0
 
 #: Every algorithm name :func:`allreduce_time` accepts.
 ALLREDUCE_ALGORITHMS = ("ring", "tree", "double_binary_tree", "recursive_doubling", "rabenseifner", "naive")
@@ -604,3 +615,37 @@ def ring_allreduce_schedule(n):
         "phase": np.where(reduce, "reduce-scatter", "all-gather"),
         "reduce": reduce,
     }
+
+
+def achieved_bandwidth(link_bandwidth, efficiency):
+    """Bandwidth a collective achieves on a link: ``efficiency x link_bandwidth``.
+
+    nccl-tests report the achieved *bus bandwidth* (busbw), which for ring collectives
+    is directly comparable to the link's bandwidth per direction; their ratio is the
+    collective efficiency (protocol headers, synchronisation, chunking).
+    :data:`NVLINK_COLLECTIVE_EFFICIENCY` (0.82) and :data:`NETWORK_COLLECTIVE_EFFICIENCY`
+    (0.94) are measured values for NVLink 4 and InfiniBand NDR.
+
+    Parameters
+    ----------
+    link_bandwidth : float or array_like
+        Bytes/s per link and direction, ``> 0``.
+    efficiency : float or array_like
+        Achieved busbw / link bandwidth, in ``(0, 1]``.
+
+    Returns
+    -------
+    float or ndarray
+        Bytes/s.
+
+    Source: NVIDIA nccl-tests, doc/PERFORMANCE.md (busbw); NVIDIA/nccl-tests issues #212
+    (NVLink 4: ~370 of 450 GB/s) and #290 (NDR: 46-48 of 50 GB/s).
+
+    Examples
+    --------
+    >>> round(achieved_bandwidth(450e9, NVLINK_COLLECTIVE_EFFICIENCY) / 1e9)
+    370
+    """
+    bw = v.positive("link_bandwidth", link_bandwidth)
+    eff = v.fraction("efficiency", efficiency, low_open=True)
+    return v.scalar_or_array(bw * eff)

@@ -36,6 +36,7 @@ __all__ = [
     "max_layers_per_stage",
     "stages_with_max_layers",
     "layers_per_stage",
+    "slowest_stage_layers",
     "p2p_bytes_per_microbatch",
     "p2p_bytes_per_step",
     "pipeline_schedule",
@@ -324,6 +325,62 @@ def layers_per_stage(layers, pp):
     n_layers, p_ = _layers_pp(layers, pp)
     n_layers, p_ = int(n_layers), int(p_)
     return np.where(np.arange(p_) < n_layers % p_, n_layers // p_ + 1, n_layers // p_).astype(np.int64)
+
+
+def slowest_stage_layers(layers, pp, first_stage_layers=0, last_stage_layers=0):
+    """Layers on the busiest stage when the first and last stage may hold a pinned count.
+
+    Unpinned (``0``): a balanced split, ``ceil(layers / pp)``. With the first and/or last
+    stage pinned (Megatron-LM ``--decoder-first-pipeline-num-layers`` /
+    ``--decoder-last-pipeline-num-layers``, used to leave room for the embedding and the
+    output layer), the other stages share the rest evenly::
+
+        max(first, last, ceil((layers - first - last) / (pp - pinned stages)))
+
+    The slowest stage sets the pace of the whole pipeline.
+
+    Parameters
+    ----------
+    layers : int or array_like of int
+        Transformer layers, ``>= pp``.
+    pp : int or array_like of int
+        Stages, ``>= 1``.
+    first_stage_layers, last_stage_layers : int or array_like of int, optional
+        Layers pinned to the first / last stage, ``>= 0`` (0: not pinned). Ignored when
+        ``pp = 1``; with ``pp = 2`` and both pinned they must add up to ``layers``.
+
+    Returns
+    -------
+    int or ndarray of int
+        Layers.
+
+    Source: NVIDIA Megatron-LM, ``megatron/core/transformer/transformer_block.py``
+    (``get_num_layers_to_build`` with first/last pipeline stage layer counts); Dubey et
+    al. 2024, sec. 3.3.2 (Llama 3 405B: one layer fewer on the first and the last stage).
+
+    Examples
+    --------
+    Llama 3 405B (126 layers) on 16 stages: 8 per stage balanced; 7 on the first and last
+    stage leaves 112 for 14 stages, still 8.
+
+    >>> slowest_stage_layers(126, 16), slowest_stage_layers(126, 16, 7, 7)
+    (8, 8)
+    >>> slowest_stage_layers(126, 16, 6, 6)
+    9
+    """
+    n_layers, p_ = _layers_pp(layers, pp)
+    first = v_.integer("first_stage_layers", first_stage_layers, minimum=0)
+    last = v_.integer("last_stage_layers", last_stage_layers, minimum=0)
+    pinned = (first > 0).astype(np.int64) + (last > 0)
+    rest_stages = np.maximum(p_ - pinned, 1)
+    rest = n_layers - first - last
+    if np.any((p_ > 1) & (rest < 0)):
+        raise ValueError(f"first_stage_layers + last_stage_layers must be <= layers; got "
+                         f"{first_stage_layers!r} + {last_stage_layers!r} > {layers!r}")
+    even = -(-n_layers // p_)
+    pinned_max = np.maximum(np.maximum(first, last), -(-np.maximum(rest, 0) // rest_stages))
+    out = np.where((p_ > 1) & (pinned > 0), pinned_max, even).astype(np.int64)
+    return int(out) if out.ndim == 0 else out
 
 
 def p2p_bytes_per_microbatch(seq, micro_batch, hidden, bytes_per_element=2.0, v=1):

@@ -1,56 +1,57 @@
-"""3D-parallel training planner: step time, per-GPU memory, MFU and feasibility.
+"""4D-parallel training planner: step time, per-GPU memory, MFU, feasibility and notes.
 
-:func:`plan` evaluates one configuration (TP x PP x DP, micro-batching, ZeRO stage,
-activation recomputation, sequence parallelism, pipeline schedule) of a
+:func:`plan` evaluates one configuration (TP x CP x PP x DP, micro-batching, ZeRO stage,
+activation recomputation, sequence parallelism, pipeline schedule, uneven stages) of a
 :class:`~course.core.catalog.Model` on a :class:`~course.core.catalog.Cluster`.
-:func:`sweep` enumerates every configuration of a cluster and evaluates all of
-them in one vectorized NumPy pass; :func:`evaluate` is the same pass on arrays the
-caller builds (an instrument's 256-point curve).
+:func:`sweep` enumerates every configuration of a cluster and evaluates all of them in
+one vectorized NumPy pass; :func:`evaluate` is the same pass on arrays the caller builds
+(an instrument's 256-point curve); :func:`explain` says why the best rows of a sweep
+beat the next ones.
 
-The physics lives in the other core modules; this module only composes it:
+The pass builds a configuration record (:class:`Config`) and adds up terms, one function
+each, whose physics lives in the core module it belongs to:
 
-- step FLOPs: Narayanan et al. 2021 (SC21), eq. 3, generalised to GQA / SwiGLU
-  shapes and to the three recomputation modes (see :func:`iteration_flops`);
-- compute time = FLOPs / (GPUs x dense peak x ``compute_efficiency``), the one
-  calibrated constant (``DEFAULT_COMPUTE_EFFICIENCY``, from Megatron-LM Table 1);
-- memory-bound time of the element-wise kernels (layer norm, dropout, GeLU,
-  softmax) = bytes they move / HBM bandwidth (roofline: Williams et al. 2009),
-  counting each activation byte of Korthikanti et al. 2022 as written once and
-  read once per forward pass and twice that per backward pass;
-- tensor-parallel all-reduces per layer and micro-batch:
-  :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019: 2 in the
-  forward, 2 in the backward pass, 2 more when the forward is recomputed), on NVLink
-  inside a node and on the NIC when TP spans nodes;
-- pipeline bubble: :func:`~course.core.pipeline.bubble_overhead` times the ideal
-  pipeline time (Narayanan et al. 2021, section 2.2);
-- pipeline point-to-point sends of ``b s h`` 16-bit activations, split over the TP
-  group (Megatron's scatter/gather optimisation, section 4.1), ``v`` times with
-  interleaving;
-- data-parallel gradient all-reduce:
-  :func:`~course.core.collectives.hierarchical_allreduce_time` over the DP group
-  (DP peers inside a node first), 1.5x the volume for ZeRO-3 (Rajbhandari et al.
-  2020, section 7), overlapped with the backward pass of the last micro-batch by
-  :func:`~course.core.data_parallel.exposed_comm_time`;
-- memory: :func:`~course.core.memory.model_state_breakdown` (ZeRO stages) and
-  :func:`~course.core.memory.activation_bytes_per_layer` (Korthikanti et al. 2022)
-  times the layers of a stage and
-  :func:`~course.core.pipeline.in_flight_microbatches` of the schedule; with full
-  recomputation one layer's activations are materialised again during its backward.
+=================  ===========================================================================
+term               physics (module, source)
+=================  ===========================================================================
+compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 eq. 3) /
+                   (GPUs x dense peak x ``compute_efficiency``), paced by the slowest stage
+                   (:func:`~course.core.pipeline.slowest_stage_layers`)
+memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
+                   roofline)
+tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019)
+cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
+                   2024)
+bubble             :func:`~course.core.pipeline.bubble_overhead` x busy time (Narayanan et al.)
+pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
+dp_comm_exposed    ZeRO traffic per micro-batch and per step, overlapped per layer
+                   (:mod:`~course.core.zero`; Rajbhandari et al. 2020, Zhao et al. 2023)
+memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP) +
+                   :func:`~course.core.memory.activation_bytes_per_layer` / CP x layers x
+                   :func:`~course.core.pipeline.in_flight_microbatches`
+=================  ===========================================================================
 
-No made-up penalty terms (erratum 5 of the source material): step time is compute
-+ memory-bound time + TP communication + bubble + point-to-point + exposed DP
-all-reduce, each derived from FLOPs, bytes and bandwidths.
+Every collective runs at its link's bandwidth times a measured collective efficiency
+(:data:`~course.core.collectives.NVLINK_COLLECTIVE_EFFICIENCY`,
+:data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`, from nccl-tests).
+Ranks are placed TP innermost, then CP, PP and DP (Dubey et al. 2024, sec. 3.3.2): a
+group stays on NVLink while the ranks it spans fit in a node.
 
-Simplifications (say so where students see a number): when PP does not divide the
-layers, every stage runs as long as the fullest one; embeddings and the output
-layer are spread evenly over stages (their activations and the logits are not in
-the activation memory); the optimizer step, kernel launch and framework overheads
-are inside ``compute_efficiency``; communication runs at the link's nominal
-bandwidth.
+No made-up penalty terms (erratum 5 of the source material): step time is compute +
+memory-bound + TP + CP communication + bubble + point-to-point + exposed DP traffic, each
+derived from FLOPs, bytes and bandwidths.
+
+Simplifications (say so where students see a number): embeddings and the output layer
+are spread evenly over stages (their activations and the logits are not in the
+activation memory); every stage is charged the activations of the busiest one; the
+optimizer step, kernel launch and framework overheads are inside
+``compute_efficiency``; CP's K/V exchange is not overlapped with attention.
+
+Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
+uneven stages are *notes*, not violations.
 
 Example (GPT-3 175B on 1,024 H100s)::
 
-    >>> from course.core import catalog
     >>> p = plan("gpt3-175b", "h100-1024", tp=8, pp=8, dp=16, global_batch=1536,
     ...          recompute="selective", sequence_parallel=True)
     >>> p.feasible, round(p.memory_total / 1e9)
@@ -63,7 +64,7 @@ Example (GPT-3 175B on 1,024 H100s)::
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from itertools import product
 from typing import Optional
 
@@ -72,45 +73,52 @@ import numpy as np
 from . import _validate as v
 from . import catalog as _cat
 from . import collectives as _coll
+from . import context_parallel as _cp
 from . import data_parallel as _dp
 from . import economics as _econ
+from . import layer_cost as _lc
 from . import memory as _mem
 from . import pipeline as _pipe
 from . import tensor as _tp
+from . import zero as _zero
 
 __all__ = [
-    "Plan", "SweepTable", "plan", "sweep", "evaluate", "iteration_flops",
-    "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "VIOLATION_CODES",
-    "megatron_table1", "format_megatron_table1",
+    "Plan", "SweepTable", "Config", "plan", "sweep", "evaluate", "explain", "iteration_flops",
+    "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "VIOLATION_CODES", "NOTE_CODES",
+    "STEP_TERMS", "megatron_table1", "format_megatron_table1",
 ]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
 #: configuration: the planner's single calibrated assumption. Fitted once on
-#: Megatron-LM SC21 Table 1 (A100, 16-bit, full recomputation): with 0.62 every row's
-#: predicted TFLOP/s per GPU lies within 5 % of the published one (the test allows
-#: 15 %; tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``).
-DEFAULT_COMPUTE_EFFICIENCY = 0.62
+#: Megatron-LM SC21 Table 1 (A100, 16-bit, full recomputation), with every collective at
+#: its measured efficiency (nccl-tests): with 0.63 every row's predicted TFLOP/s per GPU
+#: lies within 4 % of the published one (the test allows 5 %;
+#: tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``).
+DEFAULT_COMPUTE_EFFICIENCY = 0.63
 
-RECOMPUTE_MODES = ("none", "selective", "full")
+RECOMPUTE_MODES = _lc.RECOMPUTE_MODES
 SCHEDULES = ("1f1b", "gpipe")
+#: Step-time terms in the order they add up (``Plan.breakdown()``).
+STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "bubble", "pp_comm", "dp_comm_exposed")
 
 #: 16-bit (BF16/FP16) activations and gradients on the wire.
 _WIRE_BYTES = 2.0
-#: ZeRO-3 moves 1.5x the bytes of an all-reduce (weights gathered in forward and
-#: backward, gradients reduce-scattered): Rajbhandari et al. 2020, section 7.2.
-_ZERO3_VOLUME = 1.5
 
 #: code -> what it means (the sentences in Plan.violations carry the numbers).
 VIOLATION_CODES = {
-    "gpus_mismatch": "TP x PP x DP must equal the number of GPUs",
+    "gpus_mismatch": "TP x CP x PP x DP must equal the number of GPUs",
     "tp_crosses_node": "tensor parallelism must stay inside one node",
     "heads_not_divisible": "attention heads must divide evenly over TP",
-    "layers_not_divisible": "layers must divide evenly over PP x interleave",
+    "cp_not_divisible": "the sequence must split into 2 x CP equal chunks",
     "batch_not_divisible": "global batch must be micro-batch x DP x micro-batches",
     "too_few_microbatches": "a pipeline needs at least as many micro-batches as stages",
     "interleave_needs_multiple": "the interleaved schedule needs micro-batches in multiples of PP",
-    "zero_with_pipeline": "ZeRO-2/3 shard gradients that pipeline micro-batches still accumulate",
     "out_of_memory": "the per-GPU memory exceeds the accelerator's",
+}
+#: code -> what it means: true of the configuration, costed, but not a reason to reject it.
+NOTE_CODES = {
+    "uneven_stages": "layers split unevenly over pipeline stages: the busiest stage sets the pace",
+    "deepspeed_zero_with_pipeline": "DeepSpeed allows only ZeRO-1 with its pipeline engine",
 }
 
 
@@ -131,7 +139,7 @@ def iteration_flops(model, global_batch, recompute="none"):
 
     With GPT shapes (``P_layer = 12 h^2``) and full recomputation this is
     Megatron-LM's eq. 3, ``96 B s l h^2 (1 + s/(6h) + V/(16 l h))`` (Narayanan
-    et al. 2021).
+    et al. 2021). Context parallelism leaves it unchanged.
 
     Parameters
     ----------
@@ -159,15 +167,7 @@ def iteration_flops(model, global_batch, recompute="none"):
     m = _as_model(model)
     v.choice("recompute", recompute, RECOMPUTE_MODES)
     B = v.integer("global_batch", global_batch)
-    return v.scalar_or_array(B * _flops_per_sequence(m, recompute))
-
-
-def _flops_per_sequence(m, recompute):
-    s, h = m.seq_len, m.hidden
-    attention = 4.0 * s * h
-    fwd = 2.0 * m.layer_params + attention
-    extra = {"none": 0.0, "selective": attention, "full": fwd}[recompute]
-    return s * (m.layers * (3.0 * fwd + extra) + 6.0 * m.vocab * h)
+    return v.scalar_or_array(B * _lc.flops_per_sequence(m, recompute))
 
 
 # --------------------------------------------------------------------------- result types
@@ -177,9 +177,10 @@ def _flops_per_sequence(m, recompute):
 class Plan:
     """One evaluated configuration. Times in seconds per iteration, memory in bytes per GPU.
 
-    The step time is the sum of its parts: ``compute + memory_bound + tp_comm +
-    bubble + pp_comm + dp_comm_exposed``; the memory total the sum of ``weights +
-    gradients + optimizer + activations``.
+    The step time is the sum of its parts (:data:`STEP_TERMS`): ``compute +
+    memory_bound + tp_comm + cp_comm + bubble + pp_comm + dp_comm_exposed``; the memory
+    total the sum of ``weights + gradients + optimizer + activations``. ``violations``
+    make a plan infeasible; ``notes`` (uneven stages, framework rules) do not.
     """
 
     model: str
@@ -224,6 +225,13 @@ class Plan:
     scaling_efficiency: float
     bubble_fraction: float
     violations: list = field(default_factory=list)
+    # context parallelism and uneven stages (after the fields callers built before them)
+    cp: int = 1
+    cp_comm: float = 0.0
+    stage_layers: int = 0
+    first_stage_layers: int = 0
+    last_stage_layers: int = 0
+    notes: list = field(default_factory=list)
 
     @property
     def feasible(self) -> bool:
@@ -233,12 +241,12 @@ class Plan:
         d = asdict(self)
         d["feasible"] = self.feasible
         d["violations"] = [list(x) for x in self.violations]
+        d["notes"] = [list(x) for x in self.notes]
         return d
 
     def breakdown(self) -> dict:
-        """Step-time parts in seconds, in the order they add up."""
-        return {"compute": self.compute, "memory_bound": self.memory_bound, "tp_comm": self.tp_comm, "bubble": self.bubble,
-                "pp_comm": self.pp_comm, "dp_comm_exposed": self.dp_comm_exposed}
+        """Step-time parts in seconds, in the order they add up (:data:`STEP_TERMS`)."""
+        return {k: getattr(self, k) for k in STEP_TERMS}
 
     def memory(self) -> dict:
         """Per-GPU memory parts in bytes."""
@@ -296,7 +304,7 @@ class SweepTable:
         return pd.DataFrame(self.columns)
 
 
-# --------------------------------------------------------------------------- the vectorized pass
+# --------------------------------------------------------------------------- configuration record
 
 
 def _as_model(model):
@@ -328,17 +336,276 @@ def _by_mode(recompute_code, fn):
     return out
 
 
-def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero_stage=0,
+@dataclass
+class _Link:
+    """Achieved bandwidth (bytes/s) and latency (s) of the link a parallel group uses."""
+
+    bandwidth: np.ndarray
+    latency: np.ndarray
+
+
+class Config:
+    """A configuration record: validated, broadcast parallel degrees and the settings of one pass.
+
+    Built once by :func:`evaluate`; every term function reads it. Array fields (one
+    element per configuration): ``tp, cp, pp, dp, micro_batch, num_microbatches,
+    zero_stage, recompute_code, sequence_parallel, interleave, first_stage_layers,
+    last_stage_layers``. Derived: ``gpus``, ``global_batch``, ``stage_layers`` (the
+    busiest stage), ``imbalance`` (its layers over the balanced share) and the links of
+    the TP, CP, PP and DP groups (ranks ordered TP, CP, PP, DP).
+
+    Parameters
+    ----------
+    model, cluster
+        As in :func:`plan`.
+    tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave, sequence_parallel
+        Broadcastable arrays.
+    recompute : str or array of int
+        A mode of ``RECOMPUTE_MODES`` or indices into it.
+    first_stage_layers, last_stage_layers : int or array, >= 0
+        Pinned layer counts (0: balanced).
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
+        As in :func:`plan`.
+
+    Source: Dubey et al. 2024, sec. 3.3.2 (placement order TP, CP, PP, DP).
+    """
+
+    def __init__(self, model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4,
+                 zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
+                 first_stage_layers=0, last_stage_layers=0, overlap=True,
+                 compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
+                 collective_efficiency=None):
+        self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        self.schedule = v.choice("schedule", schedule, SCHEDULES)
+        self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
+        self.peak = self.cluster.accelerator.peak(precision)
+        self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
+        arrays = dict(
+            tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
+            micro_batch=v.integer("micro_batch", micro_batch),
+            num_microbatches=v.integer("num_microbatches", num_microbatches),
+            zero_stage=v.integer("zero_stage", zero_stage, minimum=0),
+            interleave=v.integer("interleave", interleave),
+            first_stage_layers=v.integer("first_stage_layers", first_stage_layers, minimum=0),
+            last_stage_layers=v.integer("last_stage_layers", last_stage_layers, minimum=0),
+            sequence_parallel=np.asarray(sequence_parallel, dtype=bool),
+            recompute_code=self._recompute_codes(recompute))
+        if np.any(arrays["zero_stage"] > 3):
+            raise ValueError(f"zero_stage must be 0, 1, 2 or 3; got {zero_stage!r}")
+        if np.any(arrays["interleave"] > 1) and self.schedule != "1f1b":
+            raise ValueError("interleave > 1 needs schedule='1f1b' (the interleaved 1F1B schedule)")
+        if np.any(arrays["pp"] > self.model.layers):
+            raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
+        shaped = np.broadcast_arrays(*arrays.values())
+        for name, arr in zip(arrays, shaped):
+            setattr(self, name, arr if name in ("sequence_parallel", "recompute_code") else arr.astype(np.int64))
+        self.shape = self.tp.shape
+        self._derive(collective_efficiency)
+
+    @staticmethod
+    def _recompute_codes(recompute):
+        if isinstance(recompute, str):
+            return np.asarray(RECOMPUTE_MODES.index(v.choice("recompute", recompute, RECOMPUTE_MODES)))
+        rc = v.integer("recompute", recompute, minimum=0).astype(np.int64)
+        if np.any(rc >= len(RECOMPUTE_MODES)):
+            raise ValueError(f"recompute codes must index {RECOMPUTE_MODES}; got {recompute!r}")
+        return rc
+
+    def _derive(self, collective_efficiency):
+        m, c = self.model, self.cluster
+        self.gpus = self.tp * self.cp * self.pp * self.dp
+        self.global_batch = self.micro_batch * self.num_microbatches * self.dp
+        self.seq_local = m.seq_len / self.cp  # tokens of each sequence on one CP rank
+        self.stage_layers = np.asarray(_pipe.slowest_stage_layers(
+            m.layers, self.pp, np.where(self.pp > 1, self.first_stage_layers, 0),
+            np.where(self.pp > 1, self.last_stage_layers, 0))).astype(np.int64)
+        # with v chunks per stage the largest chunk sets the pace of every chunk slot
+        self.stage_layers = self.interleave * (-(-self.stage_layers // self.interleave))
+        self.imbalance = self.stage_layers * self.pp / m.layers
+        if collective_efficiency is None:
+            eff_in, eff_out = _coll.NVLINK_COLLECTIVE_EFFICIENCY, _coll.NETWORK_COLLECTIVE_EFFICIENCY
+        else:
+            eff_in = eff_out = float(v.fraction("collective_efficiency", collective_efficiency, low_open=True))
+        self.collective_efficiency = (eff_in, eff_out)
+        self.intra_bw, self.inter_bw = c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out
+        g = c.gpus_per_node
+        # a group stays in the node while the ranks it spans (its stride x its size) fit in one
+        self.tp_link = self._link(self.tp <= g)
+        self.cp_link = self._link(self.tp * self.cp <= g)
+        self.pp_link = self._link(self.tp * self.cp * self.pp <= g)
+        # DP x CP ranks hold the same weights and reduce gradients together: how many share a node
+        cp_local = np.where(self.tp * self.cp <= g, self.cp, np.gcd(np.maximum(g // self.tp, 1), self.cp))
+        below_dp = self.tp * self.cp * self.pp
+        dp_local = np.where(below_dp <= g, np.gcd(np.maximum(g // below_dp, 1), self.dp), 1)
+        self.grad_group = self.dp * self.cp
+        self.grad_local = cp_local * dp_local
+        self.grad_nodes = self.grad_group // self.grad_local
+
+    def _link(self, in_node):
+        c = self.cluster
+        return _Link(np.where(in_node, self.intra_bw, self.inter_bw),
+                     np.where(in_node, c.intra_latency, c.inter_latency))
+
+    def per_mode(self, fn):
+        """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
+        return _by_mode(self.recompute_code, fn)
+
+    def activation_bytes(self, mode):
+        """Korthikanti bytes per layer and micro-batch on one GPU for ``mode``, divided by CP."""
+        cache = self.__dict__.setdefault("_act_cache", {})
+        if mode not in cache:
+            m, sp = self.model, self.sequence_parallel
+            per_flag = {flag: _mem.activation_bytes_per_layer(m.seq_len, self.micro_batch, m.hidden, m.heads,
+                                                              self.tp, flag, mode)
+                        for flag in (False, True) if np.any(sp == flag)}
+            act = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
+                   else np.broadcast_to(next(iter(per_flag.values())), self.shape))
+            # each CP rank keeps s/c tokens and the scores of its s/c queries against all s keys
+            cache[mode] = act / self.cp
+        return cache[mode]
+
+
+# --------------------------------------------------------------------------- the terms
+
+
+def compute_term(*, cfg):
+    """FLOPs per iteration and the compute seconds of the slowest stage (Narayanan et al. eq. 3)."""
+    flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode))
+    return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
+
+
+def memory_bound_term(*, cfg):
+    """Seconds of element-wise kernels: their HBM bytes (:mod:`~course.core.layer_cost`) / bandwidth."""
+    # a fused attention kernel (FlashAttention) never writes the s x s scores to memory
+    stored = cfg.activation_bytes("selective") if cfg.fused_attention else cfg.activation_bytes("none")
+    needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
+    scores = cfg.activation_bytes("none") - cfg.activation_bytes("selective") if needs_scores else 0.0
+    traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
+    return cfg.num_microbatches * cfg.stage_layers * traffic / cfg.cluster.accelerator.memory_bandwidth
+
+
+def tp_comm_term(*, cfg):
+    """Seconds of TP all-reduces of ``b (s/cp) h`` per layer and micro-batch (Shoeybi et al. 2019)."""
+    m, link = cfg.model, cfg.tp_link
+    per_layer = cfg.per_mode(lambda mode: _tp.tp_comm_time_per_layer(
+        cfg.seq_local, cfg.micro_batch, m.hidden, cfg.tp, link.bandwidth, link.latency, _WIRE_BYTES,
+        recompute=mode))
+    return cfg.num_microbatches * cfg.stage_layers * per_layer
+
+
+def cp_comm_term(*, cfg):
+    """Seconds of CP key/value all-gathers and reduce-scatters per layer and micro-batch."""
+    if not np.any(cfg.cp > 1):
+        return np.zeros(cfg.shape)
+    m, link = cfg.model, cfg.cp_link
+    per_layer = cfg.per_mode(lambda mode: _cp.cp_comm_time_per_layer(
+        m.seq_len, cfg.micro_batch, m.kv_heads or m.heads, m.head_dim, cfg.tp, cfg.cp, link.bandwidth,
+        link.latency, mode, _WIRE_BYTES))
+    return cfg.num_microbatches * cfg.stage_layers * per_layer
+
+
+def bubble_term(*, cfg, busy):
+    """Pipeline bubble: :func:`~course.core.pipeline.bubble_overhead` x the busy time of a stage."""
+    return _pipe.bubble_overhead(cfg.pp, cfg.num_microbatches, cfg.interleave) * busy
+
+
+def pp_comm_term(*, cfg):
+    """Seconds of point-to-point sends: ``b (s/cp) h / tp`` 16-bit values, forward and backward, x v."""
+    if not np.any(cfg.pp > 1):
+        return np.zeros(cfg.shape)
+    m, link = cfg.model, cfg.pp_link
+    # Megatron's scatter/gather optimisation splits each send over the TP group (sec. 4.1)
+    message = _pipe.p2p_bytes_per_microbatch(cfg.seq_local, cfg.micro_batch, m.hidden, _WIRE_BYTES) / cfg.tp
+    send = _coll.point_to_point_time(message, link.bandwidth, link.latency)
+    return np.where(cfg.pp > 1, 2 * cfg.interleave * cfg.num_microbatches * send, 0.0)
+
+
+def dp_comm_term(*, cfg, busy):
+    """ZeRO traffic over the DP x CP group: total seconds and the part left exposed.
+
+    One all-reduce of the GPU's 16-bit gradients (hierarchical: in-node members first)
+    times the stage's all-reduce equivalents (:mod:`~course.core.zero`), overlapped per
+    layer with the forward / backward pass of one micro-batch of the busiest stage.
+    """
+    m, c = cfg.model, cfg.cluster
+    grad_bytes = m.params / (cfg.tp * cfg.pp) * _WIRE_BYTES
+    # overlapped traffic moves one bucket per layer, each paying the collective's latency;
+    # without overlap one collective over the whole gradient buffer (Megatron's local DDP)
+    buckets = cfg.stage_layers if cfg.overlap else np.ones(cfg.shape, np.int64)
+    one_allreduce = buckets * _coll.hierarchical_allreduce_time(
+        grad_bytes / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
+        c.inter_latency)
+    per_mb, per_step = _zero.zero_allreduce_equivalents(cfg.zero_stage)
+    total = (per_mb * cfg.num_microbatches + per_step) * one_allreduce
+    microbatch = busy / cfg.num_microbatches
+    fwd = microbatch * cfg.per_mode(_lc.forward_share)
+    bwd = microbatch * cfg.per_mode(_lc.backward_share)
+    exposed = _zero.zero_exposed_time(one_allreduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
+                                      buckets, cfg.overlap)
+    return total, np.broadcast_to(exposed, cfg.shape)
+
+
+def memory_terms(*, cfg):
+    """Per-GPU bytes: model states (ZeRO over DP x CP) and activations of the busiest stage."""
+    m = cfg.model
+    params_gpu = m.params / (cfg.tp * cfg.pp)
+    parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group)
+    out = {k: np.broadcast_to(parts[k], cfg.shape) for k in ("weights", "gradients", "optimizer")}
+    in_flight = _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, cfg.schedule, 1)
+    if np.any(cfg.interleave > 1):
+        in_flight = np.where(cfg.interleave > 1,
+                             _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, "interleaved",
+                                                          cfg.interleave), in_flight)
+    activations = cfg.per_mode(cfg.activation_bytes) * cfg.stage_layers * in_flight
+    # full recomputation still materialises one layer's activations during its backward
+    if np.any(cfg.recompute_code == 2):
+        activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
+    out["activations"] = activations
+    out["memory_total"] = out["weights"] + out["gradients"] + out["optimizer"] + activations
+    return out
+
+
+def violation_terms(*, cfg, memory_total):
+    """One boolean array per code of :data:`VIOLATION_CODES` (batch mismatches are the caller's)."""
+    m, c = cfg.model, cfg.cluster
+    g = c.gpus_per_node
+    return {
+        "gpus_mismatch": cfg.gpus != c.gpus,
+        "tp_crosses_node": (cfg.tp > g) | (g % np.minimum(cfg.tp, g) != 0),
+        "heads_not_divisible": m.heads % cfg.tp != 0,
+        "cp_not_divisible": m.seq_len % (2 * cfg.cp) != 0,
+        "batch_not_divisible": np.zeros(cfg.shape, bool),
+        "too_few_microbatches": (cfg.pp > 1) & (cfg.num_microbatches < cfg.pp),
+        "interleave_needs_multiple": (cfg.interleave > 1) & (cfg.num_microbatches % cfg.pp != 0),
+        "out_of_memory": memory_total > cfg.cluster.accelerator.memory_bytes,
+    }
+
+
+def note_terms(*, cfg):
+    """One boolean array per code of :data:`NOTE_CODES`."""
+    return {
+        "uneven_stages": (cfg.pp > 1) & (cfg.stage_layers * cfg.pp != cfg.model.layers),
+        "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
+    }
+
+
+# --------------------------------------------------------------------------- the vectorized pass
+
+
+def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4, zero_stage=0,
              recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
-             overlap=True, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-             fused_attention=False):
+             first_stage_layers=0, last_stage_layers=0, overlap=True,
+             compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
+             collective_efficiency=None):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
-    ``tp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave`` and
-    ``sequence_parallel`` broadcast against each other; ``recompute`` is a mode name or
-    an integer array of indices into ``RECOMPUTE_MODES``. Returns a dict of NumPy
-    columns (the fields of :class:`Plan` plus one boolean column per violation code,
-    ``viol_<code>``, and ``feasible``). :func:`plan` and :func:`sweep` are built on it.
+    ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
+    first_stage_layers, last_stage_layers`` and ``sequence_parallel`` broadcast against
+    each other; ``recompute`` is a mode name or an integer array of indices into
+    ``RECOMPUTE_MODES``. Builds a :class:`Config` and adds up the term functions.
+    Returns a dict of NumPy columns (the fields of :class:`Plan` plus one boolean
+    column per violation code, ``viol_<code>``, one per note code, ``note_<code>``,
+    and ``feasible``). :func:`plan` and :func:`sweep` are built on it.
 
     Parameters
     ----------
@@ -346,13 +613,14 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
         A transformer of :mod:`course.core.catalog`.
     cluster : Cluster or str
         A cluster of :mod:`course.core.catalog`.
-    tp, pp, dp, micro_batch, num_microbatches, interleave : int or array of int, >= 1
+    tp, cp, pp, dp, micro_batch, num_microbatches, interleave : int or array of int, >= 1
         Parallel degrees, sequences per micro-batch, micro-batches per step, chunks per stage.
     zero_stage : int or array of int in 0..3
     recompute : str or array of int
         A mode of ``RECOMPUTE_MODES`` or indices into it.
     sequence_parallel : bool or array of bool
-    schedule, overlap, compute_efficiency, precision, fused_attention
+    first_stage_layers, last_stage_layers : int or array of int, >= 0
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
         As in :func:`plan`.
 
     Returns
@@ -371,154 +639,53 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
     >>> cols["step_time"].shape
     (3,)
     """
-    m, c = _as_model(model), _as_cluster(cluster)
-    v.choice("schedule", schedule, SCHEDULES)
-    eff = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
-    peak = c.accelerator.peak(precision)
-    tp = v.integer("tp", tp)
-    pp = v.integer("pp", pp)
-    dp = v.integer("dp", dp)
-    b = v.integer("micro_batch", micro_batch)
-    nmb = v.integer("num_microbatches", num_microbatches)
-    zero = v.integer("zero_stage", zero_stage, minimum=0)
-    if np.any(zero > 3):
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3; got {zero_stage!r}")
-    vchunks = v.integer("interleave", interleave)
-    if np.any(vchunks > 1) and schedule != "1f1b":
-        raise ValueError("interleave > 1 needs schedule='1f1b' (the interleaved 1F1B schedule)")
-    sp = np.asarray(sequence_parallel, dtype=bool)
-    if isinstance(recompute, str):
-        rc = np.asarray(RECOMPUTE_MODES.index(v.choice("recompute", recompute, RECOMPUTE_MODES)))
-    else:
-        rc = v.integer("recompute", recompute, minimum=0)
-        if np.any(rc >= len(RECOMPUTE_MODES)):
-            raise ValueError(f"recompute codes must index {RECOMPUTE_MODES}; got {recompute!r}")
-    tp, pp, dp, b, nmb, zero, vchunks, sp, rc = np.broadcast_arrays(tp, pp, dp, b, nmb, zero, vchunks, sp, rc)
+    cfg = Config(model, cluster, tp=tp, cp=cp, pp=pp, dp=dp, micro_batch=micro_batch,
+                 num_microbatches=num_microbatches, zero_stage=zero_stage, recompute=recompute,
+                 sequence_parallel=sequence_parallel, schedule=schedule, interleave=interleave,
+                 first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
+                 compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
+                 collective_efficiency=collective_efficiency)
+    return _columns(cfg)
 
-    s, h, L, heads = m.seq_len, m.hidden, m.layers, m.heads
-    gpus = tp * pp * dp
-    gb = b * nmb * dp
-    g_node = c.gpus_per_node
-    # the busiest stage holds ceil(L / pp) layers; with uneven splits the others wait for it
-    layers_stage = np.asarray(_pipe.max_layers_per_stage(L, pp)).astype(np.int64)
-    imbalance = layers_stage * pp / L
 
-    # ---- compute
-    flops = gb * _by_mode(rc, lambda mode: _flops_per_sequence(m, mode))
-    compute = flops / (gpus * peak * eff) * imbalance
+def _columns(cfg):
+    flops, compute = compute_term(cfg=cfg)
+    memory_bound = memory_bound_term(cfg=cfg)
+    tp_comm = tp_comm_term(cfg=cfg)
+    cp_comm = cp_comm_term(cfg=cfg)
+    busy = compute + memory_bound + tp_comm + cp_comm
+    bubble = bubble_term(cfg=cfg, busy=busy)
+    pp_comm = pp_comm_term(cfg=cfg)
+    dp_comm, dp_exposed = dp_comm_term(cfg=cfg, busy=busy)
+    step = compute + memory_bound + tp_comm + cp_comm + bubble + pp_comm + dp_exposed
+    mem = memory_terms(cfg=cfg)
 
-    # ---- memory-bound operations (layer norm, dropout, GeLU, softmax...): each activation
-    # byte that Korthikanti et al. count is written once and read once by such a kernel in a
-    # forward pass; a backward pass moves twice that; full recompute repeats the forward
-    act_cache = {}
-
-    def act(mode):
-        """Korthikanti bytes per layer for ``mode``, with or without SP per element (cached)."""
-        if mode not in act_cache:
-            per_flag = {flag: _mem.activation_bytes_per_layer(s, b, h, heads, tp, flag, mode)
-                        for flag in (False, True) if np.any(sp == flag)}
-            act_cache[mode] = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
-                               else np.broadcast_to(next(iter(per_flag.values())), sp.shape))
-        return act_cache[mode]
-
-    # a fused attention kernel (FlashAttention) never writes the s x s scores to memory
-    stored = act("selective") if fused_attention else act("none")
-    score_bytes = act("none") - act("selective") if np.any(rc == 1) and not fused_attention else 0.0
-    traffic = np.select([rc == 2, rc == 1], [8.0 * stored, 6.0 * stored + 2.0 * score_bytes], 6.0 * stored)
-    memory_bound = nmb * layers_stage * traffic / c.accelerator.memory_bandwidth
-
-    # ---- tensor parallel: 4 all-reduces of b*s*h per layer and micro-batch, 6 with full recompute
-    tp_in_node = tp <= g_node
-    tp_bw = np.where(tp_in_node, c.intra_bandwidth, c.inter_bandwidth)
-    tp_lat = np.where(tp_in_node, c.intra_latency, c.inter_latency)
-    tp_layer = _by_mode(rc, lambda mode: _tp.tp_comm_time_per_layer(
-        s, b, h, tp, tp_bw, tp_lat, _WIRE_BYTES, recompute=mode))
-    tp_comm = nmb * layers_stage * tp_layer
-
-    # ---- pipeline bubble and point-to-point
-    busy = compute + memory_bound + tp_comm
-    bubble = _pipe.bubble_overhead(pp, nmb, vchunks) * busy
-    # pipeline neighbours are tp*dp ranks apart (ranks ordered TP, then DP, then PP); with
-    # more than one node some stage boundary crosses the network (every boundary does when
-    # tp*dp >= g_node), and every micro-batch must cross the slowest boundary
-    p2p_in_node = gpus <= g_node
-    p2p_bw = np.where(p2p_in_node, c.intra_bandwidth, c.inter_bandwidth)
-    p2p_lat = np.where(p2p_in_node, c.intra_latency, c.inter_latency)
-    if np.any(pp > 1):
-        send = _coll.point_to_point_time(_pipe.p2p_bytes_per_microbatch(s, b, h, _WIRE_BYTES) / tp,
-                                         p2p_bw, p2p_lat)
-        pp_comm = np.where(pp > 1, 2 * vchunks * nmb * send, 0.0)
-    else:
-        pp_comm = np.zeros(gpus.shape)
-
-    # ---- data parallel gradient all-reduce (16-bit gradients of this GPU's shard)
-    params_gpu = m.params / (tp * pp)
-    volume = np.where(zero == 3, _ZERO3_VOLUME, 1.0) * params_gpu * _WIRE_BYTES
-    dp_local = np.where(tp_in_node, np.gcd(np.maximum(g_node // tp, 1), dp), 1)
-    dp_nodes = dp // dp_local
-    dp_comm = _coll.hierarchical_allreduce_time(volume, dp_local, dp_nodes, c.intra_bandwidth,
-                                                c.inter_bandwidth, c.intra_latency, c.inter_latency)
-    # backward share of one micro-batch's compute: 2f / (3f + r)
-    bwd_share = _by_mode(rc, lambda mode: {"none": 2 / 3, "selective": 2 / 3, "full": 3 / 4}[mode])
-    last_backward = busy / nmb * bwd_share
-    if overlap:
-        dp_exposed = np.where(dp_comm > 0, _dp.exposed_comm_time(last_backward, dp_comm, layers_stage), 0.0)
-    else:
-        dp_exposed = dp_comm
-
-    step = compute + memory_bound + tp_comm + bubble + pp_comm + dp_exposed
-
-    # ---- memory per GPU
-    parts = _mem.model_state_breakdown(params_gpu, zero, dp)
-    state, weights, grads, optimizer = (np.broadcast_to(parts[k], gpus.shape) for k in
-                                        ("total", "weights", "gradients", "optimizer"))
-    act_layer = _by_mode(rc, act)
-    in_flight = _pipe.in_flight_microbatches(pp, nmb, schedule, 1)
-    if np.any(vchunks > 1):
-        in_flight = np.where(vchunks > 1, _pipe.in_flight_microbatches(pp, nmb, "interleaved", vchunks),
-                             in_flight)
-    activations = act_layer * layers_stage * in_flight
-    # full recomputation still materialises one layer's activations during its backward
-    if np.any(rc == 2):
-        activations = activations + np.where(rc == 2, act("none"), 0.0)
-    memory = state + activations
-    capacity = c.accelerator.memory_bytes
-
-    # ---- rates
-    tokens = gb * s
-    model_flops = np.broadcast_to(_econ.training_flops(m.params, tokens), gpus.shape)
+    gpus, gb = cfg.gpus, cfg.global_batch
+    tokens = gb * cfg.model.seq_len
+    model_flops = np.broadcast_to(_econ.training_flops(cfg.model.params, tokens), cfg.shape)
     cols = dict(
-        gpus=gpus, tp=tp, pp=pp, dp=dp, micro_batch=b, num_microbatches=nmb, global_batch=gb,
-        zero_stage=zero, recompute_code=rc, sequence_parallel=sp, interleave=vchunks,
-        compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, bubble=bubble, pp_comm=pp_comm, dp_comm=dp_comm,
-        dp_comm_exposed=dp_exposed, step_time=step,
-        weights=weights, gradients=grads, optimizer=optimizer, activations=activations,
-        memory_total=memory, memory_capacity=np.full(gpus.shape, capacity),
+        gpus=gpus, tp=cfg.tp, cp=cfg.cp, pp=cfg.pp, dp=cfg.dp, micro_batch=cfg.micro_batch,
+        num_microbatches=cfg.num_microbatches, global_batch=gb, zero_stage=cfg.zero_stage,
+        recompute_code=cfg.recompute_code, sequence_parallel=cfg.sequence_parallel, interleave=cfg.interleave,
+        first_stage_layers=cfg.first_stage_layers, last_stage_layers=cfg.last_stage_layers,
+        stage_layers=cfg.stage_layers,
+        compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, bubble=bubble,
+        pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
+        memory_capacity=np.full(cfg.shape, cfg.cluster.accelerator.memory_bytes),
         flops_per_iteration=flops, model_flops=model_flops,
         achieved_flops_per_gpu=flops / (step * gpus),
-        mfu=_dp.mfu(model_flops, step, peak, gpus),
+        mfu=_dp.mfu(model_flops, step, cfg.peak, gpus),
         tokens_per_second=tokens / step, samples_per_second=gb / step,
-        scaling_efficiency=compute / step,
-        bubble_fraction=bubble / step,
+        scaling_efficiency=compute / step, bubble_fraction=bubble / step,
+        **mem,
     )
-
-    # ---- feasibility, one boolean column per code
-    viol = {
-        "gpus_mismatch": gpus != c.gpus,
-        "tp_crosses_node": (tp > g_node) | (g_node % np.minimum(tp, g_node) != 0),
-        "heads_not_divisible": heads % tp != 0,
-        "layers_not_divisible": L % (pp * vchunks) != 0,
-        "batch_not_divisible": np.zeros(gpus.shape, bool),
-        "too_few_microbatches": (pp > 1) & (nmb < pp),
-        "interleave_needs_multiple": (vchunks > 1) & (nmb % pp != 0),
-        "zero_with_pipeline": (pp > 1) & (zero >= 2),
-        "out_of_memory": memory > capacity,
-    }
-    feasible = np.ones(gpus.shape, bool)
-    for code, mask in viol.items():
+    feasible = np.ones(cfg.shape, bool)
+    for code, mask in violation_terms(cfg=cfg, memory_total=mem["memory_total"]).items():
         cols["viol_" + code] = mask
         feasible &= ~mask
     cols["feasible"] = feasible
+    for code, mask in note_terms(cfg=cfg).items():
+        cols["note_" + code] = np.broadcast_to(mask, cfg.shape)
     return cols
 
 
@@ -528,12 +695,13 @@ def evaluate(model, cluster, tp, pp, dp, micro_batch=1, num_microbatches=4, zero
 def _sentences(cols, i, m, c, requested_batch):
     """Student-facing sentences for the violations of row ``i``."""
     g = lambda k: cols[k][i].item()  # noqa: E731
-    tp, pp, dp, b, nmb, v_ = g("tp"), g("pp"), g("dp"), g("micro_batch"), g("num_microbatches"), g("interleave")
+    tp, cp, pp, dp = g("tp"), g("cp"), g("pp"), g("dp")
+    b, nmb, v_ = g("micro_batch"), g("num_microbatches"), g("interleave")
     out = []
     if g("viol_gpus_mismatch"):
         out.append(("gpus_mismatch",
-                    f"TP x PP x DP = {tp} x {pp} x {dp} = {tp * pp * dp} GPUs, but {c.name} has "
-                    f"{c.gpus}: every GPU needs exactly one (TP, PP, DP) position."))
+                    f"TP x CP x PP x DP = {tp} x {cp} x {pp} x {dp} = {tp * cp * pp * dp} GPUs, but "
+                    f"{c.name} has {c.gpus}: every GPU needs exactly one (TP, CP, PP, DP) position."))
     if g("viol_tp_crosses_node"):
         out.append(("tp_crosses_node",
                     f"TP = {tp} spans more than one {c.gpus_per_node}-GPU node: its all-reduces after "
@@ -544,11 +712,10 @@ def _sentences(cols, i, m, c, requested_batch):
         out.append(("heads_not_divisible",
                     f"TP = {tp} cannot split {m.heads} attention heads evenly: each GPU must hold "
                     f"whole heads."))
-    if g("viol_layers_not_divisible"):
-        stages = pp * v_
-        out.append(("layers_not_divisible",
-                    f"The {m.layers} layers do not split evenly into PP x interleave = {stages} stages: "
-                    f"the busiest stage gets {-(-m.layers // stages)} layers and the others wait for it."))
+    if g("viol_cp_not_divisible"):
+        out.append(("cp_not_divisible",
+                    f"CP = {cp} cannot split a {m.seq_len}-token sequence into 2 x CP = {2 * cp} equal "
+                    f"chunks (each rank takes one early and one late chunk to balance causal attention)."))
     if requested_batch is not None and requested_batch != g("global_batch"):
         if requested_batch % (b * dp):
             why = (f"cannot be split: micro-batch x DP = {b} x {dp} = {b * dp} does not divide it "
@@ -566,11 +733,6 @@ def _sentences(cols, i, m, c, requested_batch):
         out.append(("interleave_needs_multiple",
                     f"The interleaved schedule needs the number of micro-batches ({nmb}) to be a "
                     f"multiple of PP = {pp}."))
-    if g("viol_zero_with_pipeline"):
-        out.append(("zero_with_pipeline",
-                    f"ZeRO stage {g('zero_stage')} shards gradients, but with PP = {pp} every "
-                    f"micro-batch adds to the full gradients of its stage; use ZeRO-1 with pipelines "
-                    f"(as Megatron-LM and DeepSpeed do)."))
     if g("viol_out_of_memory"):
         gbs = lambda k: g(k) / 1e9  # noqa: E731
         out.append(("out_of_memory",
@@ -581,11 +743,32 @@ def _sentences(cols, i, m, c, requested_batch):
     return out
 
 
-def plan(model, cluster, tp, pp, dp, micro_batch=1, global_batch=None, num_microbatches=None,
+def _note_sentences(cols, i, m):
+    """Sentences for the notes of row ``i`` (true, costed, not a reason to reject)."""
+    g = lambda k: cols[k][i].item()  # noqa: E731
+    out = []
+    if g("note_uneven_stages"):
+        pp, busiest = g("pp"), g("stage_layers")
+        first, last = g("first_stage_layers"), g("last_stage_layers")
+        pinned = "".join([f", {first} pinned on the first stage" if first else "",
+                          f", {last} pinned on the last" if last else ""])
+        out.append(("uneven_stages",
+                    f"The {m.layers} layers split unevenly over PP = {pp} stages{pinned}: the busiest stage "
+                    f"has {busiest} layers and sets the pace of all, so compute takes "
+                    f"{busiest * pp / m.layers:.3f}x the balanced time ({busiest} x {pp} / {m.layers})."))
+    if g("note_deepspeed_zero_with_pipeline"):
+        out.append(("deepspeed_zero_with_pipeline",
+                    f"ZeRO-{g('zero_stage')} with PP = {g('pp')}: " + _zero.FRAMEWORK_NOTES[
+                        "deepspeed_zero_with_pipeline"]))
+    return out
+
+
+def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, num_microbatches=None,
          zero_stage=0, recompute="none", sequence_parallel=False, overlap=True, schedule="1f1b",
-         interleave=1, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-         fused_attention=False) -> Plan:
-    """Plan one 3D-parallel configuration: step-time and memory breakdown, MFU, feasibility.
+         interleave=1, first_stage_layers=0, last_stage_layers=0,
+         compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
+         collective_efficiency=None) -> Plan:
+    """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
     ----------
@@ -595,6 +778,9 @@ def plan(model, cluster, tp, pp, dp, micro_batch=1, global_batch=None, num_micro
         ``"h100-1024"``, or :func:`~course.core.catalog.make_cluster`.
     tp, pp, dp : int >= 1
         Tensor-, pipeline- and data-parallel degrees.
+    cp : int >= 1, optional
+        Context-parallel degree: each sequence split over ``cp`` GPUs (``GPUs = TP x CP x
+        PP x DP``).
     micro_batch : int >= 1
         Sequences per micro-batch ``b``.
     global_batch, num_microbatches : int >= 1, optional
@@ -603,15 +789,18 @@ def plan(model, cluster, tp, pp, dp, micro_batch=1, global_batch=None, num_micro
         below 25 %). A ``global_batch`` that ``b * dp`` does not divide is rounded down
         and reported as ``batch_not_divisible``.
     zero_stage : {0, 1, 2, 3}
+        ZeRO-1 is Megatron's distributed optimizer; 2 and 3 are DeepSpeed's / FSDP's,
+        with their traffic per micro-batch (:mod:`~course.core.zero`).
     recompute : {"none", "selective", "full"}
     sequence_parallel : bool
     overlap : bool
-        Overlap the DP all-reduce with the last micro-batch's backward pass
-        (bucketed, one bucket per layer).
+        Overlap DP/ZeRO traffic with compute, one bucket per layer (prefetch for ZeRO-3).
     schedule : {"1f1b", "gpipe"}
         Same bubble; 1F1B keeps at most ``pp`` micro-batches in flight, GPipe all ``m``.
     interleave : int >= 1
         Model chunks per GPU ``v`` (interleaved 1F1B): bubble / v, point-to-point x v.
+    first_stage_layers, last_stage_layers : int >= 0, optional
+        Pin the layers of the first / last pipeline stage (0: balanced split).
     compute_efficiency : float in (0, 1]
         Share of dense peak sustained by the computation (see
         ``DEFAULT_COMPUTE_EFFICIENCY``).
@@ -621,26 +810,33 @@ def plan(model, cluster, tp, pp, dp, micro_batch=1, global_batch=None, num_micro
         A fused attention kernel (FlashAttention) keeps the ``s x s`` scores out of
         HBM, so the memory-bound time leaves them out (activation *memory* still
         follows Korthikanti et al.'s table for the chosen ``recompute``).
+    collective_efficiency : float in (0, 1], optional
+        Achieved bus bandwidth over link bandwidth for every collective; by default the
+        measured NVLink and network values of :mod:`~course.core.collectives`.
 
     Returns
     -------
     Plan
-        Seconds per iteration, bytes per GPU, FLOP/s, tokens/s; ``violations`` is a list of
-        ``(code, sentence)``; ``feasible`` is True when it is empty.
+        Seconds per iteration, bytes per GPU, FLOP/s, tokens/s; ``violations`` and
+        ``notes`` are lists of ``(code, sentence)``; ``feasible`` is True when there are
+        no violations.
 
     Source: Narayanan et al. 2021 (SC21); Korthikanti et al. 2022; Rajbhandari et al.
-    2020; Thakur et al. 2005 (the module docstring maps each term to its source).
+    2020; Dubey et al. 2024; Thakur et al. 2005 (the module docstring maps each term to
+    its source).
 
     Examples
     --------
     >>> p = plan("llama3-70b", "research-256", tp=8, pp=4, dp=8, num_microbatches=16,
     ...          recompute="full")
-    >>> total = p.compute + p.memory_bound + p.tp_comm + p.bubble + p.pp_comm + p.dp_comm_exposed
-    >>> abs(total - p.step_time) < 1e-12 * p.step_time
+    >>> abs(sum(p.breakdown().values()) - p.step_time) < 1e-12 * p.step_time
     True
+    >>> [code for code, _ in plan("llama3-405b", "h100-16384", tp=8, pp=16, dp=128,
+    ...                          num_microbatches=16, zero_stage=1, recompute="full").notes]
+    ['uneven_stages']
     """
     m, c = _as_model(model), _as_cluster(cluster)
-    for name, val in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch)):
+    for name, val in (("tp", tp), ("cp", cp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch)):
         if not isinstance(val, (int, np.integer)) or val < 1:
             raise ValueError(f"{name} must be a whole number >= 1; got {val!r}")
     requested = None
@@ -656,26 +852,18 @@ def plan(model, cluster, tp, pp, dp, micro_batch=1, global_batch=None, num_micro
                              f"got {global_batch!r}")
     else:
         nmb = 4 * pp
-    cols = evaluate(m, c, tp, pp, dp, micro_batch, nmb, zero_stage, recompute, sequence_parallel,
-                    schedule, interleave, overlap, compute_efficiency, precision, fused_attention)
-    cols = {k: np.reshape(a, (1,)) for k, a in cols.items()}
-    violations = _sentences(cols, 0, m, c, requested)
-    f = lambda k: cols[k][0].item()  # noqa: E731
-    return Plan(
-        model=m.name, cluster=c.name, gpus=c.gpus, tp=tp, pp=pp, dp=dp, micro_batch=micro_batch,
-        num_microbatches=nmb, global_batch=int(f("global_batch")), zero_stage=int(zero_stage),
-        recompute=recompute, sequence_parallel=bool(sequence_parallel), schedule=schedule,
-        interleave=int(interleave), overlap=bool(overlap), compute_efficiency=float(compute_efficiency),
-        compute=f("compute"), memory_bound=f("memory_bound"), tp_comm=f("tp_comm"), bubble=f("bubble"), pp_comm=f("pp_comm"),
-        dp_comm=f("dp_comm"), dp_comm_exposed=f("dp_comm_exposed"), step_time=f("step_time"),
-        weights=f("weights"), gradients=f("gradients"), optimizer=f("optimizer"),
-        activations=f("activations"), memory_total=f("memory_total"),
-        memory_capacity=f("memory_capacity"), flops_per_iteration=f("flops_per_iteration"),
-        model_flops=f("model_flops"), achieved_flops_per_gpu=f("achieved_flops_per_gpu"),
-        mfu=f("mfu"), tokens_per_second=f("tokens_per_second"),
-        samples_per_second=f("samples_per_second"), scaling_efficiency=f("scaling_efficiency"),
-        bubble_fraction=f("bubble_fraction"), violations=violations,
-    )
+    cfg = Config(m, c, tp=tp, cp=cp, pp=pp, dp=dp, micro_batch=micro_batch, num_microbatches=nmb,
+                 zero_stage=zero_stage, recompute=recompute, sequence_parallel=sequence_parallel,
+                 schedule=schedule, interleave=interleave, first_stage_layers=first_stage_layers,
+                 last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
+                 precision=precision, fused_attention=fused_attention,
+                 collective_efficiency=collective_efficiency)
+    cols = {k: np.reshape(a, (1,)) for k, a in _columns(cfg).items()}
+    record = {k: cols[k][0].item() for k in cols}
+    record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
+                  overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
+                  violations=_sentences(cols, 0, m, c, requested), notes=_note_sentences(cols, 0, m))
+    return Plan(**{f.name: record[f.name] for f in fields(Plan)})
 
 
 # --------------------------------------------------------------------------- sweep
@@ -687,19 +875,21 @@ def _divisors(n, up_to=None):
     return [d for d in range(1, limit + 1) if n % d == 0]
 
 
-def sweep(model, cluster, tp=None, pp=None, micro_batches=(1, 2, 4, 8), global_batch=None,
-          zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE_MODES, sequence_parallel=(False, True),
-          interleave=(1,), schedule="1f1b", overlap=True,
+def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(1, 2, 4, 8),
+          global_batch=None, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE_MODES,
+          sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-          fused_attention=False, include_infeasible=False) -> SweepTable:
+          fused_attention=False, collective_efficiency=None, include_infeasible=False) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
-    Enumerates TP (default: divisors of the GPUs per node), PP (default: divisors of
-    GPUs / TP up to the layer count), DP = GPUs / (TP x PP), micro-batch sizes, ZeRO
-    stages, recompute modes, sequence parallelism and interleaving, for a fixed
-    ``global_batch`` (default: the Llama 3 batch of about 16M tokens, ``2**24 //
-    seq_len`` sequences; Dubey et al. 2024, section 3.4). Combinations whose micro-batch
-    x DP does not divide the global batch are skipped (they are not configurations).
+    Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
+    GPUs / (TP x CP) up to the layer count), DP = GPUs / (TP x CP x PP), micro-batch
+    sizes, ZeRO stages, recompute modes, sequence parallelism and interleaving, for a
+    fixed ``global_batch`` (default: the Llama 3 batch of about 16M tokens, ``2**24 //
+    seq_len`` sequences; Dubey et al. 2024, section 3.4). Combinations that are not
+    configurations are skipped: micro-batch x DP not dividing the global batch, CP not
+    splitting the sequence into ``2 x CP`` chunks, interleaving without a pipeline, with
+    more chunks than layers or with micro-batches that PP does not divide.
 
     Parameters
     ----------
@@ -707,11 +897,11 @@ def sweep(model, cluster, tp=None, pp=None, micro_batches=(1, 2, 4, 8), global_b
         As in :func:`plan`.
     tp, pp : sequence of int, optional
         Degrees to try (defaults above).
-    micro_batches, zero_stages, recompute, sequence_parallel, interleave : sequence
+    cp, micro_batches, zero_stages, recompute, sequence_parallel, interleave : sequence
         Values to try for each setting.
     global_batch : int, optional
         Sequences per iteration, ``>= 1``.
-    schedule, overlap, compute_efficiency, precision, fused_attention
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -722,15 +912,15 @@ def sweep(model, cluster, tp=None, pp=None, micro_batches=(1, 2, 4, 8), global_b
     -------
     SweepTable
         One row per configuration, with every :class:`Plan` number, a ``recompute``
-        column of mode names, ``violations`` (``;``-joined codes) and ``feasible``.
-        Only feasible rows unless ``include_infeasible``; sorted by tokens/s.
+        column of mode names, ``violations`` and ``notes`` (``;``-joined codes) and
+        ``feasible``. Only feasible rows unless ``include_infeasible``; sorted by tokens/s.
 
     Examples
     --------
     >>> t = sweep("llama3-70b", "research-256", zero_stages=(1,), recompute=("full",),
     ...           sequence_parallel=(True,))
     >>> best = t.row(0)
-    >>> best["tp"] * best["pp"] * best["dp"]
+    >>> best["tp"] * best["cp"] * best["pp"] * best["dp"]
     256
     """
     m, c = _as_model(model), _as_cluster(cluster)
@@ -740,41 +930,110 @@ def sweep(model, cluster, tp=None, pp=None, micro_batches=(1, 2, 4, 8), global_b
     for r in recompute:
         v.choice("recompute", r, RECOMPUTE_MODES)
     rows = []
-    for t in tps:
-        if n % t:
+    for t, k in product(tps, cp):
+        if n % (t * k) or m.seq_len % (2 * k):
             continue
-        pps = list(pp) if pp is not None else _divisors(n // t, up_to=m.layers)
+        pps = list(pp) if pp is not None else _divisors(n // (t * k), up_to=m.layers)
         for p in pps:
-            if (n // t) % p:
+            if (n // (t * k)) % p:
                 continue
-            d = n // (t * p)
+            d = n // (t * k * p)
             for b in micro_batches:
                 if B % (b * d):
                     continue
-                rows.append((t, p, d, b, B // (b * d)))
+                nmb = B // (b * d)
+                for chunks in interleave:
+                    if chunks > 1 and (p == 1 or nmb % p or p * chunks > m.layers):
+                        continue
+                    rows.append((t, k, p, d, b, nmb, chunks))
     if not rows:
         raise ValueError(f"global_batch = {B} admits no configuration of {n} GPUs with micro-batches "
                          f"{tuple(micro_batches)}")
     base = np.array(rows, dtype=np.int64)
-    extra = np.array(list(product(zero_stages, range(len(recompute)), sequence_parallel, interleave)),
-                     dtype=np.int64)
+    extra = np.array(list(product(zero_stages, range(len(recompute)), sequence_parallel)), dtype=np.int64)
     rc_codes = np.array([RECOMPUTE_MODES.index(r) for r in recompute])
     grid_b = np.repeat(base, len(extra), axis=0)
     grid_e = np.tile(extra, (len(base), 1))
-    cols = evaluate(m, c, grid_b[:, 0], grid_b[:, 1], grid_b[:, 2], grid_b[:, 3], grid_b[:, 4],
-                    grid_e[:, 0], rc_codes[grid_e[:, 1]], grid_e[:, 2].astype(bool), schedule,
-                    grid_e[:, 3], overlap, compute_efficiency, precision, fused_attention)
-    codes = [k[5:] for k in cols if k.startswith("viol_")]
-    reasons = np.full(len(grid_b), "", dtype=object)
-    for code in codes:
-        mask = cols["viol_" + code]
-        reasons[mask] = reasons[mask] + np.where(reasons[mask] == "", "", ";") + code
-    cols["violations"] = reasons
+    cols = evaluate(m, c, tp=grid_b[:, 0], cp=grid_b[:, 1], pp=grid_b[:, 2], dp=grid_b[:, 3],
+                    micro_batch=grid_b[:, 4], num_microbatches=grid_b[:, 5], interleave=grid_b[:, 6],
+                    zero_stage=grid_e[:, 0], recompute=rc_codes[grid_e[:, 1]],
+                    sequence_parallel=grid_e[:, 2].astype(bool), schedule=schedule, overlap=overlap,
+                    compute_efficiency=compute_efficiency, precision=precision,
+                    fused_attention=fused_attention, collective_efficiency=collective_efficiency)
+    for prefix, column in (("viol_", "violations"), ("note_", "notes")):
+        reasons = np.full(len(grid_b), "", dtype=object)
+        for key in [k for k in cols if k.startswith(prefix)]:
+            mask = cols[key]
+            reasons[mask] = reasons[mask] + np.where(reasons[mask] == "", "", ";") + key[len(prefix):]
+        cols[column] = reasons
     cols["recompute"] = np.array(RECOMPUTE_MODES, dtype=object)[cols["recompute_code"]]
     table = SweepTable(cols, meta={"model": m.name, "cluster": c.name, "global_batch": B})
     if not include_infeasible:
         table = table.feasible_only()
     return table.sort_by("tokens_per_second")
+
+
+# --------------------------------------------------------------------------- explaining a ranking
+
+_TERM_WORDS = {"compute": "compute", "memory_bound": "memory-bound kernels", "tp_comm": "TP all-reduces",
+               "cp_comm": "CP key/value exchange", "bubble": "pipeline bubble", "pp_comm": "pipeline sends",
+               "dp_comm_exposed": "exposed DP/ZeRO traffic"}
+_SETTING_NAMES = ("tp", "cp", "pp", "dp", "micro_batch", "num_microbatches", "interleave", "zero_stage",
+                  "recompute", "sequence_parallel")
+
+
+def _setting(row):
+    return (f"TP {row['tp']} CP {row['cp']} PP {row['pp']} DP {row['dp']} b {row['micro_batch']} "
+            f"m {row['num_microbatches']} v {row['interleave']} ZeRO-{row['zero_stage']} "
+            f"{row['recompute']} recompute{' + SP' if row['sequence_parallel'] else ''}")
+
+
+def explain(table, k=3, terms=2):
+    """Why the best rows of a sweep beat the next ones, term by term.
+
+    For ``i = 2..k`` compares row 1 with row ``i`` of ``table`` (sorted fastest first):
+    the settings that differ, the step-time terms (:data:`STEP_TERMS`) whose difference is
+    largest, and the per-GPU memory of both.
+
+    Parameters
+    ----------
+    table : SweepTable
+        A :func:`sweep` result (sorted by tokens/s).
+    k : int >= 2, optional
+        Rows to compare.
+    terms : int >= 1, optional
+        Step-time terms named per comparison.
+
+    Returns
+    -------
+    list of str
+        One sentence per comparison, ``"#1 beats #2 because ..."``.
+
+    Source: the terms of :func:`evaluate`.
+
+    Examples
+    --------
+    >>> t = sweep("llama3-70b", "research-256", zero_stages=(1,), recompute=("full",))
+    >>> explain(t, k=2)[0].startswith("#1 beats #2 ")
+    True
+    """
+    k = int(v.integer("k", k, minimum=2))
+    terms = int(v.integer("terms", terms, minimum=1))
+    if len(table) < 2:
+        return []
+    best = table.row(0)
+    out = []
+    for i in range(1, min(k, len(table))):
+        other = table.row(i)
+        changed = [f"{name} {other[name]} -> {best[name]}" for name in _SETTING_NAMES if other[name] != best[name]]
+        diffs = sorted(((other[t] - best[t], t) for t in STEP_TERMS), key=lambda x: -abs(x[0]))[:terms]
+        why = ", ".join(f"{_TERM_WORDS[t]} {'-' if d > 0 else '+'}{abs(d) * 1e3:.0f} ms" for d, t in diffs)
+        gap = other["step_time"] - best["step_time"]
+        out.append(f"#1 beats #{i + 1} because its step is {gap * 1e3:.0f} ms shorter "
+                   f"({best['step_time']:.2f} s vs {other['step_time']:.2f} s): {why}; "
+                   f"settings {', '.join(changed) or 'identical'}; memory {best['memory_total'] / 1e9:.1f} "
+                   f"vs {other['memory_total'] / 1e9:.1f} GB per GPU. #1 is {_setting(best)}.")
+    return out
 
 
 # --------------------------------------------------------------------------- calibration
@@ -844,7 +1103,7 @@ def format_megatron_table1(compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY) -> str
     Examples
     --------
     >>> print(format_megatron_table1().splitlines()[0])
-    Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, compute_efficiency = 0.62
+    Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, compute_efficiency = 0.63
     """
     lines = [f"Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, "
              f"compute_efficiency = {compute_efficiency}",

@@ -1,8 +1,11 @@
-"""3D-parallelism configurator (Lab 05, Act II): TP x PP x DP for a model on a cluster.
+"""Parallelism configurator (Lab 05, Act II): TP x CP x PP x DP for a model on a cluster.
 
-The student picks tensor- and pipeline-parallel degrees, micro-batches, ZeRO
-stage and activation recomputation; the data-parallel degree follows from the
-GPU count. Everything shown comes from ``course.core.plan`` (per-GPU memory
+The student picks tensor-, context- and pipeline-parallel degrees, interleaving,
+micro-batch size and count, ZeRO stage, activation recomputation and sequence
+parallelism; the data-parallel degree follows from the GPU count. "Load a top
+result" copies one of the sweep's five best configurations into the controls, and
+the table says why #1 beats the next ones (``course.core.explain``); the planner's
+notes (uneven stages, framework rules) are listed under the formulas. Everything shown comes from ``course.core.plan`` (per-GPU memory
 breakdown, step-time breakdown, MFU, feasibility and the reasons it gives)
 and ``course.core.bubble_fraction`` (the bubble chart); the optional "top 5"
 table is ``course.core.sweep(...).top(5)``. The failure banners are exactly the
@@ -15,6 +18,8 @@ terms (errata 3 and 5); the planner derives all of them from sourced physics.
 """
 
 from __future__ import annotations
+
+import html
 
 import bqplot as bq
 import ipywidgets as widgets
@@ -39,9 +44,15 @@ MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
 MEMORY_COLORS = ("#2563eb", "#0891b2", "#7c3aed", "#f97316")
 BUBBLE_COLORS = ("#dc2626", "#ea580c", "#2563eb", "#16a34a", "#0f766e")
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+CP_CHOICES = (1, 2, 4, 8, 16)
+INTERLEAVE_CHOICES = (1, 2, 4)
+MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 #: Parts of the planner's step time (``Plan.breakdown()``), in the order they are drawn.
-STEP_PARTS = ("compute", "memory_bound", "tp_comm", "bubble", "pp_comm", "dp_comm_exposed")
-STEP_LABELS = ("compute", "memory-bound", "TP comm", "bubble", "PP sends", "DP all-reduce")
+STEP_PARTS = core.STEP_TERMS
+STEP_LABELS = ("compute", "memory-bound", "TP comm", "CP K/V", "bubble", "PP sends", "DP/ZeRO")
+#: The controls a top result of the sweep sets (named as the keys of its row in ``result["best"]``).
+LOADED_CONTROLS = ("tp", "cp", "pp", "interleave", "micro_batch", "microbatches", "zero_stage", "recompute",
+                   "sequence_parallel")
 
 
 def _best_rows(table) -> list[dict]:
@@ -50,7 +61,8 @@ def _best_rows(table) -> list[dict]:
     for i in range(len(table)):
         row = table.row(i)
         rows.append({
-            "tp": int(row["tp"]), "pp": int(row["pp"]), "dp": int(row["dp"]), "micro_batch": int(row["micro_batch"]),
+            "tp": int(row["tp"]), "cp": int(row["cp"]), "pp": int(row["pp"]), "dp": int(row["dp"]),
+            "interleave": int(row["interleave"]), "micro_batch": int(row["micro_batch"]),
             "microbatches": int(row["num_microbatches"]), "zero_stage": int(row["zero_stage"]),
             "recompute": str(row["recompute"]), "sequence_parallel": bool(row["sequence_parallel"]),
             "mfu": float(row["mfu"]), "tokens_per_second": float(row["tokens_per_second"]),
@@ -70,20 +82,24 @@ def plan_values(p) -> dict:
         "tokens_per_second": float(p.tokens_per_second),
         "feasible": bool(p.feasible),
         "violations": [(str(code), str(sentence)) for code, sentence in p.violations],
+        "notes": [(str(code), str(sentence)) for code, sentence in p.notes],
     }
 
 
 class Configurator(Instrument):
-    """TP, PP, micro-batches, ZeRO and recompute for one model on one cluster (DP derived).
+    """TP, CP, PP, interleaving, micro-batching, ZeRO, recompute and SP for one model on one cluster.
 
-    Controls: ``model``, ``cluster``, ``tp``, ``pp``, ``microbatches``,
-    ``zero_stage``, ``recompute``. ``result`` holds the plan's numbers (memory
-    parts in bytes, step time, MFU, bubble fraction, tokens/s), ``dp``,
-    ``feasible`` and the violation codes.
+    Controls: ``model``, ``cluster``, ``tp``, ``cp``, ``pp``, ``interleave``,
+    ``micro_batch``, ``microbatches``, ``zero_stage``, ``recompute``,
+    ``sequence_parallel``, ``show_best`` and ``load_best`` (index of a top result to
+    copy into the others). ``result`` holds the plan's numbers (memory parts in bytes,
+    step time, MFU, bubble fraction, tokens/s), ``dp`` (derived), ``feasible``, the
+    violation codes and the note codes.
     """
 
-    title = "3D-parallelism configurator"
-    subtitle = "TP x PP x DP = GPUs. Fit the model, keep the bubble under 10 %, keep TP inside a node."
+    title = "Parallelism configurator"
+    subtitle = ("TP x CP x PP x DP = GPUs. Fit the model, keep the bubble under 10 %, keep TP inside a node; "
+                "load a top result of the planner's search to see why it wins.")
 
     def track_unsupported(self, track):
         return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
@@ -92,14 +108,26 @@ class Configurator(Instrument):
         self.add_control("model", widgets.Dropdown(options=MODEL_CHOICES, value="gpt3-175b", description="Model"))
         self.add_control("cluster", widgets.Dropdown(options=CLUSTER_CHOICES, value="h100-1024", description="Cluster"))
         self.add_control("tp", widgets.SelectionSlider(options=TP_CHOICES, value=8, description="TP"))
+        self.add_control("cp", widgets.SelectionSlider(options=CP_CHOICES, value=1, description="CP"))
         self.add_control("pp", widgets.IntSlider(value=8, min=1, max=64, description="PP"))
+        self.add_control("interleave", widgets.ToggleButtons(options=INTERLEAVE_CHOICES, value=1,
+                                                             description="Chunks v", style={"button_width": "36px"}))
+        self.add_control("micro_batch", widgets.SelectionSlider(options=MICRO_BATCH_CHOICES, value=1,
+                                                                description="Micro-batch b",
+                                                                style={"description_width": "initial"}))
         self.add_control("microbatches", widgets.IntSlider(value=32, min=1, max=64, description="Micro-batches m",
                                                                      style={"description_width": "initial"}))
         self.add_control("zero_stage", widgets.ToggleButtons(options=[0, 1, 2, 3], value=1, description="ZeRO",
                                                              style={"button_width": "36px"}))
         self.add_control("recompute", widgets.ToggleButtons(options=["none", "selective", "full"], value="selective",
                                                             description="Recompute"))
+        self.add_control("sequence_parallel", widgets.Checkbox(value=False, description="sequence parallel"))
         self.add_control("show_best", widgets.Checkbox(value=False, description="show the planner's top 5"))
+        self.add_control("load_best", widgets.Dropdown(options=[("load a top result…", -1)], value=-1,
+                                                       description="Load", disabled=True),
+                         triggers_update=False)
+        self.observe("load_best", self._load_best)
+        self._best_rows: list[dict] = []
         self.best_table = widgets.HTML()
         self.extra.children = (self.best_table,)
 
@@ -127,7 +155,8 @@ class Configurator(Instrument):
                                "bubble (% of step)", title="Bubble vs PP", legend=True)).legend_location = "bottom-right"
         sx, sy = bq.OrdinalScale(), bq.LinearScale(min=0)
         self.step_bars = bq.Bars(x=list(STEP_LABELS), y=np.zeros(len(STEP_PARTS)), scales={"x": sx, "y": sy},
-                                 colors=["#16a34a", "#84cc16", "#2563eb", "#dc2626", "#7c3aed", "#0891b2"],
+                                 colors=["#16a34a", "#84cc16", "#2563eb", "#db2777", "#dc2626", "#7c3aed",
+                                         "#0891b2"],
                                  color_mode="element", padding=0.3)
         self.add_figure(figure([self.step_bars], sx, sy, "", "seconds per step", title="Where the step time goes"))
         for name, label in (("dp", "DP (derived)"), ("memory", "Memory per GPU"), ("bubble", "Pipeline bubble"),
@@ -138,9 +167,10 @@ class Configurator(Instrument):
         model = catalog.model(v["model"])
         cluster = catalog.cluster(v["cluster"])
         gpus = cluster.nodes * cluster.node.gpus_per_node
-        tp, pp, m = int(v["tp"]), int(v["pp"]), int(v["microbatches"])
-        dp = max(gpus // (tp * pp), 1)
-        common = dict(num_microbatches=m)
+        tp, cp, pp, m = int(v["tp"]), int(v["cp"]), int(v["pp"]), int(v["microbatches"])
+        dp = max(gpus // (tp * cp * pp), 1)
+        common = dict(cp=cp, num_microbatches=m, micro_batch=int(v["micro_batch"]), interleave=int(v["interleave"]),
+                      sequence_parallel=bool(v["sequence_parallel"]))
         plan = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=int(v["zero_stage"]),
                          recompute=v["recompute"], **common)
         base = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=0, recompute="none", **common)
@@ -156,14 +186,15 @@ class Configurator(Instrument):
         self.set_marks(self.capacity, y=[capacity / 1e9] * 2)
         self.set_marks(self.bubble_lines, y=100 * curves)
         self.set_marks(self.step_bars, y=[shown["breakdown"].get(part, 0.0) for part in STEP_PARTS])
-        bubble = float(core.bubble_fraction(pp, m))
+        bubble = float(core.bubble_fraction(pp, m, int(v["interleave"])))
         self.set_marks(self.bubble_point, x=[pp], y=[100 * bubble])
 
         total = shown["memory_total"]
-        self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {pp})" + ("" if tp * pp * dp == gpus else " (not whole)"),
-                      "normal" if tp * pp * dp == gpus else "bad")
+        whole = tp * cp * pp * dp == gpus
+        self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {cp} x {pp})" + ("" if whole else " (not whole)"),
+                      "normal" if whole else "bad")
         self.set_card("memory", fmt_bytes(total), f"of {fmt_bytes(capacity)}", "bad" if total > capacity else "good")
-        self.set_card("bubble", f"{100 * bubble:.1f} %", "(p-1)/(m+p-1); ceiling 10 %",
+        self.set_card("bubble", f"{100 * bubble:.1f} %", "(p-1)/(v m+p-1); ceiling 10 %",
                       "bad" if bubble > BUBBLE_CEILING else "good")
         self.set_card("mfu", f"{100 * shown['mfu']:.1f} %", "model FLOPs / peak",
                       "good" if shown["mfu"] >= 0.4 else "warn" if shown["mfu"] >= 0.25 else "bad")
@@ -171,48 +202,84 @@ class Configurator(Instrument):
         self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s")
         mem, br = shown["memory"], shown["breakdown"]
         self.set_math(
-            f"<b>Degrees</b> DP = GPUs / (TP &middot; PP) = {gpus} / ({tp} &times; {pp}) = {gpus / (tp * pp):g}<br>"
+            f"<b>Degrees</b> DP = GPUs / (TP &middot; CP &middot; PP) = {gpus} / ({tp} &times; {cp} &times; {pp})"
+            f" = {gpus / (tp * cp * pp):g}<br>"
             f"<b>Memory per GPU</b> = weights {fmt_bytes(mem['weights'])} + gradients {fmt_bytes(mem['gradients'])}"
             f" + optimizer {fmt_bytes(mem['optimizer'])} (ZeRO-{v['zero_stage']}) + activations {fmt_bytes(mem['activations'])}"
             f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {fmt_bytes(capacity)}<br>"
-            f"<b>Bubble</b> (p&minus;1)/(m + p&minus;1) = {pp - 1}/({m} + {pp - 1}) = {100 * bubble:.2f} %"
+            f"<b>Bubble</b> (p&minus;1)/(v&middot;m + p&minus;1) = {pp - 1}/({v['interleave']}&times;{m} + {pp - 1})"
+            f" = {100 * bubble:.2f} %"
             f" (Lab 05's (p&minus;1)/(p&middot;m) is wrong: errata 3)<br>"
             f"<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
             +             f" = {fmt_time(shown['step_seconds'])}<br>"
             f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = {100 * shown['mfu']:.1f} %,"
             f" step {fmt_time(shown['step_seconds'])}"
+            + "".join(f"<br><b>Note</b> {sentence}" for _, sentence in shown["notes"])
         )
         for code, sentence in shown["violations"]:
             self.flag(code, sentence)
         best = self._best(model, cluster) if v["show_best"] else []
         if not v["show_best"]:
             self.best_table.value = ""
+            self._set_loadable([])
         return {
             "best": best,
-            "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "pp": pp, "dp": dp,
+            "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "cp": cp, "pp": pp, "dp": dp,
+            "interleave": int(v["interleave"]), "micro_batch": int(v["micro_batch"]),
+            "sequence_parallel": bool(v["sequence_parallel"]),
             "microbatches": m, "zero_stage": int(v["zero_stage"]), "recompute": v["recompute"],
             "memory": shown["memory"], "memory_total": total, "memory_capacity": capacity,
             "step_seconds": shown["step_seconds"], "mfu": shown["mfu"], "bubble_fraction": bubble,
             "step_breakdown": shown["breakdown"],
             "tokens_per_second": shown["tokens_per_second"], "feasible": shown["feasible"],
             "violations": [code for code, _ in shown["violations"]],
+            "notes": [code for code, _ in shown["notes"]],
         }
 
     def _best(self, model, cluster) -> list[dict]:
         """The five fastest feasible configurations of ``course.core.sweep`` (one vectorized pass)."""
-        rows = _best_rows(core.sweep(model, cluster).top(5))
+        table = core.sweep(model, cluster).top(5)
+        rows = _best_rows(table)
+        self._set_loadable(rows)
         if not rows:
             self.best_table.value = "<i>The planner's sweep finds no feasible configuration on this cluster.</i>"
             return rows
         body = "".join(
-            f"<tr><td>{r['tp']}</td><td>{r['pp']}</td><td>{r['dp']}</td><td>{r['micro_batch']}</td>"
-            f"<td>{r['microbatches']}</td><td>{r['zero_stage']}</td><td>{r['recompute']}"
-            f"{' + SP' if r['sequence_parallel'] else ''}</td><td>{100 * r['mfu']:.1f} %</td>"
-            f"<td>{r['tokens_per_second']:,.0f}</td><td>{fmt_bytes(r['memory_total'])}</td></tr>" for r in rows)
+            f"<tr><td>#{i + 1}</td><td>{r['tp']}</td><td>{r['cp']}</td><td>{r['pp']}</td><td>{r['interleave']}</td>"
+            f"<td>{r['dp']}</td><td>{r['micro_batch']}</td><td>{r['microbatches']}</td><td>{r['zero_stage']}</td>"
+            f"<td>{r['recompute']}{' + SP' if r['sequence_parallel'] else ''}</td><td>{100 * r['mfu']:.1f} %</td>"
+            f"<td>{r['tokens_per_second']:,.0f}</td><td>{fmt_bytes(r['memory_total'])}</td></tr>"
+            for i, r in enumerate(rows))
+        why = "".join(f"<li>{html.escape(sentence)}</li>" for sentence in core.explain(table, k=3))
         self.best_table.value = (
             "<div style='font-size:0.85rem'><b>The planner's top 5</b> (course.core.sweep over every valid "
-            "TP, PP, micro-batch, ZeRO stage and recompute mode of this cluster; its own micro-batch sizes)</div>"
-            "<table style='font-size:0.85rem' cellpadding='3'><tr><th>TP</th><th>PP</th><th>DP</th><th>b</th>"
-            "<th>m</th><th>ZeRO</th><th>recompute</th><th>MFU</th><th>tokens/s</th><th>memory</th></tr>"
-            f"{body}</table>")
+            "TP, CP, PP, interleaving, micro-batch, ZeRO stage, recompute mode and sequence parallelism of this "
+            "cluster; load one with the Load menu)</div>"
+            "<table style='font-size:0.85rem' cellpadding='3'><tr><th></th><th>TP</th><th>CP</th><th>PP</th>"
+            "<th>v</th><th>DP</th><th>b</th><th>m</th><th>ZeRO</th><th>recompute</th><th>MFU</th><th>tokens/s</th>"
+            f"<th>memory</th></tr>{body}</table><ul style='font-size:0.85rem'>{why}</ul>")
         return rows
+
+    def _set_loadable(self, rows: list[dict]) -> None:
+        """Offer ``rows`` (the top results) in the Load menu; empty disables it."""
+        self._best_rows = rows
+        menu = self.controls["load_best"]
+        options = [("load a top result…", -1)] + [
+            (f"#{i + 1}: TP {r['tp']} CP {r['cp']} PP {r['pp']} v {r['interleave']} DP {r['dp']}", i)
+            for i, r in enumerate(rows)]
+        if list(menu.options) != options:
+            menu.options = options
+        menu.value, menu.disabled = -1, not rows
+
+    def _load_best(self, change) -> None:
+        """Copy the chosen top result into the controls (one update)."""
+        index = change["new"]
+        if index is None or index < 0 or index >= len(self._best_rows):
+            return
+        row = self._best_rows[index]
+        with self.batch():
+            for name in LOADED_CONTROLS:
+                widget = self.controls[name]
+                if hasattr(widget, "max") and row[name] > widget.max:  # the sweep may use more micro-batches
+                    widget.max = row[name]
+                widget.value = row[name]

@@ -10,11 +10,11 @@ import re
 
 import pytest
 
-from course.core import (catalog, collectives, data_parallel, economics, lr, memory, pipeline,
-                         planner, precision, reliability, sgd, tensor)
+from course.core import (catalog, collectives, context_parallel, data_parallel, economics, layer_cost, lr,
+                         memory, pipeline, planner, precision, reliability, sgd, tensor, zero)
 
 MODULES = (collectives, memory, pipeline, tensor, data_parallel, lr, reliability, precision,
-           economics, sgd, catalog, planner)
+           economics, sgd, catalog, planner, layer_cost, zero, context_parallel)
 
 PUBLIC_FUNCTIONS = sorted(
     {(module.__name__.rsplit(".", 1)[1], name): getattr(module, name)

@@ -36,9 +36,11 @@ def set_controls(inst, **values):
 
 def expected_plan(v):
     cluster = catalog.cluster(v["cluster"])
-    dp = max(cluster.gpus // (v["tp"] * v["pp"]), 1)
-    return dp, core.plan(v["model"], v["cluster"], tp=v["tp"], pp=v["pp"], dp=dp, num_microbatches=v["microbatches"],
-                         zero_stage=v["zero_stage"], recompute=v["recompute"])
+    dp = max(cluster.gpus // (v["tp"] * v["cp"] * v["pp"]), 1)
+    return dp, core.plan(v["model"], v["cluster"], tp=v["tp"], cp=v["cp"], pp=v["pp"], dp=dp,
+                         num_microbatches=v["microbatches"], micro_batch=v["micro_batch"], interleave=v["interleave"],
+                         sequence_parallel=v["sequence_parallel"], zero_stage=v["zero_stage"],
+                         recompute=v["recompute"])
 
 
 def _check(conf):
@@ -139,13 +141,25 @@ def test_top_five_are_the_sweeps_best_feasible_rows(conf):
     assert [r["tokens_per_second"] for r in best] == sorted((r["tokens_per_second"] for r in best), reverse=True)
     # each listed configuration is feasible for plan() too
     for r in best:
-        p = core.plan("gpt3-175b", "h100-1024", tp=r["tp"], pp=r["pp"], dp=r["dp"], micro_batch=r["micro_batch"],
+        p = core.plan("gpt3-175b", "h100-1024", tp=r["tp"], cp=r["cp"], pp=r["pp"], dp=r["dp"],
+                      interleave=r["interleave"], micro_batch=r["micro_batch"],
                       num_microbatches=r["microbatches"], zero_stage=r["zero_stage"], recompute=r["recompute"],
                       sequence_parallel=r["sequence_parallel"])
         assert p.feasible, p.violations
-    assert "top 5" in conf.best_table.value
+    assert "top 5" in conf.best_table.value and "#1 beats #2 because" in conf.best_table.value
+    # loading #2 puts its configuration into the controls and shows exactly its plan
+    conf.controls["load_best"].value = 1
+    second = best[1]
+    r = conf.result
+    assert (r["tp"], r["cp"], r["pp"], r["dp"], r["interleave"], r["micro_batch"], r["microbatches"],
+            r["zero_stage"], r["recompute"], r["sequence_parallel"]) == (
+        second["tp"], second["cp"], second["pp"], second["dp"], second["interleave"], second["micro_batch"],
+        second["microbatches"], second["zero_stage"], second["recompute"], second["sequence_parallel"])
+    assert r["tokens_per_second"] == pytest.approx(second["tokens_per_second"], rel=1e-12)
+    assert r["feasible"] and conf.failures == []
     conf.controls["show_best"].value = False
     assert conf.best_table.value == "" and conf.result["best"] == []
+    assert conf.controls["load_best"].disabled
 
 
 def test_step_bars_add_up_to_the_plans_step_time(conf):

@@ -1,0 +1,179 @@
+"""Work of one transformer layer: FLOPs per sequence, backward share, element-wise memory traffic.
+
+These are the per-layer quantities the planner multiplies by layers, micro-batches and
+sequences. FLOPs follow Narayanan et al. 2021 (SC21), eq. 3, generalised to GQA / SwiGLU
+shapes: a forward pass costs ``f = 2 P_layer + 4 s h`` per token (matrix multiplications
+plus attention scores and their weighted sum), a backward pass ``2 f``; recomputation
+adds a forward pass (``"full"``) or the attention-score part ``4 s h`` (``"selective"``,
+Korthikanti et al. 2022, sec. 5).
+
+The memory-bound time of the element-wise kernels (layer norm, dropout, GeLU/SwiGLU,
+softmax) is a roofline term (Williams et al. 2009): bytes moved over HBM bandwidth. Each
+activation byte Korthikanti et al. count is written once and read once by such a kernel
+in a forward pass; a backward pass moves twice that; full recomputation repeats the
+forward.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v
+
+__all__ = ["RECOMPUTE_MODES", "layer_flops_per_token", "flops_per_sequence", "backward_share",
+           "forward_share", "elementwise_traffic_per_layer"]
+
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
+def _mode(recompute):
+    return v.choice("recompute", recompute, RECOMPUTE_MODES)
+
+
+def layer_flops_per_token(layer_params, seq, hidden, recompute="none"):
+    """FLOPs of one layer per token for a forward, backward and recomputation: ``3 f + r``.
+
+    ``f = 2 P_layer + 4 s h``; ``r = f`` (full), ``4 s h`` (selective), 0 (none).
+
+    Parameters
+    ----------
+    layer_params : float or array_like, > 0
+        Weights of one layer ``P_layer``.
+    seq, hidden : int or array_like, >= 1
+        ``s`` and ``h``.
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float or ndarray
+        FLOP per token.
+
+    Source: Narayanan et al. 2021 (SC21), eq. 3; Korthikanti et al. 2022, sec. 5.
+
+    Examples
+    --------
+    GPT shapes (``P_layer = 12 h^2``), full recomputation: ``4 (24 h^2 + 4 s h)``.
+
+    >>> h, s = 1024, 2048
+    >>> layer_flops_per_token(12 * h**2, s, h, "full") == 4 * (24 * h**2 + 4 * s * h)
+    True
+    """
+    p = v.positive("layer_params", layer_params)
+    s = v.integer("seq", seq)
+    h = v.integer("hidden", hidden)
+    attention = 4.0 * s * h
+    fwd = 2.0 * p + attention
+    extra = {"none": 0.0, "selective": attention, "full": fwd}[_mode(recompute)]
+    return v.scalar_or_array(3.0 * fwd + extra)
+
+
+def flops_per_sequence(model, recompute="none"):
+    """FLOPs of one training sequence on the whole model: ``s [l (3 f + r) + 6 V h]``.
+
+    Parameters
+    ----------
+    model : Model
+        A transformer of :mod:`course.core.catalog`.
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float
+        FLOP.
+
+    Source: Narayanan et al. 2021 (SC21), eq. 3 (the output layer: ``6 V h`` per token).
+
+    Examples
+    --------
+    >>> from course.core import catalog
+    >>> m = catalog.model("megatron-145.6b")
+    >>> s, l, h, V = 2048, 80, 12288, 51200
+    >>> eq3 = 96 * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    >>> round(flops_per_sequence(m, "full") / eq3, 9)
+    1.0
+    """
+    s, h = model.seq_len, model.hidden
+    per_layer = float(layer_flops_per_token(model.layer_params, s, h, recompute))
+    return s * (model.layers * per_layer + 6.0 * model.vocab * h)
+
+
+def backward_share(recompute="none"):
+    """Share of a micro-batch's layer time spent in its backward pass (with recomputation).
+
+    ``2f / 3f`` without full recomputation (selective recomputation is small next to it),
+    ``3f / 4f`` with it (the recomputed forward runs inside the backward pass).
+
+    Parameters
+    ----------
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float
+
+    Source: Narayanan et al. 2021, sec. 3.5 (backward = 2 x forward; recomputation adds a
+    forward to the backward pass).
+
+    Examples
+    --------
+    >>> backward_share("none"), backward_share("full")
+    (0.6666666666666666, 0.75)
+    """
+    return {"none": 2 / 3, "selective": 2 / 3, "full": 3 / 4}[_mode(recompute)]
+
+
+def forward_share(recompute="none"):
+    """Share of a micro-batch's layer time spent in its forward pass: ``1 - backward_share``.
+
+    Parameters
+    ----------
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float
+
+    Source: as :func:`backward_share`.
+
+    Examples
+    --------
+    >>> forward_share("full")
+    0.25
+    """
+    return 1.0 - backward_share(recompute)
+
+
+def elementwise_traffic_per_layer(stored_bytes, score_bytes=0.0, recompute="none"):
+    """HBM bytes the element-wise kernels of one layer move per micro-batch (forward + backward).
+
+    ``6 A`` without recomputation (write + read in the forward, twice that in the
+    backward), ``8 A`` with full recomputation (the forward runs twice), ``6 A + 2 S``
+    with selective recomputation (the attention scores ``S`` are recomputed), where ``A``
+    is the activation bytes the kernels touch (Korthikanti et al.'s count, without the
+    ``s x s`` scores when a fused attention kernel keeps them out of HBM).
+
+    Parameters
+    ----------
+    stored_bytes : float or array_like, >= 0
+        ``A``, bytes per layer and micro-batch.
+    score_bytes : float or array_like, >= 0, optional
+        ``S``, bytes of the attention scores and their softmax/dropout per layer.
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float or ndarray
+        Bytes.
+
+    Source: Williams et al. 2009 (roofline); Korthikanti et al. 2022, Table 2 (bytes).
+
+    Examples
+    --------
+    >>> elementwise_traffic_per_layer(1e9, 0.5e9, "none"), elementwise_traffic_per_layer(1e9, 0.5e9, "selective")
+    (6000000000.0, 7000000000.0)
+    """
+    a = v.non_negative("stored_bytes", stored_bytes)
+    sc = v.non_negative("score_bytes", score_bytes)
+    mode = _mode(recompute)
+    out = {"none": 6.0 * a, "selective": 6.0 * a + 2.0 * sc, "full": 8.0 * a}[mode]
+    return v.scalar_or_array(out)
