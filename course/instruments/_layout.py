@@ -1,17 +1,20 @@
-"""Where each rank of a TP x PP x DP job sits: GPU slot, node, rack, shard.
+"""Where each rank of a TP x CP x PP x DP job sits: GPU slot, node, rack, shard.
 
-This is bookkeeping, not physics: it numbers ranks the way Megatron-LM does and
-reports which groups stay inside a node. The 3D-parallelism map draws it; the
-link speeds a group then pays come from the core catalog.
+This is bookkeeping, not physics: it numbers ranks in the order the planner assumes
+and reports which groups stay inside a node. The parallelism map draws it; the link
+speeds a group then pays come from the core catalog.
 
-Rank order (Megatron-LM ``megatron/core/parallel_state.py``, default order
-``"tp-cp-ep-dp-pp"``, tensor-parallel rank varies fastest)::
+Rank order: tensor-parallel rank fastest, then context-parallel rank, then pipeline
+stage, data-parallel replica outermost (Dubey et al. 2024, Llama 3, sec. 3.3.2: order
+[TP, CP, PP, DP], the groups that talk most on the fastest links; the same order
+``course.core.planner`` uses for its links)::
 
-    rank = tp_rank + tp * (dp_rank + dp * pp_stage)
+    rank = tp_rank + tp * (cp_rank + cp * (pp_stage + pp * dp_rank))
 
-so the ``tp`` GPUs of one tensor-parallel group are consecutive (they share a
-node when ``tp`` divides the GPUs per node), one pipeline stage occupies a
-contiguous block of ``tp * dp`` GPUs, and ranks fill nodes in order.
+so the ``tp`` GPUs of one tensor-parallel group are consecutive (they share a node
+when ``tp`` divides the GPUs per node), a CP group spans ``tp * cp`` consecutive GPUs,
+one pipeline replica occupies a contiguous block of ``tp * cp * pp`` GPUs, and ranks
+fill nodes in order.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ import numpy as np
 
 __all__ = ["RankLayout", "rank_layout", "GROUP_KINDS"]
 
-#: The three kinds of process group, in the order the map lists them.
-GROUP_KINDS = ("tensor", "pipeline", "data")
+#: The four kinds of process group, in the order the map lists them.
+GROUP_KINDS = ("tensor", "context", "pipeline", "data")
 
 
 @dataclass(frozen=True)
 class RankLayout:
-    """Coordinates of every rank (arrays of length ``tp * pp * dp``).
+    """Coordinates of every rank (arrays of length ``tp * cp * pp * dp``).
 
     ``spans[kind]`` says, for the groups of one kind, how many groups there
     are, their size, and how many of them cross a node or a rack boundary.
@@ -46,10 +49,12 @@ class RankLayout:
     slot: np.ndarray
     rack: np.ndarray
     spans: dict
+    cp: int = 1
+    cp_rank: np.ndarray = None
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     @property
     def nodes(self) -> int:
@@ -73,8 +78,9 @@ def _positive_int(name: str, value) -> int:
     return int(value)
 
 
-def rank_layout(tp: int, pp: int, dp: int, gpus_per_node: int = 8, nodes_per_rack: int = 4) -> RankLayout:
-    """Place ``tp * pp * dp`` ranks on nodes of ``gpus_per_node`` GPUs.
+def rank_layout(tp: int, pp: int, dp: int, gpus_per_node: int = 8, nodes_per_rack: int = 4,
+                cp: int = 1) -> RankLayout:
+    """Place ``tp * cp * pp * dp`` ranks on nodes of ``gpus_per_node`` GPUs.
 
     Parameters
     ----------
@@ -85,6 +91,8 @@ def rank_layout(tp: int, pp: int, dp: int, gpus_per_node: int = 8, nodes_per_rac
     nodes_per_rack : int
         Nodes in one rack (a control of the map; NVIDIA's DGX SuperPOD
         reference architecture places 4 DGX H100 systems per rack).
+    cp : int
+        Context-parallel degree (>= 1).
 
     Returns
     -------
@@ -94,24 +102,27 @@ def rank_layout(tp: int, pp: int, dp: int, gpus_per_node: int = 8, nodes_per_rac
     --------
     >>> lay = rank_layout(tp=8, pp=4, dp=32)
     >>> lay.nodes, lay.scope("tensor"), lay.scope("pipeline"), lay.scope("data")
-    (128, 'inside a node', 'across racks', 'across racks')
-    >>> int(lay.pp_stage[255]), int(lay.pp_stage[256])
-    (0, 1)
+    (128, 'inside a node', 'across nodes', 'across racks')
+    >>> int(lay.pp_stage[7]), int(lay.pp_stage[8]), int(lay.dp_rank[31]), int(lay.dp_rank[32])
+    (0, 1, 0, 1)
+    >>> rank_layout(tp=4, pp=1, dp=1, cp=2).scope("context")
+    'inside a node'
     """
     tp = _positive_int("tp", tp)
+    cp = _positive_int("cp", cp)
     pp = _positive_int("pp", pp)
     dp = _positive_int("dp", dp)
     gpus_per_node = _positive_int("gpus_per_node", gpus_per_node)
     nodes_per_rack = _positive_int("nodes_per_rack", nodes_per_rack)
 
-    ranks = np.arange(tp * pp * dp)
+    ranks = np.arange(tp * cp * pp * dp)
     node = ranks // gpus_per_node
     rack = node // nodes_per_rack
-    # grid[pp_stage, dp_rank, tp_rank] -> rank, from the Megatron formula above
-    node_grid = node.reshape(pp, dp, tp)
-    rack_grid = rack.reshape(pp, dp, tp)
+    # grid[dp_rank, pp_stage, cp_rank, tp_rank] -> rank, from the formula above
+    node_grid = node.reshape(dp, pp, cp, tp)
+    rack_grid = rack.reshape(dp, pp, cp, tp)
     spans = {}
-    for kind, axis, size in (("tensor", 2, tp), ("data", 1, dp), ("pipeline", 0, pp)):
+    for kind, axis, size in (("tensor", 3, tp), ("context", 2, cp), ("pipeline", 1, pp), ("data", 0, dp)):
         crosses_node = node_grid.max(axis=axis) != node_grid.min(axis=axis)
         crosses_rack = rack_grid.max(axis=axis) != rack_grid.min(axis=axis)
         spans[kind] = {
@@ -122,6 +133,6 @@ def rank_layout(tp: int, pp: int, dp: int, gpus_per_node: int = 8, nodes_per_rac
         }
     return RankLayout(
         tp=tp, pp=pp, dp=dp, gpus_per_node=gpus_per_node, nodes_per_rack=nodes_per_rack,
-        tp_rank=ranks % tp, dp_rank=(ranks // tp) % dp, pp_stage=ranks // (tp * dp),
-        node=node, slot=ranks % gpus_per_node, rack=rack, spans=spans,
+        tp_rank=ranks % tp, dp_rank=ranks // (tp * cp * pp), pp_stage=(ranks // (tp * cp)) % pp,
+        node=node, slot=ranks % gpus_per_node, rack=rack, spans=spans, cp=cp, cp_rank=(ranks // tp) % cp,
     )

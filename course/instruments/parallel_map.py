@@ -1,14 +1,15 @@
-"""3D-parallelism map: how one TP x PP x DP configuration is laid out on GPUs, nodes and racks.
+"""Parallelism map: how one TP x CP x PP x DP configuration is laid out on GPUs, nodes and racks.
 
 Each cell of the grid is one GPU (rows: GPU slot inside its node, columns:
 nodes, grouped into racks). The colour says which pipeline stage (layers),
-which tensor-parallel shard, or which data-parallel replica the GPU holds. The
-table under the map lists each kind of process group, where its members sit
-(inside a node, across nodes, across racks) and therefore which link carries
-its traffic: TP all-reduces on NVLink when TP stays inside a node, pipeline
+which tensor-parallel shard, which context (sequence) shard or which data-parallel
+replica the GPU holds. The table under the map lists each kind of process group,
+where its members sit (inside a node, across nodes, across racks) and therefore
+which link carries its traffic: TP all-reduces on NVLink when TP stays inside a
+node, CP key/value exchanges on NVLink while TP x CP fits in a node, pipeline
 sends and DP all-reduces over the network.
 
-Ranks are numbered the Megatron-LM way (see :mod:`course.instruments._layout`).
+Ranks are placed TP innermost, then CP, PP and DP (see :mod:`course.instruments._layout`).
 Feasibility (and its sentences) comes from ``course.core.plan``; link speeds
 from ``course.core.catalog``; layers per stage from the core's pipeline module.
 """
@@ -32,27 +33,30 @@ __all__ = ["ParallelMap", "MAX_NODES_SHOWN", "COLOR_BY", "PLAN_SETTINGS"]
 
 #: The grid shows at most this many nodes (1,024 GPUs of DGX H100s).
 MAX_NODES_SHOWN = 128
-COLOR_BY = {"pipeline stage": "pp_stage", "tensor shard": "tp_rank", "data replica": "dp_rank"}
+COLOR_BY = {"pipeline stage": "pp_stage", "tensor shard": "tp_rank", "context shard": "cp_rank",
+            "data replica": "dp_rank"}
+CP_CHOICES = (1, 2, 4, 8, 16)
 #: Settings the map passes to ``plan`` for its feasibility check (the map has no
 #: controls for them): ZeRO-1, selective recompute, m = 4 x PP micro-batches.
 PLAN_SETTINGS = {"zero_stage": 1, "recompute": "selective"}
 CARRIES = {
     "tensor": "2 all-reduces of the activations per layer in the forward pass, 2 in the backward",
+    "context": "an all-gather of keys and values per layer forward, all-gather + reduce-scatter backward",
     "pipeline": "activations forward and their gradients backward, once per micro-batch",
-    "data": "one all-reduce of the gradients per step (overlapped with the backward pass)",
+    "data": "gradients once per step (ZeRO-0/1); ZeRO-2/3 also every micro-batch (with CP ranks)",
 }
 
 
 class ParallelMap(Instrument):
     """Which GPU holds which layers and shards, and which link each group uses.
 
-    Controls: ``model``, ``cluster``, ``tp``, ``pp`` (DP = GPUs / (TP PP)),
+    Controls: ``model``, ``cluster``, ``tp``, ``cp``, ``pp`` (DP = GPUs / (TP CP PP)),
     ``nodes_per_rack`` and ``color_by``. ``result``: the degrees, node and rack
     counts, and for each group kind its size, count, scope and link.
     ``link_to(configurator)`` makes the map follow a :class:`Configurator`.
     """
 
-    title = "3D-parallelism map"
+    title = "Parallelism map"
     subtitle = "One cell per GPU: columns are nodes (grouped in racks), rows the 8 GPUs of a node."
 
     def track_unsupported(self, track):
@@ -62,6 +66,7 @@ class ParallelMap(Instrument):
         self.add_control("model", widgets.Dropdown(options=MODEL_CHOICES, value="gpt3-175b", description="Model"))
         self.add_control("cluster", widgets.Dropdown(options=CLUSTER_CHOICES, value="h100-1024", description="Cluster"))
         self.add_control("tp", widgets.SelectionSlider(options=TP_CHOICES, value=8, description="TP"))
+        self.add_control("cp", widgets.SelectionSlider(options=CP_CHOICES, value=1, description="CP"))
         self.add_control("pp", widgets.IntSlider(value=8, min=1, max=64, description="PP"))
         self.add_control("nodes_per_rack", widgets.IntSlider(value=4, min=1, max=16, description="Nodes/rack"))
         self.add_control("color_by", widgets.ToggleButtons(options=list(COLOR_BY), value="pipeline stage",
@@ -79,6 +84,7 @@ class ParallelMap(Instrument):
                              default_size=size, stroke="white", labels=[label])
             for kind, marker, color, size, label in (
                 ("data", "square", "#f97316", 30, "GPU 0's DP group"),
+                ("context", "diamond", "#ec4899", 40, "GPU 0's CP group"),
                 ("pipeline", "triangle-up", "#ef4444", 60, "GPU 0's pipeline"),
                 ("tensor", "circle", "#ffffff", 30, "GPU 0's TP group"),
             )
@@ -89,16 +95,16 @@ class ParallelMap(Instrument):
         self.table = widgets.HTML()
         self.extra.children = (self.table,)
         for name, label in (("dp", "DP (derived)"), ("nodes", "Nodes / racks"), ("tp_scope", "TP group"),
-                            ("pp_scope", "Pipeline neighbours"), ("dp_scope", "DP group")):
+                            ("cp_scope", "CP group"), ("pp_scope", "Pipeline neighbours"), ("dp_scope", "DP group")):
             self.add_card(name, label)
 
     def link_to(self, configurator) -> None:
-        """Follow a configurator's model, cluster, TP and PP."""
+        """Follow a configurator's model, cluster, TP, CP and PP."""
         def copy(_change=None):
             with self.batch():
-                for name in ("model", "cluster", "tp", "pp"):
+                for name in ("model", "cluster", "tp", "cp", "pp"):
                     self.controls[name].value = configurator.controls[name].value
-        for name in ("model", "cluster", "tp", "pp"):
+        for name in ("model", "cluster", "tp", "cp", "pp"):
             configurator.controls[name].observe(copy, names="value")
         copy()
 
@@ -107,10 +113,10 @@ class ParallelMap(Instrument):
         cluster = catalog.cluster(v["cluster"])
         g = cluster.node.gpus_per_node
         gpus = cluster.nodes * g
-        tp, pp = int(v["tp"]), int(v["pp"])
-        dp = max(gpus // (tp * pp), 1)
-        plan = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, **PLAN_SETTINGS)
-        lay = rank_layout(tp, pp, dp, g, int(v["nodes_per_rack"]))
+        tp, cp, pp = int(v["tp"]), int(v["cp"]), int(v["pp"])
+        dp = max(gpus // (tp * cp * pp), 1)
+        plan = core.plan(model, cluster, tp=tp, cp=cp, pp=pp, dp=dp, **PLAN_SETTINGS)
+        lay = rank_layout(tp, pp, dp, g, int(v["nodes_per_rack"]), cp=cp)
 
         shown_nodes = min(max(lay.nodes, 1), MAX_NODES_SHOWN, max(cluster.nodes, 1))
         field = COLOR_BY[v["color_by"]]
@@ -124,9 +130,10 @@ class ParallelMap(Instrument):
         self.set_marks(self.grid, color=color, row=np.arange(g + 1), column=np.arange(shown_nodes + 1))  # color first: bqplot validates row/column against it
         self.set_marks(self.racks, x=np.stack([rack_edges, rack_edges], axis=1).astype(float),
                        y=np.tile([0.0, float(g)], (rack_edges.size, 1)))
-        first = {"tensor": (lay.dp_rank == 0) & (lay.pp_stage == 0),
-                 "data": (lay.tp_rank == 0) & (lay.pp_stage == 0),
-                 "pipeline": (lay.tp_rank == 0) & (lay.dp_rank == 0)}
+        origin = {"tensor": lay.tp_rank == 0, "context": lay.cp_rank == 0, "pipeline": lay.pp_stage == 0,
+                  "data": lay.dp_rank == 0}
+        first = {kind: np.logical_and.reduce([origin[other] for other in origin if other != kind])
+                 for kind in origin}
         for kind, members in first.items():
             members &= visible
             self.set_marks(self.group_marks[kind], x=lay.node[members] + 0.5, y=lay.slot[members] + 0.5)
@@ -153,26 +160,30 @@ class ParallelMap(Instrument):
             "<table style='font-size:0.85rem;border-collapse:collapse' cellpadding='4'>"
             "<tr><th>group</th><th>size</th><th>groups</th><th>members sit</th><th>link</th><th>carries</th></tr>"
             f"{rows}</table><div style='font-size:0.85rem'>On the map, GPU 0's groups: white circles its TP group,"
-            " red triangles its pipeline (one GPU per stage), orange squares its DP group.</div>"
+            " pink diamonds its CP group, red triangles its pipeline (one GPU per stage), orange squares its DP"
+            " group.</div>"
             "<div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
 
-        self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {pp})", "normal" if tp * pp * dp == gpus else "bad")
+        self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {cp} x {pp})",
+                      "normal" if tp * cp * pp * dp == gpus else "bad")
         racks = -(-cluster.nodes // int(v["nodes_per_rack"]))
         self.set_card("nodes", f"{cluster.nodes} / {racks}", f"{g} GPUs per node")
-        for kind, card in (("tensor", "tp_scope"), ("pipeline", "pp_scope"), ("data", "dp_scope")):
+        for kind, card in (("tensor", "tp_scope"), ("context", "cp_scope"), ("pipeline", "pp_scope"),
+                           ("data", "dp_scope")):
             scope = groups[kind]["scope"]
             tone = "bad" if kind == "tensor" and scope not in ("inside a node", "single GPU") else "normal"
             self.set_card(card, scope, groups[kind]["link"], tone)
         self.set_math(
-            f"rank = tp_rank + TP &middot; (dp_rank + DP &middot; stage) (Megatron-LM order);"
-            f" node = rank // {g}; rack = node // {int(v['nodes_per_rack'])}<br>"
-            f"TP groups: {tp} consecutive ranks; pipeline neighbours are TP &middot; DP = {tp * dp} ranks apart;"
-            f" DP peers are TP = {tp} ranks apart."
+            f"rank = tp_rank + TP &middot; (cp_rank + CP &middot; (stage + PP &middot; dp_rank)) (order TP, CP, PP,"
+            f" DP, as Llama 3); node = rank // {g}; rack = node // {int(v['nodes_per_rack'])}<br>"
+            f"TP groups: {tp} consecutive ranks; CP peers are TP = {tp} ranks apart; pipeline neighbours are"
+            f" TP &middot; CP = {tp * cp} ranks apart; DP peers are TP &middot; CP &middot; PP = {tp * cp * pp}"
+            f" ranks apart."
         )
         for code, sentence in plan.violations:
             self.flag(code, sentence)
         return {
-            "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "pp": pp, "dp": dp,
+            "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "cp": cp, "pp": pp, "dp": dp,
             "nodes": cluster.nodes, "racks": racks, "nodes_shown": shown_nodes, "color_by": v["color_by"],
             "groups": groups, "layers_per_stage": layers, "feasible": bool(plan.feasible),
             "violations": [code for code, _ in plan.violations],

@@ -22,16 +22,27 @@ needs_planner = pytest.mark.skipif(
 
 
 # -- the layout (no core needed) -------------------------------------------------------
-def test_megatron_rank_order_by_hand():
+def test_tp_cp_pp_dp_rank_order_by_hand():
     lay = rank_layout(tp=2, pp=2, dp=2, gpus_per_node=4, nodes_per_rack=1)
-    # rank = tp_rank + 2 * (dp_rank + 2 * stage)
+    # rank = tp_rank + 2 * (stage + 2 * dp_rank)  (CP = 1; order TP, CP, PP, DP as Llama 3)
     assert lay.tp_rank.tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
-    assert lay.dp_rank.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
-    assert lay.pp_stage.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert lay.pp_stage.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert lay.dp_rank.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert lay.node.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert lay.scope("tensor") == "inside a node"
-    assert lay.scope("data") == "inside a node"
-    assert lay.scope("pipeline") == "across racks"  # one node per rack here
+    assert lay.scope("pipeline") == "inside a node"
+    assert lay.scope("data") == "across racks"  # one node per rack here
+    assert lay.scope("context") == "single GPU"
+
+
+def test_cp_ranks_sit_between_tp_and_pp():
+    # rank = tp_rank + 2 * (cp_rank + 2 * stage), 8 GPUs per node
+    lay = rank_layout(tp=2, pp=2, dp=1, cp=2, gpus_per_node=8)
+    assert lay.cp_rank.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert lay.pp_stage.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert lay.spans["context"] == {"size": 2, "groups": 4, "cross_node": 0, "cross_rack": 0}
+    # TP 8 x CP 16 (Llama 3's long-context stage) spans 16 nodes
+    assert rank_layout(tp=8, pp=1, dp=1, cp=16).scope("context") == "across racks"
 
 
 def test_gpt3_on_1024_h100s():
@@ -39,8 +50,9 @@ def test_gpt3_on_1024_h100s():
     assert lay.gpus == 1024 and lay.nodes == 128
     assert lay.spans["tensor"] == {"size": 8, "groups": 128, "cross_node": 0, "cross_rack": 0}
     assert lay.spans["data"]["groups"] == 64 and lay.spans["data"]["cross_node"] == 64
-    # pipeline neighbours are tp * dp = 128 ranks (16 nodes) apart
-    assert int(lay.pp_stage[127]) == 0 and int(lay.pp_stage[128]) == 1
+    # pipeline neighbours are tp * cp = 8 ranks (one node) apart; a replica fills 8 nodes
+    assert int(lay.pp_stage[7]) == 0 and int(lay.pp_stage[8]) == 1
+    assert int(lay.dp_rank[63]) == 0 and int(lay.dp_rank[64]) == 1
     assert lay.scope("pipeline") == "across racks"
 
 
@@ -77,9 +89,9 @@ def _check(pmap):
     assert_alive(pmap)
     v = pmap.values()
     cluster = catalog.cluster(v["cluster"])
-    dp = max(cluster.gpus // (v["tp"] * v["pp"]), 1)
+    dp = max(cluster.gpus // (v["tp"] * v["cp"] * v["pp"]), 1)
     try:
-        p = core.plan(v["model"], v["cluster"], tp=v["tp"], pp=v["pp"], dp=dp, **PLAN_SETTINGS)
+        p = core.plan(v["model"], v["cluster"], tp=v["tp"], cp=v["cp"], pp=v["pp"], dp=dp, **PLAN_SETTINGS)
     except ValueError as exc:  # the planner refuses the input outright (e.g. more stages than layers)
         assert pmap.failures == ["invalid_input"] and str(exc) in pmap.failure_messages["invalid_input"]
         return
@@ -117,7 +129,7 @@ def test_colour_by_switches_the_grid_values(pmap):
     figs, marks = list(pmap.figures), [m for f in pmap.figures for m in f.marks]
     before = mark_arrays(pmap)
     stages = np.array(pmap.grid.color, dtype=float)
-    assert stages[0, 0] == 0 and stages[0, 16] == 1  # 16 nodes per stage
+    assert stages[0, 0] == 0 and stages[0, 1] == 1 and stages[0, 8] == 0  # one node per stage, 8 per replica
     pmap.controls["color_by"].value = "tensor shard"
     assert same_figures(pmap, figs, marks)
     assert changed(before, mark_arrays(pmap))
@@ -144,9 +156,10 @@ def test_grid_never_escapes(pmap):
 @given(model=st.sampled_from(["gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-7b"]),
        cluster=st.sampled_from(["h100-1024", "h100-16384", "research-256", "selene-3072"]),
        tp=st.sampled_from([1, 2, 4, 8, 16, 32, 64]), pp=st.integers(1, 64), rack=st.integers(1, 16),
-       color=st.sampled_from(["pipeline stage", "tensor shard", "data replica"]))
-def test_fuzz(pmap, model, cluster, tp, pp, rack, color):
-    set_controls(pmap, model=model, cluster=cluster, tp=tp, pp=pp, nodes_per_rack=rack, color_by=color)
+       cp=st.sampled_from([1, 2, 4, 8, 16]),
+       color=st.sampled_from(["pipeline stage", "tensor shard", "context shard", "data replica"]))
+def test_fuzz(pmap, model, cluster, tp, pp, rack, cp, color):
+    set_controls(pmap, model=model, cluster=cluster, tp=tp, cp=cp, pp=pp, nodes_per_rack=rack, color_by=color)
     _check(pmap)
 
 
@@ -169,8 +182,10 @@ def test_map_follows_a_configurator():
         conf.controls["model"].value = "llama3-70b"
         conf.controls["tp"].value = 4
         conf.controls["pp"].value = 4
-    assert (pmap.result["model"], pmap.result["tp"], pmap.result["pp"]) == ("llama3-70b", 4, 4)
-    assert pmap.result["dp"] == conf.result["dp"] == 64
+        conf.controls["cp"].value = 2
+    assert (pmap.result["model"], pmap.result["tp"], pmap.result["cp"], pmap.result["pp"]) == ("llama3-70b", 4, 2, 4)
+    assert pmap.result["dp"] == conf.result["dp"] == 32
+    assert pmap.result["groups"]["context"]["scope"] == "inside a node"  # TP 4 x CP 2 = one node
     pmap.controls["pp"].value = 2  # the map can still be moved on its own
     assert pmap.result["pp"] == 2 and conf.result["pp"] == 4
 
@@ -180,5 +195,5 @@ def test_gpu0_groups_are_marked_on_their_cells(pmap):
     set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, nodes_per_rack=4)
     tp_marks, pp_marks, dp_marks = (pmap.group_marks[k] for k in ("tensor", "pipeline", "data"))
     assert sorted(zip(tp_marks.x, tp_marks.y)) == [(0.5, s + 0.5) for s in range(8)]  # all of node 0, NVLink
-    assert list(pp_marks.x) == [16 * s + 0.5 for s in range(8)]  # one GPU every 128 ranks = 16 nodes
-    assert list(dp_marks.x) == [d + 0.5 for d in range(16)] and set(dp_marks.y) == {0.5}  # slot 0 of nodes 0-15
+    assert list(pp_marks.x) == [s + 0.5 for s in range(8)]  # one GPU every 8 ranks = 1 node
+    assert list(dp_marks.x) == [8 * d + 0.5 for d in range(16)] and set(dp_marks.y) == {0.5}  # every 8th node
