@@ -912,8 +912,9 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     -------
     SweepTable
         One row per configuration, with every :class:`Plan` number, a ``recompute``
-        column of mode names, ``violations`` and ``notes`` (``;``-joined codes) and
-        ``feasible``. Only feasible rows unless ``include_infeasible``; sorted by tokens/s.
+        column of mode names, ``violations`` and ``notes`` (``;``-joined codes, in place of
+        :func:`evaluate`'s boolean ``viol_*`` / ``note_*`` columns) and ``feasible``.
+        Only feasible rows unless ``include_infeasible``; sorted by tokens/s.
 
     Examples
     --------
@@ -961,11 +962,14 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                     compute_efficiency=compute_efficiency, precision=precision,
                     fused_attention=fused_attention, collective_efficiency=collective_efficiency)
     for prefix, column in (("viol_", "violations"), ("note_", "notes")):
-        reasons = np.full(len(grid_b), "", dtype=object)
-        for key in [k for k in cols if k.startswith(prefix)]:
-            mask = cols[key]
-            reasons[mask] = reasons[mask] + np.where(reasons[mask] == "", "", ";") + key[len(prefix):]
-        cols[column] = reasons
+        keys = [k for k in cols if k.startswith(prefix)]
+        # one bit per code; join the codes once per distinct combination, not once per row
+        bits = sum(cols[k].astype(np.int64) << i for i, k in enumerate(keys))
+        combos, which = np.unique(bits, return_inverse=True)
+        names = [";".join(k[len(prefix):] for i, k in enumerate(keys) if combo >> i & 1) for combo in combos]
+        cols[column] = np.array(names, dtype=object)[which]
+        for k in keys:  # the joined codes carry them; fewer columns to sort
+            del cols[k]
     cols["recompute"] = np.array(RECOMPUTE_MODES, dtype=object)[cols["recompute_code"]]
     table = SweepTable(cols, meta={"model": m.name, "cluster": c.name, "global_batch": B})
     if not include_infeasible:
@@ -1007,7 +1011,8 @@ def explain(table, k=3, terms=2):
     Returns
     -------
     list of str
-        One sentence per comparison, ``"#1 beats #2 because ..."``.
+        One sentence per comparison, ``"#1 beats #2 because ..."`` (or ``"#1 and #2 tie
+        ..."`` when their steps differ by less than half a millisecond).
 
     Source: the terms of :func:`evaluate`.
 
@@ -1029,10 +1034,15 @@ def explain(table, k=3, terms=2):
         diffs = sorted(((other[t] - best[t], t) for t in STEP_TERMS), key=lambda x: -abs(x[0]))[:terms]
         why = ", ".join(f"{_TERM_WORDS[t]} {'-' if d > 0 else '+'}{abs(d) * 1e3:.0f} ms" for d, t in diffs)
         gap = other["step_time"] - best["step_time"]
+        settings = ", ".join(changed) or "identical"
+        memory = f"memory {best['memory_total'] / 1e9:.1f} vs {other['memory_total'] / 1e9:.1f} GB per GPU"
+        if gap < 0.5e-3:  # a tie: say what differs instead of inventing a winner
+            out.append(f"#1 and #{i + 1} tie ({best['step_time']:.2f} s per step): they differ in {settings}, "
+                       f"which moves no step-time term by a millisecond; {memory}. #1 is {_setting(best)}.")
+            continue
         out.append(f"#1 beats #{i + 1} because its step is {gap * 1e3:.0f} ms shorter "
                    f"({best['step_time']:.2f} s vs {other['step_time']:.2f} s): {why}; "
-                   f"settings {', '.join(changed) or 'identical'}; memory {best['memory_total'] / 1e9:.1f} "
-                   f"vs {other['memory_total'] / 1e9:.1f} GB per GPU. #1 is {_setting(best)}.")
+                   f"settings {settings}; {memory}. #1 is {_setting(best)}.")
     return out
 
 
