@@ -97,7 +97,7 @@ class Configurator(Instrument):
     violation codes and the note codes.
     """
 
-    title = "Parallelism configurator"
+    title = "3D-parallelism configurator"
     subtitle = ("TP x CP x PP x DP = GPUs. Fit the model, keep the bubble under 10 %, keep TP inside a node; "
                 "load a top result of the planner's search to see why it wins.")
 

@@ -56,7 +56,7 @@ class ParallelMap(Instrument):
     ``link_to(configurator)`` makes the map follow a :class:`Configurator`.
     """
 
-    title = "Parallelism map"
+    title = "3D-parallelism map"
     subtitle = "One cell per GPU: columns are nodes (grouped in racks), rows the 8 GPUs of a node."
 
     def track_unsupported(self, track):
