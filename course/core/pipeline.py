@@ -341,10 +341,8 @@ def slowest_stage_layers(layers, pp, first_stage_layers=0, last_stage_layers=0):
 
     Parameters
     ----------
-    layers : int or array_like of int
-        Transformer layers, ``>= pp``.
-    pp : int or array_like of int
-        Stages, ``>= 1``.
+    layers, pp : int or array_like of int
+        As in :func:`max_layers_per_stage`.
     first_stage_layers, last_stage_layers : int or array_like of int, optional
         Layers pinned to the first / last stage, ``>= 0`` (0: not pinned). Ignored when
         ``pp = 1``; with ``pp = 2`` and both pinned they must add up to ``layers``.
