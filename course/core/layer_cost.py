@@ -16,6 +16,8 @@ forward.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _validate as v
@@ -92,6 +94,12 @@ def flops_per_sequence(model, recompute="none"):
     >>> round(flops_per_sequence(m, "full") / eq3, 9)
     1.0
     """
+    return _flops_per_sequence(model, _mode(recompute))
+
+
+@functools.lru_cache(maxsize=256)
+def _flops_per_sequence(model, recompute):
+    # models are frozen dataclasses: one computation per (model, mode), however many plans ask
     s, h = model.seq_len, model.hidden
     per_layer = float(layer_flops_per_token(model.layer_params, s, h, recompute))
     return s * (model.layers * per_layer + 6.0 * model.vocab * h)

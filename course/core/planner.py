@@ -398,7 +398,8 @@ class Config:
             raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
         shaped = np.broadcast_arrays(*arrays.values())
         for name, arr in zip(arrays, shaped):
-            setattr(self, name, arr if name in ("sequence_parallel", "recompute_code") else arr.astype(np.int64))
+            keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
+            setattr(self, name, arr if keep else arr.astype(np.int64))
         self.shape = self.tp.shape
         self._derive(collective_efficiency)
 
@@ -416,9 +417,9 @@ class Config:
         self.gpus = self.tp * self.cp * self.pp * self.dp
         self.global_batch = self.micro_batch * self.num_microbatches * self.dp
         self.seq_local = m.seq_len / self.cp  # tokens of each sequence on one CP rank
+        # pins are ignored where pp = 1 (one stage holds everything)
         self.stage_layers = np.asarray(_pipe.slowest_stage_layers(
-            m.layers, self.pp, np.where(self.pp > 1, self.first_stage_layers, 0),
-            np.where(self.pp > 1, self.last_stage_layers, 0))).astype(np.int64)
+            m.layers, self.pp, self.first_stage_layers, self.last_stage_layers)).astype(np.int64)
         # with v chunks per stage the largest chunk sets the pace of every chunk slot
         self.stage_layers = self.interleave * (-(-self.stage_layers // self.interleave))
         self.imbalance = self.stage_layers * self.pp / m.layers

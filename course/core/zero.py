@@ -195,5 +195,8 @@ def zero_exposed_time(allreduce_seconds, zero_stage, num_microbatches, forward_s
     # ZeRO-3: one all-gather in the forward, an all-gather and a reduce-scatter in the backward
     fwd_share = np.where(z == 3, 0.5, 0.0)
     bwd_share = per_mb - fwd_share
-    per_microbatch = exposed(tf, fwd_share * ar) + exposed(tb, bwd_share * ar)
-    return v.scalar_or_array(m * per_microbatch + exposed(tb, per_step * ar))
+    total = np.zeros(np.broadcast(ar, m, tf, tb, k, z).shape)
+    for window, share, times in ((tf, fwd_share, m), (tb, bwd_share, m), (tb, per_step, 1)):
+        if np.any(share > 0):  # stages 0-1 talk once per step: skip the empty parts
+            total = total + times * exposed(window, share * ar)
+    return v.scalar_or_array(total)
