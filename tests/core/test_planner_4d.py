@@ -46,6 +46,19 @@ def test_dp_traffic_per_step_by_hand_without_overlap(stage, allreduces):
     assert p.dp_comm_exposed == pytest.approx(p.dp_comm, rel=1e-12)
 
 
+def test_zero3_prefetch_overlap_by_hand():
+    # one 1 s all-reduce of the gradients, 4 layers (buckets), 8 micro-batches of 0.1 s forward and
+    # 0.2 s backward. Per layer and micro-batch ZeRO-3 all-gathers 0.5/4 s of weights in the forward
+    # (window 0.1/4 s) and moves 1.0/4 s (all-gather + reduce-scatter) in the backward (window 0.2/4 s).
+    # With one stream, bucket i waits for bucket i-1: exposed = t_c + (k-1) max(0, t_c - t_window).
+    forward = 0.125 + 3 * (0.125 - 0.025)
+    backward = 0.25 + 3 * (0.25 - 0.05)
+    assert zero.zero_exposed_time(1.0, 3, 8, 0.1, 0.2, 4) == pytest.approx(8 * (forward + backward))
+    # ZeRO-1 (Megatron's distributed optimizer): one all-reduce worth, behind the last backward only
+    assert zero.zero_exposed_time(1.0, 1, 8, 0.1, 0.2, 4) == pytest.approx(0.25 + 3 * (0.25 - 0.05))
+    assert zero.zero_exposed_time(1.0, 3, 8, 0.1, 0.2, 4, overlap=False) == pytest.approx(1.5 * 8)
+
+
 def test_zero3_exposed_traffic_grows_with_microbatches_zero1_does_not():
     # the case: Llama 3 70B on h100-1024, TP 8, DP 128. ZeRO-3 re-gathers the weights
     # in every micro-batch's forward and backward, so its exposed time is m times one

@@ -109,7 +109,7 @@ def _check(pmap):
 
 @needs_planner
 def test_links_follow_the_scope(pmap):
-    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, nodes_per_rack=4)
+    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, cp=1, pp=8, nodes_per_rack=4)
     _check(pmap)
     groups = pmap.result["groups"]
     assert groups["tensor"]["link"] == "NVLink 4" and groups["tensor"]["bandwidth"] == 450e9
@@ -125,7 +125,7 @@ def test_links_follow_the_scope(pmap):
 
 @needs_planner
 def test_colour_by_switches_the_grid_values(pmap):
-    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, color_by="pipeline stage")
+    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, cp=1, pp=8, color_by="pipeline stage")
     figs, marks = list(pmap.figures), [m for f in pmap.figures for m in f.marks]
     before = mark_arrays(pmap)
     stages = np.array(pmap.grid.color, dtype=float)
@@ -138,7 +138,7 @@ def test_colour_by_switches_the_grid_values(pmap):
 
 @needs_planner
 def test_large_cluster_shows_its_first_nodes(pmap):
-    set_controls(pmap, cluster="h100-16384", tp=8, pp=16)
+    set_controls(pmap, cluster="h100-16384", tp=8, cp=1, pp=16)
     _check(pmap)
     assert pmap.result["nodes_shown"] == 128 and pmap.result["nodes"] == 2048
     assert "first 128 of 2048" in pmap.map_figure.title
@@ -147,7 +147,7 @@ def test_large_cluster_shows_its_first_nodes(pmap):
 @needs_planner
 def test_grid_never_escapes(pmap):
     for cluster, tp, pp, rack in itertools.product(("h100-1024", "research-256"), (1, 8, 64), (1, 3, 64), (1, 16)):
-        set_controls(pmap, cluster=cluster, tp=tp, pp=pp, nodes_per_rack=rack)
+        set_controls(pmap, cluster=cluster, tp=tp, cp=1, pp=pp, nodes_per_rack=rack)
         _check(pmap)
 
 
@@ -192,7 +192,7 @@ def test_map_follows_a_configurator():
 
 @needs_planner
 def test_gpu0_groups_are_marked_on_their_cells(pmap):
-    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, pp=8, nodes_per_rack=4)
+    set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, cp=1, pp=8, nodes_per_rack=4)
     tp_marks, pp_marks, dp_marks = (pmap.group_marks[k] for k in ("tensor", "pipeline", "data"))
     assert sorted(zip(tp_marks.x, tp_marks.y)) == [(0.5, s + 0.5) for s in range(8)]  # all of node 0, NVLink
     assert list(pp_marks.x) == [s + 0.5 for s in range(8)]  # one GPU every 8 ranks = 1 node
