@@ -20,6 +20,7 @@ catalog         accelerators, links, models, nodes and clusters, with sources
 layer_cost      FLOPs, backward share and element-wise traffic of one layer
 zero            ZeRO traffic per micro-batch and per step, by implementation
 context_parallel  context parallelism: K/V exchange per layer
+plan_terms      the planner's configuration record and its step-time / memory terms
 planner         4D-parallel plan(), vectorized sweep() and explain()
 """
 

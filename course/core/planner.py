@@ -8,8 +8,9 @@ one vectorized NumPy pass; :func:`evaluate` is the same pass on arrays the calle
 (an instrument's 256-point curve); :func:`explain` says why the best rows of a sweep
 beat the next ones.
 
-The pass builds a configuration record (:class:`Config`) and adds up terms, one function
-each, whose physics lives in the core module it belongs to:
+The pass builds a configuration record (:class:`~course.core.plan_terms.Config`) and adds
+up terms, one function each (:mod:`course.core.plan_terms`), whose physics lives in the
+core module it belongs to:
 
 =================  ===========================================================================
 term               physics (module, source)
@@ -72,37 +73,17 @@ import numpy as np
 
 from . import _validate as v
 from . import catalog as _cat
-from . import collectives as _coll
-from . import context_parallel as _cp
-from . import data_parallel as _dp
-from . import economics as _econ
 from . import layer_cost as _lc
-from . import memory as _mem
-from . import pipeline as _pipe
-from . import tensor as _tp
 from . import zero as _zero
+from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, RECOMPUTE_MODES, SCHEDULES, STEP_TERMS, Config,
+                         _as_cluster, _as_model)
+from .plan_terms import columns as _columns
 
 __all__ = [
     "Plan", "SweepTable", "Config", "plan", "sweep", "evaluate", "explain", "iteration_flops",
     "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "VIOLATION_CODES", "NOTE_CODES",
     "STEP_TERMS", "megatron_table1", "format_megatron_table1",
 ]
-
-#: Share of dense peak that the matrix multiplications sustain, one number for every
-#: configuration: the planner's single calibrated assumption. Fitted once on
-#: Megatron-LM SC21 Table 1 (A100, 16-bit, full recomputation), with every collective at
-#: its measured efficiency (nccl-tests): with 0.63 every row's predicted TFLOP/s per GPU
-#: lies within 4 % of the published one (the test allows 5 %;
-#: tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``).
-DEFAULT_COMPUTE_EFFICIENCY = 0.63
-
-RECOMPUTE_MODES = _lc.RECOMPUTE_MODES
-SCHEDULES = ("1f1b", "gpipe")
-#: Step-time terms in the order they add up (``Plan.breakdown()``).
-STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "bubble", "pp_comm", "dp_comm_exposed")
-
-#: 16-bit (BF16/FP16) activations and gradients on the wire.
-_WIRE_BYTES = 2.0
 
 #: code -> what it means (the sentences in Plan.violations carry the numbers).
 VIOLATION_CODES = {
@@ -304,292 +285,6 @@ class SweepTable:
         return pd.DataFrame(self.columns)
 
 
-# --------------------------------------------------------------------------- configuration record
-
-
-def _as_model(model):
-    m = _cat.model(model) if isinstance(model, str) else model
-    if not isinstance(m, _cat.Model) or not m.is_transformer:
-        raise ValueError(f"model must be a transformer Model from the catalog (or its name); got {model!r}")
-    return m
-
-
-def _as_cluster(cluster):
-    c = _cat.cluster(cluster) if isinstance(cluster, str) else cluster
-    if not isinstance(c, _cat.Cluster):
-        raise ValueError(f"cluster must be a Cluster from the catalog (or its name); got {cluster!r}")
-    return c
-
-
-def _by_mode(recompute_code, fn):
-    """Evaluate ``fn(mode)`` for each recompute mode present and pick per element."""
-    first = int(recompute_code.flat[0]) if recompute_code.size else 0
-    if np.all(recompute_code == first):  # one mode everywhere: no selection needed
-        return np.broadcast_to(np.asarray(fn(RECOMPUTE_MODES[first]), dtype=float), recompute_code.shape)
-    out = None
-    for code, mode in enumerate(RECOMPUTE_MODES):
-        mask = recompute_code == code
-        if not np.any(mask):
-            continue
-        val = np.broadcast_to(np.asarray(fn(mode), dtype=float), recompute_code.shape)
-        out = np.where(mask, val, 0.0) if out is None else np.where(mask, val, out)
-    return out
-
-
-@dataclass
-class _Link:
-    """Achieved bandwidth (bytes/s) and latency (s) of the link a parallel group uses."""
-
-    bandwidth: np.ndarray
-    latency: np.ndarray
-
-
-class Config:
-    """A configuration record: validated, broadcast parallel degrees and the settings of one pass.
-
-    Built once by :func:`evaluate`; every term function reads it. Array fields (one
-    element per configuration): ``tp, cp, pp, dp, micro_batch, num_microbatches,
-    zero_stage, recompute_code, sequence_parallel, interleave, first_stage_layers,
-    last_stage_layers``. Derived: ``gpus``, ``global_batch``, ``stage_layers`` (the
-    busiest stage), ``imbalance`` (its layers over the balanced share) and the links of
-    the TP, CP, PP and DP groups (ranks ordered TP, CP, PP, DP).
-
-    Parameters
-    ----------
-    model, cluster
-        As in :func:`plan`.
-    tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave, sequence_parallel
-        Broadcastable arrays.
-    recompute : str or array of int
-        A mode of ``RECOMPUTE_MODES`` or indices into it.
-    first_stage_layers, last_stage_layers : int or array, >= 0
-        Pinned layer counts (0: balanced).
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
-        As in :func:`plan`.
-
-    Source: Dubey et al. 2024, sec. 3.3.2 (placement order TP, CP, PP, DP).
-    """
-
-    def __init__(self, model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4,
-                 zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
-                 first_stage_layers=0, last_stage_layers=0, overlap=True,
-                 compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-                 collective_efficiency=None):
-        self.model, self.cluster = _as_model(model), _as_cluster(cluster)
-        self.schedule = v.choice("schedule", schedule, SCHEDULES)
-        self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
-        self.peak = self.cluster.accelerator.peak(precision)
-        self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
-        arrays = dict(
-            tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
-            micro_batch=v.integer("micro_batch", micro_batch),
-            num_microbatches=v.integer("num_microbatches", num_microbatches),
-            zero_stage=v.integer("zero_stage", zero_stage, minimum=0),
-            interleave=v.integer("interleave", interleave),
-            first_stage_layers=v.integer("first_stage_layers", first_stage_layers, minimum=0),
-            last_stage_layers=v.integer("last_stage_layers", last_stage_layers, minimum=0),
-            sequence_parallel=np.asarray(sequence_parallel, dtype=bool),
-            recompute_code=self._recompute_codes(recompute))
-        if np.any(arrays["zero_stage"] > 3):
-            raise ValueError(f"zero_stage must be 0, 1, 2 or 3; got {zero_stage!r}")
-        if np.any(arrays["interleave"] > 1) and self.schedule != "1f1b":
-            raise ValueError("interleave > 1 needs schedule='1f1b' (the interleaved 1F1B schedule)")
-        if np.any(arrays["pp"] > self.model.layers):
-            raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
-        shaped = np.broadcast_arrays(*arrays.values())
-        for name, arr in zip(arrays, shaped):
-            keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
-            setattr(self, name, arr if keep else arr.astype(np.int64))
-        self.shape = self.tp.shape
-        self._derive(collective_efficiency)
-
-    @staticmethod
-    def _recompute_codes(recompute):
-        if isinstance(recompute, str):
-            return np.asarray(RECOMPUTE_MODES.index(v.choice("recompute", recompute, RECOMPUTE_MODES)))
-        rc = v.integer("recompute", recompute, minimum=0).astype(np.int64)
-        if np.any(rc >= len(RECOMPUTE_MODES)):
-            raise ValueError(f"recompute codes must index {RECOMPUTE_MODES}; got {recompute!r}")
-        return rc
-
-    def _derive(self, collective_efficiency):
-        m, c = self.model, self.cluster
-        self.gpus = self.tp * self.cp * self.pp * self.dp
-        self.global_batch = self.micro_batch * self.num_microbatches * self.dp
-        self.seq_local = m.seq_len / self.cp  # tokens of each sequence on one CP rank
-        # pins are ignored where pp = 1 (one stage holds everything)
-        self.stage_layers = np.asarray(_pipe.slowest_stage_layers(
-            m.layers, self.pp, self.first_stage_layers, self.last_stage_layers)).astype(np.int64)
-        # with v chunks per stage the largest chunk sets the pace of every chunk slot
-        self.stage_layers = self.interleave * (-(-self.stage_layers // self.interleave))
-        self.imbalance = self.stage_layers * self.pp / m.layers
-        if collective_efficiency is None:
-            eff_in, eff_out = _coll.NVLINK_COLLECTIVE_EFFICIENCY, _coll.NETWORK_COLLECTIVE_EFFICIENCY
-        else:
-            eff_in = eff_out = float(v.fraction("collective_efficiency", collective_efficiency, low_open=True))
-        self.collective_efficiency = (eff_in, eff_out)
-        self.intra_bw, self.inter_bw = c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out
-        g = c.gpus_per_node
-        # a group stays in the node while the ranks it spans (its stride x its size) fit in one
-        self.tp_link = self._link(self.tp <= g)
-        self.cp_link = self._link(self.tp * self.cp <= g)
-        self.pp_link = self._link(self.tp * self.cp * self.pp <= g)
-        # DP x CP ranks hold the same weights and reduce gradients together: how many share a node
-        cp_local = np.where(self.tp * self.cp <= g, self.cp, np.gcd(np.maximum(g // self.tp, 1), self.cp))
-        below_dp = self.tp * self.cp * self.pp
-        dp_local = np.where(below_dp <= g, np.gcd(np.maximum(g // below_dp, 1), self.dp), 1)
-        self.grad_group = self.dp * self.cp
-        self.grad_local = cp_local * dp_local
-        self.grad_nodes = self.grad_group // self.grad_local
-
-    def _link(self, in_node):
-        c = self.cluster
-        return _Link(np.where(in_node, self.intra_bw, self.inter_bw),
-                     np.where(in_node, c.intra_latency, c.inter_latency))
-
-    def per_mode(self, fn):
-        """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
-        return _by_mode(self.recompute_code, fn)
-
-    def activation_bytes(self, mode):
-        """Korthikanti bytes per layer and micro-batch on one GPU for ``mode``, divided by CP."""
-        cache = self.__dict__.setdefault("_act_cache", {})
-        if mode not in cache:
-            m, sp = self.model, self.sequence_parallel
-            per_flag = {flag: _mem.activation_bytes_per_layer(m.seq_len, self.micro_batch, m.hidden, m.heads,
-                                                              self.tp, flag, mode)
-                        for flag in (False, True) if np.any(sp == flag)}
-            act = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
-                   else np.broadcast_to(next(iter(per_flag.values())), self.shape))
-            # each CP rank keeps s/c tokens and the scores of its s/c queries against all s keys
-            cache[mode] = act / self.cp
-        return cache[mode]
-
-
-# --------------------------------------------------------------------------- the terms
-
-
-def compute_term(*, cfg):
-    """FLOPs per iteration and the compute seconds of the slowest stage (Narayanan et al. eq. 3)."""
-    flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode))
-    return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
-
-
-def memory_bound_term(*, cfg):
-    """Seconds of element-wise kernels: their HBM bytes (:mod:`~course.core.layer_cost`) / bandwidth."""
-    # a fused attention kernel (FlashAttention) never writes the s x s scores to memory
-    stored = cfg.activation_bytes("selective") if cfg.fused_attention else cfg.activation_bytes("none")
-    needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
-    scores = cfg.activation_bytes("none") - cfg.activation_bytes("selective") if needs_scores else 0.0
-    traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
-    return cfg.num_microbatches * cfg.stage_layers * traffic / cfg.cluster.accelerator.memory_bandwidth
-
-
-def tp_comm_term(*, cfg):
-    """Seconds of TP all-reduces of ``b (s/cp) h`` per layer and micro-batch (Shoeybi et al. 2019)."""
-    m, link = cfg.model, cfg.tp_link
-    per_layer = cfg.per_mode(lambda mode: _tp.tp_comm_time_per_layer(
-        cfg.seq_local, cfg.micro_batch, m.hidden, cfg.tp, link.bandwidth, link.latency, _WIRE_BYTES,
-        recompute=mode))
-    return cfg.num_microbatches * cfg.stage_layers * per_layer
-
-
-def cp_comm_term(*, cfg):
-    """Seconds of CP key/value all-gathers and reduce-scatters per layer and micro-batch."""
-    if not np.any(cfg.cp > 1):
-        return np.zeros(cfg.shape)
-    m, link = cfg.model, cfg.cp_link
-    per_layer = cfg.per_mode(lambda mode: _cp.cp_comm_time_per_layer(
-        m.seq_len, cfg.micro_batch, m.kv_heads or m.heads, m.head_dim, cfg.tp, cfg.cp, link.bandwidth,
-        link.latency, mode, _WIRE_BYTES))
-    return cfg.num_microbatches * cfg.stage_layers * per_layer
-
-
-def bubble_term(*, cfg, busy):
-    """Pipeline bubble: :func:`~course.core.pipeline.bubble_overhead` x the busy time of a stage."""
-    return _pipe.bubble_overhead(cfg.pp, cfg.num_microbatches, cfg.interleave) * busy
-
-
-def pp_comm_term(*, cfg):
-    """Seconds of point-to-point sends: ``b (s/cp) h / tp`` 16-bit values, forward and backward, x v."""
-    if not np.any(cfg.pp > 1):
-        return np.zeros(cfg.shape)
-    m, link = cfg.model, cfg.pp_link
-    # Megatron's scatter/gather optimisation splits each send over the TP group (sec. 4.1)
-    message = _pipe.p2p_bytes_per_microbatch(cfg.seq_local, cfg.micro_batch, m.hidden, _WIRE_BYTES) / cfg.tp
-    send = _coll.point_to_point_time(message, link.bandwidth, link.latency)
-    return np.where(cfg.pp > 1, 2 * cfg.interleave * cfg.num_microbatches * send, 0.0)
-
-
-def dp_comm_term(*, cfg, busy):
-    """ZeRO traffic over the DP x CP group: total seconds and the part left exposed.
-
-    One all-reduce of the GPU's 16-bit gradients (hierarchical: in-node members first)
-    times the stage's all-reduce equivalents (:mod:`~course.core.zero`), overlapped per
-    layer with the forward / backward pass of one micro-batch of the busiest stage.
-    """
-    m, c = cfg.model, cfg.cluster
-    grad_bytes = m.params / (cfg.tp * cfg.pp) * _WIRE_BYTES
-    # overlapped traffic moves one bucket per layer, each paying the collective's latency;
-    # without overlap one collective over the whole gradient buffer (Megatron's local DDP)
-    buckets = cfg.stage_layers if cfg.overlap else np.ones(cfg.shape, np.int64)
-    one_allreduce = buckets * _coll.hierarchical_allreduce_time(
-        grad_bytes / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
-        c.inter_latency)
-    per_mb, per_step = _zero.zero_allreduce_equivalents(cfg.zero_stage)
-    total = (per_mb * cfg.num_microbatches + per_step) * one_allreduce
-    microbatch = busy / cfg.num_microbatches
-    fwd = microbatch * cfg.per_mode(_lc.forward_share)
-    bwd = microbatch * cfg.per_mode(_lc.backward_share)
-    exposed = _zero.zero_exposed_time(one_allreduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
-                                      buckets, cfg.overlap)
-    return total, np.broadcast_to(exposed, cfg.shape)
-
-
-def memory_terms(*, cfg):
-    """Per-GPU bytes: model states (ZeRO over DP x CP) and activations of the busiest stage."""
-    m = cfg.model
-    params_gpu = m.params / (cfg.tp * cfg.pp)
-    parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group)
-    out = {k: np.broadcast_to(parts[k], cfg.shape) for k in ("weights", "gradients", "optimizer")}
-    in_flight = _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, cfg.schedule, 1)
-    if np.any(cfg.interleave > 1):
-        in_flight = np.where(cfg.interleave > 1,
-                             _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, "interleaved",
-                                                          cfg.interleave), in_flight)
-    activations = cfg.per_mode(cfg.activation_bytes) * cfg.stage_layers * in_flight
-    # full recomputation still materialises one layer's activations during its backward
-    if np.any(cfg.recompute_code == 2):
-        activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
-    out["activations"] = activations
-    out["memory_total"] = out["weights"] + out["gradients"] + out["optimizer"] + activations
-    return out
-
-
-def violation_terms(*, cfg, memory_total):
-    """One boolean array per code of :data:`VIOLATION_CODES` (batch mismatches are the caller's)."""
-    m, c = cfg.model, cfg.cluster
-    g = c.gpus_per_node
-    return {
-        "gpus_mismatch": cfg.gpus != c.gpus,
-        "tp_crosses_node": (cfg.tp > g) | (g % np.minimum(cfg.tp, g) != 0),
-        "heads_not_divisible": m.heads % cfg.tp != 0,
-        "cp_not_divisible": m.seq_len % (2 * cfg.cp) != 0,
-        "batch_not_divisible": np.zeros(cfg.shape, bool),
-        "too_few_microbatches": (cfg.pp > 1) & (cfg.num_microbatches < cfg.pp),
-        "interleave_needs_multiple": (cfg.interleave > 1) & (cfg.num_microbatches % cfg.pp != 0),
-        "out_of_memory": memory_total > cfg.cluster.accelerator.memory_bytes,
-    }
-
-
-def note_terms(*, cfg):
-    """One boolean array per code of :data:`NOTE_CODES`."""
-    return {
-        "uneven_stages": (cfg.pp > 1) & (cfg.stage_layers * cfg.pp != cfg.model.layers),
-        "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
-    }
-
-
 # --------------------------------------------------------------------------- the vectorized pass
 
 
@@ -647,47 +342,6 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency)
     return _columns(cfg)
-
-
-def _columns(cfg):
-    flops, compute = compute_term(cfg=cfg)
-    memory_bound = memory_bound_term(cfg=cfg)
-    tp_comm = tp_comm_term(cfg=cfg)
-    cp_comm = cp_comm_term(cfg=cfg)
-    busy = compute + memory_bound + tp_comm + cp_comm
-    bubble = bubble_term(cfg=cfg, busy=busy)
-    pp_comm = pp_comm_term(cfg=cfg)
-    dp_comm, dp_exposed = dp_comm_term(cfg=cfg, busy=busy)
-    step = compute + memory_bound + tp_comm + cp_comm + bubble + pp_comm + dp_exposed
-    mem = memory_terms(cfg=cfg)
-
-    gpus, gb = cfg.gpus, cfg.global_batch
-    tokens = gb * cfg.model.seq_len
-    model_flops = np.broadcast_to(_econ.training_flops(cfg.model.params, tokens), cfg.shape)
-    cols = dict(
-        gpus=gpus, tp=cfg.tp, cp=cfg.cp, pp=cfg.pp, dp=cfg.dp, micro_batch=cfg.micro_batch,
-        num_microbatches=cfg.num_microbatches, global_batch=gb, zero_stage=cfg.zero_stage,
-        recompute_code=cfg.recompute_code, sequence_parallel=cfg.sequence_parallel, interleave=cfg.interleave,
-        first_stage_layers=cfg.first_stage_layers, last_stage_layers=cfg.last_stage_layers,
-        stage_layers=cfg.stage_layers,
-        compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, bubble=bubble,
-        pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
-        memory_capacity=np.full(cfg.shape, cfg.cluster.accelerator.memory_bytes),
-        flops_per_iteration=flops, model_flops=model_flops,
-        achieved_flops_per_gpu=flops / (step * gpus),
-        mfu=_dp.mfu(model_flops, step, cfg.peak, gpus),
-        tokens_per_second=tokens / step, samples_per_second=gb / step,
-        scaling_efficiency=compute / step, bubble_fraction=bubble / step,
-        **mem,
-    )
-    feasible = np.ones(cfg.shape, bool)
-    for code, mask in violation_terms(cfg=cfg, memory_total=mem["memory_total"]).items():
-        cols["viol_" + code] = mask
-        feasible &= ~mask
-    cols["feasible"] = feasible
-    for code, mask in note_terms(cfg=cfg).items():
-        cols["note_" + code] = np.broadcast_to(mask, cfg.shape)
-    return cols
 
 
 # --------------------------------------------------------------------------- plan
