@@ -583,6 +583,10 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     n = c.gpus
     B = int(v.integer("global_batch", global_batch if global_batch is not None else max(1, 2**24 // m.seq_len)))
     tps = list(tp) if tp is not None else _divisors(c.gpus_per_node)
+    for name, values in (("tp", tps), ("cp", cp), ("pp", pp or ()), ("micro_batches", micro_batches),
+                         ("interleave", interleave)):
+        for value in values:
+            v.integer(name, value)
     for r in recompute:
         v.choice("recompute", r, RECOMPUTE_MODES)
     rows = []

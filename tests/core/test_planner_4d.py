@@ -189,3 +189,45 @@ def test_explain_names_the_terms_that_separate_two_plans():
     sentence = explain(t, k=2)[0]
     assert sentence.startswith("#1 beats #2 because") and "interleave 1 -> 2" in sentence
     assert "pipeline bubble -" in sentence.split(":")[1].split(";")[0]  # the largest difference named first
+
+
+# --------------------------------------------------------------------------- invalid input and properties
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(cp=0), "cp"), (dict(cp=2.5), "cp"), (dict(first_stage_layers=-1), "first_stage_layers"),
+    (dict(last_stage_layers=1.5), "last_stage_layers"), (dict(collective_efficiency=0.0), "collective_efficiency"),
+    (dict(interleave=0), "interleave"),
+])
+def test_new_settings_reject_bad_input_naming_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        plan("gpt3-175b", H100_1024, tp=8, pp=8, dp=16, num_microbatches=16, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs,name", [(dict(cp=(0,)), "cp"), (dict(interleave=(0,)), "interleave"),
+                                         (dict(micro_batches=(-1,)), "micro_batches")])
+def test_sweep_rejects_bad_values_naming_the_setting(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        sweep("llama3-70b", "research-256", **kwargs)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]), cp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4, 16]),
+       m=st.integers(1, 64), zero=st.integers(0, 3), v=st.sampled_from([1, 2, 4]),
+       first=st.integers(0, 8), last=st.integers(0, 8), overlap=st.booleans())
+def test_4d_parts_are_non_negative_and_add_up(tp, cp, pp, m, zero, v, first, last, overlap):
+    dp = max(16384 // (tp * cp * pp), 1)
+    p = plan("llama3-405b", H100_16K, tp=tp, cp=cp, pp=pp, dp=dp, num_microbatches=m, zero_stage=zero,
+             recompute="selective", sequence_parallel=True, interleave=v if pp > 1 else 1,
+             first_stage_layers=first, last_stage_layers=last, overlap=overlap)
+    parts = p.breakdown()
+    assert all(x >= 0 for x in parts.values())
+    assert sum(parts.values()) == pytest.approx(p.step_time, rel=1e-12)
+    assert p.dp_comm_exposed <= p.dp_comm * (1 + 1e-12)
+    assert (p.cp_comm > 0) == (cp > 1)
+    assert p.stage_layers * pp >= 126  # the busiest stage never holds less than its share
+    assert ("uneven_stages" in dict(p.notes)) == (pp > 1 and p.stage_layers * pp != 126)
