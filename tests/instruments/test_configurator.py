@@ -63,7 +63,7 @@ def _check(conf):
     assert r["step_seconds"] == pytest.approx(p.step_time, rel=1e-12)
     bars = np.array(conf.memory_bars.y)[:, 0] * 1e9
     np.testing.assert_allclose(bars, [getattr(p, part) for part in MEMORY_PARTS], rtol=1e-12)
-    assert r["bubble_fraction"] == pytest.approx(core.bubble_fraction(v["pp"], v["microbatches"]))
+    assert r["bubble_fraction"] == pytest.approx(core.bubble_fraction(v["pp"], v["microbatches"], v["interleave"]))
 
 
 def test_lab05_design_answer_is_feasible_and_tp16_crosses_a_node(conf):
@@ -124,10 +124,12 @@ def test_grid_never_escapes(conf):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(model=st.sampled_from(MODEL_CHOICES), cluster=st.sampled_from(CLUSTER_CHOICES), tp=st.sampled_from(TP_CHOICES),
        pp=st.integers(1, 64), m=st.integers(1, 64), zero=st.sampled_from([0, 1, 2, 3]),
-       rc=st.sampled_from(["none", "selective", "full"]), best=st.booleans())
-def test_fuzz(conf, model, cluster, tp, pp, m, zero, rc, best):
+       rc=st.sampled_from(["none", "selective", "full"]), best=st.booleans(),
+       cp=st.sampled_from([1, 2, 4, 8, 16]), v=st.sampled_from([1, 2, 4]), b=st.sampled_from([1, 2, 4, 8]),
+       sp=st.booleans())
+def test_fuzz(conf, model, cluster, tp, pp, m, zero, rc, best, cp, v, b, sp):
     set_controls(conf, model=model, cluster=cluster, tp=tp, pp=pp, microbatches=m, zero_stage=zero, recompute=rc,
-                 show_best=best)
+                 show_best=best, cp=cp, interleave=v, micro_batch=b, sequence_parallel=sp)
     _check(conf)
 
 
