@@ -178,7 +178,8 @@ class Configurator(Instrument):
         capacity = cluster.node.accelerator.memory_bytes
 
         ms = np.array(BUBBLE_MICROBATCHES + (m,), dtype=float)[:, None]
-        curves = np.asarray(core.bubble_fraction(PP_GRID[None, :], ms), float)  # one broadcast call
+        chunks = np.array([1] * len(BUBBLE_MICROBATCHES) + [int(v["interleave"])], dtype=float)[:, None]
+        curves = np.asarray(core.bubble_fraction(PP_GRID[None, :], ms, chunks), float)  # "your m" with your v
         bars = np.array([[shown["memory"][k], baseline["memory"][k]] for k in MEMORY_PARTS]) / 1e9
 
         self.memory_scale.max = 1.5 * float(max(bars.sum(axis=0).max(), capacity / 1e9))  # room for the legend
