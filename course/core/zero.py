@@ -20,7 +20,7 @@ ring all-gather of a vector costs half a ring all-reduce of it (Thakur et al. 20
 the cost of every stage is a multiple of one all-reduce of the GPU's 16-bit gradients.
 ZeRO-3 therefore moves ``1.5 m`` all-reduces per step, not 1.5: it re-gathers every
 layer's weights for the forward *and* the backward pass of every micro-batch
-(Rajbhandari et al. 2020, sec. 7.2.3 counts 1.5x for one forward/backward; Zhao et al.
+(Rajbhandari et al. 2020, sec. 7.2 counts 1.5x for one forward/backward; Zhao et al.
 2023, PyTorch FSDP, sec. 3.2: FULL_SHARD frees gathered weights after each use, so
 accumulation repeats the gathers). ZeRO-2 reduce-scatters each micro-batch's gradients
 into the owner's shard (DeepSpeed ``stage_1_and_2.py`` reduces in every backward; only
