@@ -57,7 +57,7 @@ __all__ = [
 #: overhead (NCCL maintainer S. Jeaugey in NVIDIA/nccl-tests issue #212, 2024).
 NVLINK_COLLECTIVE_EFFICIENCY = 370.0 / 450.0
 #: The same ratio across nodes: 46-48 GB/s busbw per 400 Gb/s (50 GB/s) NDR NIC
-#: (NCCL maintainer D. Addison in NVIDIA/nccl-tests issue #290, 2025); 47 / 50.
+#: (NVIDIA NCCL developer @AddyLaddy in NVIDIA/nccl-tests issue #290, 2025); 47 / 50.
 NETWORK_COLLECTIVE_EFFICIENCY = 47.0 / 50.0
 
 #: Every algorithm name :func:`allreduce_time` accepts.
