@@ -49,17 +49,28 @@ def _exercise_of(cell) -> Optional[str]:
     return None
 
 
-def derivation_markdown(number: str) -> str:
+def derivation_markdown(number: str, variant: Optional[int] = None) -> str:
+    """The worked derivation of exercise ``number`` with the numbers of ``variant`` (None: the workbook's)."""
     ex = EXERCISES[number]
     try:
-        body = ex.derivation(spec_for(ex))
+        body = ex.derivation(spec_for(ex, variant))
     except Exception as exc:  # feedback must still render
         body = f"(the derivation could not be computed: {type(exc).__name__})"
     return f"**Worked derivation, exercise {number} ({ex.kind}).** {body}"
 
 
-def insert_derivations(nb):
-    """Insert a derivation cell after the last cell of each exercise in ``nb`` (in place); return ``nb``."""
+def _variant(number: str, student: Optional[str]) -> Optional[int]:
+    from .chapters import ASSIGNMENTS
+    from .variants import variant_of
+
+    return variant_of(ASSIGNMENTS.get(EXERCISES[number].chapter, ""), student)
+
+
+def insert_derivations(nb, student: Optional[str] = None):
+    """Insert a derivation cell after the last cell of each exercise in ``nb`` (in place); return ``nb``.
+
+    ``student`` (the nbgrader student id) picks the numbers of that student's variant.
+    """
     already = {c.get("metadata", {}).get("course", {}).get(MARK) for c in nb.cells
                if isinstance(c.get("metadata", {}).get("course"), dict)}
     last: Dict[str, int] = {}
@@ -70,7 +81,7 @@ def insert_derivations(nb):
     for number, index in sorted(last.items(), key=lambda item: -item[1]):
         if number in already:
             continue
-        cell = new_markdown_cell(derivation_markdown(number))
+        cell = new_markdown_cell(derivation_markdown(number, _variant(number, student)))
         cell.metadata["course"] = {MARK: number}
         nb.cells.insert(index + 1, cell)
     return nb
@@ -83,4 +94,5 @@ class InsertDerivations(Preprocessor):
     enabled = Bool(True).tag(config=True)
 
     def preprocess(self, nb, resources):
-        return insert_derivations(nb), resources
+        student = (resources or {}).get("nbgrader", {}).get("student")
+        return insert_derivations(nb, student if isinstance(student, str) else None), resources
