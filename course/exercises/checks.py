@@ -101,11 +101,19 @@ def prompt_text(number: str, variant: Optional[int]) -> str:
 def show(number: str) -> None:
     """Render exercise ``number``'s prompt with this student's numbers (read-only prompt cells call it)."""
     ex = EXERCISES[number]
-    text = prompt_text(number, variants.current_variant(_assignment(ex)))
+    _display_markdown(prompt_text(number, variants.current_variant(_assignment(ex))))
+
+
+def _display_markdown(text: str) -> None:
+    """Rendered Markdown in a Jupyter kernel, plain text anywhere else (a script, a test)."""
     try:
+        from IPython import get_ipython
         from IPython.display import Markdown, display
-        display(Markdown(text))
     except ImportError:  # pragma: no cover - the kernel always has IPython
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(Markdown(text))
+    else:
         print(text)
 
 
@@ -156,12 +164,7 @@ def check(exercise: str, namespace: dict) -> None:
 def _offer_derivation(ex: Exercise, variant: Optional[int]) -> None:
     from .feedback import derivation_markdown
 
-    text = derivation_markdown(ex.number, variant)
-    try:
-        from IPython.display import Markdown, display
-        display(Markdown(text))
-    except ImportError:  # pragma: no cover
-        print(text)
+    _display_markdown(derivation_markdown(ex.number, variant))
 
 
 def _check_values(ex: Exercise, part: Part, namespace: dict, variant: Optional[int],
