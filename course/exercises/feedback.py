@@ -66,11 +66,33 @@ def _variant(number: str, student: Optional[str]) -> Optional[int]:
     return variant_of(ASSIGNMENTS.get(EXERCISES[number].chapter, ""), student)
 
 
+def render_prompts(nb, student: Optional[str]):
+    """Give every prompt cell (``show('0.1')``) the output it has in ``student``'s own kernel (in place).
+
+    The autograder's sandboxed kernel does not know the student, so the outputs it
+    recorded show the workbook's numbers; feedback must show the student's.
+    """
+    from nbformat.v4 import new_output
+
+    from .checks import prompt_text
+
+    for cell in nb.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        number = _exercise_of(cell) if isinstance(grade_id, str) and grade_id.endswith("_prompt") else None
+        if number is not None and cell.get("cell_type") == "code":
+            text = prompt_text(number, _variant(number, student))
+            cell.outputs = [new_output("display_data", data={"text/markdown": text, "text/plain": text})]
+    return nb
+
+
 def insert_derivations(nb, student: Optional[str] = None):
     """Insert a derivation cell after the last cell of each exercise in ``nb`` (in place); return ``nb``.
 
-    ``student`` (the nbgrader student id) picks the numbers of that student's variant.
+    ``student`` (the nbgrader student id) picks the numbers of that student's variant;
+    with a student the prompt cells are re-rendered for them too (:func:`render_prompts`).
     """
+    if student is not None:
+        render_prompts(nb, student)
     already = {c.get("metadata", {}).get("course", {}).get(MARK) for c in nb.cells
                if isinstance(c.get("metadata", {}).get("course"), dict)}
     last: Dict[str, int] = {}

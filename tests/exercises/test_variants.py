@@ -287,3 +287,18 @@ def test_cli_prints_a_students_numbers_and_keys(capsys):
     steps = math.ceil(spec["target_batch"] / (spec["micro_batch"] * spec["dp"]))
     assert f"Target effective batch {spec['target_batch']} sequences" in out
     assert f'key ch02_ex2_1: {json.dumps({"accum_steps": steps})}' in out
+
+
+def test_feedback_shows_the_students_prompt_and_derivation():
+    import nbformat
+
+    from course.exercises.feedback import insert_derivations
+
+    nb = nbformat.read("release/ch02_gradient_accumulation/ch02_gradient_accumulation.ipynb", 4)
+    insert_derivations(nb, "ada")
+    spec = _spec("2.1", "ada")
+    prompt = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ch02_ex2_1_prompt")
+    assert f"Target effective batch {spec['target_batch']} sequences" in prompt.outputs[0]["data"]["text/markdown"]
+    steps = math.ceil(spec["target_batch"] / (spec["micro_batch"] * spec["dp"]))
+    derivation = next(c.source for c in nb.cells if c.metadata.get("course", {}).get("derivation") == "2.1")
+    assert f"**{steps}**" in derivation
