@@ -87,7 +87,7 @@ def whoami(assignment: str) -> None:
               "`course student <your nbgrader id>` (or set COURSE_STUDENT) and restart the kernel: "
               "you are graded on the numbers of your id.")
     else:
-        print(f"{assignment}: numbers for student {student!r} (from the {source}).")
+        print(f"{assignment}: numbers for student {student!r} (identity from: {source}).")
     if variants.exam_mode(assignment):
         print("Exam mode: the checks test type and units only.")
 

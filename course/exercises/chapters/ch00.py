@@ -85,7 +85,8 @@ values_exercise(
     derivation=lambda s: (
         f"V = 2\u00b7M\u00b7(N\u22121)/N = 2 \u00d7 {s['message_gb']:g} GB \u00d7 {s['n'] - 1}/{s['n']} = "
         f"**{_bytes_per_gpu(s['message_gb'] * GB, s['n']) / GB:.4g} GB**: half in the reduce-scatter, half "
-        "in the all-gather. With 1000 GPUs it would be 1.998 GB: the volume per GPU hardly depends on N."),
+        f"in the all-gather. With 1000 GPUs it would be {_bytes_per_gpu(s['message_gb'] * GB, 1000) / GB:.4g} GB: "
+        "the volume per GPU hardly depends on N."),
 )
 
 # 0.2 ---------------------------------------------------------------------------

@@ -158,7 +158,7 @@ values_exercise(
         "Model states plus activations per GPU, stages 0 to 3: "
         + ", ".join(f"{n:.4g} GB" for n in _stage_needs_gb(s))
         + f". The first that fits in {s['gpu_gb']:g} GB is **stage {_min_stage(s)}**"
-        + (f", with only {s['gpu_gb'] - _stage_needs_gb(s)[_min_stage(s)]:.3g} GB of headroom"
+        + (f", with {s['gpu_gb'] - _stage_needs_gb(s)[_min_stage(s)]:.3g} GB of headroom"
            if _min_stage(s) >= 0 else "")
         + ". The CUDA context and allocator fragmentation need a few GB too; with too little headroom add "
         "activation checkpointing or more GPUs."),

@@ -173,7 +173,7 @@ values_exercise(
         f"Query heads: ${s['q_heads']}/{s['tp']}$ = **{s['q_heads'] // s['tp']}**; KV heads: "
         f"${s['kv_heads']}/{s['tp']}$ = **{s['kv_heads'] // s['tp']}**. Every GPU keeps the "
         f"{s['q_heads'] // s['kv_heads']}:1 grouping: its {s['q_heads'] // s['tp']} query heads share "
-        f"KV head{'s' if s['kv_heads'] > s['tp'] else ''}. Beyond TP = {s['kv_heads']} there would be more GPUs "
+        f"its KV head{'s' if s['kv_heads'] > s['tp'] else ''}. Beyond TP = {s['kv_heads']} there would be more GPUs "
         "than KV heads, so KV heads would have to be replicated."),
     manual={"prompt": (f"What changes at TP = 16, with only 8 KV heads? Answer in one or two sentences."),
             "answer": ("**Model answer.** 16 GPUs but 8 KV heads: each KV head is replicated on 2 GPUs "

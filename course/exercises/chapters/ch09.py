@@ -171,7 +171,7 @@ values_exercise(
     derivation=lambda s: (
         f"$6ND = 6\\times{_tex(s['params'])}\\times{_tex(s['tokens'])}$ = "
         f"${_tex(core.training_flops(s['params'], s['tokens']))}$ FLOPs (for 405B and 15.6 T tokens Meta "
-        "reports $3.8\\times10^{{25}}$). "
+        "reports $3.8\\times10^{25}$). "
         f"Divided by $8.64\\times10^{{19}}$ FLOPs per PF-day: **{_key_9_4(s)['pf_days']:,.0f} PF-days**."))
 
 
