@@ -38,6 +38,8 @@ from .registry import RAISED, Part, is_number_type, judge_plain, to_plain
 from .spec import EXERCISES, Exercise, spec_for
 
 OK, BAD = "\u2714", "\u2718"
+#: what the setup cell prints in a kernel that knows no student (feedback looks for it)
+NO_STUDENT = "no student id found"
 
 #: (factor, hint) pairs tried in order when a value is off by a recognisable factor
 _UNIT_SLIPS = [
@@ -83,7 +85,7 @@ def whoami(assignment: str) -> None:
     if not variants.variants_on(assignment):
         print(f"{assignment}: everyone has the workbook's numbers.")
     elif student is None:
-        print(f"{assignment}: no student id found, so these are the workbook's numbers. On a laptop run "
+        print(f"{assignment}: {NO_STUDENT}, so these are the workbook's numbers. On a laptop run "
               "`course student <your nbgrader id>` (or set COURSE_STUDENT) and restart the kernel: "
               "you are graded on the numbers of your id.")
     else:

@@ -74,14 +74,26 @@ def render_prompts(nb, student: Optional[str]):
     """
     from nbformat.v4 import new_output
 
-    from .checks import prompt_text
+    from .checks import NO_STUDENT, prompt_text
 
+    def grade_id(cell) -> str:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        return gid if isinstance(gid, str) else ""
+
+    ran_for_nobody = any(NO_STUDENT in str(o.get("text", "")) for c in nb.cells if grade_id(c).endswith("_setup")
+                         for o in c.get("outputs", []))
     for cell in nb.cells:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-        number = _exercise_of(cell) if isinstance(grade_id, str) and grade_id.endswith("_prompt") else None
-        if number is not None and cell.get("cell_type") == "code":
+        if cell.get("cell_type") != "code":
+            continue
+        number = _exercise_of(cell)
+        if number is not None and grade_id(cell).endswith("_prompt"):
             text = prompt_text(number, _variant(number, student))
             cell.outputs = [new_output("display_data", data={"text/markdown": text, "text/plain": text})]
+        elif ran_for_nobody and (grade_id(cell).endswith("_check") or grade_id(cell).endswith("_setup")):
+            # these outputs were computed without the student's id (the workbook's numbers)
+            cell.outputs = [new_output("stream", name="stdout", text=(
+                "(output removed: the grader ran this cell without your student id; "
+                "your graded result for your own numbers is below)\n"))]
     return nb
 
 

@@ -302,3 +302,21 @@ def test_feedback_shows_the_students_prompt_and_derivation():
     steps = math.ceil(spec["target_batch"] / (spec["micro_batch"] * spec["dp"]))
     derivation = next(c.source for c in nb.cells if c.metadata.get("course", {}).get("derivation") == "2.1")
     assert f"**{steps}**" in derivation
+
+
+def test_feedback_drops_check_outputs_computed_without_the_students_id(capsys):
+    import nbformat
+    from nbformat.v4 import new_output
+
+    from course.exercises.checks import whoami
+    from course.exercises.feedback import insert_derivations
+
+    whoami("ch02_gradient_accumulation")  # as in the autograder's sandbox: nobody
+    printed = capsys.readouterr().out
+    nb = nbformat.read("release/ch02_gradient_accumulation/ch02_gradient_accumulation.ipynb", 4)
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    by_id["ch02_setup"].outputs = [new_output("stream", name="stdout", text=printed)]
+    by_id["ch02_ex2_1_check"].outputs = [new_output("stream", name="stdout", text="\u2718 not yet\n")]
+    insert_derivations(nb, "ada")
+    assert "not yet" not in by_id["ch02_ex2_1_check"].outputs[0]["text"]
+    assert "without your student id" in by_id["ch02_ex2_1_check"].outputs[0]["text"]
