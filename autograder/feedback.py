@@ -57,12 +57,12 @@ def scrub_test_outputs(nb, verdicts: Dict[str, tuple]):
     return nb
 
 
-def _insert_derivations(nb):
+def _insert_derivations(nb, student=None):
     try:
         from course.exercises.feedback import insert_derivations
     except ImportError:  # the workbook's hook is optional
         return nb
-    return insert_derivations(nb)
+    return insert_derivations(nb, student)  # the student's own numbers (their variant)
 
 
 def feedback_notebook(nb, resources: dict, verdicts: Dict[str, tuple]):
@@ -74,7 +74,7 @@ def feedback_notebook(nb, resources: dict, verdicts: Dict[str, tuple]):
     nb, resources = GetGrades().preprocess(nb, resources)
     nb, resources = ClearHiddenTests().preprocess(nb, resources)
     scrub_test_outputs(nb, verdicts)
-    _insert_derivations(nb)
+    _insert_derivations(nb, resources.get("nbgrader", {}).get("student"))
     return nb, resources
 
 

@@ -6,6 +6,8 @@
     course exercises [name]              list the registry: grade_id, kind, points
     course derivations <name>            print the worked derivations of an assignment (for instructors)
     course import-grades FILE [--student S]   put graded points into the design ledger (index progress)
+    course variant <name> --student S    a student's numbers, keys and derivations (to answer questions)
+    course student [ID]                  show who this machine is, or save ID as the laptop's student id
 """
 
 from __future__ import annotations
@@ -107,6 +109,47 @@ def cmd_import_grades(args) -> int:
     return 0
 
 
+def cmd_variant(args) -> int:
+    import json
+
+    from course.exercises.chapters import chapter_of
+    from course.exercises.checks import prompt_text
+    from course.exercises.feedback import derivation_markdown
+    from course.exercises.spec import chapter_exercises, spec_for
+    from course.exercises.variants import variant_of, variants_on
+
+    try:
+        chapter = chapter_of(args.name)
+    except ValueError as exc:
+        raise SystemExit(f"course: {exc}")
+    variant = variant_of(args.name, args.student)
+    state = "off for this assignment" if not variants_on(args.name) else f"variant {variant}"
+    print(f"# {args.name} for student {args.student!r} ({state})\n")
+    for ex in chapter_exercises(chapter):
+        spec = spec_for(ex, variant)
+        print(f"## {ex.number} {ex.kind} \u00b7 {ex.title}" + ("" if ex.varies else "  (same for everyone)"))
+        print(prompt_text(ex.number, variant))
+        print("numbers: " + json.dumps(spec, default=str))
+        for part in ex.parts:
+            if "key" in part.extra:
+                print(f"key {part.grade_id}: " + json.dumps(part.extra["key"](spec), default=str))
+        if args.derivations:
+            print(derivation_markdown(ex.number, variant))
+        print()
+    return 0
+
+
+def cmd_student(args) -> int:
+    from course.exercises.variants import current_student, save_student
+
+    if args.id:
+        print(f"saved {args.id!r} in {save_student(args.id)} (restart running kernels to use it)")
+    student, source = current_student()
+    print(f"student: {student!r} (from: {source})" if student else
+          "no student id: set one with `course student <your nbgrader id>`")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,6 +172,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("file")
     p.add_argument("--student")
     p.set_defaults(func=cmd_import_grades)
+    p = sub.add_parser("variant", help="print a student's numbers, keys (and derivations) for an assignment")
+    p.add_argument("name")
+    p.add_argument("--student", required=True)
+    p.add_argument("--derivations", action="store_true", help="also print the worked derivations")
+    p.set_defaults(func=cmd_variant)
+    p = sub.add_parser("student", help="show or set this machine's student id (laptops)")
+    p.add_argument("id", nargs="?")
+    p.set_defaults(func=cmd_student)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -13,7 +13,9 @@ Contract for the autograder (see :mod:`course.exercises.registry`)
 2. In a trusted process: ``judge_json(grade_id, text, seed)`` returns a
    :class:`Verdict` (``score`` in [0, 1], ``reason`` a student may read: it
    names what is wrong, never the hidden inputs or the key); the points are
-   ``score * REGISTRY[grade_id].points``. Use the same ``seed`` for both.
+   ``score * REGISTRY[grade_id].points``. Use the same ``seed`` for both:
+   ``course.exercises.variants.student_seed(assignment, student, probe_seed)``
+   (it carries the student's variant as well as the probe seed).
 3. Hidden test cells in the notebooks call ``grade_in_kernel(grade_id,
    globals())``, which harvests and judges in the kernel and raises
    ``AssertionError(reason)`` unless the score is 1, so plain ``nbgrader
@@ -70,9 +72,18 @@ def judge_json(grade_id: str, text: str, seed: int = 0) -> Verdict:
     return safe_judge(part, harvested, seed)
 
 
-def grade_in_kernel(grade_id: str, namespace: dict, seed: int = 0) -> None:
-    """Hidden-test entry point: raise AssertionError with the reason unless fully correct."""
+def grade_in_kernel(grade_id: str, namespace: dict, seed: "int | None" = None) -> None:
+    """Hidden-test entry point: raise AssertionError with the reason unless fully correct.
+
+    Without ``seed`` the variant is that of the student this kernel grades
+    (under ``nbgrader autograde``: the ``autograded/<student>/`` folder).
+    """
     import warnings
+
+    from .variants import current_variant, grading_seed
+
+    if seed is None:
+        seed = grading_seed(0, current_variant(REGISTRY[grade_id].assignment))
 
     # nbgrader gives a cell zero points for any stderr output: keep the student's warnings out of it
     with warnings.catch_warnings():
@@ -83,6 +94,6 @@ def grade_in_kernel(grade_id: str, namespace: dict, seed: int = 0) -> None:
     print(f"{grade_id}: {verdict.reason}")
 
 
-from .checks import check  # noqa: E402,F401  (visible checks used by the notebooks)
+from .checks import check, show, whoami  # noqa: E402,F401  (visible checks used by the notebooks)
 from . import chapters  # noqa: E402,F401  (importing the chapters fills REGISTRY)
 from . import labs  # noqa: E402,F401  (lab grading parts: course/exercises/labs.py)

@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .kinds import function_part, value_part
-from .spec import Cell, Exercise, add_exercise
+from .spec import Cell, Exercise, add_exercise, spec_for
+from .variants import split_seed
 
 Spec = Dict[str, Any]
 
@@ -39,14 +40,32 @@ def _note(note: Optional[str]) -> str:
     return f"\n\n> **Correction to the source workbook.** {note}" if note else ""
 
 
-def _answer_line(answers: Dict[str, str], options: Dict[str, Sequence[Any]]) -> str:
+def _tolerance(value: Any, rtol: float) -> str:
+    if type(value) in (int, float):
+        return f" within \u00b1{rtol * 100:g} %" if rtol else " exactly"
+    return ""
+
+
+def _answer_line(answers: Dict[str, str], options: Dict[str, Sequence[Any]], keys: Dict[str, Any],
+                 rtol: float, tolerances: Dict[str, float]) -> str:
     parts = []
     for name, unit in answers.items():
         if name in options:
             parts.append(f"`{name}` (one of {', '.join(repr(o) for o in options[name])})")
         else:
-            parts.append(f"`{name}` ({unit})")
+            parts.append(f"`{name}` ({unit}; graded{_tolerance(keys.get(name), tolerances.get(name, rtol))})"
+                         if type(keys.get(name)) in (int, float) else f"`{name}` ({unit})")
     return "Assign " + ", ".join(parts) + "."
+
+
+def prompt_cell(ex: Exercise) -> Cell:
+    """The read-only cell that renders a varied exercise's prompt with the student's numbers.
+
+    The markdown of a varied exercise holds no number that varies: only the
+    heading, the answer line (names, units, tolerances) and notes.
+    """
+    return Cell("code", "# Your numbers: this cell shows the exercise for you (run it)\n"
+                        f"show({ex.number!r})", ex.grade_id("_prompt"))
 
 
 def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: Spec,
@@ -68,11 +87,14 @@ def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: S
 
     def cells(s: Spec) -> List[Cell]:
         gid = ex.grade_id()
-        text = f"{heading(ex)}\n\n{prompt(s)}\n\n{_answer_line(answers, options)}{_note(note)}"
-        out = [Cell("markdown", text),
-               Cell("answer", "".join(f"# {n} = ...   ({u})\n" for n, u in answers.items())
+        line = _answer_line(answers, options, key(s), rtol, dict(tolerances or {}))
+        if ex.varies:
+            out = [Cell("markdown", f"{heading(ex)}\n\n{line}{_note(note)}"), prompt_cell(ex)]
+        else:
+            out = [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}\n\n{line}{_note(note)}")]
+        out += [Cell("answer", "".join(f"# {n} = ...   ({u})\n" for n, u in answers.items())
                     + f"### BEGIN SOLUTION\n{solution(s)}\n### END SOLUTION", gid + "_answer"),
-               Cell("check", "# Visible check: type, unit and order of magnitude (the exact value is graded later)\n"
+               Cell("check", "# Visible check: right or not yet, against your own numbers\n"
                              f"check({number!r}, globals())", gid + "_check"),
                Cell("test", hidden_test(gid, "compares your answer with the key"), gid, points)]
         if manual:
@@ -81,7 +103,7 @@ def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: S
         return out
 
     ex = add_exercise(Exercise(chapter=chapter, number=number, kind=kind, title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=derivation, vary=vary))
+                               cells=lambda s: cells(s), derivation=derivation, vary=vary, prompt=prompt))
     value_part(ex, names=answers, key=key, points=points, kind=part_kind, rtol=rtol,
                tolerances=tolerances, options=options)
     return ex
@@ -92,20 +114,28 @@ def build_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
                    reference: Callable[..., Any], probes: Callable[[int], Dict[str, List[list]]],
                    examples: List[list], derivation: Callable[[Spec], str], points: float = 3.0,
                    returns: str = "number", note: Optional[str] = None,
-                   extra_functions: Sequence[Dict[str, Any]] = ()) -> Exercise:
+                   extra_functions: Sequence[Dict[str, Any]] = (),
+                   vary: Optional[Callable[[Spec, Any], Spec]] = None) -> Exercise:
     """A Build exercise: the student writes ``function`` (more with ``extra_functions``).
 
     ``extra_functions`` items are dicts with the same keys (function,
     signature, docstring, body, reference, probes, examples, points, returns)
     for exercises that ask for two functions (2.4); each becomes its own part
     with the suffix ``_<function>``.
+
+    With ``vary``, ``spec["example"]`` (the worked example's arguments) is the
+    student's own: the prompt cell shows it, the visible check runs it and the
+    hidden probes include it.
     """
     specs = [dict(function=function, signature=signature, docstring=docstring, body=body,
                   reference=reference, probes=probes, examples=examples, points=points,
                   returns=returns)] + list(extra_functions)
 
     def cells(s: Spec) -> List[Cell]:
-        out = [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}{_note(note)}")]
+        if ex.varies:
+            out = [Cell("markdown", f"{heading(ex)}{_note(note)}"), prompt_cell(ex)]
+        else:
+            out = [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}{_note(note)}")]
         for i, f in enumerate(specs):
             gid = ex.grade_id("" if i == 0 else f"_{f['function']}")
             indented_body = "\n".join("    " + line if line else line for line in f["body"].splitlines())
@@ -121,9 +151,10 @@ def build_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
         return out
 
     ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Build", title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=derivation))
+                               cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary))
     for i, f in enumerate(specs):
-        function_part(ex, name=f["function"], reference=f["reference"], probes=f["probes"],
+        function_part(ex, name=f["function"], reference=f["reference"],
+                      probes=with_student_example(ex, f["probes"]) if i == 0 else f["probes"],
                       examples=f["examples"], points=f["points"], returns=f["returns"],
                       suffix="" if i == 0 else f"_{f['function']}")
     return ex
@@ -133,19 +164,20 @@ def debug_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
                    buggy_source: str, buggy_line: int, function: str, signature: str, docstring: str,
                    body: str, reference: Callable[..., Any], probes: Callable[[int], Dict[str, List[list]]],
                    examples: List[list], derivation: Callable[[Spec], str], line_points: float = 1.0,
-                   fix_points: float = 2.0, note: Optional[str] = None) -> Exercise:
+                   fix_points: float = 2.0, note: Optional[str] = None,
+                   vary: Optional[Callable[[Spec, Any], Spec]] = None) -> Exercise:
     """A Debug exercise: name the buggy line (part ``_line``), write the fixed function (part ``_fix``)."""
     lines = buggy_source.strip("\n").splitlines()
     numbered = "\n".join(f"{i + 1:>2}  {line}" for i, line in enumerate(lines))
 
     def cells(s: Spec) -> List[Cell]:
-        text = (f"{heading(ex)}\n\n{prompt(s)}{_note(note)}\n\n```python\n{numbered}\n```\n\n"
+        text = (f"{heading(ex)}\n\n{'' if ex.varies else prompt(s)}{_note(note)}\n\n```python\n{numbered}\n```\n\n"
                 f"Assign `buggy_line` (the line number, an int from 1 to {len(lines)}) and write the "
                 f"fixed `{function}` below.")
         indented_body = "\n".join("    " + line if line else line for line in body.splitlines())
         fix = (f"def {function}{signature}:\n    \"\"\"{docstring}\"\"\"\n"
                f"    ### BEGIN SOLUTION\n{indented_body}\n    ### END SOLUTION")
-        return [Cell("markdown", text),
+        return [Cell("markdown", text)] + ([prompt_cell(ex)] if ex.varies else []) + [
                 Cell("answer", f"# buggy_line = ...   (an int from 1 to {len(lines)})\n"
                                f"### BEGIN SOLUTION\nbuggy_line = {buggy_line}\n### END SOLUTION",
                      ex.grade_id("_line_answer")),
@@ -158,13 +190,31 @@ def debug_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
                      ex.grade_id("_fix"), fix_points)]
 
     ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Debug", title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=derivation))
+                               cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary))
     value_part(ex, names={"buggy_line": "line number"}, key=lambda s: {"buggy_line": buggy_line},
                points=line_points, kind="debug", suffix="_line", rtol=0.0,
                options={"buggy_line": list(range(1, len(lines) + 1))})
-    function_part(ex, name=function, reference=reference, probes=probes, examples=examples,
-                  points=fix_points, kind="debug", suffix="_fix")
+    function_part(ex, name=function, reference=reference, probes=with_student_example(ex, probes),
+                  examples=examples, points=fix_points, kind="debug", suffix="_fix")
     return ex
+
+
+def with_student_example(ex: Exercise, probes: Callable[[int], Dict[str, List[list]]]):
+    """``probes(seed)`` plus, first, the worked example of the student whose variant ``seed`` carries."""
+    def student_probes(seed: int = 0) -> Dict[str, List[list]]:
+        out = probes(seed)
+        example = student_example(ex, split_seed(seed)[1])
+        if example is not None:
+            out = dict(out, valid=[example] + list(out["valid"]))
+        return out
+    return student_probes
+
+
+def student_example(ex: Exercise, variant: Optional[int]) -> Optional[list]:
+    """The worked example's arguments for ``variant`` (None unless the exercise varies its example)."""
+    if not ex.varies or variant is None or "example" not in ex.spec:
+        return None
+    return list(spec_for(ex, variant)["example"])
 
 
 def written_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
@@ -183,5 +233,5 @@ def written_exercise(chapter: str, number: str, title: str, *, spec: Spec, promp
                 Cell("manual", answer, ex.grade_id("_why"), points)]
 
     ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Trace", title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=lambda s: model_answer))
+                               cells=lambda s: cells(s), derivation=lambda s: model_answer, prompt=prompt))
     return ex

@@ -1,32 +1,45 @@
-"""Visible checks: run in the student's kernel, teach without giving the answer, record mastery.
+"""Visible checks: run in the student's kernel, say right or not yet, record mastery.
 
 ``check("0.1", globals())`` looks at what the student defined for exercise 0.1
-and prints one line per finding:
+and prints one line per finding, against **this student's own numbers**
+(:mod:`course.exercises.variants`):
 
-* Derive / Trace values: missing name, wrong type, non-finite value, a unit
-  slip (off by 10^3, 10^6, 10^9, a percent written as a fraction, GiB for GB)
-  or a wrong order of magnitude. A value within a factor of 3 of the key only
-  gets "plausible": the exact comparison is the hidden test's job.
-* Choices: whether the value is one of the allowed options.
-* Build / Debug functions: the worked example(s) of the workbook, with the
-  expected value shown (the workbook prints it too).
+* Derive / Trace / Design values: missing name, wrong type, non-finite value;
+  then **right** (within the tolerance the prompt states) or **not yet**,
+  with a unit-slip hint when the value is off by a recognisable factor
+  (10^3, 10^6, 10^9, a percent written as a fraction, GiB for GB...). A value
+  within a factor of 3 that is outside the tolerance is *not yet*.
+* Choices: whether the value is one of the allowed options, then right or not yet.
+* Build / Debug functions: the worked example(s), then the hidden tests'
+  own judge on this student's inputs (right or not yet).
+
+Exam mode (``feedback: "exam"`` in :data:`course.exercises.variants.SETTINGS`)
+falls back to type and unit checks and offers no derivation.
+
+After a right answer, or after :data:`~course.exercises.variants.DERIVATION_AFTER_ATTEMPTS`
+attempts, the check prints the worked derivation for the student's numbers.
 
 Every call records an attempt in the design ledger under the exercise's key
-(``"ch00/ex0_1"``): ``attempted``, ``attempts``, ``passed`` (visible check
-passed at least once) and ``last_passed``. A ledger failure never breaks the
-check.
+(``"ch00/ex0_1"``): ``attempts``, ``passed`` (right at least once),
+``last_passed``, ``mastered_variant`` (the variant it was right for) and
+``days`` (the local dates with activity, for the streak). A ledger failure
+never breaks the check.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
+from . import variants
 from .kinds import call_plain
-from .registry import RAISED, Part, is_number_type
+from .registry import RAISED, Part, is_number_type, judge_plain, to_plain
 from .spec import EXERCISES, Exercise, spec_for
 
 OK, BAD = "\u2714", "\u2718"
+#: what the setup cell prints in a kernel that knows no student (feedback looks for it)
+NO_STUDENT = "no student id found"
 
 #: (factor, hint) pairs tried in order when a value is off by a recognisable factor
 _UNIT_SLIPS = [
@@ -44,48 +57,122 @@ _UNIT_SLIPS = [
 
 
 def unit_hint(value: float, key: float) -> Tuple[bool, str]:
-    """Classify ``value`` against ``key`` without revealing the key.
+    """A hint for a value that is not right, without revealing the key.
 
-    >>> unit_hint(1750.0, 1.75)[1].startswith("a factor of 1000")
+    Returns ``(is_a_unit_slip, hint)``; a value within a factor of 3 that is
+    not right is *not yet*, never "plausible".
+
+    >>> unit_hint(1750.0, 1.75)[1].startswith("not yet: a factor of 1000")
     True
-    >>> unit_hint(1.8, 1.75)
-    (True, 'plausible magnitude')
+    >>> unit_hint(2.0, 1.75)
+    (False, 'not yet: check the formula and the numbers you used')
     """
-    if key == 0:
-        return (abs(value) < 1e-9, "plausible magnitude" if abs(value) < 1e-9 else "wrong order of magnitude")
-    if value == 0 or (value > 0) != (key > 0):
-        return False, "wrong sign or zero: check the formula"
+    if key == 0 or value == 0 or (value > 0) != (key > 0):
+        return False, "not yet: wrong sign or zero, check the formula"
     ratio = abs(value / key)
     for factor, hint in _UNIT_SLIPS:
         for r in (factor, 1.0 / factor):
             if math.isclose(ratio, r, rel_tol=0.02):
-                return False, hint
+                return True, "not yet: " + hint
     if 1 / 3 <= ratio <= 3:
-        return True, "plausible magnitude"
-    return False, "wrong order of magnitude"
+        return False, "not yet: check the formula and the numbers you used"
+    return False, "not yet: wrong order of magnitude"
+
+
+def whoami(assignment: str) -> None:
+    """Print whose numbers this kernel shows for ``assignment`` (the setup cell calls it)."""
+    student, source = variants.current_student()
+    if not variants.variants_on(assignment):
+        print(f"{assignment}: everyone has the workbook's numbers.")
+    elif student is None:
+        print(f"{assignment}: {NO_STUDENT}, so these are the workbook's numbers. On a laptop run "
+              "`course student <your nbgrader id>` (or set COURSE_STUDENT) and restart the kernel: "
+              "you are graded on the numbers of your id.")
+    else:
+        print(f"{assignment}: numbers for student {student!r} (identity from: {source}).")
+    if variants.exam_mode(assignment):
+        print("Exam mode: the checks test type and units only.")
+
+
+def prompt_text(number: str, variant: Optional[int]) -> str:
+    """The prompt of exercise ``number`` with the numbers of ``variant``."""
+    ex = EXERCISES[number]
+    return ex.prompt(spec_for(ex, variant)) if ex.prompt else ""
+
+
+def show(number: str) -> None:
+    """Render exercise ``number``'s prompt with this student's numbers (read-only prompt cells call it)."""
+    ex = EXERCISES[number]
+    _display_markdown(prompt_text(number, variants.current_variant(_assignment(ex))))
+
+
+def _display_markdown(text: str) -> None:
+    """Rendered Markdown in a Jupyter kernel, plain text anywhere else (a script, a test)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+    except ImportError:  # pragma: no cover - the kernel always has IPython
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(Markdown(text))
+    else:
+        print(text)
+
+
+def _assignment(ex: Exercise) -> str:
+    from .chapters import ASSIGNMENTS
+    return ASSIGNMENTS.get(ex.chapter, ex.chapter)
 
 
 def check(exercise: str, namespace: dict) -> None:
     """Visible check of ``exercise`` (its number, e.g. ``"0.1"``); prints findings, records an attempt."""
     ex = EXERCISES[exercise]
+    assignment = _assignment(ex)
+    variant = variants.current_variant(assignment)
+    exam = variants.exam_mode(assignment)
     lines: List[str] = []
-    passed = True
+    shaped = True
     for part in ex.parts:
         if "function" in part.extra:
-            ok, found = _check_function(part, namespace)
+            ok, found = _check_function(part, namespace, _examples(ex, part, variant))
         else:
-            ok, found = _check_values(ex, part, namespace)
-        passed = passed and ok
+            ok, found = _check_values(ex, part, namespace, variant, exam)
+        shaped = shaped and ok
         lines.extend(found)
+    right = shaped and not exam
+    if right:  # the hidden tests' own judge, on this student's numbers
+        for part in ex.parts:
+            verdict = part.grade(namespace, variants.grading_seed(0, variant))
+            if not verdict.passed:
+                right = False
+                if "function" in part.extra:
+                    lines.append(f"{BAD} `{part.extra['function']}`: {verdict.reason}.")
     for line in lines:
         print(line)
-    if passed:
-        print(f"{OK} Exercise {ex.number}: the visible check passed. The hidden tests grade it after submission.")
-    _record(ex, passed)
+    entry = _record(ex, right, variant)
+    attempts = int(entry.get("attempts", 1)) if entry else 1
+    if exam:
+        if shaped:
+            print(f"{OK} Exercise {ex.number}: types and units look fine (exam mode: graded after submission).")
+        return
+    if right:
+        print(f"{OK} Exercise {ex.number}: right.")
+    else:
+        print(f"{BAD} Exercise {ex.number}: not yet (attempt {attempts}).")
+    if right or attempts >= variants.DERIVATION_AFTER_ATTEMPTS:
+        _offer_derivation(ex, variant)
 
 
-def _check_values(ex: Exercise, part: Part, namespace: dict) -> Tuple[bool, List[str]]:
-    keys = part.extra["key"](spec_for(ex))
+def _offer_derivation(ex: Exercise, variant: Optional[int]) -> None:
+    from .feedback import derivation_markdown
+
+    _display_markdown(derivation_markdown(ex.number, variant))
+
+
+def _check_values(ex: Exercise, part: Part, namespace: dict, variant: Optional[int],
+                  exam: bool) -> Tuple[bool, List[str]]:
+    """Type and shape of every answer (``ok``) and, unless in exam mode, right / not yet per name."""
+    keys = part.extra["key"](spec_for(ex, variant))
     units = part.extra["units"]
     options = part.extra["options"]
     ok, lines = True, []
@@ -105,43 +192,67 @@ def _check_values(ex: Exercise, part: Part, namespace: dict) -> Tuple[bool, List
             if not good:
                 ok = False
                 lines.append(f"{BAD} `{name}` must be one of {allowed}; got {value!r}.")
-            else:
+            elif exam:
                 lines.append(f"{OK} `{name}` is one of the allowed options.")
+            else:
+                lines.append(_right_or_not(name, unit, value, key, 0.0))
             continue
         if isinstance(key, (list, tuple)):
             if not isinstance(value, (list, tuple)) or len(value) != len(key):
                 ok = False
                 lines.append(f"{BAD} `{name}` must be a list of {len(key)} items.")
-            else:
+            elif exam:
                 lines.append(f"{OK} `{name}` has the right shape.")
+            else:
+                lines.append(_right_or_not(name, unit, value, key, part.extra["tolerances"].get(name, part.extra["rtol"])))
             continue
         if isinstance(key, str):
             if not isinstance(value, str):
                 ok = False
                 lines.append(f"{BAD} `{name}` must be a string.")
+            elif not exam:
+                lines.append(_right_or_not(name, unit, value, key, 0.0))
             continue
         if not is_number_type(value):
             ok = False
             lines.append(f"{BAD} `{name}` must be a number (int or float), got {type(value).__name__}.")
             continue
-        value = float(value)
-        if not math.isfinite(value):
+        if not math.isfinite(float(value)):
             ok = False
             lines.append(f"{BAD} `{name}` must be finite, got {value}.")
             continue
-        good, hint = unit_hint(value, float(key))
-        ok = ok and good
-        lines.append(f"{OK if good else BAD} `{name}` ({unit}): {hint}.")
+        if exam:
+            lines.append(f"{OK} `{name}` is a number; give it in {unit}.")
+            continue
+        rtol = part.extra["tolerances"].get(name, part.extra["rtol"])
+        lines.append(_right_or_not(name, unit, value, key, rtol))
     return ok, lines
 
 
-def _check_function(part: Part, namespace: dict) -> Tuple[bool, List[str]]:
+def _right_or_not(name: str, unit: str, value: Any, key: Any, rtol: float) -> str:
+    """One line: right (the judge's own comparison) or not yet, with a unit-slip hint for numbers."""
+    if judge_plain(to_plain(value), key, rtol=rtol, name=name).passed:
+        return f"{OK} `{name}` ({unit}): right."
+    if type(key) in (int, float) and is_number_type(value):
+        return f"{BAD} `{name}` ({unit}): {unit_hint(float(value), float(key))[1]}."
+    return f"{BAD} `{name}`: not yet."
+
+
+def _examples(ex: Exercise, part: Part, variant: Optional[int]) -> List[list]:
+    """The worked examples the check runs: the student's own first, when the exercise varies it."""
+    from .authoring import student_example
+
+    own = student_example(ex, variant) if part.grade_id in (ex.grade_id(), ex.grade_id("_fix")) else None
+    return ([own] if own is not None else []) + [a for a in part.extra["examples"] if a != own]
+
+
+def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[bool, List[str]]:
     name = part.extra["function"]
     fn = namespace.get(name)
     if not callable(fn):
         return False, [f"{BAD} define a function named `{name}` and run its cell."]
     ok, lines = True, []
-    for args in part.extra["examples"]:
+    for args in examples:
         expected = part.extra["reference"](*args)
         got = call_plain(fn, args)
         shown = f"{name}({', '.join(map(repr, args))})"
@@ -168,15 +279,24 @@ def _check_function(part: Part, namespace: dict) -> Tuple[bool, List[str]]:
     return ok, lines
 
 
-def _record(ex: Exercise, passed: bool) -> None:
+def _record(ex: Exercise, right: bool, variant: Optional[int]) -> Optional[dict]:
+    """Count the attempt in the ledger; return the stored entry (None if the ledger failed)."""
     try:
         from course.ledger import Ledger
 
+        today = _dt.date.today().isoformat()
+
+        def change(before: dict) -> dict:
+            days = [d for d in before.get("days", []) if isinstance(d, str)]
+            fields = {"chapter": ex.chapter, "exercise": ex.number, "kind": ex.kind.lower(),
+                      "attempted": True, "attempts": int(before.get("attempts", 0)) + 1,
+                      "passed": bool(before.get("passed", False) or right), "last_passed": right,
+                      "days": sorted(set(days) | {today})[-400:]}
+            if right:
+                fields["mastered_variant"] = variant
+            return fields
+
         # one locked read-modify-write, so two kernels checking at once both count
-        Ledger().update(ex.ledger_key, lambda before: {
-            "chapter": ex.chapter, "exercise": ex.number, "kind": ex.kind.lower(),
-            "attempted": True, "attempts": int(before.get("attempts", 0)) + 1,
-            "passed": bool(before.get("passed", False) or passed), "last_passed": passed,
-        })
+        return Ledger().update(ex.ledger_key, change)
     except Exception:  # mastery is a convenience: never break the exercise
-        pass
+        return None

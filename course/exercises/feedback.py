@@ -49,17 +49,62 @@ def _exercise_of(cell) -> Optional[str]:
     return None
 
 
-def derivation_markdown(number: str) -> str:
+def derivation_markdown(number: str, variant: Optional[int] = None) -> str:
+    """The worked derivation of exercise ``number`` with the numbers of ``variant`` (None: the workbook's)."""
     ex = EXERCISES[number]
     try:
-        body = ex.derivation(spec_for(ex))
+        body = ex.derivation(spec_for(ex, variant))
     except Exception as exc:  # feedback must still render
         body = f"(the derivation could not be computed: {type(exc).__name__})"
     return f"**Worked derivation, exercise {number} ({ex.kind}).** {body}"
 
 
-def insert_derivations(nb):
-    """Insert a derivation cell after the last cell of each exercise in ``nb`` (in place); return ``nb``."""
+def _variant(number: str, student: Optional[str]) -> Optional[int]:
+    from .chapters import ASSIGNMENTS
+    from .variants import variant_of
+
+    return variant_of(ASSIGNMENTS.get(EXERCISES[number].chapter, ""), student)
+
+
+def render_prompts(nb, student: Optional[str]):
+    """Give every prompt cell (``show('0.1')``) the output it has in ``student``'s own kernel (in place).
+
+    The autograder's sandboxed kernel does not know the student, so the outputs it
+    recorded show the workbook's numbers; feedback must show the student's.
+    """
+    from nbformat.v4 import new_output
+
+    from .checks import NO_STUDENT, prompt_text
+
+    def grade_id(cell) -> str:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        return gid if isinstance(gid, str) else ""
+
+    ran_for_nobody = any(NO_STUDENT in str(o.get("text", "")) for c in nb.cells if grade_id(c).endswith("_setup")
+                         for o in c.get("outputs", []))
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        number = _exercise_of(cell)
+        if number is not None and grade_id(cell).endswith("_prompt"):
+            text = prompt_text(number, _variant(number, student))
+            cell.outputs = [new_output("display_data", data={"text/markdown": text, "text/plain": text})]
+        elif ran_for_nobody and (grade_id(cell).endswith("_check") or grade_id(cell).endswith("_setup")):
+            # these outputs were computed without the student's id (the workbook's numbers)
+            cell.outputs = [new_output("stream", name="stdout", text=(
+                "(output removed: the grader ran this cell without your student id; "
+                "your graded result for your own numbers is below)\n"))]
+    return nb
+
+
+def insert_derivations(nb, student: Optional[str] = None):
+    """Insert a derivation cell after the last cell of each exercise in ``nb`` (in place); return ``nb``.
+
+    ``student`` (the nbgrader student id) picks the numbers of that student's variant;
+    with a student the prompt cells are re-rendered for them too (:func:`render_prompts`).
+    """
+    if student is not None:
+        render_prompts(nb, student)
     already = {c.get("metadata", {}).get("course", {}).get(MARK) for c in nb.cells
                if isinstance(c.get("metadata", {}).get("course"), dict)}
     last: Dict[str, int] = {}
@@ -70,7 +115,7 @@ def insert_derivations(nb):
     for number, index in sorted(last.items(), key=lambda item: -item[1]):
         if number in already:
             continue
-        cell = new_markdown_cell(derivation_markdown(number))
+        cell = new_markdown_cell(derivation_markdown(number, _variant(number, student)))
         cell.metadata["course"] = {MARK: number}
         nb.cells.insert(index + 1, cell)
     return nb
@@ -83,4 +128,5 @@ class InsertDerivations(Preprocessor):
     enabled = Bool(True).tag(config=True)
 
     def preprocess(self, nb, resources):
-        return insert_derivations(nb), resources
+        student = (resources or {}).get("nbgrader", {}).get("student")
+        return insert_derivations(nb, student if isinstance(student, str) else None), resources

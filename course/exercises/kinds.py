@@ -19,6 +19,7 @@ from .registry import (
     RAISED, UNPLAIN, Part, Verdict, describe_unplain, judge_plain, register, to_plain,
 )
 from .spec import Exercise, spec_for
+from .variants import split_seed
 
 MISSING = "__missing__"
 
@@ -55,7 +56,7 @@ def value_part(ex: Exercise, *, names: Dict[str, str], key: Callable[[dict], Dic
         values = harvested.get("values")
         if type(values) is not dict:
             return Verdict(0.0, "no answers could be read")
-        keys = key(spec_for(ex))
+        keys = key(spec_for(ex, split_seed(seed)[1]))  # this student's numbers
         wrong = []
         for n in names:
             got = values.get(n, {MISSING: n})

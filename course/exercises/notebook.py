@@ -17,8 +17,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from .spec import Cell, chapter_exercises, spec_for
 
-SETUP = ("# Run this cell first: it loads the visible checks.\n"
-         "from course.exercises import check")
+SETUP = ("# Run this cell first: it loads the visible checks and shows whose numbers this notebook uses.\n"
+         "from course.exercises import check, show, whoami\n"
+         "whoami({assignment!r})")
 
 
 def _nbgrader(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
@@ -65,7 +66,9 @@ def build_source(chapter: str):
     info = module.CHAPTER
     cells: List = [new_markdown_cell(f"# {info['title']}\n\n{info['intro']}")]
     cells += [new_markdown_cell(text) for text in info["concept"]]
-    cells.append(to_nb_cell(Cell("code", SETUP, f"{chapter}_setup")))
+    from .chapters import ASSIGNMENTS
+
+    cells.append(to_nb_cell(Cell("code", SETUP.format(assignment=ASSIGNMENTS[chapter]), f"{chapter}_setup")))
     for ex in chapter_exercises(chapter):
         for cell in ex.cells(spec_for(ex)):
             cells.append(to_nb_cell(cell, ex.number))

@@ -5,18 +5,17 @@ parameter spec its numbers come from (default: the workbook's numbers), the
 markdown and code cells the notebook builder writes, a derivation rendered
 from the spec (computed with ``course.core``) and the registry parts that
 grade it. Prompts, solutions, keys and derivations all read the *same* spec,
-so per-student variants only need :func:`spec_for` to return another one.
+so a per-student variant only needs :func:`spec_for` to return another one.
 
-Variants are off by default. Switch them on with ``COURSE_VARIANTS=1``; an
-exercise that defines ``vary(spec, rng) -> spec`` (0.1 and 2.1 do) then gets
-a reproducible variant per student seed from ``spec_for(exercise, seed)``.
-Still to do when variants are wanted: build one release notebook per seed
-and pass the student's seed to the judges (they use the default spec now).
+``spec_for(exercise, variant)`` returns the default spec for ``variant=None``
+and ``exercise.vary(spec, rng)`` seeded by the variant otherwise; who gets
+which variant, and whether an assignment has variants at all, is decided in
+:mod:`course.exercises.variants`. ``prompt(spec)`` is kept on the exercise so
+a read-only cell can render it with the student's numbers in the kernel.
 """
 
 from __future__ import annotations
 
-import os
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
@@ -24,10 +23,6 @@ from typing import Any, Callable, Dict, List, Optional
 from .registry import Part
 
 DISPLAY_KINDS = ("Derive", "Trace", "Build", "Debug", "Design")
-
-
-def variants_enabled() -> bool:
-    return os.environ.get("COURSE_VARIANTS", "0") not in ("", "0", "false", "no")
 
 
 @dataclass
@@ -57,6 +52,11 @@ class Exercise:
     derivation: Callable[[Dict[str, Any]], str]
     parts: List[Part] = field(default_factory=list)
     vary: Optional[Callable[[Dict[str, Any], random.Random], Dict[str, Any]]] = None
+    prompt: Optional[Callable[[Dict[str, Any]], str]] = None
+
+    @property
+    def varies(self) -> bool:
+        return self.vary is not None
 
     @property
     def slug(self) -> str:
@@ -84,12 +84,13 @@ def add_exercise(exercise: Exercise) -> Exercise:
     return exercise
 
 
-def spec_for(exercise: Exercise, seed: Optional[int] = None) -> Dict[str, Any]:
-    """The parameters of ``exercise`` for a student seed (the default spec unless variants are on)."""
-    if seed is None or exercise.vary is None or not variants_enabled():
-        return dict(exercise.spec)
-    rng = random.Random(f"{exercise.number}:{seed}")
-    return exercise.vary(dict(exercise.spec), rng)
+def spec_for(exercise: Exercise, variant: Optional[int] = None) -> Dict[str, Any]:
+    """The parameters of ``exercise`` for ``variant`` (see :mod:`course.exercises.variants`).
+
+    ``None`` (variants off, or no student known) gives the workbook's own numbers.
+    """
+    from .variants import vary_spec
+    return vary_spec(exercise.number, exercise.spec, exercise.vary, variant)
 
 
 def chapter_exercises(chapter: str) -> List[Exercise]:

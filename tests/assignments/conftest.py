@@ -17,9 +17,9 @@ WORKBOOK_5_9 = ["ch05_pipeline", "ch06_tensor_parallel", "ch07_checkpointing", "
 MUTATED_KINDS = ("derive", "build")
 
 
-def wrong_submission(course, name):
-    """The reference solution with every Derive value and Build result made wrong but well-formed."""
-    nb = solution_submission(course, name)
+def wrong_submission(course, name, student="wrong"):
+    """``student``'s honest solution with every Derive value and Build result made wrong but well-formed."""
+    nb = solution_submission(course, name, student)
     mutated = set()
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
@@ -42,7 +42,7 @@ def graded_workbook(tmp_path_factory):
     course = NbgraderCourse(root, WORKBOOK_0_4, ledger=root / "ledger.json")
     mutated = {}
     for name in WORKBOOK_0_4:
-        course.submit("reference", name, solution_submission(course, name))
+        course.submit("reference", name, solution_submission(course, name, "reference"))
         course.submit("untouched", name, course.release_notebook(name))
         nb, mutated[name] = wrong_submission(course, name)
         course.submit("wrong", name, nb)

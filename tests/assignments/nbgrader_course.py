@@ -69,10 +69,37 @@ class NbgraderCourse:
             return {g.name: (g.score, g.max_score) for g in nb.grades}
 
 
-def solution_submission(course: NbgraderCourse, name: str):
-    """The instructor's notebook as a submission: solutions in, outputs cleared."""
+def solution_submission(course: NbgraderCourse, name: str, student: str = "reference"):
+    """The instructor's notebook as ``student``'s honest submission: outputs cleared, and every answer
+    cell the reference solution written with that student's numbers (their variant)."""
     nb = course.source_notebook(name)
+    answers = honest_answers(name, student)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+            if gid in answers:
+                cell.source = answers[gid]
     return nb
+
+
+def honest_answers(name: str, student: str) -> Dict[str, str]:
+    """``{answer grade_id: source}``: the chapter's solution code for ``student``'s numbers.
+
+    The solutions are the chapter module's hand-written formulas (``solution(spec)``),
+    evaluated with ``spec_for(exercise, variant_of(assignment, student))``.
+    """
+    from course.exercises.chapters import chapter_of
+    from course.exercises.spec import chapter_exercises, spec_for
+    from course.exercises.variants import variant_of
+
+    try:
+        chapter = chapter_of(name)
+    except ValueError:  # not a workbook chapter (a lab): the source notebook's answers as they are
+        return {}
+    answers = {}
+    for ex in chapter_exercises(chapter):
+        for cell in ex.cells(spec_for(ex, variant_of(name, student))):
+            if cell.role == "answer":
+                answers[cell.grade_id] = cell.source
+    return answers

@@ -65,7 +65,7 @@ def graded_5_9(tmp_path_factory):
     course = NbgraderCourse(root, WORKBOOK_5_9, ledger=root / "ledger.json")
     course.mutated = {}
     for name in WORKBOOK_5_9:
-        course.submit("reference", name, solution_submission(course, name))
+        course.submit("reference", name, solution_submission(course, name, "reference"))
         course.submit("untouched", name, course.release_notebook(name))
         nb, course.mutated[name] = wrong_submission(course, name)
         course.submit("wrong", name, nb)

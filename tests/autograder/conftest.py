@@ -55,7 +55,7 @@ def red_team(tmp_path_factory):
     """Course root with honest and hostile submissions, graded once by the CLI with 2 workers."""
     root = make_course(tmp_path_factory.mktemp("redteam") / "course")
     outside = [root / "pwned.txt", root / "source" / "pwned.txt", "/tmp/autograder-pwned.txt"]
-    sol, rel = solution(root), release(root)
+    rel = release(root)
     source_nb = root / "source" / CHAPTER / f"{CHAPTER}.ipynb"
     hostile = {
         "a_forkbomb": attacks.FORK_BOMB, "c_alwayseq": attacks.ALWAYS_EQUAL,
@@ -67,10 +67,10 @@ def red_team(tmp_path_factory):
     }
     for student, code in hostile.items():
         submit(root, student, with_first_answer(rel, code))
-    submit(root, "a_honest", sol)
-    submit(root, "m_honest", sol)
-    submit(root, "g_huge_output", _huge_output(sol))
-    submit(root, "g_deleted_tests", _without_test_cells(sol))
+    submit(root, "a_honest", solution(root, student="a_honest"))
+    submit(root, "m_honest", solution(root, student="m_honest"))
+    submit(root, "g_huge_output", _huge_output(solution(root, student="g_huge_output")))
+    submit(root, "g_deleted_tests", _without_test_cells(solution(root, student="g_deleted_tests")))
     submit(root, "g_duplicated", _duplicated_test_cell(rel))
     submit(root, "g_edited_metadata", _edited_metadata(rel))
     submit(root, "h_malformed", raw=b'{"cells": [ {"cell_type": "code", ')

@@ -38,12 +38,17 @@ def make_course(root: Path, assignment: str = CHAPTER) -> Path:
     return root
 
 
-def solution(root: Path, assignment: str = CHAPTER):
-    """The instructor's notebook with outputs cleared: a fully correct submission."""
+def solution(root: Path, assignment: str = CHAPTER, student: str = "student"):
+    """The instructor's notebook with outputs cleared: a fully correct submission by ``student``
+    (answers written with that student's numbers, their variant)."""
+    from tests.assignments.nbgrader_course import honest_answers
+
     nb = nbformat.read(str(root / "source" / assignment / f"{assignment}.ipynb"), 4)
+    answers = honest_answers(assignment, student)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            cell.source = answers.get(grade_id(cell), cell.source)
     return nb
 
 

@@ -31,7 +31,7 @@ def cycle(tmp_path_factory):
     run_nbgrader(root, "release_assignment", CHAPTER, "--force", env=env)
     student_args = [f"--Exchange.root={exchange}", f"--course={COURSE}"]
     homes = {}
-    answers = {"alice": solution(root), "bob": None}  # bob submits what he fetched
+    answers = {"alice": solution(root, student="alice"), "bob": None}  # bob submits what he fetched
     for student, nb in answers.items():
         home = base / student
         home.mkdir()

@@ -27,10 +27,10 @@ def flat_class(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("shards") / "course")
     inbox = root / "inbox"
     inbox.mkdir()
-    nbformat.write(solution(root), str(inbox / "ada.ipynb"))
+    nbformat.write(solution(root, student="ada"), str(inbox / "ada.ipynb"))
     nbformat.write(release(root), str(inbox / "bob.ipynb"))
     with zipfile.ZipFile(inbox / "cy.zip", "w") as zf:
-        zf.writestr(f"work/{CHAPTER}.ipynb", nbformat.writes(solution(root)))
+        zf.writestr(f"work/{CHAPTER}.ipynb", nbformat.writes(solution(root, student="cy")))
         zf.writestr("../escape.txt", "zip slip")
     (inbox / "dee.zip").write_bytes(b"not a zip")
     common = [CHAPTER, str(inbox), "--course-root", str(root), "--seed", "3", "--workers", "2",

@@ -7,6 +7,8 @@ Gropp 2005; nccl-tests bus bandwidth).
 
 from __future__ import annotations
 
+import math
+
 from course import core
 from course.core.units import GB, GB_per_s, ms, us
 
@@ -83,13 +85,16 @@ values_exercise(
     derivation=lambda s: (
         f"V = 2\u00b7M\u00b7(N\u22121)/N = 2 \u00d7 {s['message_gb']:g} GB \u00d7 {s['n'] - 1}/{s['n']} = "
         f"**{_bytes_per_gpu(s['message_gb'] * GB, s['n']) / GB:.4g} GB**: half in the reduce-scatter, half "
-        "in the all-gather. With 1000 GPUs it would be 1.998 GB: the volume per GPU hardly depends on N."),
+        f"in the all-gather. With 1000 GPUs it would be {_bytes_per_gpu(s['message_gb'] * GB, 1000) / GB:.4g} GB: "
+        "the volume per GPU hardly depends on N."),
 )
 
 # 0.2 ---------------------------------------------------------------------------
 values_exercise(
     CH, "0.2", "Ring all-reduce time", kind="Derive",
     spec={"message_gb": 2.0, "n": 8, "bw_gbs": 50.0},
+    vary=lambda s, rng: dict(s, message_gb=float(rng.choice([0.5, 1, 2, 4, 8])), n=rng.choice([4, 8, 16, 32]),
+                             bw_gbs=float(rng.choice([25, 50, 100, 200]))),
     prompt=lambda s: (f"{s['n']} GPUs form a ring; every link carries {s['bw_gbs']:g} GB/s in each direction. "
                       f"The gradient is M = {s['message_gb']:g} GB. Ignoring latency, how long does the ring "
                       "all-reduce take?"),
@@ -110,9 +115,19 @@ def _utilization_pct(s):
     return 100.0 * busbw / (s["peak_gbs"] * GB_per_s)
 
 
+def _vary_utilization(s, rng):
+    # choose the utilisation first so the measured time always means 45-90 % of the peak
+    s = dict(s, message_gb=float(rng.choice([1, 2, 4, 8])), n=rng.choice([4, 8, 16]),
+             peak_gbs=float(rng.choice([300, 450, 900])))
+    busbw_gbs = rng.choice([0.45, 0.55, 0.65, 0.75, 0.85, 0.9]) * s["peak_gbs"]
+    s["measured_ms"] = round(_bytes_per_gpu(s["message_gb"] * GB, s["n"]) / GB / busbw_gbs * 1000, 1)
+    return s
+
+
 values_exercise(
     CH, "0.3", "Bandwidth utilization", kind="Trace",
     spec={"message_gb": 4.0, "n": 8, "measured_ms": 30.0, "peak_gbs": 300.0},
+    vary=lambda s, rng: _vary_utilization(s, rng),
     prompt=lambda s: (f"{s['n']} GPUs are linked by NVLink with a peak of {s['peak_gbs']:g} GB/s per GPU. A ring "
                       f"all-reduce of {s['message_gb']:g} GB is measured at {s['measured_ms']:g} ms. What share "
                       "of the peak did each GPU achieve (its bus bandwidth over the peak)?"),
@@ -138,6 +153,8 @@ def _ring_tree(s):
 values_exercise(
     CH, "0.4", "Ring versus tree", kind="Trace",
     spec={"message_gb": 4.0, "n": 8, "bw_gbs": 50.0},
+    vary=lambda s, rng: dict(s, message_gb=float(rng.choice([0.5, 1, 2, 4, 8])), n=rng.choice([4, 8, 16, 32, 64]),
+                             bw_gbs=float(rng.choice([25, 50, 100, 200]))),
     prompt=lambda s: (f"Compare a ring all-reduce with a binomial-tree all-reduce (reduce to a root, then "
                       f"broadcast back, not pipelined) for M = {s['message_gb']:g} GB on N = {s['n']} GPUs with "
                       f"{s['bw_gbs']:g} GB/s per link. Ignore latency. In the tree every one of the "
@@ -147,8 +164,9 @@ values_exercise(
     options={"faster": ["ring", "tree"]},
     key=_ring_tree,
     solution=lambda s: (f"ring_ms = 2 * {s['message_gb']!r} * ({s['n']} - 1) / {s['n']} / {s['bw_gbs']!r} * 1000\n"
-                        f"tree_ms = 2 * 3 * {s['message_gb']!r} / {s['bw_gbs']!r} * 1000   # 2 * ceil(log2 8) rounds\n"
-                        "faster = 'ring'"),
+                        f"tree_ms = 2 * {math.ceil(math.log2(s['n']))} * {s['message_gb']!r} / {s['bw_gbs']!r} * 1000"
+                        f"   # 2 * ceil(log2 {s['n']}) rounds\n"
+                        "faster = 'ring' if ring_ms < tree_ms else 'tree'"),
     note=("The workbook calls this a \"binary tree\". What it computes is a binomial tree without "
           "pipelining, 2\u2308log\u2082N\u2309(\u03b1 + M/B), as used here. Pipelined trees (NCCL's double "
           "binary tree) split the message into chunks and get close to the ring's bandwidth term."),
@@ -167,6 +185,8 @@ def _ring_ms_reference(M_gb, N, bw_gbs, latency_us):
 
 build_exercise(
     CH, "0.5", "ring_allreduce_time", spec={"example": [2.0, 8, 50.0, 5.0]},
+    vary=lambda s, rng: dict(s, example=[float(rng.choice([0.5, 1, 2, 4, 8])), rng.choice([4, 8, 16, 32]),
+                                         float(rng.choice([25, 50, 100, 200])), float(rng.choice([2, 5, 10]))]),
     prompt=lambda s: (
         "Write `ring_allreduce_time(M_gb, N, bw_gbs, latency_us)` that returns the time of a ring all-reduce "
         "in **milliseconds**, with both the bandwidth term and the latency term (one latency per step, "
@@ -221,8 +241,12 @@ def _all_reduce_seconds(M, N, BW):
 
 debug_exercise(
     CH, "0.6", "Find the bug", spec={"example": [2e9, 8, 50e9]},
+    vary=lambda s, rng: dict(s, example=[rng.choice([1, 2, 4, 8]) * 1e9, rng.choice([4, 8, 16, 32]),
+                                         rng.choice([25, 50, 100]) * 1e9]),
     prompt=lambda s: ("This bandwidth-only ring all-reduce timer (M in bytes, BW in bytes/s, result in "
-                      "seconds) returns values twice too large."),
+                      "seconds) returns values twice too large: "
+                      f"`all_reduce_time({s['example'][0]:.0e}, {s['example'][1]}, {s['example'][2]:.0e})` should be "
+                      f"{_all_reduce_seconds(*s['example']):.6g} s."),
     buggy_source=BUGGY_06, buggy_line=6,
     function="all_reduce_time", signature="(M, N, BW)",
     docstring="Bandwidth-only ring all-reduce time in seconds (M bytes, BW bytes/s).",
@@ -239,6 +263,7 @@ debug_exercise(
     derivation=lambda s: (
         "Line **6** is the bug: `steps = 2 * (N - 1)` already counts both phases, so multiplying by 2 again "
         "doubles the time. The fix is `total_time = steps * per_step_time` (equivalently "
-        f"`data_per_gpu / BW`). Example: M = 2 GB, N = 8, 50 GB/s gives "
+        f"`data_per_gpu / BW`). Example: M = {s['example'][0] / GB:g} GB, N = {s['example'][1]}, "
+        f"{s['example'][2] / GB_per_s:g} GB/s gives "
         f"{_all_reduce_seconds(*s['example']) / ms:.4g} ms, not twice that."),
 )

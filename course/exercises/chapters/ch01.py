@@ -55,6 +55,8 @@ def _zero_exercise(number, title, stage, spec, extra=""):
     var = f"memory_zero{stage}_gb"
     values_exercise(
         CH, number, title, kind="Derive", spec=dict(spec, stage=stage),
+        vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 3, 7, 13, 30, 70])),
+                                 dp=rng.choice([8, 16, 32, 64, 128, 256])),
         prompt=lambda s: (f"{s['params_b']:g}B parameters, mixed-precision Adam, "
                           + ("no ZeRO" if s["stage"] == 0 else f"ZeRO stage {s['stage']} on N = {s['dp']} GPUs")
                           + ". How much memory do the model states (weights, gradients, optimizer states) take "
@@ -71,9 +73,9 @@ def _zero_exercise(number, title, stage, spec, extra=""):
             {0: "16", 1: f"(2 + 2 + 12/{s['dp']})", 2: f"(2 + 14/{s['dp']})", 3: f"16/{s['dp']}"}[s["stage"]]
             + f" bytes/param \u00d7 {s['params_b']:g}\u00d710\u2079 params = "
             f"**{_state_gb(s['params_b'], s['stage'], s['dp']):.4g} GB** per GPU. "
-            + {0: "More than an 80 GB GPU holds before a single activation is stored.",
+            + {0: "Compare with the 80 GB of an H100, before a single activation is stored.",
                1: "The 4 bytes/param of FP16 weights and gradients are now the floor.",
-               2: "Sharding the gradients too leaves room for activations on an 80 GB GPU.",
+               2: "Sharding the gradients too divides 14 of the 16 bytes per parameter by N.",
                3: "Memory now falls as 1/N, paid for with extra all-gathers (exercise 1.5)."}[s["stage"]]),
     )
 
@@ -99,6 +101,8 @@ def _zero3_traffic_gb(s):
 values_exercise(
     CH, "1.5", "ZeRO-3 communication per step", kind="Derive",
     spec={"params_b": 7.0, "dp": 64, "bw_gbs": 100.0},
+    vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 3, 7, 13, 30, 70])),
+                             dp=rng.choice([8, 16, 32, 64, 128]), bw_gbs=float(rng.choice([50, 100, 200, 400]))),
     prompt=lambda s: (f"ZeRO-3 with a {s['params_b']:g}B model (FP16 weights: {2 * s['params_b']:g} GB) on "
                       f"{s['dp']} GPUs: one all-gather of the weights for forward, one for backward, one "
                       "reduce-scatter of the gradients after backward. Each moves M(N\u22121)/N bytes per GPU. How "
@@ -123,21 +127,39 @@ def _min_stage(s):
     return -1  # nothing fits
 
 
+def _stage_needs_gb(s):
+    return [_state_gb(s["params_b"], stage, s["dp"]) + s["activations_gb"] for stage in (0, 1, 2, 3)]
+
+
+def _vary_min_stage(s, rng):
+    # some stage must fit, and no stage may sit within 2 % of the memory (no knife-edge answers)
+    while True:
+        v = dict(s, params_b=float(rng.choice([7, 13, 30, 70])), dp=rng.choice([8, 16, 32, 64]),
+                 gpu_gb=float(rng.choice([40, 80, 141])), activations_gb=float(rng.choice([10, 15, 20, 30])))
+        needs = _stage_needs_gb(v)
+        if _min_stage(v) in (1, 2, 3) and all(abs(n - v["gpu_gb"]) > 0.02 * v["gpu_gb"] for n in needs):
+            return v
+
+
 values_exercise(
     CH, "1.6", "Which ZeRO stage?", kind="Trace",
     spec={"params_b": 30.0, "dp": 8, "gpu_gb": 80.0, "activations_gb": 20.0},
+    vary=_vary_min_stage,
     prompt=lambda s: (f"{s['dp']} GPUs with {s['gpu_gb']:g} GB each train a {s['params_b']:g}B model with "
                       f"mixed-precision Adam; activations need about {s['activations_gb']:g} GB per GPU. What is the "
                       "smallest ZeRO stage whose model states plus activations fit in a GPU's memory?"),
     answers={"min_stage": "ZeRO stage"},
     options={"min_stage": [0, 1, 2, 3]},
     key=lambda s: {"min_stage": _min_stage(s)},
-    solution=lambda s: "min_stage = 3",
+    solution=lambda s: (f"P, N, A = {s['params_b']!r}, {s['dp']!r}, {s['activations_gb']!r}\n"
+                        "need_gb = [16 * P + A, (4 + 12 / N) * P + A, (2 + 14 / N) * P + A, 16 / N * P + A]\n"
+                        f"min_stage = next(stage for stage, gb in enumerate(need_gb) if gb <= {s['gpu_gb']!r})"),
     derivation=lambda s: (
-        "Stage 2: (2 + 14/8) \u00d7 30 = "
-        f"{_state_gb(s['params_b'], 2, s['dp']):.4g} GB, too much. Stage 3: 16/8 \u00d7 30 = "
-        f"{_state_gb(s['params_b'], 3, s['dp']):.4g} GB, plus {s['activations_gb']:g} GB of activations = exactly "
-        f"{_state_gb(s['params_b'], 3, s['dp']) + s['activations_gb']:.4g} GB: **stage 3**, with no headroom at all "
-        "(the CUDA context and allocator fragmentation need some). In practice add activation checkpointing or "
-        "more GPUs."),
+        "Model states plus activations per GPU, stages 0 to 3: "
+        + ", ".join(f"{n:.4g} GB" for n in _stage_needs_gb(s))
+        + f". The first that fits in {s['gpu_gb']:g} GB is **stage {_min_stage(s)}**"
+        + (f", with {s['gpu_gb'] - _stage_needs_gb(s)[_min_stage(s)]:.3g} GB of headroom"
+           if _min_stage(s) >= 0 else "")
+        + ". The CUDA context and allocator fragmentation need a few GB too; with too little headroom add "
+        "activation checkpointing or more GPUs."),
 )

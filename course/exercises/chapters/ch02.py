@@ -63,17 +63,19 @@ def _saved_ms(s):
 values_exercise(
     CH, "2.2", "Communication saved", kind="Derive",
     spec={"accum_steps": 64, "allreduce_ms": 50.0},
+    vary=lambda s, rng: dict(s, accum_steps=rng.choice([8, 16, 24, 32, 48, 64, 96, 128]),
+                             allreduce_ms=float(rng.choice([20, 35, 50, 65, 80]))),
     prompt=lambda s: (f"Without accumulation you all-reduce after each of the {s['accum_steps']} micro-batches; with "
                       f"accumulation once per {s['accum_steps']}. One all-reduce takes {s['allreduce_ms']:g} ms. "
-                      "How much all-reduce time do you save per optimizer step (per 2048 samples)?"),
+                      "How much all-reduce time do you save per optimizer step?"),
     answers={"saved_ms": "ms"},
     key=lambda s: {"saved_ms": _saved_ms(s)},
     solution=lambda s: f"saved_ms = ({s['accum_steps']} - 1) * {s['allreduce_ms']!r}",
     derivation=lambda s: (
         f"Without: {s['accum_steps']} \u00d7 {s['allreduce_ms']:g} ms; with: 1 \u00d7 {s['allreduce_ms']:g} ms; "
         f"saved: ({s['accum_steps']} \u2212 1) \u00d7 {s['allreduce_ms']:g} = **{_saved_ms(s):.5g} ms**. "
-        "The two runs are not the same training, though: without accumulation you take 64 optimizer steps "
-        "with a 64\u00d7 smaller batch."),
+        f"The two runs are not the same training, though: without accumulation you take {s['accum_steps']} "
+        f"optimizer steps with a {s['accum_steps']}\u00d7 smaller batch."),
 )
 
 
@@ -83,9 +85,18 @@ def _step_and_throughput(s):
     return {"step_time_s": step, "throughput_seq_s": core.samples_per_second(s["batch"], step)}
 
 
+def _vary_step(s, rng):
+    accum = rng.choice([16, 32, 48, 64, 96])
+    # 4 sequences per micro-batch on each of 8 GPUs, as in the workbook
+    return dict(s, micro_ms=float(rng.choice([80, 100, 120, 150, 200])), accum_steps=accum,
+                allreduce_ms=float(rng.choice([30, 50, 80])), optimizer_ms=float(rng.choice([1, 2, 5])),
+                batch=4 * accum * 8)
+
+
 values_exercise(
     CH, "2.3", "Throughput with accumulation", kind="Derive",
     spec={"micro_ms": 120.0, "accum_steps": 64, "allreduce_ms": 50.0, "optimizer_ms": 1.0, "batch": 2048},
+    vary=lambda s, rng: _vary_step(s, rng),
     prompt=lambda s: (f"One micro-batch (forward + backward) takes {s['micro_ms']:g} ms on each GPU; the all-reduce "
                       f"takes {s['allreduce_ms']:g} ms and the optimizer step {s['optimizer_ms']:g} ms. With "
                       f"{s['accum_steps']} accumulation steps the effective batch is {s['batch']} sequences over all "
@@ -98,8 +109,8 @@ values_exercise(
         f"Compute {s['accum_steps']} \u00d7 {s['micro_ms']:g} ms + all-reduce {s['allreduce_ms']:g} ms + optimizer "
         f"{s['optimizer_ms']:g} ms = **{_step_and_throughput(s)['step_time_s']:.4g} s**; throughput "
         f"{s['batch']} / {_step_and_throughput(s)['step_time_s']:.4g} s = "
-        f"**{_step_and_throughput(s)['throughput_seq_s']:.4g} sequences/s**. Communication is now under 1 % of "
-        "the step."),
+        f"**{_step_and_throughput(s)['throughput_seq_s']:.4g} sequences/s**. Communication is now "
+        f"{100 * s['allreduce_ms'] / 1000 / _step_and_throughput(s)['step_time_s']:.2g} % of the step."),
 )
 
 _batch_probes = make_probes(
@@ -113,13 +124,16 @@ _accum_probes = make_probes(
 
 build_exercise(
     CH, "2.4", "effective_batch and required_accum_steps", spec={"example": [4, 64, 8]},
+    vary=lambda s, rng: dict(s, example=[rng.choice([1, 2, 4, 8, 16]), rng.choice([3, 8, 16, 32, 64]),
+                                         rng.choice([4, 8, 16, 64])]),
     prompt=lambda s: (
         "Write two functions (all arguments are whole numbers \u2265 1; raise `ValueError` otherwise; return a "
         "plain `int`):\n\n"
         "* `effective_batch(micro_batch, accum_steps, dp)`: samples per optimizer step.\n"
         "* `required_accum_steps(target_batch, micro_batch, dp)`: the fewest accumulation steps whose effective "
         "batch is at least `target_batch`.\n\n"
-        f"Worked examples: `effective_batch(4, 64, 8)` = {core.effective_batch(4, 64, 8)}; "
+        f"Worked examples: `effective_batch({', '.join(map(str, s['example']))})` = "
+        f"{core.effective_batch(*s['example'])}; "
         f"`required_accum_steps(2048, 4, 8)` = {core.required_accum_steps(2048, 4, 8)}; "
         f"`required_accum_steps(100, 4, 8)` = {core.required_accum_steps(100, 4, 8)}."),
     function="effective_batch", signature="(micro_batch, accum_steps, dp)",
@@ -156,9 +170,17 @@ def _tradeoff(s):
     return {"faster": "no_checkpointing" if t_plain < t_ckpt else "checkpointing", "slowdown": t_ckpt / t_plain}
 
 
+def _tradeoff_sizes(rng):
+    # checkpointing lets the micro-batch double (the derivation's "2T")
+    plain = rng.choice([2, 4, 8])
+    return {"micro_plain": plain, "micro_ckpt": 2 * plain}
+
+
 values_exercise(
     CH, "2.5", "Memory versus speed", kind="Trace",
     spec={"batch": 2048, "dp": 8, "micro_plain": 8, "micro_ckpt": 16, "recompute_overhead": 0.33},
+    vary=lambda s, rng: dict(s, **_tradeoff_sizes(rng), batch=rng.choice([1024, 2048, 4096]), dp=rng.choice([4, 8, 16]),
+                             recompute_overhead=rng.choice([0.2, 0.25, 0.33, 0.4])),
     prompt=lambda s: (f"Option A: micro-batch {s['micro_plain']} with activation checkpointing off. Option B: "
                       f"micro-batch {s['micro_ckpt']} with activation checkpointing on, which recomputes the forward "
                       f"pass and adds about {s['recompute_overhead']:.0%} compute. Both reach B_eff = {s['batch']} on "

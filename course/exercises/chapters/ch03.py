@@ -39,8 +39,14 @@ CHAPTER = {
 
 LR = {"base_lr": 3e-4, "base_batch": 256, "new_batch": 2048}
 
+
+def _vary_lr(s, rng):
+    base = rng.choice([64, 128, 256, 512])
+    return dict(s, base_lr=rng.choice([1e-4, 2e-4, 3e-4, 6e-4, 1e-3]), base_batch=base,
+                new_batch=base * rng.choice([2, 4, 8, 16, 32]))
+
 values_exercise(
-    CH, "3.1", "Linear scaling", kind="Derive", spec=dict(LR),
+    CH, "3.1", "Linear scaling", kind="Derive", spec=dict(LR), vary=_vary_lr,
     prompt=lambda s: (f"The learning rate {s['base_lr']:g} was tuned at batch {s['base_batch']}. The new batch is "
                       f"{s['new_batch']}. What learning rate does the linear scaling rule give?"),
     answers={"lr_linear": "learning rate, no unit"},
@@ -48,12 +54,13 @@ values_exercise(
     solution=lambda s: f"lr_linear = {s['base_lr']!r} * {s['new_batch']} / {s['base_batch']}",
     derivation=lambda s: (
         f"\u03b7 = {s['base_lr']:g} \u00d7 {s['new_batch']}/{s['base_batch']} = "
-        f"**{core.linear_scaled_lr(s['base_lr'], s['base_batch'], s['new_batch']):.4g}**: an 8\u00d7 batch gets an "
-        "8\u00d7 learning rate (with warm-up)."),
+        f"**{core.linear_scaled_lr(s['base_lr'], s['base_batch'], s['new_batch']):.4g}**: a "
+        f"{s['new_batch'] // s['base_batch']}\u00d7 batch gets a {s['new_batch'] // s['base_batch']}\u00d7 learning rate "
+        "(with warm-up)."),
 )
 
 values_exercise(
-    CH, "3.2", "Square-root scaling", kind="Derive", spec=dict(LR),
+    CH, "3.2", "Square-root scaling", kind="Derive", spec=dict(LR), vary=_vary_lr,
     prompt=lambda s: (f"Same setting: {s['base_lr']:g} at batch {s['base_batch']}, new batch {s['new_batch']}. What "
                       "learning rate does square-root scaling give?"),
     answers={"lr_sqrt": "learning rate, no unit"},
@@ -61,11 +68,13 @@ values_exercise(
     solution=lambda s: f"lr_sqrt = {s['base_lr']!r} * ({s['new_batch']} / {s['base_batch']}) ** 0.5",
     derivation=lambda s: (
         f"\u03b7 = {s['base_lr']:g} \u00d7 \u221a({s['new_batch']}/{s['base_batch']}) = "
-        f"**{core.sqrt_scaled_lr(s['base_lr'], s['base_batch'], s['new_batch']):.4g}**, a factor 2.83 instead of 8."),
+        f"**{core.sqrt_scaled_lr(s['base_lr'], s['base_batch'], s['new_batch']):.4g}**, a factor "
+        f"{(s['new_batch'] / s['base_batch']) ** 0.5:.3g} instead of {s['new_batch'] // s['base_batch']}."),
 )
 
 values_exercise(
     CH, "3.3", "Warm-up steps", kind="Derive", spec={"base_batch": 256, "new_batch": 2048, "total_steps": 100_000},
+    vary=lambda s, rng: dict(_vary_lr(s, rng), total_steps=rng.choice([50_000, 100_000, 150_000, 200_000, 300_000])),
     prompt=lambda s: (f"A run of {s['total_steps']:,} steps uses batch {s['new_batch']}, scaled up from "
                       f"{s['base_batch']}. With the rule of thumb W = (B_new / B_base) \u00d7 1000 steps, how many "
                       "warm-up steps?"),
@@ -75,8 +84,8 @@ values_exercise(
     derivation=lambda s: (
         f"W = {s['new_batch']}/{s['base_batch']} \u00d7 1000 = "
         f"**{core.warmup_steps_heuristic(s['base_batch'], s['new_batch']):.0f} steps**, i.e. "
-        f"{core.warmup_steps_heuristic(s['base_batch'], s['new_batch']) / s['total_steps']:.0%} of the run: inside "
-        "the usual 5\u201310 %."),
+        f"{core.warmup_steps_heuristic(s['base_batch'], s['new_batch']) / s['total_steps']:.1%} of the run (the usual "
+        "range is 5\u201310 %; much less risks early divergence, much more wastes the high learning rate)."),
 )
 
 written_exercise(

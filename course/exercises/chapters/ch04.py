@@ -50,6 +50,8 @@ def _allreduce_ms(params_b, n, bw_gbs):
 values_exercise(
     CH, "4.1", "All-reduce of a 10B model", kind="Derive",
     spec={"params_b": 10.0, "n": 64, "bw_gbs": 600.0},
+    vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 3, 7, 10, 13, 30, 70])), n=rng.choice([8, 16, 32, 64, 128]),
+                             bw_gbs=float(rng.choice([100, 200, 400, 600, 900]))),
     prompt=lambda s: (f"A {s['params_b']:g}B-parameter model has FP16 gradients (2 bytes each). {s['n']} GPUs "
                       f"all-reduce them in a ring over {s['bw_gbs']:g} GB/s links. How long does one all-reduce take "
                       "(bandwidth term only)?"),
@@ -60,8 +62,8 @@ values_exercise(
     derivation=lambda s: (
         f"S = {s['params_b']:g}\u00d710\u2079 \u00d7 2 B = {s['params_b'] * 2:g} GB; T = 2 \u00d7 {s['params_b'] * 2:g} "
         f"\u00d7 {s['n'] - 1} / ({s['n']} \u00d7 {s['bw_gbs']:g}) s = "
-        f"**{_allreduce_ms(s['params_b'], s['n'], s['bw_gbs']):.3g} ms**, comparable to a few hundred ms of "
-        "forward+backward: significant, but it can be overlapped."),
+        f"**{_allreduce_ms(s['params_b'], s['n'], s['bw_gbs']):.3g} ms**. Compare it with the step's "
+        "forward+backward time (hundreds of ms for such models): significant, but it can be overlapped."),
 )
 
 
@@ -74,6 +76,10 @@ def _overlap_pct(s):
 values_exercise(
     CH, "4.2", "Overlap", kind="Derive",
     spec={"layers": 40, "layer_backward_ms": 5.0, "layer_allreduce_ms": 1.5},
+    # the bucket's all-reduce stays shorter than a layer's backward, as the derivation assumes
+    vary=lambda s, rng: dict(s, layers=rng.choice([12, 24, 32, 40, 48, 60, 80]),
+                             layer_backward_ms=float(rng.choice([4, 5, 6, 8])),
+                             layer_allreduce_ms=rng.choice([0.5, 1.0, 1.5, 2.0, 2.5, 3.0])),
     prompt=lambda s: (f"The backward pass takes {s['layer_backward_ms']:g} ms per layer over {s['layers']} layers. "
                       f"Each layer's gradients form one bucket whose all-reduce takes {s['layer_allreduce_ms']:g} ms "
                       "and starts when that layer's backward ends. What percentage of the total all-reduce time is "
@@ -92,6 +98,8 @@ values_exercise(
 values_exercise(
     CH, "4.3", "Inter-node bottleneck", kind="Derive",
     spec={"params_b": 10.0, "nodes": 8, "gpus_per_node": 8, "inter_bw_gbs": 100.0},
+    vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 3, 7, 10, 13, 30, 70])),
+                             nodes=rng.choice([2, 4, 8, 16, 32]), inter_bw_gbs=float(rng.choice([25, 50, 100, 200]))),
     prompt=lambda s: (f"{s['nodes']} nodes of {s['gpus_per_node']} GPUs; the nodes are connected by InfiniBand at "
                       f"{s['inter_bw_gbs']:g} GB/s per link. The {s['params_b']:g}B model's FP16 gradients are "
                       "all-reduced hierarchically; the cross-node step is a ring all-reduce of the full gradient "
@@ -107,7 +115,8 @@ values_exercise(
     derivation=lambda s: (
         f"Ring over {s['nodes']} nodes: 2 \u00d7 {s['params_b'] * 2:g} GB \u00d7 {s['nodes'] - 1}/({s['nodes']} \u00d7 "
         f"{s['inter_bw_gbs']:g} GB/s) = **{_allreduce_ms(s['params_b'], s['nodes'], s['inter_bw_gbs']):.4g} ms**, "
-        "about 5\u00d7 the NVLink-only time of 4.1. That is why tensor parallelism stays inside a node and why "
+        "several times what the same gradient would take over NVLink (4.1). That is why tensor parallelism "
+        "stays inside a node and why "
         "clusters give every GPU its own InfiniBand port."),
 )
 
@@ -120,9 +129,11 @@ def _ratio(s):
 values_exercise(
     CH, "4.4", "Communication-to-compute ratio", kind="Trace",
     spec={"flops_t": 120.0, "mfu": 0.5, "peak_tflops": 989.0, "comm_ms": 350.0},
-    prompt=lambda s: (f"Forward + backward of the 10B model is about {s['flops_t']:g} TFLOP per GPU per step. An "
+    vary=lambda s, rng: dict(s, flops_t=float(rng.choice([60, 90, 120, 180, 240])), mfu=rng.choice([0.3, 0.4, 0.5, 0.6]),
+                             comm_ms=float(rng.choice([100, 200, 350, 500]))),
+    prompt=lambda s: (f"Forward + backward of a model is about {s['flops_t']:g} TFLOP per GPU per step. An "
                       f"H100 (peak {s['peak_tflops']:g} TFLOPS dense BF16) runs at {s['mfu']:.0%} MFU. The all-reduce "
-                      f"of 4.3 takes {s['comm_ms']:g} ms and is not overlapped. What is T_comm / T_compute?"),
+                      f"of its gradients takes {s['comm_ms']:g} ms and is not overlapped. What is T_comm / T_compute?"),
     answers={"ratio": "dimensionless"},
     key=lambda s: {"ratio": _ratio(s)},
     solution=lambda s: (f"compute_ms = {s['flops_t']!r} / ({s['mfu']!r} * {s['peak_tflops']!r}) * 1000\n"
@@ -131,7 +142,8 @@ values_exercise(
     derivation=lambda s: (
         f"T_compute = {s['flops_t']:g} TFLOP / ({s['mfu']:g} \u00d7 {s['peak_tflops']:g} TFLOPS) = "
         f"{s['comm_ms'] / _ratio(s):.4g} ms; ratio = {s['comm_ms']:g} / {s['comm_ms'] / _ratio(s):.4g} = "
-        f"**{_ratio(s):.3g}**. Communication exceeds compute: the achieved MFU falls to "
+        f"**{_ratio(s):.3g}**. Communication {'exceeds' if _ratio(s) > 1 else 'stays below'} compute: without "
+        "overlap the achieved MFU falls to "
         f"{s['mfu']:.0%} \u00d7 1/(1 + {_ratio(s):.3g}) = {s['mfu'] / (1 + _ratio(s)):.0%}."),
 )
 
@@ -144,6 +156,9 @@ def _ratio_reference(params_b, n, bw_gbs, flops_per_step_t, gpu_tflops):
 
 build_exercise(
     CH, "4.5", "comm_compute_ratio", spec={"example": [10.0, 8, 100.0, 120.0, 494.5]},
+    vary=lambda s, rng: dict(s, example=[float(rng.choice([1.3, 7, 10, 13, 70])), rng.choice([8, 16, 64]),
+                                         float(rng.choice([50, 100, 400])), float(rng.choice([60, 120, 240])),
+                                         rng.choice([296.7, 395.6, 494.5])]),
     prompt=lambda s: (
         "Write `comm_compute_ratio(params_b, N, bw_gbs, flops_per_step_t, gpu_tflops)`: the ratio of the "
         "bandwidth-only ring all-reduce time of FP16 gradients (2 bytes per parameter) to the compute time.\n\n"

@@ -107,6 +107,8 @@ def _key_5_2(s):
 
 values_exercise(
     CH, "5.2", "Activation memory of 1F1B", kind="Derive", spec={"p": 4, "m": 12, "act_gb": 2.0},
+    vary=lambda s, rng: dict(s, p=rng.choice([2, 4, 6, 8, 16]), m=rng.choice([16, 24, 32]),
+                             act_gb=rng.choice([0.5, 1.0, 1.5, 2.0, 3.0])),
     prompt=lambda s: (f"With 1F1B on $p = {s['p']}$ stages and $m = {s['m']}$ micro-batches, stage 0 "
                       "first runs its warm-up forward passes, one for each later stage, before it can "
                       f"start its first backward pass. Each micro-batch leaves {s['act_gb']:g} GB of "
@@ -131,7 +133,7 @@ def _key_5_3(s):
 
 values_exercise(
     CH, "5.3", "Interleaved 1F1B", kind="Derive", spec={"p": 4, "m": 12, "v": 4},
-    vary=lambda s, rng: dict(s, p=rng.choice([4, 8]), m=rng.choice([8, 12, 16]), v=rng.choice([2, 3, 4])),
+    vary=lambda s, rng: dict(s, p=rng.choice([4, 6, 8]), m=rng.choice([8, 12, 16, 24]), v=rng.choice([2, 3, 4])),
     prompt=lambda s: (f"The same pipeline ($p = {s['p']}$, $m = {s['m']}$), but each GPU now holds "
                       f"$v = {s['v']}$ virtual stages (interleaved 1F1B). What is the bubble "
                       "overhead in percent?"),
@@ -153,7 +155,8 @@ def _key_5_4(s):
 
 values_exercise(
     CH, "5.4", "Point-to-point traffic", kind="Derive", spec={"p": 4, "m": 12, "v": 4, "act_mb": 500.0},
-    vary=lambda s, rng: dict(s, v=rng.choice([1, 2, 4]), act_mb=float(rng.choice([250, 500, 800]))),
+    vary=lambda s, rng: dict(s, p=rng.choice([2, 4, 8]), m=rng.choice([8, 12, 16]), v=rng.choice([1, 2, 4]),
+                             act_mb=float(rng.choice([250, 400, 500, 800]))),
     prompt=lambda s: (f"At a stage boundary each micro-batch's activation tensor is {s['act_mb']:g} MB "
                       "(FP16); the gradient sent back in the backward pass has the same size. With "
                       f"$p = {s['p']}$, $m = {s['m']}$ and $v = {s['v']}$ virtual stages per GPU the "
@@ -193,11 +196,14 @@ def _probes_5_5(seed):
 
 
 debug_exercise(
-    CH, "5.5", "Find the bug", spec={},
+    CH, "5.5", "Find the bug", spec={"example": [4, 12, 1]},
+    vary=lambda s, rng: dict(s, example=[rng.choice([2, 4, 6, 8, 16]), rng.choice([8, 12, 16, 32]), rng.choice([1, 2])]),
     prompt=lambda s: ("The function below should return the **share** of a pipeline step that is "
                       "bubble, $(p-1)/(v\\,m+p-1)$, for $p$ stages, $m$ micro-batches and $v$ virtual "
                       "stages per GPU. One of its lines is wrong. Hint: what should a pipeline of a "
-                      "single stage return?"),
+                      "single stage return? Worked example: "
+                      f"`bubble_fraction({', '.join(map(str, s['example']))})` should be "
+                      f"{_reference_5_5(*s['example']):.6g}."),
     buggy_source=BUGGY_5_5, buggy_line=3, function="bubble_fraction",
     signature="(pp, microbatches, virtual_stages=1)",
     docstring="Share of a pipeline step spent in the bubble, in [0, 1).",
@@ -209,8 +215,9 @@ debug_exercise(
         "**Line 3 is the bug**: a pipeline of $p$ stages has $p-1$ bubble slots (the warm-up of the "
         "stages after the first), not $p$. The give-away is a single stage: it has no bubble, yet "
         "the buggy function returns $1/(1+m) > 0$. With `bubble_slots = pp - 1` it returns "
-        "$(p-1)/(v\\,m+p-1)$, the share that `course.core.bubble_fraction` computes; for $p=4$, "
-        f"$m=12$ that is {100 * core.bubble_fraction(4, 12):.4g} %."),
+        "$(p-1)/(v\\,m+p-1)$, the share that `course.core.bubble_fraction` computes; for "
+        f"$p={s['example'][0]}$, $m={s['example'][1]}$, $v={s['example'][2]}$ that is "
+        f"{100 * _reference_5_5(*s['example']):.4g} %."),
     note=("This is not the workbook's 5.5. The workbook's version flagged a correct formula as the "
           "bug, because it treated the share $(p-1)/(p-1+m)$ and the overhead $(p-1)/m$ as two "
           "different bubbles (see the erratum in the concept section). This function has a real bug."))
@@ -227,7 +234,7 @@ def _key_5_6(s):
 
 values_exercise(
     CH, "5.6", "How many micro-batches?", kind="Trace", spec={"p": 8, "v": 1, "target_pct": 5.0},
-    vary=lambda s, rng: dict(s, p=rng.choice([4, 8, 16]), target_pct=float(rng.choice([2, 5, 10]))),
+    vary=lambda s, rng: dict(s, p=rng.choice([3, 4, 6, 8, 12, 16]), target_pct=float(rng.choice([2, 3, 5, 8, 10]))),
     prompt=lambda s: (f"A pipeline has $p = {s['p']}$ stages and no interleaving. Its bubble overhead "
                       f"must be **strictly below** {s['target_pct']:g} %. What is the smallest number "
                       "of micro-batches per step (an int)?"),

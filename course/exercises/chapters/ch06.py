@@ -68,6 +68,8 @@ def _key_6_1(s):
 
 values_exercise(
     CH, "6.1", "Weight split shapes", kind="Derive", spec={"d": 8192, "tp": 8, "heads": 64},
+    vary=lambda s, rng: dict(s, d=rng.choice([2048, 4096, 5120, 6144, 8192, 12288, 16384]), tp=rng.choice([2, 4, 8]),
+                             heads=rng.choice([32, 64, 128])),
     prompt=lambda s: (f"A $[d, d]$ weight matrix with $d = {s['d']}$ is split column-parallel over "
                       f"TP = {s['tp']} GPUs. How many columns does each GPU hold (an int)?"),
     answers={"columns_per_gpu": "columns"}, key=_key_6_1, rtol=0.0,
@@ -98,8 +100,13 @@ def _key_6_2(s):
 
 _SPEC_62 = {"tp": 8, "d": 8192, "s": 4096, "b": 1, "bytes_per_element": 2}
 
+
+def _vary_tp_layer(s, rng):
+    return dict(s, tp=rng.choice([2, 4, 8]), d=rng.choice([4096, 5120, 8192, 12288]),
+                s=rng.choice([2048, 4096, 8192]), b=rng.choice([1, 2, 4]))
+
 values_exercise(
-    CH, "6.2", "Communication per layer", kind="Derive", spec=dict(_SPEC_62),
+    CH, "6.2", "Communication per layer", kind="Derive", spec=dict(_SPEC_62), vary=_vary_tp_layer,
     prompt=lambda s: (f"TP = {s['tp']}, $d = {s['d']}$, sequence length $s = {s['s']}$, micro-batch "
                       f"$b = {s['b']}$, FP16. Each all-reduce of a transformer layer reduces the "
                       "activation tensor $[b\\,s, d]$. With a ring all-reduce, how many **megabytes "
@@ -130,7 +137,9 @@ def _key_6_3(s):
 values_exercise(
     CH, "6.3", "TP memory savings", kind="Derive",
     spec={"d": 8192, "layers": 80, "tp": 8, "bytes_per_param": 2},
-    prompt=lambda s: (f"A 70B-class model has $d = {s['d']}$ and {s['layers']} layers of about $12d^2$ "
+    vary=lambda s, rng: dict(s, d=rng.choice([4096, 5120, 6144, 8192, 12288]), layers=rng.choice([32, 40, 48, 60, 80, 96]),
+                             tp=rng.choice([2, 4, 8])),
+    prompt=lambda s: (f"A model has $d = {s['d']}$ and {s['layers']} layers of about $12d^2$ "
                       f"parameters each, stored in FP16. With TP = {s['tp']}, how many GB of weights "
                       "does each GPU hold for all layers?"),
     answers={"weights_per_gpu_gb": "GB"}, key=_key_6_3,
@@ -152,7 +161,9 @@ def _key_6_4(s):
 
 values_exercise(
     CH, "6.4", "TP and attention heads", kind="Trace", spec={"q_heads": 64, "kv_heads": 8, "tp": 8},
-    prompt=lambda s: (f"Llama 70B has {s['q_heads']} query heads and {s['kv_heads']} key/value heads "
+    # 8 KV heads as in Llama 70B (the written part asks about TP = 16); query heads and TP vary
+    vary=lambda s, rng: dict(s, q_heads=rng.choice([32, 40, 48, 64, 96, 128]), tp=rng.choice([2, 4, 8])),
+    prompt=lambda s: (f"A model has {s['q_heads']} query heads and {s['kv_heads']} key/value heads "
                       f"(grouped-query attention). With TP = {s['tp']}, how many query heads and how "
                       "many KV heads does each GPU hold (ints)?"),
     answers={"q_heads_per_gpu": "heads", "kv_heads_per_gpu": "heads"}, key=_key_6_4, rtol=0.0,
@@ -162,8 +173,8 @@ values_exercise(
         f"Query heads: ${s['q_heads']}/{s['tp']}$ = **{s['q_heads'] // s['tp']}**; KV heads: "
         f"${s['kv_heads']}/{s['tp']}$ = **{s['kv_heads'] // s['tp']}**. Every GPU keeps the "
         f"{s['q_heads'] // s['kv_heads']}:1 grouping: its {s['q_heads'] // s['tp']} query heads share "
-        f"its KV head. At TP = {2 * s['tp']} there would be more GPUs than KV heads, so each KV head "
-        "would have to be replicated on two GPUs."),
+        f"its KV head{'s' if s['kv_heads'] > s['tp'] else ''}. Beyond TP = {s['kv_heads']} there would be more GPUs "
+        "than KV heads, so KV heads would have to be replicated."),
     manual={"prompt": (f"What changes at TP = 16, with only 8 KV heads? Answer in one or two sentences."),
             "answer": ("**Model answer.** 16 GPUs but 8 KV heads: each KV head is replicated on 2 GPUs "
                        "(each GPU holds one KV head shared by its 4 query heads), so KV weights and KV "
@@ -192,6 +203,9 @@ def _key_6_5(s):
 values_exercise(
     CH, "6.5", "TP scaling limit", kind="Derive",
     spec=dict(_SPEC_62, layers=80, bandwidth_gbs=600.0, compute_ms=300.0),
+    vary=lambda s, rng: dict(_vary_tp_layer(s, rng), layers=rng.choice([32, 40, 60, 80]),
+                             bandwidth_gbs=float(rng.choice([300, 450, 600, 900])),
+                             compute_ms=float(rng.choice([200, 300, 400, 600]))),
     prompt=lambda s: (f"Take your per-GPU volume of one all-reduce from 6.2 ($d = {s['d']}$, "
                       f"$s = {s['s']}$, $b = {s['b']}$, FP16, TP = {s['tp']}) and an NVLink bandwidth "
                       f"of {s['bandwidth_gbs']:g} GB/s per GPU: one all-reduce takes volume / "
@@ -209,6 +223,7 @@ values_exercise(
         f"{_one_allreduce_seconds(s) / u.ms:.4g} ms. Count: {s['layers']} layers × 2 × 2 = "
         f"{s['layers'] * 4}. TP time: {s['layers'] * 4 * _one_allreduce_seconds(s) / u.ms:.4g} ms of "
         f"{s['compute_ms']:g} ms of compute: **{_key_6_5(s)['tp_overhead_pct']:.3g} %**, all of it on "
-        "the critical path. Across nodes at a sixth of the bandwidth it would exceed the compute time."),
+        "the critical path. Across nodes at a sixth of the bandwidth it would be six times that, "
+        f"{6 * _key_6_5(s)['tp_overhead_pct']:.3g} %."),
     note=("The workbook's 9.6 % rests on the halved volume of its 6.2; with the correct volume the "
           "overhead is about twice as large."))

@@ -65,11 +65,12 @@ def _deriv_7_1(s):
     return (f"16-bit weights: ${s['params_b']:g}\\times10^9\\times2$ B = {2 * n / u.GB:g} GB; FP32 master: "
             f"{4 * n / u.GB:g} GB; FP32 momentum: {4 * n / u.GB:g} GB; FP32 variance: {4 * n / u.GB:g} GB; "
             f"step counter and learning rate: {s['extra_bytes']} B. Total $14\\times{s['params_b']:g}$ GB "
-            f"= **{_key_7_1(s)['checkpoint_gb']:.4g} GB**, about 1 TB.")
+            f"= **{_key_7_1(s)['checkpoint_gb']:.4g} GB**, seven times the 16-bit weights alone.")
 
 
 values_exercise(
-    CH, "7.1", "Checkpoint size for 70B", kind="Derive", spec={"params_b": 70.0, "extra_bytes": 8},
+    CH, "7.1", "Checkpoint size", kind="Derive", spec={"params_b": 70.0, "extra_bytes": 8},
+    vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 7, 8, 13, 30, 34, 65, 70, 175, 405]))),
     prompt=lambda s: (f"A {s['params_b']:g}B-parameter model is trained with mixed-precision Adam. Its "
                       "checkpoint holds the FP16 weights, the FP32 master weights, Adam's two FP32 "
                       f"moment tensors and {s['extra_bytes']} bytes of step counter and learning rate. "
@@ -86,7 +87,8 @@ def _key_7_2(s):
 
 values_exercise(
     CH, "7.2", "Write time", kind="Derive", spec={"checkpoint_gb": 980.0, "storage_gbs": 10.0},
-    vary=lambda s, rng: dict(s, storage_gbs=float(rng.choice([5, 10, 20, 40]))),
+    vary=lambda s, rng: dict(s, checkpoint_gb=float(rng.choice([98, 182, 420, 980, 2450])),
+                             storage_gbs=float(rng.choice([5, 10, 20, 40, 100]))),
     prompt=lambda s: (f"A {s['checkpoint_gb']:g} GB checkpoint is written to a network file system at "
                       f"{s['storage_gbs']:g} GB/s. How many seconds does one write take?"),
     answers={"write_seconds": "s"}, key=_key_7_2,
@@ -114,8 +116,8 @@ def _deriv_7_3(s):
 
 values_exercise(
     CH, "7.3", "Optimal checkpoint interval", kind="Derive", spec={"ckpt_seconds": 98.0, "mtbf_hours": 24.0},
-    vary=lambda s, rng: dict(s, ckpt_seconds=float(rng.choice([30, 60, 98, 300])),
-                             mtbf_hours=float(rng.choice([6, 12, 24, 48]))),
+    vary=lambda s, rng: dict(s, ckpt_seconds=float(rng.choice([30, 45, 60, 98, 120, 300])),
+                             mtbf_hours=float(rng.choice([3, 6, 12, 24, 48]))),
     prompt=lambda s: (f"The job's MTBF is {s['mtbf_hours']:g} hours and one checkpoint takes "
                       f"{s['ckpt_seconds']:g} s to write. With Young's formula "
                       "$\\tau = \\sqrt{2\\,\\delta\\,M}$, how many **minutes** of training should pass "
@@ -150,6 +152,10 @@ values_exercise(
     CH, "7.4", "Wasted compute on a crash", kind="Derive",
     spec={"gpus": 512, "usd_per_gpu_hour": 2.0, "ckpt_seconds": 98.0, "mtbf_hours": 24.0,
           "restart_minutes": 2.0},
+    vary=lambda s, rng: dict(s, gpus=rng.choice([128, 256, 512, 1024, 2048]),
+                             usd_per_gpu_hour=rng.choice([1.5, 2.0, 2.5, 3.0]),
+                             ckpt_seconds=float(rng.choice([30, 60, 98, 120])),
+                             mtbf_hours=float(rng.choice([6, 12, 24, 48])), restart_minutes=float(rng.choice([2, 5, 10]))),
     prompt=lambda s: (f"The run uses {s['gpus']} GPUs at ${s['usd_per_gpu_hour']:g} per GPU-hour and "
                       f"checkpoints at the Young interval of 7.3 (MTBF {s['mtbf_hours']:g} h, "
                       f"{s['ckpt_seconds']:g} s per checkpoint). After a crash it needs "
@@ -180,13 +186,15 @@ def _probes_7_5(seed):
 
 
 build_exercise(
-    CH, "7.5", "Implement optimal_checkpoint_interval", spec={},
+    CH, "7.5", "Implement optimal_checkpoint_interval", spec={"example": [12.0, 60.0]},
+    vary=lambda s, rng: dict(s, example=[float(rng.choice([3, 6, 12, 24, 48])), float(rng.choice([30, 60, 98, 120, 300]))]),
     prompt=lambda s: ("Write `optimal_checkpoint_interval(mtbf_hours, ckpt_seconds)` returning a pair "
                       "`(interval_minutes, waste_pct)`: Young's interval in **minutes**, and the "
                       "expected share of time wasted at that interval, "
                       "$100\\,(\\delta/\\tau + \\tau/2M)$ **percent** (writing checkpoints plus half an "
                       "interval lost per failure). Raise `ValueError` if an input is not positive. "
-                      "Worked example: MTBF 12 h and 60 s per checkpoint give about (37.9, 5.27)."),
+                      f"Worked example: MTBF {s['example'][0]:g} h and {s['example'][1]:g} s per checkpoint give "
+                      f"about ({_reference_7_5(*s['example'])[0]:.3g}, {_reference_7_5(*s['example'])[1]:.3g})."),
     function="optimal_checkpoint_interval", signature="(mtbf_hours, ckpt_seconds)",
     docstring="Young's checkpoint interval in minutes and the first-order waste in percent.",
     body=("if not mtbf_hours > 0:\n"
@@ -201,6 +209,6 @@ build_exercise(
     derivation=lambda s: (
         "**Work in one unit (hours).** Convert: $\\delta$ = ckpt_seconds / 3600. Young: "
         "$\\tau = \\sqrt{2\\delta M}$, times 60 for minutes. Waste: $\\delta/\\tau + \\tau/(2M)$; at "
-        "Young's $\\tau$ both terms are equal, so the waste is $\\sqrt{2\\delta/M}$: for 24 h and 98 s "
-        f"(exercise 7.3) {_reference_7_5(24.0, 98.0)[1]:.3g} %. Inputs that are not positive have no meaning "
+        "Young's $\\tau$ both terms are equal, so the waste is $\\sqrt{2\\delta/M}$: for "
+        f"{s['example'][0]:g} h and {s['example'][1]:g} s (the worked example) {_reference_7_5(*s['example'])[1]:.3g} %. Inputs that are not positive have no meaning "
         "and raise `ValueError`."))

@@ -110,13 +110,21 @@ def _deriv_8_2(s):
                                                 history["scale_after"]), 1)]
     final = _key_8_2(s)["final_scale"]
     return ("\n".join(rows) + f"\n\nFinal **S = {final:g}** $= 2^{{{int(math.log2(final))}}}$. Each "
-            f"overflow halves S; doubling needs {s['growth_interval']} good steps in a row, which "
-            f"{len(s['overflows'])} steps never reach.")
+            f"overflow halves S and resets the counter; doubling needs {s['growth_interval']} good steps in "
+            "a row.")
+
+
+def _vary_8_2(s, rng):
+    n = rng.choice([5, 6, 7, 8])
+    overflows = [rng.random() < 0.35 for _ in range(n)]
+    return dict(s, init_scale=2.0 ** rng.choice([10, 12, 14, 16]), growth_interval=rng.choice([2, 3, 2000]),
+                overflows=overflows)
 
 
 values_exercise(
     CH, "8.2", "Trace loss scaling", kind="Trace",
     spec={"init_scale": 65536.0, "growth_interval": 2000, "overflows": [False, True, False, True, False]},
+    vary=_vary_8_2,
     prompt=lambda s: (f"GradScaler starts at $S = {s['init_scale']:g}$ with a growth interval of "
                       f"{s['growth_interval']} steps. Steps 1 to {len(s['overflows'])} see: "
                       + ", ".join("overflow" if o else "no overflow" for o in s["overflows"])
@@ -196,8 +204,9 @@ def _key_8_5(s):
 
 values_exercise(
     CH, "8.5", "FP8 activation savings", kind="Derive", spec={"b": 4, "s": 4096, "d": 8192, "layers": 80},
-    vary=lambda s, rng: dict(s, b=rng.choice([1, 2, 4, 8]), s=rng.choice([2048, 4096, 8192])),
-    prompt=lambda s: (f"A 70B model ($d = {s['d']}$, {s['layers']} layers) keeps about $2\\,b\\,s\\,d$ "
+    vary=lambda s, rng: dict(s, b=rng.choice([1, 2, 4, 8]), s=rng.choice([2048, 4096, 8192]),
+                             d=rng.choice([4096, 5120, 8192]), layers=rng.choice([32, 40, 60, 80])),
+    prompt=lambda s: (f"A model ($d = {s['d']}$, {s['layers']} layers) keeps about $2\\,b\\,s\\,d$ "
                       "activation **elements** per layer for the backward pass (the inputs of attention "
                       f"and of the MLP), with batch $b = {s['b']}$ and sequence length $s = {s['s']}$. "
                       "How many GB ($10^9$ bytes) does storing them in FP8 (1 byte each) instead of "
@@ -237,16 +246,18 @@ def _probes_8_6(seed):
 
 
 build_exercise(
-    CH, "8.6", "Implement dynamic_loss_scale", spec={},
+    CH, "8.6", "Implement dynamic_loss_scale",
+    spec={"example": [[False, False, True, False, False, False], 1024.0, 2]},
+    vary=lambda s, rng: dict(s, example=[[rng.random() < 0.3 for _ in range(rng.choice([5, 6, 7, 8]))],
+                                         2.0 ** rng.choice([8, 10, 12]), rng.choice([2, 3])]),
     prompt=lambda s: ("Write `dynamic_loss_scale(steps, init_scale, grow_interval)` that simulates "
                       "GradScaler. `steps` is a list of booleans, `True` meaning the step overflowed. "
                       "On an overflow halve the scale and reset the good-step counter; otherwise add 1 "
                       "to the counter and, when it reaches `grow_interval`, double the scale and reset "
                       "the counter. Return the final scale as a float. Raise `ValueError` if "
                       "`init_scale` is not positive or `grow_interval` is not a whole number \u2265 1. "
-                      "Worked example: `dynamic_loss_scale([False, False, True, False, False, False], "
-                      "1024.0, 2)` doubles after two good steps, halves on the overflow, doubles "
-                      "again, and returns 2048.0."),
+                      f"Worked example: `dynamic_loss_scale({s['example'][0]!r}, {s['example'][1]!r}, "
+                      f"{s['example'][2]!r})` returns {_reference_8_6(*s['example'])!r}."),
     function="dynamic_loss_scale", signature="(steps, init_scale, grow_interval)",
     docstring="Final loss scale after the steps (True = overflow), GradScaler rules.",
     body=("if not init_scale > 0:\n"

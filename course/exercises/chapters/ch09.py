@@ -65,8 +65,14 @@ def _key_9_1(s):
     return {"dp_degree": s["gpus"] // (s["tp"] * s["pp"])}
 
 
+def _vary_9_1(rng):
+    tp, pp = rng.choice([2, 4, 8]), rng.choice([2, 4, 8, 12, 16])
+    return {"gpus": tp * pp * rng.choice([8, 16, 24, 32, 64, 96, 128, 256]), "tp": tp, "pp": pp}
+
+
 values_exercise(
     CH, "9.1", "Verify TP \u00d7 PP \u00d7 DP", kind="Derive", spec={"gpus": 16384, "tp": 8, "pp": 16},
+    vary=lambda s, rng: _vary_9_1(rng),
     prompt=lambda s: (f"TP = {s['tp']}, PP = {s['pp']} and {s['gpus']:,} GPUs in total (CP = 1). What "
                       "is the data-parallel degree (an int)?"),
     answers={"dp_degree": "GPUs"}, key=_key_9_1, rtol=0.0,
@@ -89,12 +95,13 @@ def _deriv_9_2(s):
             f"With $n$ stages of {a}: ${a}n + {a - 1}({s['pp']}-n) = {s['layers']}$ gives $n = {n}$: "
             f"**{n} stages of {a} layers** and {s['pp'] - n} of {a - 1} "
             f"(${n}\\times{a} + {s['pp'] - n}\\times{a - 1} = {s['layers']}$). The lighter stages go "
-            "first and last: they also hold the embedding (128256 × 16384 ≈ 2.1 B parameters) and "
-            "the output head.")
+            "first and last: they also hold the embedding and the output head (in Llama 3.1 405B, "
+            "128256 × 16384 ≈ 2.1 B parameters each).")
 
 
 values_exercise(
     CH, "9.2", "Layers per pipeline stage", kind="Derive", spec={"layers": 126, "pp": 16},
+    vary=lambda s, rng: dict(s, layers=rng.choice([62, 78, 94, 100, 118, 126, 130]), pp=rng.choice([4, 8, 12, 16])),
     prompt=lambda s: (f"{s['layers']} layers are spread as evenly as possible over PP = {s['pp']} "
                       "stages. How many layers do the fuller stages hold, and how many stages are "
                       "fuller (ints)?"),
@@ -107,6 +114,12 @@ values_exercise(
 
 # 9.3 -----------------------------------------------------------------------------------
 _MODEL = {"d": 16384, "d_ff": 53248, "layers_per_stage": 8, "tp": 8, "bytes_per_param": 2}
+
+
+def _vary_model(s, rng):
+    d = rng.choice([4096, 8192, 12288, 16384])
+    return dict(s, d=d, d_ff=int(d * rng.choice([3.25, 3.5, 4.0])), layers_per_stage=rng.choice([4, 6, 8, 10]),
+                tp=rng.choice([4, 8]))
 
 
 def _params_per_layer(s):
@@ -123,8 +136,8 @@ def _key_9_3(s):
 
 
 values_exercise(
-    CH, "9.3", "Weight memory per GPU", kind="Derive", spec=dict(_MODEL),
-    prompt=lambda s: (f"A layer of Llama 3.1 405B has $4d^2$ attention and $3\\,d\\,d_{{ff}}$ SwiGLU "
+    CH, "9.3", "Weight memory per GPU", kind="Derive", spec=dict(_MODEL), vary=lambda s, rng: _vary_model(s, rng),
+    prompt=lambda s: (f"A layer of a Llama-style model has $4d^2$ attention and $3\\,d\\,d_{{ff}}$ SwiGLU "
                       f"parameters with $d = {s['d']}$ and $d_{{ff}} = {s['d_ff']}$. A fuller pipeline "
                       f"stage holds {s['layers_per_stage']} layers, split TP = {s['tp']} ways. How many "
                       "GB of FP16 weights does one GPU hold?"),
@@ -148,6 +161,8 @@ def _key_9_4(s):
 
 values_exercise(
     CH, "9.4", "Training compute", kind="Derive", spec={"params": 405e9, "tokens": 15.6e12},
+    vary=lambda s, rng: dict(s, params=rng.choice([7e9, 8e9, 13e9, 34e9, 70e9, 175e9, 405e9]),
+                             tokens=rng.choice([1e12, 2e12, 3e12, 9e12, 15e12, 15.6e12])),
     prompt=lambda s: (f"Training costs about $6ND$ FLOPs. For $N = {s['params']:.4g}$ parameters and "
                       f"$D = {s['tokens']:.4g}$ tokens, how many petaFLOP/s-days is that (1 PF-day = "
                       "$10^{15}\\times86400$ FLOPs)?"),
@@ -155,7 +170,8 @@ values_exercise(
     solution=lambda s: f"pf_days = 6 * {s['params']:.6g} * {s['tokens']:.6g} / (1e15 * 86400)",
     derivation=lambda s: (
         f"$6ND = 6\\times{_tex(s['params'])}\\times{_tex(s['tokens'])}$ = "
-        f"${_tex(core.training_flops(s['params'], s['tokens']))}$ FLOPs (Meta reports $3.8\\times10^{{25}}$). "
+        f"${_tex(core.training_flops(s['params'], s['tokens']))}$ FLOPs (for 405B and 15.6 T tokens Meta "
+        "reports $3.8\\times10^{25}$). "
         f"Divided by $8.64\\times10^{{19}}$ FLOPs per PF-day: **{_key_9_4(s)['pf_days']:,.0f} PF-days**."))
 
 
@@ -168,6 +184,9 @@ def _key_9_5(s):
 values_exercise(
     CH, "9.5", "Training time", kind="Derive",
     spec={"params": 405e9, "tokens": 15.6e12, "gpus": 16384, "peak_tflops": 989.0, "mfu": 0.40},
+    vary=lambda s, rng: dict(s, params=rng.choice([8e9, 34e9, 70e9, 175e9, 405e9]),
+                             tokens=rng.choice([2e12, 9e12, 15e12, 15.6e12]),
+                             gpus=rng.choice([2048, 4096, 8192, 16384, 24576]), mfu=rng.choice([0.3, 0.35, 0.4, 0.45, 0.5])),
     prompt=lambda s: (f"{s['gpus']:,} H100 GPUs with a dense BF16 peak of {s['peak_tflops']:g} TFLOPS "
                       f"each run at {s['mfu']:.0%} MFU. How many days does $6ND$ take for "
                       f"$N = {s['params']:.4g}$ and $D = {s['tokens']:.4g}$?"),
@@ -178,8 +197,8 @@ values_exercise(
         f"Sustained rate: ${s['gpus']}\\times{_tex(s['peak_tflops'] * 1e12)}\\times{s['mfu']:g}$ = "
         f"${_tex(s['gpus'] * s['peak_tflops'] * 1e12 * s['mfu'])}$ FLOP/s. Time: "
         f"${_tex(core.training_flops(s['params'], s['tokens']))}$ FLOPs / that rate = "
-        f"**{_key_9_5(s)['training_days']:.3g} days** of uninterrupted training. Meta reports about 54 "
-        "days of pre-training, which implies a higher MFU."))
+        f"**{_key_9_5(s)['training_days']:.3g} days** of uninterrupted training. (For 405B on 16,384 "
+        "GPUs Meta reports about 54 days of pre-training, which implies more than 40 % MFU.)"))
 
 
 # 9.6 -----------------------------------------------------------------------------------
@@ -193,17 +212,20 @@ def _key_9_6(s):
 
 def _deriv_9_6(s):
     k, p, m, v = _key_9_6(s), s["pp"], s["m"], s["v"]
-    return (f"1F1B: overhead $(p-1)/m = {p - 1}/{m}$ = **{k['overhead_1f1b_pct']:.4g} %** (more idle time "
-            f"than compute); share $(p-1)/(m+p-1) = {p - 1}/{m + p - 1}$ = **{k['share_1f1b_pct']:.3g} %**. "
+    return (f"1F1B: overhead $(p-1)/m = {p - 1}/{m}$ = **{k['overhead_1f1b_pct']:.4g} %**"
+            + (" (more idle time than compute)" if p - 1 > m else "")
+            + f"; share $(p-1)/(m+p-1) = {p - 1}/{m + p - 1}$ = **{k['share_1f1b_pct']:.3g} %**. "
             f"Interleaved, $v = {v}$: overhead $(p-1)/(v\\,m) = {p - 1}/{v * m}$ = "
             f"**{k['overhead_interleaved_pct']:.4g} %**; share $(p-1)/(v\\,m+p-1) = {p - 1}/{v * m + p - 1}$ "
-            f"= **{k['share_interleaved_pct']:.3g} %**. Either way, PP = {p} with only {m} micro-batches "
-            "is mostly bubble: a real run needs many more micro-batches per step or a smarter schedule.")
+            f"= **{k['share_interleaved_pct']:.3g} %**. "
+            + (f"Either way, PP = {p} with only {m} micro-batches is mostly bubble: a real run needs many more "
+               "micro-batches per step or a smarter schedule." if k["share_1f1b_pct"] > 50 else
+               f"Interleaving divides the overhead by {v}, at the price of {v} times the point-to-point traffic."))
 
 
 values_exercise(
     CH, "9.6", "Pipeline bubble for 405B", kind="Derive", spec={"pp": 16, "m": 4, "v": 2},
-    vary=lambda s, rng: dict(s, m=rng.choice([4, 8, 16]), v=rng.choice([2, 4])),
+    vary=lambda s, rng: dict(s, pp=rng.choice([4, 8, 12, 16]), m=rng.choice([4, 6, 8, 16, 32]), v=rng.choice([2, 3, 4])),
     prompt=lambda s: (f"PP = {s['pp']} stages, $m = {s['m']}$ micro-batches per step, 1F1B. Give the "
                       "bubble both ways, in percent: the **overhead** (bubble time relative to ideal "
                       "compute time) and the **share** of the step. Then the same with interleaving, "
@@ -228,6 +250,7 @@ def _key_9_7(s):
 
 values_exercise(
     CH, "9.7", "DP all-reduce volume", kind="Derive", spec=dict(_MODEL, dp=128),
+    vary=lambda s, rng: dict(_vary_model(s, rng), dp=rng.choice([8, 16, 32, 64, 128, 256])),
     prompt=lambda s: (f"The FP16 gradients on one GPU ({s['layers_per_stage']} layers, TP-sharded: the "
                       f"same size as its weights in 9.3) are all-reduced over DP = {s['dp']} GPUs with a "
                       "ring. How many GB does each GPU send per step?"),
@@ -248,14 +271,20 @@ values_exercise(
 
 
 # 9.8 -----------------------------------------------------------------------------------
+_DIM_TEXT = {"TP": "TP = 8 (all-reduces on every layer, on the critical path)",
+             "PP": "PP = 16 (point-to-point activations between stages)",
+             "CP": "CP (context parallelism: ring attention passes key/value blocks inside every attention layer)",
+             "DP": "DP = 128 (gradient all-reduce, overlapped with the backward pass)"}
+
 values_exercise(
-    CH, "9.8", "Order the parallelism dimensions", kind="Design", spec={"dims": ["TP", "CP", "PP", "DP"]},
+    CH, "9.8", "Order the parallelism dimensions", kind="Design",
+    spec={"dims": ["TP", "CP", "PP", "DP"], "shown": ["TP", "PP", "CP", "DP"]},
+    # the answer is the paper's order; each student sees the four items in their own order
+    vary=lambda s, rng: dict(s, shown=rng.sample(list(s["dims"]), len(s["dims"]))),
     prompt=lambda s: ("Order the four dimensions from **innermost** (neighbouring GPUs, the fastest "
-                      "links) to **outermost** (the slowest links): TP = 8 (all-reduces on every "
-                      "layer, on the critical path), PP = 16 (point-to-point activations between "
-                      "stages), CP (context parallelism: ring attention passes key/value blocks inside "
-                      "every attention layer) and DP = 128 (gradient all-reduce, overlapped with the "
-                      'backward pass). Give a list of the four strings "TP", "PP", "CP", "DP".'),
+                      "links) to **outermost** (the slowest links): "
+                      + "; ".join(_DIM_TEXT[d] for d in s["shown"])
+                      + ". Give a list of the four strings " + ", ".join(f'"{d}"' for d in s["shown"]) + "."),
     answers={"order": "list, innermost first"}, key=lambda s: {"order": list(s["dims"])}, rtol=0.0,
     solution=lambda s: f"order = {list(s['dims'])!r}",
     derivation=lambda s: (
@@ -279,7 +308,8 @@ def _key_9_9(s):
 values_exercise(
     CH, "9.9", "Electricity cost", kind="Derive",
     spec={"gpus": 16384, "watts": 700.0, "days": 77.0, "usd_per_kwh": 0.05},
-    vary=lambda s, rng: dict(s, days=float(rng.choice([54, 60, 77, 90])), usd_per_kwh=rng.choice([0.05, 0.08, 0.12])),
+    vary=lambda s, rng: dict(s, gpus=rng.choice([2048, 4096, 8192, 16384, 24576]), watts=float(rng.choice([400, 700, 1000])),
+                             days=float(rng.choice([30, 54, 60, 77, 90])), usd_per_kwh=rng.choice([0.05, 0.08, 0.1, 0.12])),
     prompt=lambda s: (f"{s['gpus']:,} GPUs draw {s['watts']:g} W each for {s['days']:g} days (including "
                       f"crash recovery); electricity costs ${s['usd_per_kwh']:g} per kWh. What is the "
                       "electricity bill of the GPUs, in dollars? (Graded to 0.1 %: the arithmetic "
