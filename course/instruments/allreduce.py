@@ -17,7 +17,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
-from .context import find_link, link_bandwidth, link_latency, link_options
+from .context import find_link, link_options
 
 __all__ = ["AllreduceComparator", "AlgorithmDashboard", "WORKLOADS", "ALGORITHM_COLORS", "best_and_crossovers"]
 
@@ -46,8 +46,7 @@ TIE = 0.01
 
 
 def _algorithms() -> tuple[str, ...]:
-    return tuple(getattr(core, "ALLREDUCE_ALGORITHMS", ("naive", "ring", "tree", "double_binary_tree",
-                                                        "recursive_doubling", "rabenseifner")))
+    return tuple(core.ALLREDUCE_ALGORITHMS)
 
 
 def _times(message_bytes, n, bandwidth, latency, algorithms):
@@ -72,7 +71,7 @@ def best_and_crossovers(sizes: np.ndarray, times: np.ndarray, algorithms, n=None
     for i in np.flatnonzero(best[1:] != best[:-1]):
         a, b = best[i], best[i + 1]
         x = np.nan
-        if n is not None and hasattr(core, "crossover_message_bytes"):
+        if n is not None:
             x = float(core.crossover_message_bytes(n, bandwidth, latency, algorithms[a], algorithms[b]))
             if not sizes[i] * (1 - 1e-9) <= x <= sizes[i + 1] * (1 + 1e-9):
                 x = np.nan
@@ -152,7 +151,7 @@ class AllreduceComparator(Instrument):
     def refresh(self, v):
         n, message = int(v["gpus"]), float(v["message_gb"]) * GB
         link = v["link"]
-        bandwidth, latency = link_bandwidth(link), link_latency(link)
+        bandwidth, latency = link.bandwidth, link.latency
         times = _times(message, n, bandwidth, latency, self.algorithms)  # (algorithms,)
         by_name = dict(zip(self.algorithms, times.tolist()))
         # Efficiency curve: one vectorized core call over all N at once.
@@ -274,7 +273,7 @@ class AlgorithmDashboard(Instrument):
     def refresh(self, v):
         message = float(v["message_gb"]) * GB
         n, link, compute = int(v["gpus"]), v["link"], float(v["compute_s"])
-        bandwidth, latency = link_bandwidth(link), link_latency(link)
+        bandwidth, latency = link.bandwidth, link.latency
         # one core call per algorithm covers the curve and the current message (last column)
         both = _times(np.append(self.SIZES, message), n, bandwidth, latency, self.algorithms)
         curves, here = both[:, :-1], both[:, -1]  # (algorithms, sizes), (algorithms,)
