@@ -153,3 +153,36 @@ def test_diminishing_returns_with_ring_allreduce_weak_scaling():
 def test_invalid_inputs_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --- the data-parallel step curve (Lab 05 Act I) ---------------------------------------------------
+
+def test_step_curve_by_hand_inside_and_across_nodes():
+    # 1e12 FLOP at 1e12 FLOP/s: 1 s of compute; 1 GB of gradients; 8 GPUs a node, NVLink 100 GB/s, NIC 10 GB/s
+    c = dp.data_parallel_step_curve(1e12, 1e12, 1e9, np.array([1, 4, 8, 16]), 8, 100e9, 10e9)
+    ring4 = 2 * 3 / 4 * 1e9 / 100e9
+    # 16 GPUs: reduce-scatter + all-gather in the node 2 x 7/8 x 1e9 / 100e9, then 2 nodes ring on 1e9/8 bytes
+    two_level = 2 * 7 / 8 * 1e9 / 100e9 + 2 * 1 / 2 * (1e9 / 8) / 10e9
+    assert c["compute_seconds"] == 1.0
+    assert c["comm_seconds"].tolist() == pytest.approx([0.0, ring4, 2 * 7 / 8 * 1e9 / 100e9, two_level])
+    assert c["step_seconds"].tolist() == pytest.approx((1.0 + c["comm_seconds"]).tolist())
+
+
+def test_step_curve_overlap_is_the_planners_term():
+    # the planner hides DP traffic with exposed_comm_time(backward, comm, buckets); so does the curve
+    c = dp.data_parallel_step_curve(3e12, 1e12, 8e9, 64, 8, 450e9, 50e9, overlap=True, buckets=80)
+    comm = c["comm_seconds"]
+    backward = 2 / 3 * 3.0
+    tc, tb = comm / 80, backward / 80
+    assert c["exposed_seconds"] == pytest.approx(tc + 79 * max(0.0, tc - tb))
+    # DDP's default: 25 MiB buckets of the 8 GB of gradients
+    ddp = dp.data_parallel_step_curve(3e12, 1e12, 8e9, 64, 8, 450e9, 50e9, overlap=True)
+    k = math.ceil(8e9 / (25 * 2**20))
+    assert ddp["exposed_seconds"] == pytest.approx(comm / k + (k - 1) * max(0.0, comm / k - backward / k))
+
+
+def test_step_curve_rejects_partial_nodes():
+    with pytest.raises(ValueError, match="gpus"):
+        dp.data_parallel_step_curve(1e12, 1e12, 1e9, 12, 8, 100e9, 10e9)
+    with pytest.raises(ValueError, match="backward_share"):
+        dp.data_parallel_step_curve(1e12, 1e12, 1e9, 8, 8, 100e9, 10e9, overlap=True, backward_share=0.0)
