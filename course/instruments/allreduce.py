@@ -138,7 +138,7 @@ class AllreduceComparator(Instrument):
         ex, ey = bq.LogScale(), bq.LinearScale(min=0, max=105)
         self.eff_line = bq.Lines(x=self.EFFICIENCY_N, y=np.zeros(len(self.EFFICIENCY_N)),
                                  scales={"x": ex, "y": ey}, colors=[ALGORITHM_COLORS["ring"]], stroke_width=2)
-        self.eff_point = bq.Scatter(x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=["#0f172a"],
+        self.eff_point = bq.Scatter(x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=["var(--jp-ui-font-color0)"],
                                     marker="circle", default_size=80)
         self.add_figure(figure([self.eff_line, self.eff_point], ex, ey, "GPUs N",
                                "ring bus bandwidth / link (%)", title="Ring efficiency vs N",
@@ -246,10 +246,10 @@ class AlgorithmDashboard(Instrument):
         self.threshold = bq.Lines(x=self.SIZES[[0, -1]], y=[1.0, 1.0], scales={"x": xs, "y": ys},
                                   colors=["#b91c1c"], line_style="dashed", labels=["50 % of step"],
                                   display_legend=True)
-        self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=["#0f172a"],
+        self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=["var(--jp-ui-font-color0)"],
                                     marker="diamond", default_size=90, labels=["crossover"], display_legend=True)
         self.current = bq.Scatter(x=[280 * GB], y=[1.0], scales={"x": xs, "y": ys}, colors=["#facc15"],
-                                  stroke="#0f172a", marker="circle", default_size=160, labels=["your message"],
+                                  stroke="var(--jp-ui-font-color0)", marker="circle", default_size=160, labels=["your message"],
                                   display_legend=True)
         self.add_figure(figure([self.curves, self.threshold, self.crossings, self.current], xs, ys,
                                "message size (bytes)", "all-reduce time (s)", title="Time vs message size",

@@ -123,9 +123,9 @@ class ScalingExplorer(Instrument):
         self.current = bq.Scatter(x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond",
                                   colors=["#dc2626"], default_size=140, labels=["selected N"], display_legend=True)
         self.node_edge = bq.Lines(x=[GPUS_PER_NODE, GPUS_PER_NODE], y=[0, 70], scales={"x": xs, "y": ys},
-                                  colors=["#94a3b8"], line_style="dashed", stroke_width=1.5)
+                                  colors=["var(--jp-border-color1)"], line_style="dashed", stroke_width=1.5)
         self.edge_label = bq.Label(x=[GPUS_PER_NODE], y=[64], scales={"x": xs, "y": ys}, x_offset=4,
-                                   text=["NVLink | InfiniBand"], colors=["#475569"], font_weight="normal")
+                                   text=["NVLink | InfiniBand"], colors=["var(--jp-ui-font-color1)"], font_weight="normal")
         self.add_figure(figure([self.node_edge, self.edge_label, self.curve, self.measured, self.current],
                                xs, ys, "GPUs (data-parallel replicas)", "MFU (%)", title="MFU vs GPU count",
                                x_tick_format="d", legend=True)).legend_location = "top-right"

@@ -117,7 +117,7 @@ class SyncAudit(Instrument):
                                   colors=["#2563eb"], stroke_width=2.5, labels=["sync"], display_legend=True)
         self.async_line = bq.Lines(x=100 * STRAGGLER_GRID, y=np.zeros(STRAGGLER_GRID.size), scales={"x": xs, "y": ys},
                                    colors=["#ea580c"], stroke_width=2.5, labels=["async"], display_legend=True)
-        self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=["#0f172a"], default_size=100)
+        self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=["var(--jp-ui-font-color0)"], default_size=100)
         self.add_figure(figure([self.sync_line, self.async_line, self.point], xs, ys, "stragglers (% of workers)",
                                "samples / s (healthy GPU: 32 per s)", title="Throughput vs stragglers", legend=True)).legend_location = "bottom-right"
 

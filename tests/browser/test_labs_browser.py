@@ -675,7 +675,7 @@ def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_releas
         for theme in THEMES:
             set_theme(page, theme)
             measured = page.evaluate(CONTRAST, COURSE_UI)
-            assert len(measured) > 20, f"too few course texts found in {theme}: {measured}"
+            assert len(measured) > 5, f"too few course texts found in {theme}: {measured}"
             low = sorted((m for m in measured if m["ratio"] < 4.5), key=lambda m: m["ratio"])
             shade = theme.split()[-1].lower()
             for act_id, lock in locks:
