@@ -681,6 +681,10 @@ def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_releas
             for act_id, lock in locks:
                 lock_box(page, lock.question).scroll_into_view_if_needed()
                 page.screenshot(path=str(ARTIFACTS / f"{assignment}_{shade}_{act_id}.png"))
+            for act_id, _lock in locks:
+                reveal = page.locator(".course-reveal").nth([a for a, _ in locks].index(act_id))
+                reveal.scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"{assignment}_{shade}_{act_id}_reveal.png"))
             for i, inst in enumerate(page.locator(".course-instrument").all()):
                 inst.scroll_into_view_if_needed()
                 page.screenshot(path=str(ARTIFACTS / f"{assignment}_{shade}_instrument{i}.png"))

@@ -226,3 +226,27 @@ def test_sandboxed_autograder_reads_locks_from_the_submission(tmp_path, name, ex
     assert expected in result.stdout  # every automatic point; the reflection points are manual (2 each)
     assert (tmp_path / "out" / "grades.json").exists()
     json.loads((tmp_path / "out" / "grades.json").read_text())
+
+
+@pytest.mark.slow
+def test_sandboxed_autograder_gives_an_untouched_release_nothing(tmp_path):
+    """Run All goes past unanswered cells (their stub raises nothing), yet each still scores 0."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import nbformat
+
+    root = Path(__file__).resolve().parents[2]
+    name = "lab05_parallelism_paradox"
+    release = root / "release" / name / f"{name}.ipynb"
+    stubs = [c.source for c in nbformat.read(str(release), 4).cells
+             if c.get("metadata", {}).get("nbgrader", {}).get("solution") and c.cell_type == "code"]
+    assert stubs and all("raise" not in s and s.rstrip().endswith("# YOUR CODE HERE") for s in stubs)
+    shutil.copy(release, tmp_path / f"{name}.ipynb")
+    result = subprocess.run([sys.executable, "-m", "autograder", "single", str(tmp_path / f"{name}.ipynb"),
+                             "--out", str(tmp_path / "out"), "--no-feedback"],
+                            cwd=root, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "0 of 13 points" in result.stdout
