@@ -256,7 +256,7 @@ class PredictionLock:
             )
 
         self.button = widgets.Button(
-            description="Lock prediction", icon="lock", button_style="warning",
+            description="Lock prediction", icon="lock",  # the theme's own button colours: legible in both
             disabled=self.kind == "choice",
         )
         self.status = widgets.HTML(self._status_html("Choose, then lock. You cannot change it afterwards."))

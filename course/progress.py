@@ -21,6 +21,11 @@ from __future__ import annotations
 import html
 from typing import Optional
 
+from .exercises.chapters import MODULES
+from .exercises.registry import REGISTRY
+from .exercises.spec import chapter_exercises
+from .labs.activity import labs
+from .ledger import Ledger
 from .theme import theme_css
 
 __all__ = ["summary", "show", "to_html"]
@@ -33,9 +38,6 @@ def _points(entry: dict) -> Optional[tuple]:
 
 
 def _lab_rows(entries: dict) -> dict:
-    from .exercises.registry import REGISTRY
-    from .labs.activity import labs
-
     out = {}
     for prefix, lab in labs().items():
         acts = []
@@ -59,9 +61,6 @@ def _lab_rows(entries: dict) -> dict:
 
 
 def _chapter_rows(entries: dict) -> dict:
-    from .exercises.chapters import MODULES
-    from .exercises.spec import chapter_exercises
-
     out = {}
     for chapter, module in MODULES.items():
         exercises = chapter_exercises(chapter)
@@ -81,8 +80,6 @@ def _chapter_rows(entries: dict) -> dict:
 
 def summary(ledger=None) -> dict:
     """Progress as plain data: ``{"labs": {prefix: ...}, "chapters": {"ch00": ...}}``."""
-    from .ledger import Ledger
-
     entries = (ledger if ledger is not None else Ledger()).entries()
     return {"labs": _lab_rows(entries), "chapters": _chapter_rows(entries)}
 

@@ -650,6 +650,10 @@ def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_releas
     page, folder = open_release(assignment, {})  # nothing answered: Run All must still reach the last cell
     with screenshot_on_failure(page, f"{assignment}_themes"):
         expect_no_traceback(page)
+        for theme in reversed(THEMES):  # the open locks (button, options) read in both themes too
+            set_theme(page, theme)
+            low = [m for m in page.evaluate(CONTRAST, ".course-prediction-lock") if m["ratio"] < 4.5]
+            assert not low, f"open locks: {len(low)} texts below 4.5:1 in {theme}: {low[:12]}"
         shown = notebook_text(page)
         for act_id, lock in locks:  # the answer is in the package, not in the notebook, until the reveal
             assert lock.question in shown
