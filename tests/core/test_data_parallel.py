@@ -186,3 +186,18 @@ def test_step_curve_rejects_partial_nodes():
         dp.data_parallel_step_curve(1e12, 1e12, 1e9, 12, 8, 100e9, 10e9)
     with pytest.raises(ValueError, match="backward_share"):
         dp.data_parallel_step_curve(1e12, 1e12, 1e9, 8, 8, 100e9, 10e9, overlap=True, backward_share=0.0)
+
+
+def test_step_curve_overlap_agrees_with_the_planner():
+    """Pure data parallelism: the planner's DP all-reduce and its exposed part are the curve's,
+    given the planner's busy time and its buckets (the layers of the stage: the named difference)."""
+    from course import core
+
+    cluster, model = core.catalog.cluster("research-256"), core.catalog.model("llama3-8b")
+    p = core.plan(model.name, cluster.name, tp=1, pp=1, dp=256, num_microbatches=1, overlap=True)
+    busy = p.compute + p.memory_bound + p.tp_comm  # seconds of one micro-batch's work on one GPU
+    curve = dp.data_parallel_step_curve(busy, 1.0, 2.0 * model.params, 256, cluster.node.gpus_per_node,
+                                        cluster.intra_bandwidth, cluster.inter_bandwidth, cluster.intra_latency,
+                                        cluster.inter_latency, overlap=True, buckets=model.layers)
+    assert curve["comm_seconds"] == pytest.approx(p.dp_comm, rel=1e-12)
+    assert curve["exposed_seconds"] == pytest.approx(p.dp_comm_exposed, rel=1e-12)
