@@ -63,6 +63,10 @@ def _exec(argv: list[str]) -> None:
 
 
 def run_lab(extra: list[str]) -> None:
+    # The course's JupyterLab settings (no "official Jupyter news?" prompt over the instruments)
+    settings = VENV / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "overrides.json").write_bytes((ROOT / "jupyterlab-overrides.json").read_bytes())
     argv = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-root")  # JupyterLab refuses to start as root otherwise

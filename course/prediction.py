@@ -67,7 +67,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import ipywidgets as widgets
+import mistune
 
+from .theme import theme_css
 from .ledger import Ledger
 
 __all__ = [
@@ -102,6 +104,7 @@ class Reveal:
     ratio: float | None = None
     message: str = ""
     explanation: str = ""
+    after_reveal: str = ""
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -109,19 +112,19 @@ class Reveal:
 
     def _repr_html_(self) -> str:
         if not self.locked:
-            colour, title = "#b45309", "No prediction locked yet"
+            tone, title = "warn", "No prediction locked yet"
         elif self.correct:
-            colour, title = "#15803d", "Your prediction holds"
+            tone, title = "good", "Your prediction holds"
         else:
-            colour, title = "#b91c1c", "Reality differs from your prediction"
+            tone, title = "bad", "Reality differs from your prediction"
         body = html.escape(self.message)
         if self.explanation:
-            body += f"<div style='margin-top:6px'>{html.escape(self.explanation)}</div>"
-        return (
-            f"<div class='course-reveal' style='border-left:4px solid {colour};padding:8px 14px;"
-            f"margin:6px 0;background:#f8fafc'><b style='color:{colour}'>{title}</b>"
-            f"<div>{body}</div></div>"
-        )
+            body += f"<div class='course-reveal-explanation'>{html.escape(self.explanation)}</div>"
+        if self.after_reveal:
+            # course-authored markdown (a correction that would have given the answer away)
+            body += f"<div class='course-reveal-after'>{mistune.html(self.after_reveal)}</div>"
+        return (f"{theme_css()}<div class='course-reveal course-tone-{tone}'>"
+                f"<b class='course-reveal-title'>{title}</b><div>{body}</div></div>")
 
 
 def _now() -> str:
@@ -178,6 +181,8 @@ class PredictionLock:
         Correct option key, used by :meth:`reveal` for choices.
     explanations : str or mapping {option key: str}, optional
         Shown by :meth:`reveal`.
+    after_reveal : str, optional
+        Markdown that gives the answer away; shown by :meth:`reveal` once locked.
     folder : path, optional
         Where ``predictions.json`` is kept (default: current directory).
     ledger : Ledger, optional
@@ -195,6 +200,7 @@ class PredictionLock:
         unit: str = "",
         correct: str | None = None,
         explanations: str | Mapping[str, str] | None = None,
+        after_reveal: str = "",
         folder: str | os.PathLike | None = None,
         ledger: Ledger | None = None,
     ):
@@ -206,6 +212,7 @@ class PredictionLock:
         self.question = question
         self.unit = unit
         self.explanations = explanations
+        self.after_reveal = after_reveal
         self.folder = Path(folder) if folder is not None else Path.cwd()
         self.ledger = ledger if ledger is not None else Ledger()
         self._gated: list[Any] = []
@@ -249,19 +256,18 @@ class PredictionLock:
             )
 
         self.button = widgets.Button(
-            description="Lock prediction", icon="lock", button_style="warning",
+            description="Lock prediction", icon="lock",  # the theme's own button colours: legible in both
             disabled=self.kind == "choice",
         )
         self.status = widgets.HTML(self._status_html("Choose, then lock. You cannot change it afterwards."))
         header = widgets.HTML(
-            "<div style='font-size:0.75rem;font-weight:700;letter-spacing:0.12em;color:#475569;"
-            "text-transform:uppercase'>Prediction lock</div>"
-            f"<div style='font-weight:600;margin:4px 0'>{html.escape(question)}</div>"
+            f"{theme_css()}<div class='course-kicker'>Prediction lock</div>"
+            f"<div class='course-ui' style='font-weight:600;margin:4px 0'>{html.escape(question)}</div>"
         )
         row = [self.input] + ([widgets.Label(unit)] if unit and self.kind == "number" else [])
         self.widget = widgets.VBox(
             [header, widgets.HBox(row), widgets.HBox([self.button, self.status])],
-            layout=widgets.Layout(border="1px solid #f59e0b", padding="8px 12px", margin="6px 0"),
+            layout=widgets.Layout(padding="8px 12px", margin="6px 0"),
         )
         self.widget.add_class("course-prediction-lock")
         self.button.on_click(lambda _b: self._lock_from_ui())
@@ -325,7 +331,7 @@ class PredictionLock:
             return
         value = self.input.value
         if value is None:
-            self.status.value = self._status_html("Pick an option first.", "#b45309")
+            self.status.value = self._status_html("Pick an option first.", "warn")
             return
         value = self._check(value)
         stored = Ledger(self.folder / PREDICTIONS_FILE).record_once(
@@ -344,7 +350,7 @@ class PredictionLock:
         try:
             self.lock()
         except Exception as exc:  # show, never raise into the widget callback
-            self.status.value = self._status_html(f"Could not lock: {html.escape(str(exc))}", "#b91c1c")
+            self.status.value = self._status_html(f"Could not lock: {html.escape(str(exc))}", "bad")
 
     def _freeze(self, value: Any, message: str) -> None:
         self._value = value
@@ -361,7 +367,7 @@ class PredictionLock:
         if self.locked and change["new"] != self._value:
             # A frozen lock ignores edits (from a browser that still shows it enabled, or code).
             self.input.value = self._value
-            self.status.value = self._status_html("This prediction is locked and cannot be changed.", "#b91c1c")
+            self.status.value = self._status_html("This prediction is locked and cannot be changed.", "bad")
         elif not self.locked and self.kind == "choice":
             self.button.disabled = change["new"] is None
 
@@ -420,7 +426,8 @@ class PredictionLock:
                 f"(ratio {ratio:.2f}, {'close: within' if close else 'not within'} {CLOSE_WITHIN:.0%})."
             )
             text = explanation if explanation is not None else (self.explanations if isinstance(self.explanations, str) else "")
-            result = Reveal(self.key, True, self._value, actual_value, close, ratio, message, text or "")
+            result = Reveal(self.key, True, self._value, actual_value, close, ratio, message, text or "",
+                            self.after_reveal)
         else:
             truth = actual if actual is not None else self.correct
             if truth not in self.options:
@@ -435,7 +442,8 @@ class PredictionLock:
                 f"You chose {self._label(self._value)}. "
                 + ("That is correct." if correct else f"The answer is {self._label(truth)}.")
             )
-            result = Reveal(self.key, True, self._value, truth, correct, None, message, explanation)
+            result = Reveal(self.key, True, self._value, truth, correct, None, message, explanation,
+                            self.after_reveal)
         if record:
             try:
                 self.ledger.record(self.key, {"correct": result.correct, "actual": result.actual, "ratio": result.ratio})
@@ -451,8 +459,10 @@ class PredictionLock:
         return f"{value:.4g} {self.unit}".strip()
 
     @staticmethod
-    def _status_html(text: str, colour: str = "#334155") -> str:
-        return f"<span class='course-lock-status' style='color:{colour};margin-left:8px'>{text}</span>"
+    def _status_html(text: str, tone: str = "normal") -> str:
+        # the tone marks the line with a border; the text keeps the theme's font colour
+        return (f"<span class='course-lock-status course-tone-{tone}' style='border-left:3px solid "
+                f"var(--course-tone);padding-left:6px'>{text}</span>")
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)

@@ -1,145 +1,130 @@
-"""Progress and mastery from the design ledger, for the course index notebook.
+"""Progress from the design ledger, for the course index notebook.
 
-``summary()`` turns ledger entries into plain data; ``show()`` renders it as
-an HTML table (one row per lab and per workbook chapter).
+What to show comes from the declarations: the labs' acts, locks and graded
+parts (:func:`course.labs.activity.labs`, :data:`course.exercises.REGISTRY`)
+and the workbook's chapters and exercises (:data:`course.exercises.spec.EXERCISES`).
+What is done comes only from ledger fields the package writes:
 
-Which ledger fields count
--------------------------
-Lab acts (keys ``lab05/act1``, ``lab06/act2``, ``tutorial_3d/act1``...):
-    ``prediction`` present -> prediction locked; ``correct`` -> prediction right;
-    the act is *completed* when ``completed`` is true, or when it holds both a
-    prediction and a saved ``configuration`` (what :meth:`Instrument.record`
-    writes at the end of an act).
-Workbook exercises (keys ``ch00/ex0_1``...):
-    any entry -> attempted; ``passed`` (or ``visible_passed``) true -> its
-    visible checks passed; ``points`` and ``max_points`` once graded.
+* a lab lock (key ``lab05/act1``...): ``prediction`` when the student locks
+  (:meth:`PredictionLock.lock`), ``correct`` when the reveal runs
+  (:meth:`PredictionLock.reveal`);
+* a workbook exercise (key ``ch00/ex0_1``...): ``attempts`` and ``passed`` from
+  its visible check (:func:`course.exercises.checks.check`);
+* any graded part's key: ``points`` and ``max_points`` after
+  ``course import-grades`` (:func:`course.exercises.mastery.record_points`).
 
-Example
--------
->>> import tempfile, os
->>> from course.ledger import Ledger
->>> ledger = Ledger(os.path.join(tempfile.mkdtemp(), "l.json"))
->>> ledger.record("lab06/act1", {"prediction": "C", "correct": True, "completed": True})
->>> ledger.record("ch00/ex0_1", {"attempted": 1, "passed": True})
->>> s = summary(ledger)
->>> s["labs"]["lab06"]["acts_completed"], s["chapters"]["ch00"]["visible_passed"]
-(1, 1)
+``summary()`` returns plain data, ``to_html()`` renders it, ``show()`` displays it.
 """
 
 from __future__ import annotations
 
 import html
-import re
+from typing import Optional
 
-__all__ = ["summary", "show", "to_html", "LABS", "CHAPTERS"]
+from .exercises.chapters import MODULES
+from .exercises.registry import REGISTRY
+from .exercises.spec import chapter_exercises
+from .labs.activity import labs
+from .ledger import Ledger
+from .theme import theme_css
 
-#: lab key prefix -> (title, number of acts)
-LABS = {
-    "lab05": ("Lab 05 · The Parallelism Paradox", 2),
-    "lab06": ("Lab 06 · The Bandwidth Invariant", 2),
-    "tutorial_3d": ("Tutorial · 3D parallelism solver", 2),
-}
-#: chapter key prefix -> title
-CHAPTERS = {
-    "ch00": "Ring all-reduce",
-    "ch01": "ZeRO",
-    "ch02": "Gradient accumulation",
-    "ch03": "Learning-rate scaling",
-    "ch04": "Communication overhead",
-    "ch05": "Pipeline parallelism",
-    "ch06": "Tensor parallelism",
-    "ch07": "Checkpointing",
-    "ch08": "Mixed precision",
-    "ch09": "Capstone",
-}
-_CHAPTER_KEY = re.compile(r"^(ch\d\d)/")
+__all__ = ["summary", "show", "to_html"]
 
 
-def _exercise_counts() -> dict[str, int]:
-    """Exercises per chapter from the workbook registry, when it is importable."""
-    try:
-        from .exercises.spec import EXERCISES  # filled when chapter modules import
-        import course.exercises  # noqa: F401  (registers the chapters)
-    except Exception:  # progress must render even if the workbook package is mid-change
-        return {}
-    counts: dict[str, int] = {}
-    for exercise in EXERCISES.values():
-        chapter = getattr(exercise, "chapter", None)
-        if chapter:
-            counts[chapter] = counts.get(chapter, 0) + 1
-    return counts
+def _points(entry: dict) -> Optional[tuple]:
+    if isinstance(entry.get("points"), (int, float)) and isinstance(entry.get("max_points"), (int, float)):
+        return float(entry["points"]), float(entry["max_points"])
+    return None
+
+
+def _lab_rows(entries: dict) -> dict:
+    out = {}
+    for prefix, lab in labs().items():
+        acts = []
+        for act in lab.acts:
+            lock = None
+            if act.lock is not None:
+                entry = entries.get(lab.lock_key(act.id), {})
+                lock = {"key": lab.lock_key(act.id), "locked": "prediction" in entry,
+                        "revealed": "correct" in entry, "correct": entry.get("correct") is True}
+            parts = []
+            for answer in act.answers:
+                part = REGISTRY[lab.grade_id(answer.id)]
+                parts.append({"grade_id": part.grade_id, "title": part.title, "max_points": part.points,
+                              "points": _points(entries.get(part.ledger_key, {}))})
+            acts.append({"id": act.id, "title": act.title, "lock": lock, "parts": parts})
+        locks = [a["lock"] for a in acts if a["lock"]]
+        out[prefix] = {"title": lab.title, "assignment": lab.name, "acts": acts,
+                       "locks_total": len(locks), "locked": sum(x["locked"] for x in locks),
+                       "revealed": sum(x["revealed"] for x in locks), "correct": sum(x["correct"] for x in locks)}
+    return out
+
+
+def _chapter_rows(entries: dict) -> dict:
+    out = {}
+    for chapter, module in MODULES.items():
+        exercises = chapter_exercises(chapter)
+        done = [entries.get(ex.ledger_key, {}) for ex in exercises]
+        graded = [p for p in (_points(e) for e in done) if p is not None]
+        out[chapter] = {
+            "title": module.CHAPTER["title"],
+            "exercises_total": len(exercises),
+            "attempted": sum(int(e.get("attempts", 0)) > 0 for e in done),
+            "attempts": sum(int(e.get("attempts", 0)) for e in done),
+            "visible_passed": sum(e.get("passed") is True for e in done),
+            "points": sum(p for p, _ in graded) if graded else None,
+            "max_points": sum(m for _, m in graded) if graded else None,
+        }
+    return out
 
 
 def summary(ledger=None) -> dict:
-    """Progress as plain data: ``{"labs": {...}, "chapters": {...}}``."""
-    from .ledger import Ledger
-
+    """Progress as plain data: ``{"labs": {prefix: ...}, "chapters": {"ch00": ...}}``."""
     entries = (ledger if ledger is not None else Ledger()).entries()
-    labs = {}
-    for prefix, (title, n_acts) in LABS.items():
-        acts = {k.split("/", 1)[1]: e for k, e in entries.items() if k.startswith(prefix + "/")}
-        done = [a for a, e in acts.items() if e.get("completed") is True or ("prediction" in e and "configuration" in e)]
-        labs[prefix] = {
-            "title": title,
-            "acts_total": max(n_acts, len(acts)),
-            "acts_completed": len(done),
-            "predictions_locked": sum("prediction" in e for e in acts.values()),
-            "predictions_correct": sum(e.get("correct") is True for e in acts.values()),
-            "failures_hit": sorted({f for e in acts.values() for f in e.get("failures_hit", [])}),
-        }
-    totals = _exercise_counts()
-    chapters = {}
-    for prefix, title in CHAPTERS.items():
-        ex = {k: e for k, e in entries.items() if _CHAPTER_KEY.match(k) and k.startswith(prefix + "/")}
-        graded = [e for e in ex.values() if isinstance(e.get("points"), (int, float))]
-        chapters[prefix] = {
-            "title": title,
-            "exercises_total": totals.get(prefix),
-            "attempted": len(ex),
-            "visible_passed": sum(e.get("passed") is True or e.get("visible_passed") is True for e in ex.values()),
-            "points": float(sum(e["points"] for e in graded)) if graded else None,
-            "max_points": float(sum(e.get("max_points", 0) for e in graded)) if graded else None,
-        }
-    return {"labs": labs, "chapters": chapters}
+    return {"labs": _lab_rows(entries), "chapters": _chapter_rows(entries)}
 
 
-def _bar(done: int, total: int | None) -> str:
-    if not total:
-        return f"{done}"
-    share = min(done / total, 1.0)
-    return (f"<div style='display:flex;align-items:center;gap:6px'><div style='width:90px;height:8px;"
-            f"background:#e2e8f0;border-radius:4px'><div style='width:{100 * share:.0f}%;height:8px;"
-            f"background:#4f46e5;border-radius:4px'></div></div>{done}/{total}</div>")
+def _lock_text(lock: dict) -> str:
+    if not lock["locked"]:
+        return "not locked yet"
+    if not lock["revealed"]:
+        return "locked, not revealed"
+    return "locked, revealed: prediction " + ("correct" if lock["correct"] else "wrong")
+
+
+def _points_text(points: Optional[tuple], max_points: float) -> str:
+    return f"– / {max_points:g}" if points is None else f"{points[0]:g} / {points[1]:g}"
 
 
 def to_html(data: dict) -> str:
+    esc = html.escape
     rows = []
     for lab in data["labs"].values():
-        rows.append(
-            f"<tr><td>{html.escape(lab['title'])}</td><td>{_bar(lab['acts_completed'], lab['acts_total'])}</td>"
-            f"<td>{lab['predictions_locked']} locked, {lab['predictions_correct']} right</td>"
-            f"<td>{html.escape(', '.join(lab['failures_hit']) or '–')}</td></tr>"
-        )
-    lab_table = ("<table class='course-progress'><tr><th>Lab</th><th>Acts</th><th>Predictions</th>"
-                 "<th>Failure states met</th></tr>" + "".join(rows) + "</table>")
+        rows.append(f"<tr class='course-progress-lab'><th colspan='3'>{esc(lab['title'])} · "
+                    f"{lab['locked']}/{lab['locks_total']} predictions locked, {lab['revealed']} revealed, "
+                    f"{lab['correct']} correct</th></tr>")
+        for act in lab["acts"]:
+            lock = "–" if act["lock"] is None else _lock_text(act["lock"])
+            parts = "; ".join(f"{esc(p['title'])}: {_points_text(p['points'], p['max_points'])}"
+                              for p in act["parts"]) or "–"
+            rows.append(f"<tr class='course-progress-act' data-key='{esc(lab['assignment'])}/{esc(act['id'])}'>"
+                        f"<td>{esc(act['title'])}</td><td class='course-progress-lock'>{lock}</td>"
+                        f"<td>{parts}</td></tr>")
+    lab_table = ("<table class='course-progress course-ui'><tr><th>Act</th><th>Prediction</th>"
+                 "<th>Graded parts (points after grading)</th></tr>" + "".join(rows) + "</table>")
     rows = []
     for key, ch in data["chapters"].items():
         points = "–" if ch["points"] is None else f"{ch['points']:g} / {ch['max_points']:g}"
-        rows.append(
-            f"<tr><td>{key} · {html.escape(ch['title'])}</td><td>{_bar(ch['attempted'], ch['exercises_total'])}</td>"
-            f"<td>{ch['visible_passed']}</td><td>{points}</td></tr>"
-        )
-    chapter_table = ("<table class='course-progress'><tr><th>Chapter</th><th>Attempted</th>"
+        rows.append(f"<tr class='course-progress-chapter' data-key='{esc(key)}'><td>{esc(ch['title'])}</td>"
+                    f"<td>{ch['attempted']}/{ch['exercises_total']} ({ch['attempts']} checks run)</td>"
+                    f"<td>{ch['visible_passed']}</td><td>{points}</td></tr>")
+    chapter_table = ("<table class='course-progress course-ui'><tr><th>Chapter</th><th>Exercises attempted</th>"
                      "<th>Visible checks passed</th><th>Points</th></tr>" + "".join(rows) + "</table>")
-    return f"<div><h4>Labs</h4>{lab_table}<h4>Workbook</h4>{chapter_table}</div>"
+    return f"{theme_css()}<div class='course-ui'><h4>Labs</h4>{lab_table}<h4>Workbook</h4>{chapter_table}</div>"
 
 
 def show(ledger=None) -> None:
-    """Display progress in a notebook.
-
-    It displays by itself (rather than returning something to display), so it
-    also works inside ``try``/``else`` blocks, where IPython shows no value.
-    """
+    """Display progress in a notebook (displays by itself, so it also works inside blocks)."""
     from IPython.display import HTML, display
 
     display(HTML(to_html(summary(ledger))))

@@ -82,3 +82,13 @@ def test_lab_has_the_extensions_the_course_needs(lab_url):
     extensions = {ext["name"] for ext in _get_json(f"{lab_url}/lab/api/extensions?token={TOKEN}")}
     # Names as JupyterLab's extension manager reports them.
     assert {"jupyter-widgets-jupyterlab-manager", "bqplot", "jupyter-nbgrader"} <= extensions
+
+
+@pytest.mark.slow
+def test_lab_never_asks_about_jupyter_news(lab_url):
+    """The course's settings override answers JupyterLab's "official Jupyter news?" prompt (no user action)."""
+    settings = _get_json(f"{lab_url}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={TOKEN}")
+    # JupyterLab applies overrides.json to the schema's defaults; the user has set nothing
+    defaults = settings["schema"]["properties"]
+    assert defaults["fetchNews"]["default"] == "false" and "fetchNews" not in settings["settings"]
+    assert defaults["checkForUpdates"]["default"] is False

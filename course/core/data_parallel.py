@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate as v
+from .collectives import hierarchical_allreduce_time
 from .units import MiB
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "exposed_comm_time",
     "overlap_fraction",
     "data_parallel_step_time",
+    "data_parallel_step_curve",
+    "BACKWARD_SHARE",
     "comm_compute_ratio",
     "mfu",
     "speedup",
@@ -43,6 +46,10 @@ __all__ = [
     "diminishing_returns_gpus",
     "DDP_BUCKET_BYTES",
 ]
+
+#: Backward share of training FLOPs without recomputation: 4ND of 6ND (Kaplan et al.
+#: 2020, section 2.1); the planner's ``2f / (3f + r)`` with ``r = 0``.
+BACKWARD_SHARE = 4.0 / 6.0
 
 #: PyTorch DistributedDataParallel default bucket size, ``bucket_cap_mb=25``
 #: (interpreted as MiB). Source: torch.nn.parallel.DistributedDataParallel docs.
@@ -713,3 +720,88 @@ def _curve(gpus, speedups):
     if np.any(np.diff(n) <= 0):
         raise ValueError(f"gpus must be strictly increasing, got {gpus!r}")
     return n, s
+
+
+def data_parallel_step_curve(flops_per_gpu, achieved_flops_per_second, gradient_bytes, gpus, gpus_per_node,
+                             intra_bandwidth, inter_bandwidth, intra_latency=0.0, inter_latency=0.0,
+                             overlap=False, buckets=None, backward_share=BACKWARD_SHARE):
+    """Step of pure data parallelism on ``gpus`` GPUs: compute, all-reduce, exposed part, step.
+
+    Each GPU computes its micro-batch (``flops_per_gpu`` at the achieved rate),
+    then the gradients are all-reduced: a ring on the node's link while the job
+    fits in one node, and beyond it the two-level all-reduce of
+    :func:`~course.core.collectives.hierarchical_allreduce_time` (one NIC per
+    GPU). With ``overlap`` the all-reduce runs in ``buckets`` behind the backward
+    pass, exactly the planner's DP term (:func:`exposed_comm_time` of the
+    backward time)::
+
+        T_compute = flops / rate
+        T_comm    = hierarchical_allreduce_time(M, min(N, g), N / min(N, g), ...)
+        exposed   = exposed_comm_time(backward_share * T_compute, T_comm, buckets)   (or T_comm)
+        T_step    = T_compute + exposed
+
+    Parameters
+    ----------
+    flops_per_gpu : float or array_like
+        FLOP of one GPU's step, ``> 0`` (``6 P b s``, :func:`~course.core.economics.training_flops`).
+    achieved_flops_per_second : float or array_like
+        Sustained FLOP/s of one GPU, ``> 0`` (peak times efficiency).
+    gradient_bytes : float or array_like
+        Bytes all-reduced per step, ``>= 0`` (bf16 gradients: ``2 P``).
+    gpus : int or array_like of int
+        Data-parallel GPUs ``N >= 1``: up to one node, then whole nodes.
+    gpus_per_node : int
+        ``g >= 1``.
+    intra_bandwidth, inter_bandwidth : float
+        Bytes/s per GPU in the node and across nodes, ``> 0``.
+    intra_latency, inter_latency : float, optional
+        Seconds per message, ``>= 0``.
+    overlap : bool, optional
+        Overlap the all-reduce with the backward pass.
+    buckets : int, optional
+        Buckets the gradients are all-reduced in. Default: PyTorch DDP's 25 MiB
+        buckets (:func:`bucket_count`). The planner passes the layers of a
+        pipeline stage instead; that is the only difference between the two.
+    backward_share : float, optional
+        Share of the step's compute that is backward, in ``(0, 1]`` (default 2/3).
+
+    Returns
+    -------
+    dict
+        ``compute_seconds`` (float), ``comm_seconds``, ``exposed_seconds`` and
+        ``step_seconds`` (floats or arrays over ``gpus``).
+
+    Notes
+    -----
+    Sources: Li et al. 2020 (DDP buckets, overlap with backward); Thakur,
+    Rabenseifner & Gropp 2005 and Goyal et al. 2017, sec. 4 (ring and two-level
+    all-reduce); Kaplan et al. 2020 (backward = 4ND of 6ND).
+
+    Examples
+    --------
+    One node of 8 GPUs, 1 GB of gradients on 100 GB/s, 1 s of compute: ring
+    ``2 x 7/8 x 1e9 / 100e9`` = 17.5 ms, no overlap.
+
+    >>> c = data_parallel_step_curve(1e12, 1e12, 1e9, 8, 8, 100e9, 50e9)
+    >>> round(c["comm_seconds"], 6), round(c["step_seconds"], 6)
+    (0.0175, 1.0175)
+    """
+    compute = v.positive("flops_per_gpu", flops_per_gpu) / v.positive(
+        "achieved_flops_per_second", achieved_flops_per_second)
+    n = v.integer("gpus", gpus)
+    g = int(v.integer("gpus_per_node", gpus_per_node))
+    in_node = np.minimum(n, g)
+    if np.any(n % in_node):
+        raise ValueError(f"gpus must be at most gpus_per_node ({g}) or a multiple of it, got {gpus!r}")
+    grad = v.non_negative("gradient_bytes", gradient_bytes)
+    share = v.fraction("backward_share", backward_share, low_open=True)
+    comm = np.asarray(hierarchical_allreduce_time(grad, in_node, n // in_node, intra_bandwidth, inter_bandwidth,
+                                                  intra_latency, inter_latency), float)
+    if overlap:
+        k = bucket_count(grad) if buckets is None else buckets
+        exposed = np.asarray(exposed_comm_time(share * compute, comm, k), float)
+    else:
+        exposed = comm
+    step = compute + exposed
+    return {"compute_seconds": v.scalar_or_array(compute), "comm_seconds": v.scalar_or_array(comm),
+            "exposed_seconds": v.scalar_or_array(exposed), "step_seconds": v.scalar_or_array(step)}

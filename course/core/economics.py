@@ -12,8 +12,12 @@ TFLOPS dense BF16, 700 W); workbook chapter 9.
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import _validate as v
+from . import reliability as _reliability  # a module object: reliability imports gpu_cost from here
 from .data_parallel import compute_time
+from .sgd import async_speedup
 from .units import PF_day, day, hour, kWh
 
 __all__ = [
@@ -25,7 +29,14 @@ __all__ = [
     "energy_cost",
     "gpu_hours",
     "gpu_cost",
+    "HOURS_PER_MONTH",
+    "monthly_bill",
+    "async_monthly_savings",
+    "sharded_checkpoint_monthly_savings",
 ]
+
+#: Hours in an average month: 365.25 days x 24 h / 12 months.
+HOURS_PER_MONTH = 365.25 * 24 / 12
 
 
 def training_flops(params, tokens):
@@ -270,3 +281,133 @@ def gpu_cost(n_gpus, seconds, price_per_gpu_hour):
     """
     p = v.non_negative("price_per_gpu_hour", price_per_gpu_hour)
     return v.scalar_or_array(p * gpu_hours(n_gpus, seconds))
+
+
+def monthly_bill(gpus, price_per_gpu_hour, hours_per_month=HOURS_PER_MONTH):
+    """Dollars a month for ``gpus`` rented around the clock: ``N * price * hours``.
+
+    Parameters
+    ----------
+    gpus : int or array_like of int
+        GPUs, ``>= 1``.
+    price_per_gpu_hour : float or array_like
+        Dollars per GPU-hour, ``>= 0`` (list prices in :mod:`course.core.catalog`).
+    hours_per_month : float or array_like, optional
+        ``> 0``; default 730.5 h (365.25 x 24 / 12).
+
+    Returns
+    -------
+    float or ndarray
+        Dollars per month.
+
+    Notes
+    -----
+    Source: Lab 05 plan, Part 3 ("wait-for-all wastes about $1M a month").
+
+    Examples
+    --------
+    >>> monthly_bill(1024, 2.0)   # 1024 x $2 x 730.5 h
+    1496064.0
+    """
+    n = v.integer("gpus", gpus)
+    p = v.non_negative("price_per_gpu_hour", price_per_gpu_hour)
+    h = v.positive("hours_per_month", hours_per_month)
+    return v.scalar_or_array(n * p * h)
+
+
+def async_monthly_savings(bill, workers, straggler_fraction, slowdown, extra_steps=0.0):
+    """Dollars a month saved by asynchronous SGD for the same training progress.
+
+    Synchronous workers wait for the slowest; asynchronous ones never wait, so
+    the same samples cost ``bill / async_speedup``. Stale gradients may need
+    ``extra_steps`` (a share, 0.1 = 10 % more steps) to reach the same loss::
+
+        saved = bill - bill * (1 + extra_steps) / async_speedup(N, f, s)
+
+    Parameters
+    ----------
+    bill : float or array_like
+        Today's synchronous monthly bill, dollars, ``>= 0`` (:func:`monthly_bill`).
+    workers : int or array_like of int
+        Data-parallel workers ``N >= 1``.
+    straggler_fraction : float or array_like
+        Share ``f`` of workers slow in a step, in ``[0, 1]``.
+    slowdown : float or array_like
+        A straggler's step time over a healthy one's, ``s >= 1``.
+    extra_steps : float or array_like, optional
+        Extra steps stale gradients cost, ``>= 0`` (default 0: staleness not charged).
+
+    Returns
+    -------
+    float or ndarray
+        Dollars per month (negative when async costs more).
+
+    Notes
+    -----
+    Sources: Chen et al. 2016, "Revisiting Distributed Synchronous SGD" (stragglers,
+    :func:`~course.core.sgd.async_speedup`); Dutta et al. 2018 (staleness costs steps).
+
+    Examples
+    --------
+    >>> round(async_monthly_savings(1e6, 1024, 0.05, 1.15))   # 1e6 (1 - 1.0075 / 1.15)
+    123913
+    """
+    b = v.non_negative("bill", bill)
+    e = v.non_negative("extra_steps", extra_steps)
+    return v.scalar_or_array(b - b * (1.0 + e) / async_speedup(workers, straggler_fraction, slowdown))
+
+
+def sharded_checkpoint_monthly_savings(bill, checkpoint_seconds, shards, mtbf_seconds, restart_seconds=0.0):
+    """Dollars a month saved when ``shards`` ranks each write ``1/shards`` of the checkpoint.
+
+    Checkpoint writes plus rework after failures waste the share
+    ``w(delta) = delta / tau + (tau / 2 + R) / M`` of the time at Young's interval
+    ``tau = sqrt(2 delta M)``. One rank writing the whole checkpoint wastes
+    ``w(delta)``; ZeRO's ranks writing their shards in parallel waste
+    ``w(delta / shards)`` (an upper bound on the gain: storage must absorb all
+    the writers). For the same progress the bill shrinks by
+    ``(1 - w(delta)) / (1 - w(delta / shards))``::
+
+        saved = bill - bill * (1 - w(delta)) / (1 - w(delta / shards))
+
+    Parameters
+    ----------
+    bill : float or array_like
+        Today's monthly bill, dollars, ``>= 0``.
+    checkpoint_seconds : float or array_like
+        Time ``delta`` for one rank to write the full checkpoint, ``> 0``.
+    shards : int or array_like of int
+        Ranks writing shards in parallel, ``>= 1`` (ZeRO: the data-parallel degree).
+    mtbf_seconds : float or array_like
+        Mean time between failures of the whole job ``M``, ``> 0``
+        (:func:`~course.core.reliability.cluster_mtbf`).
+    restart_seconds : float or array_like, optional
+        Restart time ``R`` after a failure, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dollars per month.
+
+    Notes
+    -----
+    Sources: Young 1974, "A first order approximation to the optimum checkpoint
+    interval"; Rajbhandari et al. 2020, ZeRO (optimizer state sharded over the
+    data-parallel ranks, so each writes its own shard).
+
+    Examples
+    --------
+    >>> round(sharded_checkpoint_monthly_savings(1e6, 98.0, 1, 3600.0), 6)   # one shard: nothing changes
+    0.0
+    >>> round(sharded_checkpoint_monthly_savings(1e6, 98.0, 1024, 50_000 * 3600 / 1024, 120.0))
+    32404
+    """
+    b = v.non_negative("bill", bill)
+    delta = v.positive("checkpoint_seconds", checkpoint_seconds)
+    n = v.integer("shards", shards)
+
+    def waste(write_seconds):
+        interval = _reliability.young_interval(write_seconds, mtbf_seconds)
+        return np.asarray(_reliability.waste_fraction(interval, write_seconds, mtbf_seconds, restart_seconds))
+
+    return v.scalar_or_array(b - b * (1.0 - waste(delta)) / (1.0 - waste(delta / n)))

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Iterable, List
 
+from course.labs.activity import release_options
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,6 +24,7 @@ def generate_release(names: Iterable[str], course_root: Path = ROOT, *, db: bool
                "--log-level=WARN"]
         if not db:
             cmd.append("--no-db")
+        cmd += release_options(name)
         env = dict(os.environ, PYTHONHASHSEED="0")
         result = subprocess.run(cmd, cwd=str(course_root), capture_output=True, text=True, env=env)
         if result.returncode != 0:

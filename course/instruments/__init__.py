@@ -61,17 +61,26 @@ How to write a new instrument
 
 In a notebook::
 
-    from course.prediction import PredictionLock
+    from course.labs.activity import LabSession
     from course.instruments import AllreduceComparator
-    lock = PredictionLock("lab06/act1", "...", options=[...])
-    lock
-    comparator = lock.gate(AllreduceComparator(gpus=128))
+    lab = LabSession("lab06")
+    lab.lock("act1")
+    comparator = lab.gate("act1", AllreduceComparator(gpus=128))
     comparator
 """
 
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time, to_plain
 from .cards import HudFooter, banner_html, metric_card_html, stakeholder_card
 from .context import TrackSelector, link_options
+from .allreduce import AlgorithmDashboard, AllreduceComparator
+from .bubble import BubbleChart
+from .configurator import Configurator
+from .efficiency import EfficiencyPlot
+from .parallel_map import ParallelMap
+from .pipeline_timeline import PipelineTimeline
+from .ring import RingAllreduceView
+from .scaling import ScalingExplorer
+from .sync_audit import SyncAudit
 
 __all__ = [
     "Instrument",
@@ -97,25 +106,3 @@ __all__ = [
     "PipelineTimeline",
     "BubbleChart",
 ]
-
-_LAZY = {
-    "AllreduceComparator": ".allreduce",
-    "AlgorithmDashboard": ".allreduce",
-    "RingAllreduceView": ".ring",
-    "ScalingExplorer": ".scaling",
-    "EfficiencyPlot": ".efficiency",
-    "Configurator": ".configurator",
-    "ParallelMap": ".parallel_map",
-    "SyncAudit": ".sync_audit",
-    "PipelineTimeline": ".pipeline_timeline",
-    "BubbleChart": ".bubble",
-}
-
-
-def __getattr__(name):  # instruments import on first use, so a module in progress breaks nothing else
-    if name in _LAZY:
-        import importlib
-
-        module = importlib.import_module(_LAZY[name], __name__)
-        return getattr(module, name)
-    raise AttributeError(f"module 'course.instruments' has no attribute {name!r}")

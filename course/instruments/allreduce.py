@@ -17,7 +17,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
-from .context import find_link, link_bandwidth, link_latency, link_options
+from .context import find_link, link_options
 
 __all__ = ["AllreduceComparator", "AlgorithmDashboard", "WORKLOADS", "ALGORITHM_COLORS", "best_and_crossovers"]
 
@@ -46,8 +46,7 @@ TIE = 0.01
 
 
 def _algorithms() -> tuple[str, ...]:
-    return tuple(getattr(core, "ALLREDUCE_ALGORITHMS", ("naive", "ring", "tree", "double_binary_tree",
-                                                        "recursive_doubling", "rabenseifner")))
+    return tuple(core.ALLREDUCE_ALGORITHMS)
 
 
 def _times(message_bytes, n, bandwidth, latency, algorithms):
@@ -72,7 +71,7 @@ def best_and_crossovers(sizes: np.ndarray, times: np.ndarray, algorithms, n=None
     for i in np.flatnonzero(best[1:] != best[:-1]):
         a, b = best[i], best[i + 1]
         x = np.nan
-        if n is not None and hasattr(core, "crossover_message_bytes"):
+        if n is not None:
             x = float(core.crossover_message_bytes(n, bandwidth, latency, algorithms[a], algorithms[b]))
             if not sizes[i] * (1 - 1e-9) <= x <= sizes[i + 1] * (1 + 1e-9):
                 x = np.nan
@@ -139,7 +138,7 @@ class AllreduceComparator(Instrument):
         ex, ey = bq.LogScale(), bq.LinearScale(min=0, max=105)
         self.eff_line = bq.Lines(x=self.EFFICIENCY_N, y=np.zeros(len(self.EFFICIENCY_N)),
                                  scales={"x": ex, "y": ey}, colors=[ALGORITHM_COLORS["ring"]], stroke_width=2)
-        self.eff_point = bq.Scatter(x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=["#0f172a"],
+        self.eff_point = bq.Scatter(x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=["var(--jp-ui-font-color0)"],
                                     marker="circle", default_size=80)
         self.add_figure(figure([self.eff_line, self.eff_point], ex, ey, "GPUs N",
                                "ring bus bandwidth / link (%)", title="Ring efficiency vs N",
@@ -152,7 +151,7 @@ class AllreduceComparator(Instrument):
     def refresh(self, v):
         n, message = int(v["gpus"]), float(v["message_gb"]) * GB
         link = v["link"]
-        bandwidth, latency = link_bandwidth(link), link_latency(link)
+        bandwidth, latency = link.bandwidth, link.latency
         times = _times(message, n, bandwidth, latency, self.algorithms)  # (algorithms,)
         by_name = dict(zip(self.algorithms, times.tolist()))
         # Efficiency curve: one vectorized core call over all N at once.
@@ -247,10 +246,10 @@ class AlgorithmDashboard(Instrument):
         self.threshold = bq.Lines(x=self.SIZES[[0, -1]], y=[1.0, 1.0], scales={"x": xs, "y": ys},
                                   colors=["#b91c1c"], line_style="dashed", labels=["50 % of step"],
                                   display_legend=True)
-        self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=["#0f172a"],
+        self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=["var(--jp-ui-font-color0)"],
                                     marker="diamond", default_size=90, labels=["crossover"], display_legend=True)
         self.current = bq.Scatter(x=[280 * GB], y=[1.0], scales={"x": xs, "y": ys}, colors=["#facc15"],
-                                  stroke="#0f172a", marker="circle", default_size=160, labels=["your message"],
+                                  stroke="var(--jp-ui-font-color0)", marker="circle", default_size=160, labels=["your message"],
                                   display_legend=True)
         self.add_figure(figure([self.curves, self.threshold, self.crossings, self.current], xs, ys,
                                "message size (bytes)", "all-reduce time (s)", title="Time vs message size",
@@ -274,7 +273,7 @@ class AlgorithmDashboard(Instrument):
     def refresh(self, v):
         message = float(v["message_gb"]) * GB
         n, link, compute = int(v["gpus"]), v["link"], float(v["compute_s"])
-        bandwidth, latency = link_bandwidth(link), link_latency(link)
+        bandwidth, latency = link.bandwidth, link.latency
         # one core call per algorithm covers the curve and the current message (last column)
         both = _times(np.append(self.SIZES, message), n, bandwidth, latency, self.algorithms)
         curves, here = both[:, :-1], both[:, -1]  # (algorithms, sizes), (algorithms,)

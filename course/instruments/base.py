@@ -61,6 +61,7 @@ import bqplot as bq
 import ipywidgets as widgets
 import numpy as np
 
+from ..theme import theme_css
 from .cards import banner_html, metric_card_html
 
 __all__ = ["Instrument", "figure", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
@@ -126,7 +127,15 @@ def to_plain(value: Any) -> Any:
 def figure(marks: list, x_scale, y_scale, x_label: str, y_label: str, *, title: str = "",
            x_tick_format: str | None = None, y_tick_format: str | None = None,
            height: str = "300px", legend: bool = False, **kw) -> bq.Figure:
-    """A bqplot Figure with two labelled axes (built once per instrument)."""
+    """A bqplot Figure with two labelled axes (built once per instrument).
+
+    ``legend=True`` draws the legend box in the JupyterLab theme's colours (bqplot's
+    default is a white box, unreadable in the Dark theme); the marks say what it lists
+    (``display_legend``).
+    """
+    if legend:
+        kw.setdefault("legend_style", {"fill": "var(--jp-layout-color1)", "stroke": "var(--jp-border-color1)"})
+        kw.setdefault("legend_text", {"fill": "var(--jp-ui-font-color0)"})
     x_axis = bq.Axis(scale=x_scale, label=x_label, tick_format=x_tick_format)
     y_axis = bq.Axis(scale=y_scale, label=y_label, side="left", tick_format=y_tick_format,
                      label_offset="50px")
@@ -402,11 +411,11 @@ class Instrument:
 
     def _layout(self) -> widgets.VBox:
         head = widgets.HTML(
-            f"<div style='font-size:1.05rem;font-weight:700;color:#0f172a'>{html.escape(self.title)}</div>"
-            + (f"<div style='font-size:0.85rem;color:#475569'>{html.escape(self.subtitle)}</div>" if self.subtitle else "")
+            f"{theme_css()}<div class='course-title'>{html.escape(self.title)}</div>"
+            + (f"<div class='course-subtitle'>{html.escape(self.subtitle)}</div>" if self.subtitle else "")
         )
         self._gate_note = widgets.HTML(
-            "<div style='padding:10px;color:#92400e;background:#fffbeb;border:1px dashed #f59e0b'>"
+            "<div class='course-gated-note course-tone-warn'>"
             "Lock your prediction above to unlock this instrument.</div>",
             layout=widgets.Layout(display="none"),
         )
@@ -416,8 +425,9 @@ class Instrument:
         charts = widgets.HBox(self.figures, layout=widgets.Layout(flex_flow="row wrap", width="100%"))
         peek = widgets.Accordion(children=[self.math_peek], titles=("Math peek",), selected_index=0)
         self._body = widgets.VBox([controls, self.banner, cards, charts, self.extra, peek])
-        return widgets.VBox([head, self._gate_note, self._body],
-                            layout=widgets.Layout(border="1px solid #e2e8f0", padding="8px", margin="6px 0"))
+        box = widgets.VBox([head, self._gate_note, self._body], layout=widgets.Layout(padding="8px", margin="6px 0"))
+        box.add_class("course-panel")
+        return box
 
     def display(self) -> None:
         from IPython.display import display

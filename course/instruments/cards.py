@@ -12,6 +12,8 @@ import html
 
 import ipywidgets as widgets
 
+from ..theme import TONES, theme_css
+
 __all__ = [
     "metric_card_html",
     "banner_html",
@@ -20,31 +22,24 @@ __all__ = [
     "TONES",
 ]
 
-#: colour for a card's accent by tone
-TONES = {"normal": "#4f46e5", "good": "#15803d", "warn": "#b45309", "bad": "#b91c1c", "muted": "#64748b"}
-
-
 def metric_card_html(label: str, value: str, detail: str = "", tone: str = "normal") -> str:
-    """One metric card: a label, a big value, an optional detail line."""
-    colour = TONES.get(tone, TONES["normal"])
+    """One metric card: a label, a big value, an optional detail line; the tone colours its top border."""
+    tone = tone if tone in TONES else "normal"
     return (
-        "<div class='course-card' style='border:1px solid #e2e8f0;border-top:4px solid "
-        f"{colour};border-radius:8px;padding:8px 14px;margin:4px;min-width:140px;text-align:center'>"
-        f"<div style='font-size:0.78rem;color:#64748b'>{html.escape(label)}</div>"
-        f"<div class='course-card-value' style='font-size:1.35rem;font-weight:800;color:{colour}'>"
-        f"{html.escape(value)}</div>"
-        + (f"<div style='font-size:0.75rem;color:#64748b'>{html.escape(detail)}</div>" if detail else "")
+        f"<div class='course-card course-tone-{tone}' style='margin:4px;text-align:center'>"
+        f"<div class='course-card-label'>{html.escape(label)}</div>"
+        f"<div class='course-card-value'>{html.escape(value)}</div>"
+        + (f"<div class='course-card-detail'>{html.escape(detail)}</div>" if detail else "")
         + "</div>"
     )
 
 
 def banner_html(code: str, message: str, severity: str = "error") -> str:
     """A failure banner shown instead of a traceback."""
-    colour, background = ("#b91c1c", "#fef2f2") if severity == "error" else ("#b45309", "#fffbeb")
+    tone = "bad" if severity == "error" else "warn"
     return (
-        f"<div class='course-failure course-failure-{html.escape(code)}' role='alert' "
-        f"style='border-left:5px solid {colour};background:{background};padding:8px 12px;margin:4px 0'>"
-        f"<b style='color:{colour}'>Failure state: {html.escape(code.replace('_', ' '))}</b>"
+        f"{theme_css()}<div class='course-failure course-failure-{html.escape(code)} course-banner course-tone-{tone}' "
+        f"role='alert'><b>Failure state: {html.escape(code.replace('_', ' '))}</b>"
         f"<div>{html.escape(message)}</div></div>"
     )
 
@@ -54,10 +49,9 @@ def stakeholder_card(sender: str, message: str, *, role: str = "", act: str = ""
     who = html.escape(sender + (f" · {role}" if role else ""))
     tag = f"{html.escape(act)} · " if act else ""
     return widgets.HTML(
-        "<div class='course-stakeholder' style='border-left:4px solid #ea580c;background:#fff7ed;"
-        "border-radius:0 10px 10px 0;padding:12px 18px;margin:6px 0'>"
-        f"<div style='font-size:0.72rem;font-weight:700;color:#ea580c;text-transform:uppercase;"
-        f"letter-spacing:0.1em'>{tag}Incoming message · {who}</div>"
+        f"{theme_css()}<div class='course-stakeholder course-tone-warn' style='border-radius:0 10px 10px 0;"
+        "padding:12px 18px;margin:6px 0'>"
+        f"<div class='course-kicker'>{tag}Incoming message · {who}</div>"
         f"<div style='font-style:italic;line-height:1.6;margin-top:4px'>{html.escape(message)}</div></div>"
     )
 
@@ -96,8 +90,7 @@ class HudFooter:
         s = self.summary()
         scope = html.escape(self.prefix.rstrip("/") or "all")
         self.widget.value = (
-            "<div style='font-family:monospace;font-size:0.8rem;color:#334155;background:#f1f5f9;"
-            "padding:6px 10px;border-radius:6px'>"
+            f"{theme_css()}<div class='course-mono' style='border-radius:6px'>"
             f"LEDGER [{scope}] · {s['entries']} saved · predictions locked {s['predictions_locked']} "
             f"· correct {s['predictions_correct']} · failure states hit: "
             f"{html.escape(', '.join(s['failures_hit']) or 'none')}</div>"

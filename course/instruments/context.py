@@ -1,9 +1,8 @@
 """Hardware context for instruments: link choices and the Cloud/Edge/Mobile/Tiny track selector.
 
 Every number (bandwidth, latency, hardware, model) comes from
-``course.core.catalog``; this module only turns catalog entries into widget
-options. Link objects are read through :func:`link_bandwidth` and
-:func:`link_latency`, which accept the catalog's ``Link`` dataclass.
+``course.core.catalog``; this module only turns catalog entries (``Link``,
+``Track``) into widget options.
 """
 
 from __future__ import annotations
@@ -13,8 +12,11 @@ from typing import Any, Iterable
 
 import ipywidgets as widgets
 
-__all__ = ["link_options", "find_link", "link_bandwidth", "link_latency", "TrackSelector", "TRACK_NAMES",
-           "TRACK_LINKS", "gpu_cluster_only"]
+from ..core import catalog
+from ..core.catalog import Link
+from ..theme import theme_css
+
+__all__ = ["link_options", "find_link", "TrackSelector", "TRACK_NAMES", "TRACK_LINKS", "gpu_cluster_only"]
 
 TRACK_NAMES = ("Cloud", "Edge", "Mobile", "Tiny")
 
@@ -30,78 +32,21 @@ DEFAULT_LINKS = ("InfiniBand NDR", "InfiniBand HDR", "InfiniBand XDR", "NVLink 4
 TRACK_LINKS = {"Edge": ("5G", "Ethernet 10G"), "Mobile": ("5G", "Bluetooth LE"), "Tiny": ("Bluetooth LE",)}
 
 
-def _catalog():
-    from ..core import catalog
+def link_options(names: Iterable[str] | None = None) -> list[tuple[str, Link]]:
+    """``(label, Link)`` pairs for a Dropdown, from ``catalog.LINKS``.
 
-    return catalog
-
-
-def _field(obj: Any, *names: str) -> Any:
-    for name in names:
-        if isinstance(obj, dict) and name in obj:
-            return obj[name]
-        if hasattr(obj, name):
-            return getattr(obj, name)
-    raise AttributeError(f"{obj!r} has none of {names}")
-
-
-def link_bandwidth(link: Any) -> float:
-    """Bytes/s per direction of a catalog link."""
-    return float(_field(link, "bandwidth", "bandwidth_bytes_per_s", "bw"))
-
-
-def link_latency(link: Any) -> float:
-    """One-way latency in seconds of a catalog link (0 if the catalog gives none)."""
-    try:
-        return float(_field(link, "latency", "latency_s"))
-    except AttributeError:
-        return 0.0
-
-
-def _all_links() -> dict[str, Any]:
-    catalog = _catalog()
-    table = getattr(catalog, "LINKS", None)
-    if isinstance(table, dict) and table:
-        return dict(table)
-    found = {}
-    link_type = getattr(catalog, "Link", None)
-    for name in dir(catalog):
-        obj = getattr(catalog, name)
-        if link_type is not None and isinstance(obj, link_type):
-            found[getattr(obj, "key", name)] = obj
-    return found
-
-
-def link_options(names: Iterable[str] | None = None) -> list[tuple[str, Any]]:
-    """``(label, Link)`` pairs for a Dropdown, from the catalog.
-
-    ``names`` picks catalog keys (default: InfiniBand, NVLink and Ethernet
-    ports; those absent from the catalog are skipped). Raises ``ValueError``
-    when none is found, naming the keys the catalog has.
+    ``names`` picks catalog keys (default: :data:`DEFAULT_LINKS` then every
+    other catalog link, 5G, Bluetooth LE... for the edge tracks). An unknown
+    name raises ``ValueError`` naming the keys the catalog has.
     """
-    table = _all_links()
     wanted = list(names) if names is not None else list(DEFAULT_LINKS)
-    chosen = []
-    for name in wanted:
-        link = table.get(name)
-        if link is None:
-            lookup = getattr(_catalog(), "link", None)
-            if callable(lookup):
-                try:
-                    link = lookup(name)
-                except (ValueError, KeyError):
-                    link = None
-        if link is not None:
-            chosen.append(link)
-    if names is None:  # then every other catalog link (5G, Bluetooth LE... for the edge tracks)
-        chosen += [link for link in table.values() if all(link is not c for c in chosen)]
-    if not chosen:
-        raise ValueError(f"names must be catalog link keys; known: {sorted(table)}")
-    options = []
-    for link in chosen:
-        label = str(_field(link, "name"))
-        options.append((f"{label} ({_rate(link_bandwidth(link))}, {_latency(link_latency(link))})", link))
-    return options
+    unknown = [n for n in wanted if n not in catalog.LINKS]
+    if unknown or not wanted:
+        raise ValueError(f"names must be catalog link keys; known: {sorted(catalog.LINKS)}, got {wanted!r}")
+    chosen = [catalog.LINKS[n] for n in wanted]
+    if names is None:
+        chosen += [link for key, link in catalog.LINKS.items() if key not in wanted]
+    return [(f"{link.name} ({_rate(link.bandwidth)}, {_latency(link.latency)})", link) for link in chosen]
 
 
 def _rate(bytes_per_s: float) -> str:
@@ -115,13 +60,13 @@ def _latency(seconds: float) -> str:
     return f"{seconds * 1e6:.3g} µs" if seconds < 1e-3 else f"{seconds * 1e3:.3g} ms"
 
 
-def find_link(options: list[tuple[str, Any]], name: str) -> Any:
+def find_link(options: list[tuple[str, Link]], name: str) -> Link:
     """The option whose link has this catalog name (case/spacing-insensitive)."""
     key = "".join(ch for ch in name.lower() if ch.isalnum())
     for _label, link in options:
-        if "".join(ch for ch in str(_field(link, "name")).lower() if ch.isalnum()) == key:
+        if "".join(ch for ch in link.name.lower() if ch.isalnum()) == key:
             return link
-    raise ValueError(f"link must be one of {[str(_field(l, 'name')) for _, l in options]}, got {name!r}")
+    raise ValueError(f"link must be one of {[link.name for _, link in options]}, got {name!r}")
 
 
 def gpu_cluster_only(what: str, track: Any) -> str | None:
@@ -131,12 +76,10 @@ def gpu_cluster_only(what: str, track: Any) -> str | None:
     models (NVLink nodes, InfiniBand fabrics, GPU-hour prices) have no meaning
     for a Jetson over 5G or a microcontroller over Bluetooth LE.
     """
-    if track is None or getattr(track, "name", "Cloud") == "Cloud":
+    if track is None or track.name == "Cloud":
         return None
-    accelerator = getattr(getattr(track, "accelerator", None), "name", "this hardware")
-    link = getattr(getattr(track, "link", None), "name", "its link")
     return (f"The {what} models GPU clusters (NVLink nodes on an InfiniBand fabric); the {track.name} "
-            f"track's {accelerator} over {link} is outside it, so it shows no numbers. Switch back to "
+            f"track's {track.accelerator.name} over {track.link.name} is outside it, so it shows no numbers. Switch back to "
             f"Cloud, or use the all-reduce instruments, which follow the track's link.")
 
 
@@ -149,11 +92,8 @@ class TrackSelector:
     """
 
     def __init__(self, value: str = "Cloud"):
-        tracks = getattr(_catalog(), "TRACKS", None) or {}
-        self.tracks = dict(tracks)
+        self.tracks = dict(catalog.TRACKS)
         names = [n for n in TRACK_NAMES if n in self.tracks] + [n for n in self.tracks if n not in TRACK_NAMES]
-        if not names:
-            names = list(TRACK_NAMES)
         if value not in names:
             raise ValueError(f"value must be one of {names}, got {value!r}")
         self.buttons = widgets.ToggleButtons(options=names, value=value, description="Context")
@@ -173,7 +113,7 @@ class TrackSelector:
         self.buttons.value = name
 
     @property
-    def track(self) -> Any:
+    def track(self) -> catalog.Track:
         return self.tracks.get(self.value)
 
     def observe(self, callback) -> None:
@@ -187,16 +127,12 @@ class TrackSelector:
 
     def _describe(self) -> None:
         entry = self.track
-        if entry is None:
-            self.note.value = "<i>This track's hardware is not in the catalog yet.</i>"
-            return
-        parts = []
-        for key in ("persona", "accelerator", "link", "model", "devices"):
-            val = getattr(entry, key, None)
-            if val is not None:
-                parts.append(f"<b>{key}</b>: {html.escape(str(getattr(val, 'name', val)))}")
-        story = getattr(entry, "story", "")
-        self.note.value = ("<div style='font-size:0.85rem'>" + " · ".join(parts)
+        parts = [f"<b>persona</b>: {html.escape(entry.persona)}",
+                 f"<b>accelerator</b>: {html.escape(entry.accelerator.name)}",
+                 f"<b>link</b>: {html.escape(entry.link.name)}", f"<b>model</b>: {html.escape(entry.model.name)}",
+                 f"<b>devices</b>: {entry.devices:,}"]
+        story = entry.story
+        self.note.value = (f"{theme_css()}<div class='course-ui' style='font-size:0.85rem'>" + " · ".join(parts)
                            + (f"<div><i>{html.escape(story)}</i></div>" if story else "") + "</div>")
 
     def _changed(self, _change) -> None:

@@ -11,7 +11,6 @@ one rank after N-1 steps and on all ranks after 2(N-1).
 
 from __future__ import annotations
 
-from typing import Any
 
 import bqplot as bq
 import ipywidgets as widgets
@@ -22,49 +21,13 @@ from .base import Instrument, figure
 
 __all__ = ["RingAllreduceView", "schedule_table", "replay"]
 
-_ALIASES = {
-    "step": ("step", "steps"),
-    "src": ("src", "sender", "source", "send_rank", "rank", "from_rank"),
-    "dst": ("dst", "receiver", "dest", "destination", "recv_rank", "to_rank", "peer"),
-    "chunk": ("chunk", "chunks", "send_chunk", "chunk_index"),
-    "phase": ("phase", "phases", "kind", "stage"),
-}
-
-
-def _get(table: Any, names: tuple[str, ...]) -> np.ndarray:
-    for name in names:
-        if isinstance(table, dict) and name in table:
-            return np.asarray(table[name])
-        if hasattr(table, name):
-            return np.asarray(getattr(table, name))
-    raise KeyError(names[0])
-
-
 def schedule_table(n: int) -> dict[str, np.ndarray]:
     """The core's ring schedule as flat arrays: step, src, dst, chunk, reduce (bool).
 
     One row per (step, sending rank); steps are numbered 0 .. 2(n-1)-1.
     """
     table = core.ring_allreduce_schedule(n)
-    step, src = _get(table, _ALIASES["step"]), _get(table, _ALIASES["src"])
-    dst, chunk = _get(table, _ALIASES["dst"]), _get(table, _ALIASES["chunk"])
-    try:  # an explicit boolean column wins over parsing phase names
-        phase = _get(table, ("reduce",))
-    except KeyError:
-        phase = _get(table, _ALIASES["phase"])
-    if step.ndim == 2 or src.ndim == 2 and step.ndim == 1 and step.size != src.size:
-        # (steps, ranks) layout: broadcast the step index over ranks
-        step = np.broadcast_to(np.arange(src.shape[0])[:, None], src.shape)
-    if phase.shape != src.shape:
-        phase = np.broadcast_to(phase.reshape(-1, *([1] * (src.ndim - 1))), src.shape)
-    if phase.dtype.kind in "USO":
-        reduce = np.char.find(np.char.lower(phase.astype(str)), "reduce") >= 0
-    else:
-        reduce = phase.astype(bool)
-    flat = {k: np.asarray(v).ravel() for k, v in
-            {"step": step, "src": src, "dst": dst, "chunk": chunk, "reduce": reduce}.items()}
-    flat["step"] = flat["step"] - flat["step"].min()  # accept 1-based step numbers
-    return flat
+    return {k: np.asarray(table[k]).ravel() for k in ("step", "src", "dst", "chunk", "reduce")}
 
 
 def replay(n: int, table: dict[str, np.ndarray]) -> np.ndarray:

@@ -6,14 +6,11 @@ micro-batch of ``b`` sequences and then all GPUs average their gradients
 
 * compute per GPU: ``course.core.training_flops`` (6 P tokens) at a sustained
   share of the dense peak, ``course.core.compute_time``;
-* gradient all-reduce: ``course.core.allreduce_time`` (ring over NVLink) while
-  ``N`` fits in one node, ``course.core.hierarchical_allreduce_time``
-  (reduce-scatter in the node, all-reduce across nodes on one NIC per GPU,
-  all-gather in the node) beyond it;
-* optional overlap with the backward pass in 25 MiB buckets:
-  ``course.core.exposed_comm_time``;
-* step time, MFU and ratio: ``data_parallel_step_time``, ``mfu``,
-  ``comm_compute_ratio``; model-state memory: ``model_state_bytes``.
+* the step at every GPU count: ``course.core.data_parallel_step_curve`` (ring
+  in the node, two-level all-reduce across nodes, optional overlap with the
+  backward pass in DDP's 25 MiB buckets, the planner's overlap term);
+* MFU and ratio: ``mfu``, ``comm_compute_ratio``; model-state memory:
+  ``model_state_bytes``.
 
 The lab's version of this instrument used 1979 TFLOPS (sparse peak), 400 GB/s
 InfiniBand and step FLOPs without the sequence length (errata 1, 2 and 5);
@@ -37,8 +34,6 @@ __all__ = ["ScalingExplorer", "data_parallel_curve", "STAKEHOLDER_POINTS", "NODE
 STAKEHOLDER_POINTS = ((8, 0.52), (64, 0.38), (512, 0.19))
 #: Tokens per sequence: Lab 05 Act I's 7B-class setting.
 SEQ_LEN = 2048
-#: Backward share of training FLOPs: 4ND of 6ND (Kaplan et al. 2020, section 2.1).
-BACKWARD_SHARE = 4.0 / 6.0
 #: Fabric option meaning "keep the traffic on NVLink" (only possible inside one node).
 NVLINK_ONLY = "NVLink only"
 
@@ -63,11 +58,12 @@ def _fabric_options():
 
 def data_parallel_curve(params, micro_batch, gpus, intra, inter, overlap, peak,
                         efficiency=None, gpus_per_node=None) -> dict:
-    """Per-GPU step of pure data parallelism at each GPU count in ``gpus`` (core calls only).
+    """Per-GPU step of pure data parallelism at each GPU count in ``gpus``: ``core.data_parallel_step_curve``.
 
-    ``gpus`` must hold counts up to one node and then whole nodes. Returns
-    FLOPs per GPU, compute seconds, all-reduce seconds, exposed seconds and step
-    seconds (arrays over ``gpus`` where they depend on it).
+    The explorer's inputs (``params``, sequences of ``SEQ_LEN`` tokens per GPU,
+    catalog links) turned into the core's; ``gpus`` must hold counts up to one
+    node and then whole nodes. Returns the core's dict plus FLOPs per GPU and
+    the compute efficiency.
 
     Examples
     --------
@@ -75,25 +71,13 @@ def data_parallel_curve(params, micro_batch, gpus, intra, inter, overlap, peak,
     >>> float(c["comm_seconds"][0]), bool(c["step_seconds"][2] > c["step_seconds"][1] > c["step_seconds"][0])
     (0.0, True)
     """
-    g = GPUS_PER_NODE if gpus_per_node is None else gpus_per_node
     eff = core.DEFAULT_COMPUTE_EFFICIENCY if efficiency is None else efficiency
-    gpus = np.asarray(gpus)
-    grad_bytes = 2.0 * params  # BF16 gradients, 2 bytes per parameter
     flops = core.training_flops(params, micro_batch * SEQ_LEN)
-    t_compute = core.compute_time(flops, eff * peak)
-    # One vectorized core call per regime: inside one node (ring on NVLink), whole nodes (hierarchical).
-    inside = gpus <= g
-    t_comm = np.empty(gpus.size)
-    t_comm[inside] = core.allreduce_time(grad_bytes, gpus[inside], intra.bandwidth, intra.latency, algorithm="ring")
-    t_comm[~inside] = core.hierarchical_allreduce_time(grad_bytes, g, gpus[~inside] // g, intra.bandwidth,
-                                                       inter.bandwidth, intra.latency, inter.latency)
-    if overlap:
-        exposed = np.asarray(core.exposed_comm_time(BACKWARD_SHARE * t_compute, t_comm, core.bucket_count(grad_bytes)), float)
-    else:
-        exposed = t_comm
-    t_step = np.asarray(core.data_parallel_step_time(t_compute, exposed), float)
-    return {"flops": float(flops), "compute_seconds": float(t_compute), "comm_seconds": t_comm,
-            "exposed_seconds": exposed, "step_seconds": t_step, "efficiency": eff}
+    curve = core.data_parallel_step_curve(flops, eff * peak, 2.0 * params, gpus,  # bf16 gradients: 2 bytes each
+                                          GPUS_PER_NODE if gpus_per_node is None else gpus_per_node,
+                                          intra.bandwidth, inter.bandwidth, intra.latency, inter.latency,
+                                          overlap=overlap)
+    return {**curve, "flops": float(flops), "efficiency": eff}
 
 
 class ScalingExplorer(Instrument):
@@ -139,9 +123,9 @@ class ScalingExplorer(Instrument):
         self.current = bq.Scatter(x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond",
                                   colors=["#dc2626"], default_size=140, labels=["selected N"], display_legend=True)
         self.node_edge = bq.Lines(x=[GPUS_PER_NODE, GPUS_PER_NODE], y=[0, 70], scales={"x": xs, "y": ys},
-                                  colors=["#94a3b8"], line_style="dashed", stroke_width=1.5)
+                                  colors=["var(--jp-border-color1)"], line_style="dashed", stroke_width=1.5)
         self.edge_label = bq.Label(x=[GPUS_PER_NODE], y=[64], scales={"x": xs, "y": ys}, x_offset=4,
-                                   text=["NVLink | InfiniBand"], colors=["#475569"], font_weight="normal")
+                                   text=["NVLink | InfiniBand"], colors=["var(--jp-ui-font-color1)"], font_weight="normal")
         self.add_figure(figure([self.node_edge, self.edge_label, self.curve, self.measured, self.current],
                                xs, ys, "GPUs (data-parallel replicas)", "MFU (%)", title="MFU vs GPU count",
                                x_tick_format="d", legend=True)).legend_location = "top-right"

@@ -45,7 +45,7 @@ from .context import gpu_cluster_only
 __all__ = ["SyncAudit", "HOURS_PER_MONTH", "GPU_MTBF_SECONDS", "STORAGE_BANDWIDTH", "STRAGGLER_GRID"]
 
 #: Hours in an average month (365.25 * 24 / 12).
-HOURS_PER_MONTH = 730.5
+HOURS_PER_MONTH = core.HOURS_PER_MONTH
 #: Mean time between failures of one GPU's share of the job: Llama 3 405B saw 419
 #: unexpected interruptions in 54 days on 16,384 H100s (Dubey et al. 2024,
 #: section 3.3.4): 54 * 24 * 16384 / 419 = 50,676 GPU-hours, rounded.
@@ -117,7 +117,7 @@ class SyncAudit(Instrument):
                                   colors=["#2563eb"], stroke_width=2.5, labels=["sync"], display_legend=True)
         self.async_line = bq.Lines(x=100 * STRAGGLER_GRID, y=np.zeros(STRAGGLER_GRID.size), scales={"x": xs, "y": ys},
                                    colors=["#ea580c"], stroke_width=2.5, labels=["async"], display_legend=True)
-        self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=["#0f172a"], default_size=100)
+        self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=["var(--jp-ui-font-color0)"], default_size=100)
         self.add_figure(figure([self.sync_line, self.async_line, self.point], xs, ys, "stragglers (% of workers)",
                                "samples / s (healthy GPU: 32 per s)", title="Throughput vs stragglers", legend=True)).legend_location = "bottom-right"
 
@@ -158,7 +158,7 @@ class SyncAudit(Instrument):
         intervals = np.asarray(core.young_interval(deltas, mtbf), float)
         wastes = np.asarray(core.waste_fraction(intervals, deltas, mtbf, RESTART_SECONDS), float)
 
-        bill = n * self.accelerator.price_per_hour * HOURS_PER_MONTH
+        bill = float(core.monthly_bill(n, self.accelerator.price_per_hour, HOURS_PER_MONTH))
         # Columns: sync today, async, sync + ZeRO. Useful work is the same in all three.
         useful = bill * (1 - idle) * (1 - wastes[0])
         sync_parts = [useful, bill * idle * (1 - wastes[0]), bill * wastes[0], 0.0]
@@ -167,8 +167,9 @@ class SyncAudit(Instrument):
         zero_bill = useful / ((1 - idle) * (1 - wastes[1]))
         zero_parts = [useful, zero_bill * idle * (1 - wastes[1]), zero_bill * wastes[1], 0.0]
         parts = np.array([sync_parts, async_parts, zero_parts]).T  # (components, strategies)
-        totals = parts.sum(axis=0)
-        async_saves, zero_saves = bill - totals[1], bill - totals[2]
+        totals = parts.sum(axis=0)  # the bars break down the same totals the core's savings give
+        async_saves = float(core.async_monthly_savings(bill, n, f, s, extra_steps=penalty))
+        zero_saves = float(core.sharded_checkpoint_monthly_savings(bill, delta, n, mtbf, RESTART_SECONDS))
 
         state_plain = float(core.model_state_bytes(params, zero_stage=0, dp=n))
         state_zero = float(core.model_state_bytes(params, zero_stage=zero, dp=n))

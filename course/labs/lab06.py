@@ -1,28 +1,117 @@
-"""Lab 06 · The bandwidth invariant: cells of the source notebook.
+"""Lab 06 · The bandwidth invariant, declared once (:mod:`course.labs.activity`).
 
 Story (material 002): a 70B model's bf16 gradients (140 GB) must be summed on
 128 GPUs over InfiniBand NDR. Act I: how much slower is gathering everything at
 one GPU than a ring? Act II: which algorithm for which workload, and when does
-communication dominate the step? Keys: :mod:`course.exercises.labs`.
+communication dominate the step?
 """
 
 from __future__ import annotations
 
-from typing import List
+from typing import Dict, List
 
+from course import core
+from course.core import catalog
+from course.core.units import GB
 from course.exercises.spec import Cell
+
+from .activity import Act, Answer, Lab, Lock, Reflection, Spec
 
 NAME = "lab06_bandwidth_invariant"
 
+#: The graded scenario: 128 GPUs on InfiniBand NDR, 70B parameters x 2 bytes of bf16 gradients,
+#: a 0.5 MB update (the dashboard's "small update" preset); algorithms within ``tie`` of the
+#: fastest count as fastest (the dashboard's tie rule).
+SPEC: Spec = {"gpus": 128, "link": "InfiniBand NDR", "gradient_bytes": 140 * GB, "small_bytes": 0.5e-3 * GB,
+              "tie": 0.01}
 
-def _hidden(grade_id: str) -> str:
-    return ("### BEGIN HIDDEN TESTS\n"
-            "from course.exercises import grade_in_kernel as _grade\n"
-            f"_grade({grade_id!r}, globals())\n"
-            "### END HIDDEN TESTS")
+
+def allreduce_times(s: Spec, message_bytes: float) -> Dict[str, float]:
+    link = catalog.link(s["link"])
+    return {a: float(core.allreduce_time(message_bytes, s["gpus"], link.bandwidth, link.latency, algorithm=a))
+            for a in core.ALLREDUCE_ALGORITHMS}
 
 
-def cells() -> List[Cell]:
+def naive_over_ring(s: Spec) -> float:
+    """Act I key: naive / ring all-reduce time of the gradients (about N)."""
+    t = allreduce_times(s, s["gradient_bytes"])
+    return t["naive"] / t["ring"]
+
+
+def fastest_for_small_update(s: Spec) -> list:
+    """Act II key: the algorithms within ``tie`` of the fastest for the small update."""
+    t = allreduce_times(s, s["small_bytes"])
+    best = min(t.values())
+    return sorted(a for a, seconds in t.items() if seconds <= best * (1 + s["tie"]))
+
+
+ACT1 = Act(
+    "act1", "One GPU in the middle, or a ring?",
+    lock=Lock(
+        question="At 128 GPUs, how many times longer does the naive all-reduce take than the ring?",
+        options={"A": "about 2x", "B": "about 11x (log2 of 128, rounded up)", "C": "about 128x",
+                 "D": "about 16,000x"},
+        correct="C",
+        explanation="GPU 0 receives and sends (N-1) M bytes through one port, while the ring sends 2(N-1)/N M per "
+                    "GPU with all ports busy at once: the ratio tends to N = 128."),
+    answers=(Answer(
+        "act1_ratio", "naive_over_ring", "Act I: naive / ring time at 128 GPUs", "a plain float, no unit",
+        lambda s: ("**Read the number off the comparator.** Assign `naive_over_ring`, the naive time divided by "
+                   f"the ring time at N = {s['gpus']} and M = {s['gradient_bytes'] / GB:g} GB on {s['link']} "
+                   "(`comparator.result` holds both times)."),
+        naive_over_ring,
+        lambda s: "naive_over_ring = comparator.result['times']['naive'] / comparator.result['times']['ring']",
+        graded="naive / ring time within 2 %"),),
+    reflections=(Reflection(
+        "act1_why",
+        "Move N on the comparator from 8 to 4096. Why does the ring's time hardly change while the naive time "
+        "grows in proportion to N? What, then, *is* the invariant in the lab's title?",
+        "Each GPU in a ring sends 2(N−1)/N · M bytes, which tends to 2M: the bytes per GPU (and so the bandwidth "
+        "term 2(N−1)/N · M/B) barely depend on N, only the latency term 2(N−1)α grows, and it is tiny for 140 GB. "
+        "The naive scheme funnels (N−1)·M bytes through one port each way, so its time grows like N. The "
+        "invariant: per-GPU traffic of a ring all-reduce is about 2M whatever N.",
+        "1 point: per-GPU bytes 2(N−1)/N·M → 2M, independent of N. 1 point: the naive root port carries (N−1)M, "
+        "so its time ∝ N."),),
+)
+
+ACT2 = Act(
+    "act2", "Which algorithm for which workload?",
+    lock=Lock(
+        question="For the 0.5 MB update on 128 GPUs, which family wins?",
+        options={"A": "the plain ring", "B": "a binomial tree",
+                 "C": "a log-step bandwidth-optimal algorithm (Rabenseifner or double binary tree)",
+                 "D": "the naive gather at one GPU"},
+        correct="C",
+        explanation="At 0.5 MB the ring pays 254 latencies; a plain tree pays only 14 but sends the whole message "
+                    "every round. Algorithms with log2 N steps and ring-like bytes win.",
+        after_reveal=(
+            "> **Correction to the source lab.** The original reveal says a plain tree wins for tiny messages. "
+            "Under the α-β model with the NDR latency used here, a plain binomial tree sends the whole message "
+            "in each of its 2⌈log₂N⌉ rounds and loses to algorithms that also take log-many steps but move "
+            "ring-like bytes (Rabenseifner's reduce-scatter + all-gather, the double binary tree).")),
+    answers=(Answer(
+        "act2_small", "small_update_algorithm", "Act II: fastest algorithm for a 0.5 MB update", "an algorithm name",
+        lambda s: ("Assign `small_update_algorithm`: the name (as the dashboard writes it) of the fastest "
+                   f"algorithm for the {s['small_bytes'] / 1e6:g} MB update on {s['gpus']} GPUs."),
+        fastest_for_small_update,
+        lambda s: ("dashboard.controls['workload'].value = 'small update (< 1 MB)'\n"
+                   "small_update_algorithm = dashboard.result['best']"),
+        kind="choice", graded="the fastest algorithm (ties within 1 % accepted)"),),
+    reflections=(Reflection(
+        "act2_why",
+        "NCCL picks its algorithm by message size. Using the dashboard's crossover, explain why a framework "
+        "that buckets many small gradients into 25 MB messages runs faster than one that all-reduces every "
+        "tensor separately.",
+        "Each small all-reduce pays the latency term (2(N−1)α for a ring, about 2 log₂N α for log-step "
+        "algorithms) no matter how few bytes it carries; bucketing pays it once per 25 MB and moves into the "
+        "bandwidth-bound regime where ring-like algorithms reach nearly the full link bandwidth; it also lets "
+        "communication of finished buckets overlap the rest of the backward pass.",
+        "1 point: latency per message dominates small messages. 1 point: bigger messages reach the "
+        "bandwidth-bound regime (or overlap with backward)."),),
+)
+
+
+def layout(lab: Lab, s: Spec) -> List[Cell]:
     return [
         Cell("markdown",
              "# Lab 06 · The bandwidth invariant\n\n"
@@ -34,10 +123,10 @@ def cells() -> List[Cell]:
              "nothing). Cells asking for a number or a name are autograded; the written reflections are "
              "graded by hand.\n\n"
              "Units: GB = 10⁹ bytes, GB/s = 10⁹ bytes per second."),
-        Cell("code", "from course.prediction import PredictionLock\n"
-                     "from course.instruments import AllreduceComparator, AlgorithmDashboard\n"
-                     "from course.instruments.cards import stakeholder_card, HudFooter\n"
-                     "hud = HudFooter(prefix='lab06')", "lab06_setup"),
+        Cell("code", lab.setup_source(
+            "from course.instruments import AllreduceComparator, AlgorithmDashboard\n"
+            "from course.instruments.cards import stakeholder_card, HudFooter\n"
+            "hud = HudFooter(prefix='lab06')"), "lab06_setup"),
         Cell("markdown",
              "## Act I · One GPU in the middle, or a ring?\n\n"
              "Your team trains a 70-billion-parameter model on 128 H100 GPUs, 16 nodes joined by "
@@ -49,40 +138,14 @@ def cells() -> List[Cell]:
         Cell("code", "stakeholder_card('Infrastructure lead', 'Our step time doubled when we went from 16 to 128 '\n"
                      "                 'GPUs. Is the network too slow, or are we using it badly?', act='Act I')",
              "lab06_act1_story"),
-        Cell("code",
-             "lock_act1 = PredictionLock(\n"
-             "    'lab06/act1', 'At 128 GPUs, how many times longer does the naive all-reduce take than the ring?',\n"
-             "    options={'A': 'about 2x', 'B': 'about 11x (log2 of 128, rounded up)', 'C': 'about 128x', 'D': 'about 16,000x'},\n"
-             "    correct='C',\n"
-             "    explanations='GPU 0 receives and sends (N-1) M bytes through one port, while the ring sends '\n"
-             "                 '2(N-1)/N M per GPU with all ports busy at once: the ratio tends to N = 128.')\n"
-             "lock_act1", "lab06_act1_lock_cell"),
         Cell("markdown", "Pick an option and press **Lock**. The comparator below appears once your prediction is "
                          "locked; the lock is saved in `predictions.json`, which you submit with this notebook."),
-        Cell("test", "# Graded: a locked Act I prediction in predictions.json (completion point)\n" + _hidden("lab06_act1_lock"),
-             "lab06_act1_lock", 1.0),
-        Cell("code", "comparator = lock_act1.gate(AllreduceComparator(gpus=128, message_gb=140))\ncomparator",
+        *lab.lock_cells("act1"),
+        Cell("code", "comparator = lab.gate('act1', AllreduceComparator(gpus=128, message_gb=140))\ncomparator",
              "lab06_act1_comparator"),
-        Cell("code", "lock_act1.reveal()", "lab06_act1_reveal"),
-        Cell("markdown",
-             "**Read the number off the comparator.** Assign `naive_over_ring`, the naive time divided by the "
-             "ring time at N = 128 and M = 140 GB on InfiniBand NDR (`comparator.result` holds both times)."),
-        Cell("answer", "# naive_over_ring = ...   (a plain float, no unit)\n"
-                       "### BEGIN SOLUTION\n"
-                       "naive_over_ring = comparator.result['times']['naive'] / comparator.result['times']['ring']\n"
-                       "### END SOLUTION", "lab06_act1_ratio_answer"),
-        Cell("test", "# Graded: naive / ring time within 2 %\n" + _hidden("lab06_act1_ratio"), "lab06_act1_ratio", 1.0),
-        Cell("markdown",
-             "**Reflection (graded by hand).** Move N on the comparator from 8 to 4096. Why does the ring's time "
-             "hardly change while the naive time grows in proportion to N? What, then, *is* the invariant in "
-             "the lab's title?"),
-        Cell("manual",
-             "**Model answer.** Each GPU in a ring sends 2(N−1)/N · M bytes, which tends to 2M: the bytes per "
-             "GPU (and so the bandwidth term 2(N−1)/N · M/B) barely depend on N, only the latency term 2(N−1)α "
-             "grows, and it is tiny for 140 GB. The naive scheme funnels (N−1)·M bytes through one port each way, "
-             "so its time grows like N. The invariant: per-GPU traffic of a ring all-reduce is about 2M whatever N.\n\n"
-             "**Mark scheme (2 points).** 1 point: per-GPU bytes 2(N−1)/N·M → 2M, independent of N. "
-             "1 point: the naive root port carries (N−1)M, so its time ∝ N.", "lab06_act1_why", 2.0),
+        lab.reveal_cell("act1"),
+        *lab.answer_cells("act1_ratio", s),
+        *lab.reflection_cells("act1_why"),
         Cell("markdown",
              "## Act II · Which algorithm for which workload?\n\n"
              "Rings minimise the bytes but need 2(N−1) sequential steps, each paying the latency α. Trees "
@@ -90,50 +153,22 @@ def cells() -> List[Cell]:
              "T = (steps) · α + (bytes per GPU) / B.\n\n"
              "Three workloads share the cluster: the 175B model's gradients (280 GB), a 7B model's (14 GB) "
              "and a small 0.5 MB update (a few layer norms, a learning-rate signal)."),
-        Cell("code",
-             "lock_act2 = PredictionLock(\n"
-             "    'lab06/act2', 'For the 0.5 MB update on 128 GPUs, which family wins?',\n"
-             "    options={'A': 'the plain ring', 'B': 'a binomial tree', 'C': 'a log-step bandwidth-optimal algorithm '\n"
-             "             '(Rabenseifner or double binary tree)', 'D': 'the naive gather at one GPU'},\n"
-             "    correct='C',\n"
-             "    explanations='At 0.5 MB the ring pays 254 latencies; a plain tree pays only 14 but sends the '\n"
-             "                 'whole message every round. Algorithms with log2 N steps and ring-like bytes win.')\n"
-             "lock_act2", "lab06_act2_lock_cell"),
-        Cell("test", "# Graded: a locked Act II prediction in predictions.json (completion point)\n" + _hidden("lab06_act2_lock"),
-             "lab06_act2_lock", 1.0),
-        Cell("code", "dashboard = lock_act2.gate(AlgorithmDashboard(gpus=128))\ndashboard", "lab06_act2_dashboard"),
+        *lab.lock_cells("act2"),
+        Cell("code", "dashboard = lab.gate('act2', AlgorithmDashboard(gpus=128))\ndashboard", "lab06_act2_dashboard"),
         Cell("markdown",
              "Try every workload preset. With the 280 GB preset the dashboard raises the **communication "
              "over 50 %** warning: the all-reduce takes longer than the compute it follows. Find the crossover "
-             "message size where the winner changes.\n\n"
-             "> **Correction to the source lab.** The original reveal says a plain tree wins for tiny messages. "
-             "Under the α-β model with the NDR latency used here, a plain binomial tree sends the whole message "
-             "in each of its 2⌈log₂N⌉ rounds and loses to algorithms that also take log-many steps but move "
-             "ring-like bytes (Rabenseifner's reduce-scatter + all-gather, the double binary tree)."),
-        Cell("code", "lock_act2.reveal()", "lab06_act2_reveal"),
-        Cell("markdown", "Assign `small_update_algorithm`: the name (as the dashboard writes it) of the fastest "
-                         "algorithm for the 0.5 MB update on 128 GPUs."),
-        Cell("answer", "# small_update_algorithm = '...'\n"
-                       "### BEGIN SOLUTION\n"
-                       "dashboard.controls['workload'].value = 'small update (< 1 MB)'\n"
-                       "small_update_algorithm = dashboard.result['best']\n"
-                       "### END SOLUTION", "lab06_act2_small_answer"),
-        Cell("test", "# Graded: the fastest algorithm (ties within 1 % accepted)\n" + _hidden("lab06_act2_small"),
-             "lab06_act2_small", 1.0),
+             "message size where the winner changes."),
+        lab.reveal_cell("act2"),
+        *lab.answer_cells("act2_small", s),
         Cell("markdown",
              "**Math peek.** Ring: T = 2(N−1)α + 2(N−1)/N · M/B. Binomial tree: T = 2⌈log₂N⌉(α + M/B). "
              "The ring wins once its extra latency 2(N−1−⌈log₂N⌉)α costs less than the tree's extra bytes, "
-             "at M ≈ (N−1−⌈log₂N⌉)·α·B / (⌈log₂N⌉−1): at N = 128, α = 5 µs, B = 50 GB/s that is 120 · 5 µs · 50 GB/s / 6 ≈ 5 MB.\n\n"
-             "**Reflection (graded by hand).** NCCL picks its algorithm by message size. Using the dashboard's "
-             "crossover, explain why a framework that buckets many small gradients into 25 MB messages runs "
-             "faster than one that all-reduces every tensor separately."),
-        Cell("manual",
-             "**Model answer.** Each small all-reduce pays the latency term (2(N−1)α for a ring, about "
-             "2 log₂N α for log-step algorithms) no matter how few bytes it carries; bucketing pays it once per "
-             "25 MB and moves into the bandwidth-bound regime where ring-like algorithms reach nearly the full "
-             "link bandwidth; it also lets communication of finished buckets overlap the rest of the backward "
-             "pass.\n\n**Mark scheme (2 points).** 1 point: latency per message dominates small messages. "
-             "1 point: bigger messages reach the bandwidth-bound regime (or overlap with backward).",
-             "lab06_act2_why", 2.0),
+             "at M ≈ (N−1−⌈log₂N⌉)·α·B / (⌈log₂N⌉−1): at N = 128, α = 5 µs, B = 50 GB/s that is "
+             "120 · 5 µs · 50 GB/s / 6 ≈ 5 MB."),
+        *lab.reflection_cells("act2_why"),
         Cell("code", "hud.refresh()\nhud", "lab06_hud"),
     ]
+
+
+LAB = Lab(NAME, "lab06", "Lab 06 · The bandwidth invariant", SPEC, (ACT1, ACT2), layout)

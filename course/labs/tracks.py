@@ -25,17 +25,20 @@ import ipywidgets as widgets
 from course import core
 from course.core import catalog, units
 
+from .lab05 import SPEC as LAB05_SPEC, part3_savings
+
 __all__ = ["Scene", "SCENES", "ACTS", "MODEL_NAMES", "CLOUD_ACT1", "STRAGGLERS", "track_numbers", "scene_text", "TrackScene"]
 
 ACTS = ("act1", "act2", "part3")
 
 #: Cloud Act I (material 000): a 7B model's bf16 gradients (2 bytes per parameter) on 512 GPUs,
 #: all-reduced across nodes over InfiniBand NDR (the graded Act I number).
-CLOUD_ACT1 = {"params": 7e9, "gradient_bytes_per_param": 2.0, "devices": 512, "link": "InfiniBand NDR"}
+CLOUD_ACT1 = {"params": LAB05_SPEC["act1_gradient_bytes"] / 2.0, "gradient_bytes_per_param": 2.0,
+              "devices": LAB05_SPEC["act1_gpus"], "link": LAB05_SPEC["act1_link"]}
 #: Cloud Act II (material 000): GPT-3 175B on 1,024 H100s.
 CLOUD_ACT2_MODEL = "gpt3-175b"
 #: Part 3 stragglers (the synchronization audit's defaults): 5 % of the workers at 1.15x the step time.
-STRAGGLERS = {"straggler_fraction": 0.05, "slowdown": 1.15}
+STRAGGLERS = {k: LAB05_SPEC[k] for k in ("straggler_fraction", "slowdown")}
 #: How the messages name the catalog's models.
 MODEL_NAMES = {"gpt3-175b": "GPT-3 175B", "resnet50": "ResNet-50", "mobilenetv2": "MobileNetV2", "ds-cnn-s": "DS-CNN-S"}
 #: Off the GPU cluster, devices train in FP32 (PyTorch's default dtype): 4 bytes per gradient.
@@ -193,9 +196,7 @@ def track_numbers(name: str) -> dict:
     }
     price = accelerator.price_per_hour
     if entry.name == "Cloud":  # the waiting the lead complains about = what async would save (graded Part 3 key)
-        from course.exercises.labs import lab05_monthly_savings
-
-        numbers["idle_dollars"] = lab05_monthly_savings(workers=part3_devices, **STRAGGLERS)["async_saves"]
+        numbers["idle_dollars"] = part3_savings({**LAB05_SPEC, "workers": part3_devices})["async_saves"]
     text = {
         "devices": f"{devices:,}", "link": link.name, "model": MODEL_NAMES.get(model.name, model.name), "accelerator": accelerator.name,
         "bandwidth": _fmt_bytes(link.bandwidth) + "/s", "latency": _fmt_time(link.latency),
@@ -259,9 +260,9 @@ class TrackScene:
         label = {"act1": "Act I", "act2": "Act II", "part3": "Part 3"}[self.act]
         card = stakeholder_card(scene.sender, scene.message, act=f"{name} track · {label}").value
         graded = ("" if name == "Cloud" else
-                  "<div style='font-size:0.85rem;color:#92400e'>The graded numbers of this lab are defined for the "
+                  "<div class='course-banner course-tone-warn' style='font-size:0.85rem'>The graded numbers of this lab are defined for the "
                   "Cloud track; switch back to Cloud before you answer them.</div>")
-        self.widget.value = (card + f"<div style='font-size:0.9rem;margin:2px 0 6px 4px'>"
+        self.widget.value = (card + f"<div class='course-ui' style='font-size:0.9rem;margin:2px 0 6px 4px'>"
                              f"<b>On this track:</b> {html.escape(scene.look)}</div>" + graded)
         self.track, self.text = name, scene
 

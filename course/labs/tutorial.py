@@ -1,24 +1,93 @@
-"""Tutorial · 3D parallelism with the planner: cells of the source notebook.
+"""Tutorial · 3D parallelism with the planner, declared once (:mod:`course.labs.activity`).
 
 Story (material 001, the solver tutorial): Llama-3 70B on the 256-GPU research
 cluster (32 DGX H100 nodes). Pure data parallelism first, then the fabric, then
 pipeline micro-batches, then the whole configuration space with
-:func:`course.core.plan` and :func:`course.core.sweep`. Keys:
-:mod:`course.exercises.labs`.
+:func:`course.core.plan` and :func:`course.core.sweep`.
 """
 
 from __future__ import annotations
 
 from typing import List
 
+from course import core
+from course.core.units import GB
 from course.exercises.spec import Cell
 
-from .lab06 import _hidden
+from .activity import Act, Answer, Lab, Lock, Reflection, Spec
 
 NAME = "tutorial_3d_parallelism"
 
+#: The graded inputs: the model and cluster, and the pipeline of exercise 3.
+SPEC: Spec = {"model": "llama3-70b", "cluster": "research-256", "dp": 256, "bubble_stages": 8,
+              "bubble_microbatches": 32}
 
-def cells() -> List[Cell]:
+
+def pure_dp_memory_gb(s: Spec) -> float:
+    """Exercise 1 key: planner memory per GPU under pure data parallelism (GB)."""
+    return core.plan(s["model"], s["cluster"], tp=1, pp=1, dp=s["dp"]).memory_total / GB
+
+
+def bubble_fraction(s: Spec) -> float:
+    """Exercise 3 key: (p-1)/(m+p-1) (Narayanan et al. 2021)."""
+    return float(core.bubble_fraction(s["bubble_stages"], s["bubble_microbatches"]))
+
+
+def best_tokens_per_second(s: Spec) -> float:
+    """Exercise 2 key: tokens/s of the sweep's best feasible configuration."""
+    return float(core.sweep(s["model"], s["cluster"]).row(0)["tokens_per_second"])
+
+
+EX1 = Act(
+    "ex1", "Predict before you observe: pure data parallelism",
+    lock=Lock(
+        question="Pure data parallelism (TP=1, PP=1, DP=256) for Llama-3 70B on 80 GB H100s:",
+        options={"A": "runs, communication-bound", "B": "runs, compute-bound",
+                 "C": "does not fit: out of memory", "D": "fits only with bf16 weights"},
+        correct="C",
+        explanation="Mixed-precision Adam needs 16 bytes per parameter (2 weights + 2 gradients + 12 optimizer) = "
+                    "1.1 TB for 70B parameters before any activation: 14x an H100."),
+    answers=(Answer(
+        "ex1_memory", "pure_dp_memory_gb", "Exercise 1: memory per GPU under pure DP", "GB",
+        lambda s: ("Assign `pure_dp_memory_gb`: the memory one GPU would need under pure data parallelism, "
+                   "in GB (10⁹ bytes), as the planner reports it (`memory_total` is in bytes)."),
+        pure_dp_memory_gb, lambda s: "pure_dp_memory_gb = pure_dp.memory_total / 1e9",
+        graded="within 2 % of the planner"),),
+)
+
+EX3 = Act(
+    "ex3", "The micro-batch lever",
+    answers=(Answer(
+        "ex3_bubble", "bubble_pp8_m32", "Exercise 3: bubble fraction, 8 stages, 32 micro-batches", "fraction, 0..1",
+        lambda s: (f"Assign `bubble_pp8_m32`: the bubble fraction (a number between 0 and 1) of an "
+                   f"{s['bubble_stages']}-stage pipeline with {s['bubble_microbatches']} micro-batches."),
+        bubble_fraction,
+        lambda s: (f"bubble_pp8_m32 = {s['bubble_stages'] - 1} / "
+                   f"({s['bubble_microbatches']} + {s['bubble_stages'] - 1})"),
+        graded="within 2 %"),),
+)
+
+EX2 = Act(
+    "ex2", "Find the optimal configuration",
+    answers=(Answer(
+        "ex2_best", "best_tokens_per_second", "Exercise 2: best tokens/s of the sweep", "tokens/s",
+        lambda s: ("Assign `best_tokens_per_second`: the throughput of the best feasible configuration "
+                   "(tokens per second, from the sweep)."),
+        best_tokens_per_second, lambda s: "best_tokens_per_second = table.row(0)['tokens_per_second']",
+        graded="within 2 % of the sweep's best"),),
+    reflections=(Reflection(
+        "why",
+        "Why does the best configuration keep tensor parallelism inside one node, and what would happen to its "
+        "step time if TP were 16 (two nodes)?",
+        "Tensor parallelism all-reduces activations twice per layer in the forward and twice in the backward "
+        "pass, on the critical path; inside a node that runs on NVLink 4 at 450 GB/s, across nodes on a "
+        "12.5 GB/s Ethernet port, about 36x slower, so TP = 16 would make the step communication-bound.",
+        "1 point: TP communicates every layer, on the critical path. 1 point: NVLink vs inter-node bandwidth "
+        "(an order of magnitude or more)."),),
+)
+
+
+def layout(lab: Lab, s: Spec) -> List[Cell]:
     return [
         Cell("markdown",
              "# Tutorial · 3D parallelism with the planner\n\n"
@@ -28,33 +97,18 @@ def cells() -> List[Cell]:
              "configuration) and `course.core.sweep` (all of them at once).\n\n"
              "**Grading.** Locking the prediction of Exercise 1 earns a completion point; the three numbers "
              "you assign are autograded; the last reflection is graded by hand."),
-        Cell("code", "from course import core\n"
-                     "from course.prediction import PredictionLock\n"
-                     "MODEL, CLUSTER = 'llama3-70b', 'research-256'", "tut_setup"),
+        Cell("code", lab.setup_source(f"from course import core\nMODEL, CLUSTER = {s['model']!r}, {s['cluster']!r}"),
+             "tut_setup"),
         Cell("markdown",
              "## Exercise 1 · Predict before you observe: pure data parallelism\n\n"
              "Data parallelism keeps a full copy of the model, its gradients and its Adam state on every GPU "
              "and splits only the batch. Predict first."),
-        Cell("code",
-             "lock_ex1 = PredictionLock(\n"
-             "    'tutorial/ex1', 'Pure data parallelism (TP=1, PP=1, DP=256) for Llama-3 70B on 80 GB H100s:',\n"
-             "    options={'A': 'runs, communication-bound', 'B': 'runs, compute-bound',\n"
-             "             'C': 'does not fit: out of memory', 'D': 'fits only with bf16 weights'},\n"
-             "    correct='C',\n"
-             "    explanations='Mixed-precision Adam needs 16 bytes per parameter (2 weights + 2 gradients + 12 '\n"
-             "                 'optimizer) = 1.1 TB for 70B parameters before any activation: 14x an H100.')\n"
-             "lock_ex1", "tut_ex1_lock_cell"),
-        Cell("test", "# Graded: a locked prediction in predictions.json (completion point)\n" + _hidden("tutorial_ex1_lock"),
-             "tutorial_ex1_lock", 1.0),
+        *lab.lock_cells("ex1"),
         Cell("code", "pure_dp = core.plan(MODEL, CLUSTER, tp=1, pp=1, dp=256)\n"
-                     "for code, sentence in pure_dp.violations:\n    print(code, '-', sentence)\n"
-                     "lock_ex1.reveal()", "tut_ex1_plan"),
-        Cell("markdown", "Assign `pure_dp_memory_gb`: the memory one GPU would need under pure data parallelism, "
-                         "in GB (10⁹ bytes), as the planner reports it (`memory_total` is in bytes)."),
-        Cell("answer", "# pure_dp_memory_gb = ...   (GB)\n"
-                       "### BEGIN SOLUTION\npure_dp_memory_gb = pure_dp.memory_total / 1e9\n### END SOLUTION",
-             "tutorial_ex1_memory_answer"),
-        Cell("test", "# Graded: within 2 % of the planner\n" + _hidden("tutorial_ex1_memory"), "tutorial_ex1_memory", 1.0),
+                     "if lab.lock('ex1').locked:  # the planner's verdict would give the answer away\n"
+                     "    for code, sentence in pure_dp.violations:\n        print(code, '-', sentence)\n"
+                     "lab.reveal('ex1')", "tut_ex1_plan"),
+        *lab.answer_cells("ex1_memory", s),
         Cell("markdown",
              "## The fabric between the nodes\n\n"
              "Take a configuration that fits (TP = 8 inside a node, PP = 4, DP = 8, full recomputation) and "
@@ -78,12 +132,7 @@ def cells() -> List[Cell]:
              "for pp in (2, 4, 8, 16):\n"
              "    print(f'{pp:6d} ' + ''.join(f'{core.bubble_fraction(pp, m):8.1%}' for m in (4, 8, 16, 32)))",
              "tut_bubble_table"),
-        Cell("markdown", "Assign `bubble_pp8_m32`: the bubble fraction (a number between 0 and 1) of an 8-stage "
-                         "pipeline with 32 micro-batches."),
-        Cell("answer", "# bubble_pp8_m32 = ...   (fraction, 0..1)\n"
-                       "### BEGIN SOLUTION\nbubble_pp8_m32 = 7 / (32 + 7)\n### END SOLUTION",
-             "tutorial_ex3_bubble_answer"),
-        Cell("test", "# Graded: within 2 %\n" + _hidden("tutorial_ex3_bubble"), "tutorial_ex3_bubble", 1.0),
+        *lab.answer_cells("ex3_bubble", s),
         Cell("markdown",
              "## Exercise 2 · Find the optimal configuration\n\n"
              "`core.sweep` evaluates every TP × PP × DP split, micro-batch, ZeRO stage and recompute mode "
@@ -108,19 +157,9 @@ def cells() -> List[Cell]:
              "print('Each code is a limit: out_of_memory (more than 80 GB per GPU), tp_crosses_node (TP beyond 8 '\n"
              "      'GPUs leaves NVLink), zero_with_pipeline (ZeRO-2/3 sharding fights micro-batched pipelines), ...')",
              "tut_sweep"),
-        Cell("markdown", "Assign `best_tokens_per_second`: the throughput of the best feasible configuration "
-                         "(tokens per second, from the sweep)."),
-        Cell("answer", "# best_tokens_per_second = ...   (tokens/s)\n"
-                       "### BEGIN SOLUTION\nbest_tokens_per_second = table.row(0)['tokens_per_second']\n"
-                       "### END SOLUTION", "tutorial_ex2_best_answer"),
-        Cell("test", "# Graded: within 2 % of the sweep's best\n" + _hidden("tutorial_ex2_best"), "tutorial_ex2_best", 1.0),
-        Cell("markdown", "**Reflection (graded by hand).** Why does the best configuration keep tensor parallelism "
-                         "inside one node, and what would happen to its step time if TP were 16 (two nodes)?"),
-        Cell("manual",
-             "**Model answer.** Tensor parallelism all-reduces activations twice per layer in the forward and "
-             "twice in the backward pass, on the critical path; inside a node that runs on NVLink 4 at 450 GB/s, "
-             "across nodes on a 12.5 GB/s Ethernet port, about 36x slower, so TP = 16 would make the step "
-             "communication-bound.\n\n**Mark scheme (2 points).** 1 point: TP communicates every layer, on the "
-             "critical path. 1 point: NVLink vs inter-node bandwidth (an order of magnitude or more).",
-             "tutorial_why", 2.0),
+        *lab.answer_cells("ex2_best", s),
+        *lab.reflection_cells("why"),
     ]
+
+
+LAB = Lab(NAME, "tutorial", "Tutorial · 3D parallelism solver", SPEC, (EX1, EX3, EX2), layout)

@@ -158,23 +158,19 @@ def run_all_or_fail(page, timeout_ms: int = 240_000) -> None:
 
 
 def _student_copy(assignment: str, answers: dict[str, str]) -> nbformat.NotebookNode:
-    """The release notebook with its answer stubs replaced by ``answers[grade_id]``.
+    """The release notebook with the answer cells named in ``answers`` (by grade id) typed in.
 
-    A stub without an entry in ``answers`` is left unanswered (only its
-    ``raise NotImplementedError()`` removed), as a student who skips a question leaves it.
+    The other answer cells keep the release stub (a comment), as a student who
+    skips a question leaves them.
     """
     notebook = nbformat.read(REPO / "release" / assignment / f"{assignment}.ipynb", as_version=4)
     filled = set()
     for cell in notebook.cells:
-        if cell.cell_type != "code" or "raise NotImplementedError()" not in cell.source:
-            continue
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell.source = answers[grade_id]
-            filled.add(grade_id)
-        else:
-            cell.source = cell.source.replace("raise NotImplementedError()", "# (left unanswered)")
-    assert filled == set(answers), f"answer stubs missing from the release notebook: {set(answers) - filled}"
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution") and meta.get("grade_id") in answers:
+            cell.source = answers[meta["grade_id"]]
+            filled.add(meta["grade_id"])
+    assert filled == set(answers), f"answer cells missing from the release notebook: {set(answers) - filled}"
     return notebook
 
 
@@ -228,7 +224,8 @@ def lock_prediction(page, lock, option: str, gated_instrument) -> None:
     lock.scroll_into_view_if_needed()
     button = lock.get_by_role("button", name="Lock prediction")
     expect(button).to_be_disabled(timeout=30_000)  # nothing chosen yet
-    lock.locator("label", has_text=option).first.click()
+    click_every_option(lock)
+    lock.locator("label", has_text=option).locator("input[type=radio]").click()
     # the kernel saw the choice (it enables the button); the instrument must still be gated
     expect(button).to_be_enabled(timeout=30_000)
     expect(gated_instrument.get_by_text(GATE_NOTE)).to_be_visible()
@@ -238,6 +235,25 @@ def lock_prediction(page, lock, option: str, gated_instrument) -> None:
     expect(lock.get_by_role("button", name="Locked")).to_be_disabled()
     expect(lock.locator("input[type=radio]").first).to_be_disabled()
     expect_shown(gated_instrument)
+
+
+def click_every_option(lock) -> None:
+    """Click each option's own radio button, in turn; each must become the checked one.
+
+    Playwright refuses a click that another element would receive (a wrapped
+    label lying over the next option), so this also proves the options do not
+    overlap.
+    """
+    from playwright.sync_api import expect
+
+    radios = lock.locator("input[type=radio]")
+    assert radios.count() >= 2
+    for i in range(radios.count()):
+        radios.nth(i).click(timeout=10_000)
+        expect(radios.nth(i)).to_be_checked(timeout=10_000)
+    boxes = [lock.locator(".widget-radio-box label").nth(i).bounding_box() for i in range(radios.count())]
+    for above, below in zip(boxes, boxes[1:]):
+        assert above["y"] + above["height"] <= below["y"] + 0.5, f"option labels overlap: {above} {below}"
 
 
 def rerun_cell(page, source: str):
@@ -376,7 +392,7 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
                    f"the ring card to show {ring_hdr:.3g} s on HDR")
         assert comparator.locator(".course-card-ring .course-card-value").inner_text().endswith(" s")
         assert card_number(comparator, "ratio") == pytest.approx(gpus, rel=0.02)
-        rerun_cell(page, "lock_act1.reveal()").locator(".course-reveal").get_by_text(
+        rerun_cell(page, "lab.reveal('act1')").locator(".course-reveal").get_by_text(
             "Your prediction holds").wait_for(timeout=60_000)
 
         # Act II: lock, the dashboard appears; presets move it out of and into the comm > 50 % failure
@@ -415,9 +431,7 @@ LAB05 = "lab05_parallelism_paradox"
 LAB05_ANSWERS = {  # what a student types (the other answer cells are left unanswered)
     "lab05_act1_allreduce_answer": "act1_allreduce_s = core.allreduce_time(14e9, 512, 50e9, 5e-6, algorithm='ring')",
     # read off the audit (the cell prints both numbers afterwards)
-    "lab05_part3_savings_answer": "async_saves_usd = audit.result['async_saves']\n"
-                                  "zero_saves_usd = audit.result['zero_saves']\n"
-                                  "print(f'async saves ${async_saves_usd:,.0f} a month, ZeRO ${zero_saves_usd:,.0f}')",
+    "lab05_part3_async_saves_answer": "async_saves_usd = audit.result['async_saves']",
 }
 EXPLORER, FLEET = "Data-parallel scaling explorer", "All-reduce comparator"
 CONFIGURATOR, BUBBLES, AUDIT = "3D-parallelism configurator", "Pipeline bubble vs micro-batches", "Synchronization audit"
@@ -551,3 +565,131 @@ def test_lab05_locks_gate_each_act_and_the_configurator_reaches_its_failure_stat
         assert [ledger[k]["prediction"] for k in ("lab05/act1", "lab05/act2", "lab05/part3")] == ["B", "B", "A"]
         expect_no_traceback(page)
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_lab05.png"), full_page=True)
+
+
+# -- every lab: Run All to the end, answers hidden until the reveal, legible in Light and Dark -----------
+
+TUTORIAL = "tutorial_3d_parallelism"
+THEMES = ("JupyterLab Light", "JupyterLab Dark")
+#: every piece of the course's own UI in a lab
+COURSE_UI = (".course-instrument, .course-prediction-lock, .course-reveal, .course-stakeholder, .course-failure, "
+             ".course-hud, .course-track-scene, .course-track-selector, .course-banner")
+#: WCAG 2.1 contrast of every visible text node under ``roots`` against the background it is drawn on:
+#: the computed colour (SVG: fill), with the opacity of its ancestors, over the backgrounds of its ancestors
+#: composited up to the first opaque one. Text of disabled controls is left out (WCAG 1.4.3 exempts it).
+CONTRAST = """(roots) => {
+    const parse = c => { const m = /rgba?\\(([^)]+)\\)/.exec(c || ''); if (!m) return null;
+        const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+    const over = (fg, bg) => [0, 1, 2].map(i => fg[i] * fg[3] + bg[i] * (1 - fg[3])).concat([1]);
+    const background = el => {
+        const layers = [];
+        for (let e = el; e; e = e.parentElement) {
+            const c = parse(getComputedStyle(e).backgroundColor);
+            if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+        }
+        let bg = [255, 255, 255, 1];
+        for (let i = layers.length - 1; i >= 0; i--) bg = over(layers[i], bg);
+        return bg;
+    };
+    const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+    const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+    const out = [];
+    for (const root of document.querySelectorAll(roots)) {
+        const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            const el = n.parentElement;
+            if (!n.textContent.trim() || !el || el.closest('style, script')) continue;
+            const label = el.closest('label');
+            if (el.closest(':disabled, .mod-disabled') || (label && label.querySelector('input:disabled'))) continue;
+            const box = el.getBoundingClientRect();
+            const style = getComputedStyle(el);
+            if (!box.width || !box.height || style.visibility === 'hidden') continue;
+            let fg = parse(el instanceof SVGElement ? style.fill : style.color);
+            if (!fg) continue;
+            let opacity = 1;
+            for (let e = el; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity);
+            fg = [fg[0], fg[1], fg[2], fg[3] * opacity];
+            const bg = background(el);
+            out.push({text: n.textContent.trim().slice(0, 80), ratio: ratio(over(fg, bg), bg),
+                      colour: el instanceof SVGElement ? style.fill : style.color, background: `rgb(${bg.slice(0, 3)})`});
+        }
+    }
+    return out;
+}"""
+
+
+def set_theme(page, theme: str) -> None:
+    """Switch JupyterLab's theme from its Settings menu, as a student would."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel", has_text=theme).first.click()
+    light = "true" if "Light" in theme else "false"
+    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
+    page.wait_for_timeout(1000)  # the theme's style sheet applies after the attribute
+
+
+def plain(markdown: str) -> str:
+    """The first words of a quoted markdown paragraph as the page shows them."""
+    return markdown.replace("> ", "").replace("**", "")[:40]
+
+
+def notebook_text(page) -> str:
+    """Everything the notebook shows: cell sources (the editors) and outputs."""
+    return page.locator(".jp-Notebook").first.inner_text().replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("assignment", [LAB05, LAB06, TUTORIAL])
+def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_release, assignment):
+    from playwright.sync_api import expect
+
+    from course.labs.activity import labs
+
+    lab = next(x for x in labs().values() if x.name == assignment)
+    locks = [(act.id, act.lock) for act in lab.acts if act.lock is not None]
+    page, folder = open_release(assignment, {})  # nothing answered: Run All must still reach the last cell
+    with screenshot_on_failure(page, f"{assignment}_themes"):
+        expect_no_traceback(page)
+        for theme in reversed(THEMES):  # the open locks (button, options) read in both themes too
+            set_theme(page, theme)
+            low = [m for m in page.evaluate(CONTRAST, ".course-prediction-lock") if m["ratio"] < 4.5]
+            assert not low, f"open locks: {len(low)} texts below 4.5:1 in {theme}: {low[:12]}"
+        shown = notebook_text(page)
+        for act_id, lock in locks:  # the answer is in the package, not in the notebook, until the reveal
+            assert lock.question in shown
+            assert lock.explanation[:60] not in shown, f"{act_id}: the explanation shows before locking"
+            assert not lock.after_reveal or plain(lock.after_reveal) not in shown, f"{act_id}: the correction shows"
+            box = lock_box(page, lock.question)
+            box.scroll_into_view_if_needed()
+            click_every_option(box)
+            box.locator("label", has_text=lock.options[lock.correct][:40]).locator("input[type=radio]").click()
+            box.get_by_role("button", name="Lock prediction").click()
+            expect(box.get_by_text("Your prediction:")).to_be_visible(timeout=30_000)
+        run_all_or_fail(page)  # again, now locked: every instrument and every reveal shows
+        expect_no_traceback(page)
+        for inst in page.locator(".course-instrument").all():
+            expect_shown(inst)
+        shown = notebook_text(page)
+        for act_id, lock in locks:
+            assert lock.explanation[:60] in shown, f"{act_id}: the reveal does not explain"
+            assert not lock.after_reveal or plain(lock.after_reveal) in shown, f"{act_id}: no correction after reveal"
+        assert read_json(folder / "predictions.json").keys() == {lab.lock_key(a) for a, _ in locks}
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        for theme in THEMES:
+            set_theme(page, theme)
+            measured = page.evaluate(CONTRAST, COURSE_UI)
+            assert len(measured) > 5, f"too few course texts found in {theme}: {measured}"
+            low = sorted((m for m in measured if m["ratio"] < 4.5), key=lambda m: m["ratio"])
+            shade = theme.split()[-1].lower()
+            for act_id, lock in locks:
+                lock_box(page, lock.question).scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"{assignment}_{shade}_{act_id}.png"))
+            for act_id, _lock in locks:
+                reveal = page.locator(".course-reveal").nth([a for a, _ in locks].index(act_id))
+                reveal.scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"{assignment}_{shade}_{act_id}_reveal.png"))
+            for i, inst in enumerate(page.locator(".course-instrument").all()):
+                inst.scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"{assignment}_{shade}_instrument{i}.png"))
+            assert not low, f"{len(low)} texts below 4.5:1 in {theme}: {low[:12]}"

@@ -10,15 +10,10 @@ import statistics
 
 import pytest
 
-from course import core
 
 from .conftest import ARTIFACTS
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not all(hasattr(core, n) for n in ("plan", "pipeline_schedule", "model_state_bytes")),
-                       reason="course.core not complete yet"),
-]
+pytestmark = pytest.mark.browser
 
 SVG_STATE = """([sel, i]) => {
     const inst = document.querySelectorAll(sel)[i];

@@ -39,9 +39,10 @@ def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_p
 
     lock.get_by_text("C) about 128x").click()
     button.click()
+    # the kernel locks, then shows the instrument; bqplot sizes a figure once it is scrolled to
+    lock.get_by_text("Your prediction:").wait_for(timeout=30_000)
     page.locator(".course-instrument").first.scroll_into_view_if_needed()
     page.locator(".course-instrument .bqplot").first.wait_for(state="visible", timeout=30_000)
-    lock.get_by_text("Your prediction:").wait_for(timeout=30_000)
     assert lock.locator("input[type=radio]").first.is_disabled()
     saved = json.loads((jupyterlab.root / "predictions.json").read_text())
     assert saved["browser/act1"]["value"] == "C"

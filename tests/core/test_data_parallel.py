@@ -153,3 +153,51 @@ def test_diminishing_returns_with_ring_allreduce_weak_scaling():
 def test_invalid_inputs_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --- the data-parallel step curve (Lab 05 Act I) ---------------------------------------------------
+
+def test_step_curve_by_hand_inside_and_across_nodes():
+    # 1e12 FLOP at 1e12 FLOP/s: 1 s of compute; 1 GB of gradients; 8 GPUs a node, NVLink 100 GB/s, NIC 10 GB/s
+    c = dp.data_parallel_step_curve(1e12, 1e12, 1e9, np.array([1, 4, 8, 16]), 8, 100e9, 10e9)
+    ring4 = 2 * 3 / 4 * 1e9 / 100e9
+    # 16 GPUs: reduce-scatter + all-gather in the node 2 x 7/8 x 1e9 / 100e9, then 2 nodes ring on 1e9/8 bytes
+    two_level = 2 * 7 / 8 * 1e9 / 100e9 + 2 * 1 / 2 * (1e9 / 8) / 10e9
+    assert c["compute_seconds"] == 1.0
+    assert c["comm_seconds"].tolist() == pytest.approx([0.0, ring4, 2 * 7 / 8 * 1e9 / 100e9, two_level])
+    assert c["step_seconds"].tolist() == pytest.approx((1.0 + c["comm_seconds"]).tolist())
+
+
+def test_step_curve_overlap_is_the_planners_term():
+    # the planner hides DP traffic with exposed_comm_time(backward, comm, buckets); so does the curve
+    c = dp.data_parallel_step_curve(3e12, 1e12, 8e9, 64, 8, 450e9, 50e9, overlap=True, buckets=80)
+    comm = c["comm_seconds"]
+    backward = 2 / 3 * 3.0
+    tc, tb = comm / 80, backward / 80
+    assert c["exposed_seconds"] == pytest.approx(tc + 79 * max(0.0, tc - tb))
+    # DDP's default: 25 MiB buckets of the 8 GB of gradients
+    ddp = dp.data_parallel_step_curve(3e12, 1e12, 8e9, 64, 8, 450e9, 50e9, overlap=True)
+    k = math.ceil(8e9 / (25 * 2**20))
+    assert ddp["exposed_seconds"] == pytest.approx(comm / k + (k - 1) * max(0.0, comm / k - backward / k))
+
+
+def test_step_curve_rejects_partial_nodes():
+    with pytest.raises(ValueError, match="gpus"):
+        dp.data_parallel_step_curve(1e12, 1e12, 1e9, 12, 8, 100e9, 10e9)
+    with pytest.raises(ValueError, match="backward_share"):
+        dp.data_parallel_step_curve(1e12, 1e12, 1e9, 8, 8, 100e9, 10e9, overlap=True, backward_share=0.0)
+
+
+def test_step_curve_overlap_agrees_with_the_planner():
+    """Pure data parallelism: the planner's DP all-reduce and its exposed part are the curve's,
+    given the planner's busy time and its buckets (the layers of the stage: the named difference)."""
+    from course import core
+
+    cluster, model = core.catalog.cluster("research-256"), core.catalog.model("llama3-8b")
+    p = core.plan(model.name, cluster.name, tp=1, pp=1, dp=256, num_microbatches=1, overlap=True)
+    busy = p.compute + p.memory_bound + p.tp_comm  # seconds of one micro-batch's work on one GPU
+    curve = dp.data_parallel_step_curve(busy, 1.0, 2.0 * model.params, 256, cluster.node.gpus_per_node,
+                                        cluster.intra_bandwidth, cluster.inter_bandwidth, cluster.intra_latency,
+                                        cluster.inter_latency, overlap=True, buckets=model.layers)
+    assert curve["comm_seconds"] == pytest.approx(p.dp_comm, rel=1e-12)
+    assert curve["exposed_seconds"] == pytest.approx(p.dp_comm_exposed, rel=1e-12)

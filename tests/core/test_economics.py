@@ -51,3 +51,50 @@ def test_broadcasts():
 def test_invalid_inputs_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --- Lab 05 Part 3: monthly dollars (hand computations) ------------------------------------------
+
+def test_monthly_bill_by_hand():
+    assert ec.HOURS_PER_MONTH == 730.5  # 365.25 x 24 / 12
+    assert ec.monthly_bill(1024, 3.0) == pytest.approx(1024 * 3.0 * 730.5)
+    assert ec.monthly_bill([8, 16], 2.0).tolist() == pytest.approx([11688.0, 23376.0])
+
+
+def test_async_savings_by_hand():
+    # Chen et al. 2016: sync waits for the slowest, E[T] = 1 + (s-1)(1-(1-f)^N); an async worker 1 + (s-1)f
+    sync, worker = 1 + 0.15 * (1 - 0.95 ** 1024), 1 + 0.15 * 0.05
+    assert ec.async_monthly_savings(1e6, 1024, 0.05, 1.15) == pytest.approx(1e6 * (1 - worker / sync), rel=1e-12)
+    # 20 % extra steps for staleness: the bill is 1.2 x worker / sync, so async costs more than it saves
+    assert ec.async_monthly_savings(1e6, 1024, 0.05, 1.15, extra_steps=0.2) == pytest.approx(
+        1e6 * (1 - 1.2 * worker / sync), rel=1e-12)
+    assert ec.async_monthly_savings(1e6, 1024, 0.0, 1.15) == 0.0  # no stragglers: nothing to save
+
+
+def test_sharded_checkpoint_savings_by_hand():
+    import math
+
+    mtbf = 50_000 * 3600 / 1024
+
+    def waste(delta):  # Young 1974: tau = sqrt(2 delta M); waste = delta/tau + (tau/2 + R)/M, R = 120 s
+        tau = math.sqrt(2 * delta * mtbf)
+        return delta / tau + (tau / 2 + 120) / mtbf
+
+    expected = 1e6 * (1 - (1 - waste(98.0)) / (1 - waste(98.0 / 1024)))
+    assert ec.sharded_checkpoint_monthly_savings(1e6, 98.0, 1024, mtbf, 120.0) == pytest.approx(expected, rel=1e-12)
+    assert 0.03 < expected / 1e6 < 0.035  # about 3 % of the bill (Lab 05's story)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: ec.monthly_bill(0, 2.0), "gpus"),
+    (lambda: ec.monthly_bill(8, -1.0), "price_per_gpu_hour"),
+    (lambda: ec.monthly_bill(8, 1.0, 0.0), "hours_per_month"),
+    (lambda: ec.async_monthly_savings(-1.0, 8, 0.1, 1.2), "bill"),
+    (lambda: ec.async_monthly_savings(1.0, 8, 0.1, 1.2, extra_steps=-0.1), "extra_steps"),
+    (lambda: ec.sharded_checkpoint_monthly_savings(1.0, 0.0, 8, 3600.0), "checkpoint_seconds"),
+    (lambda: ec.sharded_checkpoint_monthly_savings(1.0, 98.0, 0, 3600.0), "shards"),
+    (lambda: ec.sharded_checkpoint_monthly_savings(1.0, 98.0, 8, 0.0), "mtbf_seconds"),
+])
+def test_part3_invalid_inputs_name_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

@@ -16,7 +16,6 @@ from course.instruments.base import fmt_time
 
 from .helpers import assert_alive, changed, mark_arrays, same_figures
 
-pytestmark = pytest.mark.skipif(not hasattr(core, "allreduce_time"), reason="course.core.allreduce_time not landed")
 
 GB = 1e9
 NDR = catalog.link("InfiniBand NDR")

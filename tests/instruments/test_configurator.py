@@ -12,15 +12,11 @@ from hypothesis import strategies as st
 from course import core
 from course.core import catalog
 
-pytestmark = pytest.mark.skipif(
-    not all(hasattr(core, n) for n in ("plan", "hierarchical_allreduce_time", "activation_bytes_per_layer",
-                                      "bubble_overhead")),
-    reason="course.core planner and its physics not landed")
 
-from course.instruments.configurator import (  # noqa: E402
+from course.instruments.configurator import (
     BUBBLE_MICROBATCHES, CLUSTER_CHOICES, MEMORY_PARTS, MODEL_CHOICES, PP_GRID, TP_CHOICES, Configurator)
 
-from .helpers import assert_alive, changed, mark_arrays, same_figures  # noqa: E402
+from .helpers import assert_alive, changed, mark_arrays, same_figures
 
 
 @pytest.fixture(scope="module")

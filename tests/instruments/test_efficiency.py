@@ -12,12 +12,10 @@ from hypothesis import strategies as st
 from course import core
 from course.core import catalog
 
-pytestmark = pytest.mark.skipif(not hasattr(core, "hierarchical_allreduce_time"),
-                                reason="course.core collectives not landed")
 
-from course.instruments.efficiency import CURVE_GPUS, FABRIC_TOGGLE, MAX_NODES, EfficiencyPlot  # noqa: E402
+from course.instruments.efficiency import CURVE_GPUS, FABRIC_TOGGLE, MAX_NODES, EfficiencyPlot
 
-from .helpers import assert_alive, changed, mark_arrays, same_figures  # noqa: E402
+from .helpers import assert_alive, changed, mark_arrays, same_figures
 
 NVLINK = catalog.link("NVLink 4")
 

@@ -15,12 +15,6 @@ from course.instruments._layout import rank_layout
 
 from .helpers import assert_alive, changed, mark_arrays, same_figures
 
-needs_planner = pytest.mark.skipif(
-    not all(hasattr(core, n) for n in ("plan", "hierarchical_allreduce_time", "activation_bytes_per_layer",
-                                      "bubble_overhead")),
-    reason="course.core planner and its physics not landed")
-
-
 # -- the layout (no core needed) -------------------------------------------------------
 def test_tp_cp_pp_dp_rank_order_by_hand():
     lay = rank_layout(tp=2, pp=2, dp=2, gpus_per_node=4, nodes_per_rack=1)
@@ -107,7 +101,6 @@ def _check(pmap):
         assert sum(r["layers_per_stage"]) == layers
 
 
-@needs_planner
 def test_links_follow_the_scope(pmap):
     set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, cp=1, pp=8, nodes_per_rack=4)
     _check(pmap)
@@ -123,7 +116,6 @@ def test_links_follow_the_scope(pmap):
     assert pmap.result["groups"]["data"]["link"] == "Ethernet 100G"
 
 
-@needs_planner
 def test_colour_by_switches_the_grid_values(pmap):
     set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, cp=1, pp=8, color_by="pipeline stage")
     figs, marks = list(pmap.figures), [m for f in pmap.figures for m in f.marks]
@@ -136,7 +128,6 @@ def test_colour_by_switches_the_grid_values(pmap):
     np.testing.assert_array_equal(np.array(pmap.grid.color, dtype=float)[:, 0], np.arange(8))
 
 
-@needs_planner
 def test_large_cluster_shows_its_first_nodes(pmap):
     set_controls(pmap, cluster="h100-16384", tp=8, cp=1, pp=16)
     _check(pmap)
@@ -144,14 +135,12 @@ def test_large_cluster_shows_its_first_nodes(pmap):
     assert "first 128 of 2048" in pmap.map_figure.title
 
 
-@needs_planner
 def test_grid_never_escapes(pmap):
     for cluster, tp, pp, rack in itertools.product(("h100-1024", "research-256"), (1, 8, 64), (1, 3, 64), (1, 16)):
         set_controls(pmap, cluster=cluster, tp=tp, cp=1, pp=pp, nodes_per_rack=rack)
         _check(pmap)
 
 
-@needs_planner
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(model=st.sampled_from(["gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-7b"]),
        cluster=st.sampled_from(["h100-1024", "h100-16384", "research-256", "selene-3072"]),
@@ -171,7 +160,6 @@ def test_layout_doctests():
     assert doctest.testmod(layout).failed == 0
 
 
-@needs_planner
 def test_map_follows_a_configurator():
     from course.instruments.configurator import Configurator
     from course.instruments.parallel_map import ParallelMap
@@ -190,7 +178,6 @@ def test_map_follows_a_configurator():
     assert pmap.result["pp"] == 2 and conf.result["pp"] == 4
 
 
-@needs_planner
 def test_gpu0_groups_are_marked_on_their_cells(pmap):
     set_controls(pmap, model="gpt3-175b", cluster="h100-1024", tp=8, cp=1, pp=8, nodes_per_rack=4)
     tp_marks, pp_marks, dp_marks = (pmap.group_marks[k] for k in ("tensor", "pipeline", "data"))

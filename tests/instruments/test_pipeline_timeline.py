@@ -11,12 +11,11 @@ from hypothesis import strategies as st
 
 from course import core
 
-pytestmark = pytest.mark.skipif(not hasattr(core, "pipeline_schedule"), reason="course.core.pipeline_schedule not landed")
 
-from course.instruments.pipeline_timeline import (  # noqa: E402
+from course.instruments.pipeline_timeline import (
     SCHEDULES, PipelineTimeline, measured_idle_share, measured_peak_in_flight, schedule_columns)
 
-from .helpers import assert_alive, changed, mark_arrays, same_figures  # noqa: E402
+from .helpers import assert_alive, changed, mark_arrays, same_figures
 
 
 @pytest.fixture(scope="module")

@@ -1,43 +1,108 @@
-"""Progress and mastery view over the ledger."""
+"""Progress on the index, from what the package writes: real locks, reveals and visible checks.
 
-import doctest
+Every ledger entry here is written by the code a student runs: the lab sessions'
+lock widgets (an option set on the radio buttons, then the Lock button clicked),
+their reveals, and a workbook visible check. The index notebook is then
+executed and its progress cell must show them.
+"""
 
-import course.progress
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from course.labs.activity import LabSession, labs
 from course.ledger import Ledger
-from course.progress import show, summary, to_html
+from course.progress import summary, to_html
+
+REPO = Path(__file__).resolve().parents[2]
 
 
-def test_doctests():
-    assert doctest.testmod(course.progress).failed == 0
+@pytest.fixture
+def ledger_path(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.json"
+    monkeypatch.setenv("COURSE_LEDGER", str(path))
+    monkeypatch.delenv("COURSE_AUTOPREDICT", raising=False)
+    return path
 
 
-def test_empty_ledger_gives_zeros(tmp_path):
-    s = summary(Ledger(tmp_path / "l.json"))
-    assert s["labs"]["lab05"]["acts_completed"] == 0 and s["labs"]["lab05"]["acts_total"] == 2
+def lock_everything(folder, wrong=()):
+    """Lock every declared prediction through its widget (the correct option unless in ``wrong``)."""
+    chosen = {}
+    for prefix, lab in labs().items():
+        session = LabSession(prefix, folder=folder)  # default ledger: $COURSE_LEDGER
+        for act in lab.acts:
+            if act.lock is None:
+                continue
+            widget = session.lock(act.id)
+            key = lab.lock_key(act.id)
+            option = next(o for o in act.lock.options if o != act.lock.correct) if key in wrong else act.lock.correct
+            widget.input.value = option
+            assert not widget.button.disabled
+            widget.button.click()
+            assert widget.locked and widget.value == option
+            reveal = session.reveal(act.id)
+            assert reveal.correct is (key not in wrong)
+            chosen[key] = option
+    return chosen
+
+
+def test_empty_ledger_shows_nothing_done(ledger_path):
+    s = summary()
+    assert s["labs"]["lab05"]["locks_total"] == 3 and s["labs"]["lab05"]["locked"] == 0
+    assert s["labs"]["lab06"]["locks_total"] == 2 and s["labs"]["tutorial"]["locks_total"] == 1
     assert all(ch["attempted"] == 0 and ch["points"] is None for ch in s["chapters"].values())
     assert len(s["chapters"]) == 10
 
 
-def test_counts_from_entries(tmp_path):
-    ledger = Ledger(tmp_path / "l.json")
-    ledger.record("lab05/act1", {"prediction": "B", "correct": False, "configuration": {"tp": 8},
-                                 "failures_hit": ["oom"]})
-    ledger.record("lab05/act2", {"prediction": 40.0})  # locked, act not finished
-    ledger.record("ch01/ex1_1", {"attempted": 2, "passed": True, "points": 2, "max_points": 2})
-    ledger.record("ch01/ex1_2", {"attempted": 1, "passed": False, "points": 0.5, "max_points": 3})
-    ledger.record("ch10/ex10_1", {"passed": True})  # not a chapter of this course: ignored
-    s = summary(ledger)
-    lab = s["labs"]["lab05"]
-    assert (lab["acts_completed"], lab["predictions_locked"], lab["predictions_correct"]) == (1, 2, 0)
-    assert lab["failures_hit"] == ["oom"]
-    ch = s["chapters"]["ch01"]
-    assert (ch["attempted"], ch["visible_passed"], ch["points"], ch["max_points"]) == (2, 1, 2.5, 5.0)
-    html = to_html(s)
-    assert "Parallelism Paradox" in html and "2.5 / 5" in html
+def test_locks_and_reveals_counted_per_act(ledger_path, tmp_path):
+    lock_everything(tmp_path, wrong={"lab05/act2"})
+    s = summary()
+    lab05 = s["labs"]["lab05"]
+    assert (lab05["locked"], lab05["revealed"], lab05["correct"]) == (3, 3, 2)
+    act2 = next(a for a in lab05["acts"] if a["id"] == "act2")
+    assert act2["lock"] == {"key": "lab05/act2", "locked": True, "revealed": True, "correct": False}
+    assert [p["grade_id"] for p in act2["parts"]] == ["lab05_act2_memory"]
+    assert (s["labs"]["lab06"]["correct"], s["labs"]["tutorial"]["correct"]) == (2, 1)
 
 
-def test_show_displays_by_itself(tmp_path, monkeypatch):
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
-    assert show(Ledger(tmp_path / "l.json")) is None
-    assert "Ring all-reduce" in shown[0].data
+def test_a_lock_without_reveal_is_locked_not_revealed(ledger_path, tmp_path):
+    session = LabSession("lab06", folder=tmp_path)
+    lock = session.lock("act1")
+    lock.input.value = "A"
+    lock.button.click()
+    act1 = summary()["labs"]["lab06"]["acts"][0]
+    assert act1["lock"]["locked"] and not act1["lock"]["revealed"]
+    assert "locked, not revealed" in to_html(summary())
+
+
+def test_visible_check_and_imported_points_reach_the_chapter_row(ledger_path):
+    from course.exercises import check
+    from course.exercises.mastery import record_points
+
+    check("0.1", {})  # nothing assigned: an attempt that does not pass
+    row = summary()["chapters"]["ch00"]
+    assert (row["attempted"], row["attempts"], row["visible_passed"], row["points"]) == (1, 1, 0, None)
+    record_points({"ch00_ex0_1": (1.0, 2.0)}, Ledger(ledger_path))
+    row = summary()["chapters"]["ch00"]
+    assert (row["points"], row["max_points"]) == (1.0, 2.0)
+
+
+@pytest.mark.slow
+def test_real_locks_appear_on_the_index(ledger_path, tmp_path):
+    lock_everything(tmp_path, wrong={"lab06/act1"})
+    nb = nbformat.read(REPO / "notebooks" / "index.ipynb", as_version=4)
+    NotebookClient(nb, timeout=180, kernel_name="python3",
+                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    page = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+    assert "Lab 05 · The parallelism paradox · 3/3 predictions locked, 3 revealed, 3 correct" in page
+    assert "Lab 06 · The bandwidth invariant · 2/2 predictions locked, 2 revealed, 1 correct" in page
+    rows = dict(re.findall(r"data-key='([^']+)'><td>[^<]*</td><td class='course-progress-lock'>([^<]*)<", page))
+    assert rows["lab06_bandwidth_invariant/act1"] == "locked, revealed: prediction wrong"
+    assert rows["lab05_parallelism_paradox/part3"] == "locked, revealed: prediction correct"
+    assert rows["tutorial_3d_parallelism/ex1"] == "locked, revealed: prediction correct"

@@ -7,13 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course import core
 from course.instruments.ring import RingAllreduceView, replay, schedule_table
 
 from .helpers import assert_alive, changed, mark_arrays, same_figures
 
-pytestmark = pytest.mark.skipif(not hasattr(core, "ring_allreduce_schedule"),
-                                reason="course.core.ring_allreduce_schedule not landed")
 
 
 @pytest.fixture(scope="module")

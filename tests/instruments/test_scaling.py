@@ -12,13 +12,11 @@ from hypothesis import strategies as st
 from course import core
 from course.core import catalog
 
-pytestmark = pytest.mark.skipif(not hasattr(core, "hierarchical_allreduce_time"),
-                                reason="course.core collectives not landed")
 
-from course.instruments.scaling import (  # noqa: E402
+from course.instruments.scaling import (
     CURVE_GPUS, GPU_CHOICES, NODE_CHOICES, NVLINK_ONLY, STAKEHOLDER_POINTS, ScalingExplorer, _fabric_options)
 
-from .helpers import assert_alive, changed, mark_arrays, same_figures  # noqa: E402
+from .helpers import assert_alive, changed, mark_arrays, same_figures
 
 H100 = catalog.accelerator("H100")
 NVLINK = catalog.link("NVLink 4")

@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 from course import core
 from course.core import catalog
 
-pytestmark = pytest.mark.skipif(not hasattr(core, "model_state_bytes"), reason="course.core.memory not landed")
 
-from course.instruments.sync_audit import (  # noqa: E402
+from course.instruments.sync_audit import (
     GPU_MTBF_SECONDS, HOURS_PER_MONTH, RESTART_SECONDS, STRATEGIES, SyncAudit)
 
-from .helpers import assert_alive, changed, mark_arrays, same_figures  # noqa: E402
+from .helpers import assert_alive, changed, mark_arrays, same_figures
 
 PRICE = catalog.accelerator("H100").price_per_hour
 
