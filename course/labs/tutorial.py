@@ -135,11 +135,12 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.answer_cells("ex3_bubble", s),
         Cell("markdown",
              "## Exercise 2 · Find the optimal configuration\n\n"
-             "`core.sweep` evaluates every TP × PP × DP split, micro-batch, ZeRO stage and recompute mode "
+             "`core.sweep` evaluates every TP × CP × PP × DP split, pipeline interleaving, micro-batch, ZeRO stage "
+             "and recompute mode "
              "for the Llama 3 global batch (about 16 M tokens) and sorts by tokens per second. With "
              "`include_infeasible=True` it also keeps the rows that break a limit, and says which."),
         Cell("code",
-             "COLUMNS = ('tp', 'pp', 'dp', 'micro_batch', 'zero_stage', 'recompute', 'tokens_per_second', 'mfu')\n"
+             "COLUMNS = ('tp', 'cp', 'pp', 'interleave', 'dp', 'micro_batch', 'zero_stage', 'recompute', 'tokens_per_second', 'mfu')\n"
              "table = core.sweep(MODEL, CLUSTER)\n"
              "print('  '.join(f'{c:>10s}' for c in COLUMNS))\n"
              "for i in range(5):\n"
@@ -153,9 +154,10 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "    row = everything.row(i)\n"
              "    if row['violations'] not in seen:\n"
              "        seen.add(row['violations'])\n"
-             "        print(f\"TP={row['tp']} PP={row['pp']} DP={row['dp']} ZeRO={row['zero_stage']}: {row['violations']}\")\n"
-             "print('Each code is a limit: out_of_memory (more than 80 GB per GPU), tp_crosses_node (TP beyond 8 '\n"
-             "      'GPUs leaves NVLink), zero_with_pipeline (ZeRO-2/3 sharding fights micro-batched pipelines), ...')",
+             "        print(f\"TP={row['tp']} CP={row['cp']} PP={row['pp']} DP={row['dp']} ZeRO={row['zero_stage']}: {row['violations']}\")\n"
+             "print('\\nWhat each code means:')\n"
+             "for code, meaning in core.VIOLATION_CODES.items():\n"
+             "    print(f'  {code}: {meaning}')",
              "tut_sweep"),
         *lab.answer_cells("ex2_best", s),
         *lab.reflection_cells("why"),
