@@ -38,10 +38,24 @@ def _inputs_hash() -> str:
     return digest.hexdigest()
 
 
+def install_nbgrader_env_config() -> None:
+    """Put ``hub/nbgrader_env_config.py`` on the config path of every nbgrader run from ``.venv``.
+
+    Students' nbgrader never loads the course root's ``nbgrader_config.py``; this
+    one gives them the shared exchange (``NBGRADER_EXCHANGE``) and ``alembic``.
+    """
+    target = VENV / "etc" / "jupyter" / "nbgrader_config.py"
+    wanted = (ROOT / "hub" / "nbgrader_env_config.py").read_text()
+    if not target.exists() or target.read_text() != wanted:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(wanted)
+
+
 def ensure_environment() -> None:
     """Create ``.venv`` and install the pinned requirements if they changed."""
     wanted = _inputs_hash()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
+        install_nbgrader_env_config()
         return
     if not PYTHON.exists():
         print("dev.py: creating virtual environment in .venv", flush=True)
@@ -50,6 +64,7 @@ def ensure_environment() -> None:
     print("dev.py: installing pinned requirements (first run takes a few minutes)", flush=True)
     subprocess.run(pip + ["install", "-q", "-r", str(ROOT / "requirements.txt")], check=True)
     subprocess.run(pip + ["install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
+    install_nbgrader_env_config()
     STAMP.write_text(wanted + "\n")
 
 
