@@ -1,0 +1,45 @@
+"""JupyterHub for the course, as ``python3 dev.py hub`` starts it (settings come from its environment).
+
+Authenticator: JupyterHub's shared-password ``DummyAuthenticator`` with an allow-list of the
+course's people. Why not PAM: the people are real Unix accounts (the spawner needs them), but
+giving them system passwords on a development machine or a CI runner would open SSH/su logins;
+one random hub-only password (printed at start, kept in the state folder) opens nothing else.
+A real deployment swaps this line for its single sign-on (OAuthenticator, LTI).
+"""
+
+import os
+
+c = get_config()  # noqa: F821 (provided by JupyterHub when it loads this file)
+env = os.environ
+state = env["COURSE_HUB_STATE"]
+venv_bin = env["COURSE_HUB_VENV_BIN"]
+instructors = set(env["COURSE_HUB_INSTRUCTORS"].split(","))
+students = set(env["COURSE_HUB_STUDENTS"].split(","))
+
+c.JupyterHub.bind_url = f"http://{env.get('COURSE_HUB_IP', '127.0.0.1')}:{env['COURSE_HUB_PORT']}"
+c.JupyterHub.hub_port = int(env["COURSE_HUB_INTERNAL_PORT"])
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{env['COURSE_HUB_PROXY_API_PORT']}"
+c.ConfigurableHTTPProxy.command = [env["COURSE_HUB_PROXY"]]
+c.ConfigurableHTTPProxy.pid_file = os.path.join(state, "proxy.pid")
+c.JupyterHub.db_url = f"sqlite:///{os.path.join(state, 'jupyterhub.sqlite')}"
+c.JupyterHub.cookie_secret_file = os.path.join(state, "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = os.path.join(state, "jupyterhub.pid")
+c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's server
+
+c.JupyterHub.authenticator_class = "dummy"
+c.DummyAuthenticator.password = env["COURSE_HUB_PASSWORD"]
+c.Authenticator.allowed_users = instructors | students
+c.Authenticator.admin_users = instructors
+
+# Every person's server and kernel run from the course's environment, as their own Unix user.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [os.path.join(venv_bin, "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.environment = {
+    "PATH": venv_bin + os.pathsep + "/usr/local/bin:/usr/bin:/bin",
+    "NBGRADER_EXCHANGE": env["COURSE_HUB_EXCHANGE"],  # read by hub/nbgrader_env_config.py
+    "LANG": "C.UTF-8",
+}
+c.Spawner.start_timeout = 180  # a busy 2-core machine starts JupyterLab slowly
+c.Spawner.http_timeout = 180
+c.Spawner.args = ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url="]
