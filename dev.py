@@ -131,6 +131,7 @@ def run_hub(extra: list[str]) -> None:
     setup.configure_person(args.instructor, instructor=True)
     for student in students:
         setup.configure_person(student, instructor=False)
+    setup.make_interpreter_reachable(VENV, students[0] if students else args.instructor)
     exchange = setup.ensure_exchange(Path(args.exchange))
     os.environ.update(
         COURSE_HUB_STATE=str(state), COURSE_HUB_VENV_BIN=str(BIN), COURSE_HUB_PROXY=str(proxy),

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .users import ensure_user
+from .users import as_user, ensure_user
 
 ROOT = Path(__file__).resolve().parents[1]
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"
@@ -84,6 +84,29 @@ def prepare_course_root(home: Path, uid: int, gid: int) -> Path:
         (course / ".venv").symlink_to(ROOT / ".venv")
         subprocess.run(["chown", "-R", "--no-dereference", f"{uid}:{gid}", str(course)], check=True)
     return course
+
+
+def make_interpreter_reachable(venv: Path, user: str) -> None:
+    """Let every user run the environment's own Python, not whatever ``libpython`` they can reach.
+
+    A venv made from an interpreter under a private folder (pyenv in ``/root``: mode 0700)
+    still starts for other users, but silently with the system's libpython and standard
+    library (Debian's 3.11.2, whose ``re`` mishandles possessive quantifiers and breaks
+    nbconvert's HTML export). Each folder above the base interpreter gets the
+    search bit (``o+x``: enter, not list); then ``user`` must see the same Python.
+    """
+    home = next(line.split("=", 1)[1].strip() for line in (venv / "pyvenv.cfg").read_text().splitlines()
+                if line.startswith("home"))
+    for folder in (Path(home), *Path(home).parents):
+        mode = folder.stat().st_mode
+        if not mode & 0o001:
+            print(f"dev.py hub: chmod o+x {folder} (users must reach the course's Python)", flush=True)
+            folder.chmod(mode | 0o001)
+    probe = [str(venv / "bin" / "python"), "-c", "import sys; print(sys.base_prefix)"]
+    wanted = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+    seen = subprocess.run(as_user(user) + probe, capture_output=True, text=True, check=True).stdout
+    if seen != wanted:
+        raise RuntimeError(f"{user} runs the course's Python from {seen.strip()}, not {wanted.strip()}")
 
 
 def ensure_exchange(path: Path) -> Path:
