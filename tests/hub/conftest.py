@@ -16,14 +16,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port
+from tests.browser.conftest import CHROMIUM, _free_port, _wait_ready
+from tests.browser.conftest import browser  # noqa: F401 (the same headless Chromium fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "hub"
@@ -85,7 +84,7 @@ def hub():
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, process, log)
+        _wait_ready(url, "", process, log, timeout=300, probe="/hub/api")  # first run: npm install
         password = (base / "state" / "password").read_text().strip()
         yield Hub(url, password, base / "exchange", process, log)
     finally:
@@ -98,28 +97,3 @@ def hub():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(base, ignore_errors=True)
-
-
-def _wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout  # first run installs the proxy from npm
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"dev.py hub exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/hub/api", timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"the hub did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
-
-
-@pytest.fixture(scope="session")
-def hub_browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()

@@ -108,9 +108,9 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
-def test_whole_term_on_the_hub(hub, hub_browser):
+def test_whole_term_on_the_hub(hub, browser):
     started = time.monotonic()
-    instructor = login(hub_browser, hub, INSTRUCTOR)
+    instructor = login(browser, hub, INSTRUCTOR)
     assert {"Assignment List", "Course List", "Formgrader"} <= set(nbgrader_menu(instructor))
     instructor.keyboard.press("Escape")
 
@@ -125,7 +125,7 @@ def test_whole_term_on_the_hub(hub, hub_browser):
     # 2. each student fetches, answers and submits from the Assignments list
     pages = {}
     for student, notebook in answers().items():
-        page = pages[student] = login(hub_browser, hub, student)
+        page = pages[student] = login(browser, hub, student)
         assert nbgrader_menu(page) == ["Assignment List"], "students must not see the Formgrader"
         page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel", has_text="Assignment List").click()
         page.locator("#released_assignments_list").wait_for()
