@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from hub.setup import make_interpreter_reachable
 from hub.users import STUDENTS, as_user, ensure_user
 
 from .course_dir import CHAPTER, solution
@@ -90,6 +91,7 @@ def cycle():
         homes[student] = base / student
         homes[student].mkdir()
         os.chown(homes[student], account.pw_uid, account.pw_gid)
+    make_interpreter_reachable(REPO / ".venv", STUDENTS[0])  # as `dev.py hub` does: students run the course's Python
     answers = {STUDENTS[0]: solution(course), STUDENTS[1]: None}  # the second submits what he fetched
     for who, lines in readme_cycle():
         if who == "instructor":
