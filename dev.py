@@ -103,6 +103,7 @@ def _free_port() -> int:
 def run_hub(extra: list[str]) -> None:
     """JupyterHub for the course (``hub/``): proxy, people, exchange, then ``jupyterhub``."""
     import argparse
+    import json
     import secrets
 
     from hub import setup
@@ -115,6 +116,8 @@ def run_hub(extra: list[str]) -> None:
     parser.add_argument("--exchange", default="/srv/nbgrader/exchange", help="nbgrader's shared exchange")
     parser.add_argument("--instructor", default=INSTRUCTOR)
     parser.add_argument("--students", default=",".join(STUDENTS), help="comma-separated user names")
+    parser.add_argument("--course", action="append", default=None, metavar="ID=STUDENT,STUDENT",
+                        help=f"a course and who takes it (repeatable; default: {setup.COURSE_ID}=every student)")
     args = parser.parse_args(extra)
     if os.geteuid() != 0:
         sys.exit("dev.py hub: run as root (it creates Unix users and starts their servers as them)")
@@ -128,6 +131,10 @@ def run_hub(extra: list[str]) -> None:
         password_file.chmod(0o600)
     password = password_file.read_text().strip()
     students = [name for name in args.students.split(",") if name]
+    courses = {setup.COURSE_ID: students}
+    if args.course:
+        courses = {cid: [n for n in members.split(",") if n]
+                   for cid, _, members in (spec.partition("=") for spec in args.course)}
     setup.configure_person(args.instructor, instructor=True)
     for student in students:
         setup.configure_person(student, instructor=False)
@@ -138,10 +145,10 @@ def run_hub(extra: list[str]) -> None:
         COURSE_HUB_IP=args.ip, COURSE_HUB_PORT=str(args.port), COURSE_HUB_INTERNAL_PORT=str(_free_port()),
         COURSE_HUB_PROXY_API_PORT=str(_free_port()), COURSE_HUB_PASSWORD=password,
         COURSE_HUB_INSTRUCTORS=args.instructor, COURSE_HUB_STUDENTS=",".join(students),
-        COURSE_HUB_EXCHANGE=str(exchange),
+        COURSE_HUB_EXCHANGE=str(exchange), COURSE_HUB_COURSES=json.dumps(courses),
     )
     print(f"dev.py hub: http://{args.ip}:{args.port}/  users {args.instructor} (instructor), "
-          f"{', '.join(students)}; password {password} (in {password_file}); exchange {exchange}", flush=True)
+          f"{', '.join(students)}; courses {courses}; password {password} (in {password_file}); exchange {exchange}", flush=True)
     _exec([str(BIN / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")])
 
 

@@ -7,6 +7,7 @@ one random hub-only password (printed at start, kept in the state folder) opens 
 A real deployment swaps this line for its single sign-on (OAuthenticator, LTI).
 """
 
+import json
 import os
 
 c = get_config()  # noqa: F821 (provided by JupyterHub when it loads this file)
@@ -30,6 +31,15 @@ c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = env["COURSE_HUB_PASSWORD"]
 c.Authenticator.allowed_users = instructors | students
 c.Authenticator.admin_users = instructors
+# Courses kept apart: nbgrader's JupyterHubAuthPlugin (switched on in hub/nbgrader_env_config.py)
+# shows a student only the courses whose hub group "nbgrader-<course_id>" holds them.
+courses = json.loads(env["COURSE_HUB_COURSES"])
+c.JupyterHub.load_groups = {f"nbgrader-{course}": {"users": members} for course, members in courses.items()}
+# the instructor's Formgrader lists the exchange through the same plugin: "formgrade-<course>" groups
+c.JupyterHub.load_groups.update({f"formgrade-{course}": {"users": sorted(instructors)} for course in courses})
+# each server's token may read group membership: a student's only their own, the instructor's (admin) anyone's
+c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", "read:users:groups",
+                                 "read:users:name"]
 
 # Every person's server and kernel run from the course's environment, as their own Unix user.
 c.JupyterHub.spawner_class = "localprocess"
@@ -39,6 +49,7 @@ c.Spawner.environment = {
     "PATH": venv_bin + os.pathsep + "/usr/local/bin:/usr/bin:/bin",
     "NBGRADER_EXCHANGE": env["COURSE_HUB_EXCHANGE"],  # read by hub/nbgrader_env_config.py
     "LANG": "C.UTF-8",
+    "COURSE_HUB_GROUPS": "1",  # hub/nbgrader_env_config.py: course membership from hub groups
 }
 c.Spawner.start_timeout = 180  # a busy 2-core machine starts JupyterLab slowly
 c.Spawner.http_timeout = 180

@@ -17,6 +17,11 @@ c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 if os.environ.get("NBGRADER_EXCHANGE"):
     c.Exchange.root = os.environ["NBGRADER_EXCHANGE"]
 
+# On the course's JupyterHub, a student sees and submits to only the courses whose hub group
+# nbgrader-<course_id> holds them (several courses share one exchange, kept apart).
+if os.environ.get("COURSE_HUB_GROUPS") and os.environ.get("JUPYTERHUB_API_TOKEN"):
+    c.Authenticator.plugin_class = "nbgrader.auth.JupyterHubAuthPlugin"
+
 # nbgrader runs `alembic` (installed next to it) from PATH when it creates a gradebook; an
 # environment that is not activated does not have it there.
 _bin = os.path.dirname(sys.executable)

@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "hub"
 INSTRUCTOR = "hubtest-instructor"
 STUDENTS = ("hubtest-alice", "hubtest-bob")
+#: a second course on the same hub and exchange, taken by alice only
+OTHER_COURSE = "dt-other"
 
 
 @dataclass
@@ -79,7 +81,8 @@ def hub():
     log = ARTIFACTS / "jupyterhub.log"
     port = _free_port()
     cmd = [sys.executable, str(REPO / "dev.py"), "hub", f"--port={port}", f"--state={base / 'state'}",
-           f"--exchange={base / 'exchange'}", f"--instructor={INSTRUCTOR}", f"--students={','.join(STUDENTS)}"]
+           f"--exchange={base / 'exchange'}", f"--instructor={INSTRUCTOR}", f"--students={','.join(STUDENTS)}",
+           f"--course=distributed-training={','.join(STUDENTS)}", f"--course={OTHER_COURSE}={STUDENTS[0]}"]
     with open(log, "wb") as out:
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -6,6 +6,8 @@ submits there; the instructor collects from the Formgrader, grades with
 ``course-autograde`` and releases feedback (the README's commands, as the instructor's Unix
 user, as in a hub terminal); each student fetches feedback from the Assignments list and
 opens it; the instructor exports grades. Every step is checked in the page or on disk.
+A second course on the same hub and exchange, taken by alice only, is listed for her and
+not for bob (nbgrader's JupyterHubAuthPlugin and the hub's ``nbgrader-<course>`` groups).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pytest
 from hub.users import as_user
 from tests.autograder.course_dir import CHAPTER, solution, with_first_answer
 
-from .conftest import ARTIFACTS, INSTRUCTOR, REPO, STUDENTS
+from .conftest import ARTIFACTS, INSTRUCTOR, OTHER_COURSE, REPO, STUDENTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 COURSE_ID = "distributed-training"
@@ -67,7 +69,7 @@ def open_assignments(page):
 
 def assignment_row(page, listing: str):
     # a fetched assignment's row holds nested rows (one per notebook): the outer one comes first
-    return page.locator(f"#{listing} .list_item", has_text=CHAPTER).first
+    return page.locator(f"#{listing} .list_item", has_text=CHAPTER).filter(has_text=COURSE_ID).first
 
 
 def click_in_row(page, listing: str, button: str, then_listing: str, then_text: str = CHAPTER):
@@ -121,6 +123,9 @@ def test_whole_term_on_the_hub(hub, browser):
     formgrader_action(formgrader, hub, "release")
     shot(formgrader, "1_released")
     assert (hub.exchange / COURSE_ID / "outbound" / CHAPTER / f"{CHAPTER}.ipynb").is_file()
+    # the same chapter in a second course on the same hub and exchange, which only alice takes
+    as_instructor(hub, ".venv/bin/nbgrader", "release_assignment", CHAPTER, f"--course={OTHER_COURSE}")
+    assert (hub.exchange / OTHER_COURSE / "outbound" / CHAPTER / f"{CHAPTER}.ipynb").is_file()
 
     # 2. each student fetches, answers and submits from the Assignments list
     pages = {}
@@ -129,6 +134,11 @@ def test_whole_term_on_the_hub(hub, browser):
         assert nbgrader_menu(page) == ["Assignment List"], "students must not see the Formgrader"
         page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel", has_text="Assignment List").click()
         page.locator("#released_assignments_list").wait_for()
+        page.locator("#course_list_dropdown:not([disabled])").wait_for()
+        courses = page.locator("#course_list").text_content()  # the Assignments list's course menu
+        assert COURSE_ID in courses and (OTHER_COURSE in courses) == (student == ALICE), f"{student}: {courses}"
+        page.locator("#course_list_dropdown").click()
+        page.locator("#course_list a", has_text=COURSE_ID).click()
         click_in_row(page, "released_assignments_list", "Fetch", "fetched_assignments_list")
         home = hub.home(student)
         target = home / CHAPTER / f"{CHAPTER}.ipynb"
