@@ -3,6 +3,7 @@
 
     python3 dev.py lab     # open the course in JupyterLab
     python3 dev.py test    # run the whole test suite
+    python3 dev.py hub     # JupyterHub with an instructor and two students (as root)
 
 Both commands create (or reuse) a virtual environment in ``.venv`` from the
 pinned ``requirements.txt`` and install this package into it in editable mode.
@@ -38,10 +39,24 @@ def _inputs_hash() -> str:
     return digest.hexdigest()
 
 
+def install_nbgrader_env_config() -> None:
+    """Put ``hub/nbgrader_env_config.py`` on the config path of every nbgrader run from ``.venv``.
+
+    Students' nbgrader never loads the course root's ``nbgrader_config.py``; this
+    one gives them the shared exchange (``NBGRADER_EXCHANGE``) and ``alembic``.
+    """
+    target = VENV / "etc" / "jupyter" / "nbgrader_config.py"
+    wanted = (ROOT / "hub" / "nbgrader_env_config.py").read_text()
+    if not target.exists() or target.read_text() != wanted:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(wanted)
+
+
 def ensure_environment() -> None:
     """Create ``.venv`` and install the pinned requirements if they changed."""
     wanted = _inputs_hash()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
+        install_nbgrader_env_config()
         return
     if not PYTHON.exists():
         print("dev.py: creating virtual environment in .venv", flush=True)
@@ -50,6 +65,7 @@ def ensure_environment() -> None:
     print("dev.py: installing pinned requirements (first run takes a few minutes)", flush=True)
     subprocess.run(pip + ["install", "-q", "-r", str(ROOT / "requirements.txt")], check=True)
     subprocess.run(pip + ["install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
+    install_nbgrader_env_config()
     STAMP.write_text(wanted + "\n")
 
 
@@ -80,7 +96,67 @@ def run_tests(extra: list[str]) -> None:
     _exec([str(PYTHON), "-m", "pytest"] + extra)
 
 
-COMMANDS = {"lab": run_lab, "test": run_tests}
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_hub(extra: list[str]) -> None:
+    """JupyterHub for the course (``hub/``): proxy, people, exchange, then ``jupyterhub``."""
+    import argparse
+    import json
+    import secrets
+
+    from hub import setup
+    from hub.users import INSTRUCTOR, STUDENTS
+
+    parser = argparse.ArgumentParser(prog="python3 dev.py hub")
+    parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--state", default="/srv/course-hub", help="hub database, cookie secret, password")
+    parser.add_argument("--exchange", default="/srv/nbgrader/exchange", help="nbgrader's shared exchange")
+    parser.add_argument("--instructor", default=INSTRUCTOR)
+    parser.add_argument("--students", default=",".join(STUDENTS), help="comma-separated user names")
+    parser.add_argument("--course", action="append", default=None, metavar="ID=STUDENT,STUDENT",
+                        help=f"a course and who takes it (repeatable; default: {setup.COURSE_ID}=every student)")
+    args = parser.parse_args(extra)
+    if os.geteuid() != 0:
+        sys.exit("dev.py hub: run as root (it creates Unix users and starts their servers as them)")
+    proxy = setup.ensure_proxy(VENV)
+    state = Path(args.state)
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o700)
+    password_file = state / "password"
+    if not password_file.exists():
+        password_file.write_text(secrets.token_urlsafe(12) + "\n")
+        password_file.chmod(0o600)
+    password = password_file.read_text().strip()
+    students = [name for name in args.students.split(",") if name]
+    courses = {setup.COURSE_ID: students}
+    if args.course:
+        courses = {cid: [n for n in members.split(",") if n]
+                   for cid, _, members in (spec.partition("=") for spec in args.course)}
+    setup.configure_person(args.instructor, instructor=True)
+    for student in students:
+        setup.configure_person(student, instructor=False)
+    setup.make_interpreter_reachable(VENV, students[0] if students else args.instructor)
+    exchange = setup.ensure_exchange(Path(args.exchange))
+    os.environ.update(
+        COURSE_HUB_STATE=str(state), COURSE_HUB_VENV_BIN=str(BIN), COURSE_HUB_PROXY=str(proxy),
+        COURSE_HUB_IP=args.ip, COURSE_HUB_PORT=str(args.port), COURSE_HUB_INTERNAL_PORT=str(_free_port()),
+        COURSE_HUB_PROXY_API_PORT=str(_free_port()), COURSE_HUB_PASSWORD=password,
+        COURSE_HUB_INSTRUCTORS=args.instructor, COURSE_HUB_STUDENTS=",".join(students),
+        COURSE_HUB_EXCHANGE=str(exchange), COURSE_HUB_COURSES=json.dumps(courses),
+    )
+    print(f"dev.py hub: http://{args.ip}:{args.port}/  users {args.instructor} (instructor), "
+          f"{', '.join(students)}; courses {courses}; password {password} (in {password_file}); exchange {exchange}", flush=True)
+    _exec([str(BIN / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")])
+
+
+COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub}
 
 
 def main(argv: list[str]) -> None:

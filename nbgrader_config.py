@@ -6,6 +6,7 @@ submitted/, autograded/, feedback/, gradebook.db   runtime data, never committed
 """
 
 import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
@@ -21,8 +22,16 @@ c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
 
-# An instructor on a shared machine or JupyterHub points this at the exchange.
+# An instructor on a shared machine or JupyterHub points this at the exchange (students'
+# nbgrader reads the same variable through hub/nbgrader_env_config.py).
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / "exchange"))
+
+# nbgrader runs `alembic` from PATH when it creates gradebook.db; `.venv/bin/nbgrader` in a shell
+# without the environment activated would not find it (and `generate_assignment --force` would
+# fail after removing release/<assignment>/).
+_BIN = str(Path(sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 # Feedback shows each workbook exercise's worked derivation (computed from its spec by
 # course.core), inserted after the exercise; hidden-test regions are cleared from it.

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import report, sandbox
+from . import late, lms, report, sandbox
 from .submissions import Submission, discover, in_shard, parse_shard
 
 
@@ -42,6 +42,83 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="refuse to grade without bubblewrap instead of falling back to rlimits")
 
 
+def _late_and_lms(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--due", default=None,
+                   help="due date, e.g. '2026-11-30 23:59 UTC' (default: the gradebook's, if set)")
+    p.add_argument("--late-per-day", type=float, default=0.0, help="fraction of the score lost per started day late")
+    p.add_argument("--late-grace-minutes", type=float, default=0.0, help="this late still counts as on time")
+    p.add_argument("--late-cap", type=float, default=1.0, help="largest fraction the late policy takes")
+    p.add_argument("--canvas-csv", default=None, help="also write a Canvas gradebook-import CSV here")
+    p.add_argument("--canvas-assignment", default=None, help="its column header 'Name (Canvas id)'")
+    p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
+
+
+def _due(args, root: Path, assignment: str):
+    """``--due``, else the due date nbgrader's gradebook has for ``assignment`` (None if neither)."""
+    if args.due:
+        return late.parse_time(args.due)
+    if not (root / "gradebook.db").is_file():
+        return None
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        try:
+            duedate = gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+    return late.parse_time(duedate.isoformat()) if duedate else None
+
+
+def _previous(out_dir, assignment: str) -> dict:
+    """The grades.json already in ``out_dir`` for ``assignment`` (empty if none): what a regrade keeps."""
+    path = Path(out_dir) / "grades.json"
+    if not path.is_file():
+        return {}
+    import json
+
+    data = json.loads(path.read_text())
+    if data.get("assignment") != assignment:
+        raise ValueError(f"{path} holds grades of {data.get('assignment')!r}, not {assignment!r}: "
+                         f"give --out another folder")
+    return data
+
+
+def _class(args, root: Path) -> int:
+    shard, shards = parse_shard(args.shard)
+    folder = Path(args.submissions) if args.submissions else root / "submitted"
+    previous = _previous(args.out, args.assignment) if args.student else {}
+    if args.student and args.seed is None and previous.get("seed") is not None:
+        args.seed = previous["seed"]  # the same probe inputs as the rest of the class
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2**31)
+    policy = late.LatePolicy(args.late_per_day, args.late_grace_minutes, args.late_cap)
+    due = _due(args, root, args.assignment)
+    subs = [s for s in discover(folder, args.assignment) if in_shard(s.student, shard, shards)]
+    if args.student:
+        unknown = sorted(set(args.student) - {s.student for s in subs})
+        if unknown:
+            raise ValueError(f"student {unknown[0]!r} has no submission of {args.assignment} in {folder}")
+        subs = [s for s in subs if s.student in set(args.student)]
+    grader = _make_grader(args, root, args.assignment, args.workers)
+    started = time.monotonic()
+    results = grader.grade_all(subs, progress=not args.no_progress)
+    results = late.apply(results, {s.student: s.timestamp for s in subs}, due, policy)
+    failed = sum(r["status"] != "graded" for r in results)
+    extra = {"shard": f"{shard}/{shards}"}
+    if args.student:
+        kept = {r["student"]: r for r in previous.get("students", [])}
+        kept.update({r["student"]: r for r in results})
+        results, extra = list(kept.values()), {"shard": previous.get("shard", extra["shard"]),
+                                               "regraded": sorted(args.student)}
+    report.write(results, args.out, _meta(grader, args, extra))
+    if args.canvas_csv:
+        lms.write_canvas(results, args.canvas_csv, args.canvas_assignment or args.assignment, args.canvas_roster)
+    print(f"graded {len(subs)} submissions of {args.assignment} in "
+          f"{time.monotonic() - started:.1f} s ({grader.workers} workers, {grader.isolation}); "
+          f"{failed} with a problem; wrote {Path(args.out) / 'grades.csv'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course-autograde", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -53,12 +130,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: cores)")
     p.add_argument("--shard", default="1/1", help="grade only shard K of N (K/N)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--student", action="append", default=None, metavar="ID",
+                   help="regrade only this student (repeatable); other rows of --out's grades.json stay as they are")
+    _late_and_lms(p)
     _common(p)
     p = sub.add_parser("single", help="grade one notebook (CI in a student's repository)")
     p.add_argument("notebook")
     p.add_argument("--assignment", default=None, help="default: the notebook's file name")
     p.add_argument("--student", default="student")
     _common(p)
+    p = sub.add_parser("canvas", help="a Canvas gradebook-import CSV from a grades.json")
+    p.add_argument("grades", help="grades.json (or a folder holding one)")
+    p.add_argument("--out", default="canvas.csv")
+    p.add_argument("--canvas-assignment", default=None, help="column header 'Name (Canvas id)' (default: the assignment)")
+    p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
     p = sub.add_parser("merge", help="merge shards' grades.json into one grades.json/grades.csv")
     p.add_argument("shards", nargs="+", help="grades.json files or folders holding one")
     p.add_argument("--out", default=".")
@@ -117,22 +202,20 @@ def main(argv=None) -> int:
             merged = report.merge(args.shards, args.out)
             print(f"merged {len(merged['students'])} students into {Path(args.out) / 'grades.csv'}")
             return 0
-        if args.seed is None:
-            args.seed = random.SystemRandom().randrange(2**31)
+        if args.mode == "canvas":
+            import json
+
+            source = Path(args.grades)
+            data = json.loads((source / "grades.json" if source.is_dir() else source).read_text())
+            path = lms.write_canvas(data["students"], args.out, args.canvas_assignment or data["assignment"],
+                                    args.canvas_roster)
+            print(f"wrote {len(data['students'])} students to {path}")
+            return 0
         root = Path(args.course_root).resolve()
         if args.mode == "class":
-            shard, shards = parse_shard(args.shard)
-            folder = Path(args.submissions) if args.submissions else root / "submitted"
-            grader = _make_grader(args, root, args.assignment, args.workers)
-            subs = [s for s in discover(folder, args.assignment) if in_shard(s.student, shard, shards)]
-            started = time.monotonic()
-            results = grader.grade_all(subs, progress=not args.no_progress)
-            report.write(results, args.out, _meta(grader, args, {"shard": f"{shard}/{shards}"}))
-            failed = sum(r["status"] != "graded" for r in results)
-            print(f"graded {len(results)} submissions of {args.assignment} in "
-                  f"{time.monotonic() - started:.1f} s ({grader.workers} workers, {grader.isolation}); "
-                  f"{failed} with a problem; wrote {Path(args.out) / 'grades.csv'}")
-            return 0
+            return _class(args, root)
+        if args.seed is None:
+            args.seed = random.SystemRandom().randrange(2**31)
         # single
         notebook = Path(args.notebook).resolve()
         assignment = args.assignment or notebook.stem

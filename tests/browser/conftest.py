@@ -64,18 +64,20 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_ready(url: str, token: str, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+def _wait_ready(url: str, token: str, process: subprocess.Popen, log: Path, timeout: float = 120,
+                probe: str = "/api/status?token={token}") -> None:
+    """Wait until ``url + probe`` answers 200 (``probe``: JupyterHub's is ``/hub/api``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+            raise RuntimeError(f"{process.args[:3]} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as resp:
+            with urllib.request.urlopen(url + probe.format(token=token), timeout=2) as resp:
                 if resp.status == 200:
                     return
         except OSError:
             time.sleep(0.5)
-    raise RuntimeError(f"jupyter lab did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
+    raise RuntimeError(f"{process.args[:3]} did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,188 @@
+"""A whole term on the real JupyterHub of ``python3 dev.py hub``, driven in Chromium.
+
+The instructor generates and releases ch02 from the Formgrader; each student logs in,
+fetches it from the Assignments list, answers (alice right, bob with one part wrong) and
+submits there; the instructor collects from the Formgrader, grades with
+``course-autograde`` and releases feedback (the README's commands, as the instructor's Unix
+user, as in a hub terminal); each student fetches feedback from the Assignments list and
+opens it; the instructor exports grades. Every step is checked in the page or on disk.
+A second course on the same hub and exchange, taken by alice only, is listed for her and
+not for bob (nbgrader's JupyterHubAuthPlugin and the hub's ``nbgrader-<course>`` groups).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import pwd
+import subprocess
+import time
+
+import nbformat
+import pytest
+
+from hub.users import as_user
+from tests.autograder.course_dir import CHAPTER, solution, with_first_answer
+
+from .conftest import ARTIFACTS, INSTRUCTOR, OTHER_COURSE, REPO, STUDENTS
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+COURSE_ID = "distributed-training"
+ALICE, BOB = STUDENTS
+#: ch02 has four 1-point parts and two 2-point parts; bob's first answer (1 point) ignores dp
+EXPECTED = {ALICE: 8.0, BOB: 7.0}
+SPAWN_MS = 240_000  # a user's JupyterLab starting on a busy 2-core machine
+
+
+def answers() -> dict:
+    right = solution(REPO)
+    return {ALICE: right, BOB: with_first_answer(right, "accum_steps = 2048 // 4  # forgot the 8 GPUs")}
+
+
+def login(browser, hub, user: str):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(120_000)
+    page = context.new_page()
+    page.goto(f"{hub.url}/hub/login", timeout=120_000)
+    page.fill("#username_input", user)
+    page.fill("#password_input", hub.password)
+    page.click("#login_submit")
+    page.wait_for_url(f"**/user/{user}/lab**", timeout=SPAWN_MS)
+    page.locator(".jp-LabShell").wait_for()
+    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for()
+    return page
+
+
+def nbgrader_menu(page) -> list[str]:
+    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").first.click()
+    menu = page.locator("#jp-mainmenu-nbgrader")
+    menu.wait_for()
+    # items whose command is not registered (plugin disabled) stay in the menu, hidden and empty
+    return [t.strip() for t in menu.locator(".lm-Menu-itemLabel").all_inner_texts() if t.strip()]
+
+
+def open_assignments(page):
+    if "Assignment List" in nbgrader_menu(page):
+        page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel", has_text="Assignment List").click()
+    page.locator("#released_assignments_list").wait_for()
+
+
+def assignment_row(page, listing: str):
+    # a fetched assignment's row holds nested rows (one per notebook): the outer one comes first
+    return page.locator(f"#{listing} .list_item", has_text=CHAPTER).filter(has_text=COURSE_ID).first
+
+
+def click_in_row(page, listing: str, button: str, then_listing: str, then_text: str = CHAPTER):
+    row = assignment_row(page, listing)
+    row.wait_for()
+    row.locator("button", has_text=button).first.click()
+    page.locator(f"#{then_listing} .list_item", has_text=then_text).first.wait_for()
+
+
+def formgrader_action(page, hub, action: str) -> str:
+    """Click ``action`` (assign/release/collect) in ch02's row of Manage Assignments; the modal's text."""
+    page.goto(f"{hub.url}/user/{INSTRUCTOR}/formgrader/manage_assignments")
+    row = page.locator("tr", has_text=CHAPTER).first
+    row.locator(f".{action} a").first.click()
+    modal = page.locator("#success-modal, #error-modal").first
+    modal.wait_for()
+    text = modal.inner_text()
+    assert modal.get_attribute("id") == "success-modal", text
+    return text
+
+
+def as_instructor(hub, *argv: str) -> subprocess.CompletedProcess:
+    """A README command typed by the instructor in a terminal of their server (same user, same environment)."""
+    account = pwd.getpwnam(INSTRUCTOR)
+    env = {"PATH": f"{REPO / '.venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": account.pw_dir,
+           "USER": INSTRUCTOR, "LOGNAME": INSTRUCTOR, "LANG": "C.UTF-8", "NBGRADER_EXCHANGE": str(hub.exchange)}
+    proc = subprocess.run([*as_user(INSTRUCTOR), *argv], cwd=course_root(hub), env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, f"{argv}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def course_root(hub):
+    return hub.home(INSTRUCTOR) / COURSE_ID
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def test_whole_term_on_the_hub(hub, browser):
+    started = time.monotonic()
+    instructor = login(browser, hub, INSTRUCTOR)
+    assert {"Assignment List", "Course List", "Formgrader"} <= set(nbgrader_menu(instructor))
+    instructor.keyboard.press("Escape")
+
+    # 1. the instructor generates the student version and releases it from the Formgrader
+    formgrader = instructor.context.new_page()
+    assert CHAPTER in formgrader_action(formgrader, hub, "assign")
+    assert (course_root(hub) / "gradebook.db").is_file()
+    formgrader_action(formgrader, hub, "release")
+    shot(formgrader, "1_released")
+    assert (hub.exchange / COURSE_ID / "outbound" / CHAPTER / f"{CHAPTER}.ipynb").is_file()
+    # the same chapter in a second course on the same hub and exchange, which only alice takes
+    as_instructor(hub, ".venv/bin/nbgrader", "release_assignment", CHAPTER, f"--course={OTHER_COURSE}")
+    assert (hub.exchange / OTHER_COURSE / "outbound" / CHAPTER / f"{CHAPTER}.ipynb").is_file()
+
+    # 2. each student fetches, answers and submits from the Assignments list
+    pages = {}
+    for student, notebook in answers().items():
+        page = pages[student] = login(browser, hub, student)
+        assert nbgrader_menu(page) == ["Assignment List"], "students must not see the Formgrader"
+        page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel", has_text="Assignment List").click()
+        page.locator("#released_assignments_list").wait_for()
+        page.locator("#course_list_dropdown:not([disabled])").wait_for()
+        courses = page.locator("#course_list").text_content()  # the Assignments list's course menu
+        assert COURSE_ID in courses and (OTHER_COURSE in courses) == (student == ALICE), f"{student}: {courses}"
+        page.locator("#course_list_dropdown").click()
+        page.locator("#course_list a", has_text=COURSE_ID).click()
+        click_in_row(page, "released_assignments_list", "Fetch", "fetched_assignments_list")
+        home = hub.home(student)
+        target = home / CHAPTER / f"{CHAPTER}.ipynb"
+        assert target.is_file(), "fetched into the student's home"
+        account = pwd.getpwnam(student)
+        nbformat.write(notebook, str(target))  # the student's answers, saved as they would save them
+        os.chown(target, account.pw_uid, account.pw_gid)
+        click_in_row(page, "fetched_assignments_list", "Submit", "submitted_assignments_list")
+        shot(page, f"2_submitted_{student}")
+        inbound = [p.name for p in (hub.exchange / COURSE_ID / "inbound").iterdir()]
+        assert any(name.startswith(f"{student}+{CHAPTER}+") for name in inbound), inbound
+
+    # 3. the instructor collects (Formgrader), grades with course-autograde, releases feedback
+    formgrader_action(formgrader, hub, "collect")
+    submitted = course_root(hub) / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == sorted(STUDENTS)
+    as_instructor(hub, ".venv/bin/course-autograde", "class", CHAPTER, "--no-progress")
+    with open(course_root(hub) / "grades.csv") as fh:
+        totals = {}
+        for row in csv.DictReader(fh):
+            totals[row["student"]] = totals.get(row["student"], 0.0) + float(row["points"] or 0)
+    assert totals == EXPECTED
+    as_instructor(hub, ".venv/bin/nbgrader", "release_feedback", CHAPTER)
+
+    # 4. each student fetches feedback in the Assignments list and opens it
+    for student, page in pages.items():
+        page.locator("#refresh_assignments_list").click()
+        click_in_row(page, "submitted_assignments_list", "Fetch Feedback", "submitted_assignments_list",
+                     "view feedback")
+        feedback = list((hub.home(student) / CHAPTER / "feedback").rglob(f"{CHAPTER}.html"))
+        assert len(feedback) == 1, student
+        relative = feedback[0].relative_to(hub.home(student))
+        page.goto(f"{hub.url}/user/{student}/files/{relative}")
+        body = page.locator("body")
+        body.wait_for()
+        text = body.inner_text()
+        shot(page, f"4_feedback_{student}")
+        assert "Worked derivation" in text and "BEGIN HIDDEN TESTS" not in text
+        assert f"{CHAPTER} (Score: {EXPECTED[student]:.1f} / 8.0)" in text
+
+    # 5. the instructor exports grades
+    as_instructor(hub, ".venv/bin/nbgrader", "export", "--to=nbgrader_grades.csv")
+    with open(course_root(hub) / "nbgrader_grades.csv") as fh:
+        scores = {row["student_id"]: float(row["score"]) for row in csv.DictReader(fh)
+                  if row["assignment"] == CHAPTER}
+    assert scores == EXPECTED
+    print(f"\n[hub term] whole term on the hub took {time.monotonic() - started:.0f} s (hub start not included)")
