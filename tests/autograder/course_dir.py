@@ -71,6 +71,13 @@ def with_first_answer(nb, code: str):
     raise AssertionError("no answer cell")
 
 
+def with_wrong_first_answer(nb):
+    """``nb`` with its first answer (ch02's accumulation steps) multiplied by the 8 data-parallel
+    GPUs a student forgot to divide by: wrong whatever the student's numbers are."""
+    first = next(c.source for c in nb.cells if grade_id(c).endswith("_answer"))
+    return with_first_answer(nb, first + "\naccum_steps *= 8  # forgot the 8 data-parallel GPUs")
+
+
 def submit(root: Path, student: str, nb=None, raw: bytes = None, assignment: str = CHAPTER) -> None:
     folder = root / "submitted" / student / assignment
     folder.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import pytest
 
 from autograder import late, lms
 
-from .course_dir import CHAPTER, make_course, nbgrader_env, release, solution, submit, with_first_answer
+from .course_dir import CHAPTER, make_course, nbgrader_env, release, solution, submit, with_wrong_first_answer
 
 DAY = 86_400
 
@@ -93,9 +93,8 @@ def _csv_rows(root, student):
 @pytest.mark.slow
 def test_regrade_one_student_with_late_policy_keeps_the_others(tmp_path):
     root = make_course(tmp_path / "course")
-    right = solution(root)
-    submit(root, "ada", right)
-    submit(root, "bo", with_first_answer(right, "accum_steps = 2048 // 4"))  # 1-point part wrong
+    submit(root, "ada", solution(root, student="ada"))
+    submit(root, "bo", with_wrong_first_answer(solution(root, student="bo")))  # 1-point part wrong
     submit(root, "cy", release(root))
     # nbgrader's collect writes timestamp.txt in this format
     (root / "submitted" / "bo" / CHAPTER / "timestamp.txt").write_text("2026-12-02 10:00:00.000000 UTC")
@@ -108,7 +107,7 @@ def test_regrade_one_student_with_late_policy_keeps_the_others(tmp_path):
     assert scores == {"ada": (8.0, 8.0), "bo": (7.0, 3.5), "cy": (0.0, 0.0)}  # bo: 34 h late, 2 x 25 %
 
     # bo's answer is fixed by hand and only bo is regraded; the others' rows stay byte for byte
-    submit(root, "bo", right)
+    submit(root, "bo", solution(root, student="bo"))
     proc = _autograde(root, "--student", "bo", *policy, "--canvas-csv", str(root / "canvas.csv"),
                       "--canvas-assignment", "Chapter 2 (12345)")
     assert "graded 1 submissions" in proc.stdout

@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from hub.users import as_user
-from tests.autograder.course_dir import CHAPTER, solution, with_first_answer
+from tests.autograder.course_dir import CHAPTER, solution, with_wrong_first_answer
 
 from .conftest import ARTIFACTS, INSTRUCTOR, OTHER_COURSE, REPO, STUDENTS
 
@@ -35,8 +35,10 @@ SPAWN_MS = 240_000  # a user's JupyterLab starting on a busy 2-core machine
 
 
 def answers() -> dict:
-    right = solution(REPO)
-    return {ALICE: right, BOB: with_first_answer(right, "accum_steps = 2048 // 4  # forgot the 8 GPUs")}
+    """Each student's notebook with their own numbers (variants are on); bob's 1-point first
+    answer forgets the data-parallel GPUs."""
+    return {ALICE: solution(REPO, student=ALICE),
+            BOB: with_wrong_first_answer(solution(REPO, student=BOB))}
 
 
 def login(browser, hub, user: str):
