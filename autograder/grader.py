@@ -42,7 +42,7 @@ from typing import Dict, List, Optional
 
 import nbformat
 
-from . import kernel, sandbox
+from . import cleanroom, kernel, sandbox
 from .submissions import Submission
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
@@ -217,28 +217,73 @@ class Grader:
         nb, resources = AssignLatePenalties().preprocess(nb, resources)
         return in_kernel
 
+    def _scratch_copy(self, sub: Submission, scratch: Path, name: str, slot: int) -> Path:
+        """A folder with the submission's files, then the instructor's (as nbgrader), for one sandbox."""
+        work = scratch / name
+        work.mkdir()
+        source_dir = self.root / "source" / self.assignment_name
+        for folder in (sub.folder, source_dir):
+            if folder and folder.is_dir():
+                for path in folder.rglob("*"):
+                    rel = path.relative_to(folder)
+                    if (path.is_file() and not path.is_symlink() and path.suffix != ".ipynb"
+                            and ".ipynb_checkpoints" not in rel.parts and path.stat().st_size < 20 * 2**20):
+                        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(path, work / rel)
+        sandbox.prepare_scratch(work, slot, self.use_bwrap)
+        return work
+
     def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
-        """Execute and harvest in the sandbox; return outputs, harvested texts and a status."""
+        """Execute and harvest value parts in the kernel's sandbox, then evaluate function parts in a
+        clean room (:mod:`autograder.cleanroom`); return outputs, harvests and a status."""
         # the kernel's IPC socket paths live under here, and Unix socket paths end at 107 bytes
         base = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 48 else "/tmp"
         scratch = Path(tempfile.mkdtemp(prefix="autograder-", dir=base))
         try:
-            work = scratch / "work"
-            work.mkdir()
-            source_dir = self.root / "source" / self.assignment_name
-            for folder in (sub.folder, source_dir):  # submission files, then the instructor's (as nbgrader)
-                if folder and folder.is_dir():
-                    for path in folder.rglob("*"):
-                        rel = path.relative_to(folder)
-                        if (path.is_file() and not path.is_symlink() and path.suffix != ".ipynb"
-                                and ".ipynb_checkpoints" not in rel.parts and path.stat().st_size < 20 * 2**20):
-                            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-                            shutil.copyfile(path, work / rel)
-            sandbox.prepare_scratch(work, slot, self.use_bwrap)
-            return kernel.execute(nb, work, grade_ids=sorted(self.registered), seed=seed,
-                                  limits=self.limits, slot=slot, use_bwrap=self.use_bwrap)
+            functions = cleanroom.function_parts(self.registered)
+            values = sorted(self.registered - set(functions))
+            run = kernel.execute(nb, self._scratch_copy(sub, scratch, "work", slot), grade_ids=values,
+                                 seed=seed, limits=self.limits, slot=slot, use_bwrap=self.use_bwrap)
+            run["cleanroom"] = None
+            if functions:
+                # the clean room starts from a fresh copy: nothing the kernel wrote can reach it
+                left = self.limits.submission_timeout - run["status"].get("seconds", 0)
+                run["cleanroom"] = cleanroom.evaluate(
+                    nb, self._scratch_copy(sub, scratch, "room", slot), grade_ids=functions, seed=seed,
+                    limits=self.limits, slot=slot, use_bwrap=self.use_bwrap,
+                    timeout=max(float(self.limits.cell_timeout), left))
+            return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _judge(self, run: dict, seed: int, problem: Optional[str]) -> Dict[str, tuple]:
+        """Trusted judging: value parts from the kernel's harvest, function parts from the clean room.
+
+        Returns ``{grade_id: (score, reason, checks)}`` (``checks``: the partial-credit breakdown).
+        """
+        from course.exercises import REGISTRY, judge_json, safe_judge
+
+        room = run.get("cleanroom") or {}
+        room_parts = room.get("harvested") or {}
+        verdicts = {}
+        for gid in sorted(self.registered):
+            if gid in room_parts:
+                verdict = safe_judge(REGISTRY[gid], room_parts[gid], seed)
+            elif room and gid in cleanroom.function_parts([gid]):
+                why = {"timeout": "your notebook's code did not finish when it was run again to call "
+                                  "your functions (look for a cell that never ends)",
+                       "no_result": "your functions could not be called: the notebook's code stopped the "
+                                    "grading run (an exit, a crash, too much memory or a forged result)"}
+                verdicts[gid] = (0.0, why.get(room.get("state"), "your functions could not be called"), ())
+                continue
+            elif run["harvested"].get(gid) is None:
+                verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
+                                 + (" (see the submission note)" if problem else ""), ())
+                continue
+            else:
+                verdict = judge_json(gid, run["harvested"][gid], seed)
+            verdicts[gid] = (float(verdict.score), verdict.reason, tuple(verdict.checks))
+        return verdicts
 
     @staticmethod
     def _merge_outputs(nb, executed) -> None:
@@ -295,8 +340,6 @@ class Grader:
         return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
     def _grade_one(self, sub: Submission, slot: int) -> dict:
-        from course.exercises import REGISTRY, judge_json
-
         with self.lock:
             self._open_submission(sub)
         if sub.notebook is None:
@@ -330,15 +373,7 @@ class Grader:
             notes.append(f"cell {index + 1} ran longer than {self.limits.cell_timeout} s and was stopped")
         if state.get("output_truncated"):
             notes.append("your notebook printed too much; the rest of its output was dropped")
-        verdicts = {}
-        for gid in sorted(self.registered):
-            text = run["harvested"].get(gid)
-            if text is None:
-                verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
-                                 + (" (see the submission note)" if problem else ""))
-            else:
-                verdict = judge_json(gid, text, seed)
-                verdicts[gid] = (float(verdict.score), verdict.reason)
+        verdicts = self._judge(run, seed, problem)
         with self.lock:
             in_kernel = self._record(nb, sub.student, verdicts)
             grades = self._read_grades(sub.student)
@@ -378,8 +413,13 @@ class Grader:
         for gid, info in sorted(self.assignment.grade_cells.items()):
             part = REGISTRY.get(gid)
             grade = grades.get(gid, {})
+            checks = []
             if gid in verdicts:
                 part_status, why = "judged", verdicts[gid][1]
+                # partial credit: each check's points and reason (never the hidden inputs or the key)
+                checks = [{"check": c.name, "points": round(c.earned * info["max_score"], 6),
+                           "max_points": round(c.share * info["max_score"], 6), "reason": c.reason}
+                          for c in verdicts[gid][2]]
             elif status in ("missing", "unreadable", "error"):
                 part_status, why = "not_graded", "see the submission note"
             elif grade.get("needs_manual"):
@@ -390,7 +430,7 @@ class Grader:
             parts.append({
                 "part": gid, "exercise": part.exercise if part else "", "kind": part.kind if part else "",
                 "points": None if part_status == "manual" else round(grade.get("score", 0.0), 6),
-                "max_points": info["max_score"], "status": part_status, "reason": why,
+                "max_points": info["max_score"], "status": part_status, "reason": why, "checks": checks,
                 # what nbgrader's in-kernel test cell said; differs from points under tampering
                 "kernel_points": grade.get("kernel")})
         return {"student": student, "assignment": self.assignment_name, "status": status,

@@ -35,7 +35,7 @@ automatically) with ``CHAPTER`` and exercises declared through
 """
 
 from .registry import (  # noqa: F401
-    KINDS, REGISTRY, Part, Verdict, NotPlain, judge_plain, plain_number, register,
+    KINDS, REGISTRY, Check, Part, Verdict, NotPlain, judge_plain, plain_number, register,
     roundtrip, safe_judge, to_plain, check_number, is_plain_number,
 )
 
