@@ -1,7 +1,8 @@
 """Clean-room evaluation of function parts (Build, the fixed function of Debug).
 
-The values judged for a function part are computed by the student's code in a
-fresh sandboxed process that holds the student's code and nothing of the
+The values judged for a function part, and the values of every part graded on
+names the student assigns, are computed by the student's code in a fresh
+sandboxed process that holds the student's code and nothing of the
 course's implementation:
 
 * the code is the code cells of the submitted notebook *file* (sanitized; the
@@ -22,7 +23,9 @@ course's implementation:
 
 Anything the student's code does in the clean room (print, patch ``json`` or
 builtins, exit, loop, write forged lines) can only change which plain values
-come back for its own functions, which is what an honest function can do too.
+come back for its own functions and names, which is what honest code can do too.
+Nothing the notebook's kernel printed or returned is judged, except for parts
+without names (a locked prediction), whose kernel harvest must be one line.
 """
 
 from __future__ import annotations
@@ -117,8 +120,12 @@ def main():
         kind = type(value)
         if value is None or kind in (bool, int, float, str):
             return value
-        if depth < 3 and kind in (list, tuple):
-            return [plain(v, depth + 1) for v in value[:64]]
+        if depth < 4 and kind in (list, tuple):
+            return [plain(v, depth + 1) for v in value[:256]]
+        if depth < 4 and kind is dict and all(type(k) is str for k in value):
+            return {k: plain(v, depth + 1) for k, v in list(value.items())[:256]}
+        if kind.__module__ == "numpy" and getattr(value, "ndim", 0) == 1 and value.dtype.kind in "biuf":
+            return plain(value.tolist(), depth)
         if kind.__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
             item = value.item()
             if type(item) in (bool, int, float):
@@ -133,14 +140,16 @@ def main():
         except BaseException as exc:
             return {"__raised__": type(exc).__name__[:60]}
 
-    results = {}
-    for gid, job in request["parts"].items():
+    functions = {}
+    for gid, job in request["functions"].items():
         fn = namespace.get(job["function"])
         if not callable(fn):
-            results[gid] = {"missing": True}
+            functions[gid] = {"missing": True}
             continue
-        results[gid] = {"valid": [call(fn, args) for args in job["valid"]],
-                        "invalid": [call(fn, args) for args in job["invalid"]]}
+        functions[gid] = {"valid": [call(fn, args) for args in job["valid"]],
+                          "invalid": [call(fn, args) for args in job["invalid"]]}
+    values = {name: plain(namespace[name]) for name in request["values"] if name in namespace}
+    results = {"functions": functions, "values": values}
     out.write(request["mark"] + " " + request["nonce"] + " " + json.dumps(results) + "\n")
     out.flush()
 
@@ -148,11 +157,22 @@ main()
 '''
 
 
-def function_parts(grade_ids) -> List[str]:
-    """The registered parts among ``grade_ids`` that are graded by calling a student's function."""
+def split_parts(grade_ids) -> Dict[str, List[str]]:
+    """Registered parts by where their values come from.
+
+    ``functions``: graded by calling a student's function (Build, Debug's fix);
+    ``values``: graded on names the student assigns; both are read in the
+    clean room. ``kernel``: parts without names (a locked prediction read from
+    the kernel's files), still harvested in the notebook's kernel.
+    """
     from course.exercises import REGISTRY
 
-    return sorted(g for g in grade_ids if g in REGISTRY and "function" in REGISTRY[g].extra)
+    split = {"functions": [], "values": [], "kernel": []}
+    for gid in sorted(g for g in grade_ids if g in REGISTRY):
+        part = REGISTRY[gid]
+        where = "functions" if "function" in part.extra else "values" if part.names else "kernel"
+        split[where].append(gid)
+    return split
 
 
 def code_cells(nb) -> List[str]:
@@ -167,17 +187,19 @@ def code_cells(nb) -> List[str]:
     return sources
 
 
-def request_for(grade_ids: List[str], seed: int) -> Dict[str, Any]:
-    """What the grader asks: per part, the function's name and the probe inputs for ``seed``."""
+def request_for(split: Dict[str, List[str]], seed: int) -> Dict[str, Any]:
+    """What the grader asks: per function part its name and the probe inputs for ``seed``;
+    the names of every value part."""
     from course.exercises import REGISTRY
 
-    parts = {}
-    for gid in grade_ids:
+    functions = {}
+    for gid in split["functions"]:
         part = REGISTRY[gid]
         probes = part.probes(seed)
-        parts[gid] = {"function": part.extra["function"], "valid": probes["valid"],
-                      "invalid": probes["invalid"]}
-    return parts
+        functions[gid] = {"function": part.extra["function"], "valid": probes["valid"],
+                          "invalid": probes["invalid"]}
+    names = sorted({n for gid in split["values"] for n in REGISTRY[gid].names})
+    return {"functions": functions, "values": names}
 
 
 def _is_plain_result(value: Any, depth: int = 0) -> bool:
@@ -185,16 +207,16 @@ def _is_plain_result(value: Any, depth: int = 0) -> bool:
         return True
     if type(value) is float:
         return True  # NaN/inf are plain too; the judge rejects them
-    if type(value) is list and depth < 3:
+    if type(value) is list and depth < 5:
         return all(_is_plain_result(v, depth + 1) for v in value)
-    if type(value) is dict and len(value) == 1:
-        (key, inner), = value.items()
-        return key in (RAISED, "__unplain__") and type(inner) is str
+    if type(value) is dict and depth < 5:
+        return all(type(k) is str and _is_plain_result(v, depth + 1) for k, v in value.items())
     return False
 
 
 def parse(stdout: bytes, nonce: str, request: Dict[str, Any]) -> Optional[Dict[str, dict]]:
-    """The harvest per part from the clean room's stdout, or ``None`` if it is not exactly one valid answer."""
+    """The harvest per part from the clean room's stdout, or ``None`` unless it is exactly one
+    well-formed answer to ``request`` (:func:`harvests` turns it into per-part harvests)."""
     lines = [line for line in stdout.decode("utf-8", "replace").splitlines() if line.startswith(RESULT_MARK)]
     if len(lines) != 1:
         return None
@@ -202,32 +224,55 @@ def parse(stdout: bytes, nonce: str, request: Dict[str, Any]) -> Optional[Dict[s
     if not lines[0].startswith(head):
         return None
     try:
-        data = json.loads(lines[0][len(head):], parse_constant=lambda c: float(c))
+        data = json.loads(lines[0][len(head):])
     except ValueError:
         return None
-    if type(data) is not dict or set(data) != set(request):
+    if type(data) is not dict or set(data) != {"functions", "values"}:
         return None
-    harvested = {}
-    for gid, job in request.items():
-        got = data[gid]
+    functions, values = data["functions"], data["values"]
+    if (type(functions) is not dict or set(functions) != set(request["functions"])
+            or type(values) is not dict or not set(values) <= set(request["values"])
+            or not all(_is_plain_result(v) for v in values.values())):
+        return None
+    for gid, job in request["functions"].items():
+        got = functions[gid]
         if got == {"missing": True}:
-            harvested[gid] = {"missing": True}
             continue
         if (type(got) is not dict or set(got) != {"valid", "invalid"}
                 or type(got["valid"]) is not list or len(got["valid"]) != len(job["valid"])
                 or type(got["invalid"]) is not list or len(got["invalid"]) != len(job["invalid"])
                 or not all(_is_plain_result(v) for v in got["valid"] + got["invalid"])):
             return None
+    return data
+
+
+def harvests(data: Dict[str, Any], split: Dict[str, List[str]]) -> Dict[str, dict]:
+    """Per-part harvests (as the parts' judges expect them) from a parsed clean-room answer.
+
+    Value parts run their own ``harvest`` here, in the trusted grader, on a
+    namespace of the plain values that came back.
+    """
+    from course.exercises import REGISTRY
+
+    out = {}
+    for gid in split["functions"]:
+        got = data["functions"][gid]
         # the clean room holds no course package, so nothing of it can be used or imported there
-        harvested[gid] = {"uses_course": [], "valid": got["valid"], "invalid": got["invalid"]}
-    return harvested
+        out[gid] = got if got == {"missing": True} else {"uses_course": [], **got}
+    for gid in split["values"]:
+        try:
+            out[gid] = REGISTRY[gid].harvest(dict(data["values"]), None)
+        except Exception as exc:  # the part's judge then says the answer could not be read
+            out[gid] = {"__harvest_error__": type(exc).__name__}
+    return out
 
 
-def evaluate(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.Limits, slot: int,
+def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: sandbox.Limits, slot: int,
              use_bwrap: bool, timeout: float) -> Dict[str, Any]:
-    """Run the student's code cells of ``nb`` in a fresh sandbox over ``work``; call the functions.
+    """Run the student's code cells of ``nb`` in a fresh sandbox over ``work``; call the functions
+    and read the values of the parts in ``split`` (:func:`split_parts`).
 
-    Returns ``{"harvested": {grade_id: plain dict} or None, "state": ok|timeout|no_result,
+    Returns ``{"harvested": {grade_id: harvest dict} or None, "state": ok|timeout|no_result,
     "seconds": float}``. ``work`` is a prepared scratch folder (:func:`sandbox.prepare_scratch`).
     """
     started = time.monotonic()
@@ -240,8 +285,8 @@ def evaluate(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox
     (room / "cells.json").write_text(json.dumps(code_cells(nb)))
     sandbox.prepare_scratch(work, slot, use_bwrap)  # hands the new files to the slot's uid
     nonce = secrets.token_hex(16)
-    parts = request_for(grade_ids, seed)
-    request = {"mark": RESULT_MARK, "nonce": nonce, "parts": parts}
+    parts = request_for(split, seed)
+    request = {"mark": RESULT_MARK, "nonce": nonce, **parts}
     inner = [sandbox.python_executable(), "-I", str(inside / ".cleanroom" / "runner.py"),
              str(inside / ".cleanroom" / "cells.json"), str(inside / ".cleanroom" / "stub"),
              str(max(1, int(min(limits.cell_timeout, timeout))))]
@@ -277,9 +322,10 @@ def evaluate(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox
         state = "timeout"
     _kill(proc)
     reader.join(timeout=5)
-    harvested = parse(bytes(received), nonce, parts) if state == "ok" else None
-    if state == "ok" and harvested is None:
+    data = parse(bytes(received), nonce, parts) if state == "ok" else None
+    if state == "ok" and data is None:
         state = "no_result"
+    harvested = harvests(data, split) if data is not None else None
     return {"harvested": harvested, "state": state, "seconds": round(time.monotonic() - started, 3)}
 
 

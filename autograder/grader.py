@@ -240,16 +240,15 @@ class Grader:
         base = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 48 else "/tmp"
         scratch = Path(tempfile.mkdtemp(prefix="autograder-", dir=base))
         try:
-            functions = cleanroom.function_parts(self.registered)
-            values = sorted(self.registered - set(functions))
-            run = kernel.execute(nb, self._scratch_copy(sub, scratch, "work", slot), grade_ids=values,
+            split = cleanroom.split_parts(self.registered)
+            run = kernel.execute(nb, self._scratch_copy(sub, scratch, "work", slot), grade_ids=split["kernel"],
                                  seed=seed, limits=self.limits, slot=slot, use_bwrap=self.use_bwrap)
-            run["cleanroom"] = None
-            if functions:
+            run["cleanroom"], run["split"] = None, split
+            if split["functions"] or split["values"]:
                 # the clean room starts from a fresh copy: nothing the kernel wrote can reach it
                 left = self.limits.submission_timeout - run["status"].get("seconds", 0)
                 run["cleanroom"] = cleanroom.evaluate(
-                    nb, self._scratch_copy(sub, scratch, "room", slot), grade_ids=functions, seed=seed,
+                    nb, self._scratch_copy(sub, scratch, "room", slot), split=split, seed=seed,
                     limits=self.limits, slot=slot, use_bwrap=self.use_bwrap,
                     timeout=max(float(self.limits.cell_timeout), left))
             return run
@@ -257,25 +256,26 @@ class Grader:
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _judge(self, run: dict, seed: int, problem: Optional[str]) -> Dict[str, tuple]:
-        """Trusted judging: value parts from the kernel's harvest, function parts from the clean room.
+        """Trusted judging: parts with names or functions from the clean room, the rest (locked
+        predictions) from the kernel's harvest.
 
         Returns ``{grade_id: (score, reason, checks)}`` (``checks``: the partial-credit breakdown).
         """
         from course.exercises import REGISTRY, judge_json, safe_judge
 
         room = run.get("cleanroom") or {}
-        room_parts = room.get("harvested") or {}
+        in_room = set(run["split"]["functions"]) | set(run["split"]["values"])
+        failed_room = {"timeout": "your notebook's code did not finish when it was run again to grade "
+                                  "it (look for a cell that never ends)",
+                       "no_result": "your answers could not be read: the notebook's code stopped the "
+                                    "grading run (an exit, a crash, too much memory or a forged result)"}
         verdicts = {}
         for gid in sorted(self.registered):
-            if gid in room_parts:
-                verdict = safe_judge(REGISTRY[gid], room_parts[gid], seed)
-            elif room and gid in cleanroom.function_parts([gid]):
-                why = {"timeout": "your notebook's code did not finish when it was run again to call "
-                                  "your functions (look for a cell that never ends)",
-                       "no_result": "your functions could not be called: the notebook's code stopped the "
-                                    "grading run (an exit, a crash, too much memory or a forged result)"}
-                verdicts[gid] = (0.0, why.get(room.get("state"), "your functions could not be called"), ())
+            if gid in in_room and room.get("harvested") is None:
+                verdicts[gid] = (0.0, failed_room.get(room.get("state"), "your answers could not be read"), ())
                 continue
+            if gid in in_room:
+                verdict = safe_judge(REGISTRY[gid], room["harvested"][gid], seed)
             elif run["harvested"].get(gid) is None:
                 verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
                                  + (" (see the submission note)" if problem else ""), ())
