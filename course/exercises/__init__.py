@@ -6,14 +6,20 @@ Contract for the autograder (see :mod:`course.exercises.registry`)
 (``exercise``, ``kind``, ``points``, ``names``, ``assignment``, ``ledger_key``,
 ``harvest``, ``judge``, ``probes``).
 
-1. In the student's kernel, after the notebook ran: for each grade_id,
-   ``harvest_json(grade_id, globals(), seed)`` returns a JSON string of plain
-   values (it never judges). Build parts call the student's function on
+1. Harvest: plain values only, never a judgement. The autograder reads function
+   results and assigned names in a clean room without the course package
+   (``autograder/cleanroom.py``) and builds each value part's harvest with
+   ``part.harvest`` on those plain values; parts without names (a locked
+   prediction) are harvested in the student's kernel by
+   ``harvest_json(grade_id, globals(), seed)``. In-kernel harvests of Build
+   parts (plain nbgrader, tests) call the student's function on
    ``part.probes(seed)`` with ``course.core`` poisoned.
 2. In a trusted process: ``judge_json(grade_id, text, seed)`` returns a
    :class:`Verdict` (``score`` in [0, 1], ``reason`` a student may read: it
    names what is wrong, never the hidden inputs or the key); the points are
    ``score * REGISTRY[grade_id].points``. Use the same ``seed`` for both.
+   Function parts give partial credit: ``Verdict.checks`` lists each
+   :class:`Check` (worked example, edge cases, random inputs, invalid inputs).
 3. Hidden test cells in the notebooks call ``grade_in_kernel(grade_id,
    globals())``, which harvests and judges in the kernel and raises
    ``AssertionError(reason)`` unless the score is 1, so plain ``nbgrader

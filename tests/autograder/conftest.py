@@ -50,6 +50,12 @@ def _edited_metadata(nb):
     return nb
 
 
+def _with_answer(nb, answer_id: str, code: str):
+    nb = copy.deepcopy(nb)
+    next(c for c in nb.cells if grade_id(c) == answer_id).source = code
+    return nb
+
+
 def _without_value_errors(nb):
     """The reference solution, except that `effective_batch` never raises ValueError."""
     nb = copy.deepcopy(nb)
@@ -73,7 +79,10 @@ def red_team(tmp_path_factory):
         "d_kill": attacks.KERNEL_KILL, "e_loop": attacks.INFINITE_LOOP, "b_stubborn": attacks.STUBBORN_LOOP,
         "e_membomb": attacks.MEMORY_BOMB, "f_write_outside": attacks.write_outside(outside),
         "f_read_source": attacks.read_secrets(source_nb, root / "gradebook.db"),
-        # issue #13: forged harvests and reaching the course package from the clean room
+    }
+    # issue #13: forged harvests and the course package reached from the clean room; written into the
+    # last Build answer cell, so the release's stubs do not overwrite the functions they define
+    in_last_build_cell = {
         "i_harvest_replaced": attacks.HARVEST_REPLACED, "i_fake_module": attacks.FAKE_MODULE,
         "i_second_copy": attacks.SECOND_COPY, "i_keys_from_disk": attacks.keys_from_disk(ROOT),
         "i_importlib": attacks.IMPORTLIB_TRICKS, "i_kernel_stash": attacks.KERNEL_STASH,
@@ -83,6 +92,8 @@ def red_team(tmp_path_factory):
     }
     for student, code in hostile.items():
         submit(root, student, with_first_answer(rel, code))
+    for student, code in in_last_build_cell.items():
+        submit(root, student, _with_answer(rel, "ch02_ex2_4_required_accum_steps_answer", code))
     submit(root, "a_honest", sol)
     submit(root, "m_honest", sol)
     submit(root, "g_huge_output", _huge_output(sol))

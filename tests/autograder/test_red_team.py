@@ -100,7 +100,8 @@ def test_feedback_shows_derivations_and_no_hidden_tests(red_team):
         html = (root / "feedback" / student / "ch02_gradient_accumulation"
                 / "ch02_gradient_accumulation.html").read_text()
         assert "Worked derivation" in html
-        for secret in ("BEGIN HIDDEN TESTS", "grade_in_kernel", "AssertionError", "_grade(", "Traceback",
+        # (a traceback of the student's own cell may show; the hidden tests' never does)
+        for secret in ("BEGIN HIDDEN TESTS", "grade_in_kernel", "AssertionError", "_grade(",
                        "CLEANROOM-RESULT", "all tests passed", "every hidden test"):
             assert secret not in html, (student, secret)
 
