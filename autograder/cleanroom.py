@@ -24,8 +24,9 @@ course's implementation:
 Anything the student's code does in the clean room (print, patch ``json`` or
 builtins, exit, loop, write forged lines) can only change which plain values
 come back for its own functions and names, which is what honest code can do too.
-Nothing the notebook's kernel printed or returned is judged, except for parts
-without names (a locked prediction), whose kernel harvest must be one line.
+Nothing the notebook's kernel printed or returned is judged, except for lab
+parts (answers read from instruments, locked predictions), whose kernel harvest
+must be exactly one line.
 """
 
 from __future__ import annotations
@@ -161,16 +162,20 @@ def split_parts(grade_ids) -> Dict[str, List[str]]:
     """Registered parts by where their values come from.
 
     ``functions``: graded by calling a student's function (Build, Debug's fix);
-    ``values``: graded on names the student assigns; both are read in the
-    clean room. ``kernel``: parts without names (a locked prediction read from
-    the kernel's files), still harvested in the notebook's kernel.
+    ``values``: workbook answers, names the student assigns by computing them
+    (``kinds.value_part``, with ``units``); both are read in the clean room.
+    ``kernel``: lab parts, whose answers are read from the course's instruments
+    by design (and a locked prediction), harvested in the notebook's kernel: a
+    forged harvest there can only produce what the course package in the same
+    kernel lets an honest answer cell produce.
     """
     from course.exercises import REGISTRY
 
     split = {"functions": [], "values": [], "kernel": []}
     for gid in sorted(g for g in grade_ids if g in REGISTRY):
         part = REGISTRY[gid]
-        where = "functions" if "function" in part.extra else "values" if part.names else "kernel"
+        where = ("functions" if "function" in part.extra
+                 else "values" if part.names and "units" in part.extra else "kernel")
         split[where].append(gid)
     return split
 

@@ -26,9 +26,10 @@ def _answer(request, nonce="n0", **override):
 
 
 def test_split_puts_functions_and_names_in_the_clean_room():
-    split = cleanroom.split_parts(["ch02_ex2_1", "ch02_ex2_4", "ch02_ex2_4_required_accum_steps", "nope"])
+    split = cleanroom.split_parts(["ch02_ex2_1", "ch02_ex2_4", "ch02_ex2_4_required_accum_steps", "nope",
+                                   "lab06_act1_lock", "lab06_act2_small"])
     assert split == {"functions": ["ch02_ex2_4", "ch02_ex2_4_required_accum_steps"],
-                     "values": ["ch02_ex2_1"], "kernel": []}
+                     "values": ["ch02_ex2_1"], "kernel": ["lab06_act1_lock", "lab06_act2_small"]}
     request = _request()
     assert request["values"] == ["accum_steps"] and request["functions"]["ch02_ex2_4"]["function"] == "effective_batch"
 
