@@ -158,6 +158,21 @@ main()
 '''
 
 
+#: added to the reason of a part whose names the clean room did not find
+MISSING_NOTE = (" (your notebook's code is run again to grade it, without the course package: a cell "
+                "that fails there, for example one that uses course.core, defines nothing)")
+
+
+def names_missing(harvested: Any) -> bool:
+    """True if a clean-room harvest lacks the part's function or one of its names."""
+    if type(harvested) is not dict:
+        return False
+    if harvested.get("missing") is True:
+        return True
+    values = harvested.get("values")
+    return type(values) is dict and any(type(v) is dict and "__missing__" in v for v in values.values())
+
+
 def split_parts(grade_ids) -> Dict[str, List[str]]:
     """Registered parts by where their values come from.
 

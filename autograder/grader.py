@@ -275,7 +275,12 @@ class Grader:
                 verdicts[gid] = (0.0, failed_room.get(room.get("state"), "your answers could not be read"), ())
                 continue
             if gid in in_room:
-                verdict = safe_judge(REGISTRY[gid], room["harvested"][gid], seed)
+                harvested = room["harvested"][gid]
+                verdict = safe_judge(REGISTRY[gid], harvested, seed)
+                if cleanroom.names_missing(harvested):
+                    verdicts[gid] = (float(verdict.score), verdict.reason + cleanroom.MISSING_NOTE,
+                                     tuple(verdict.checks))
+                    continue
             elif run["harvested"].get(gid) is None:
                 verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
                                  + (" (see the submission note)" if problem else ""), ())

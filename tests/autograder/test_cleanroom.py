@@ -103,3 +103,13 @@ def test_clean_room_holds_the_students_code_and_nothing_of_the_course(tmp_path):
 
     verdict = safe_judge(REGISTRY["ch02_ex2_4"], out["harvested"]["ch02_ex2_4"], 5)
     assert verdict.score == 1.0, verdict
+
+
+def test_a_name_the_clean_room_did_not_find_is_explained():
+    """`accum_steps = course.core....` works in the kernel but defines nothing in the clean room."""
+    request = _request()
+    data = cleanroom.parse(_answer(request, values={}), "n0", request)
+    harvested = cleanroom.harvests(data, SPLIT)
+    assert cleanroom.names_missing(harvested["ch02_ex2_1"])
+    assert not cleanroom.names_missing(harvested["ch02_ex2_4"])
+    assert cleanroom.names_missing({"missing": True}) and "without the course package" in cleanroom.MISSING_NOTE
