@@ -121,12 +121,20 @@ def _preprocessors():
     return found
 
 
-def feedback_notebook(nb, resources: dict, verdicts: Dict[str, tuple]):
-    """The feedback notebook (a copy); needs the gradebook (``resources['nbgrader']``)."""
+def feedback_notebook(nb, resources: dict, verdicts: Dict[str, tuple], gradebook_lock=None):
+    """The feedback notebook (a copy); needs the gradebook (``resources['nbgrader']``).
+
+    Only ``GetGrades`` reads the gradebook, so only it runs under ``gradebook_lock``
+    (when given); the other steps run in parallel with other workers.
+    """
     nb = copy.deepcopy(nb)
     resources = copy.deepcopy(resources)
     for pp in _preprocessors():
-        nb, resources = pp.preprocess(nb, resources)
+        if type(pp).__name__ == "GetGrades" and gradebook_lock is not None:
+            with gradebook_lock:
+                nb, resources = pp.preprocess(nb, resources)
+        else:
+            nb, resources = pp.preprocess(nb, resources)
     scrub_test_outputs(nb, verdicts)
     return nb, resources
 

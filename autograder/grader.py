@@ -391,8 +391,9 @@ class Grader:
         if self.feedback:
             from .feedback import feedback_notebook, render_feedback
 
-            with self.lock:  # only the scores come from the gradebook; rendering runs in parallel
-                fb_nb, fb_resources = feedback_notebook(nb, self._resources(sub.student), verdicts)
+            # only the scores come from the gradebook (under the lock); the rest runs in parallel
+            fb_nb, fb_resources = feedback_notebook(nb, self._resources(sub.student), verdicts,
+                                                    gradebook_lock=self.lock)
             html = render_feedback(fb_nb, fb_resources)
             fb_dir = self.root / "feedback" / sub.student / self.assignment_name
             fb_dir.mkdir(parents=True, exist_ok=True)
