@@ -234,23 +234,32 @@ class Grader:
         return work
 
     def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
-        """Execute and harvest value parts in the kernel's sandbox, then evaluate function parts in a
-        clean room (:mod:`autograder.cleanroom`); return outputs, harvests and a status."""
+        """Execute the notebook (and harvest lab parts) in the kernel's sandbox, and evaluate function
+        parts and workbook answers in a clean room (:mod:`autograder.cleanroom`); return outputs,
+        harvests and a status."""
         # the kernel's IPC socket paths live under here, and Unix socket paths end at 107 bytes
         base = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 48 else "/tmp"
         scratch = Path(tempfile.mkdtemp(prefix="autograder-", dir=base))
         try:
             split = cleanroom.split_parts(self.registered)
+            room: dict = {}
+            if split["functions"] or split["values"]:
+                # the clean room starts from its own fresh copy, so nothing the kernel writes can reach
+                # it, and runs beside the kernel (a separate process: it overlaps the kernel's start-up)
+                # (without bwrap both would run as one user on one disk: then one after the other)
+                room_work = self._scratch_copy(sub, scratch, "room", slot)
+                room_thread = threading.Thread(target=lambda: room.update(cleanroom.evaluate(
+                    nb, room_work, split=split, seed=seed, limits=self.limits, slot=slot,
+                    use_bwrap=self.use_bwrap, timeout=float(self.limits.submission_timeout))),
+                    name="autograder-cleanroom", daemon=True)
+                room_thread.start()
+                if not self.use_bwrap:
+                    room_thread.join()
             run = kernel.execute(nb, self._scratch_copy(sub, scratch, "work", slot), grade_ids=split["kernel"],
                                  seed=seed, limits=self.limits, slot=slot, use_bwrap=self.use_bwrap)
-            run["cleanroom"], run["split"] = None, split
             if split["functions"] or split["values"]:
-                # the clean room starts from a fresh copy: nothing the kernel wrote can reach it
-                left = self.limits.submission_timeout - run["status"].get("seconds", 0)
-                run["cleanroom"] = cleanroom.evaluate(
-                    nb, self._scratch_copy(sub, scratch, "room", slot), split=split, seed=seed,
-                    limits=self.limits, slot=slot, use_bwrap=self.use_bwrap,
-                    timeout=max(float(self.limits.cell_timeout), left))
+                room_thread.join()
+            run["cleanroom"], run["split"] = (room or None), split
             return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
