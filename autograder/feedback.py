@@ -1,14 +1,16 @@
 """Feedback HTML for one student: scores and derivations in, hidden tests out.
 
-Steps, all nbgrader/nbconvert preprocessors or plain notebook edits:
+Steps 1-3 are :data:`FEEDBACK_PREPROCESSORS` (the list plain ``nbgrader generate_feedback``
+uses too); step 4 is a plain notebook edit:
 
 1. nbgrader's ``GetGrades`` puts the gradebook's scores on the cells;
 2. nbgrader's ``ClearHiddenTests`` removes ``### BEGIN/END HIDDEN TESTS`` regions;
-3. every graded test cell's outputs (tracebacks of hidden tests may name hidden
-   inputs or keys) are replaced by one line: the trusted judge's reason for a
-   registered part, or only pass/fail and the error's type for other cells;
-4. the workbook's worked derivations are inserted after each exercise
-   (``course.exercises.feedback.insert_derivations``, skipped if absent);
+3. the workbook's worked derivations are inserted after each exercise
+   (``course.exercises.feedback.InsertDerivations``, skipped if absent);
+4. every graded test cell's outputs (tracebacks of hidden tests may name hidden
+   inputs or keys) are replaced: for a registered part by its points, the trusted
+   judge's reason, each partial-credit check and what the visible check covered
+   versus what was graded; for other cells only pass/fail and the error's type;
 5. nbconvert's HTMLExporter with nbgrader's ``feedback`` template renders it.
 """
 
@@ -39,42 +41,101 @@ def _template_config():
     return c
 
 
+#: ``GenerateFeedback.preprocessors`` for plain ``nbgrader generate_feedback`` (nbgrader_config.py
+#: points at this name); :func:`feedback_notebook` runs the same list, except the CSS step, which
+#: the HTML exporter of :func:`render_feedback` runs itself
+FEEDBACK_PREPROCESSORS = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "course.exercises.feedback.InsertDerivations",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+_RENDER_ONLY = {"nbconvert.preprocessors.CSSHTMLHeaderPreprocessor"}
+
+
+def _coverage(grade_id: str) -> str:
+    """What the visible check covered versus what was graded, for a registered part."""
+    try:
+        from course.exercises import REGISTRY
+    except ImportError:
+        return ""
+    part = REGISTRY.get(grade_id)
+    if part is None:
+        return ""
+    if "function" in part.extra:
+        return ("The visible check ran only the worked example shown in the notebook. Grading called "
+                f"`{part.extra['function']}` again, in a fresh process, on the worked example, edge "
+                "cases, random inputs and invalid inputs (which must raise ValueError); their values "
+                "are not shown.")
+    return ("The visible check looked at type, unit and order of magnitude only. Grading compared "
+            "the exact value with the key.")
+
+
+def part_summary(grade_id: str, max_points: float, verdict: tuple) -> str:
+    """Text a student can act on: points, the reason, each check's points and reason, coverage."""
+    score, reason, checks = (tuple(verdict) + ((),))[:3]
+    lines = [f"{score * max_points:g} of {max_points:g} points: {reason}"]
+    for check in checks:
+        lines.append(f"  - {check.name}: {check.earned * max_points:g} of {check.share * max_points:g} "
+                     f"points ({check.reason})")
+    coverage = _coverage(grade_id)
+    if coverage:
+        lines.append(coverage)
+    return "\n".join(lines) + "\n"
+
+
 def scrub_test_outputs(nb, verdicts: Dict[str, tuple]):
-    """Replace the outputs of graded test cells by a one-line result (in place)."""
+    """Replace the outputs of graded test cells by the trusted judge's summary (in place).
+
+    Registered parts get :func:`part_summary`; other graded cells only pass or
+    fail and the error's type (a hidden test's traceback may name hidden inputs).
+    """
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
             continue
         gid = meta.get("grade_id")
         if gid in verdicts:
-            score, reason = verdicts[gid]
-            text = f"{'passed' if score >= 1 else 'not passed'}: {reason}\n"
+            points = meta.get("points")
+            max_points = float(points) if type(points) in (int, float) and points > 0 else 1.0
+            text = part_summary(gid, max_points, verdicts[gid])
         else:
             errors = [o.get("ename", "error") for o in cell.get("outputs", [])
                       if o.get("output_type") == "error"]
-            text = f"not passed ({errors[0]})\n" if errors else "passed\n"
+            text = f"test cell failed ({errors[0]})\n" if errors else "test cell passed\n"
         cell.outputs = [new_output("stream", name="stdout", text=text)]
     return nb
 
 
-def _insert_derivations(nb, student=None):
-    try:
-        from course.exercises.feedback import insert_derivations
-    except ImportError:  # the workbook's hook is optional
-        return nb
-    return insert_derivations(nb, student)  # the student's own numbers (their variant)
+def _preprocessors():
+    from traitlets.utils.importstring import import_item
+
+    found = []
+    for dotted in FEEDBACK_PREPROCESSORS:
+        if dotted in _RENDER_ONLY:
+            continue
+        try:
+            found.append(import_item(dotted)())
+        except ImportError:  # the workbook's derivation hook is optional
+            continue
+    return found
 
 
-def feedback_notebook(nb, resources: dict, verdicts: Dict[str, tuple]):
-    """The feedback notebook (a copy); needs the gradebook (``resources['nbgrader']``)."""
-    from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+def feedback_notebook(nb, resources: dict, verdicts: Dict[str, tuple], gradebook_lock=None):
+    """The feedback notebook (a copy); needs the gradebook (``resources['nbgrader']``).
 
+    Only ``GetGrades`` reads the gradebook, so only it runs under ``gradebook_lock``
+    (when given); the other steps run in parallel with other workers.
+    """
     nb = copy.deepcopy(nb)
     resources = copy.deepcopy(resources)
-    nb, resources = GetGrades().preprocess(nb, resources)
-    nb, resources = ClearHiddenTests().preprocess(nb, resources)
+    for pp in _preprocessors():
+        if type(pp).__name__ == "GetGrades" and gradebook_lock is not None:
+            with gradebook_lock:
+                nb, resources = pp.preprocess(nb, resources)
+        else:
+            nb, resources = pp.preprocess(nb, resources)
     scrub_test_outputs(nb, verdicts)
-    _insert_derivations(nb, resources.get("nbgrader", {}).get("student"))
     return nb, resources
 
 

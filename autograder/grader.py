@@ -42,7 +42,7 @@ from typing import Dict, List, Optional
 
 import nbformat
 
-from . import kernel, sandbox
+from . import cleanroom, kernel, sandbox
 from .submissions import Submission
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
@@ -217,28 +217,87 @@ class Grader:
         nb, resources = AssignLatePenalties().preprocess(nb, resources)
         return in_kernel
 
+    def _scratch_copy(self, sub: Submission, scratch: Path, name: str, slot: int) -> Path:
+        """A folder with the submission's files, then the instructor's (as nbgrader), for one sandbox."""
+        work = scratch / name
+        work.mkdir()
+        source_dir = self.root / "source" / self.assignment_name
+        for folder in (sub.folder, source_dir):
+            if folder and folder.is_dir():
+                for path in folder.rglob("*"):
+                    rel = path.relative_to(folder)
+                    if (path.is_file() and not path.is_symlink() and path.suffix != ".ipynb"
+                            and ".ipynb_checkpoints" not in rel.parts and path.stat().st_size < 20 * 2**20):
+                        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(path, work / rel)
+        sandbox.prepare_scratch(work, slot, self.use_bwrap)
+        return work
+
     def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
-        """Execute and harvest in the sandbox; return outputs, harvested texts and a status."""
+        """Execute the notebook (and harvest lab parts) in the kernel's sandbox, and evaluate function
+        parts and workbook answers in a clean room (:mod:`autograder.cleanroom`); return outputs,
+        harvests and a status."""
         # the kernel's IPC socket paths live under here, and Unix socket paths end at 107 bytes
         base = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 48 else "/tmp"
         scratch = Path(tempfile.mkdtemp(prefix="autograder-", dir=base))
         try:
-            work = scratch / "work"
-            work.mkdir()
-            source_dir = self.root / "source" / self.assignment_name
-            for folder in (sub.folder, source_dir):  # submission files, then the instructor's (as nbgrader)
-                if folder and folder.is_dir():
-                    for path in folder.rglob("*"):
-                        rel = path.relative_to(folder)
-                        if (path.is_file() and not path.is_symlink() and path.suffix != ".ipynb"
-                                and ".ipynb_checkpoints" not in rel.parts and path.stat().st_size < 20 * 2**20):
-                            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-                            shutil.copyfile(path, work / rel)
-            sandbox.prepare_scratch(work, slot, self.use_bwrap)
-            return kernel.execute(nb, work, grade_ids=sorted(self.registered), seed=seed,
-                                  limits=self.limits, slot=slot, use_bwrap=self.use_bwrap)
+            split = cleanroom.split_parts(self.registered)
+            room: dict = {}
+            if split["functions"] or split["values"]:
+                # the clean room starts from its own fresh copy, so nothing the kernel writes can reach
+                # it, and runs beside the kernel (a separate process: it overlaps the kernel's start-up)
+                # (without bwrap both would run as one user on one disk: then one after the other)
+                room_work = self._scratch_copy(sub, scratch, "room", slot)
+                room_thread = threading.Thread(target=lambda: room.update(cleanroom.evaluate(
+                    nb, room_work, split=split, seed=seed, limits=self.limits, slot=slot,
+                    use_bwrap=self.use_bwrap, timeout=float(self.limits.submission_timeout))),
+                    name="autograder-cleanroom", daemon=True)
+                room_thread.start()
+                if not self.use_bwrap:
+                    room_thread.join()
+            run = kernel.execute(nb, self._scratch_copy(sub, scratch, "work", slot), grade_ids=split["kernel"],
+                                 seed=seed, limits=self.limits, slot=slot, use_bwrap=self.use_bwrap)
+            if split["functions"] or split["values"]:
+                room_thread.join()
+            run["cleanroom"], run["split"] = (room or None), split
+            return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _judge(self, run: dict, seed: int, problem: Optional[str]) -> Dict[str, tuple]:
+        """Trusted judging: parts with names or functions from the clean room, the rest (locked
+        predictions) from the kernel's harvest.
+
+        Returns ``{grade_id: (score, reason, checks)}`` (``checks``: the partial-credit breakdown).
+        """
+        from course.exercises import REGISTRY, judge_json, safe_judge
+
+        room = run.get("cleanroom") or {}
+        in_room = set(run["split"]["functions"]) | set(run["split"]["values"])
+        failed_room = {"timeout": "your notebook's code did not finish when it was run again to grade "
+                                  "it (look for a cell that never ends)",
+                       "no_result": "your answers could not be read: the notebook's code stopped the "
+                                    "grading run (an exit, a crash, too much memory or a forged result)"}
+        verdicts = {}
+        for gid in sorted(self.registered):
+            if gid in in_room and room.get("harvested") is None:
+                verdicts[gid] = (0.0, failed_room.get(room.get("state"), "your answers could not be read"), ())
+                continue
+            if gid in in_room:
+                harvested = room["harvested"][gid]
+                verdict = safe_judge(REGISTRY[gid], harvested, seed)
+                if cleanroom.names_missing(harvested):
+                    verdicts[gid] = (float(verdict.score), verdict.reason + cleanroom.MISSING_NOTE,
+                                     tuple(verdict.checks))
+                    continue
+            elif run["harvested"].get(gid) is None:
+                verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
+                                 + (" (see the submission note)" if problem else ""), ())
+                continue
+            else:
+                verdict = judge_json(gid, run["harvested"][gid], seed)
+            verdicts[gid] = (float(verdict.score), verdict.reason, tuple(verdict.checks))
+        return verdicts
 
     @staticmethod
     def _merge_outputs(nb, executed) -> None:
@@ -298,8 +357,6 @@ class Grader:
         return student_seed(self.assignment_name, student, int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
 
     def _grade_one(self, sub: Submission, slot: int) -> dict:
-        from course.exercises import REGISTRY, judge_json
-
         with self.lock:
             self._open_submission(sub)
         if sub.notebook is None:
@@ -333,15 +390,7 @@ class Grader:
             notes.append(f"cell {index + 1} ran longer than {self.limits.cell_timeout} s and was stopped")
         if state.get("output_truncated"):
             notes.append("your notebook printed too much; the rest of its output was dropped")
-        verdicts = {}
-        for gid in sorted(self.registered):
-            text = run["harvested"].get(gid)
-            if text is None:
-                verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
-                                 + (" (see the submission note)" if problem else ""))
-            else:
-                verdict = judge_json(gid, text, seed)
-                verdicts[gid] = (float(verdict.score), verdict.reason)
+        verdicts = self._judge(run, seed, problem)
         with self.lock:
             in_kernel = self._record(nb, sub.student, verdicts)
             grades = self._read_grades(sub.student)
@@ -354,8 +403,9 @@ class Grader:
         if self.feedback:
             from .feedback import feedback_notebook, render_feedback
 
-            with self.lock:  # only the scores come from the gradebook; rendering runs in parallel
-                fb_nb, fb_resources = feedback_notebook(nb, self._resources(sub.student), verdicts)
+            # only the scores come from the gradebook (under the lock); the rest runs in parallel
+            fb_nb, fb_resources = feedback_notebook(nb, self._resources(sub.student), verdicts,
+                                                    gradebook_lock=self.lock)
             html = render_feedback(fb_nb, fb_resources)
             fb_dir = self.root / "feedback" / sub.student / self.assignment_name
             fb_dir.mkdir(parents=True, exist_ok=True)
@@ -381,8 +431,13 @@ class Grader:
         for gid, info in sorted(self.assignment.grade_cells.items()):
             part = REGISTRY.get(gid)
             grade = grades.get(gid, {})
+            checks = []
             if gid in verdicts:
                 part_status, why = "judged", verdicts[gid][1]
+                # partial credit: each check's points and reason (never the hidden inputs or the key)
+                checks = [{"check": c.name, "points": round(c.earned * info["max_score"], 6),
+                           "max_points": round(c.share * info["max_score"], 6), "reason": c.reason}
+                          for c in verdicts[gid][2]]
             elif status in ("missing", "unreadable", "error"):
                 part_status, why = "not_graded", "see the submission note"
             elif grade.get("needs_manual"):
@@ -393,7 +448,7 @@ class Grader:
             parts.append({
                 "part": gid, "exercise": part.exercise if part else "", "kind": part.kind if part else "",
                 "points": None if part_status == "manual" else round(grade.get("score", 0.0), 6),
-                "max_points": info["max_score"], "status": part_status, "reason": why,
+                "max_points": info["max_score"], "status": part_status, "reason": why, "checks": checks,
                 # what nbgrader's in-kernel test cell said; differs from points under tampering
                 "kernel_points": grade.get("kernel")})
         from course.exercises.variants import variant_of

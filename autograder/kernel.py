@@ -285,11 +285,11 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
     status["output_truncated"] = client.output_truncated
     harvested = {}
     for grade_id, cell in zip(grade_ids, nb.cells[original_count:]):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream" and out.get("name") == "stdout":
-                for line in str(out.get("text", "")).splitlines():
-                    if line.startswith(HARVEST_MARK):
-                        harvested[grade_id] = line[len(HARVEST_MARK):]
+        lines = [line for out in cell.get("outputs", [])
+                 if out.get("output_type") == "stream" and out.get("name") == "stdout"
+                 for line in str(out.get("text", "")).splitlines() if line.startswith(HARVEST_MARK)]
+        if len(lines) == 1:  # a second marked line means the kernel's output was tampered with
+            harvested[grade_id] = lines[0][len(HARVEST_MARK):]
     for index, cell in enumerate(nb.cells[:original_count]):
         if cell.cell_type == "code" and any(CUT_NOTE in str(o.get("text", "")) for o in cell.get("outputs", [])):
             status["output_truncated"] = True

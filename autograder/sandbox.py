@@ -78,17 +78,32 @@ def _package_dirs() -> List[str]:
     return sorted({str(here), str(Path(list(course.__path__)[0]).resolve())})
 
 
-def readable_paths() -> List[str]:
-    """The allow-list of read-only paths inside the sandbox."""
+def readable_paths(course_visible: bool = True) -> List[str]:
+    """The allow-list of read-only paths inside the sandbox.
+
+    With ``course_visible=False`` (the clean room, :mod:`autograder.cleanroom`)
+    the ``course`` and ``autograder`` packages are left out.
+    """
     paths = [p for p in _SYSTEM_DIRS if os.path.exists(p)]
     for prefix in (sys.base_prefix, sys.prefix, sys.exec_prefix):
         real = str(Path(prefix).resolve())
         if not any(real == p or real.startswith(p + "/") for p in paths):
             paths.append(real)
-    for pkg in _package_dirs():
+    for pkg in _package_dirs() if course_visible else ():
         if not any(pkg.startswith(p + "/") for p in paths):
             paths.append(pkg)
     return paths
+
+
+def hidden_package_dirs() -> List[str]:
+    """Package folders inside the read-only allow-list that the clean room must not see.
+
+    An editable install (this repo's) keeps them outside every bound path; a
+    regular install puts them in site-packages, which is bound: those get an
+    empty tmpfs over them.
+    """
+    bound = readable_paths(course_visible=False)
+    return [pkg for pkg in _package_dirs() if any(pkg.startswith(p + "/") for p in bound)]
 
 
 def sandbox_env(scratch: str) -> dict:
@@ -119,21 +134,26 @@ def _parents(path: str) -> List[str]:
 
 
 def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
-                  extra_binds: Sequence[str] = (), scratch_bytes: int = 512 * 2**20) -> List[str]:
+                  extra_binds: Sequence[str] = (), scratch_bytes: int = 512 * 2**20,
+                  course_visible: bool = True) -> List[str]:
     """The ``bwrap`` command line that runs ``inner`` with a copy of ``scratch_dir`` as /scratch.
 
     ``extra_binds`` are writable folders bound at their own path (the kernel's
-    IPC sockets and connection file).
+    IPC sockets and connection file). ``course_visible=False`` leaves the
+    ``course`` and ``autograder`` packages out of the file system.
     """
     cmd = ["bwrap"]
     made = set()
-    binds = [("--ro-bind", path) for path in readable_paths()] + [("--bind", path) for path in extra_binds]
+    binds = ([("--ro-bind", path) for path in readable_paths(course_visible)]
+             + [("--bind", path) for path in extra_binds])
     for how, path in binds:  # each at its own path, its parent folders made first
         for parent in _parents(path):
             if parent not in made and parent not in _SYSTEM_DIRS:
                 cmd += ["--perms", "0755", "--dir", parent]
                 made.add(parent)
         cmd += [how, path, path]
+    for path in () if course_visible else hidden_package_dirs():
+        cmd += ["--tmpfs", path]
     # /scratch is a size-capped tmpfs (no submission can fill the disk, however many files it
     # writes), filled from a read-only view of the scratch copy before the kernel starts
     cmd += ["--perms", "0777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
@@ -183,12 +203,13 @@ def probe() -> Optional[str]:
 
 
 def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_bwrap: bool,
-            extra_binds: Sequence[str] = ()) -> List[str]:
+            extra_binds: Sequence[str] = (), course_visible: bool = True) -> List[str]:
     """Full command line for one submission in worker ``slot`` (a prefix when ``inner`` is empty)."""
     if not use_bwrap:
         return prlimit_prefix(limits) + inner
     uid = FIRST_SLOT_UID + slot if os.geteuid() == 0 else None
-    return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds, limits.scratch_bytes)
+    return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds, limits.scratch_bytes,
+                                                  course_visible)
 
 
 def prepare_scratch(scratch_dir: Path, slot: int, use_bwrap: bool) -> None:

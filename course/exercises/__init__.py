@@ -6,9 +6,13 @@ Contract for the autograder (see :mod:`course.exercises.registry`)
 (``exercise``, ``kind``, ``points``, ``names``, ``assignment``, ``ledger_key``,
 ``harvest``, ``judge``, ``probes``).
 
-1. In the student's kernel, after the notebook ran: for each grade_id,
-   ``harvest_json(grade_id, globals(), seed)`` returns a JSON string of plain
-   values (it never judges). Build parts call the student's function on
+1. Harvest: plain values only, never a judgement. The autograder reads function
+   results and assigned names in a clean room without the course package
+   (``autograder/cleanroom.py``) and builds each value part's harvest with
+   ``part.harvest`` on those plain values; parts without names (a locked
+   prediction) are harvested in the student's kernel by
+   ``harvest_json(grade_id, globals(), seed)``. In-kernel harvests of Build
+   parts (plain nbgrader, tests) call the student's function on
    ``part.probes(seed)`` with ``course.core`` poisoned.
 2. In a trusted process: ``judge_json(grade_id, text, seed)`` returns a
    :class:`Verdict` (``score`` in [0, 1], ``reason`` a student may read: it
@@ -16,6 +20,8 @@ Contract for the autograder (see :mod:`course.exercises.registry`)
    ``score * REGISTRY[grade_id].points``. Use the same ``seed`` for both:
    ``course.exercises.variants.student_seed(assignment, student, probe_seed)``
    (it carries the student's variant as well as the probe seed).
+   Function parts give partial credit: ``Verdict.checks`` lists each
+   :class:`Check` (worked example, edge cases, random inputs, invalid inputs).
 3. Hidden test cells in the notebooks call ``grade_in_kernel(grade_id,
    globals())``, which harvests and judges in the kernel and raises
    ``AssertionError(reason)`` unless the score is 1, so plain ``nbgrader
@@ -37,7 +43,7 @@ automatically) with ``CHAPTER`` and exercises declared through
 """
 
 from .registry import (  # noqa: F401
-    KINDS, REGISTRY, Part, Verdict, NotPlain, judge_plain, plain_number, register,
+    KINDS, REGISTRY, Check, Part, Verdict, NotPlain, judge_plain, plain_number, register,
     roundtrip, safe_judge, to_plain, check_number, is_plain_number,
 )
 

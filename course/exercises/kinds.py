@@ -16,7 +16,7 @@ import types
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .registry import (
-    RAISED, UNPLAIN, Part, Verdict, describe_unplain, judge_plain, register, to_plain,
+    RAISED, UNPLAIN, Check, Part, Verdict, describe_unplain, judge_plain, register, to_plain,
 )
 from .spec import Exercise, spec_for
 from .variants import split_seed
@@ -117,6 +117,22 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
             out["invalid"] = [call_plain(fn, args) for args in probe_inputs["invalid"]]
         return out
 
+    def outcome(got: Any, expected: Any) -> Optional[str]:
+        """``None`` if ``got`` is right for a valid input, else what is wrong (no values named)."""
+        if type(got) is dict and RAISED in got:
+            return f"raises {str(got[RAISED])[:60]}"
+        if returns == "numbers":  # a tuple of numbers, e.g. (interval_minutes, waste_pct)
+            if type(got) is not list or len(got) != len(expected) or not all(
+                    type(g) in (int, float) and math.isfinite(g) for g in got):
+                return "does not return a tuple of plain numbers"
+            ok = all(math.isclose(float(g), float(e), rel_tol=rtol, abs_tol=atol) for g, e in zip(got, expected))
+            return None if ok else "returns a wrong value"
+        if returns == "int" and type(got) is not int:
+            return "does not return a plain int"
+        if type(got) not in (int, float) or not math.isfinite(got):
+            return "does not return a plain number (int or float)"
+        return None if math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol) else "returns a wrong value"
+
     def judge(harvested: dict, seed: int = 0) -> Verdict:
         if harvested.get("missing"):
             return Verdict(0.0, f"define a function named `{name}`")
@@ -127,46 +143,23 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
         source = harvested.get("source")
         if type(source) is str and imports_course(source):
             problems.append("it imports the course package; write the formula yourself")
-        inputs = probes(seed)
-        got_valid = harvested.get("valid")
-        got_invalid = harvested.get("invalid")
-        if type(got_valid) is not list or len(got_valid) != len(inputs["valid"]):
-            return Verdict(0.0, "the function could not be evaluated")
-        bad_type = wrong_value = raised = 0
-        for args, got in zip(inputs["valid"], got_valid):
-            expected = reference(*args)
-            if type(got) is dict and RAISED in got:
-                raised += 1
-            elif returns == "numbers":  # a tuple of numbers, e.g. (interval_minutes, waste_pct)
-                if type(got) is not list or len(got) != len(expected) or not all(
-                        type(g) in (int, float) and math.isfinite(g) for g in got):
-                    bad_type += 1
-                elif not all(math.isclose(float(g), float(e), rel_tol=rtol, abs_tol=atol)
-                             for g, e in zip(got, expected)):
-                    wrong_value += 1
-            elif returns == "int" and type(got) is not int:
-                bad_type += 1
-            elif type(got) not in (int, float) or not math.isfinite(got):
-                bad_type += 1
-            elif not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
-                wrong_value += 1
-        if bad_type:
-            what = {"int": "a plain int", "numbers": "a tuple of plain numbers"}.get(
-                returns, "a plain number (int or float)")
-            problems.append(f"it does not return {what} for some valid inputs")
-        if raised:
-            problems.append("it raises an exception for some valid inputs (edge cases included)")
-        if wrong_value:
-            problems.append(f"it returns wrong values for {wrong_value} of {len(got_valid)} valid inputs")
-        if type(got_invalid) is not list or len(got_invalid) != len(inputs["invalid"]):
-            problems.append("it could not be called with invalid inputs")
-        else:
-            missed = sum(1 for got in got_invalid if not (type(got) is dict and got.get(RAISED) == "ValueError"))
-            if missed:
-                problems.append(f"it does not raise ValueError for {missed} of {len(got_invalid)} invalid inputs")
         if problems:
             return Verdict(0.0, "; ".join(problems))
-        return Verdict(1.0, f"`{name}` passed every hidden test")
+        inputs = probes(seed)
+        got_valid, got_invalid = harvested.get("valid"), harvested.get("invalid")
+        if (type(got_valid) is not list or len(got_valid) != len(inputs["valid"])
+                or type(got_invalid) is not list or len(got_invalid) != len(inputs["invalid"])):
+            return Verdict(0.0, "the function could not be evaluated")
+        groups = probe_groups(inputs["valid"], probes(seed + 1)["valid"], examples)
+        findings = []  # (check name, number of inputs, what failed per input)
+        for label, indices in groups:
+            wrong = [outcome(got_valid[i], reference(*inputs["valid"][i])) for i in indices]
+            findings.append((label, len(indices), [w for w in wrong if w]))
+        if inputs["invalid"]:
+            findings.append(("invalid inputs", len(got_invalid), [
+                "does not raise ValueError" for got in got_invalid
+                if not (type(got) is dict and got.get(RAISED) == "ValueError")]))
+        return partial_verdict(name, findings)
 
     part = Part(grade_id=ex.grade_id(suffix), exercise=ex.number, kind=kind, points=points,
                 names=(name,), harvest=harvest, judge=judge, probes=probes,
@@ -176,6 +169,63 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
                        "rtol": rtol, "atol": atol, "returns": returns})
     ex.parts.append(part)
     return register(part)
+
+
+
+#: the checks of a function part, in the order they are reported; each is an equal share
+FUNCTION_CHECKS = ("worked example", "edge cases", "random inputs", "invalid inputs")
+
+
+def probe_groups(valid: List[list], other_seed_valid: List[list],
+                 examples: List[list]) -> List[tuple]:
+    """Split the indices of ``valid`` probe inputs into worked example, edge cases and random inputs.
+
+    Fixed inputs (worked examples and edge cases) are the same for every seed;
+    random ones differ, so comparing with another seed's probes tells them apart.
+    """
+    groups: Dict[str, List[int]] = {label: [] for label in FUNCTION_CHECKS[:3]}
+    for index, args in enumerate(valid):
+        fixed = index < len(other_seed_valid) and other_seed_valid[index] == args
+        label = ("worked example" if args in examples else "edge cases") if fixed else "random inputs"
+        groups[label].append(index)
+    return [(label, indices) for label, indices in groups.items() if indices]
+
+
+def partial_verdict(name: str, findings: List[tuple]) -> Verdict:
+    """Partial credit over ``findings`` = ``[(check, inputs, [failure, ...]), ...]``.
+
+    Each check present is an equal share and earns it when every one of its
+    inputs is right. Shares count only if the formula is there: at least half of
+    the random inputs right (without random inputs: every valid input right). So a
+    function that hard-codes the visible worked example or only raises
+    ``ValueError`` earns nothing.
+    """
+    share = 1.0 / len(findings)
+    by_name = {label: (count, failures) for label, count, failures in findings}
+    if "random inputs" in by_name:
+        count, failures = by_name["random inputs"]
+        formula_there = len(failures) * 2 <= count
+    else:
+        formula_there = not any(failures for label, _, failures in findings if label != "invalid inputs")
+    checks = []
+    for label, count, failures in findings:
+        if not failures:
+            why = (f"raises ValueError for all {count} invalid inputs" if label == "invalid inputs"
+                   else f"right on {'the' if count == 1 else f'all {count}'} {label.rstrip('s') if count == 1 else label}")
+        else:
+            kinds = sorted(set(failures))
+            why = f"{', '.join(kinds)} for {len(failures)} of {count} {label}"
+        earned = share if (not failures and formula_there) else 0.0
+        if not failures and not formula_there:
+            why += " (not counted while most random inputs are wrong: the formula is what is graded)"
+        checks.append(Check(label, earned, share, why))
+    score = sum(c.earned for c in checks)
+    if all(c.earned == c.share for c in checks):
+        return Verdict(1.0, f"`{name}` is right on the worked example, edge cases, random and invalid "
+                       "inputs", tuple(checks))
+    wrong = "; ".join(c.reason for c in checks if c.earned < c.share)
+    return Verdict(min(1.0, score), f"`{name}` earns {sum(c.earned == c.share for c in checks)} of "
+                   f"{len(checks)} checks: {wrong}", tuple(checks))
 
 
 def call_plain(fn: Callable, args: Sequence[Any]) -> Any:

@@ -38,15 +38,33 @@ RAISED = "__raised__"
 
 
 @dataclass(frozen=True)
+class Check:
+    """One graded aspect of a part (partial credit): its share of the part and a one-line reason.
+
+    ``earned`` and ``share`` are fractions of the part's points; the reason names
+    what is right or wrong, never the hidden inputs or the key.
+    """
+
+    name: str
+    earned: float
+    share: float
+    reason: str
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """The judgement of one part: ``score`` in [0, 1] and a reason a student understands."""
+    """The judgement of one part: ``score`` in [0, 1], a reason a student understands and,
+    for parts with partial credit, the :class:`Check` s whose ``earned`` add up to ``score``."""
 
     score: float
     reason: str
+    checks: Tuple[Check, ...] = ()
 
     def __post_init__(self):
         if type(self.score) not in (int, float) or not 0.0 <= self.score <= 1.0:
             raise ValueError(f"score must be a number in [0, 1], got {self.score!r}")
+        if self.checks and not math.isclose(sum(c.earned for c in self.checks), self.score, abs_tol=1e-9):
+            raise ValueError(f"checks must add up to score {self.score!r}")
 
     @property
     def passed(self) -> bool:

@@ -200,7 +200,11 @@ def test_build_without_validation_loses(solutions):
         return scale
 
     verdict = part.grade({"dynamic_loss_scale": no_checks})
-    assert verdict.score == 0.0 and "ValueError" in verdict.reason
+    # partial credit (issue #13): the invalid-inputs share is lost, the formula's shares are kept
+    earned = {c.name: c.earned for c in verdict.checks}
+    assert earned["invalid inputs"] == 0 and verdict.score == sum(earned.values()) < 1.0
+    assert all(c.earned == c.share for c in verdict.checks if c.name != "invalid inputs")
+    assert "ValueError" in verdict.reason
 
 
 def test_derivations_render_with_numbers_and_no_errors():

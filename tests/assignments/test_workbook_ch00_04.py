@@ -105,7 +105,7 @@ def test_reference_solutions_grade_full_in_process(name):
     for gid, part in REGISTRY.items():
         if part.assignment == name:
             verdict = part.grade(namespace)
-            assert verdict == Verdict(verdict.score, verdict.reason) and verdict.passed, (gid, verdict)
+            assert type(verdict) is Verdict and verdict.passed, (gid, verdict)
 
 
 @pytest.mark.parametrize("name", WORKBOOK_0_4)

@@ -84,3 +84,215 @@ def read_secrets(source_notebook, gradebook) -> str:
         except OSError:
             pass
     """)
+
+
+# ---------------------------------------------------------------------------------------------
+# Attacks on harvesting and on the clean room (issue #13). Each defines the Build functions of
+# ch02 (and, where it can, the values) without writing a formula; anything it earns is undeserved.
+# ---------------------------------------------------------------------------------------------
+
+#: kernel-side forger: the outputs the trusted judge wants, from the course package in the kernel
+_FORGER = dedent("""
+    import json as _json
+    from course.exercises import REGISTRY as _R
+    from course.exercises.spec import EXERCISES as _E, spec_for as _spec_for
+    from course.exercises.kinds import call_plain as _call
+
+    def _forged(grade_id, namespace=None, seed=0):
+        part = _R[grade_id]
+        if "function" in part.extra:
+            probes = part.probes(seed)
+            return _json.dumps({"uses_course": [], "source": None,
+                                "valid": [_call(part.extra["reference"], a) for a in probes["valid"]],
+                                "invalid": [{"__raised__": "ValueError"} for _ in probes["invalid"]]})
+        return _json.dumps({"values": part.extra["key"](_spec_for(_E[part.exercise]))})
+""")
+
+# the issue's first attack: the real harvest never runs, so course.core is never poisoned
+HARVEST_REPLACED = _FORGER + dedent("""
+    import course.exercises as _ce
+    _ce.harvest_json = _forged
+""")
+
+# the issue's second attack: a fake course.exercises in sys.modules
+FAKE_MODULE = _FORGER + dedent("""
+    import sys as _sys, types as _types
+    _fake = _types.ModuleType("course.exercises")
+    _fake.harvest_json, _fake.check = _forged, (lambda *a, **k: None)
+    _sys.modules["course.exercises"] = _fake
+""")
+
+# the issue's third attack: a second copy of the package under another name (a symlink on
+# sys.path), whose functions are not poisoned and whose __module__ does not start with "course"
+SECOND_COPY = dedent("""
+    import os, sys
+    try:
+        import course
+        os.makedirs("shadow", exist_ok=True)
+        os.symlink(os.path.dirname(course.__file__), "shadow/coursecopy")
+    except Exception:
+        pass
+    sys.path.insert(0, os.path.abspath("shadow"))
+
+    def effective_batch(micro_batch, accum_steps, dp):
+        import coursecopy.core
+        return coursecopy.core.effective_batch(micro_batch, accum_steps, dp)
+
+    def required_accum_steps(target_batch, micro_batch, dp):
+        import coursecopy.core
+        return coursecopy.core.required_accum_steps(target_batch, micro_batch, dp)
+""")
+
+
+def keys_from_disk(repo) -> str:
+    """Load course.core from wherever it may lie on disk: the repo, site-packages, the editable
+    install's finder (its MAPPING names the repo), any /work checkout."""
+    return dedent(f"""
+        def _stolen_core():
+            import glob, importlib, importlib.util, os, re, sys
+            places = [{str(repo)!r} + "/course"] + glob.glob("/work/*/course")
+            places += glob.glob(sys.prefix + "/lib/python*/site-packages/course")
+            for finder in glob.glob(sys.prefix + "/lib/python*/site-packages/__editable__*finder.py"):
+                places += re.findall(r"'course': '([^']+)'", open(finder).read())
+            for place in places:
+                init = os.path.join(place, "__init__.py")
+                if os.path.exists(os.path.join(place, "core", "__init__.py")):
+                    spec = importlib.util.spec_from_file_location(
+                        "stolen", init, submodule_search_locations=[place])
+                    module = importlib.util.module_from_spec(spec)
+                    sys.modules["stolen"] = module
+                    spec.loader.exec_module(module)
+                    return importlib.import_module("stolen.core")
+            raise RuntimeError("no course package on disk")
+
+        def effective_batch(micro_batch, accum_steps, dp):
+            return _stolen_core().effective_batch(micro_batch, accum_steps, dp)
+
+        def required_accum_steps(target_batch, micro_batch, dp):
+            return _stolen_core().required_accum_steps(target_batch, micro_batch, dp)
+    """)
+
+
+# import-system tricks: drop the stand-in, re-install the editable finder, import by any route
+IMPORTLIB_TRICKS = dedent("""
+    def _core():
+        import glob, importlib, sys
+        for name in [n for n in sys.modules if n == "course" or n.startswith("course.")]:
+            del sys.modules[name]
+        sys.path[:] = [p for p in sys.path if ".cleanroom" not in p]
+        for finder in glob.glob(sys.prefix + "/lib/python*/site-packages/__editable__*finder.py"):
+            try:
+                sys.path.append(finder.rsplit("/", 1)[0])
+                importlib.import_module(finder.rsplit("/", 1)[1][:-3]).install()
+            except Exception:
+                pass
+        return importlib.import_module("course.core")
+
+    def effective_batch(micro_batch, accum_steps, dp):
+        return _core().effective_batch(micro_batch, accum_steps, dp)
+
+    def required_accum_steps(target_batch, micro_batch, dp):
+        return __import__("course.core", fromlist=["x"]).required_accum_steps(target_batch, micro_batch, dp)
+""")
+
+# the kernel copies course.core into the scratch folder for the clean room to import later
+KERNEL_STASH = dedent("""
+    import os, shutil, sys
+    try:
+        import course.core
+        shutil.copytree(os.path.dirname(course.core.__file__), "stash_core", dirs_exist_ok=True)
+    except Exception:
+        pass
+
+    def effective_batch(micro_batch, accum_steps, dp):
+        sys.path.insert(0, os.getcwd())
+        import stash_core
+        return stash_core.effective_batch(micro_batch, accum_steps, dp)
+
+    def required_accum_steps(target_batch, micro_batch, dp):
+        sys.path.insert(0, os.getcwd())
+        import stash_core
+        return stash_core.required_accum_steps(target_batch, micro_batch, dp)
+""")
+
+# in the clean room: find the request (nonce included) in the runner's frames, write a forged
+# result line to every file descriptor, then exit before the runner answers
+FORGED_RESULT_LINES = dedent("""
+    import json, os, sys
+    def _forge():
+        frame, request = sys._getframe(), None
+        while frame is not None:
+            if isinstance(frame.f_locals.get("request"), dict):
+                request = frame.f_locals["request"]
+            frame = frame.f_back
+        if request is None:
+            return
+        functions = {gid: {"valid": [2048] * len(job["valid"]),
+                           "invalid": [{"__raised__": "ValueError"}] * len(job["invalid"])}
+                     for gid, job in request["functions"].items()}
+        line = " ".join([request["mark"], request["nonce"],
+                         json.dumps({"functions": functions, "values": {}})]) + "\\n"
+        for fd in range(64):
+            try:
+                os.write(fd, line.encode() * 3)
+            except OSError:
+                pass
+        os._exit(0)
+    _forge()
+""")
+
+# in the clean room: patch json and builtins so the runner's own answer is whatever we like
+PATCHED_JSON_BUILTINS = dedent("""
+    import builtins, json, math
+    _dumps = json.dumps
+    json.dumps = lambda obj, *a, **k: _dumps({"functions": {}, "values": {"accum_steps": 64}})
+    json.loads = lambda *a, **k: {"functions": {}, "values": []}
+    builtins.callable = lambda obj: True
+    math.isclose = lambda *a, **k: True
+    effective_batch = required_accum_steps = "not a function"
+""")
+
+# at exit, a duplicate of the runner's line with other values; exits and a cancelled alarm
+EXIT_AND_TIMER_TRICKS = dedent("""
+    import atexit, os, signal, sys
+    def _again():
+        for fd in range(64):
+            try:
+                os.write(fd, b"CLEANROOM-RESULT 0 {}\\n")
+            except OSError:
+                pass
+    atexit.register(_again)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    def effective_batch(micro_batch, accum_steps, dp):
+        raise SystemExit(0)
+    def required_accum_steps(target_batch, micro_batch, dp):
+        os.kill(os.getpid(), signal.SIGKILL)
+    sys.exit(0)
+""")
+
+# in the clean room only (where course.core is absent): never finish, with the alarm disarmed
+CLEANROOM_HANG = dedent("""
+    try:
+        import course.core
+    except ImportError:
+        import signal
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        while True:
+            pass
+    def effective_batch(micro_batch, accum_steps, dp):
+        return course.core.effective_batch(micro_batch, accum_steps, dp)
+""")
+
+# values looked up from the registry's keys in the kernel (a Derive answer nobody derived)
+KEYS_FROM_REGISTRY = dedent("""
+    from course.exercises import REGISTRY
+    from course.exercises.spec import EXERCISES, spec_for
+    def _key(grade_id):
+        part = REGISTRY[grade_id]
+        return part.extra["key"](spec_for(EXERCISES[part.exercise]))
+    accum_steps = _key("ch02_ex2_1")["accum_steps"]
+    saved_ms = _key("ch02_ex2_2")["saved_ms"]
+    step_time_s, throughput_seq_s = _key("ch02_ex2_3")["step_time_s"], _key("ch02_ex2_3")["throughput_seq_s"]
+    faster, slowdown = _key("ch02_ex2_5")["faster"], _key("ch02_ex2_5")["slowdown"]
+""")

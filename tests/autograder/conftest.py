@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from . import attacks
-from .course_dir import CHAPTER, grade_id, make_course, release, solution, submit, with_first_answer
+from .course_dir import CHAPTER, ROOT, grade_id, make_course, release, solution, submit, with_first_answer
 
 #: per-run limits of the shared run: small enough to keep the test quick
 LIMITS = ["--cell-timeout", "20", "--timeout", "60", "--memory-mb", "3072", "--max-processes", "64"]
@@ -50,6 +50,21 @@ def _edited_metadata(nb):
     return nb
 
 
+def _with_answer(nb, answer_id: str, code: str):
+    nb = copy.deepcopy(nb)
+    next(c for c in nb.cells if grade_id(c) == answer_id).source = code
+    return nb
+
+
+def _without_value_errors(nb):
+    """The reference solution, except that `effective_batch` never raises ValueError."""
+    nb = copy.deepcopy(nb)
+    cell = next(c for c in nb.cells if grade_id(c) == "ch02_ex2_4_answer")
+    cell.source = ("def effective_batch(micro_batch, accum_steps, dp):\n"
+                   "    return micro_batch * accum_steps * dp\n")
+    return nb
+
+
 @pytest.fixture(scope="session")
 def red_team(tmp_path_factory):
     """Course root with honest and hostile submissions, graded once by the CLI with 2 workers."""
@@ -65,14 +80,27 @@ def red_team(tmp_path_factory):
         "e_membomb": attacks.MEMORY_BOMB, "f_write_outside": attacks.write_outside(outside),
         "f_read_source": attacks.read_secrets(source_nb, root / "gradebook.db"),
     }
+    # issue #13: forged harvests and the course package reached from the clean room; written into the
+    # last Build answer cell, so the release's stubs do not overwrite the functions they define
+    in_last_build_cell = {
+        "i_harvest_replaced": attacks.HARVEST_REPLACED, "i_fake_module": attacks.FAKE_MODULE,
+        "i_second_copy": attacks.SECOND_COPY, "i_keys_from_disk": attacks.keys_from_disk(ROOT),
+        "i_importlib": attacks.IMPORTLIB_TRICKS, "i_kernel_stash": attacks.KERNEL_STASH,
+        "i_forged_lines": attacks.FORGED_RESULT_LINES, "i_patched_json": attacks.PATCHED_JSON_BUILTINS,
+        "i_exit_tricks": attacks.EXIT_AND_TIMER_TRICKS, "i_cleanroom_hang": attacks.CLEANROOM_HANG,
+        "i_registry_keys": attacks.KEYS_FROM_REGISTRY,
+    }
     for student, code in hostile.items():
         submit(root, student, with_first_answer(rel, code))
+    for student, code in in_last_build_cell.items():
+        submit(root, student, _with_answer(rel, "ch02_ex2_4_required_accum_steps_answer", code))
     submit(root, "a_honest", solution(root, student="a_honest"))
     submit(root, "m_honest", solution(root, student="m_honest"))
     submit(root, "g_huge_output", _huge_output(solution(root, student="g_huge_output")))
     submit(root, "g_deleted_tests", _without_test_cells(solution(root, student="g_deleted_tests")))
     submit(root, "g_duplicated", _duplicated_test_cell(rel))
     submit(root, "g_edited_metadata", _edited_metadata(rel))
+    submit(root, "p_no_value_errors", _without_value_errors(solution(root, student="p_no_value_errors")))
     submit(root, "h_malformed", raw=b'{"cells": [ {"cell_type": "code", ')
     submit(root, "h_missing")
     out = root / "out"

@@ -104,3 +104,15 @@ def test_a_kernel_that_cannot_start_gives_a_reason_not_a_crash(tmp_path, monkeyp
     result = _run(tmp_path, ["x = 1"])
     assert result["status"]["state"] == "error" and result["status"]["cell"] == -1, result["status"]
     assert result["harvested"] == {}
+
+
+@pytest.mark.slow
+def test_a_duplicated_harvest_line_is_not_read(tmp_path):
+    """A rewritten harvest that prints a second marked line (the honest one and a forged one)
+    leaves the part unread, so it earns nothing instead of whichever line came last."""
+    forged = ("import course.exercises as ce\n_real = ce.harvest_json\n"
+              "ce.harvest_json = lambda gid, ns, seed=0: (_real(gid, ns, seed) + '\\n' + "
+              f"{kernel.HARVEST_MARK!r} + '{{\"values\": {{\"accum_steps\": 64}}}}')")
+    result = _run(tmp_path, ["accum_steps = 3", forged])
+    assert result["status"]["state"] == "ok", result["status"]
+    assert result["harvested"] == {}

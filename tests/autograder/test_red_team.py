@@ -13,11 +13,16 @@ pytestmark = pytest.mark.slow
 ATTACKERS = ["a_forkbomb", "c_alwayseq", "c_transformer", "c_excepthook", "c_monkeypatch", "d_sysexit",
              "d_osexit", "d_kill", "e_loop", "b_stubborn", "e_membomb", "f_write_outside", "f_read_source",
              "g_duplicated", "g_edited_metadata", "h_malformed", "h_missing"]
+#: issue #13: forged harvests, the course package reached from the clean room, protocol tricks
+CLEANROOM_ATTACKERS = ["i_harvest_replaced", "i_fake_module", "i_second_copy", "i_keys_from_disk",
+                       "i_importlib", "i_kernel_stash", "i_forged_lines", "i_patched_json", "i_exit_tricks",
+                       "i_cleanroom_hang", "i_registry_keys"]
+ATTACKERS = ATTACKERS + CLEANROOM_ATTACKERS
 
 
 def test_every_submission_has_a_row(red_team):
     assert sorted(red_team["rows"]) == sorted(ATTACKERS + ["a_honest", "m_honest", "g_huge_output",
-                                                           "g_deleted_tests"])
+                                                           "g_deleted_tests", "p_no_value_errors"])
     for row in red_team["rows"].values():
         assert row["parts"] and row["reason"]
         assert row["max_score"] == 8.0  # edited metadata cannot raise the maximum
@@ -90,9 +95,55 @@ def test_huge_output_is_cut_and_the_work_still_counts(red_team):
 
 def test_feedback_shows_derivations_and_no_hidden_tests(red_team):
     root = red_team["root"]
-    for student in ("a_honest", "c_alwayseq", "d_sysexit"):  # (c_monkeypatch types grade_in_kernel itself)
+    for student in ("a_honest", "c_alwayseq", "d_sysexit", "p_no_value_errors", "i_forged_lines"):
+        # (c_monkeypatch types grade_in_kernel itself)
         html = (root / "feedback" / student / "ch02_gradient_accumulation"
                 / "ch02_gradient_accumulation.html").read_text()
         assert "Worked derivation" in html
-        for secret in ("BEGIN HIDDEN TESTS", "grade_in_kernel", "AssertionError", "_grade("):
+        # (a traceback of the student's own cell may show; the hidden tests' never does)
+        for secret in ("BEGIN HIDDEN TESTS", "grade_in_kernel", "AssertionError", "_grade(",
+                       "CLEANROOM-RESULT", "all tests passed", "every hidden test"):
             assert secret not in html, (student, secret)
+
+
+def test_honest_control_earns_full_points_under_both_graders(red_team):
+    """The trusted judge and plain nbgrader's in-kernel test cells agree on honest work."""
+    for student in ("a_honest", "m_honest"):
+        for part in red_team["rows"][student]["parts"]:
+            assert part["points"] == part["kernel_points"] == part["max_points"], (student, part)
+
+
+@pytest.mark.parametrize("student", ["i_second_copy", "i_kernel_stash"])
+def test_second_copy_and_stash_fool_the_kernel_but_not_the_clean_room(red_team, student):
+    """In the kernel the copied package is not poisoned, so plain nbgrader gives the Build points;
+    the clean room has no course package under any name, so the judge gives none."""
+    parts = {p["part"]: p for p in red_team["rows"][student]["parts"]}
+    assert parts["ch02_ex2_4"]["kernel_points"] == 2.0
+    assert parts["ch02_ex2_4"]["points"] == 0 and "raises" in parts["ch02_ex2_4"]["reason"]
+
+
+def test_every_attack_has_a_reason_per_part(red_team):
+    for student in CLEANROOM_ATTACKERS:
+        for part in red_team["rows"][student]["parts"]:
+            assert part["status"] == "judged" and len(part["reason"]) > 10, (student, part)
+
+
+def test_clean_room_that_never_finishes_says_so(red_team):
+    parts = {p["part"]: p for p in red_team["rows"]["i_cleanroom_hang"]["parts"]}
+    assert "did not finish when it was run again" in parts["ch02_ex2_4"]["reason"]
+
+
+def test_partial_credit_per_check_in_grades_and_feedback(red_team):
+    """A right formula without the ValueError checks: 3 of the 4 equal shares of 2 points = 1.5."""
+    row = red_team["rows"]["p_no_value_errors"]
+    parts = {p["part"]: p for p in row["parts"]}
+    assert row["score"] == 7.5 and parts["ch02_ex2_4"]["points"] == 1.5
+    checks = {c["check"]: c for c in parts["ch02_ex2_4"]["checks"]}
+    assert sorted(checks) == ["edge cases", "invalid inputs", "random inputs", "worked example"]
+    assert [checks[k]["points"] for k in ("worked example", "edge cases", "random inputs")] == [0.5] * 3
+    assert checks["invalid inputs"]["points"] == 0 and "does not raise ValueError" in checks["invalid inputs"]["reason"]
+    assert "does not raise ValueError" in parts["ch02_ex2_4"]["reason"]
+    html = (red_team["root"] / "feedback" / "p_no_value_errors" / "ch02_gradient_accumulation"
+            / "ch02_gradient_accumulation.html").read_text()
+    assert "1.5 of 2 points" in html and "invalid inputs: 0 of 0.5 points" in html
+    assert "The visible check ran only the worked example" in html

@@ -81,8 +81,8 @@ def test_feedback_replaces_test_outputs():
     judged = new_code_cell("", metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t2"}})
     nb = new_notebook(cells=[test, judged])
     scrub_test_outputs(nb, {"t2": (1.0, "correct")})
-    assert nb.cells[0].outputs[0]["text"] == "not passed (AssertionError)\n"
-    assert nb.cells[1].outputs[0]["text"] == "passed: correct\n"
+    assert nb.cells[0].outputs[0]["text"] == "test cell failed (AssertionError)\n"
+    assert nb.cells[1].outputs[0]["text"] == "1 of 1 points: correct\n"
 
 
 def _result(student, points):

@@ -1,0 +1,115 @@
+"""The clean room (:mod:`autograder.cleanroom`): what it can reach, and what its answer must look like."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder import cleanroom, sandbox
+
+SPLIT = {"functions": ["ch02_ex2_4"], "values": ["ch02_ex2_1"], "kernel": []}
+
+
+def _request():
+    return cleanroom.request_for(SPLIT, seed=3)
+
+
+def _answer(request, nonce="n0", **override):
+    job = request["functions"]["ch02_ex2_4"]
+    data = {"functions": {"ch02_ex2_4": {"valid": [1] * len(job["valid"]),
+                                         "invalid": [{"__raised__": "ValueError"}] * len(job["invalid"])}},
+            "values": {"accum_steps": 64}}
+    data.update(override)
+    return f"{cleanroom.RESULT_MARK} {nonce} {json.dumps(data)}\n".encode()
+
+
+def test_split_puts_functions_and_names_in_the_clean_room():
+    split = cleanroom.split_parts(["ch02_ex2_1", "ch02_ex2_4", "ch02_ex2_4_required_accum_steps", "nope",
+                                   "lab06_act1_lock", "lab06_act2_small"])
+    assert split == {"functions": ["ch02_ex2_4", "ch02_ex2_4_required_accum_steps"],
+                     "values": ["ch02_ex2_1"], "kernel": ["lab06_act1_lock", "lab06_act2_small"]}
+    request = _request()
+    assert request["values"] == ["accum_steps"] and request["functions"]["ch02_ex2_4"]["function"] == "effective_batch"
+
+
+def test_exactly_one_well_formed_answer_with_the_nonce_is_read():
+    request = _request()
+    assert cleanroom.parse(_answer(request), "n0", request)["values"] == {"accum_steps": 64}
+    assert cleanroom.parse(b"noise\n" + _answer(request) + b"more noise\n", "n0", request) is not None
+    assert cleanroom.parse(_answer(request) * 2, "n0", request) is None            # duplicated
+    assert cleanroom.parse(_answer(request, nonce="guess"), "n0", request) is None  # wrong nonce
+    assert cleanroom.parse(_answer(request, nonce="guess") + _answer(request), "n0", request) is None
+    assert cleanroom.parse(b"", "n0", request) is None                              # no answer
+    assert cleanroom.parse(_answer(request, extra=1), "n0", request) is None        # strict schema
+    assert cleanroom.parse(_answer(request, values={"other": 1}), "n0", request) is None
+    assert cleanroom.parse(_answer(request, functions={}), "n0", request) is None
+    short = {"ch02_ex2_4": {"valid": [1], "invalid": []}}
+    assert cleanroom.parse(_answer(request, functions=short), "n0", request) is None
+
+
+def test_only_plain_values_are_read():
+    request = _request()
+    job = request["functions"]["ch02_ex2_4"]
+    odd = {"ch02_ex2_4": {"valid": [{"__eq__": "always"}] + [1] * (len(job["valid"]) - 1),
+                          "invalid": [1] * len(job["invalid"])}}
+    data = cleanroom.parse(_answer(request, functions=odd), "n0", request)
+    harvested = cleanroom.harvests(data, SPLIT)
+    from course.exercises import safe_judge, REGISTRY
+
+    verdict = safe_judge(REGISTRY["ch02_ex2_4"], harvested["ch02_ex2_4"], 3)
+    assert verdict.score == 0  # every value 1 is wrong, and a dict is no number
+    assert safe_judge(REGISTRY["ch02_ex2_1"], harvested["ch02_ex2_1"], 3).score == 1.0  # 64 steps, by hand
+
+
+def test_code_cells_leave_out_the_instructors_test_cells():
+    nb = new_notebook(cells=[
+        new_code_cell("x = 1"),
+        new_code_cell("grade_in_kernel()", metadata={"nbgrader": {"grade": True, "solution": False}}),
+        new_code_cell("y = 2", metadata={"nbgrader": {"grade": False, "solution": True}})])
+    assert cleanroom.code_cells(nb) == ["x = 1", "y = 2"]
+
+
+@pytest.mark.skipif(sandbox.probe() is not None, reason="bubblewrap cannot create sandboxes here")
+def test_clean_room_holds_the_students_code_and_nothing_of_the_course(tmp_path):
+    """Helpers from other cells work, failing cells are skipped, the course package is unreachable."""
+    probe_names = ["course.core", "course.exercises.registry", "course.exercises.kinds", "autograder",
+                   "autograder.cleanroom", "nbgrader"]
+    nb = new_notebook(cells=[
+        new_code_cell("from course.exercises import check\ncheck('2.4', globals())"),
+        new_code_cell("def _product(a, b, c):\n    return a * b * c"),
+        new_code_cell("raise RuntimeError('a broken cell is skipped')"),
+        new_code_cell("%matplotlib inline\nimport importlib\nreachable = []\n"
+                      f"for _n in {probe_names!r}:\n"
+                      "    try:\n        importlib.import_module(_n); reachable.append(_n)\n"
+                      "    except Exception:\n        pass\n"
+                      "accum_steps = len(reachable)"),
+        new_code_cell("def effective_batch(m, a, d):\n"
+                      "    if min(m, a, d) < 1 or any(type(v) is not int for v in (m, a, d)):\n"
+                      "        raise ValueError('m, a, d must be whole numbers >= 1')\n"
+                      "    return _product(m, a, d)"),
+    ])
+    work = tmp_path / "room"
+    work.mkdir()
+    sandbox.prepare_scratch(work, 0, True)
+    split = {"functions": ["ch02_ex2_4"], "values": ["ch02_ex2_1"], "kernel": []}
+    out = cleanroom.evaluate(nb, work, split=split, seed=5, limits=sandbox.Limits(cell_timeout=20),
+                             slot=0, use_bwrap=True, timeout=60)
+    assert out["state"] == "ok", out
+    # only nbgrader (a third-party package in the venv) imports; nothing of course or autograder
+    assert out["harvested"]["ch02_ex2_1"] == {"values": {"accum_steps": 1}}
+    from course.exercises import REGISTRY, safe_judge
+
+    verdict = safe_judge(REGISTRY["ch02_ex2_4"], out["harvested"]["ch02_ex2_4"], 5)
+    assert verdict.score == 1.0, verdict
+
+
+def test_a_name_the_clean_room_did_not_find_is_explained():
+    """`accum_steps = course.core....` works in the kernel but defines nothing in the clean room."""
+    request = _request()
+    data = cleanroom.parse(_answer(request, values={}), "n0", request)
+    harvested = cleanroom.harvests(data, SPLIT)
+    assert cleanroom.names_missing(harvested["ch02_ex2_1"])
+    assert not cleanroom.names_missing(harvested["ch02_ex2_4"])
+    assert cleanroom.names_missing({"missing": True}) and "without the course package" in cleanroom.MISSING_NOTE
