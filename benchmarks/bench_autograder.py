@@ -1,6 +1,6 @@
 """Benchmark: this autograder vs plain nbgrader on one workbook chapter, same machine, same run.
 
-40 submissions (half the reference solution, half wrong answers) are graded
+40 submissions (half the reference solution with each student's own numbers, half wrong answers) are graded
 
 1. by one plain ``nbgrader autograde`` process followed by ``nbgrader generate_feedback``
    (serial, no isolation: the baseline an instructor has without this package), and
@@ -58,17 +58,26 @@ def make_course(root: Path, chapter: str) -> None:
 
 
 def submissions(root: Path, chapter: str, n: int):
-    """Half correct (the reference solution), half wrong (the release stubs, which raise)."""
+    """Half correct (the reference solution with each student's own numbers: variants are on),
+    half wrong (the release notebook as fetched). Returns the source notebook."""
+    from course.exercises.variants import answer_sources
+
     src = nbformat.read(str(root / "source" / chapter / f"{chapter}.ipynb"), 4)
     for cell in src.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    # wrong answers: the release notebook's stubs (they raise NotImplementedError)
     wrong = nbformat.read(str(root / "release" / chapter / f"{chapter}.ipynb"), 4)
     for i in range(n):
-        folder = root / "submitted" / f"student{i:03d}" / chapter
+        student = f"student{i:03d}"
+        folder = root / "submitted" / student / chapter
         folder.mkdir(parents=True)
-        nbformat.write(src if i % 2 == 0 else wrong, str(folder / f"{chapter}.ipynb"))
+        nb = wrong
+        if i % 2 == 0:
+            nb, answers = copy.deepcopy(src), answer_sources(chapter, student)
+            for cell in nb.cells:
+                grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+                cell.source = answers.get(grade_id, cell.source)
+        nbformat.write(nb, str(folder / f"{chapter}.ipynb"))
     return src
 
 

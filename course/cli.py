@@ -90,7 +90,7 @@ def cmd_exercises(args) -> int:
 
 def cmd_derivations(args) -> int:
     from course.exercises.chapters import chapter_of
-    from course.exercises.feedback import derivation_markdown
+    from course.exercises.spec import derivation_markdown
     from course.exercises.spec import chapter_exercises
 
     for ex in chapter_exercises(chapter_of(args.name)):
@@ -114,7 +114,7 @@ def cmd_variant(args) -> int:
 
     from course.exercises.chapters import chapter_of
     from course.exercises.checks import prompt_text
-    from course.exercises.feedback import derivation_markdown
+    from course.exercises.spec import derivation_markdown
     from course.exercises.spec import chapter_exercises, spec_for
     from course.exercises.variants import variant_of, variants_on
 

@@ -164,7 +164,7 @@ def check(exercise: str, namespace: dict) -> None:
 
 
 def _offer_derivation(ex: Exercise, variant: Optional[int]) -> None:
-    from .feedback import derivation_markdown
+    from .spec import derivation_markdown  # not .feedback: that imports nbconvert (~1 s in a kernel)
 
     _display_markdown(derivation_markdown(ex.number, variant))
 

@@ -28,7 +28,7 @@ from traitlets import Bool
 from nbformat.v4 import new_markdown_cell
 
 from .registry import REGISTRY
-from .spec import EXERCISES, spec_for
+from .spec import EXERCISES, derivation_markdown
 
 MARK = "derivation"
 
@@ -47,16 +47,6 @@ def _exercise_of(cell) -> Optional[str]:
         if match and f"{match[1]}.{match[2]}" in EXERCISES:
             return f"{match[1]}.{match[2]}"
     return None
-
-
-def derivation_markdown(number: str, variant: Optional[int] = None) -> str:
-    """The worked derivation of exercise ``number`` with the numbers of ``variant`` (None: the workbook's)."""
-    ex = EXERCISES[number]
-    try:
-        body = ex.derivation(spec_for(ex, variant))
-    except Exception as exc:  # feedback must still render
-        body = f"(the derivation could not be computed: {type(exc).__name__})"
-    return f"**Worked derivation, exercise {number} ({ex.kind}).** {body}"
 
 
 def _variant(number: str, student: Optional[str]) -> Optional[int]:

@@ -98,3 +98,13 @@ def chapter_exercises(chapter: str) -> List[Exercise]:
     def order(ex: Exercise):
         return tuple(int(x) for x in ex.number.split("."))
     return sorted((e for e in EXERCISES.values() if e.chapter == chapter), key=order)
+
+
+def derivation_markdown(number: str, variant: Optional[int] = None) -> str:
+    """The worked derivation of exercise ``number`` with the numbers of ``variant`` (None: the workbook's)."""
+    ex = EXERCISES[number]
+    try:
+        body = ex.derivation(spec_for(ex, variant))
+    except Exception as exc:  # feedback must still render
+        body = f"(the derivation could not be computed: {type(exc).__name__})"
+    return f"**Worked derivation, exercise {number} ({ex.kind}).** {body}"

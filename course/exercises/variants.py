@@ -229,3 +229,20 @@ def vary_spec(name: str, spec: Dict[str, Any], vary: Optional[Callable[[Dict[str
     if variant is None or vary is None:
         return dict(spec)
     return vary(dict(spec), random.Random(f"{name}:{variant}"))
+
+
+def answer_sources(assignment: str, student: Optional[str]) -> Dict[str, str]:
+    """``{answer grade_id: source}``: the reference solution of a workbook chapter written with
+    ``student``'s numbers (their variant), for an instructor's key or a test's honest submission.
+    Empty for an assignment that is not a workbook chapter."""
+    from .chapters import chapter_of
+    from .spec import chapter_exercises, spec_for
+
+    try:
+        chapter = chapter_of(assignment)
+    except ValueError:
+        return {}
+    variant = variant_of(assignment, student)
+    return {cell.grade_id: cell.source
+            for ex in chapter_exercises(chapter) for cell in ex.cells(spec_for(ex, variant))
+            if cell.role == "answer"}

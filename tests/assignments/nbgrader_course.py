@@ -84,22 +84,9 @@ def solution_submission(course: NbgraderCourse, name: str, student: str = "refer
 
 
 def honest_answers(name: str, student: str) -> Dict[str, str]:
-    """``{answer grade_id: source}``: the chapter's solution code for ``student``'s numbers.
+    """``{answer grade_id: source}``: the chapter's solution code for ``student``'s numbers (the
+    chapter module's hand-written formulas with that student's spec); ``{}`` for a lab, whose
+    source notebook's answers stand as they are."""
+    from course.exercises.variants import answer_sources
 
-    The solutions are the chapter module's hand-written formulas (``solution(spec)``),
-    evaluated with ``spec_for(exercise, variant_of(assignment, student))``.
-    """
-    from course.exercises.chapters import chapter_of
-    from course.exercises.spec import chapter_exercises, spec_for
-    from course.exercises.variants import variant_of
-
-    try:
-        chapter = chapter_of(name)
-    except ValueError:  # not a workbook chapter (a lab): the source notebook's answers as they are
-        return {}
-    answers = {}
-    for ex in chapter_exercises(chapter):
-        for cell in ex.cells(spec_for(ex, variant_of(name, student))):
-            if cell.role == "answer":
-                answers[cell.grade_id] = cell.source
-    return answers
+    return answer_sources(name, student)
