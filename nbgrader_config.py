@@ -34,10 +34,8 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 # Feedback shows each workbook exercise's worked derivation (computed from its spec by
-# course.core), inserted after the exercise; hidden-test regions are cleared from it.
-c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "nbgrader.preprocessors.ClearHiddenTests",
-    "course.exercises.feedback.InsertDerivations",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
+# course.core), inserted after the exercise; hidden-test regions are cleared from it. The list is
+# the autograder's own, so `nbgrader generate_feedback` and `course-autograde` render alike.
+from autograder.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402
+
+c.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
