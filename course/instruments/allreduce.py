@@ -169,7 +169,10 @@ class AllreduceComparator(Instrument):
             hierarchical = float(core.hierarchical_allreduce_time(
                 message, per_node, n // per_node, intra.bandwidth, bandwidth, intra.latency, latency))
 
-        positive = times[times > 0]
+        # the bars grow up from a base below the fastest algorithm, hierarchical included (it is
+        # often the fastest: a bar below the base would be drawn downwards)
+        heights = np.append(times, hierarchical) if hierarchical is not None else times
+        positive = heights[heights > 0]
         base = float(positive.min() / 3) if positive.size else 1e-9
         with self.bars.hold_sync():
             self.bars.base = base

@@ -55,6 +55,15 @@ def test_comparator_times_equal_the_core(comparator):
         assert f">{fmt_time(expected)}<" in comparator._cards[card].value
 
 
+def test_every_bar_stands_above_the_base_hierarchical_included(comparator):
+    # Lab 05 Act I: 14.1 GB on 512 GPUs over NDR; hierarchical (125 ms) beats ring (569 ms), and a
+    # log-scale bar whose height is under the base is drawn downwards, below the axis
+    set_controls(comparator, gpus=512, message_gb=14.1, link=link_named(comparator, "InfiniBand NDR"))
+    heights = np.asarray(comparator.bars.y, dtype=float)
+    assert heights[-1] < min(comparator.result["times"].values())  # the hierarchical bar is the shortest
+    assert np.all(heights > comparator.bars.base)
+
+
 def test_ring_time_matches_the_alpha_beta_formula_by_hand(comparator):
     # Thakur, Rabenseifner & Gropp 2005: ring = 2(p-1)a + 2(p-1)/p * n * b
     set_controls(comparator, gpus=128, message_gb=140, link=link_named(comparator, "InfiniBand NDR"))
