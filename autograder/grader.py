@@ -256,7 +256,8 @@ class Grader:
                 if not self.use_bwrap:
                     room_thread.join()
             run = kernel.execute(nb, self._scratch_copy(sub, scratch, "work", slot), grade_ids=split["kernel"],
-                                 seed=seed, limits=self.limits, slot=slot, use_bwrap=self.use_bwrap)
+                                 seed=seed, limits=self.limits, slot=slot, use_bwrap=self.use_bwrap,
+                                 student=sub.student)
             if split["functions"] or split["values"]:
                 room_thread.join()
             run["cleanroom"], run["split"] = (room or None), split

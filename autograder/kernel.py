@@ -221,8 +221,11 @@ def _state_of(exc: BaseException) -> str:
 
 
 def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.Limits,
-            slot: int, use_bwrap: bool) -> dict:
+            slot: int, use_bwrap: bool, student: Optional[str] = None) -> dict:
     """Run ``nb`` (a sanitized copy is made) with ``work`` as the kernel's only writable folder.
+
+    ``student`` is the graded student's id, given to the kernel (``COURSE_STUDENT``) so that its
+    prompts and nbgrader test cells use that student's numbers.
 
     Returns ``{"executed": notebook without the harvest cells (``None`` when killed),
     "harvested": {grade_id: text}, "status": {...}}``. ``status["state"]`` is ``ok``, ``timeout``,
@@ -236,7 +239,7 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
     sockets.mkdir(mode=0o700)
     uid = sandbox.FIRST_SLOT_UID + slot if (use_bwrap and os.geteuid() == 0) else None
     inside = sandbox.SCRATCH if use_bwrap else str(work)
-    prefix = sandbox.command(str(work), [], limits, slot, use_bwrap, extra_binds=[str(sockets)])
+    prefix = sandbox.command(str(work), [], limits, slot, use_bwrap, extra_binds=[str(sockets)], student=student)
     status = {"state": "ok", "cell": None, "detail": "", "output_truncated": False}
     context = zmq.asyncio.Context()
     context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
@@ -258,7 +261,7 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
     watchdog.daemon = True
     started = time.monotonic()
     # bwrap clears the environment and sets the sandbox's own; prlimit alone passes this one on
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} if use_bwrap else sandbox.sandbox_env(str(work))
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} if use_bwrap else sandbox.sandbox_env(str(work), student)
     try:
         watchdog.start()
         # the kernel's own stdout/stderr are not the notebook's outputs, and a hostile kernel could

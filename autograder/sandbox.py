@@ -106,10 +106,15 @@ def hidden_package_dirs() -> List[str]:
     return [pkg for pkg in _package_dirs() if any(pkg.startswith(p + "/") for p in bound)]
 
 
-def sandbox_env(scratch: str) -> dict:
-    """A clean environment: nothing of the grader's own environment leaks in."""
+def sandbox_env(scratch: str, student: Optional[str] = None) -> dict:
+    """A clean environment: nothing of the grader's own environment leaks in.
+
+    ``student`` (the id the grader grades, never one the submission names) becomes
+    ``COURSE_STUDENT``, so the kernel's prompts, visible checks and nbgrader test cells use that
+    student's variant (see :mod:`course.exercises.variants`), as in the student's own kernel.
+    """
     venv_bin = str(Path(python_executable()).parent)
-    return {
+    env = {
         "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
         "HOME": scratch,
         "TMPDIR": f"{scratch}/.tmp",
@@ -126,6 +131,9 @@ def sandbox_env(scratch: str) -> dict:
         "MKL_NUM_THREADS": "1",
         "LANG": "C.UTF-8",
     }
+    if student:
+        env["COURSE_STUDENT"] = student
+    return env
 
 
 def _parents(path: str) -> List[str]:
@@ -135,7 +143,7 @@ def _parents(path: str) -> List[str]:
 
 def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
                   extra_binds: Sequence[str] = (), scratch_bytes: int = 512 * 2**20,
-                  course_visible: bool = True) -> List[str]:
+                  course_visible: bool = True, student: Optional[str] = None) -> List[str]:
     """The ``bwrap`` command line that runs ``inner`` with a copy of ``scratch_dir`` as /scratch.
 
     ``extra_binds`` are writable folders bound at their own path (the kernel's
@@ -162,7 +170,7 @@ def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
             "--die-with-parent", "--new-session", "--chdir", SCRATCH, "--clearenv"]
     if uid is None:  # unprivileged bwrap: a user namespace of our own
         cmd += ["--unshare-user"]
-    for key, value in sandbox_env(SCRATCH).items():
+    for key, value in sandbox_env(SCRATCH, student).items():
         cmd += ["--setenv", key, value]
     cmd += ["--"]
     if uid is not None:  # privileged bwrap: drop to the slot's own uid before any student code
@@ -203,13 +211,14 @@ def probe() -> Optional[str]:
 
 
 def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_bwrap: bool,
-            extra_binds: Sequence[str] = (), course_visible: bool = True) -> List[str]:
+            extra_binds: Sequence[str] = (), course_visible: bool = True,
+            student: Optional[str] = None) -> List[str]:
     """Full command line for one submission in worker ``slot`` (a prefix when ``inner`` is empty)."""
     if not use_bwrap:
         return prlimit_prefix(limits) + inner
     uid = FIRST_SLOT_UID + slot if os.geteuid() == 0 else None
     return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds, limits.scratch_bytes,
-                                                  course_visible)
+                                                  course_visible, student)
 
 
 def prepare_scratch(scratch_dir: Path, slot: int, use_bwrap: bool) -> None:
