@@ -724,7 +724,8 @@ def _curve(gpus, speedups):
 
 def data_parallel_step_curve(flops_per_gpu, achieved_flops_per_second, gradient_bytes, gpus, gpus_per_node,
                              intra_bandwidth, inter_bandwidth, intra_latency=0.0, inter_latency=0.0,
-                             overlap=False, buckets=None, backward_share=BACKWARD_SHARE):
+                             overlap=False, buckets=None, backward_share=BACKWARD_SHARE,
+                             latency_per_bucket=False):
     """Step of pure data parallelism on ``gpus`` GPUs: compute, all-reduce, exposed part, step.
 
     Each GPU computes its micro-batch (``flops_per_gpu`` at the achieved rate),
@@ -761,9 +762,18 @@ def data_parallel_step_curve(flops_per_gpu, achieved_flops_per_second, gradient_
     buckets : int, optional
         Buckets the gradients are all-reduced in. Default: PyTorch DDP's 25 MiB
         buckets (:func:`bucket_count`). The planner passes the layers of a
-        pipeline stage instead; that is the only difference between the two.
+        pipeline stage instead.
     backward_share : float, optional
         Share of the step's compute that is backward, in ``(0, 1]`` (default 2/3).
+    latency_per_bucket : bool, optional
+        With ``overlap``, charge each bucket its own collective (``buckets`` all-reduces
+        of ``M / buckets``: every one pays the latency terms), as the planner does.
+        Default False: one all-reduce of the whole gradient, the source lab's model.
+
+    The planner's DP term is this curve with ``buckets`` = the stage's layers,
+    ``latency_per_bucket=True`` and the bandwidths it achieves
+    (:func:`~course.core.collectives.achieved_bandwidth`, its collective efficiency);
+    those three are the named differences.
 
     Returns
     -------
@@ -795,10 +805,12 @@ def data_parallel_step_curve(flops_per_gpu, achieved_flops_per_second, gradient_
         raise ValueError(f"gpus must be at most gpus_per_node ({g}) or a multiple of it, got {gpus!r}")
     grad = v.non_negative("gradient_bytes", gradient_bytes)
     share = v.fraction("backward_share", backward_share, low_open=True)
-    comm = np.asarray(hierarchical_allreduce_time(grad, in_node, n // in_node, intra_bandwidth, inter_bandwidth,
-                                                  intra_latency, inter_latency), float)
+    k = (bucket_count(grad) if buckets is None else buckets) if overlap else 1
+    collectives = k if (overlap and latency_per_bucket) else 1
+    comm = collectives * np.asarray(hierarchical_allreduce_time(
+        grad / collectives, in_node, n // in_node, intra_bandwidth, inter_bandwidth, intra_latency, inter_latency),
+        float)
     if overlap:
-        k = bucket_count(grad) if buckets is None else buckets
         exposed = np.asarray(exposed_comm_time(share * compute, comm, k), float)
     else:
         exposed = comm

@@ -190,14 +190,17 @@ def test_step_curve_rejects_partial_nodes():
 
 def test_step_curve_overlap_agrees_with_the_planner():
     """Pure data parallelism: the planner's DP all-reduce and its exposed part are the curve's,
-    given the planner's busy time and its buckets (the layers of the stage: the named difference)."""
+    given the planner's busy time and the named differences: its buckets (the layers of the stage),
+    a latency per bucket and the bandwidths its collectives achieve (nccl-tests efficiency)."""
     from course import core
 
     cluster, model = core.catalog.cluster("research-256"), core.catalog.model("llama3-8b")
     p = core.plan(model.name, cluster.name, tp=1, pp=1, dp=256, num_microbatches=1, overlap=True)
     busy = p.compute + p.memory_bound + p.tp_comm  # seconds of one micro-batch's work on one GPU
+    intra = core.achieved_bandwidth(cluster.intra_bandwidth, core.NVLINK_COLLECTIVE_EFFICIENCY)
+    inter = core.achieved_bandwidth(cluster.inter_bandwidth, core.NETWORK_COLLECTIVE_EFFICIENCY)
     curve = dp.data_parallel_step_curve(busy, 1.0, 2.0 * model.params, 256, cluster.node.gpus_per_node,
-                                        cluster.intra_bandwidth, cluster.inter_bandwidth, cluster.intra_latency,
-                                        cluster.inter_latency, overlap=True, buckets=model.layers)
+                                        intra, inter, cluster.intra_latency, cluster.inter_latency,
+                                        overlap=True, buckets=model.layers, latency_per_bucket=True)
     assert curve["comm_seconds"] == pytest.approx(p.dp_comm, rel=1e-12)
     assert curve["exposed_seconds"] == pytest.approx(p.dp_comm_exposed, rel=1e-12)
