@@ -146,19 +146,6 @@ def start_lab_server(base: Path, *, autopredict: bool = True):
             process.kill()
 
 
-@pytest.fixture(scope="session")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is missing (apt-get install -y chromium; .ci/run installs it in CI)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 def dismiss_dialogs(page) -> list[str]:
     """Close any modal JupyterLab dialog (kernel choice, file changed on disk...), printing its text.
 

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import CHROMIUM, _free_port, _wait_ready
-from tests.browser.conftest import browser  # noqa: F401 (the same headless Chromium fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "hub"
