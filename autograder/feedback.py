@@ -67,8 +67,16 @@ def _coverage(grade_id: str) -> str:
                 f"`{part.extra['function']}` again, in a fresh process, on the worked example, edge "
                 "cases, random inputs and invalid inputs (which must raise ValueError); their values "
                 "are not shown.")
-    return ("The visible check looked at type, unit and order of magnitude only. Grading compared "
-            "the exact value with the key.")
+    from course.exercises.chapters import ASSIGNMENTS
+    from course.exercises.variants import exam_mode
+
+    if part.assignment not in ASSIGNMENTS.values():
+        return ""  # a lab: its graded cells have no visible check
+    if exam_mode(part.assignment):
+        return ("The visible check looked at type and units only (exam mode). Grading compared the "
+                "value with the key for your numbers.")
+    return ("The visible check compared your value with the key for your own numbers, within the "
+            "stated tolerance. Grading compared it again, from a fresh run of your notebook's code.")
 
 
 def part_summary(grade_id: str, max_points: float, verdict: tuple) -> str:

@@ -106,3 +106,17 @@ def test_merge_combines_and_rejects_duplicates(tmp_path):
 def test_summary_table_lists_every_part():
     text = report.summary_table([_result("a", 1.0)])
     assert "a / hw: graded - 1 of 1 points" in text and "1/1" in text
+
+
+def test_feedback_says_what_the_visible_check_compared(monkeypatch):
+    """A Derive part's feedback must describe the visible check the student really had: against
+    their own key (variants) by default, type and units only in exam mode; a lab part has none."""
+    import course.exercises.variants as variants
+    from autograder.feedback import part_summary
+
+    text = part_summary("ch02_ex2_1", 1.0, (0.0, "`accum_steps` does not match the expected value"))
+    assert text.startswith("0 of 1 points: `accum_steps` does not match")
+    assert "key for your own numbers" in text and "order of magnitude" not in text
+    monkeypatch.setattr(variants, "exam_mode", lambda assignment: True)
+    assert "type and units only (exam mode)" in part_summary("ch02_ex2_1", 1.0, (1.0, "correct"))
+    assert "visible check" not in part_summary("lab05_part3_async_saves", 1.0, (1.0, "correct")).lower()
