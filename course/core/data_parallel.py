@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _validate as v
 from .collectives import hierarchical_allreduce_time
+from .layer_cost import backward_share as _backward_share
 from .units import MiB
 
 __all__ = [
@@ -48,8 +49,8 @@ __all__ = [
 ]
 
 #: Backward share of training FLOPs without recomputation: 4ND of 6ND (Kaplan et al.
-#: 2020, section 2.1); the planner's ``2f / (3f + r)`` with ``r = 0``.
-BACKWARD_SHARE = 4.0 / 6.0
+#: 2020, section 2.1), the planner's own share (:func:`~course.core.layer_cost.backward_share`).
+BACKWARD_SHARE = _backward_share("none")
 
 #: PyTorch DistributedDataParallel default bucket size, ``bucket_cap_mb=25``
 #: (interpreted as MiB). Source: torch.nn.parallel.DistributedDataParallel docs.
