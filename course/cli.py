@@ -118,12 +118,28 @@ def cmd_variant(args) -> int:
     from course.exercises.spec import chapter_exercises, spec_for
     from course.exercises.variants import variant_of, variants_on
 
+    from course.labs.activity import labs
+
+    variant = variant_of(args.name, args.student)
+    state = "off for this assignment" if not variants_on(args.name) else f"variant {variant}"
+    lab = next((lab for lab in labs().values() if lab.name == args.name), None)
+    if lab is not None:
+        print(f"# {args.name} for student {args.student!r} ({state})\n")
+        spec = lab.spec_for(variant)
+        print("numbers: " + json.dumps(spec, default=str) + "\n")
+        for act in lab.acts:
+            for answer in act.answers:
+                print(f"## {answer.title}" + ("" if lab.varies(answer.id) else "  (same for everyone)"))
+                print(lab.prompt_markdown(answer.id, spec))
+                print(f"key {lab.grade_id(answer.id)}: " + json.dumps(answer.key(spec), default=str))
+                if args.derivations:
+                    print(lab.worked_markdown(answer.id, spec))
+                print()
+        return 0
     try:
         chapter = chapter_of(args.name)
     except ValueError as exc:
         raise SystemExit(f"course: {exc}")
-    variant = variant_of(args.name, args.student)
-    state = "off for this assignment" if not variants_on(args.name) else f"variant {variant}"
     print(f"# {args.name} for student {args.student!r} ({state})\n")
     for ex in chapter_exercises(chapter):
         spec = spec_for(ex, variant)

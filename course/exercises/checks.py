@@ -79,17 +79,20 @@ def unit_hint(value: float, key: float) -> Tuple[bool, str]:
     return False, "not yet: wrong order of magnitude"
 
 
-def whoami(assignment: str) -> None:
-    """Print whose numbers this kernel shows for ``assignment`` (the setup cell calls it)."""
-    student, source = variants.current_student()
+def whoami(assignment: str, source: str = "workbook") -> None:
+    """Print whose numbers this kernel shows for ``assignment`` (the setup cell calls it).
+
+    ``source`` names where the default numbers come from ("workbook", "lab").
+    """
+    student, found_in = variants.current_student()
     if not variants.variants_on(assignment):
-        print(f"{assignment}: everyone has the workbook's numbers.")
+        print(f"{assignment}: everyone has the {source}'s numbers.")
     elif student is None:
-        print(f"{assignment}: {NO_STUDENT}, so these are the workbook's numbers. On a laptop run "
+        print(f"{assignment}: {NO_STUDENT}, so these are the {source}'s numbers. On a laptop run "
               "`course student <your nbgrader id>` (or set COURSE_STUDENT) and restart the kernel: "
               "you are graded on the numbers of your id.")
     else:
-        print(f"{assignment}: numbers for student {student!r} (identity from: {source}).")
+        print(f"{assignment}: numbers for student {student!r} (identity from: {found_in}).")
     if variants.exam_mode(assignment):
         print("Exam mode: the checks test type and units only.")
 
@@ -103,10 +106,10 @@ def prompt_text(number: str, variant: Optional[int]) -> str:
 def show(number: str) -> None:
     """Render exercise ``number``'s prompt with this student's numbers (read-only prompt cells call it)."""
     ex = EXERCISES[number]
-    _display_markdown(prompt_text(number, variants.current_variant(_assignment(ex))))
+    display_markdown(prompt_text(number, variants.current_variant(_assignment(ex))))
 
 
-def _display_markdown(text: str) -> None:
+def display_markdown(text: str) -> None:
     """Rendered Markdown in a Jupyter kernel, plain text anywhere else (a script, a test)."""
     try:
         from IPython import get_ipython
@@ -166,7 +169,7 @@ def check(exercise: str, namespace: dict) -> None:
 def _offer_derivation(ex: Exercise, variant: Optional[int]) -> None:
     from .spec import derivation_markdown  # not .feedback: that imports nbconvert (~1 s in a kernel)
 
-    _display_markdown(derivation_markdown(ex.number, variant))
+    display_markdown(derivation_markdown(ex.number, variant))
 
 
 def _check_values(ex: Exercise, part: Part, namespace: dict, variant: Optional[int],

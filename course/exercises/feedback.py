@@ -5,7 +5,9 @@ finds in ``nb``, a markdown cell with that exercise's worked derivation
 (numbers from ``course.core``). It finds exercises through
 ``cell.metadata.course.exercise`` (written by the notebook builder) or, if a
 student's editor dropped that, through the nbgrader ``grade_id`` of the cell
-(looked up in the registry). It is idempotent and adds nothing else: hidden
+(looked up in the registry). For a lab it puts, after each graded answer,
+the worked answer for the student's numbers (:meth:`Lab.worked_markdown`).
+It is idempotent and adds nothing else: hidden
 tests are not touched here (the graded notebook's hidden-test cells contain
 only a call to the trusted judge, no test data).
 
@@ -42,7 +44,7 @@ def _exercise_of(cell) -> Optional[str]:
     if isinstance(grade_id, str):
         part = REGISTRY.get(grade_id)
         if part is not None:
-            return part.exercise
+            return part.exercise if part.exercise in EXERCISES else None  # a lab part is no exercise
         match = re.fullmatch(r"ch\d+_ex(\d+)_(\d+)(_.*)?", grade_id)
         if match and f"{match[1]}.{match[2]}" in EXERCISES:
             return f"{match[1]}.{match[2]}"
@@ -54,6 +56,24 @@ def _variant(number: str, student: Optional[str]) -> Optional[int]:
     from .variants import variant_of
 
     return variant_of(ASSIGNMENTS.get(EXERCISES[number].chapter, ""), student)
+
+
+def _lab_answer(grade_id: str):
+    """``(lab, answer id)`` of a lab answer's prompt or graded cell, else ``None``."""
+    from course.labs.activity import labs
+
+    for lab in labs().values():
+        for act in lab.acts:
+            for answer in act.answers:
+                if grade_id in (lab.grade_id(answer.id), lab.prompt_grade_id(answer.id)):
+                    return lab, answer.id
+    return None
+
+
+def _lab_spec(lab, student: Optional[str]):
+    from .variants import variant_of
+
+    return lab.spec_for(variant_of(lab.name, student))
 
 
 def render_prompts(nb, student: Optional[str]):
@@ -76,8 +96,13 @@ def render_prompts(nb, student: Optional[str]):
         if cell.get("cell_type") != "code":
             continue
         number = _exercise_of(cell)
+        in_lab = _lab_answer(grade_id(cell)) if grade_id(cell).endswith("_prompt") else None
         if number is not None and grade_id(cell).endswith("_prompt"):
             text = prompt_text(number, _variant(number, student))
+            cell.outputs = [new_output("display_data", data={"text/markdown": text, "text/plain": text})]
+        elif in_lab is not None:
+            lab, answer_id = in_lab
+            text = lab.prompt_markdown(answer_id, _lab_spec(lab, student))
             cell.outputs = [new_output("display_data", data={"text/markdown": text, "text/plain": text})]
         elif ran_for_nobody and (grade_id(cell).endswith("_check") or grade_id(cell).endswith("_setup")):
             # these outputs were computed without the student's id (the workbook's numbers)
@@ -102,11 +127,23 @@ def insert_derivations(nb, student: Optional[str] = None):
         number = _exercise_of(cell)
         if number is not None:
             last[number] = index
-    for number, index in sorted(last.items(), key=lambda item: -item[1]):
-        if number in already:
+    lab_tests: Dict[str, int] = {}
+    for index, cell in enumerate(nb.cells):
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        if isinstance(gid, str) and not gid.endswith("_prompt") and _lab_answer(gid) is not None:
+            lab_tests[gid] = index
+    inserts = [(index, number, None) for number, index in last.items()]
+    inserts += [(index, gid, _lab_answer(gid)) for gid, index in lab_tests.items()]
+    for index, mark, in_lab in sorted(inserts, key=lambda item: -item[0]):
+        if mark in already:
             continue
-        cell = new_markdown_cell(derivation_markdown(number, _variant(number, student)))
-        cell.metadata["course"] = {MARK: number}
+        if in_lab is None:
+            text = derivation_markdown(mark, _variant(mark, student))
+        else:
+            lab, answer_id = in_lab
+            text = lab.worked_markdown(answer_id, _lab_spec(lab, student))
+        cell = new_markdown_cell(text)
+        cell.metadata["course"] = {MARK: mark}
         nb.cells.insert(index + 1, cell)
     return nb
 

@@ -11,7 +11,9 @@ Three kinds of part:
 * ``lock`` -- completion point for a locked prediction. The harvest reads
   ``predictions.json`` in the notebook's folder (it travels with the nbgrader
   submission), never widget state; any locked value earns the point.
-* ``derive`` -- a number the student assigns, compared with the key.
+* ``derive`` -- a number the student assigns, compared with the key for the
+  graded student's own numbers (the variant carried by ``seed``:
+  :func:`course.exercises.variants.split_seed`, then :meth:`Lab.spec_for`).
 * ``choice`` -- a name; any of the accepted names scores (for Lab 06, every
   algorithm within 1 % of the fastest, the dashboard's tie rule).
 """
@@ -23,6 +25,7 @@ from typing import Any, Dict
 from course.labs.activity import Answer, Lab, labs
 
 from .registry import RAISED, Part, Verdict, judge_plain, register, to_plain
+from .variants import split_seed
 
 
 def lock_part(lab: Lab, act_id: str) -> Part:
@@ -44,7 +47,7 @@ def lock_part(lab: Lab, act_id: str) -> Part:
 
 
 def answer_part(lab: Lab, answer: Answer) -> Part:
-    """A value the student assigns to ``answer.name``, judged against ``answer.key(lab.spec)``."""
+    """A value the student assigns to ``answer.name``, judged against the key of the student's variant."""
     name = answer.name
 
     def harvest(namespace: dict, probes: Any) -> dict:
@@ -52,13 +55,14 @@ def answer_part(lab: Lab, answer: Answer) -> Part:
 
     def judge(harvested: dict, seed: int = 0) -> Verdict:
         value = harvested.get("value")
+        spec = lab.spec_for(split_seed(seed)[1])  # this student's numbers
         if answer.kind == "derive":
             if type(value) is dict:
                 return Verdict(0.0, f"`{name}` is not defined")
-            return judge_plain(value, answer.key(lab.spec), rtol=answer.rtol, name=f"`{name}`")
+            return judge_plain(value, answer.key(spec), rtol=answer.rtol, name=f"`{name}`")
         if type(value) is not str:
             return Verdict(0.0, f"`{name}` must be a str")
-        if value.strip().lower() in [a.lower() for a in answer.key(lab.spec)]:
+        if value.strip().lower() in [a.lower() for a in answer.key(spec)]:
             return Verdict(1.0, "correct")
         return Verdict(0.0, f"`{name}` = {value!r} is not an accepted answer")
 

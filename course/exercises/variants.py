@@ -31,12 +31,13 @@ Switches (per assignment)
 :data:`SETTINGS` maps an assignment to ``{"variants": bool, "feedback":
 "exact" | "exam"}``; assignments not listed use :data:`DEFAULT_SETTINGS`
 (variants off, exact feedback). The committed configuration turns variants on
-for every workbook chapter. ``feedback: "exam"`` makes visible checks fall
+for every workbook chapter and every lab. ``feedback: "exam"`` makes visible checks fall
 back to type and unit checks. :data:`DERIVATION_AFTER_ATTEMPTS` sets when a
 visible check offers the worked derivation to a student still not right.
 
 This module is generic: a lab uses it with its own assignment name and
-parameter spec (``variant_of(assignment, student)`` + ``vary_spec``).
+parameter spec (``variant_of(assignment, student)`` + ``vary_spec``, through
+:meth:`course.labs.activity.Lab.spec_for`).
 """
 
 from __future__ import annotations
@@ -59,9 +60,13 @@ DEFAULT_SETTINGS: Dict[str, Any] = {"variants": False, "feedback": "exact"}
 FEEDBACK_MODES = ("exact", "exam")
 
 
-def _workbook_settings() -> Dict[str, Dict[str, Any]]:
+def _committed_settings() -> Dict[str, Dict[str, Any]]:
+    """Variants on, exact feedback, for every workbook chapter and every lab."""
+    from course.labs.activity import labs
+
     from .chapters import ASSIGNMENTS
-    return {name: {"variants": True, "feedback": "exact"} for name in ASSIGNMENTS.values()}
+    names = list(ASSIGNMENTS.values()) + [lab.name for lab in labs().values()]
+    return {name: {"variants": True, "feedback": "exact"} for name in names}
 
 
 #: assignment -> settings; the instructor edits this (e.g. ``"feedback": "exam"`` for an exam)
@@ -80,7 +85,7 @@ def settings(assignment: str) -> Dict[str, Any]:
     (True, False)
     """
     if not SETTINGS:
-        SETTINGS.update(_workbook_settings())
+        SETTINGS.update(_committed_settings())
     merged = dict(DEFAULT_SETTINGS)
     merged.update(SETTINGS.get(assignment, {}))
     if merged["feedback"] not in FEEDBACK_MODES:
@@ -232,12 +237,18 @@ def vary_spec(name: str, spec: Dict[str, Any], vary: Optional[Callable[[Dict[str
 
 
 def answer_sources(assignment: str, student: Optional[str]) -> Dict[str, str]:
-    """``{answer grade_id: source}``: the reference solution of a workbook chapter written with
-    ``student``'s numbers (their variant), for an instructor's key or a test's honest submission.
-    Empty for an assignment that is not a workbook chapter."""
+    """``{answer grade_id: source}``: the reference solution of a workbook chapter or a lab
+    written with ``student``'s numbers (their variant), for an instructor's key or a test's
+    honest submission. Empty for an assignment that is neither."""
+    from course.labs.activity import labs
+
     from .chapters import chapter_of
     from .spec import chapter_exercises, spec_for
 
+    for lab in labs().values():
+        if lab.name == assignment:
+            spec = lab.spec_for(variant_of(assignment, student))
+            return {cell.grade_id: cell.source for cell in lab.cells(spec) if cell.role == "answer"}
     try:
         chapter = chapter_of(assignment)
     except ValueError:

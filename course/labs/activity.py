@@ -13,6 +13,15 @@ Everything else is generated from that declaration:
 * the registry parts that grade the lab (:func:`course.exercises.labs.register_lab`);
 * the ledger keys (:meth:`Lab.lock_key`) and the progress view (:mod:`course.progress`).
 
+Per-student variants (:mod:`course.exercises.variants`): a lab's ``vary(spec,
+rng)`` draws a student's own inputs for its graded questions, while the story
+around them (the lead's 7B job, the 128-GPU comparator, the locks) stays the
+same for everyone. :meth:`Lab.spec_for` gives a variant's inputs; an answer
+whose prompt changes with them gets a read-only prompt cell
+(``lab.show('act1_allreduce')``) instead of markdown, so no markdown holds a
+number that varies. The judge recomputes the key for the graded student's
+variant (:mod:`course.exercises.labs`).
+
 In the student's kernel a :class:`LabSession` hands out the locks by id, so a
 release notebook's lock cell is ``lab.lock('act1')``: the correct option and
 the explanation stay in this package until the student has locked and runs
@@ -21,13 +30,19 @@ the explanation stay in this package until the student has locked and runs
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from course.exercises.authoring import hidden_test
 from course.exercises.spec import Cell
+from course.exercises.variants import vary_spec
 
 Spec = Dict[str, Any]
+Vary = Callable[[Spec, random.Random], Spec]
+
+#: how many variants :meth:`Lab.varies` compares with the lab's own inputs
+VARIANT_PROBES = 24
 
 ANSWER_KINDS = ("derive", "choice")
 
@@ -108,6 +123,7 @@ class Lab:
     spec: Spec
     acts: Tuple[Act, ...]
     layout: Callable[["Lab", Spec], List[Cell]] = field(repr=False, default=lambda lab, spec: [])
+    vary: Optional[Vary] = field(repr=False, default=None)
 
     def __post_init__(self):
         ids = [a.id for a in self.acts]
@@ -147,6 +163,34 @@ class Lab:
         """The key of an answer for ``spec`` (default: the lab's declared inputs)."""
         return self.answer(answer_id).key(self.spec if spec is None else spec)
 
+    # -- variants --------------------------------------------------------------------------
+    def spec_for(self, variant: Optional[int]) -> Spec:
+        """The inputs of ``variant`` (``None``: the lab's own, as declared)."""
+        return vary_spec(self.name, self.spec, self.vary, variant)
+
+    def varies(self, answer_id: str) -> bool:
+        """Whether the prompt of ``answer_id`` changes from variant to variant (then it is
+        rendered in the kernel, never written into markdown)."""
+        answer = self.answer(answer_id)
+        own = answer.prompt(self.spec)
+        return self.vary is not None and any(answer.prompt(self.spec_for(v)) != own
+                                             for v in range(VARIANT_PROBES))
+
+    def prompt_markdown(self, answer_id: str, spec: Optional[Spec] = None) -> str:
+        """The question of ``answer_id`` for ``spec``, with the tolerance it is graded to."""
+        answer = self.answer(answer_id)
+        return f"{answer.prompt(self.spec if spec is None else spec)}\n\n*Graded: {answer.graded}.*"
+
+    def worked_markdown(self, answer_id: str, spec: Optional[Spec] = None) -> str:
+        """The reference solution and key of ``answer_id`` for ``spec`` (feedback and the instructor's CLI)."""
+        spec = self.spec if spec is None else spec
+        answer = self.answer(answer_id)
+        key = answer.key(spec)
+        shown = (f"{key:,.4g} ({answer.unit})" if isinstance(key, float)
+                 else " or ".join(f"`{k}`" for k in key) if isinstance(key, (list, tuple)) else f"{key}")
+        return (f"**Worked answer for your numbers: {answer.title}.**\n\n```python\n{answer.solution(spec)}\n```\n\n"
+                f"`{answer.name}` = {shown}")
+
     # -- names generated from the declaration ----------------------------------------------
     def lock_key(self, act_id: str) -> str:
         """Ledger and predictions.json key of an act's lock, e.g. ``lab05/act1``."""
@@ -160,9 +204,10 @@ class Lab:
 
     # -- cells -----------------------------------------------------------------------------
     def setup_source(self, imports: str) -> str:
-        """The setup cell: the lab's imports, then the session that hands out its locks."""
+        """The setup cell: the lab's imports, then the session that hands out its locks and
+        this student's numbers (it says whose)."""
         return (f"{imports}\nfrom course.labs.activity import LabSession\n"
-                f"lab = LabSession({self.prefix!r})")
+                f"lab = LabSession({self.prefix!r})\nlab.whoami()")
 
     def lock_cells(self, act_id: str) -> List[Cell]:
         """The lock widget (one call by id) and its completion point."""
@@ -177,9 +222,14 @@ class Lab:
         self.lock_of(act_id)
         return Cell("code", f"lab.reveal({act_id!r})", f"{self.prefix}_{act_id}_reveal")
 
+    def prompt_grade_id(self, answer_id: str) -> str:
+        return self.grade_id(self.answer(answer_id).id) + "_prompt"
+
     def answer_cells(self, answer_id: str, spec: Optional[Spec] = None) -> List[Cell]:
         """Prompt, answer cell and graded cell of an answer.
 
+        A prompt that varies is a read-only cell, ``lab.show(answer_id)``, that
+        renders it with the student's numbers; one that does not is markdown.
         The answer cell's solution region becomes nbgrader's stub in the
         release; the lab release stub raises nothing (:data:`RELEASE_CODE_STUB`),
         so Run All goes on past an unanswered cell, and the hidden test still
@@ -188,7 +238,10 @@ class Lab:
         spec = self.spec if spec is None else spec
         answer = self.answer(answer_id)
         gid = self.grade_id(answer.id)
-        return [Cell("markdown", answer.prompt(spec)),
+        prompt = (Cell("code", f"# Your numbers: this cell shows the question for you (run it)\n"
+                               f"lab.show({answer.id!r})", self.prompt_grade_id(answer.id))
+                  if self.varies(answer.id) else Cell("markdown", self.prompt_markdown(answer.id, spec)))
+        return [prompt,
                 Cell("answer", f"# {answer.name} = ...   ({answer.unit})\n"
                                f"### BEGIN SOLUTION\n{answer.solution(spec)}\n### END SOLUTION", gid + "_answer"),
                 Cell("test", hidden_test(gid, answer.graded), gid, answer.points)]
@@ -236,15 +289,34 @@ class LabSession:
     ``predictions.json``); ``lab.gate('act1', instrument)`` hides an instrument
     until it is locked; ``lab.reveal('act1')`` shows the correct option, the
     explanation and the act's ``after_reveal`` text.
+
+    ``spec`` holds this student's numbers (their variant, from who runs the
+    kernel: :func:`course.exercises.variants.current_student`); ``lab.show(id)``
+    renders a question with them.
     """
 
     def __init__(self, prefix: str, *, folder=None, ledger=None):
+        from course.exercises.variants import current_student, variant_of
+
         declared = labs()
         if prefix not in declared:
             raise ValueError(f"prefix must be one of {sorted(declared)}, got {prefix!r}")
         self.declaration = declared[prefix]
         self._folder, self._ledger = folder, ledger
         self._locks: Dict[str, Any] = {}
+        self.student, self.identity = current_student()
+        self.variant = variant_of(self.declaration.name, self.student)
+        self.spec: Spec = self.declaration.spec_for(self.variant)
+
+    def whoami(self) -> None:
+        """Print whose numbers this kernel shows (the setup cell calls it)."""
+        from course.exercises.checks import whoami
+        whoami(self.declaration.name, source="lab")
+
+    def show(self, answer_id: str) -> None:
+        """Render the question ``answer_id`` with this student's numbers (read-only prompt cells)."""
+        from course.exercises.checks import display_markdown
+        display_markdown(self.declaration.prompt_markdown(answer_id, self.spec))
 
     def lock(self, act_id: str):
         from course.prediction import PredictionLock

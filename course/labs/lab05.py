@@ -10,14 +10,20 @@ Tracks (material 004): the selector at the top switches the message card of
 each act (:mod:`course.labs.tracks`) and the instruments' hardware
 (``track.link_to``); Cloud is the default and every graded number is defined
 for Cloud, from :data:`SPEC`.
+
+Variants (:func:`vary`): the story and the instruments keep the lead's
+numbers; each graded question asks about the student's own job (model size,
+GPUs and fabric in Act I, the TP x PP x DP layout in Act II, the cluster in
+Part 3), shown by a read-only prompt cell.
 """
 
 from __future__ import annotations
 
+import random
 from typing import List
 
 from course import core
-from course.core import catalog, units
+from course.core import catalog, memory, units
 from course.core.units import GB
 from course.exercises.spec import Cell
 
@@ -25,31 +31,59 @@ from .activity import Act, Answer, Lab, Lock, Reflection, Spec
 
 NAME = "lab05_parallelism_paradox"
 
-#: The graded inputs (Cloud track). Part 3 holds the synchronization audit's defaults: 5 % of the
+#: The graded inputs (Cloud track), as the lead's story has them; a student's variant replaces
+#: them (:func:`vary`). Act I: the 7B model's bf16 gradients on 512 GPUs over InfiniBand NDR.
+#: Act II: the source's layout B. Part 3 holds the synchronization audit's defaults: 5 % of the
 #: workers straggle at 1.15x the normal step; the full checkpoint takes 98 s from one rank (workbook
 #: 7.2: 980 GB at 10 GB/s); 50,000 GPU-hours between failures per GPU (Dubey et al. 2024, sec. 3.3.4:
 #: 419 interruptions in 54 days on 16,384 GPUs); 2 minutes to restart (workbook ch. 7).
 SPEC: Spec = {
-    "act1_gradient_bytes": 14 * GB, "act1_gpus": 512, "act1_link": "InfiniBand NDR",
+    "act1_params_b": 7, "act1_gpus": 512, "act1_link": "InfiniBand NDR",
     "act2_model": "gpt3-175b", "act2_cluster": "h100-1024", "act2_tp": 8, "act2_pp": 4, "act2_dp": 32,
-    "act2_microbatches": 8,
+    "act2_microbatches": 8, "act2_micro_batch": 1,
     "workers": 1024, "straggler_fraction": 0.05, "slowdown": 1.15, "checkpoint_seconds": 98.0,
     "gpu_mtbf_seconds": 50_000 * units.hour, "restart_seconds": 2 * units.minute, "accelerator": "H100",
     "hours_per_month": core.HOURS_PER_MONTH,
 }
 
 
+#: Act II layouts a variant draws from: TP x PP with DP = 1,024 / (TP x PP); the source's
+#: answer (8, 4) is left out, since its reveal states its memory.
+ACT2_LAYOUTS = ((4, 4), (4, 8), (8, 2), (8, 8), (8, 16), (4, 16), (2, 16))
+
+
+def vary(s: Spec, rng: random.Random) -> Spec:
+    """A student's own inputs for the graded questions (every draw is a valid case whose key
+    differs from the others' by more than the 2 % tolerance, or by N alone in Part 3)."""
+    s["act1_params_b"] = rng.choice((8, 13, 20, 30, 70))
+    s["act1_gpus"] = rng.choice((256, 512, 1024))
+    s["act1_link"] = rng.choice(("InfiniBand HDR", "InfiniBand NDR", "InfiniBand XDR"))
+    tp, pp = rng.choice(ACT2_LAYOUTS)
+    cluster = catalog.cluster(s["act2_cluster"])
+    s.update(act2_tp=tp, act2_pp=pp, act2_dp=cluster.nodes * cluster.node.gpus_per_node // (tp * pp),
+             act2_microbatches=rng.choice((2 * pp, 4 * pp)), act2_micro_batch=rng.choice((1, 2)))
+    s["workers"] = rng.choice((256, 512, 2048, 4096))
+    s["straggler_fraction"] = rng.choice((0.03, 0.04, 0.06, 0.08))
+    s["slowdown"] = rng.choice((1.1, 1.2, 1.25, 1.3))
+    return s
+
+
+def act1_gradient_bytes(s: Spec) -> float:
+    """bf16 gradients of the Act I model: 2 bytes per parameter."""
+    return s["act1_params_b"] * 1e9 * memory.precision_bytes("bf16")
+
+
 def act1_allreduce_seconds(s: Spec) -> float:
-    """Ring all-reduce of the 7B model's bf16 gradients on ``act1_gpus`` GPUs over ``act1_link``."""
+    """Ring all-reduce of the Act I model's bf16 gradients on ``act1_gpus`` GPUs over ``act1_link``."""
     link = catalog.link(s["act1_link"])
-    return float(core.allreduce_time(s["act1_gradient_bytes"], s["act1_gpus"], link.bandwidth, link.latency,
+    return float(core.allreduce_time(act1_gradient_bytes(s), s["act1_gpus"], link.bandwidth, link.latency,
                                      algorithm="ring"))
 
 
 def act2_plain_memory_gb(s: Spec) -> float:
-    """Planner memory per GPU (GB) of the source's answer with ZeRO 0 and no recomputation (errata 5)."""
+    """Planner memory per GPU (GB) of the Act II layout with ZeRO 0 and no recomputation (errata 5)."""
     return core.plan(s["act2_model"], s["act2_cluster"], tp=s["act2_tp"], pp=s["act2_pp"], dp=s["act2_dp"],
-                     num_microbatches=s["act2_microbatches"]).memory_total / GB
+                     micro_batch=s["act2_micro_batch"], num_microbatches=s["act2_microbatches"]).memory_total / GB
 
 
 def part3_savings(s: Spec) -> dict:
@@ -68,36 +102,41 @@ def part3_savings(s: Spec) -> dict:
 
 def _act1_prompt(s: Spec) -> str:
     link = catalog.link(s["act1_link"])
-    return (f"Assign `act1_allreduce_s` (Cloud track): the time in seconds of one ring all-reduce of the 7B "
-            f"model's bf16 gradients ({s['act1_gradient_bytes'] / GB:g} GB) on {s['act1_gpus']} GPUs over "
-            f"{link.name} ({link.bandwidth / GB:g} GB/s, α = {link.latency * 1e6:.0f} µs). Use "
-            "`core.allreduce_time` or the formula 2(N−1)α + 2(N−1)/N · M/B.")
+    return (f"**Your team's next job (Cloud track).** A {s['act1_params_b']:g} B-parameter model trained with pure "
+            f"data parallelism on {s['act1_gpus']:,} GPUs; the gradient all-reduce runs over {link.name} "
+            f"({link.bandwidth / GB:g} GB/s per direction, α = {link.latency * 1e6:.0f} µs). Assign "
+            "`act1_allreduce_s`: the time in seconds of one ring all-reduce of its bf16 gradients "
+            f"(2 bytes per parameter, {act1_gradient_bytes(s) / GB:g} GB). Use `core.allreduce_time` or "
+            "2(N−1)α + 2(N−1)/N · M/B; the comparator above gives the same number once you set N, M and "
+            "the link to yours.")
 
 
 def _act1_solution(s: Spec) -> str:
     return (f"link = core.catalog.link({s['act1_link']!r})\n"
-            f"act1_allreduce_s = core.allreduce_time({s['act1_gradient_bytes']:g}, {s['act1_gpus']}, link.bandwidth, "
+            f"act1_allreduce_s = core.allreduce_time({act1_gradient_bytes(s):g}, {s['act1_gpus']}, link.bandwidth, "
             "link.latency, algorithm='ring')")
 
 
 def _act2_prompt(s: Spec) -> str:
-    return (f"Assign `act2_plain_memory_gb` (Cloud track): the memory per GPU in GB of TP={s['act2_tp']}, "
-            f"PP={s['act2_pp']}, DP={s['act2_dp']} with {s['act2_microbatches']} micro-batches, ZeRO 0 and no "
-            "recomputation (`core.plan(...).memory_total`, bytes).")
+    return (f"**Your layout (Cloud track).** GPT-3 175B on the 1,024 H100s as TP = {s['act2_tp']}, "
+            f"PP = {s['act2_pp']}, DP = {s['act2_dp']}, with {s['act2_microbatches']} micro-batches of "
+            f"{s['act2_micro_batch']} sequence{'s' if s['act2_micro_batch'] > 1 else ''} each, ZeRO 0 and no "
+            "recomputation. Assign `act2_plain_memory_gb`: its memory per GPU in GB (`core.plan(...).memory_total` "
+            "is in bytes; the configurator shows it too once you set these controls).")
 
 
 def _act2_solution(s: Spec) -> str:
     return (f"act2_plain_memory_gb = core.plan({s['act2_model']!r}, {s['act2_cluster']!r}, tp={s['act2_tp']}, "
             f"pp={s['act2_pp']}, dp={s['act2_dp']},\n"
-            f"                                 num_microbatches={s['act2_microbatches']}).memory_total / 1e9")
+            f"                                 micro_batch={s['act2_micro_batch']}, "
+            f"num_microbatches={s['act2_microbatches']}).memory_total / 1e9")
 
 
 def _part3_prompt(s: Spec) -> str:
     n = s["workers"]
     return (
-        "### The infrastructure lead's challenge (Cloud track)\n\n"
-        "The lead wants proof that ZeRO-sharded checkpoints save more than asynchronous updates. Compute both "
-        "monthly savings with `course.core` from these inputs (the audit's defaults):\n\n"
+        "**Your cluster (Cloud track).** Compute both monthly savings with `course.core` from these "
+        "inputs (the audit above starts at the lead's defaults: set its controls to yours to check):\n\n"
         f"* N = {n:,} {s['accelerator']}s at the catalog's price, "
         f"`core.catalog.accelerator({s['accelerator']!r}).price_per_hour` dollars per GPU-hour, "
         f"{s['hours_per_month']:g} hours a month: today's bill B = `core.monthly_bill(N, price)`;\n"
@@ -116,7 +155,7 @@ def _part3_prompt(s: Spec) -> str:
         "* **sync + ZeRO**: the wait stays, but the share of time lost to checkpoints and rework, "
         "w = `core.waste_fraction(τ, δ, M, R)`, falls from w₀ (δ) to w₁ (δ / N), so the bill becomes "
         "B × (1 − w₀) / (1 − w₁): `core.sharded_checkpoint_monthly_savings`.\n\n"
-        "Assign `async_saves_usd`, the dollars per month async saves against B (autograded within 2 %).")
+        "Assign `async_saves_usd`, the dollars per month async saves against B.")
 
 
 def _part3_bill_lines(s: Spec) -> str:
@@ -149,7 +188,7 @@ ACT1 = Act(
         explanation="Per-GPU compute is fixed (same micro-batch). The ring all-reduce moves about 2x the gradient "
                     "bytes per GPU; beyond one node it runs on 50 GB/s InfiniBand instead of 450 GB/s NVLink, so "
                     "exposed communication eats a growing share of the step."),
-    answers=(Answer("act1_allreduce", "act1_allreduce_s", "Act I: all-reduce time at 512 GPUs", "s",
+    answers=(Answer("act1_allreduce", "act1_allreduce_s", "Act I: all-reduce time of your job", "s",
                     _act1_prompt, act1_allreduce_seconds, _act1_solution),),
     reflections=(Reflection(
         "act1_why",
@@ -178,7 +217,7 @@ ACT2 = Act(
             "activations) and trips the lab's own out-of-memory banner. B is the right *shape*; it fits once "
             "ZeRO-1 shards the optimizer and selective recomputation trims activations. The source's bubble "
             "formula (p−1)/(p·m) is also replaced by (p−1)/(m+p−1).")),
-    answers=(Answer("act2_memory", "act2_plain_memory_gb", "Act II: memory per GPU of the source's answer", "GB",
+    answers=(Answer("act2_memory", "act2_plain_memory_gb", "Act II: memory per GPU of your layout", "GB",
                     _act2_prompt, act2_plain_memory_gb, _act2_solution, graded="within 2 % of the planner"),),
     reflections=(Reflection(
         "act2_why", "Why must TP stay inside a node while PP may cross nodes?",
@@ -203,8 +242,8 @@ PART3 = Act(
                     graded="within 2 % of the key"),
              Answer("part3_zero_saves", "zero_saves_usd", "Part 3: monthly dollars saved by ZeRO-sharded checkpoints",
                     "$ per month",
-                    lambda s: "Assign `zero_saves_usd`, the dollars per month ZeRO-sharded checkpoints save against "
-                              "B (autograded within 2 %). Who wins the argument?",
+                    lambda s: (f"Assign `zero_saves_usd`, the dollars per month ZeRO-sharded checkpoints save "
+                               f"against B on your {s['workers']:,} GPUs. Who wins the argument?"),
                     lambda s: part3_savings(s)["zero_saves"], _zero_solution, graded="within 2 % of the key")),
     reflections=(Reflection(
         "part3_why",
@@ -226,6 +265,9 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "**Grading.** Each locked prediction earns a completion point (saved in `predictions.json` "
              "next to this notebook and submitted with it; a wrong prediction costs nothing). Numbers you "
              "assign are autograded; reflections are graded by hand.\n\n"
+             "**Your numbers.** The story and the instruments follow the lead's cluster. Each graded question "
+             "asks about a job of your own, with numbers that differ from student to student: a cell marked "
+             "*Your numbers* shows them when you run it, and you are graded on exactly those.\n\n"
              "**Tracks.** Pick your deployment context below: *Cloud* (an LLM architect on an H100 cluster), "
              "*Edge* (an autonomous-vehicle fleet on 5G), *Mobile* (AR glasses on 5G) or *Tiny* (hearables on "
              "Bluetooth LE). The track changes each act's message, hardware, link and fleet size, and the "
@@ -295,6 +337,10 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.lock_cells("part3"),
         Cell("code", "audit = lab.gate('part3', SyncAudit())\ntrack.link_to(audit)\naudit", "lab05_part3_audit"),
         lab.reveal_cell("part3"),
+        Cell("markdown",
+             "### The infrastructure lead's challenge (Cloud track)\n\n"
+             "The lead wants proof that ZeRO-sharded checkpoints save more than asynchronous updates. Settle it "
+             "in dollars for your own cluster."),
         *lab.answer_cells("part3_async_saves", s),
         *lab.answer_cells("part3_zero_saves", s),
         *lab.reflection_cells("part3_why"),
@@ -306,4 +352,4 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     ]
 
 
-LAB = Lab(NAME, "lab05", "Lab 05 · The parallelism paradox", SPEC, (ACT1, ACT2, PART3), layout)
+LAB = Lab(NAME, "lab05", "Lab 05 · The parallelism paradox", SPEC, (ACT1, ACT2, PART3), layout, vary)

@@ -4,10 +4,15 @@ Story (material 002): a 70B model's bf16 gradients (140 GB) must be summed on
 128 GPUs over InfiniBand NDR. Act I: how much slower is gathering everything at
 one GPU than a ring? Act II: which algorithm for which workload, and when does
 communication dominate the step?
+
+Variants (:func:`vary`): Act I's graded ratio is asked for the student's own
+GPU count (the story and the lock keep 128); Act II's choice is the same for
+everyone.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Dict, List
 
 from course import core
@@ -21,26 +26,33 @@ NAME = "lab06_bandwidth_invariant"
 
 #: The graded scenario: 128 GPUs on InfiniBand NDR, 70B parameters x 2 bytes of bf16 gradients,
 #: a 0.5 MB update (the dashboard's "small update" preset); algorithms within ``tie`` of the
-#: fastest count as fastest (the dashboard's tie rule).
-SPEC: Spec = {"gpus": 128, "link": "InfiniBand NDR", "gradient_bytes": 140 * GB, "small_bytes": 0.5e-3 * GB,
-              "tie": 0.01}
+#: fastest count as fastest (the dashboard's tie rule). ``act1_gpus`` is the GPU count of Act I's
+#: graded ratio (a student's variant changes it).
+SPEC: Spec = {"gpus": 128, "act1_gpus": 128, "link": "InfiniBand NDR", "gradient_bytes": 140 * GB,
+              "small_bytes": 0.5e-3 * GB, "tie": 0.01}
 
 
-def allreduce_times(s: Spec, message_bytes: float) -> Dict[str, float]:
+def vary(s: Spec, rng: random.Random) -> Spec:
+    """A student's own GPU count for Act I (the ratio is about N, so every draw has its own key)."""
+    s["act1_gpus"] = rng.choice((24, 32, 48, 64, 96, 192, 256, 384, 512, 768))
+    return s
+
+
+def allreduce_times(s: Spec, message_bytes: float, gpus: int) -> Dict[str, float]:
     link = catalog.link(s["link"])
-    return {a: float(core.allreduce_time(message_bytes, s["gpus"], link.bandwidth, link.latency, algorithm=a))
+    return {a: float(core.allreduce_time(message_bytes, gpus, link.bandwidth, link.latency, algorithm=a))
             for a in core.ALLREDUCE_ALGORITHMS}
 
 
 def naive_over_ring(s: Spec) -> float:
-    """Act I key: naive / ring all-reduce time of the gradients (about N)."""
-    t = allreduce_times(s, s["gradient_bytes"])
+    """Act I key: naive / ring all-reduce time of the gradients on ``act1_gpus`` GPUs (about N)."""
+    t = allreduce_times(s, s["gradient_bytes"], s["act1_gpus"])
     return t["naive"] / t["ring"]
 
 
 def fastest_for_small_update(s: Spec) -> list:
     """Act II key: the algorithms within ``tie`` of the fastest for the small update."""
-    t = allreduce_times(s, s["small_bytes"])
+    t = allreduce_times(s, s["small_bytes"], s["gpus"])
     best = min(t.values())
     return sorted(a for a, seconds in t.items() if seconds <= best * (1 + s["tie"]))
 
@@ -55,12 +67,14 @@ ACT1 = Act(
         explanation="GPU 0 receives and sends (N-1) M bytes through one port, while the ring sends 2(N-1)/N M per "
                     "GPU with all ports busy at once: the ratio tends to N = 128."),
     answers=(Answer(
-        "act1_ratio", "naive_over_ring", "Act I: naive / ring time at 128 GPUs", "a plain float, no unit",
-        lambda s: ("**Read the number off the comparator.** Assign `naive_over_ring`, the naive time divided by "
-                   f"the ring time at N = {s['gpus']} and M = {s['gradient_bytes'] / GB:g} GB on {s['link']} "
-                   "(`comparator.result` holds both times)."),
+        "act1_ratio", "naive_over_ring", "Act I: naive / ring time on your cluster", "a plain float, no unit",
+        lambda s: ("**Your cluster: read the number off the comparator.** Your team's cluster has "
+                   f"N = {s['act1_gpus']} GPUs; the gradients are the same M = {s['gradient_bytes'] / GB:g} GB on "
+                   f"{s['link']}. Set the comparator's N to {s['act1_gpus']} and assign `naive_over_ring`, the "
+                   "naive time divided by the ring time (`comparator.result` holds both times)."),
         naive_over_ring,
-        lambda s: "naive_over_ring = comparator.result['times']['naive'] / comparator.result['times']['ring']",
+        lambda s: (f"comparator.controls['gpus'].value = {s['act1_gpus']}\n"
+                   "naive_over_ring = comparator.result['times']['naive'] / comparator.result['times']['ring']"),
         graded="naive / ring time within 2 %"),),
     reflections=(Reflection(
         "act1_why",
@@ -121,7 +135,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "**How this lab is graded.** Each prediction you lock earns a completion point (the lock is "
              "saved in `predictions.json` next to this notebook and submitted with it; being wrong costs "
              "nothing). Cells asking for a number or a name are autograded; the written reflections are "
-             "graded by hand.\n\n"
+             "graded by hand. A cell marked *Your numbers* shows the numbers of your own question (they "
+             "differ from student to student); you are graded on exactly those.\n\n"
              "Units: GB = 10⁹ bytes, GB/s = 10⁹ bytes per second."),
         Cell("code", lab.setup_source(
             "from course.instruments import AllreduceComparator, AlgorithmDashboard\n"
@@ -171,4 +186,4 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     ]
 
 
-LAB = Lab(NAME, "lab06", "Lab 06 · The bandwidth invariant", SPEC, (ACT1, ACT2), layout)
+LAB = Lab(NAME, "lab06", "Lab 06 · The bandwidth invariant", SPEC, (ACT1, ACT2), layout, vary)

@@ -33,7 +33,7 @@ ACTS = ("act1", "act2", "part3")
 
 #: Cloud Act I (material 000): a 7B model's bf16 gradients (2 bytes per parameter) on 512 GPUs,
 #: all-reduced across nodes over InfiniBand NDR (the graded Act I number).
-CLOUD_ACT1 = {"params": LAB05_SPEC["act1_gradient_bytes"] / 2.0, "gradient_bytes_per_param": 2.0,
+CLOUD_ACT1 = {"params": LAB05_SPEC["act1_params_b"] * 1e9, "gradient_bytes_per_param": 2.0,
               "devices": LAB05_SPEC["act1_gpus"], "link": LAB05_SPEC["act1_link"]}
 #: Cloud Act II (material 000): GPT-3 175B on 1,024 H100s.
 CLOUD_ACT2_MODEL = "gpt3-175b"

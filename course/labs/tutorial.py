@@ -4,10 +4,16 @@ Story (material 001, the solver tutorial): Llama-3 70B on the 256-GPU research
 cluster (32 DGX H100 nodes). Pure data parallelism first, then the fabric, then
 pipeline micro-batches, then the whole configuration space with
 :func:`course.core.plan` and :func:`course.core.sweep`.
+
+Variants (:func:`vary`): the walk-through keeps Llama-3 70B on the research
+cluster; each graded exercise asks about the student's own case (model and
+micro-batch in Exercise 1, the pipeline in Exercise 3, model and cluster size
+in Exercise 2).
 """
 
 from __future__ import annotations
 
+import random
 from typing import List
 
 from course import core
@@ -18,14 +24,31 @@ from .activity import Act, Answer, Lab, Lock, Reflection, Spec
 
 NAME = "tutorial_3d_parallelism"
 
-#: The graded inputs: the model and cluster, and the pipeline of exercise 3.
-SPEC: Spec = {"model": "llama3-70b", "cluster": "research-256", "dp": 256, "bubble_stages": 8,
-              "bubble_microbatches": 32}
+#: The walk-through's model and cluster (the research cluster: 32 DGX H100 nodes on 100 Gb
+#: Ethernet) and the graded inputs, as the tutorial has them; a student's variant replaces the
+#: graded ones (:func:`vary`): Exercise 1's model and micro-batch, Exercise 3's pipeline and
+#: Exercise 2's model and number of GPUs (DGX H100 nodes on the research cluster's fabric).
+SPEC: Spec = {"model": "llama3-70b", "cluster": "research-256", "dp": 256,
+              "ex1_model": "llama3-70b", "ex1_micro_batch": 1,
+              "bubble_stages": 8, "bubble_microbatches": 32,
+              "ex2_model": "llama3-70b", "ex2_gpus": 256, "ex2_node": "DGX H100", "ex2_fabric": "Ethernet 100G"}
+
+
+def vary(s: Spec, rng: random.Random) -> Spec:
+    """A student's own cases (every draw's key differs from the others' by more than 2 %)."""
+    s["ex1_model"] = rng.choice(("llama3-8b", "llama3-70b", "llama3-405b"))
+    s["ex1_micro_batch"] = rng.choice((1, 2, 4))
+    s["bubble_stages"] = rng.choice((4, 8, 16))
+    s["bubble_microbatches"] = rng.choice((8, 16, 32, 64))
+    s["ex2_model"] = rng.choice(("llama3-8b", "llama3-70b"))
+    s["ex2_gpus"] = rng.choice((64, 128, 256, 512))
+    return s
 
 
 def pure_dp_memory_gb(s: Spec) -> float:
     """Exercise 1 key: planner memory per GPU under pure data parallelism (GB)."""
-    return core.plan(s["model"], s["cluster"], tp=1, pp=1, dp=s["dp"]).memory_total / GB
+    return core.plan(s["ex1_model"], s["cluster"], tp=1, pp=1, dp=s["dp"],
+                     micro_batch=s["ex1_micro_batch"]).memory_total / GB
 
 
 def bubble_fraction(s: Spec) -> float:
@@ -33,9 +56,14 @@ def bubble_fraction(s: Spec) -> float:
     return float(core.bubble_fraction(s["bubble_stages"], s["bubble_microbatches"]))
 
 
+def ex2_cluster(s: Spec):
+    """Exercise 2's cluster: ``ex2_gpus`` GPUs in ``ex2_node`` nodes on ``ex2_fabric``."""
+    return core.catalog.make_cluster(s["ex2_node"], s["ex2_gpus"], fabric=s["ex2_fabric"])
+
+
 def best_tokens_per_second(s: Spec) -> float:
     """Exercise 2 key: tokens/s of the sweep's best feasible configuration."""
-    return float(core.sweep(s["model"], s["cluster"]).row(0)["tokens_per_second"])
+    return float(core.sweep(s["ex2_model"], ex2_cluster(s)).row(0)["tokens_per_second"])
 
 
 EX1 = Act(
@@ -49,20 +77,25 @@ EX1 = Act(
                     "1.1 TB for 70B parameters before any activation: 14x an H100."),
     answers=(Answer(
         "ex1_memory", "pure_dp_memory_gb", "Exercise 1: memory per GPU under pure DP", "GB",
-        lambda s: ("Assign `pure_dp_memory_gb`: the memory one GPU would need under pure data parallelism, "
-                   "in GB (10⁹ bytes), as the planner reports it (`memory_total` is in bytes)."),
-        pure_dp_memory_gb, lambda s: "pure_dp_memory_gb = pure_dp.memory_total / 1e9",
+        lambda s: (f"**Your case.** Assign `pure_dp_memory_gb`: the memory one GPU would need to train "
+                   f"`{s['ex1_model']}` under pure data parallelism (TP = 1, PP = 1, DP = {s['dp']}) on the research "
+                   f"cluster with micro-batches of {s['ex1_micro_batch']} sequence"
+                   f"{'s' if s['ex1_micro_batch'] > 1 else ''}, in GB (10⁹ bytes), as the planner reports it "
+                   "(`core.plan(...).memory_total` is in bytes; the cell above plans the tutorial's own case)."),
+        pure_dp_memory_gb,
+        lambda s: (f"pure_dp_memory_gb = core.plan({s['ex1_model']!r}, CLUSTER, tp=1, pp=1, dp={s['dp']}, "
+                   f"micro_batch={s['ex1_micro_batch']}).memory_total / 1e9"),
         graded="within 2 % of the planner"),),
 )
 
 EX3 = Act(
     "ex3", "The micro-batch lever",
     answers=(Answer(
-        "ex3_bubble", "bubble_pp8_m32", "Exercise 3: bubble fraction, 8 stages, 32 micro-batches", "fraction, 0..1",
-        lambda s: (f"Assign `bubble_pp8_m32`: the bubble fraction (a number between 0 and 1) of an "
-                   f"{s['bubble_stages']}-stage pipeline with {s['bubble_microbatches']} micro-batches."),
+        "ex3_bubble", "pipeline_bubble", "Exercise 3: bubble fraction of your pipeline", "fraction, 0..1",
+        lambda s: (f"**Your pipeline.** Assign `pipeline_bubble`: the bubble fraction (a number between 0 and 1) "
+                   f"of a pipeline of {s['bubble_stages']} stages with {s['bubble_microbatches']} micro-batches."),
         bubble_fraction,
-        lambda s: (f"bubble_pp8_m32 = {s['bubble_stages'] - 1} / "
+        lambda s: (f"pipeline_bubble = {s['bubble_stages'] - 1} / "
                    f"({s['bubble_microbatches']} + {s['bubble_stages'] - 1})"),
         graded="within 2 %"),),
 )
@@ -71,9 +104,15 @@ EX2 = Act(
     "ex2", "Find the optimal configuration",
     answers=(Answer(
         "ex2_best", "best_tokens_per_second", "Exercise 2: best tokens/s of the sweep", "tokens/s",
-        lambda s: ("Assign `best_tokens_per_second`: the throughput of the best feasible configuration "
-                   "(tokens per second, from the sweep)."),
-        best_tokens_per_second, lambda s: "best_tokens_per_second = table.row(0)['tokens_per_second']",
+        lambda s: (f"**Your cluster.** Your group trains `{s['ex2_model']}` on {s['ex2_gpus']} GPUs: "
+                   f"{s['ex2_gpus'] // 8} {s['ex2_node']} nodes on the research cluster's {s['ex2_fabric']} "
+                   f"(`core.catalog.make_cluster({s['ex2_node']!r}, {s['ex2_gpus']}, fabric={s['ex2_fabric']!r})`). "
+                   "Assign `best_tokens_per_second`: the throughput of the best feasible configuration the sweep "
+                   "finds for it (tokens per second)."),
+        best_tokens_per_second,
+        lambda s: (f"my_cluster = core.catalog.make_cluster({s['ex2_node']!r}, {s['ex2_gpus']}, "
+                   f"fabric={s['ex2_fabric']!r})\n"
+                   f"best_tokens_per_second = core.sweep({s['ex2_model']!r}, my_cluster).row(0)['tokens_per_second']"),
         graded="within 2 % of the sweep's best"),),
     reflections=(Reflection(
         "why",
@@ -96,7 +135,9 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "nodes joined by 100 Gb Ethernet. Every number comes from `course.core.plan` (one "
              "configuration) and `course.core.sweep` (all of them at once).\n\n"
              "**Grading.** Locking the prediction of Exercise 1 earns a completion point; the three numbers "
-             "you assign are autograded; the last reflection is graded by hand."),
+             "you assign are autograded; the last reflection is graded by hand. Each graded exercise asks "
+             "about a case of your own: a cell marked *Your numbers* shows it when you run it (the numbers "
+             "differ from student to student), and you are graded on exactly those."),
         Cell("code", lab.setup_source(f"from course import core\nMODEL, CLUSTER = {s['model']!r}, {s['cluster']!r}"),
              "tut_setup"),
         Cell("markdown",
@@ -164,4 +205,4 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     ]
 
 
-LAB = Lab(NAME, "tutorial", "Tutorial · 3D parallelism solver", SPEC, (EX1, EX3, EX2), layout)
+LAB = Lab(NAME, "tutorial", "Tutorial · 3D parallelism solver", SPEC, (EX1, EX3, EX2), layout, vary)

@@ -68,9 +68,11 @@ def test_variant_is_a_hash_of_course_assignment_and_student():
     assert variant_of("ch00_ring_allreduce", None) is None
 
 
-def test_the_committed_configuration_turns_variants_on_for_every_workbook_chapter():
+def test_the_committed_configuration_turns_variants_on_for_every_workbook_chapter_and_lab():
     assert all(variants.variants_on(a) for a in ASSIGNMENTS.values())
-    assert not variants.variants_on("lab05_parallelism_paradox")  # labs: wired by the labs issue
+    assert all(variants.variants_on(a) for a in ("lab05_parallelism_paradox", "lab06_bandwidth_invariant",
+                                                 "tutorial_3d_parallelism"))
+    assert not variants.variants_on("no_such_assignment")
 
 
 def test_an_instructor_can_switch_an_assignment_off(monkeypatch):

@@ -1,0 +1,167 @@
+"""Per-student variants of the labs' graded questions (Lab 05, Lab 06, the tutorial).
+
+The story, the instruments and the locks keep each lab's own numbers; every graded numeric
+question asks about the student's own case, rendered by a read-only prompt cell. The judge
+recomputes the key for the graded student's variant, carried by the seed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from course.core import catalog
+from course.exercises import REGISTRY, judge_json
+from course.exercises.variants import student_seed, variant_of
+from course.labs import lab05, lab06, tutorial
+from course.labs.activity import labs
+
+LABS = {lab.name: lab for lab in labs().values()}
+NUMERIC = [(lab.name, a.id) for lab in LABS.values() for act in lab.acts for a in act.answers
+           if a.kind == "derive"]
+
+
+def _spec(lab, student):
+    return lab.spec_for(variant_of(lab.name, student))
+
+
+def test_variants_are_on_for_every_lab_in_the_committed_configuration():
+    from course.exercises.variants import settings
+
+    assert all(settings(name)["variants"] for name in LABS)
+
+
+@pytest.mark.parametrize("name, answer_id", NUMERIC)
+def test_two_students_get_different_numbers_on_every_numeric_question(name, answer_id):
+    lab = LABS[name]
+    assert lab.varies(answer_id)
+    ada, cy = lab.key(answer_id, _spec(lab, "ada")), lab.key(answer_id, _spec(lab, "cy"))
+    assert abs(ada - cy) > 0.05 * abs(ada), (ada, cy)  # far outside the 2 % tolerance
+
+
+def test_lab05_act1_key_by_hand_for_a_students_numbers():
+    s = _spec(lab05.LAB, "ada")
+    link = catalog.link(s["act1_link"])
+    n, m = s["act1_gpus"], s["act1_params_b"] * 1e9 * 2  # bf16: 2 bytes per parameter
+    by_hand = 2 * (n - 1) * link.latency + 2 * (n - 1) / n * m / link.bandwidth
+    assert lab05.LAB.key("act1_allreduce", s) == pytest.approx(by_hand, rel=1e-9)
+    assert s != lab05.SPEC
+
+
+def test_lab06_ratio_is_about_the_students_own_n():
+    s = _spec(lab06.LAB, "ada")
+    assert s["act1_gpus"] != 128 and s["gpus"] == 128  # the story and Act II keep 128
+    assert lab06.LAB.key("act1_ratio", s) == pytest.approx(s["act1_gpus"], rel=0.01)
+
+
+def test_tutorial_bubble_by_hand_for_a_students_pipeline():
+    s = _spec(tutorial.LAB, "cy")
+    p, m = s["bubble_stages"], s["bubble_microbatches"]
+    assert tutorial.LAB.key("ex3_bubble", s) == pytest.approx((p - 1) / (m + p - 1))
+
+
+@pytest.mark.parametrize("variant", range(0, 4000, 37))
+def test_every_draw_is_a_valid_case_that_keeps_the_reveals_true(variant):
+    s = lab05.LAB.spec_for(variant)
+    tp, pp, dp = s["act2_tp"], s["act2_pp"], s["act2_dp"]
+    assert tp * pp * dp == 1024 and s["act2_microbatches"] >= pp and s["act2_microbatches"] <= 64
+    assert (tp, pp) != (8, 4)  # the source's answer: its reveal states its memory
+    savings = lab05.part3_savings(s)
+    assert savings["async_saves"] > savings["zero_saves"] > 0  # Part 3's reveal (async wins) stays right
+    assert 2 <= lab06.LAB.spec_for(variant)["act1_gpus"] <= 4096  # within the comparator's slider
+    t = tutorial.LAB.spec_for(variant)
+    assert t["bubble_microbatches"] >= t["bubble_stages"] // 2 and t["ex2_gpus"] % 8 == 0
+
+
+@pytest.mark.parametrize("name", sorted(LABS))
+def test_markdown_never_holds_a_number_that_varies(name):
+    lab = LABS[name]
+    own = [c.source for c in lab.cells() if c.role == "markdown"]
+    for variant in range(40):
+        assert [c.source for c in lab.cells(lab.spec_for(variant)) if c.role == "markdown"] == own
+    prompts = [c for c in lab.cells() if c.grade_id.endswith("_prompt")]
+    assert len(prompts) == sum(lab.varies(a.id) for act in lab.acts for a in act.answers) > 0
+
+
+@pytest.mark.parametrize("name", sorted(LABS))
+def test_release_prompt_cells_are_read_only_and_hold_no_numbers(name):
+    nb = nbformat.read(f"release/{name}/{name}.ipynb", 4)
+    prompts = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_prompt")]
+    assert prompts
+    for cell in prompts:
+        assert cell.metadata["nbgrader"]["locked"] is True
+        assert cell.source.splitlines()[-1].startswith("lab.show(")
+        assert not any(ch.isdigit() for ch in cell.source.splitlines()[-1].replace("act1", "").replace(
+            "act2", "").replace("part3", "").replace("ex1", "").replace("ex2", "").replace("ex3", ""))
+
+
+def test_the_judge_grades_each_student_against_their_own_key():
+    lab = lab05.LAB
+    ada_key = lab.key("act2_memory", _spec(lab, "ada"))
+    cy_key = lab.key("act2_memory", _spec(lab, "cy"))
+    harvested = json.dumps({"value": ada_key})
+    assert judge_json("lab05_act2_memory", harvested, student_seed(lab.name, "ada", 5)).score == 1
+    assert judge_json("lab05_act2_memory", harvested, student_seed(lab.name, "cy", 5)).score == 0
+    assert judge_json("lab05_act2_memory", json.dumps({"value": cy_key}), student_seed(lab.name, "cy")).score == 1
+
+
+def test_the_choice_question_is_the_same_for_everyone():
+    lab = lab06.LAB
+    assert not lab.varies("act2_small")
+    assert judge_json("lab06_act2_small", '{"value": "rabenseifner"}', student_seed(lab.name, "ada")).score == 1
+
+
+def test_the_kernel_session_shows_the_students_own_numbers(monkeypatch, tmp_path, capsys):
+    from course.labs.activity import LabSession
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COURSE_STUDENT", "ada")
+    session = LabSession("lab06", folder=tmp_path, ledger=tmp_path / "ledger.json")
+    session.whoami()
+    session.show("act1_ratio")
+    out = capsys.readouterr().out
+    n = _spec(lab06.LAB, "ada")["act1_gpus"]
+    assert "numbers for student 'ada'" in out
+    assert f"Your team's cluster has N = {n} GPUs" in out and "within 2 %" in out
+    assert session.spec["act1_gpus"] == n
+
+
+def test_plain_nbgrader_hidden_test_grades_the_student_of_the_grading_folder(tmp_path, monkeypatch):
+    from course.exercises import grade_in_kernel
+
+    folder = tmp_path / "autograded" / "bob" / lab06.NAME
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("JUPYTERHUB_USER", "instructor")  # nbgrader runs as the instructor on a hub
+    bob = lab06.LAB.key("act1_ratio", _spec(lab06.LAB, "bob"))
+    grade_in_kernel("lab06_act1_ratio", {"naive_over_ring": bob})
+    with pytest.raises(AssertionError):
+        grade_in_kernel("lab06_act1_ratio", {"naive_over_ring": lab06.LAB.key("act1_ratio")})
+
+
+def test_cli_prints_a_students_lab_numbers_keys_and_worked_answers(capsys):
+    from course.cli import main
+
+    assert main(["variant", lab05.NAME, "--student", "ada", "--derivations"]) == 0
+    out = capsys.readouterr().out
+    s = _spec(lab05.LAB, "ada")
+    assert f"TP = {s['act2_tp']}, PP = {s['act2_pp']}, DP = {s['act2_dp']}" in out
+    assert f"key lab05_act2_memory: {json.dumps(lab05.LAB.key('act2_memory', s))}" in out
+    assert f"pp={s['act2_pp']}, dp={s['act2_dp']}" in out  # the worked answer, with ada's layout
+
+
+def test_feedback_renders_the_students_prompts_and_worked_answers():
+    from course.exercises.feedback import insert_derivations
+
+    nb = nbformat.read(f"release/{tutorial.NAME}/{tutorial.NAME}.ipynb", 4)
+    insert_derivations(nb, "cy")
+    s = _spec(tutorial.LAB, "cy")
+    prompt = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "tutorial_ex3_bubble_prompt")
+    assert (f"a pipeline of {s['bubble_stages']} stages with {s['bubble_microbatches']} micro-batches"
+            in prompt.outputs[0]["data"]["text/markdown"])
+    worked = next(c.source for c in nb.cells if c.metadata.get("course", {}).get("derivation") == "tutorial_ex3_bubble")
+    assert f"pipeline_bubble = {s['bubble_stages'] - 1} / ({s['bubble_microbatches']} + {s['bubble_stages'] - 1})" in worked
+    insert_derivations(nb, "cy")  # idempotent
+    assert sum(c.metadata.get("course", {}).get("derivation") == "tutorial_ex3_bubble" for c in nb.cells) == 1
