@@ -54,9 +54,11 @@ _CSS = """
 .course-prediction-lock { border: 1px solid var(--jp-warn-color1); background: var(--jp-layout-color1); }
 .course-prediction-lock .widget-radio-box { height: auto; }
 .course-prediction-lock .widget-radio-box label {
-  height: auto; min-height: var(--jp-widgets-radio-item-height, 24px); line-height: 1.35; white-space: normal;
-  align-items: flex-start; padding: 2px 0; overflow: visible; }
-.course-prediction-lock .widget-radio-box input { flex: none; margin-top: 3px; }
+  display: flex; height: auto; min-height: var(--jp-widgets-radio-item-height, 24px); line-height: 1.35;
+  white-space: normal; align-items: flex-start; padding: 2px 0; overflow: visible; }
+/* ipywidgets puts the radio after the option's text and floats it left, so a long option that
+   wraps shows its first line above the radio: in a flex row the radio comes first, whatever wraps */
+.course-prediction-lock .widget-radio-box input { flex: none; order: -1; float: none; margin: 3px 8px 0 1px; }
 """
 
 

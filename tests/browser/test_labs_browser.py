@@ -254,6 +254,9 @@ def click_every_option(lock) -> None:
     boxes = [lock.locator(".widget-radio-box label").nth(i).bounding_box() for i in range(radios.count())]
     for above, below in zip(boxes, boxes[1:]):
         assert above["y"] + above["height"] <= below["y"] + 0.5, f"option labels overlap: {above} {below}"
+    for i, box in enumerate(boxes):  # the radio sits on the first line of its option, left of the text
+        radio = radios.nth(i).bounding_box()
+        assert radio["y"] < box["y"] + 12 and radio["x"] <= box["x"] + 4, f"option {i}: radio {radio} in {box}"
 
 
 def rerun_cell(page, source: str):
