@@ -34,50 +34,12 @@ from typing import Any, List, Optional, Tuple
 
 from . import variants
 from .kinds import call_plain
-from .registry import RAISED, Part, is_number_type, judge_plain, to_plain
+from .registry import RAISED, Part, is_number_type, judge_plain, to_plain, unit_hint
 from .spec import EXERCISES, Exercise, spec_for
 
 OK, BAD = "\u2714", "\u2718"
 #: what the setup cell prints in a kernel that knows no student (feedback looks for it)
 NO_STUDENT = "no student id found"
-
-#: (factor, hint) pairs tried in order when a value is off by a recognisable factor
-_UNIT_SLIPS = [
-    (1e3, "a factor of 1000 off: check the unit prefix (e.g. ms vs s, MB vs GB)"),
-    (1e6, "a factor of 10^6 off: check the unit prefix"),
-    (1e9, "a factor of 10^9 off: check the unit (bytes vs GB, FLOP vs GFLOP)"),
-    (1e12, "a factor of 10^12 off: check the unit (e.g. FLOP vs TFLOP)"),
-    (100.0, "a factor of 100 off: a percent written as a fraction (or the reverse)?"),
-    (1.073741824, "about 7 % off: GiB instead of GB? This course uses decimal GB = 10^9 bytes"),
-    (60.0, "a factor of 60 off: seconds vs minutes, or minutes vs hours?"),
-    (3600.0, "a factor of 3600 off: seconds vs hours?"),
-    (8.0, "a factor of 8 off: bits instead of bytes?"),
-    (2.0, "a factor of 2 off: count the phases / directions again"),
-]
-
-
-def unit_hint(value: float, key: float) -> Tuple[bool, str]:
-    """A hint for a value that is not right, without revealing the key.
-
-    Returns ``(is_a_unit_slip, hint)``; a value within a factor of 3 that is
-    not right is *not yet*, never "plausible".
-
-    >>> unit_hint(1750.0, 1.75)[1].startswith("not yet: a factor of 1000")
-    True
-    >>> unit_hint(2.0, 1.75)
-    (False, 'not yet: check the formula and the numbers you used')
-    """
-    if key == 0 or value == 0 or (value > 0) != (key > 0):
-        return False, "not yet: wrong sign or zero, check the formula"
-    ratio = abs(value / key)
-    for factor, hint in _UNIT_SLIPS:
-        for r in (factor, 1.0 / factor):
-            if math.isclose(ratio, r, rel_tol=0.02):
-                return True, "not yet: " + hint
-    if 1 / 3 <= ratio <= 3:
-        return False, "not yet: check the formula and the numbers you used"
-    return False, "not yet: wrong order of magnitude"
-
 
 def whoami(assignment: str, source: str = "workbook") -> None:
     """Print whose numbers this kernel shows for ``assignment`` (the setup cell calls it).

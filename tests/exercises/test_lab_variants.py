@@ -107,6 +107,17 @@ def test_the_judge_grades_each_student_against_their_own_key():
     assert judge_json("lab05_act2_memory", json.dumps({"value": cy_key}), student_seed(lab.name, "cy")).score == 1
 
 
+def test_a_wrong_graded_number_says_how_it_is_wrong_without_the_key():
+    lab, seed = lab05.LAB, student_seed(lab05.LAB.name, "ada")
+    key = lab.key("act2_memory", _spec(lab, "ada"))  # GB
+    in_mb = judge_json("lab05_act2_memory", json.dumps({"value": key * 1000}), seed)
+    assert in_mb.score == 0 and "factor of 1000" in in_mb.reason and "MB vs GB" in in_mb.reason
+    near = judge_json("lab05_act2_memory", json.dumps({"value": key * 1.3}), seed)  # within a factor of 3
+    assert near.score == 0 and "check the formula" in near.reason
+    for verdict in (in_mb, near):
+        assert f"{key:.4g}" not in verdict.reason and f"{key:.3g}" not in verdict.reason
+
+
 def test_the_choice_question_is_the_same_for_everyone():
     lab = lab06.LAB
     assert not lab.varies("act2_small")
