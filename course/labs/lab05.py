@@ -54,7 +54,8 @@ ACT2_LAYOUTS = ((4, 4), (4, 8), (8, 2), (8, 8), (8, 16), (4, 16), (2, 16))
 
 def vary(s: Spec, rng: random.Random) -> Spec:
     """A student's own inputs for the graded questions (every draw is a valid case whose key
-    differs from the others' by more than the 2 % tolerance, or by N alone in Part 3)."""
+    differs from the others' by more than the 2 % tolerance; Part 3's reveal, async saves more, holds
+    for every draw)."""
     s["act1_params_b"] = rng.choice((8, 13, 20, 30, 70))
     s["act1_gpus"] = rng.choice((256, 512, 1024))
     s["act1_link"] = rng.choice(("InfiniBand HDR", "InfiniBand NDR", "InfiniBand XDR"))
@@ -65,6 +66,10 @@ def vary(s: Spec, rng: random.Random) -> Spec:
     s["workers"] = rng.choice((256, 512, 2048, 4096))
     s["straggler_fraction"] = rng.choice((0.03, 0.04, 0.06, 0.08))
     s["slowdown"] = rng.choice((1.1, 1.2, 1.25, 1.3))
+    # the same 980 GB checkpoint written at 10, 14 or 20 GB/s, and two per-GPU failure rates: zero_saves
+    # depends on N and on delta / MTBF, whose 6 ratios here stay more than 5 % apart (24 keys, not 4)
+    s["checkpoint_seconds"] = rng.choice((98.0, 70.0, 49.0))
+    s["gpu_mtbf_seconds"] = rng.choice((50_000, 80_000)) * units.hour
     return s
 
 
