@@ -32,9 +32,23 @@ SPEC: Spec = {"gpus": 128, "act1_gpus": 128, "link": "InfiniBand NDR", "gradient
               "small_bytes": 0.5e-3 * GB, "tie": 0.01}
 
 
+def _act1_gpu_counts(low: int = 16, high: int = 1024, spacing: float = 1.06) -> tuple:
+    """Whole 8-GPU nodes from ``low`` to ``high``, each at least ``spacing`` x the one before, without
+    the story's 128. The key is about N, so neighbours stay outside each other's 2 % tolerance; 43
+    counts make two students share a key about once in 43 pairs (10 counts did once in 10)."""
+    counts = [low]
+    while (nxt := 8 * -(-counts[-1] * spacing // 8)) <= high:
+        counts.append(int(nxt))
+    return tuple(n for n in counts if n != 128)
+
+
+#: The GPU counts Act I draws from (16, 24, ..., 120, 136, ..., 984).
+ACT1_GPU_COUNTS = _act1_gpu_counts()
+
+
 def vary(s: Spec, rng: random.Random) -> Spec:
     """A student's own GPU count for Act I (the ratio is about N, so every draw has its own key)."""
-    s["act1_gpus"] = rng.choice((24, 32, 48, 64, 96, 192, 256, 384, 512, 768))
+    s["act1_gpus"] = rng.choice(ACT1_GPU_COUNTS)
     return s
 
 

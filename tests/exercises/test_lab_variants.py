@@ -82,6 +82,16 @@ def test_part3_zero_saves_has_many_keys_each_outside_the_others_tolerance():
     assert all(b / a > 1.02 for a, b in zip(keys, keys[1:]))
 
 
+def test_lab06_act1_ratio_has_many_keys_each_outside_the_others_tolerance():
+    # 10 GPU counts let about one pair of students in 10 share a key; whole nodes 6 % apart give 40+
+    counts = {lab06.LAB.spec_for(v)["act1_gpus"] for v in range(600)}
+    assert all(n % 8 == 0 and 16 <= n <= 1024 and n != 128 for n in counts)
+    keys = sorted(lab06.LAB.key("act1_ratio", lab06.LAB.spec_for(v)) for v in range(600))
+    keys = sorted(set(round(k, 6) for k in keys))
+    assert len(keys) >= 40
+    assert all(b / a > 1.04 for a, b in zip(keys, keys[1:]))  # twice the 2 % tolerance apart
+
+
 @pytest.mark.parametrize("name", sorted(LABS))
 def test_markdown_never_holds_a_number_that_varies(name):
     lab = LABS[name]
