@@ -34,14 +34,34 @@ SPEC: Spec = {"model": "llama3-70b", "cluster": "research-256", "dp": 256,
               "ex2_model": "llama3-70b", "ex2_gpus": 256, "ex2_node": "DGX H100", "ex2_fabric": "Ethernet 100G"}
 
 
+def _cases(table: dict) -> tuple:
+    return tuple((first, second) for first, seconds in table.items() for second in seconds)
+
+
+# The cases a variant draws from. Of all (model, micro-batch), (stages, micro-batches) and
+# (model, GPUs) pairs, these keep every key more than 4.5 % from the next, so keys never fall within
+# each other's 2 % tolerance and two students share one about once in 30-45 pairs. The pairs left out
+# nearly coincide with a kept one (or, for Exercise 2, the sweep finds no feasible layout).
+#: Exercise 1: (model, sequences per micro-batch), 31 cases.
+EX1_CASES = _cases({"llama2-7b": (1, 2, 8), "llama3-8b": (1, 2, 4, 8), "megatron-1.7b": (1, 2, 4, 8),
+                    "megatron-18.4b": (1, 2, 8), "llama3-70b": (1, 2, 4, 8), "megatron-76.1b": (1, 2, 4, 8),
+                    "megatron-145.6b": (1, 2, 8), "gpt3-175b": (2, 4), "llama3-405b": (1, 2, 4, 8)})
+#: Exercise 3: (pipeline stages, micro-batches), at least half as many micro-batches as stages, 34 cases.
+EX3_CASES = _cases({2: (4, 6, 8, 12, 16, 24, 32, 48, 64), 3: (4, 6), 4: (4, 8, 16, 32, 64),
+                    6: (6, 12, 16, 24, 32, 48, 64), 8: (4, 6, 12, 24, 48, 64), 12: (8, 12, 16, 24, 48)})
+#: Exercise 2: (model, GPUs in DGX H100 nodes on the research cluster's fabric), 45 cases.
+EX2_CASES = _cases({"llama2-7b": (32, 192, 512), "llama3-8b": (32, 64, 96, 128, 192, 256, 384, 512),
+                    "megatron-1.7b": (96, 128, 192, 256, 384, 512), "megatron-18.4b": (96, 128, 192),
+                    "llama3-70b": (32, 64, 128, 256), "megatron-76.1b": (32, 64, 128, 384),
+                    "megatron-145.6b": (32, 64, 96, 128, 192, 256, 384, 512),
+                    "gpt3-175b": (64, 96, 128, 192, 256, 512), "llama3-405b": (96, 128, 192)})
+
+
 def vary(s: Spec, rng: random.Random) -> Spec:
     """A student's own cases (every draw's key differs from the others' by more than 2 %)."""
-    s["ex1_model"] = rng.choice(("llama3-8b", "llama3-70b", "llama3-405b"))
-    s["ex1_micro_batch"] = rng.choice((1, 2, 4))
-    s["bubble_stages"] = rng.choice((4, 8, 16))
-    s["bubble_microbatches"] = rng.choice((8, 16, 32, 64))
-    s["ex2_model"] = rng.choice(("llama3-8b", "llama3-70b"))
-    s["ex2_gpus"] = rng.choice((64, 128, 256, 512))
+    s["ex1_model"], s["ex1_micro_batch"] = rng.choice(EX1_CASES)
+    s["bubble_stages"], s["bubble_microbatches"] = rng.choice(EX3_CASES)
+    s["ex2_model"], s["ex2_gpus"] = rng.choice(EX2_CASES)
     return s
 
 
