@@ -72,6 +72,11 @@ def _committed_settings() -> Dict[str, Dict[str, Any]]:
 #: assignment -> settings; the instructor edits this (e.g. ``"feedback": "exam"`` for an exam)
 SETTINGS: Dict[str, Dict[str, Any]] = {}
 
+#: Model sizes (billions of parameters) a variant draws from: published sizes, each more than 4 %
+#: from the next, so keys proportional to the size never fall within a 1-2 % tolerance of each other.
+MODEL_SIZES_B = (1.3, 1.5, 2.7, 3.0, 6.7, 7.0, 8.0, 9.0, 11.0, 13.0, 14.0, 15.0, 20.0, 22.0, 27.0, 30.0, 32.0,
+                 34.0, 40.0, 46.0, 52.0, 65.0, 70.0, 104.0, 110.0, 175.0, 405.0)
+
 _STUDENT_ENV = "COURSE_STUDENT"
 _HUB_ENV = "JUPYTERHUB_USER"
 _GRADING_PATH = re.compile(r"(?:^|/)(?:autograded|submitted)/([^/]+)/([^/]+)(?:/|$)")

@@ -112,6 +112,25 @@ def test_two_students_get_different_numbers(number):
             assert part.extra["key"](spec_for(ex, a)) != part.extra["key"](spec_for(ex, b)), part.grade_id
 
 
+def test_a_copied_answer_passes_for_few_classmates():
+    # ada/bob is one pair; over a class, a part whose keys crowd into a few values (7 powers of two,
+    # 92-99 %) let a copied answer pass for one classmate in 3 to 6. Every derive/trace part now stays
+    # under one in 8 (measured: at most about 1 in 15).
+    students = [f"s{i:02d}" for i in range(60)]
+    worst = []
+    for number in VARIED:
+        ex = EXERCISES[number]
+        parts = [p for p in ex.parts if p.kind in ("derive", "trace")]
+        if not parts:
+            continue
+        honest = {st: _honest(number, st) for st in students}
+        seeds = {st: _seed(number, st) for st in students}
+        for part in parts:
+            passed = sum(part.grade(honest[a], seeds[b]).score > 0 for a in students for b in students if a != b)
+            worst.append((passed / (len(students) * (len(students) - 1)), part.grade_id))
+    assert max(worst)[0] < 1 / 8, sorted(worst)[-5:]
+
+
 @pytest.mark.parametrize("number", VARIED)
 def test_honest_answers_earn_full_points_and_copied_ones_zero(number):
     ex = EXERCISES[number]

@@ -11,6 +11,7 @@ from course import core
 from course.core.units import GB, billion
 
 from ..authoring import values_exercise
+from ..variants import MODEL_SIZES_B
 
 CH = "ch01"
 
@@ -55,7 +56,7 @@ def _zero_exercise(number, title, stage, spec, extra=""):
     var = f"memory_zero{stage}_gb"
     values_exercise(
         CH, number, title, kind="Derive", spec=dict(spec, stage=stage),
-        vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 3, 7, 13, 30, 70])),
+        vary=lambda s, rng: dict(s, params_b=rng.choice(MODEL_SIZES_B),
                                  dp=rng.choice([8, 16, 32, 64, 128, 256])),
         prompt=lambda s: (f"{s['params_b']:g}B parameters, mixed-precision Adam, "
                           + ("no ZeRO" if s["stage"] == 0 else f"ZeRO stage {s['stage']} on N = {s['dp']} GPUs")
@@ -101,7 +102,7 @@ def _zero3_traffic_gb(s):
 values_exercise(
     CH, "1.5", "ZeRO-3 communication per step", kind="Derive",
     spec={"params_b": 7.0, "dp": 64, "bw_gbs": 100.0},
-    vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 3, 7, 13, 30, 70])),
+    vary=lambda s, rng: dict(s, params_b=rng.choice(MODEL_SIZES_B),
                              dp=rng.choice([8, 16, 32, 64, 128]), bw_gbs=float(rng.choice([50, 100, 200, 400]))),
     prompt=lambda s: (f"ZeRO-3 with a {s['params_b']:g}B model (FP16 weights: {2 * s['params_b']:g} GB) on "
                       f"{s['dp']} GPUs: one all-gather of the weights for forward, one for backward, one "

@@ -39,11 +39,17 @@ CHAPTER = {
     ],
 }
 
+def _vary_accumulation(s, rng):
+    # draw the answer first, uniformly from 3..64: with power-of-two batches and degrees the answer
+    # was one of 7 powers of two, so a copied one passed for about one classmate in 6
+    micro_batch, dp = rng.choice([1, 2, 4, 8]), rng.choice([8, 12, 16, 24, 32, 48, 64])
+    return dict(s, target_batch=rng.randrange(3, 65) * micro_batch * dp, micro_batch=micro_batch, dp=dp)
+
+
 values_exercise(
     CH, "2.1", "Accumulation steps", kind="Derive",
     spec={"target_batch": 2048, "micro_batch": 4, "dp": 8},
-    vary=lambda s, rng: dict(s, target_batch=rng.choice([1024, 2048, 4096]), micro_batch=rng.choice([2, 4, 8]),
-                             dp=rng.choice([8, 16, 32])),
+    vary=lambda s, rng: _vary_accumulation(s, rng),
     prompt=lambda s: (f"Target effective batch {s['target_batch']} sequences, micro-batch {s['micro_batch']} "
                       f"per GPU, data-parallel degree {s['dp']}. How many accumulation steps per optimizer step?"),
     answers={"accum_steps": "steps"},

@@ -41,9 +41,11 @@ LR = {"base_lr": 3e-4, "base_batch": 256, "new_batch": 2048}
 
 
 def _vary_lr(s, rng):
-    base = rng.choice([64, 128, 256, 512])
-    return dict(s, base_lr=rng.choice([1e-4, 2e-4, 3e-4, 6e-4, 1e-3]), base_batch=base,
-                new_batch=base * rng.choice([2, 4, 8, 16, 32]))
+    # batches of 1, 1.5 and 2 x a power of two, so the ratio new/base (the warm-up of 3.3 is 1000 x it)
+    # takes some 30 values, not 5
+    base = rng.choice([64, 96, 128, 192, 256, 384, 512])
+    new = rng.choice([b for b in (512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384) if b >= 2 * base])
+    return dict(s, base_lr=rng.choice([1e-4, 2e-4, 3e-4, 6e-4, 1e-3]), base_batch=base, new_batch=new)
 
 values_exercise(
     CH, "3.1", "Linear scaling", kind="Derive", spec=dict(LR), vary=_vary_lr,
@@ -55,7 +57,7 @@ values_exercise(
     derivation=lambda s: (
         f"\u03b7 = {s['base_lr']:g} \u00d7 {s['new_batch']}/{s['base_batch']} = "
         f"**{core.linear_scaled_lr(s['base_lr'], s['base_batch'], s['new_batch']):.4g}**: a "
-        f"{s['new_batch'] // s['base_batch']}\u00d7 batch gets a {s['new_batch'] // s['base_batch']}\u00d7 learning rate "
+        f"{s['new_batch'] / s['base_batch']:g}\u00d7 batch gets a {s['new_batch'] / s['base_batch']:g}\u00d7 learning rate "
         "(with warm-up)."),
 )
 
@@ -69,7 +71,7 @@ values_exercise(
     derivation=lambda s: (
         f"\u03b7 = {s['base_lr']:g} \u00d7 \u221a({s['new_batch']}/{s['base_batch']}) = "
         f"**{core.sqrt_scaled_lr(s['base_lr'], s['base_batch'], s['new_batch']):.4g}**, a factor "
-        f"{(s['new_batch'] / s['base_batch']) ** 0.5:.3g} instead of {s['new_batch'] // s['base_batch']}."),
+        f"{(s['new_batch'] / s['base_batch']) ** 0.5:.3g} instead of {s['new_batch'] / s['base_batch']:g}."),
 )
 
 values_exercise(

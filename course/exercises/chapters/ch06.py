@@ -68,7 +68,8 @@ def _key_6_1(s):
 
 values_exercise(
     CH, "6.1", "Weight split shapes", kind="Derive", spec={"d": 8192, "tp": 8, "heads": 64},
-    vary=lambda s, rng: dict(s, d=rng.choice([2048, 4096, 5120, 6144, 8192, 12288, 16384]), tp=rng.choice([2, 4, 8]),
+    vary=lambda s, rng: dict(s, d=rng.choice([2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192, 9216, 10240, 12288,
+                                           14336, 16384, 18432, 20480, 25600]), tp=rng.choice([2, 4, 8]),
                              heads=rng.choice([32, 64, 128])),
     prompt=lambda s: (f"A $[d, d]$ weight matrix with $d = {s['d']}$ is split column-parallel over "
                       f"TP = {s['tp']} GPUs. How many columns does each GPU hold (an int)?"),

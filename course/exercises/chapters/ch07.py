@@ -12,6 +12,7 @@ import random
 from course import core
 from course.core import units as u
 from course.exercises.authoring import build_exercise, values_exercise
+from course.exercises.variants import MODEL_SIZES_B
 
 CH = "ch07"
 
@@ -70,7 +71,7 @@ def _deriv_7_1(s):
 
 values_exercise(
     CH, "7.1", "Checkpoint size", kind="Derive", spec={"params_b": 70.0, "extra_bytes": 8},
-    vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 7, 8, 13, 30, 34, 65, 70, 175, 405]))),
+    vary=lambda s, rng: dict(s, params_b=rng.choice(MODEL_SIZES_B)),
     prompt=lambda s: (f"A {s['params_b']:g}B-parameter model is trained with mixed-precision Adam. Its "
                       "checkpoint holds the FP16 weights, the FP32 master weights, Adam's two FP32 "
                       f"moment tensors and {s['extra_bytes']} bytes of step counter and learning rate. "

@@ -67,7 +67,9 @@ def _key_9_1(s):
 
 def _vary_9_1(rng):
     tp, pp = rng.choice([2, 4, 8]), rng.choice([2, 4, 8, 12, 16])
-    return {"gpus": tp * pp * rng.choice([8, 16, 24, 32, 64, 96, 128, 256]), "tp": tp, "pp": pp}
+    # the answer is the DP degree itself: draw it from 8..256 in steps of 4 (63 values; 8 gave one
+    # classmate in 8 the same answer)
+    return {"gpus": tp * pp * rng.randrange(8, 257, 4), "tp": tp, "pp": pp}
 
 
 values_exercise(
