@@ -47,6 +47,15 @@ VARIANT_PROBES = 24
 ANSWER_KINDS = ("derive", "choice")
 
 
+def cases(table: Dict[Any, Tuple[Any, ...]]) -> Tuple[Tuple[Any, Any], ...]:
+    """The (first, second) pairs of a ``{first: (second, ...)}`` table: the cases a ``vary`` draws from.
+
+    >>> cases({"a": (1, 2), "b": (3,)})
+    (('a', 1), ('a', 2), ('b', 3))
+    """
+    return tuple((first, second) for first, seconds in table.items() for second in seconds)
+
+
 @dataclass(frozen=True)
 class Lock:
     """A prediction asked before an act's instruments appear.

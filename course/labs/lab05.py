@@ -27,7 +27,7 @@ from course.core import catalog, memory, units
 from course.core.units import GB
 from course.exercises.spec import Cell
 
-from .activity import Act, Answer, Lab, Lock, Reflection, Spec
+from .activity import Act, Answer, Lab, Lock, Reflection, Spec, cases
 
 NAME = "lab05_parallelism_paradox"
 
@@ -50,11 +50,12 @@ SPEC: Spec = {
 #: Act I cases a variant draws from: (billions of parameters, link). The ring's time is about
 #: 4P / B, so sizes a factor 2 or 4 apart collide across HDR/NDR/XDR; these 44 keep every key more
 #: than 5 % from the next (at N = 1,024), so two students share a key about once in 44 pairs.
-ACT1_CASES = tuple((p, f"InfiniBand {gen}") for p, gens in (
-    (6.7, "X"), (7, "HN"), (8, "HNX"), (9, "HNX"), (11, "HNX"), (13, "HNX"), (14, "H"), (15, "HNX"),
-    (20, "HNX"), (22, "H"), (30, "H"), (32, "HN"), (34, "HNX"), (40, "H"), (46, "H"), (52, "HN"), (65, "H"),
-    (70, "H"), (72, "NX"), (104, "H"), (110, "HNX"), (175, "HNX")) for gen in
-    ({"H": "HDR", "N": "NDR", "X": "XDR"}[g] for g in gens))
+_HDR, _NDR, _XDR = "InfiniBand HDR", "InfiniBand NDR", "InfiniBand XDR"
+ACT1_CASES = cases({
+    6.7: (_XDR,), 7: (_HDR, _NDR), 8: (_HDR, _NDR, _XDR), 9: (_HDR, _NDR, _XDR), 11: (_HDR, _NDR, _XDR),
+    13: (_HDR, _NDR, _XDR), 14: (_HDR,), 15: (_HDR, _NDR, _XDR), 20: (_HDR, _NDR, _XDR), 22: (_HDR,),
+    30: (_HDR,), 32: (_HDR, _NDR), 34: (_HDR, _NDR, _XDR), 40: (_HDR,), 46: (_HDR,), 52: (_HDR, _NDR),
+    65: (_HDR,), 70: (_HDR,), 72: (_NDR, _XDR), 104: (_HDR,), 110: (_HDR, _NDR, _XDR), 175: (_HDR, _NDR, _XDR)})
 
 #: Act II cases a variant draws from: (TP, PP, sequences per micro-batch) with DP = 1,024 / (TP x PP).
 #: TP in 2..8 (one node), PP in 2..32 (each divides GPT-3's 96 layers); the source's answer TP 8,

@@ -20,7 +20,7 @@ from course import core
 from course.core.units import GB
 from course.exercises.spec import Cell
 
-from .activity import Act, Answer, Lab, Lock, Reflection, Spec
+from .activity import Act, Answer, Lab, Lock, Reflection, Spec, cases
 
 NAME = "tutorial_3d_parallelism"
 
@@ -34,23 +34,19 @@ SPEC: Spec = {"model": "llama3-70b", "cluster": "research-256", "dp": 256,
               "ex2_model": "llama3-70b", "ex2_gpus": 256, "ex2_node": "DGX H100", "ex2_fabric": "Ethernet 100G"}
 
 
-def _cases(table: dict) -> tuple:
-    return tuple((first, second) for first, seconds in table.items() for second in seconds)
-
-
 # The cases a variant draws from. Of all (model, micro-batch), (stages, micro-batches) and
 # (model, GPUs) pairs, these keep every key more than 4.5 % from the next, so keys never fall within
 # each other's 2 % tolerance and two students share one about once in 30-45 pairs. The pairs left out
 # nearly coincide with a kept one (or, for Exercise 2, the sweep finds no feasible layout).
 #: Exercise 1: (model, sequences per micro-batch), 31 cases.
-EX1_CASES = _cases({"llama2-7b": (1, 2, 8), "llama3-8b": (1, 2, 4, 8), "megatron-1.7b": (1, 2, 4, 8),
+EX1_CASES = cases({"llama2-7b": (1, 2, 8), "llama3-8b": (1, 2, 4, 8), "megatron-1.7b": (1, 2, 4, 8),
                     "megatron-18.4b": (1, 2, 8), "llama3-70b": (1, 2, 4, 8), "megatron-76.1b": (1, 2, 4, 8),
                     "megatron-145.6b": (1, 2, 8), "gpt3-175b": (2, 4), "llama3-405b": (1, 2, 4, 8)})
 #: Exercise 3: (pipeline stages, micro-batches), at least half as many micro-batches as stages, 34 cases.
-EX3_CASES = _cases({2: (4, 6, 8, 12, 16, 24, 32, 48, 64), 3: (4, 6), 4: (4, 8, 16, 32, 64),
+EX3_CASES = cases({2: (4, 6, 8, 12, 16, 24, 32, 48, 64), 3: (4, 6), 4: (4, 8, 16, 32, 64),
                     6: (6, 12, 16, 24, 32, 48, 64), 8: (4, 6, 12, 24, 48, 64), 12: (8, 12, 16, 24, 48)})
 #: Exercise 2: (model, GPUs in DGX H100 nodes on the research cluster's fabric), 45 cases.
-EX2_CASES = _cases({"llama2-7b": (32, 192, 512), "llama3-8b": (32, 64, 96, 128, 192, 256, 384, 512),
+EX2_CASES = cases({"llama2-7b": (32, 192, 512), "llama3-8b": (32, 64, 96, 128, 192, 256, 384, 512),
                     "megatron-1.7b": (96, 128, 192, 256, 384, 512), "megatron-18.4b": (96, 128, 192),
                     "llama3-70b": (32, 64, 128, 256), "megatron-76.1b": (32, 64, 128, 384),
                     "megatron-145.6b": (32, 64, 96, 128, 192, 256, 384, 512),

@@ -49,7 +49,7 @@ def _vary_accumulation(s, rng):
 values_exercise(
     CH, "2.1", "Accumulation steps", kind="Derive",
     spec={"target_batch": 2048, "micro_batch": 4, "dp": 8},
-    vary=lambda s, rng: _vary_accumulation(s, rng),
+    vary=_vary_accumulation,
     prompt=lambda s: (f"Target effective batch {s['target_batch']} sequences, micro-batch {s['micro_batch']} "
                       f"per GPU, data-parallel degree {s['dp']}. How many accumulation steps per optimizer step?"),
     answers={"accum_steps": "steps"},

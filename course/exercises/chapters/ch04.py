@@ -67,16 +67,17 @@ values_exercise(
 )
 
 
+def _backward_comm_buckets(s):
+    """Whole-pass backward and all-reduce times (s) and the bucket count of exercise 4.2."""
+    return s["layers"] * s["layer_backward_ms"] * ms, s["layers"] * s["layer_allreduce_ms"] * ms, s["layers"]
+
+
 def _overlap_pct(s):
-    backward = s["layers"] * s["layer_backward_ms"] * ms
-    comm = s["layers"] * s["layer_allreduce_ms"] * ms
-    return 100.0 * core.overlap_fraction(backward, comm, s["layers"])
+    return 100.0 * core.overlap_fraction(*_backward_comm_buckets(s))
 
 
 def _exposed_ms(s):
-    backward = s["layers"] * s["layer_backward_ms"] * ms
-    comm = s["layers"] * s["layer_allreduce_ms"] * ms
-    return core.exposed_comm_time(backward, comm, s["layers"]) / ms
+    return core.exposed_comm_time(*_backward_comm_buckets(s)) / ms
 
 
 def _overlap_derivation(s):
@@ -85,9 +86,10 @@ def _overlap_derivation(s):
         return (f"Each all-reduce ({c:g} ms) ends no later than the next layer's backward ({b:g} ms), so only "
                 f"the last one is exposed: ({L} \u00d7 {c:g} \u2212 {c:g}) / ({L} \u00d7 {c:g}) = "
                 f"**{_overlap_pct(s):.3g} %**.")
+    exposed = _exposed_ms(s)
     return (f"Each all-reduce ({c:g} ms) takes longer than a layer's backward ({b:g} ms), so the queue grows by "
             f"{c - b:g} ms per layer: the last all-reduce ends {c:g} + ({L} \u2212 1) \u00d7 ({c:g} \u2212 {b:g}) = "
-            f"{_exposed_ms(s):.4g} ms after the backward pass. Hidden: 1 \u2212 {_exposed_ms(s):.4g} / ({L} \u00d7 "
+            f"{exposed:.4g} ms after the backward pass. Hidden: 1 \u2212 {exposed:.4g} / ({L} \u00d7 "
             f"{c:g}) = **{_overlap_pct(s):.3g} %**, about the backward/communication ratio {b:g}/{c:g}: overlap "
             "cannot hide more communication than there is backward to hide it behind.")
 
