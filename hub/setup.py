@@ -93,11 +93,14 @@ def make_interpreter_reachable(venv: Path, user: str) -> None:
     still starts for other users, but silently with the system's libpython and standard
     library (Debian's 3.11.2, whose ``re`` mishandles possessive quantifiers and breaks
     nbconvert's HTML export). Each folder above the base interpreter gets the
-    search bit (``o+x``: enter, not list); then ``user`` must see the same Python.
+    search bit (``o+x``: enter, not list), and so does each folder above the venv itself (a
+    checkout in a private folder, e.g. one made by ``mktemp -d``, mode 0700); then ``user`` must
+    see the same Python.
     """
-    home = next(line.split("=", 1)[1].strip() for line in (venv / "pyvenv.cfg").read_text().splitlines()
-                if line.startswith("home"))
-    for folder in (Path(home), *Path(home).parents):
+    home = Path(next(line.split("=", 1)[1].strip() for line in (venv / "pyvenv.cfg").read_text().splitlines()
+                     if line.startswith("home")))
+    venv = venv.resolve()
+    for folder in dict.fromkeys((home, *home.parents, venv, *venv.parents)):
         mode = folder.stat().st_mode
         if not mode & 0o001:
             print(f"dev.py hub: chmod o+x {folder} (users must reach the course's Python)", flush=True)
