@@ -12,10 +12,7 @@ TFLOPS dense BF16, 700 W); workbook chapter 9.
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import _validate as v
-from . import reliability as _reliability  # a module object: reliability imports gpu_cost from here
 from .data_parallel import compute_time
 from .sgd import async_speedup
 from .units import PF_day, day, hour, kWh
@@ -32,7 +29,6 @@ __all__ = [
     "HOURS_PER_MONTH",
     "monthly_bill",
     "async_monthly_savings",
-    "sharded_checkpoint_monthly_savings",
 ]
 
 #: Hours in an average month: 365.25 days x 24 h / 12 months.
@@ -355,59 +351,3 @@ def async_monthly_savings(bill, workers, straggler_fraction, slowdown, extra_ste
     b = v.non_negative("bill", bill)
     e = v.non_negative("extra_steps", extra_steps)
     return v.scalar_or_array(b - b * (1.0 + e) / async_speedup(workers, straggler_fraction, slowdown))
-
-
-def sharded_checkpoint_monthly_savings(bill, checkpoint_seconds, shards, mtbf_seconds, restart_seconds=0.0):
-    """Dollars a month saved when ``shards`` ranks each write ``1/shards`` of the checkpoint.
-
-    Checkpoint writes plus rework after failures waste the share
-    ``w(delta) = delta / tau + (tau / 2 + R) / M`` of the time at Young's interval
-    ``tau = sqrt(2 delta M)``. One rank writing the whole checkpoint wastes
-    ``w(delta)``; ZeRO's ranks writing their shards in parallel waste
-    ``w(delta / shards)`` (an upper bound on the gain: storage must absorb all
-    the writers). For the same progress the bill shrinks by
-    ``(1 - w(delta)) / (1 - w(delta / shards))``::
-
-        saved = bill - bill * (1 - w(delta)) / (1 - w(delta / shards))
-
-    Parameters
-    ----------
-    bill : float or array_like
-        Today's monthly bill, dollars, ``>= 0``.
-    checkpoint_seconds : float or array_like
-        Time ``delta`` for one rank to write the full checkpoint, ``> 0``.
-    shards : int or array_like of int
-        Ranks writing shards in parallel, ``>= 1`` (ZeRO: the data-parallel degree).
-    mtbf_seconds : float or array_like
-        Mean time between failures of the whole job ``M``, ``> 0``
-        (:func:`~course.core.reliability.cluster_mtbf`).
-    restart_seconds : float or array_like, optional
-        Restart time ``R`` after a failure, ``>= 0``.
-
-    Returns
-    -------
-    float or ndarray
-        Dollars per month.
-
-    Notes
-    -----
-    Sources: Young 1974, "A first order approximation to the optimum checkpoint
-    interval"; Rajbhandari et al. 2020, ZeRO (optimizer state sharded over the
-    data-parallel ranks, so each writes its own shard).
-
-    Examples
-    --------
-    >>> round(sharded_checkpoint_monthly_savings(1e6, 98.0, 1, 3600.0), 6)   # one shard: nothing changes
-    0.0
-    >>> round(sharded_checkpoint_monthly_savings(1e6, 98.0, 1024, 50_000 * 3600 / 1024, 120.0))
-    32404
-    """
-    b = v.non_negative("bill", bill)
-    delta = v.positive("checkpoint_seconds", checkpoint_seconds)
-    n = v.integer("shards", shards)
-
-    def waste(write_seconds):
-        interval = _reliability.young_interval(write_seconds, mtbf_seconds)
-        return np.asarray(_reliability.waste_fraction(interval, write_seconds, mtbf_seconds, restart_seconds))
-
-    return v.scalar_or_array(b - b * (1.0 - waste(delta)) / (1.0 - waste(delta / n)))

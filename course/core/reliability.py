@@ -21,6 +21,7 @@ import numpy as np
 from . import _validate as v
 from .economics import gpu_cost, gpu_hours
 from .memory import param_bytes_breakdown
+from .sgd import async_speedup, sync_idle_fraction
 
 __all__ = [
     "CHECKPOINT_BYTES_PER_PARAM",
@@ -35,6 +36,10 @@ __all__ = [
     "waste_gpu_hours_per_failure",
     "waste_cost_per_failure",
     "waste_gpu_hours_per_hour",
+    "sharded_checkpoint_monthly_savings",
+    "SYNC_STRATEGIES",
+    "COST_COMPONENTS",
+    "strategy_monthly_costs",
     "waste_cost_per_hour",
 ]
 
@@ -446,3 +451,141 @@ def waste_cost_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds
     price = v.non_negative("price_per_gpu_hour", price_per_gpu_hour)
     gh = waste_gpu_hours_per_hour(gpus, interval_seconds, checkpoint_seconds, mtbf_seconds, restart_seconds)
     return v.scalar_or_array(price * np.asarray(gh))
+
+
+def sharded_checkpoint_monthly_savings(bill, checkpoint_seconds, shards, mtbf_seconds, restart_seconds=0.0):
+    """Dollars a month saved when ``shards`` ranks each write ``1/shards`` of the checkpoint.
+
+    Checkpoint writes plus rework after failures waste the share
+    ``w(delta) = delta / tau + (tau / 2 + R) / M`` of the time at Young's interval
+    ``tau = sqrt(2 delta M)``. One rank writing the whole checkpoint wastes
+    ``w(delta)``; ZeRO's ranks writing their shards in parallel waste
+    ``w(delta / shards)`` (an upper bound on the gain: storage must absorb all
+    the writers). For the same progress the bill shrinks by
+    ``(1 - w(delta)) / (1 - w(delta / shards))``::
+
+        saved = bill - bill * (1 - w(delta)) / (1 - w(delta / shards))
+
+    Parameters
+    ----------
+    bill : float or array_like
+        Today's monthly bill, dollars, ``>= 0``.
+    checkpoint_seconds : float or array_like
+        Time ``delta`` for one rank to write the full checkpoint, ``> 0``.
+    shards : int or array_like of int
+        Ranks writing shards in parallel, ``>= 1`` (ZeRO: the data-parallel degree).
+    mtbf_seconds : float or array_like
+        Mean time between failures of the whole job ``M``, ``> 0``
+        (:func:`~course.core.reliability.cluster_mtbf`).
+    restart_seconds : float or array_like, optional
+        Restart time ``R`` after a failure, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Dollars per month.
+
+    Notes
+    -----
+    Sources: Young 1974, "A first order approximation to the optimum checkpoint
+    interval"; Rajbhandari et al. 2020, ZeRO (optimizer state sharded over the
+    data-parallel ranks, so each writes its own shard).
+
+    Examples
+    --------
+    >>> round(sharded_checkpoint_monthly_savings(1e6, 98.0, 1, 3600.0), 6)   # one shard: nothing changes
+    0.0
+    >>> round(sharded_checkpoint_monthly_savings(1e6, 98.0, 1024, 50_000 * 3600 / 1024, 120.0))
+    32404
+    """
+    b = v.non_negative("bill", bill)
+    delta = v.positive("checkpoint_seconds", checkpoint_seconds)
+    n = v.integer("shards", shards)
+
+    def waste(write_seconds):
+        interval = young_interval(write_seconds, mtbf_seconds)
+        return np.asarray(waste_fraction(interval, write_seconds, mtbf_seconds, restart_seconds))
+
+    return v.scalar_or_array(b - b * (1.0 - waste(delta)) / (1.0 - waste(delta / n)))
+
+
+#: The three ways to run a synchronous data-parallel job that :func:`strategy_monthly_costs` compares.
+SYNC_STRATEGIES = ("sync (today)", "async", "sync + ZeRO")
+#: Where each strategy's dollars go, in the order of :func:`strategy_monthly_costs`'s last axis.
+COST_COMPONENTS = ("useful work", "waiting for stragglers", "checkpoints + rework", "extra steps (staleness)")
+
+
+def strategy_monthly_costs(bill, workers, straggler_fraction, slowdown, checkpoint_seconds, mtbf_seconds,
+                           restart_seconds=0.0, extra_steps=0.0):
+    """Monthly dollars of sync, async and sync + ZeRO, split by where they go, for the same progress.
+
+    Today's synchronous job spends ``bill`` a month: a share ``i``
+    (:func:`~course.core.sgd.sync_idle_fraction`) waiting for stragglers and a
+    share ``w0`` (:func:`waste_fraction` at Young's interval, one rank writing
+    the whole checkpoint in ``delta``) on checkpoints and rework. With the
+    useful work ``U = bill (1 - i)(1 - w0)`` held fixed:
+
+    * sync (today): ``[U, bill i (1 - w0), bill w0, 0]``;
+    * async: nobody waits, the bill becomes ``A = bill (1 + e) / S`` with
+      ``S`` :func:`~course.core.sgd.async_speedup` and ``e`` the extra steps
+      stale gradients need: ``[U, 0, A w0, A (1 - w0) - U]``;
+    * sync + ZeRO: each of ``N`` ranks writes its shard (``delta / N``, waste
+      ``w1``), so the bill becomes ``Z = U / ((1 - i)(1 - w1))``:
+      ``[U, Z i (1 - w1), Z w1, 0]``.
+
+    Each strategy's total equals ``bill`` minus the savings of
+    :func:`~course.core.economics.async_monthly_savings` and
+    :func:`sharded_checkpoint_monthly_savings`.
+
+    Parameters
+    ----------
+    bill : float
+        Today's monthly bill, dollars, ``>= 0``.
+    workers : int
+        Data-parallel workers ``N`` (also the ZeRO shards), ``>= 1``.
+    straggler_fraction, slowdown : float
+        Share of workers slow in a step (``0..1``) and their slowdown (``>= 1``).
+    checkpoint_seconds : float
+        Time ``delta`` for one rank to write the full checkpoint, ``> 0``.
+    mtbf_seconds : float
+        Mean time between failures of the whole job, ``> 0``.
+    restart_seconds : float, optional
+        Restart time after a failure, ``>= 0``.
+    extra_steps : float, optional
+        Extra steps async needs for the same loss, as a share (``0.1`` = 10 %), ``>= 0``.
+
+    Returns
+    -------
+    ndarray, shape (3, 4)
+        Dollars; rows follow :data:`SYNC_STRATEGIES`, columns :data:`COST_COMPONENTS`.
+
+    Notes
+    -----
+    Sources: Young 1974 (interval and waste); Dutta et al. 2018, "Slow and stale
+    gradients can win the race" (async throughput and staleness); Rajbhandari et
+    al. 2020, ZeRO (each rank writes its own optimizer shard).
+
+    Examples
+    --------
+    >>> costs = strategy_monthly_costs(1e6, 1024, 0.05, 1.5, 98.0, 50_000 * 3600 / 1024, 120.0)
+    >>> costs.shape, round(float(costs[0].sum()))
+    ((3, 4), 1000000)
+    """
+    b = float(v.non_negative("bill", bill))
+    delta = float(v.positive("checkpoint_seconds", checkpoint_seconds))
+    n = int(v.integer("workers", workers))
+    e = float(v.non_negative("extra_steps", extra_steps))
+    idle = float(sync_idle_fraction(n, straggler_fraction, slowdown))
+    speedup = float(async_speedup(n, straggler_fraction, slowdown))
+    deltas = np.array([delta, delta / n])
+    w0, w1 = np.asarray(waste_fraction(young_interval(deltas, mtbf_seconds), deltas, mtbf_seconds, restart_seconds),
+                        float)
+    useful = b * (1 - idle) * (1 - w0)
+    async_bill = b * (1 + e) / speedup
+    zero_bill = useful / ((1 - idle) * (1 - w1))
+    return np.array([
+        [useful, b * idle * (1 - w0), b * w0, 0.0],
+        [useful, 0.0, async_bill * w0, async_bill * (1 - w0) - useful],
+        [useful, zero_bill * idle * (1 - w1), zero_bill * w1, 0.0],
+    ])
+

@@ -28,6 +28,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from .base import Instrument, figure, fmt_bytes, fmt_time
+from .bubble import BUBBLE_CEILING  # Lab 05's design rule, written once
 from .context import gpu_cluster_only
 
 __all__ = ["Configurator", "plan_values", "MODEL_CHOICES", "CLUSTER_CHOICES", "BUBBLE_MICROBATCHES",
@@ -37,8 +38,6 @@ MODEL_CHOICES = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-
 CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072")
 #: Micro-batch counts drawn on the bubble chart (the current one is added).
 BUBBLE_MICROBATCHES = (1, 4, 8, 16, 32)
-#: Lab 05's design rule: keep the pipeline bubble under 10 % of the step.
-BUBBLE_CEILING = 0.10
 PP_GRID = np.arange(1, 65)
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
 MEMORY_COLORS = ("#2563eb", "#0891b2", "#7c3aed", "#f97316")

@@ -41,6 +41,8 @@ NODE = catalog.node("DGX H100")
 #: Nodes the explorer can switch between (all 8 GPUs per node, one NIC per GPU).
 NODE_CHOICES = ("DGX H100", "DGX A100", "DGX B200")
 GPUS_PER_NODE = NODE.gpus_per_node
+#: Bytes of one bf16 gradient (the gradients all-reduced in data parallelism).
+BF16_BYTES = core.precision_bytes("bf16")
 #: GPU counts of the curve: every GPU count up to one node, then whole nodes.
 CURVE_GPUS = np.concatenate([np.arange(1, GPUS_PER_NODE + 1),
                              np.arange(2 * GPUS_PER_NODE, 1024 + 1, GPUS_PER_NODE)])
@@ -73,7 +75,7 @@ def data_parallel_curve(params, micro_batch, gpus, intra, inter, overlap, peak,
     """
     eff = core.DEFAULT_COMPUTE_EFFICIENCY if efficiency is None else efficiency
     flops = core.training_flops(params, micro_batch * SEQ_LEN)
-    curve = core.data_parallel_step_curve(flops, eff * peak, 2.0 * params, gpus,  # bf16 gradients: 2 bytes each
+    curve = core.data_parallel_step_curve(flops, eff * peak, params * BF16_BYTES, gpus,
                                           GPUS_PER_NODE if gpus_per_node is None else gpus_per_node,
                                           intra.bandwidth, inter.bandwidth, intra.latency, inter.latency,
                                           overlap=overlap)
@@ -146,7 +148,7 @@ class ScalingExplorer(Instrument):
         forced = v["fabric"] == NVLINK_ONLY and n > GPUS_PER_NODE
         inter = node.inter_link if v["fabric"] == NVLINK_ONLY else catalog.link(v["fabric"])
         intra = node.intra_link
-        grad_bytes = 2.0 * params
+        grad_bytes = params * BF16_BYTES
 
         curve = data_parallel_curve(params, b, CURVE_GPUS, intra, inter, bool(v["overlap"]), self.peak)
         flops, t_compute = curve["flops"], curve["compute_seconds"]

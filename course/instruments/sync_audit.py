@@ -59,8 +59,8 @@ STEP_SECONDS = 1.0
 SAMPLES_PER_WORKER = 32
 #: Straggler shares drawn on the throughput chart.
 STRAGGLER_GRID = np.linspace(0.0, 0.20, 81)
-STRATEGIES = ("sync (today)", "async", "sync + ZeRO")
-COMPONENTS = ("useful work", "waiting for stragglers", "checkpoints + rework", "extra steps (staleness)")
+STRATEGIES = core.SYNC_STRATEGIES
+COMPONENTS = core.COST_COMPONENTS
 COMPONENT_COLORS = ("#16a34a", "#dc2626", "#7c3aed", "#ea580c")
 
 
@@ -159,14 +159,8 @@ class SyncAudit(Instrument):
         wastes = np.asarray(core.waste_fraction(intervals, deltas, mtbf, RESTART_SECONDS), float)
 
         bill = float(core.monthly_bill(n, self.accelerator.price_per_hour, HOURS_PER_MONTH))
-        # Columns: sync today, async, sync + ZeRO. Useful work is the same in all three.
-        useful = bill * (1 - idle) * (1 - wastes[0])
-        sync_parts = [useful, bill * idle * (1 - wastes[0]), bill * wastes[0], 0.0]
-        async_bill = bill * (1 + penalty) / speedup
-        async_parts = [useful, 0.0, async_bill * wastes[0], async_bill * (1 - wastes[0]) - useful]
-        zero_bill = useful / ((1 - idle) * (1 - wastes[1]))
-        zero_parts = [useful, zero_bill * idle * (1 - wastes[1]), zero_bill * wastes[1], 0.0]
-        parts = np.array([sync_parts, async_parts, zero_parts]).T  # (components, strategies)
+        costs = core.strategy_monthly_costs(bill, n, f, s, delta, mtbf, RESTART_SECONDS, extra_steps=penalty)
+        parts = costs.T  # (components, strategies), as the stacked bars draw them
         totals = parts.sum(axis=0)  # the bars break down the same totals the core's savings give
         async_saves = float(core.async_monthly_savings(bill, n, f, s, extra_steps=penalty))
         zero_saves = float(core.sharded_checkpoint_monthly_savings(bill, delta, n, mtbf, RESTART_SECONDS))
@@ -182,7 +176,7 @@ class SyncAudit(Instrument):
 
         chosen = sync_x if v["mode"] == "sync" else async_x
         self.set_card("throughput", f"{chosen:,.0f} /s", f"{v['mode']}; async/sync = {speedup:.2f}x")
-        self.set_card("idle", f"{100 * idle:.1f} %", f"{_money(bill * idle * (1 - wastes[0]))} / month waiting",
+        self.set_card("idle", f"{100 * idle:.1f} %", f"{_money(costs[0, 1])} / month waiting",
                       "bad" if idle > 0.1 else "warn" if idle > 0.02 else "good")
         self.set_card("staleness", f"{staleness} updates", f"a straggler's: {slow_staleness:.0f}")
         self.set_card("async_saves", _money(async_saves), f"break-even at {100 * (speedup - 1):.0f} % extra steps",

@@ -3,6 +3,7 @@
 import pytest
 
 from course.core import economics as ec
+from course.core import reliability as rel
 
 
 def test_published_compute_totals():
@@ -81,7 +82,7 @@ def test_sharded_checkpoint_savings_by_hand():
         return delta / tau + (tau / 2 + 120) / mtbf
 
     expected = 1e6 * (1 - (1 - waste(98.0)) / (1 - waste(98.0 / 1024)))
-    assert ec.sharded_checkpoint_monthly_savings(1e6, 98.0, 1024, mtbf, 120.0) == pytest.approx(expected, rel=1e-12)
+    assert rel.sharded_checkpoint_monthly_savings(1e6, 98.0, 1024, mtbf, 120.0) == pytest.approx(expected, rel=1e-12)
     assert 0.03 < expected / 1e6 < 0.035  # about 3 % of the bill (Lab 05's story)
 
 
@@ -91,10 +92,26 @@ def test_sharded_checkpoint_savings_by_hand():
     (lambda: ec.monthly_bill(8, 1.0, 0.0), "hours_per_month"),
     (lambda: ec.async_monthly_savings(-1.0, 8, 0.1, 1.2), "bill"),
     (lambda: ec.async_monthly_savings(1.0, 8, 0.1, 1.2, extra_steps=-0.1), "extra_steps"),
-    (lambda: ec.sharded_checkpoint_monthly_savings(1.0, 0.0, 8, 3600.0), "checkpoint_seconds"),
-    (lambda: ec.sharded_checkpoint_monthly_savings(1.0, 98.0, 0, 3600.0), "shards"),
-    (lambda: ec.sharded_checkpoint_monthly_savings(1.0, 98.0, 8, 0.0), "mtbf_seconds"),
+    (lambda: rel.sharded_checkpoint_monthly_savings(1.0, 0.0, 8, 3600.0), "checkpoint_seconds"),
+    (lambda: rel.sharded_checkpoint_monthly_savings(1.0, 98.0, 0, 3600.0), "shards"),
+    (lambda: rel.sharded_checkpoint_monthly_savings(1.0, 98.0, 8, 0.0), "mtbf_seconds"),
 ])
 def test_part3_invalid_inputs_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_strategy_costs_break_down_the_savings_the_core_reports():
+    mtbf = 50_000 * 3600 / 1024
+    costs = rel.strategy_monthly_costs(1e6, 1024, 0.05, 1.5, 98.0, mtbf, 120.0, extra_steps=0.08)
+    sync, asyn, zero = costs.sum(axis=1)
+    assert sync == pytest.approx(1e6, rel=1e-12)
+    assert asyn == pytest.approx(1e6 - ec.async_monthly_savings(1e6, 1024, 0.05, 1.5, extra_steps=0.08), rel=1e-12)
+    assert zero == pytest.approx(1e6 - rel.sharded_checkpoint_monthly_savings(1e6, 98.0, 1024, mtbf, 120.0), rel=1e-12)
+    assert costs[:, 0] == pytest.approx([costs[0, 0]] * 3)  # the same useful work in every column
+    assert costs[1, 1] == 0.0 and costs[0, 3] == costs[2, 3] == 0.0  # async never waits; sync never pays staleness
+
+
+def test_strategy_costs_name_a_bad_parameter():
+    with pytest.raises(ValueError, match="workers"):
+        rel.strategy_monthly_costs(1e6, 0, 0.05, 1.5, 98.0, 3600.0)
