@@ -34,6 +34,7 @@ thead th, tbody th { background: var(--panel); } td.num, th.num { text-align: ri
 .note { background: var(--panel); border-left: 4px solid var(--brand); padding: 8px 12px; margin: 10px 0; }
 .explanation { background: var(--panel); padding: 6px 10px; margin: 0 0 8px; border-left: 4px solid var(--good); }
 nav ul { columns: 2; } code { font-size: 0.92em; }
+.scroll { overflow-x: auto; max-width: 100%; } .scroll:focus { outline: 2px solid var(--brand); }
 """
 
 
@@ -68,7 +69,9 @@ def _table(caption: str, headers: Iterable[str], rows: Iterable[Iterable[str]], 
         body.append("<tr>" + "".join(cells) + "</tr>")
     if not body:
         return f"<p class='muted'>{_e(caption)}: nothing to show.</p>"
-    return f"<table><caption>{_e(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    # a wide table scrolls inside its own region (keyboard-reachable) instead of the page
+    return (f"<div class='scroll' role='region' tabindex='0' aria-label='{_e(caption)}'><table><caption>"
+            f"{_e(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
 def _locks(rep: dict) -> str:

@@ -352,3 +352,30 @@ CONTRAST_JS = """() => {
   }
   return worst;
 }"""
+
+
+def test_instructor_notebook_draws_the_figures_headless(graded):
+    """notebooks/instructor_report.ipynb, executed in a real kernel on this class's report.json."""
+    import os
+
+    from nbclient import NotebookClient
+
+    path = Path(__file__).resolve().parents[2] / "notebooks" / "instructor_report.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit without outputs"
+    os.environ["COURSE_REPORT"] = str(graded["root"] / "report" / "report.json")
+    try:
+        NotebookClient(nb, timeout=180, kernel_name="python3",
+                       resources={"metadata": {"path": str(graded["base"])}}).execute()
+    finally:
+        del os.environ["COURSE_REPORT"]
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    views = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(views) == 5  # locks, parts, wrong answers, prediction vs outcome, term
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    figures = [m for m in state.values() if m.get("model_name") == "FigureModel"]
+    # 2 locks + 2 x 2 part charts + 5 parts with wrong answers... + 2 versus + 3 term charts
+    assert len(figures) >= 2 + 4 + 2 + 3
+    bars = [m["state"] for m in state.values() if m.get("model_name") == "BarsModel"]
+    assert all(all(c.startswith("var(--jp-") for c in b["colors"]) for b in bars)
