@@ -43,6 +43,9 @@ def make_report(assignments: List[str], *, course_root=".", grades: Optional[Ite
     report = build_report(found, course_root=root, submissions=submissions, ledgers=ledgers, out_dir=out)
     if salt is not None:
         report = anonymise(report, salt)
-    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "report.html").write_text(render(report))
+    for name, text in (("report.json", json.dumps(report, indent=1) + "\n"), ("report.html", render(report))):
+        path = out / name
+        path.write_text(text)
+        if salt is None:
+            path.chmod(0o600)  # it names students and their scores: the instructor's eyes only
     return report

@@ -248,6 +248,8 @@ def test_per_student_rows_late_days_and_feedback_links(graded):
         assert link and (report_dir / link).resolve() == next(
             (graded["root"] / "feedback" / s / LAB).glob("*.html")).resolve()
     assert rows["s20"]["feedback"] is None and not rows["s20"]["counted"]
+    # the instructor's report names students: readable by its owner only (the research export is for sharing)
+    assert {(report_dir / n).stat().st_mode & 0o777 for n in ("report.json", "report.html")} == {0o600}
 
 
 def test_term_view_ranks_acts_chapters_and_kinds(graded):
