@@ -27,7 +27,7 @@ p, li { max-width: 78ch; } .muted { color: var(--muted); } a { color: var(--link
 table { border-collapse: collapse; margin: 8px 0 16px; width: 100%; background: var(--bg); }
 caption { text-align: left; font-weight: 600; padding: 4px 0; color: var(--text); }
 th, td { border: 1px solid var(--border); padding: 4px 8px; vertical-align: top; text-align: left; }
-thead th, tbody th { background: var(--panel); } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+thead th, tbody th { background: var(--panel); } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; } td.num { white-space: nowrap; }
 .bar { display: inline-block; height: 0.8em; background: var(--brand); vertical-align: middle; margin-right: 6px;
   border-radius: 2px; min-width: 1px; } .bar.good { background: var(--good); } .bar.bad { background: var(--bad); }
 .flag { border-left: 4px solid var(--warn); padding-left: 6px; } .right { font-weight: 700; }
@@ -120,7 +120,7 @@ def _versus(rep: dict) -> str:
             g = v[group]
             return f"{_pct(g['mean_share'])} (n = {g['students']})"
         rows.append([_e(v["key"]), _e(", ".join(v["parts"]) or "none"), cell("right"), cell("wrong"), cell("none"),
-                     _e("n/a" if v["difference"] is None else f"{100 * v['difference']:+.0f} points")])
+                     _e("n/a" if v["difference"] is None else f"{100 * v['difference']:+.0f} percentage points")])
     return _table("Prediction versus outcome: mean share of the act's graded points, by how the student predicted",
                   ["lock", "act's graded parts", "predicted right", "predicted wrong", "no prediction",
                    "right minus wrong"], rows, numeric=(2, 3, 4, 5))

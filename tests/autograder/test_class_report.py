@@ -321,8 +321,10 @@ def test_only_shards_is_refused_with_the_command_to_merge(graded, tmp_path):
 def test_the_page_reads_in_light_and_dark(graded, browser):
     """Rendered by Chromium in both colour schemes: text contrast of every table cell >= 4.5."""
     page_file = graded["root"] / "report" / "report.html"
-    shots = Path("/tmp") / "class-report-screenshots"
+    shots = Path("/tmp") / "class-report-screenshots"  # kept after the run, for a person to look at
     shots.mkdir(exist_ok=True)
+    shutil.copy(page_file, shots / "report.html")
+    shutil.copy(page_file.with_suffix(".json"), shots / "report.json")
     for scheme in ("light", "dark"):
         context = browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
         page = context.new_page()
@@ -331,6 +333,9 @@ def test_the_page_reads_in_light_and_dark(graded, browser):
         page.goto(page_file.as_uri())
         worst = page.evaluate(CONTRAST_JS)
         page.screenshot(path=str(shots / f"report-{scheme}.png"), full_page=False)
+        for heading, name in (("Graded parts", "parts"), ("Prediction versus outcome", "versus")):
+            page.locator("h3", has_text=heading).first.scroll_into_view_if_needed()
+            page.screenshot(path=str(shots / f"report-{scheme}-{name}.png"))
         page.locator("#term").scroll_into_view_if_needed()
         page.screenshot(path=str(shots / f"report-{scheme}-term.png"))
         context.close()
