@@ -77,6 +77,27 @@ def _copy_sources():
     return out
 
 
+def _visible_checks(student: str, ledger: Path, attempts) -> None:
+    """Run exercise 2.1's visible check as ``student`` would, recording in ``ledger`` (the package writes it)."""
+    import os
+
+    from course.exercises import check
+    from tests.assignments.nbgrader_course import honest_answers
+
+    right: dict = {}
+    exec(honest_answers(CHAPTER, student)["ch02_ex2_1_answer"], right)
+    saved = {k: os.environ.pop(k, None) for k in ("COURSE_STUDENT", "COURSE_LEDGER", "JUPYTERHUB_USER")}
+    os.environ.update(COURSE_STUDENT=student, COURSE_LEDGER=str(ledger))
+    try:
+        for attempt in attempts:
+            check("2.1", {"accum_steps": right["accum_steps"] * (1 if attempt == "right" else 8)})
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None)
+            if value is not None:
+                os.environ[key] = value
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     from course.labs.activity import LabSession
@@ -125,6 +146,9 @@ def graded(tmp_path_factory):
             cell.source = ("def effective_batch(micro_batch, accum_steps, dp):\n"
                            "    return micro_batch * accum_steps * dp\n")
         submit(root, student, nb)
+    # visible checks of exercise 2.1 in two shared ledgers: s00 twice wrong then right, s06 once wrong
+    _visible_checks("s00", shared / "s00.json", ["wrong", "wrong", "right"])
+    _visible_checks("s06", shared / "s06.json", ["wrong"])
     common = ["--course-root", str(root), "--workers", "2", "--seed", "11", "--no-progress"]
     for k in (1, 2):
         _cli("class", LAB, *common, "--shard", f"{k}/2", "--out", str(root / f"shard{k}"),
@@ -269,6 +293,9 @@ def test_ledgers_the_students_shared(graded):
     assert ledger["students"] == 4  # s19 locked nothing, so it has no ledger to share
     entries = {e["key"]: e for e in ledger["entries"]}
     assert entries["lab06/act1"]["predictions"] == 4
+    visible = {e["key"]: e for e in graded["ch02"]["ledger"]["entries"]}["ch02/ex2_1"]
+    assert visible["students"] == 2 and visible["mean_attempts"] == pytest.approx((3 + 1) / 2)
+    assert visible["share_passed"] == pytest.approx(1 / 2)
 
 
 def test_the_page_names_no_key_and_carries_everything_itself(graded):
