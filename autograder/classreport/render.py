@@ -27,7 +27,8 @@ p, li { max-width: 78ch; } .muted { color: var(--muted); } a { color: var(--link
 table { border-collapse: collapse; margin: 8px 0 16px; width: 100%; background: var(--bg); }
 caption { text-align: left; font-weight: 600; padding: 4px 0; color: var(--text); }
 th, td { border: 1px solid var(--border); padding: 4px 8px; vertical-align: top; text-align: left; }
-thead th, tbody th { background: var(--panel); } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; } td.num { white-space: nowrap; }
+thead th, tbody th { background: var(--panel); }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; } td.num { white-space: nowrap; }
 .bar { display: inline-block; height: 0.8em; background: var(--brand); vertical-align: middle; margin-right: 6px;
   border-radius: 2px; min-width: 1px; } .bar.good { background: var(--good); } .bar.bad { background: var(--bad); }
 .flag { border-left: 4px solid var(--warn); padding-left: 6px; } .right { font-weight: 700; }
@@ -137,7 +138,8 @@ def _students(rep: dict, anonymised: bool) -> str:
         rows.append([name, _e(s["status"]), f"{s['score']:g} / {s['max_score']:g}", f"{s['final_score']:g}",
                      str(s["late_days"]), *(_e(s["locks"].get(k) or "–") for k in locks),
                      *("hand" if s["parts"].get(g) is None else f"{s['parts'][g]:g}" for g in parts)])
-    who = "pseudonymised students (salted hashes)" if anonymised else "students (instructor only; a name links to the student's feedback)"
+    who = ("pseudonymised students (salted hashes)" if anonymised
+           else "students (instructor only; a name links to the student's feedback)")
     return _table(f"Per student of {rep['assignment']}: {who}",
                   ["student", "status", "points", "after late policy", "late days", *locks, *parts], rows,
                   numeric=tuple(range(2, 5 + len(locks) + len(parts))))
