@@ -1,4 +1,4 @@
-"""Command line: ``course-autograde {class,single,merge}`` (also ``python -m autograder``).
+"""Command line: ``course-autograde {class,single,merge,canvas,report}`` (also ``python -m autograder``).
 
 Exit status: 0 when grading ran (whatever the scores), 2 when the grader could
 not run (bad arguments, no gradebook, unknown assignment, sandbox missing with
@@ -147,6 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="merge shards' grades.json into one grades.json/grades.csv")
     p.add_argument("shards", nargs="+", help="grades.json files or folders holding one")
     p.add_argument("--out", default=".")
+    p = sub.add_parser("report", help="the class report (report.html, report.json) of graded assignments")
+    p.add_argument("assignments", nargs="+", metavar="ASSIGNMENT", help="one or more graded assignments (a term view)")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (submitted/, feedback/, grades.json)")
+    p.add_argument("--grades", action="append", default=None, metavar="PATH",
+                   help="grades.json or a folder holding one (repeatable; default: the course root and its subfolders)")
+    p.add_argument("--submissions", default=None, help="where the predictions.json come from (default: <course-root>/submitted)")
+    p.add_argument("--ledgers", default=None, help="folder of ledger exports students shared (<student>.json)")
+    p.add_argument("--out", default=".", help="folder for report.html and report.json")
+    p.add_argument("--anonymise", action="store_true", help="research export: student ids become salted hashes")
+    p.add_argument("--salt", default=None, help="secret salt for --anonymise (at least 16 characters)")
     return parser
 
 
@@ -202,6 +212,8 @@ def main(argv=None) -> int:
             merged = report.merge(args.shards, args.out)
             print(f"merged {len(merged['students'])} students into {Path(args.out) / 'grades.csv'}")
             return 0
+        if args.mode == "report":
+            return _report(args)
         if args.mode == "canvas":
             import json
 
@@ -230,6 +242,19 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"course-autograde: {exc}", file=sys.stderr)
         return 2
+
+
+def _report(args) -> int:
+    from .classreport import make_report
+
+    if args.anonymise != (args.salt is not None):
+        raise ValueError("--anonymise and --salt go together")
+    report = make_report(args.assignments, course_root=args.course_root, grades=args.grades,
+                         submissions=args.submissions, ledgers=args.ledgers, out_dir=args.out, salt=args.salt)
+    students = sum(r["students_total"] for r in report["assignments"])
+    print(f"report of {len(report['assignments'])} assignment(s), {students} student rows"
+          f"{' (anonymised)' if report['anonymised'] else ''}: wrote {Path(args.out) / 'report.html'}")
+    return 0
 
 
 def _single(args, root: Path, assignment: str, notebook: Path) -> int:

@@ -1,0 +1,51 @@
+"""The class report's pieces without a grading run: statistics, the hint classes, the salt rule."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from autograder.classreport import catalog, stats
+from autograder.classreport.anonymise import anonymise
+from course.exercises import judge_json
+
+
+def test_discrimination_is_the_correlation_with_the_rest():
+    part, totals = [1, 1, 0, 0, 1], [5, 3, 1, 2, 4]
+    assert stats.discrimination(part, totals) == pytest.approx(
+        statistics.correlation(part, [t - p for p, t in zip(part, totals)]))
+    assert stats.item_total(part, totals) == pytest.approx(statistics.correlation(part, totals))
+    assert stats.discrimination([1, 1, 1], [3, 2, 1]) is None  # nobody told apart
+
+
+def test_wrong_numbers_fall_in_the_hint_classes_the_judge_words():
+    """Reasons as the real judge writes them for Lab 06 Act I (key about N = 128 for the lab's own numbers)."""
+    row = lambda verdict: {"points": 0.0, "max_points": 1.0, "reason": verdict.reason, "checks": []}
+    from course.labs import lab06
+
+    key = lab06.LAB.key("act1_ratio")
+    assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", f'{{"value": {2 * key}}}'))) == ["a factor of 2 off"]
+    assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", f'{{"value": {key / 1000}}}'))) == [
+        "a factor of 1000 off"]
+    assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", '{"value": {"__raised__": "NameError"}}'))) == [
+        "not answered"]
+    assert catalog.classify_wrong(row(judge_json("lab06_act2_small", '{"value": "tree"}'))) == [
+        "not an accepted answer: 'tree'"]
+    labels = [c["label"] for c in catalog.hint_classes()]
+    assert "a factor of 8 off" in labels and "wrong order of magnitude" in labels
+
+
+def test_locks_and_parts_come_from_the_declarations():
+    locks = catalog.locks("lab06_bandwidth_invariant")
+    assert [lock["key"] for lock in locks] == ["lab06/act1", "lab06/act2"]
+    assert all(lock["correct"] in lock["options"] and lock["explanation"] for lock in locks)
+    parts = catalog.parts("lab06_bandwidth_invariant")
+    assert parts["lab06_act1_ratio"]["act"] == "act1" and parts["lab06_act1_why"]["kind"] == "written"
+    assert catalog.parts("ch02_gradient_accumulation")["ch02_ex2_4"]["kind"] == "build"
+    assert catalog.locks("ch02_gradient_accumulation") == []
+
+
+def test_a_short_salt_is_refused():
+    with pytest.raises(ValueError, match="salt"):
+        anonymise({"assignments": []}, "short")
