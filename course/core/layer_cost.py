@@ -83,7 +83,12 @@ def flops_per_sequence(model, recompute="none"):
     float
         FLOP.
 
-    Source: Narayanan et al. 2021 (SC21), eq. 3 (the output layer: ``6 V h`` per token).
+    For a mixture of experts ``P_layer`` is the weights a token passes through
+    (:attr:`~course.core.catalog.Model.active_layer_params`), and ``h`` of the score term
+    the attention's score width (MLA's head dimensions).
+
+    Source: Narayanan et al. 2021 (SC21), eq. 3 (the output layer: ``6 V h`` per token);
+    DeepSeek-AI 2024, sec. 2.1 (activated parameters, MLA head dimensions).
 
     Examples
     --------
@@ -100,8 +105,10 @@ def flops_per_sequence(model, recompute="none"):
 @functools.lru_cache(maxsize=256)
 def _flops_per_sequence(model, recompute):
     # models are frozen dataclasses: one computation per (model, mode), however many plans ask
+    # a mixture of experts computes its active weights only (router, k routed and the shared
+    # experts: DeepSeek-AI 2024, sec. 2.1.2); MLA's scores are as wide as its head dimensions
     s, h = model.seq_len, model.hidden
-    per_layer = float(layer_flops_per_token(model.layer_params, s, h, recompute))
+    per_layer = float(layer_flops_per_token(model.active_layer_params, s, model.score_width, recompute))
     return s * (model.layers * per_layer + 6.0 * model.vocab * h)
 
 

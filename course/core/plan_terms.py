@@ -23,6 +23,7 @@ from . import data_parallel as _dp
 from . import economics as _econ
 from . import layer_cost as _lc
 from . import memory as _mem
+from . import moe as _moe
 from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
@@ -40,7 +41,7 @@ DEFAULT_COMPUTE_EFFICIENCY = 0.63
 RECOMPUTE_MODES = _lc.RECOMPUTE_MODES
 SCHEDULES = ("1f1b", "gpipe")
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
-STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "bubble", "pp_comm", "dp_comm_exposed")
+STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
 
 #: 16-bit (BF16/FP16) activations and gradients on the wire.
 _WIRE_BYTES = 2.0
@@ -116,7 +117,7 @@ class Config:
                  zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-                 collective_efficiency=None):
+                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
         self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
@@ -124,6 +125,7 @@ class Config:
         self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
         arrays = dict(
             tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
+            ep=v.integer("ep", ep), etp=v.integer("etp", etp),
             micro_batch=v.integer("micro_batch", micro_batch),
             num_microbatches=v.integer("num_microbatches", num_microbatches),
             zero_stage=v.integer("zero_stage", zero_stage, minimum=0),
@@ -136,6 +138,11 @@ class Config:
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3; got {zero_stage!r}")
         if np.any(arrays["interleave"] > 1) and self.schedule != "1f1b":
             raise ValueError("interleave > 1 needs schedule='1f1b' (the interleaved 1F1B schedule)")
+        if not self.model.is_moe and (np.any(arrays["ep"] > 1) or np.any(arrays["etp"] > 1)):
+            raise ValueError(f"ep and etp must be 1 for {self.model.name}, which has no experts; "
+                             f"got ep={ep!r}, etp={etp!r}")
+        self.capacity_factor = (None if capacity_factor is None
+                                else float(v.positive("capacity_factor", capacity_factor)))
         if np.any(arrays["pp"] > self.model.layers):
             raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
         shaped = np.broadcast_arrays(*arrays.values())
@@ -183,11 +190,52 @@ class Config:
         self.grad_group = self.dp * self.cp
         self.grad_local = cp_local * dp_local
         self.grad_nodes = self.grad_group // self.grad_local
+        self._derive_experts()
+
+    def _derive_experts(self):
+        """Expert mapping ETP x EP x EDP over the TP x CP x DP GPUs of a stage (parallel folding)."""
+        m, g = self.model, self.cluster.gpus_per_node
+        stage_gpus = self.tp * self.cp * self.dp
+        folds = self.etp * self.ep
+        self.expert_dp = np.maximum(stage_gpus // folds, 1)
+        # GPUs of one pipeline stage on a node (ranks TP, CP, PP, DP): all g when PP is outside the node
+        stage_local = np.where(self.tp * self.cp * self.pp <= g, np.maximum(g // self.pp, 1),
+                               np.minimum(self.tp * self.cp, g))
+        # experts fold ETP innermost, then EP, then EDP (Megatron-Core order)
+        self.ep_local = np.clip(stage_local // self.etp, 1, self.ep)
+        edp_local = np.clip(stage_local // folds, 1, self.expert_dp)
+        self.expert_grad_local = np.gcd(edp_local, self.expert_dp)
+        self.expert_grad_nodes = self.expert_dp // self.expert_grad_local
+        if m.is_moe:
+            # every GPU dispatches its own tokens: s / (CP x TP) with sequence parallelism (Megatron
+            # needs SP for MoE with TP), the micro-batch's b sequences
+            self.moe_tokens = self.micro_batch * m.seq_len / (self.cp * self.tp)
+            self.moe_straggler = np.asarray(_moe.moe_straggler_factor(
+                self.moe_tokens * self.ep, m.top_k, self.ep, self.capacity_factor))
+            self.moe_stage_layers = self.stage_layers * m.moe_layers / m.layers
+        else:
+            self.moe_tokens = np.zeros(self.shape)
+            self.moe_straggler = np.ones(self.shape)
+            self.moe_stage_layers = np.zeros(self.shape)
 
     def _link(self, in_node):
         c = self.cluster
         return _Link(np.where(in_node, self.intra_bw, self.inter_bw),
                      np.where(in_node, c.intra_latency, c.inter_latency))
+
+    def moe_activation_delta(self, mode):
+        """Bytes an MoE block keeps beyond the dense MLP of Korthikanti's count (0 with full recompute)."""
+        m = self.model
+        if mode == "full":
+            return np.zeros(self.shape)
+        s, b, h, t, sp = m.seq_len / self.cp, self.micro_batch, m.hidden, self.tp, self.sequence_parallel
+        # Korthikanti et al. 2022, sec. 4.1: the 4h MLP keeps 2sbh + 16sbh/t + sbh (its input, the two
+        # GEMM inputs, the dropout mask); with SP all of it is split t ways
+        dense_mlp = np.where(sp, 19.0 * s * b * h / t, s * b * h * (3.0 + 16.0 / t))
+        moe = _moe.moe_mlp_activation_bytes_per_layer(
+            self.moe_tokens, h, m.expert_ffn, m.top_k, m.shared_experts, m.shared_ffn or None, m.experts,
+            self.etp, self.moe_straggler)
+        return moe - dense_mlp
 
     def per_mode(self, fn):
         """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
@@ -247,6 +295,41 @@ def cp_comm_term(*, cfg):
     return cfg.num_microbatches * cfg.stage_layers * per_layer
 
 
+def ep_comm_term(*, cfg):
+    """Seconds of expert all-to-alls (dispatch + combine, forward and backward) per iteration.
+
+    :func:`~course.core.moe.moe_all_to_all_time_per_layer` for the tokens of one GPU, the
+    EP ranks per node and the model's node limit, x MoE layers of the busiest stage x
+    micro-batches. Not overlapped with compute (1F1B as in Megatron-Core without its
+    all-to-all overlap).
+    """
+    m = cfg.model
+    if not m.is_moe or not np.any(cfg.ep > 1):
+        return np.zeros(cfg.shape)
+    c = cfg.cluster
+    limit = m.routing_node_limit or None
+    per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
+        cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, cfg.intra_bw, cfg.inter_bw,
+        c.intra_latency, c.inter_latency, limit, mode, _WIRE_BYTES))
+    return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
+
+
+def moe_straggler_term(*, cfg):
+    """Extra compute seconds the busiest EP rank spends on its routed experts (dropless).
+
+    Routed-expert FLOPs (``2 k P_e`` per token and MoE layer, forward; x3 for training, x4
+    with full recomputation) x (:func:`~course.core.moe.moe_straggler_factor` - 1), over
+    the GPUs at the compute efficiency, paced by the busiest stage.
+    """
+    m = cfg.model
+    if not m.is_moe:
+        return np.zeros(cfg.shape)
+    routed = 2.0 * m.top_k * float(_moe.expert_params(m.hidden, m.expert_ffn, m.mlp_matrices))
+    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    flops = cfg.global_batch * m.seq_len * m.moe_layers * routed * passes
+    return flops * (cfg.moe_straggler - 1.0) / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
+
+
 def bubble_term(*, cfg, busy):
     """Pipeline bubble: :func:`~course.core.pipeline.bubble_overhead` x the busy time of a stage."""
     return _pipe.bubble_overhead(cfg.pp, cfg.num_microbatches, cfg.interleave) * busy
@@ -271,13 +354,18 @@ def dp_comm_term(*, cfg, busy):
     layer with the forward / backward pass of one micro-batch of the busiest stage.
     """
     m, c = cfg.model, cfg.cluster
-    grad_bytes = m.params / (cfg.tp * cfg.pp) * _WIRE_BYTES
+    grad_bytes = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp) * _WIRE_BYTES
     # overlapped traffic moves one bucket per layer, each paying the collective's latency;
     # without overlap one collective over the whole gradient buffer (Megatron's local DDP)
     buckets = cfg.stage_layers if cfg.overlap else np.ones(cfg.shape, np.int64)
     one_allreduce = buckets * _coll.hierarchical_allreduce_time(
         grad_bytes / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
         c.inter_latency)
+    if m.is_moe:  # expert gradients reduce over the expert-data-parallel group (parallel folding)
+        expert_bytes = _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp) * _WIRE_BYTES
+        one_allreduce = one_allreduce + buckets * _coll.hierarchical_allreduce_time(
+            expert_bytes / buckets, cfg.expert_grad_local, cfg.expert_grad_nodes, cfg.intra_bw, cfg.inter_bw,
+            c.intra_latency, c.inter_latency)
     per_mb, per_step = _zero.zero_allreduce_equivalents(cfg.zero_stage)
     total = (per_mb * cfg.num_microbatches + per_step) * one_allreduce
     microbatch = busy / cfg.num_microbatches
@@ -291,8 +379,13 @@ def dp_comm_term(*, cfg, busy):
 def memory_terms(*, cfg):
     """Per-GPU bytes: model states (ZeRO over DP x CP) and activations of the busiest stage."""
     m = cfg.model
-    params_gpu = m.params / (cfg.tp * cfg.pp)
+    params_gpu = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp)
     parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group)
+    if m.is_moe:  # routed experts: sharded ETP x EP x PP, ZeRO over the expert-DP group
+        experts = _mem.model_state_breakdown(
+            _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp), cfg.zero_stage,
+            cfg.expert_dp)
+        parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
     out = {k: np.broadcast_to(parts[k], cfg.shape) for k in ("weights", "gradients", "optimizer")}
     in_flight = _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, cfg.schedule, 1)
     if np.any(cfg.interleave > 1):
@@ -300,6 +393,8 @@ def memory_terms(*, cfg):
                              _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, "interleaved",
                                                           cfg.interleave), in_flight)
     activations = cfg.per_mode(cfg.activation_bytes) * cfg.stage_layers * in_flight
+    if m.is_moe:
+        activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * in_flight
     # full recomputation still materialises one layer's activations during its backward
     if np.any(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
@@ -321,6 +416,8 @@ def violation_terms(*, cfg, memory_total):
         "too_few_microbatches": (cfg.pp > 1) & (cfg.num_microbatches < cfg.pp),
         "interleave_needs_multiple": (cfg.interleave > 1) & (cfg.num_microbatches % cfg.pp != 0),
         "out_of_memory": memory_total > cfg.cluster.accelerator.memory_bytes,
+        "experts_not_divisible": (cfg.ep > 1) & ((m.experts or 1) % cfg.ep != 0),
+        "ep_not_divisible": (cfg.tp * cfg.cp * cfg.dp) % (cfg.etp * cfg.ep) != 0,
     }
 
 
@@ -338,23 +435,28 @@ def columns(cfg):
     memory_bound = memory_bound_term(cfg=cfg)
     tp_comm = tp_comm_term(cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
-    busy = compute + memory_bound + tp_comm + cp_comm
+    ep_comm = ep_comm_term(cfg=cfg)
+    compute = compute + moe_straggler_term(cfg=cfg)
+    busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
     bubble = bubble_term(cfg=cfg, busy=busy)
     pp_comm = pp_comm_term(cfg=cfg)
     dp_comm, dp_exposed = dp_comm_term(cfg=cfg, busy=busy)
-    step = compute + memory_bound + tp_comm + cp_comm + bubble + pp_comm + dp_exposed
+    step = compute + memory_bound + tp_comm + cp_comm + ep_comm + bubble + pp_comm + dp_exposed
     mem = memory_terms(cfg=cfg)
 
     gpus, gb = cfg.gpus, cfg.global_batch
     tokens = gb * cfg.model.seq_len
-    model_flops = np.broadcast_to(_econ.training_flops(cfg.model.params, tokens), cfg.shape)
+    # 6 N D with N the weights a token passes through (all of them for a dense model)
+    model_flops = np.broadcast_to(_econ.training_flops(cfg.model.active_params, tokens), cfg.shape)
     cols = dict(
         gpus=gpus, tp=cfg.tp, cp=cfg.cp, pp=cfg.pp, dp=cfg.dp, micro_batch=cfg.micro_batch,
         num_microbatches=cfg.num_microbatches, global_batch=gb, zero_stage=cfg.zero_stage,
         recompute_code=cfg.recompute_code, sequence_parallel=cfg.sequence_parallel, interleave=cfg.interleave,
         first_stage_layers=cfg.first_stage_layers, last_stage_layers=cfg.last_stage_layers,
         stage_layers=cfg.stage_layers,
-        compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, bubble=bubble,
+        ep=cfg.ep, etp=cfg.etp, expert_dp=cfg.expert_dp, moe_straggler=np.broadcast_to(cfg.moe_straggler, cfg.shape),
+        compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
+        bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
         memory_capacity=np.full(cfg.shape, cfg.cluster.accelerator.memory_bytes),
         flops_per_iteration=flops, model_flops=model_flops,

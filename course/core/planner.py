@@ -95,6 +95,8 @@ VIOLATION_CODES = {
     "too_few_microbatches": "a pipeline needs at least as many micro-batches as stages",
     "interleave_needs_multiple": "the interleaved schedule needs micro-batches in multiples of PP",
     "out_of_memory": "the per-GPU memory exceeds the accelerator's",
+    "experts_not_divisible": "the routed experts must divide evenly over EP",
+    "ep_not_divisible": "ETP x EP must divide the TP x CP x DP GPUs of a stage (parallel folding)",
 }
 #: code -> what it means: true of the configuration, costed, but not a reason to reject it.
 NOTE_CODES = {
@@ -213,6 +215,12 @@ class Plan:
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     notes: list = field(default_factory=list)
+    # mixture of experts: expert mapping ETP x EP x EDP, all-to-all seconds, busiest-rank load
+    ep: int = 1
+    etp: int = 1
+    expert_dp: int = 1
+    ep_comm: float = 0.0
+    moe_straggler: float = 1.0
 
     @property
     def feasible(self) -> bool:
@@ -292,7 +300,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
              first_stage_layers=0, last_stage_layers=0, overlap=True,
              compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-             collective_efficiency=None):
+             collective_efficiency=None, ep=1, etp=1, capacity_factor=None):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -311,6 +319,10 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
         A cluster of :mod:`course.core.catalog`.
     tp, cp, pp, dp, micro_batch, num_microbatches, interleave : int or array of int, >= 1
         Parallel degrees, sequences per micro-batch, micro-batches per step, chunks per stage.
+    ep, etp : int or array of int, >= 1, optional
+        Expert- and expert-tensor-parallel degrees (mixtures of experts only).
+    capacity_factor : float, optional
+        As in :func:`plan`.
     zero_stage : int or array of int in 0..3
     recompute : str or array of int
         A mode of ``RECOMPUTE_MODES`` or indices into it.
@@ -340,7 +352,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  sequence_parallel=sequence_parallel, schedule=schedule, interleave=interleave,
                  first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency)
+                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor)
     return _columns(cfg)
 
 
@@ -388,6 +400,13 @@ def _sentences(cols, i, m, c, requested_batch):
         out.append(("interleave_needs_multiple",
                     f"The interleaved schedule needs the number of micro-batches ({nmb}) to be a "
                     f"multiple of PP = {pp}."))
+    if g("viol_experts_not_divisible"):
+        out.append(("experts_not_divisible",
+                    f"EP = {g('ep')} cannot split the {m.experts} routed experts of each MoE layer evenly."))
+    if g("viol_ep_not_divisible"):
+        out.append(("ep_not_divisible",
+                    f"ETP x EP = {g('etp')} x {g('ep')} does not divide the TP x CP x DP = {tp * cp * dp} GPUs "
+                    f"of a pipeline stage, which the experts fold as ETP x EP x expert-DP."))
     if g("viol_out_of_memory"):
         gbs = lambda k: g(k) / 1e9  # noqa: E731
         out.append(("out_of_memory",
@@ -422,7 +441,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          zero_stage=0, recompute="none", sequence_parallel=False, overlap=True, schedule="1f1b",
          interleave=1, first_stage_layers=0, last_stage_layers=0,
          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-         collective_efficiency=None) -> Plan:
+         collective_efficiency=None, ep=1, etp=1, capacity_factor=None) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -468,6 +487,14 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     collective_efficiency : float in (0, 1], optional
         Achieved bus bandwidth over link bandwidth for every collective; by default the
         measured NVLink and network values of :mod:`~course.core.collectives`.
+    ep, etp : int >= 1, optional
+        Expert parallelism (mixtures of experts): the routed experts of each MoE layer
+        spread over ``ep`` GPUs, each expert split ``etp`` ways. The experts fold the
+        ``TP x CP x DP`` GPUs of a stage as ``ETP x EP x EDP`` (Megatron-Core parallel
+        folding); their gradients reduce over EDP.
+    capacity_factor : float > 0, optional
+        Token-dropping MoE: each expert computes ``capacity_factor x`` its mean load.
+        ``None`` (default, today's practice): dropless, the busiest EP rank is a straggler.
 
     Returns
     -------
@@ -491,7 +518,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     ['uneven_stages']
     """
     m, c = _as_model(model), _as_cluster(cluster)
-    for name, val in (("tp", tp), ("cp", cp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch)):
+    for name, val in (("tp", tp), ("cp", cp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch), ("ep", ep),
+                      ("etp", etp)):
         if not isinstance(val, (int, np.integer)) or val < 1:
             raise ValueError(f"{name} must be a whole number >= 1; got {val!r}")
     requested = None
@@ -512,7 +540,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  schedule=schedule, interleave=interleave, first_stage_layers=first_stage_layers,
                  last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency)
+                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor)
     cols = {k: np.reshape(a, (1,)) for k, a in _columns(cfg).items()}
     record = {k: cols[k][0].item() for k in cols}
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
@@ -534,7 +562,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           global_batch=None, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE_MODES,
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-          fused_attention=False, collective_efficiency=None, include_infeasible=False) -> SweepTable:
+          fused_attention=False, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
+          capacity_factor=None) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -556,6 +585,12 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         Values to try for each setting.
     global_batch : int, optional
         Sequences per iteration, ``>= 1``.
+    ep, etp : sequence of int, optional
+        Expert-parallel and expert-tensor-parallel degrees to try (mixtures of experts);
+        ``ep`` defaults to the powers of two that divide the routed experts, ``(1,)`` for a
+        dense model. Pairs whose ``ETP x EP`` does not divide ``TP x CP x DP`` are skipped.
+    capacity_factor : float, optional
+        As in :func:`plan`.
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
@@ -583,12 +618,18 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     n = c.gpus
     B = int(v.integer("global_batch", global_batch if global_batch is not None else max(1, 2**24 // m.seq_len)))
     tps = list(tp) if tp is not None else _divisors(c.gpus_per_node)
+    if ep is None:
+        eps = [e for e in (2**i for i in range(12)) if m.experts and m.experts % e == 0] or [1]
+    else:
+        eps = list(ep)
+    etps = list(etp) if m.is_moe else [1]
     for name, values in (("tp", tps), ("cp", cp), ("pp", pp or ()), ("micro_batches", micro_batches),
-                         ("interleave", interleave)):
+                         ("interleave", interleave), ("ep", eps), ("etp", etps)):
         for value in values:
             v.integer(name, value)
     for r in recompute:
         v.choice("recompute", r, RECOMPUTE_MODES)
+    folds = [(e, et) for e in eps for et in etps if not m.is_moe or m.experts % e == 0]
     rows = []
     for t, k in product(tps, cp):
         if n % (t * k) or m.seq_len % (2 * k):
@@ -605,7 +646,9 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                 for chunks in interleave:
                     if chunks > 1 and (p == 1 or nmb % p or p * chunks > m.layers):
                         continue
-                    rows.append((t, k, p, d, b, nmb, chunks))
+                    for e, et in folds:
+                        if (t * k * d) % (e * et) == 0:
+                            rows.append((t, k, p, d, b, nmb, chunks, e, et))
     if not rows:
         raise ValueError(f"global_batch = {B} admits no configuration of {n} GPUs with micro-batches "
                          f"{tuple(micro_batches)}")
@@ -616,6 +659,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     grid_e = np.tile(extra, (len(base), 1))
     cols = evaluate(m, c, tp=grid_b[:, 0], cp=grid_b[:, 1], pp=grid_b[:, 2], dp=grid_b[:, 3],
                     micro_batch=grid_b[:, 4], num_microbatches=grid_b[:, 5], interleave=grid_b[:, 6],
+                    ep=grid_b[:, 7], etp=grid_b[:, 8], capacity_factor=capacity_factor,
                     zero_stage=grid_e[:, 0], recompute=rc_codes[grid_e[:, 1]],
                     sequence_parallel=grid_e[:, 2].astype(bool), schedule=schedule, overlap=overlap,
                     compute_efficiency=compute_efficiency, precision=precision,
@@ -639,14 +683,15 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
 # --------------------------------------------------------------------------- explaining a ranking
 
 _TERM_WORDS = {"compute": "compute", "memory_bound": "memory-bound kernels", "tp_comm": "TP all-reduces",
-               "cp_comm": "CP key/value exchange", "bubble": "pipeline bubble", "pp_comm": "pipeline sends",
+               "cp_comm": "CP key/value exchange", "ep_comm": "EP all-to-alls", "bubble": "pipeline bubble", "pp_comm": "pipeline sends",
                "dp_comm_exposed": "exposed DP/ZeRO traffic"}
-_SETTING_NAMES = ("tp", "cp", "pp", "dp", "micro_batch", "num_microbatches", "interleave", "zero_stage",
-                  "recompute", "sequence_parallel")
+_SETTING_NAMES = ("tp", "cp", "pp", "dp", "ep", "etp", "micro_batch", "num_microbatches", "interleave",
+                  "zero_stage", "recompute", "sequence_parallel")
 
 
 def _setting(row):
-    return (f"TP {row['tp']} CP {row['cp']} PP {row['pp']} DP {row['dp']} b {row['micro_batch']} "
+    experts = f"EP {row['ep']} ETP {row['etp']} EDP {row['expert_dp']} " if row.get("ep", 1) * row.get("etp", 1) > 1 else ""
+    return (f"TP {row['tp']} CP {row['cp']} PP {row['pp']} DP {row['dp']} {experts}b {row['micro_batch']} "
             f"m {row['num_microbatches']} v {row['interleave']} ZeRO-{row['zero_stage']} "
             f"{row['recompute']} recompute{' + SP' if row['sequence_parallel'] else ''}")
 
