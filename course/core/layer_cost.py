@@ -22,8 +22,15 @@ import numpy as np
 
 from . import _validate as v
 
-__all__ = ["RECOMPUTE_MODES", "layer_flops_per_token", "flops_per_sequence", "backward_share",
-           "forward_share", "elementwise_traffic_per_layer"]
+__all__ = ["RECOMPUTE_MODES", "FLASH_BLOCK", "layer_flops_per_token", "flops_per_sequence", "backward_share",
+           "forward_share", "elementwise_traffic_per_layer", "causal_attention_fraction",
+           "model_flops_per_token"]
+
+#: Query/key tile of FlashAttention-2 on Hopper/Ampere (``block_m = block_n = 128``): a causal
+#: kernel skips every tile above the diagonal and computes the diagonal tiles in full.
+#: Source: Dao 2023, FlashAttention-2, sec. 3.1.1 (causal masking) and sec. 3.3 (block sizes
+#: {64, 128} x {64, 128}).
+FLASH_BLOCK = 128
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 
@@ -32,10 +39,13 @@ def _mode(recompute):
     return v.choice("recompute", recompute, RECOMPUTE_MODES)
 
 
-def layer_flops_per_token(layer_params, seq, hidden, recompute="none"):
+def layer_flops_per_token(layer_params, seq, hidden, recompute="none", attention_fraction=1.0):
     """FLOPs of one layer per token for a forward, backward and recomputation: ``3 f + r``.
 
-    ``f = 2 P_layer + 4 s h``; ``r = f`` (full), ``4 s h`` (selective), 0 (none).
+    ``f = 2 P_layer + 4 s h a``; ``r = f`` (full), ``4 s h a`` (selective), 0 (none), where
+    ``a`` is the share of the ``s x s`` score matrix the attention kernel computes (1 for
+    a dense kernel, :func:`causal_attention_fraction` for a causal one that skips masked
+    blocks).
 
     Parameters
     ----------
@@ -44,6 +54,8 @@ def layer_flops_per_token(layer_params, seq, hidden, recompute="none"):
     seq, hidden : int or array_like, >= 1
         ``s`` and ``h``.
     recompute : {"none", "selective", "full"}
+    attention_fraction : float or array_like in (0, 1], optional
+        ``a``.
 
     Returns
     -------
@@ -63,13 +75,13 @@ def layer_flops_per_token(layer_params, seq, hidden, recompute="none"):
     p = v.positive("layer_params", layer_params)
     s = v.integer("seq", seq)
     h = v.integer("hidden", hidden)
-    attention = 4.0 * s * h
+    attention = 4.0 * s * h * v.fraction("attention_fraction", attention_fraction, low_open=True)
     fwd = 2.0 * p + attention
     extra = {"none": 0.0, "selective": attention, "full": fwd}[_mode(recompute)]
     return v.scalar_or_array(3.0 * fwd + extra)
 
 
-def flops_per_sequence(model, recompute="none"):
+def flops_per_sequence(model, recompute="none", attention_fraction=1.0):
     """FLOPs of one training sequence on the whole model: ``s [l (3 f + r) + 6 V h]``.
 
     Parameters
@@ -77,6 +89,9 @@ def flops_per_sequence(model, recompute="none"):
     model : Model
         A transformer of :mod:`course.core.catalog`.
     recompute : {"none", "selective", "full"}
+    attention_fraction : float in (0, 1], optional
+        Share of the score matrix computed (:func:`causal_attention_fraction` for a
+        causal kernel that skips masked blocks; 1 counts every query against every key).
 
     Returns
     -------
@@ -99,16 +114,18 @@ def flops_per_sequence(model, recompute="none"):
     >>> round(flops_per_sequence(m, "full") / eq3, 9)
     1.0
     """
-    return _flops_per_sequence(model, _mode(recompute))
+    a = float(v.fraction("attention_fraction", attention_fraction, low_open=True))
+    return _flops_per_sequence(model, _mode(recompute), a)
 
 
 @functools.lru_cache(maxsize=256)
-def _flops_per_sequence(model, recompute):
+def _flops_per_sequence(model, recompute, attention_fraction):
     # models are frozen dataclasses: one computation per (model, mode), however many plans ask
     # a mixture of experts computes its active weights only (router, k routed and the shared
     # experts: DeepSeek-AI 2024, sec. 2.1.2); MLA's scores are as wide as its head dimensions
     s, h = model.seq_len, model.hidden
-    per_layer = float(layer_flops_per_token(model.active_layer_params, s, model.score_width, recompute))
+    per_layer = float(layer_flops_per_token(model.active_layer_params, s, model.score_width, recompute,
+                                            attention_fraction))
     return s * (model.layers * per_layer + 6.0 * model.vocab * h)
 
 
@@ -192,3 +209,71 @@ def elementwise_traffic_per_layer(stored_bytes, score_bytes=0.0, recompute="none
     mode = _mode(recompute)
     out = {"none": 6.0 * a, "selective": 6.0 * a + 2.0 * sc, "full": 8.0 * a}[mode]
     return v.scalar_or_array(out)
+
+
+def causal_attention_fraction(seq, block=FLASH_BLOCK):
+    """Share of the ``s x s`` score matrix a causal block-skipping kernel computes.
+
+    With ``n = ceil(s / block)`` tiles per side, the kernel computes the ``n (n + 1) / 2``
+    tiles on or below the diagonal: ``(n + 1) / (2 n)``, about one half for long sequences.
+
+    Parameters
+    ----------
+    seq : int or array_like of int, >= 1
+    block : int or array_like of int, >= 1, optional
+        Tile size (:data:`FLASH_BLOCK`).
+
+    Returns
+    -------
+    float or ndarray
+        In ``(1/2, 1]``.
+
+    Source: Dao 2023, FlashAttention-2, sec. 3.1.1 ("for causal attention we skip the
+    blocks where all the column indices are more than the row indices", about half the
+    blocks for long sequences).
+
+    Examples
+    --------
+    >>> causal_attention_fraction(8192), causal_attention_fraction(128)
+    (0.5078125, 1.0)
+    """
+    s = v.integer("seq", seq)
+    b = v.integer("block", block)
+    n = np.ceil(s / b)
+    return v.scalar_or_array((n + 1.0) / (2.0 * n))
+
+
+def model_flops_per_token(model, attention=True):
+    """Model FLOPs per training token, the numerator of MFU, in both conventions.
+
+    ``6 N`` (Kaplan et al. 2020; ``N`` the weights a token passes through, the active
+    ones of a mixture of experts), or with attention counted as PaLM does:
+    ``6 N + 12 l w s`` (``w`` the score width, ``heads x head_dim``), every query against
+    every key, whatever a causal kernel skips. Recomputation is never counted.
+
+    Parameters
+    ----------
+    model : Model
+        A transformer of :mod:`course.core.catalog`.
+    attention : bool, optional
+        Count the attention scores (PaLM's convention) or not (``6N``).
+
+    Returns
+    -------
+    float
+        FLOP per token.
+
+    Source: Chowdhery et al. 2022 (PaLM), Appendix B (MFU: ``6N + 12 L H Q T``); Kaplan et
+    al. 2020, sec. 2.1 (``6N``).
+
+    Examples
+    --------
+    >>> from course.core import catalog
+    >>> m = catalog.model("llama3-405b")  # 1 + 12 x 126 x 16384 x 8192 / (6 x 405e9)
+    >>> round(model_flops_per_token(m) / model_flops_per_token(m, attention=False), 3)
+    1.084
+    """
+    base = 6.0 * model.active_params
+    if not attention:
+        return base
+    return base + 12.0 * model.layers * model.score_width * model.seq_len

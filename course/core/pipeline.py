@@ -32,6 +32,7 @@ __all__ = [
     "bubble_fraction",
     "pipeline_step_time",
     "in_flight_microbatches",
+    "in_flight_microbatches_at_stage",
     "min_microbatches_for_bubble",
     "max_layers_per_stage",
     "stages_with_max_layers",
@@ -181,6 +182,58 @@ def in_flight_microbatches(p, m, schedule="1f1b", v=1):
         out = np.minimum(p_, m_) * np.ones_like(vv)
     else:  # with one chunk the interleaved schedule is 1F1B
         out = np.minimum(np.where(vv > 1, p_ + (p_ - 1.0) / vv, p_), m_)
+    return v_.scalar_or_array(out)
+
+
+def in_flight_microbatches_at_stage(p, m, stage, schedule="1f1b", v=1):
+    """Micro-batches whose activations pipeline stage ``stage`` (0 = first) holds at its peak.
+
+    A later stage starts its backward passes sooner, so it holds fewer:
+
+    - ``gpipe``: all ``m`` on every stage.
+    - ``1f1b``: ``min(p - stage, m)`` (``p - stage - 1`` warm-up forwards plus one).
+    - ``interleaved``: Megatron's ``2(p - stage - 1) + (v-1)p`` warm-up chunk forwards
+      plus one, each ``1/v`` of the stage: ``p + (p - 1 - 2 stage)/v`` stage-sized
+      micro-batches, capped at ``m``.
+
+    Stage 0 gives :func:`in_flight_microbatches`.
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int
+        As in :func:`bubble_overhead`.
+    stage : int or array_like of int, ``0 <= stage < p``
+    schedule : str
+        One of :data:`PIPELINE_SCHEDULES`.
+
+    Returns
+    -------
+    float or ndarray
+        Stage-sized micro-batches.
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2 (1F1B: stage ``s`` runs ``p - s - 1``
+    warm-up forwards); Megatron-LM ``schedules.py``
+    (``forward_backward_pipelining_with_interleaving``: ``(p - rank - 1) * 2 + (v - 1) * p``
+    warm-up micro-batches); Korthikanti et al. 2022, sec. 4.2.3.
+
+    Examples
+    --------
+    >>> [float(in_flight_microbatches_at_stage(4, 12, s)) for s in range(4)]
+    [4.0, 3.0, 2.0, 1.0]
+    >>> in_flight_microbatches_at_stage(4, 12, 1, "interleaved", v=2)
+    4.5
+    """
+    v_.choice("schedule", schedule, PIPELINE_SCHEDULES)
+    p_, m_, vv = _pmv(p, m, v)
+    s = v_.integer("stage", stage, minimum=0)
+    if np.any(s >= p_):
+        raise ValueError(f"stage must be below p; got stage={stage!r}, p={p!r}")
+    if schedule == "gpipe":
+        out = m_ * np.ones_like(p_ * vv * (s + 1))
+    elif schedule == "1f1b":
+        out = np.minimum(p_ - s, m_) * np.ones_like(vv)
+    else:
+        out = np.minimum(np.where(vv > 1, p_ + (p_ - 1.0 - 2.0 * s) / vv, p_ - s), m_)
     return v_.scalar_or_array(out)
 
 

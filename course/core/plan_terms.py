@@ -28,7 +28,8 @@ from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["Config", "columns", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS"]
+__all__ = ["Config", "columns", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
+           "CP_ALGORITHMS"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
 #: configuration: the planner's single calibrated assumption. Fitted once on
@@ -40,6 +41,11 @@ DEFAULT_COMPUTE_EFFICIENCY = 0.63
 
 RECOMPUTE_MODES = _lc.RECOMPUTE_MODES
 SCHEDULES = ("1f1b", "gpipe")
+#: How context parallelism exchanges keys and values: Llama 3's all-gather before attention
+#: (exposed; Dubey et al. 2024, sec. 3.3.2) or the ring of Megatron-Core / Transformer
+#: Engine (``cp_comm_type="p2p"``), which sends the next K/V block while attention runs on
+#: the current one (Liu et al. 2023, Ring Attention, sec. 3).
+CP_ALGORITHMS = ("ring", "all_gather")
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
 STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
 
@@ -116,13 +122,17 @@ class Config:
     def __init__(self, model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4,
                  zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
-                 compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None):
+                 compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
+                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring"):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
         self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
         self.peak = self.cluster.accelerator.peak(precision)
         self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
+        self.cp_algorithm = v.choice("cp_algorithm", cp_algorithm, CP_ALGORITHMS)
+        # a fused causal kernel skips the score blocks above the diagonal (FlashAttention-2)
+        self.attention_fraction = (float(_lc.causal_attention_fraction(self.model.seq_len))
+                                   if self.fused_attention else 1.0)
         arrays = dict(
             tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
             ep=v.integer("ep", ep), etp=v.integer("etp", etp),
@@ -242,6 +252,18 @@ class Config:
         return _by_mode(self.recompute_code, fn)
 
     def activation_bytes(self, mode):
+        """Activation bytes per layer and micro-batch kept for the backward pass, on one GPU.
+
+        Korthikanti et al.'s count for ``mode`` (:meth:`korthikanti_bytes`), except that a
+        fused attention kernel never stores the ``s x s`` scores (it keeps ``O(s)`` softmax
+        statistics and recomputes the rest: Dao et al. 2022, FlashAttention, sec. 3.1), so
+        without recomputation it keeps what selective recomputation keeps.
+        """
+        if mode == "none" and self.fused_attention:
+            mode = "selective"
+        return self.korthikanti_bytes(mode)
+
+    def korthikanti_bytes(self, mode):
         """Korthikanti bytes per layer and micro-batch on one GPU for ``mode``, divided by CP."""
         cache = self.__dict__.setdefault("_act_cache", {})
         if mode not in cache:
@@ -261,16 +283,17 @@ class Config:
 
 def compute_term(*, cfg):
     """FLOPs per iteration and the compute seconds of the slowest stage (Narayanan et al. eq. 3)."""
-    flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode))
+    flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode,
+                                                                                cfg.attention_fraction))
     return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
 
 
 def memory_bound_term(*, cfg):
     """Seconds of element-wise kernels: their HBM bytes (:mod:`~course.core.layer_cost`) / bandwidth."""
     # a fused attention kernel (FlashAttention) never writes the s x s scores to memory
-    stored = cfg.activation_bytes("selective") if cfg.fused_attention else cfg.activation_bytes("none")
+    stored = cfg.korthikanti_bytes("selective") if cfg.fused_attention else cfg.korthikanti_bytes("none")
     needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
-    scores = cfg.activation_bytes("none") - cfg.activation_bytes("selective") if needs_scores else 0.0
+    scores = cfg.korthikanti_bytes("none") - cfg.korthikanti_bytes("selective") if needs_scores else 0.0
     traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
     return cfg.num_microbatches * cfg.stage_layers * traffic / cfg.cluster.accelerator.memory_bandwidth
 
@@ -292,6 +315,14 @@ def cp_comm_term(*, cfg):
     per_layer = cfg.per_mode(lambda mode: _cp.cp_comm_time_per_layer(
         m.seq_len, cfg.micro_batch, m.kv_heads or m.heads, m.head_dim, cfg.tp, cfg.cp, link.bandwidth,
         link.latency, mode, _WIRE_BYTES))
+    if cfg.cp_algorithm == "ring":
+        # the ring sends the next K/V block while attention runs on this one: only the time the
+        # attention of this rank's queries (forward, backward, recomputed) cannot cover is exposed
+        attention_flops = cfg.per_mode(lambda mode: 4.0 * m.score_width * m.seq_len * cfg.attention_fraction
+                                       * (4.0 if mode != "none" else 3.0))
+        attention = (cfg.micro_batch * cfg.seq_local / cfg.tp * attention_flops
+                     / (cfg.peak * cfg.compute_efficiency))
+        per_layer = np.maximum(per_layer - attention, 0.0)
     return cfg.num_microbatches * cfg.stage_layers * per_layer
 
 
@@ -387,14 +418,26 @@ def memory_terms(*, cfg):
             cfg.expert_dp)
         parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
     out = {k: np.broadcast_to(parts[k], cfg.shape) for k in ("weights", "gradients", "optimizer")}
-    in_flight = _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, cfg.schedule, 1)
-    if np.any(cfg.interleave > 1):
-        in_flight = np.where(cfg.interleave > 1,
-                             _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, "interleaved",
-                                                          cfg.interleave), in_flight)
-    activations = cfg.per_mode(cfg.activation_bytes) * cfg.stage_layers * in_flight
+    # the fullest GPU: stage s holds p - s micro-batches (1F1B), so a first stage with fewer layers
+    # pinned on it can be lighter than the second; layer-micro-batches of the fullest stage
+    kind = np.where(cfg.interleave > 1, 1, 0)
+    schedules = ("gpipe", "gpipe") if cfg.schedule == "gpipe" else ("1f1b", "interleaved")
+    first_layers = np.where((cfg.pp > 1) & (cfg.first_stage_layers > 0), cfg.first_stage_layers, cfg.stage_layers)
+    last_layers = np.where((cfg.pp > 1) & (cfg.last_stage_layers > 0), cfg.last_stage_layers, cfg.stage_layers)
+    held = None
+    for code, name in enumerate(schedules):
+        if not np.any(kind == code):
+            continue
+        at = lambda s: _pipe.in_flight_microbatches_at_stage(cfg.pp, cfg.num_microbatches, s, name,  # noqa: E731
+                                                             cfg.interleave)
+        middle = np.minimum(1, cfg.pp - 1)
+        h = np.maximum(np.maximum(first_layers * at(0), cfg.stage_layers * at(middle)),
+                       last_layers * at(cfg.pp - 1))
+        held = h if held is None else np.where(kind == code, h, held)
+    stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
+    activations = cfg.per_mode(cfg.activation_bytes) * held
     if m.is_moe:
-        activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * in_flight
+        activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
     # full recomputation still materialises one layer's activations during its backward
     if np.any(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
@@ -462,6 +505,7 @@ def columns(cfg):
         flops_per_iteration=flops, model_flops=model_flops,
         achieved_flops_per_gpu=flops / (step * gpus),
         mfu=_dp.mfu(model_flops, step, cfg.peak, gpus),
+        mfu_attention=_dp.mfu(gb * cfg.model.seq_len * _lc.model_flops_per_token(cfg.model), step, cfg.peak, gpus),
         tokens_per_second=tokens / step, samples_per_second=gb / step,
         scaling_efficiency=compute / step, bubble_fraction=bubble / step,
         **mem,

@@ -221,6 +221,8 @@ class Plan:
     expert_dp: int = 1
     ep_comm: float = 0.0
     moe_straggler: float = 1.0
+    #: MFU with attention counted (PaLM, Appendix B: 6N + 12 l h s per token); ``mfu`` is 6N per token
+    mfu_attention: float = 0.0
 
     @property
     def feasible(self) -> bool:
@@ -299,8 +301,9 @@ class SweepTable:
 def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4, zero_stage=0,
              recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
              first_stage_layers=0, last_stage_layers=0, overlap=True,
-             compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-             collective_efficiency=None, ep=1, etp=1, capacity_factor=None):
+             compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
+             collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
+             cp_algorithm="ring"):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -352,7 +355,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  sequence_parallel=sequence_parallel, schedule=schedule, interleave=interleave,
                  first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor)
+                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
+                 cp_algorithm=cp_algorithm)
     return _columns(cfg)
 
 
@@ -440,8 +444,9 @@ def _note_sentences(cols, i, m):
 def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, num_microbatches=None,
          zero_stage=0, recompute="none", sequence_parallel=False, overlap=True, schedule="1f1b",
          interleave=1, first_stage_layers=0, last_stage_layers=0,
-         compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-         collective_efficiency=None, ep=1, etp=1, capacity_factor=None) -> Plan:
+         compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
+         collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
+         cp_algorithm="ring") -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -481,9 +486,15 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     precision : str
         Peak-FLOP/s key of the accelerator.
     fused_attention : bool
-        A fused attention kernel (FlashAttention) keeps the ``s x s`` scores out of
-        HBM, so the memory-bound time leaves them out (activation *memory* still
-        follows Korthikanti et al.'s table for the chosen ``recompute``).
+        A fused causal attention kernel (FlashAttention-2, today's default in Megatron-Core
+        and Transformer Engine): the ``s x s`` scores never reach HBM (no memory-bound
+        time, no activation memory for them: without recomputation a layer keeps what
+        selective recomputation keeps) and the blocks above the causal diagonal are
+        skipped (:func:`~course.core.layer_cost.causal_attention_fraction`). ``False``
+        for runs before 2022 (Megatron's fused softmax on the full score matrix).
+    cp_algorithm : {"ring", "all_gather"}
+        Context-parallel K/V exchange: the ring overlaps each block's send with attention
+        (Megatron-Core / Transformer Engine default), Llama 3's all-gather is exposed.
     collective_efficiency : float in (0, 1], optional
         Achieved bus bandwidth over link bandwidth for every collective; by default the
         measured NVLink and network values of :mod:`~course.core.collectives`.
@@ -540,7 +551,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  schedule=schedule, interleave=interleave, first_stage_layers=first_stage_layers,
                  last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor)
+                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
+                 cp_algorithm=cp_algorithm)
     cols = {k: np.reshape(a, (1,)) for k, a in _columns(cfg).items()}
     record = {k: cols[k][0].item() for k in cols}
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
@@ -562,8 +574,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           global_batch=None, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE_MODES,
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-          fused_attention=False, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None) -> SweepTable:
+          fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
+          capacity_factor=None, cp_algorithm="ring") -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -659,7 +671,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     grid_e = np.tile(extra, (len(base), 1))
     cols = evaluate(m, c, tp=grid_b[:, 0], cp=grid_b[:, 1], pp=grid_b[:, 2], dp=grid_b[:, 3],
                     micro_batch=grid_b[:, 4], num_microbatches=grid_b[:, 5], interleave=grid_b[:, 6],
-                    ep=grid_b[:, 7], etp=grid_b[:, 8], capacity_factor=capacity_factor,
+                    ep=grid_b[:, 7], etp=grid_b[:, 8], capacity_factor=capacity_factor, cp_algorithm=cp_algorithm,
                     zero_stage=grid_e[:, 0], recompute=rc_codes[grid_e[:, 1]],
                     sequence_parallel=grid_e[:, 2].astype(bool), schedule=schedule, overlap=overlap,
                     compute_efficiency=compute_efficiency, precision=precision,
@@ -792,7 +804,7 @@ def megatron_table1(compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY):
     for mdl, tp, pp, gpus, batch, published, mbs, chunks in _cat.MEGATRON_TABLE1:
         cl = _cat.make_cluster("DGX A100", gpus)
         p = plan(mdl, cl, tp=tp, pp=pp, dp=gpus // (tp * pp), micro_batch=mbs, global_batch=batch,
-                 recompute="full", overlap=False, interleave=chunks,
+                 recompute="full", overlap=False, interleave=chunks, fused_attention=False,
                  compute_efficiency=compute_efficiency)
         out.append(dict(model=mdl.name, params_b=mdl.params / 1e9, tp=tp, pp=pp, gpus=gpus,
                         global_batch=batch, micro_batch=mbs, interleave=chunks,
