@@ -41,7 +41,18 @@ __all__ = [
     "p2p_bytes_per_microbatch",
     "p2p_bytes_per_step",
     "pipeline_schedule",
+    "NAMED_SCHEDULES",
+    "schedule_bubble_overhead",
+    "schedule_memory",
 ]
+
+#: Schedules in use today whose bubble and memory :func:`schedule_bubble_overhead` and
+#: :func:`schedule_memory` know (``"interleaved"`` is 1F1B with ``v`` chunks per stage).
+NAMED_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")
+
+#: Share of a micro-batch's work in its forward (F), input-gradient (B) and weight-gradient (W)
+#: passes: equal thirds, as the zero-bubble paper assumes (Qi et al. 2023, sec. 2: T_F ~ T_B ~ T_W).
+FBW_SHARES = (1 / 3, 1 / 3, 1 / 3)
 
 #: Schedules :func:`pipeline_schedule` and :func:`in_flight_microbatches` know.
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -644,3 +655,88 @@ def pipeline_schedule(p, m, v=1, schedule="1f1b", t_forward=1.0, t_backward=2.0)
         "start": start.astype(float),
         "end": end.astype(float),
     }
+
+
+def schedule_bubble_overhead(p, m, schedule="1f1b", v=1):
+    """Bubble of a named schedule relative to the ideal compute time ``m (F + B + W)``.
+
+    With ``F``, ``B``, ``W`` the forward, input-gradient and weight-gradient time of one
+    micro-batch on one stage (:data:`FBW_SHARES`, equal thirds):
+
+    ============  ==========================================  ===========================
+    schedule      bubble (time)                               overhead (F = B = W)
+    ============  ==========================================  ===========================
+    gpipe, 1f1b   ``(p-1)(F + B + W)``                         ``(p-1)/m``
+    interleaved   ``(p-1)(F + B + W)/v``                       ``(p-1)/(v m)``
+    zb-h1         ``(p-1)(F + B - W)``                         ``(p-1)/(3 m)``
+    dualpipe      ``(p/2 - 1)(F&B + B - 3W)``, ``F&B = F+B+W``  ``(p/2-1)/(3 m)``
+    ============  ==========================================  ===========================
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int, >= 1
+        Stages, micro-batches, chunks per stage (interleaved only).
+    schedule : str
+        One of :data:`NAMED_SCHEDULES`.
+
+    Returns
+    -------
+    float or ndarray
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2 (1F1B, interleaved); Qi et al. 2023,
+    Zero Bubble Pipeline Parallelism (ICLR 2024), sec. 3.1 (ZB-H1: ``(p-1)(T_F + T_B -
+    T_W)``); DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.2.1 and Table 2 (DualPipe bubble;
+    ``F&B``, the time of a forward and a backward chunk executed overlapped, taken as their sum).
+
+    Examples
+    --------
+    >>> [round(float(schedule_bubble_overhead(16, 32, s)), 4) for s in ("1f1b", "zb-h1", "dualpipe")]
+    [0.4688, 0.1562, 0.0729]
+    """
+    v_.choice("schedule", schedule, NAMED_SCHEDULES)
+    p_, m_, vv = _pmv(p, m, v)
+    f, b, w = FBW_SHARES
+    if schedule in ("gpipe", "1f1b"):
+        bubble = (p_ - 1) * (f + b + w) * np.ones_like(vv)
+    elif schedule == "interleaved":
+        bubble = (p_ - 1) * (f + b + w) / vv
+    elif schedule == "zb-h1":
+        bubble = (p_ - 1) * (f + b - w) * np.ones_like(vv)
+    else:
+        bubble = np.maximum(p_ / 2 - 1, 0.0) * ((f + b + w) + b - 3 * w) * np.ones_like(vv)
+    return v_.scalar_or_array(bubble / (m_ * (f + b + w)))
+
+
+def schedule_memory(p, m, schedule="1f1b", v=1):
+    """Activations (stage-sized micro-batches) and parameter copies the fullest stage holds.
+
+    ``1f1b`` and ``zb-h1``: ``min(p, m)`` micro-batches, one copy of the weights (ZB-H1
+    keeps 1F1B's peak memory); ``interleaved``: ``p + (p-1)/v``; ``gpipe``: ``m``;
+    ``dualpipe``: ``p + 1`` micro-batches and two copies of the stage's parameters (each
+    device runs both ends of a bidirectional pipeline).
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int, >= 1
+    schedule : str
+        One of :data:`NAMED_SCHEDULES`.
+
+    Returns
+    -------
+    (activations, parameter_copies) : tuple of float or ndarray
+
+    Source: Narayanan et al. 2021, sec. 2.2; Korthikanti et al. 2022, sec. 4.2.3; Qi et al.
+    2023, sec. 3.1 (ZB-H1 keeps 1F1B's memory); DeepSeek-AI 2024 (DeepSeek-V3), Table 2
+    (DualPipe: parameters 2x, activations PP + 1).
+
+    Examples
+    --------
+    >>> schedule_memory(16, 32, "dualpipe"), schedule_memory(16, 32, "zb-h1")
+    ((17.0, 2.0), (16.0, 1.0))
+    """
+    v_.choice("schedule", schedule, NAMED_SCHEDULES)
+    p_, m_, vv = _pmv(p, m, v)
+    if schedule == "dualpipe":
+        return v_.scalar_or_array(np.minimum(p_ + 1, m_) * np.ones_like(vv)), v_.scalar_or_array(2.0 + 0 * p_)
+    name = "1f1b" if schedule == "zb-h1" else schedule
+    return in_flight_microbatches(p, m, name, v), v_.scalar_or_array(1.0 + 0 * p_)

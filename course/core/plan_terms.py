@@ -21,6 +21,7 @@ from . import collectives as _coll
 from . import context_parallel as _cp
 from . import data_parallel as _dp
 from . import economics as _econ
+from . import fp8 as _fp8
 from . import layer_cost as _lc
 from . import memory as _mem
 from . import moe as _moe
@@ -28,7 +29,7 @@ from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["Config", "columns", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
+__all__ = ["Config", "columns", "broadcast_columns", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
@@ -40,7 +41,9 @@ __all__ = ["Config", "columns", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES",
 DEFAULT_COMPUTE_EFFICIENCY = 0.63
 
 RECOMPUTE_MODES = _lc.RECOMPUTE_MODES
-SCHEDULES = ("1f1b", "gpipe")
+#: Pipeline schedules (:mod:`~course.core.pipeline`): 1F1B (interleaved with ``interleave > 1``),
+#: GPipe, zero-bubble ZB-H1 (Qi et al. 2023) and DeepSeek-V3's DualPipe.
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "dualpipe")
 #: How context parallelism exchanges keys and values: Llama 3's all-gather before attention
 #: (exposed; Dubey et al. 2024, sec. 3.3.2) or the ring of Megatron-Core / Transformer
 #: Engine (``cp_comm_type="p2p"``), which sends the next K/V block while attention runs on
@@ -72,15 +75,17 @@ def _as_cluster(cluster):
 
 def _by_mode(recompute_code, fn):
     """Evaluate ``fn(mode)`` for each recompute mode present and pick per element."""
+    # arrays keep their own broadcastable shapes (a sweep puts each setting on its own axis), so a
+    # term computes on the axes it depends on and broadcasts only when combined
     first = int(recompute_code.flat[0]) if recompute_code.size else 0
     if np.all(recompute_code == first):  # one mode everywhere: no selection needed
-        return np.broadcast_to(np.asarray(fn(RECOMPUTE_MODES[first]), dtype=float), recompute_code.shape)
+        return np.asarray(fn(RECOMPUTE_MODES[first]), dtype=float)
     out = None
     for code, mode in enumerate(RECOMPUTE_MODES):
         mask = recompute_code == code
         if not np.any(mask):
             continue
-        val = np.broadcast_to(np.asarray(fn(mode), dtype=float), recompute_code.shape)
+        val = np.asarray(fn(mode), dtype=float)
         out = np.where(mask, val, 0.0) if out is None else np.where(mask, val, out)
     return out
 
@@ -127,7 +132,12 @@ class Config:
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
         self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
-        self.peak = self.cluster.accelerator.peak(precision)
+        # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
+        # router) in BF16 (DeepSeek-AI 2024, sec. 3.3.1); MFU is then quoted against the BF16 peak
+        self.precision = precision
+        self.fp8 = precision == "fp8"
+        self.gemm_peak = self.cluster.accelerator.peak(precision)
+        self.peak = self.cluster.accelerator.peak("bf16") if self.fp8 else self.gemm_peak
         self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
         self.cp_algorithm = v.choice("cp_algorithm", cp_algorithm, CP_ALGORITHMS)
         # a fused causal kernel skips the score blocks above the diagonal (FlashAttention-2)
@@ -155,11 +165,11 @@ class Config:
                                 else float(v.positive("capacity_factor", capacity_factor)))
         if np.any(arrays["pp"] > self.model.layers):
             raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
-        shaped = np.broadcast_arrays(*arrays.values())
-        for name, arr in zip(arrays, shaped):
+        # not broadcast: each array keeps its shape (see _by_mode); ``shape`` is the broadcast one
+        self.shape = np.broadcast_shapes(*(np.shape(a) for a in arrays.values()))
+        for name, arr in arrays.items():
             keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
             setattr(self, name, arr if keep else arr.astype(np.int64))
-        self.shape = self.tp.shape
         self._derive(collective_efficiency)
 
     @staticmethod
@@ -224,20 +234,34 @@ class Config:
                 self.moe_tokens * self.ep, m.top_k, self.ep, self.capacity_factor))
             self.moe_stage_layers = self.stage_layers * m.moe_layers / m.layers
         else:
-            self.moe_tokens = np.zeros(self.shape)
-            self.moe_straggler = np.ones(self.shape)
-            self.moe_stage_layers = np.zeros(self.shape)
+            self.moe_tokens = np.zeros(())
+            self.moe_straggler = np.ones(())
+            self.moe_stage_layers = np.zeros(())
 
     def _link(self, in_node):
         c = self.cluster
         return _Link(np.where(in_node, self.intra_bw, self.inter_bw),
                      np.where(in_node, c.intra_latency, c.inter_latency))
 
+    @property
+    def fp8_tokens(self):
+        """Tokens whose GEMM inputs one GPU casts per layer and micro-batch (split over CP and TP)."""
+        return self.micro_batch * self.model.seq_len / (self.cp * self.tp)
+
+    @property
+    def fp8_gemm_inputs(self):
+        """GEMM input elements per token and (average) layer: 3h + the MLP width, + routed copies."""
+        m, h = self.model, self.model.hidden
+        mlp = m.active_layer_params - m.attention_layer_params
+        width = mlp / (m.mlp_matrices * h)
+        extra = (m.top_k + m.shared_experts - 1) * h * m.moe_layers / m.layers if m.is_moe else 0.0
+        return float(_fp8.fp8_gemm_input_elements_per_token(h, width)) + extra
+
     def moe_activation_delta(self, mode):
         """Bytes an MoE block keeps beyond the dense MLP of Korthikanti's count (0 with full recompute)."""
         m = self.model
         if mode == "full":
-            return np.zeros(self.shape)
+            return np.zeros(())
         s, b, h, t, sp = m.seq_len / self.cp, self.micro_batch, m.hidden, self.tp, self.sequence_parallel
         # Korthikanti et al. 2022, sec. 4.1: the 4h MLP keeps 2sbh + 16sbh/t + sbh (its input, the two
         # GEMM inputs, the dropout mask); with SP all of it is split t ways
@@ -272,7 +296,7 @@ class Config:
                                                               self.tp, flag, mode)
                         for flag in (False, True) if np.any(sp == flag)}
             act = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
-                   else np.broadcast_to(next(iter(per_flag.values())), self.shape))
+                   else next(iter(per_flag.values())))
             # each CP rank keeps s/c tokens and the scores of its s/c queries against all s keys
             cache[mode] = act / self.cp
         return cache[mode]
@@ -285,7 +309,13 @@ def compute_term(*, cfg):
     """FLOPs per iteration and the compute seconds of the slowest stage (Narayanan et al. eq. 3)."""
     flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode,
                                                                                 cfg.attention_fraction))
-    return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
+    if not cfg.fp8:
+        return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
+    m = cfg.model
+    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    gemm = cfg.global_batch * m.seq_len * passes * _fp8.fp8_gemm_flops_per_token(m.active_layer_params, m.layers)
+    seconds = _fp8.fp8_compute_time(gemm, flops - gemm, cfg.gemm_peak, cfg.peak, cfg.compute_efficiency)
+    return flops, seconds / cfg.gpus * cfg.imbalance
 
 
 def memory_bound_term(*, cfg):
@@ -295,6 +325,8 @@ def memory_bound_term(*, cfg):
     needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
     scores = cfg.korthikanti_bytes("none") - cfg.korthikanti_bytes("selective") if needs_scores else 0.0
     traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
+    if cfg.fp8:  # every GEMM operand is cast to FP8 (and transposed) by a memory-bound kernel
+        traffic = traffic + cfg.fp8_tokens * _fp8.fp8_cast_bytes_per_token(cfg.fp8_gemm_inputs)
     return cfg.num_microbatches * cfg.stage_layers * traffic / cfg.cluster.accelerator.memory_bandwidth
 
 
@@ -310,7 +342,7 @@ def tp_comm_term(*, cfg):
 def cp_comm_term(*, cfg):
     """Seconds of CP key/value all-gathers and reduce-scatters per layer and micro-batch."""
     if not np.any(cfg.cp > 1):
-        return np.zeros(cfg.shape)
+        return np.zeros(())
     m, link = cfg.model, cfg.cp_link
     per_layer = cfg.per_mode(lambda mode: _cp.cp_comm_time_per_layer(
         m.seq_len, cfg.micro_batch, m.kv_heads or m.heads, m.head_dim, cfg.tp, cfg.cp, link.bandwidth,
@@ -336,13 +368,24 @@ def ep_comm_term(*, cfg):
     """
     m = cfg.model
     if not m.is_moe or not np.any(cfg.ep > 1):
-        return np.zeros(cfg.shape)
+        return np.zeros(())
     c = cfg.cluster
     limit = m.routing_node_limit or None
+    # FP8 dispatch (1 byte + a 4-byte scale per 128) and BF16 combine (DeepSeek-AI 2024, sec. 3.3.3)
+    wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
     per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
         cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, cfg.intra_bw, cfg.inter_bw,
-        c.intra_latency, c.inter_latency, limit, mode, _WIRE_BYTES))
+        c.intra_latency, c.inter_latency, limit, mode, wire))
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
+
+
+def ep_exposed(ep_comm, *, cfg, compute):
+    """The all-to-all time left exposed: all of it, except under DualPipe, which runs one
+    micro-batch's dispatch and combine while another computes (DeepSeek-AI 2024, sec. 3.2.1:
+    "both all-to-all and PP communication can be fully hidden")."""
+    if cfg.schedule != "dualpipe":
+        return ep_comm
+    return np.maximum(ep_comm - compute, 0.0)
 
 
 def moe_straggler_term(*, cfg):
@@ -354,22 +397,24 @@ def moe_straggler_term(*, cfg):
     """
     m = cfg.model
     if not m.is_moe:
-        return np.zeros(cfg.shape)
+        return np.zeros(())
     routed = 2.0 * m.top_k * float(_moe.expert_params(m.hidden, m.expert_ffn, m.mlp_matrices))
     passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
     flops = cfg.global_batch * m.seq_len * m.moe_layers * routed * passes
-    return flops * (cfg.moe_straggler - 1.0) / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
+    return flops * (cfg.moe_straggler - 1.0) / (cfg.gpus * cfg.gemm_peak * cfg.compute_efficiency) * cfg.imbalance
 
 
 def bubble_term(*, cfg, busy):
-    """Pipeline bubble: :func:`~course.core.pipeline.bubble_overhead` x the busy time of a stage."""
+    """Pipeline bubble: :func:`~course.core.pipeline.schedule_bubble_overhead` x the busy time of a stage."""
+    if cfg.schedule in ("zb-h1", "dualpipe"):
+        return _pipe.schedule_bubble_overhead(cfg.pp, cfg.num_microbatches, cfg.schedule) * busy
     return _pipe.bubble_overhead(cfg.pp, cfg.num_microbatches, cfg.interleave) * busy
 
 
 def pp_comm_term(*, cfg):
     """Seconds of point-to-point sends: ``b (s/cp) h / tp`` 16-bit values, forward and backward, x v."""
     if not np.any(cfg.pp > 1):
-        return np.zeros(cfg.shape)
+        return np.zeros(())
     m, link = cfg.model, cfg.pp_link
     # Megatron's scatter/gather optimisation splits each send over the TP group (sec. 4.1)
     message = _pipe.p2p_bytes_per_microbatch(cfg.seq_local, cfg.micro_batch, m.hidden, _WIRE_BYTES) / cfg.tp
@@ -388,7 +433,7 @@ def dp_comm_term(*, cfg, busy):
     grad_bytes = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp) * _WIRE_BYTES
     # overlapped traffic moves one bucket per layer, each paying the collective's latency;
     # without overlap one collective over the whole gradient buffer (Megatron's local DDP)
-    buckets = cfg.stage_layers if cfg.overlap else np.ones(cfg.shape, np.int64)
+    buckets = cfg.stage_layers if cfg.overlap else np.ones((), np.int64)
     one_allreduce = buckets * _coll.hierarchical_allreduce_time(
         grad_bytes / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
         c.inter_latency)
@@ -404,7 +449,7 @@ def dp_comm_term(*, cfg, busy):
     bwd = microbatch * cfg.per_mode(_lc.backward_share)
     exposed = _zero.zero_exposed_time(one_allreduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
                                       buckets, cfg.overlap)
-    return total, np.broadcast_to(exposed, cfg.shape)
+    return total, np.asarray(exposed)
 
 
 def memory_terms(*, cfg):
@@ -417,25 +462,39 @@ def memory_terms(*, cfg):
             _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp), cfg.zero_stage,
             cfg.expert_dp)
         parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
-    out = {k: np.broadcast_to(parts[k], cfg.shape) for k in ("weights", "gradients", "optimizer")}
+    out = {k: np.asarray(parts[k]) for k in ("weights", "gradients", "optimizer")}
+    if cfg.fp8:  # the FP8 copy of the GPU's weights, cast once per step and cached (1 byte each)
+        weights_gpu = params_gpu + (_moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp)
+                                    if m.is_moe else 0.0)
+        out["weights"] = out["weights"] + weights_gpu * 1.0
+    if cfg.schedule == "dualpipe":  # two copies of the stage's parameters (DeepSeek-V3, Table 2)
+        copies = np.where(cfg.pp > 1, 2.0, 1.0)
+        out["weights"], out["gradients"] = out["weights"] * copies, out["gradients"] * copies
     # the fullest GPU: stage s holds p - s micro-batches (1F1B), so a first stage with fewer layers
     # pinned on it can be lighter than the second; layer-micro-batches of the fullest stage
     kind = np.where(cfg.interleave > 1, 1, 0)
-    schedules = ("gpipe", "gpipe") if cfg.schedule == "gpipe" else ("1f1b", "interleaved")
+    schedules = {"gpipe": ("gpipe", "gpipe"), "dualpipe": ("dualpipe", "dualpipe")}.get(
+        cfg.schedule, ("1f1b", "interleaved"))  # ZB-H1 keeps 1F1B's activations (Qi et al. 2023)
     first_layers = np.where((cfg.pp > 1) & (cfg.first_stage_layers > 0), cfg.first_stage_layers, cfg.stage_layers)
     last_layers = np.where((cfg.pp > 1) & (cfg.last_stage_layers > 0), cfg.last_stage_layers, cfg.stage_layers)
     held = None
     for code, name in enumerate(schedules):
         if not np.any(kind == code):
             continue
-        at = lambda s: _pipe.in_flight_microbatches_at_stage(cfg.pp, cfg.num_microbatches, s, name,  # noqa: E731
-                                                             cfg.interleave)
+        if name == "dualpipe":  # both ends of the pipeline on every device: p + 1 everywhere
+            at = lambda s: _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]  # noqa: E731
+        else:
+            at = lambda s, name=name: _pipe.in_flight_microbatches_at_stage(  # noqa: E731
+                cfg.pp, cfg.num_microbatches, s, name, cfg.interleave)
         middle = np.minimum(1, cfg.pp - 1)
         h = np.maximum(np.maximum(first_layers * at(0), cfg.stage_layers * at(middle)),
                        last_layers * at(cfg.pp - 1))
         held = h if held is None else np.where(kind == code, h, held)
     stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
     activations = cfg.per_mode(cfg.activation_bytes) * held
+    if cfg.fp8:  # GEMM inputs kept for the backward pass in FP8: one byte saved per element
+        saved = cfg.per_mode(lambda mode: 0.0 if mode == "full" else cfg.fp8_tokens * cfg.fp8_gemm_inputs)
+        activations = activations - saved * held
     if m.is_moe:
         activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
     # full recomputation still materialises one layer's activations during its backward
@@ -455,9 +514,11 @@ def violation_terms(*, cfg, memory_total):
         "tp_crosses_node": (cfg.tp > g) | (g % np.minimum(cfg.tp, g) != 0),
         "heads_not_divisible": m.heads % cfg.tp != 0,
         "cp_not_divisible": m.seq_len % (2 * cfg.cp) != 0,
-        "batch_not_divisible": np.zeros(cfg.shape, bool),
+        "batch_not_divisible": np.zeros((), bool),
         "too_few_microbatches": (cfg.pp > 1) & (cfg.num_microbatches < cfg.pp),
         "interleave_needs_multiple": (cfg.interleave > 1) & (cfg.num_microbatches % cfg.pp != 0),
+        "dualpipe_needs_even": np.asarray(cfg.schedule == "dualpipe")
+                               & ((cfg.pp % 2 != 0) | (cfg.num_microbatches % 2 != 0)),
         "out_of_memory": memory_total > cfg.cluster.accelerator.memory_bytes,
         "experts_not_divisible": (cfg.ep > 1) & ((m.experts or 1) % cfg.ep != 0),
         "ep_not_divisible": (cfg.tp * cfg.cp * cfg.dp) % (cfg.etp * cfg.ep) != 0,
@@ -473,13 +534,17 @@ def note_terms(*, cfg):
 
 
 def columns(cfg):
-    """Every term of ``cfg`` added up: the dict of columns :func:`~course.core.planner.evaluate` returns."""
+    """Every term of ``cfg`` added up: the columns of :func:`~course.core.planner.evaluate`.
+
+    Each column keeps the shape of the settings it depends on (broadcastable to
+    ``cfg.shape``); :func:`broadcast_columns` gives them all the full shape.
+    """
     flops, compute = compute_term(cfg=cfg)
     memory_bound = memory_bound_term(cfg=cfg)
     tp_comm = tp_comm_term(cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
-    ep_comm = ep_comm_term(cfg=cfg)
     compute = compute + moe_straggler_term(cfg=cfg)
+    ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute)
     busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
     bubble = bubble_term(cfg=cfg, busy=busy)
     pp_comm = pp_comm_term(cfg=cfg)
@@ -490,18 +555,18 @@ def columns(cfg):
     gpus, gb = cfg.gpus, cfg.global_batch
     tokens = gb * cfg.model.seq_len
     # 6 N D with N the weights a token passes through (all of them for a dense model)
-    model_flops = np.broadcast_to(_econ.training_flops(cfg.model.active_params, tokens), cfg.shape)
+    model_flops = np.asarray(_econ.training_flops(cfg.model.active_params, tokens))
     cols = dict(
         gpus=gpus, tp=cfg.tp, cp=cfg.cp, pp=cfg.pp, dp=cfg.dp, micro_batch=cfg.micro_batch,
         num_microbatches=cfg.num_microbatches, global_batch=gb, zero_stage=cfg.zero_stage,
         recompute_code=cfg.recompute_code, sequence_parallel=cfg.sequence_parallel, interleave=cfg.interleave,
         first_stage_layers=cfg.first_stage_layers, last_stage_layers=cfg.last_stage_layers,
         stage_layers=cfg.stage_layers,
-        ep=cfg.ep, etp=cfg.etp, expert_dp=cfg.expert_dp, moe_straggler=np.broadcast_to(cfg.moe_straggler, cfg.shape),
+        ep=cfg.ep, etp=cfg.etp, expert_dp=cfg.expert_dp, moe_straggler=cfg.moe_straggler,
         compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
         bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
-        memory_capacity=np.full(cfg.shape, cfg.cluster.accelerator.memory_bytes),
+        memory_capacity=np.asarray(float(cfg.cluster.accelerator.memory_bytes)),
         flops_per_iteration=flops, model_flops=model_flops,
         achieved_flops_per_gpu=flops / (step * gpus),
         mfu=_dp.mfu(model_flops, step, cfg.peak, gpus),
@@ -516,5 +581,10 @@ def columns(cfg):
         feasible &= ~mask
     cols["feasible"] = feasible
     for code, mask in note_terms(cfg=cfg).items():
-        cols["note_" + code] = np.broadcast_to(mask, cfg.shape)
+        cols["note_" + code] = np.asarray(mask)
     return cols
+
+
+def broadcast_columns(cols, shape):
+    """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``."""
+    return {k: np.array(np.broadcast_to(a, shape)) for k, a in cols.items()}

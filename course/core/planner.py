@@ -77,6 +77,7 @@ from . import layer_cost as _lc
 from . import zero as _zero
 from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, RECOMPUTE_MODES, SCHEDULES, STEP_TERMS, Config,
                          _as_cluster, _as_model)
+from .plan_terms import broadcast_columns as _broadcast_columns
 from .plan_terms import columns as _columns
 
 __all__ = [
@@ -94,6 +95,7 @@ VIOLATION_CODES = {
     "batch_not_divisible": "global batch must be micro-batch x DP x micro-batches",
     "too_few_microbatches": "a pipeline needs at least as many micro-batches as stages",
     "interleave_needs_multiple": "the interleaved schedule needs micro-batches in multiples of PP",
+    "dualpipe_needs_even": "DualPipe needs an even number of stages and of micro-batches",
     "out_of_memory": "the per-GPU memory exceeds the accelerator's",
     "experts_not_divisible": "the routed experts must divide evenly over EP",
     "ep_not_divisible": "ETP x EP must divide the TP x CP x DP GPUs of a stage (parallel folding)",
@@ -357,7 +359,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm)
-    return _columns(cfg)
+    return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
 # --------------------------------------------------------------------------- plan
@@ -411,6 +413,10 @@ def _sentences(cols, i, m, c, requested_batch):
         out.append(("ep_not_divisible",
                     f"ETP x EP = {g('etp')} x {g('ep')} does not divide the TP x CP x DP = {tp * cp * dp} GPUs "
                     f"of a pipeline stage, which the experts fold as ETP x EP x expert-DP."))
+    if g("viol_dualpipe_needs_even"):
+        out.append(("dualpipe_needs_even",
+                    f"DualPipe feeds micro-batches from both ends of the pipeline: PP = {pp} and the {nmb} "
+                    f"micro-batches must both be even (DeepSeek-AI 2024, sec. 3.2.1)."))
     if g("viol_out_of_memory"):
         gbs = lambda k: g(k) / 1e9  # noqa: E731
         out.append(("out_of_memory",
@@ -474,8 +480,14 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     sequence_parallel : bool
     overlap : bool
         Overlap DP/ZeRO traffic with compute, one bucket per layer (prefetch for ZeRO-3).
-    schedule : {"1f1b", "gpipe"}
-        Same bubble; 1F1B keeps at most ``pp`` micro-batches in flight, GPipe all ``m``.
+    schedule : {"1f1b", "gpipe", "zb-h1", "dualpipe"}
+        1F1B and GPipe have the same bubble; 1F1B keeps at most ``pp`` micro-batches in
+        flight, GPipe all ``m``. ZB-H1 splits the backward pass into input- and
+        weight-gradient parts and fills the bubble with the latter (a third of 1F1B's
+        bubble, same memory; Qi et al. 2023). DualPipe (DeepSeek-V3) feeds both ends of
+        the pipeline, keeps two copies of the stage's weights and ``pp + 1`` micro-batches,
+        and hides the expert all-to-alls behind computation
+        (:func:`~course.core.pipeline.schedule_bubble_overhead`).
     interleave : int >= 1
         Model chunks per GPU ``v`` (interleaved 1F1B): bubble / v, point-to-point x v.
     first_stage_layers, last_stage_layers : int >= 0, optional
@@ -484,7 +496,12 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         Share of dense peak sustained by the computation (see
         ``DEFAULT_COMPUTE_EFFICIENCY``).
     precision : str
-        Peak-FLOP/s key of the accelerator.
+        Peak-FLOP/s key of the accelerator. ``"fp8"``: the layer GEMMs run at the FP8 peak
+        and attention, the output layer and the router at the BF16 one; every GEMM operand
+        pays a memory-bound cast; the weights gain a cached FP8 copy (1 byte each); GEMM
+        inputs are kept in FP8 for the backward pass; MoE tokens are dispatched in FP8
+        (:mod:`~course.core.fp8`, DeepSeek-AI 2024 sec. 3.3). MFU is then quoted against the
+        BF16 peak.
     fused_attention : bool
         A fused causal attention kernel (FlashAttention-2, today's default in Megatron-Core
         and Transformer Engine): the ``s x s`` scores never reach HBM (no memory-bound
@@ -553,7 +570,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm)
-    cols = {k: np.reshape(a, (1,)) for k, a in _columns(cfg).items()}
+    cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
@@ -665,17 +682,19 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         raise ValueError(f"global_batch = {B} admits no configuration of {n} GPUs with micro-batches "
                          f"{tuple(micro_batches)}")
     base = np.array(rows, dtype=np.int64)
-    extra = np.array(list(product(zero_stages, range(len(recompute)), sequence_parallel)), dtype=np.int64)
-    rc_codes = np.array([RECOMPUTE_MODES.index(r) for r in recompute])
-    grid_b = np.repeat(base, len(extra), axis=0)
-    grid_e = np.tile(extra, (len(base), 1))
-    cols = evaluate(m, c, tp=grid_b[:, 0], cp=grid_b[:, 1], pp=grid_b[:, 2], dp=grid_b[:, 3],
-                    micro_batch=grid_b[:, 4], num_microbatches=grid_b[:, 5], interleave=grid_b[:, 6],
-                    ep=grid_b[:, 7], etp=grid_b[:, 8], capacity_factor=capacity_factor, cp_algorithm=cp_algorithm,
-                    zero_stage=grid_e[:, 0], recompute=rc_codes[grid_e[:, 1]],
-                    sequence_parallel=grid_e[:, 2].astype(bool), schedule=schedule, overlap=overlap,
-                    compute_efficiency=compute_efficiency, precision=precision,
-                    fused_attention=fused_attention, collective_efficiency=collective_efficiency)
+    rc_codes = np.array([RECOMPUTE_MODES.index(r) for r in recompute], dtype=np.int64)
+    # one axis per setting (base layouts, ZeRO stage, recompute, SP): every term computes on the axes
+    # it depends on, and only the sums broadcast to the whole grid
+    on = lambda values, axis: np.reshape(values, [-1 if a == axis else 1 for a in range(4)])  # noqa: E731
+    b = lambda j: on(base[:, j], 0)  # noqa: E731
+    cfg = Config(m, c, tp=b(0), cp=b(1), pp=b(2), dp=b(3), micro_batch=b(4), num_microbatches=b(5),
+                 interleave=b(6), ep=b(7), etp=b(8), zero_stage=on(np.array(zero_stages, dtype=np.int64), 1),
+                 recompute=on(rc_codes, 2), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 3),
+                 schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
+                 precision=precision, fused_attention=fused_attention,
+                 collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
+                 cp_algorithm=cp_algorithm)
+    cols = _gather_rows(_columns(cfg), cfg.shape, include_infeasible)
     for prefix, column in (("viol_", "violations"), ("note_", "notes")):
         keys = [k for k in cols if k.startswith(prefix)]
         # one bit per code; join the codes once per distinct combination, not once per row
@@ -683,13 +702,40 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         combos, which = np.unique(bits, return_inverse=True)
         names = [";".join(k[len(prefix):] for i, k in enumerate(keys) if combo >> i & 1) for combo in combos]
         cols[column] = np.array(names, dtype=object)[which]
-        for k in keys:  # the joined codes carry them; fewer columns to sort
+        for k in keys:  # the joined codes carry them
             del cols[k]
     cols["recompute"] = np.array(RECOMPUTE_MODES, dtype=object)[cols["recompute_code"]]
-    table = SweepTable(cols, meta={"model": m.name, "cluster": c.name, "global_batch": B})
-    if not include_infeasible:
-        table = table.feasible_only()
-    return table.sort_by("tokens_per_second")
+    return SweepTable(cols, meta={"model": m.name, "cluster": c.name, "global_batch": B})
+
+
+def _gather_rows(cols, shape, include_infeasible):
+    """The rows of a grid of ``shape`` (feasible ones unless asked), fastest first, as flat columns.
+
+    A column that does not vary along an axis is read along the others only, so no column
+    is broadcast to the whole grid; ties keep the grid's order (a stable sort).
+    """
+    feasible = np.broadcast_to(cols["feasible"], shape).reshape(-1)
+    rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
+    speed = np.broadcast_to(cols["tokens_per_second"], shape).reshape(-1)[rows]
+    rows = rows[np.argsort(-speed, kind="stable")]
+    where = np.unravel_index(rows, shape)
+    flat_index = {}
+    out = {}
+    for name, column in cols.items():
+        a = np.asarray(column)
+        a = a.reshape((1,) * (len(shape) - a.ndim) + a.shape)
+        # axes a broadcast view does not really vary along (stride 0) count as length 1
+        a = a[tuple(slice(None) if n > 1 and st else slice(0, 1) for n, st in zip(a.shape, a.strides))]
+        key = a.shape
+        if key not in flat_index:
+            idx, stride = np.zeros(len(rows), np.int64), 1
+            for axis in reversed(range(len(shape))):
+                if key[axis] > 1:
+                    idx += where[axis] * stride
+                    stride *= key[axis]
+            flat_index[key] = idx
+        out[name] = np.ascontiguousarray(a).reshape(-1)[flat_index[key]]
+    return out
 
 
 # --------------------------------------------------------------------------- explaining a ranking
