@@ -344,10 +344,13 @@ def cp_comm_term(*, cfg):
     if not np.any(cfg.cp > 1):
         return np.zeros(())
     m, link = cfg.model, cfg.cp_link
+    # a recomputed ring attention (selective recomputation re-runs the core attention) passes the
+    # K/V blocks around the ring again, as full recomputation does
+    ring = cfg.cp_algorithm == "ring"
     per_layer = cfg.per_mode(lambda mode: _cp.cp_comm_time_per_layer(
         m.seq_len, cfg.micro_batch, m.kv_heads or m.heads, m.head_dim, cfg.tp, cfg.cp, link.bandwidth,
-        link.latency, mode, _WIRE_BYTES))
-    if cfg.cp_algorithm == "ring":
+        link.latency, "full" if ring and mode == "selective" else mode, _WIRE_BYTES))
+    if ring:
         # the ring sends the next K/V block while attention runs on this one: only the time the
         # attention of this rank's queries (forward, backward, recomputed) cannot cover is exposed
         attention_flops = cfg.per_mode(lambda mode: 4.0 * m.score_width * m.seq_len * cfg.attention_fraction
