@@ -42,7 +42,8 @@ def test_dualpipe_doubles_the_stage_weights_and_hides_the_all_to_all():
     one = plan("deepseek-v3", "h800-2048", **args)
     dual = plan("deepseek-v3", "h800-2048", schedule="dualpipe", **args)
     assert dual.weights == pytest.approx(2 * one.weights) and dual.gradients == pytest.approx(2 * one.gradients)
-    assert one.ep_comm > 0 and dual.ep_comm == 0  # all-to-all shorter than the compute it hides behind
+    # the all-to-alls hide behind compute; they still take 20 of the 132 SMs (DeepSeek-V3, sec. 3.2.2)
+    assert one.ep_comm > 0 and dual.ep_comm == pytest.approx(one.ep_comm * 20 / 132, rel=1e-12)
     odd = plan("deepseek-v3", "h800-2048", schedule="dualpipe", **{**args, "global_batch": 128 * 15})
     assert "dualpipe_needs_even" in dict(odd.violations)
 
