@@ -658,6 +658,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
             v.integer(name, value)
     for r in recompute:
         v.choice("recompute", r, RECOMPUTE_MODES)
+    if schedule != "1f1b":  # interleaving is a form of 1F1B
+        interleave = (1,)
     folds = [(e, et) for e in eps for et in etps if not m.is_moe or m.experts % e == 0]
     rows = []
     for t, k in product(tps, cp):
