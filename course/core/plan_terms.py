@@ -545,11 +545,32 @@ def note_terms(*, cfg):
     }
 
 
-def columns(cfg):
+def rate_columns(cfg):
+    """Rates derived from the other columns, as functions of any mapping holding them.
+
+    ``achieved_flops_per_gpu``, ``mfu`` (6N per token against the dense BF16 or the chosen
+    precision's peak), ``mfu_attention`` (PaLM's 6N + 12 l h s), ``samples_per_second``,
+    ``scaling_efficiency`` (compute / step) and ``bubble_fraction``. A sweep computes them
+    only for the rows it is asked about.
+    """
+    peak, per_token = cfg.peak, _lc.model_flops_per_token(cfg.model)
+    seq = cfg.model.seq_len
+    return {
+        "achieved_flops_per_gpu": lambda c: c["flops_per_iteration"] / (c["step_time"] * c["gpus"]),
+        "mfu": lambda c: _dp.mfu(c["model_flops"], c["step_time"], peak, c["gpus"]),
+        "mfu_attention": lambda c: _dp.mfu(c["global_batch"] * seq * per_token, c["step_time"], peak, c["gpus"]),
+        "samples_per_second": lambda c: c["global_batch"] / c["step_time"],
+        "scaling_efficiency": lambda c: c["compute"] / c["step_time"],
+        "bubble_fraction": lambda c: c["bubble"] / c["step_time"],
+    }
+
+
+def columns(cfg, rates=True):
     """Every term of ``cfg`` added up: the columns of :func:`~course.core.planner.evaluate`.
 
     Each column keeps the shape of the settings it depends on (broadcastable to
-    ``cfg.shape``); :func:`broadcast_columns` gives them all the full shape.
+    ``cfg.shape``); :func:`broadcast_columns` gives them all the full shape. With
+    ``rates=False`` the columns of :func:`rate_columns` are left out.
     """
     flops, compute = compute_term(cfg=cfg)
     memory_bound = memory_bound_term(cfg=cfg)
@@ -579,19 +600,16 @@ def columns(cfg):
         bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
         memory_capacity=np.asarray(float(cfg.cluster.accelerator.memory_bytes)),
-        flops_per_iteration=flops, model_flops=model_flops,
-        achieved_flops_per_gpu=flops / (step * gpus),
-        mfu=_dp.mfu(model_flops, step, cfg.peak, gpus),
-        mfu_attention=_dp.mfu(gb * cfg.model.seq_len * _lc.model_flops_per_token(cfg.model), step, cfg.peak, gpus),
-        tokens_per_second=tokens / step, samples_per_second=gb / step,
-        scaling_efficiency=compute / step, bubble_fraction=bubble / step,
+        flops_per_iteration=flops, model_flops=model_flops, tokens_per_second=tokens / step,
         **mem,
     )
-    feasible = np.ones(cfg.shape, bool)
+    if rates:
+        cols.update({name: rate(cols) for name, rate in rate_columns(cfg).items()})
+    infeasible = np.zeros((), bool)
     for code, mask in violation_terms(cfg=cfg, memory_total=mem["memory_total"]).items():
         cols["viol_" + code] = mask
-        feasible &= ~mask
-    cols["feasible"] = feasible
+        infeasible = infeasible | mask  # broadcasts only as far as the masks do
+    cols["feasible"] = np.broadcast_to(~infeasible, cfg.shape)
     for code, mask in note_terms(cfg=cfg).items():
         cols["note_" + code] = np.asarray(mask)
     return cols

@@ -79,6 +79,8 @@ from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, RECOMPUTE_MODES, SCHEDULES,
                          _as_cluster, _as_model)
 from .plan_terms import broadcast_columns as _broadcast_columns
 from .plan_terms import columns as _columns
+from .plan_terms import rate_columns as _rate_columns
+from .sweep_table import GridRows, SweepTable
 
 __all__ = [
     "Plan", "SweepTable", "Config", "plan", "sweep", "evaluate", "explain", "iteration_flops",
@@ -245,56 +247,6 @@ class Plan:
         """Per-GPU memory parts in bytes."""
         return {"weights": self.weights, "gradients": self.gradients,
                 "optimizer": self.optimizer, "activations": self.activations}
-
-
-class SweepTable:
-    """Columns of equal length (NumPy arrays) with a few table verbs.
-
-    ``table["throughput"]``, ``len(table)``, ``table.sort_by("tokens_per_second")``,
-    ``table.top(5)``, ``table.feasible_only()``, ``table.row(0)`` (a dict),
-    ``table.to_pandas()``.
-    """
-
-    def __init__(self, columns: dict, meta: Optional[dict] = None):
-        self.columns = {k: np.asarray(c) for k, c in columns.items()}
-        lengths = {len(c) for c in self.columns.values()}
-        if len(lengths) > 1:
-            raise ValueError("columns must all have the same length")
-        self.meta = dict(meta or {})
-
-    def __len__(self):
-        return len(next(iter(self.columns.values()))) if self.columns else 0
-
-    def __getitem__(self, name):
-        if name not in self.columns:
-            raise ValueError(f"column must be one of {', '.join(self.columns)}; got {name!r}")
-        return self.columns[name]
-
-    def __repr__(self):
-        return f"SweepTable({len(self)} rows: {', '.join(self.columns)})"
-
-    def take(self, index) -> "SweepTable":
-        return SweepTable({k: c[index] for k, c in self.columns.items()}, self.meta)
-
-    def sort_by(self, column="tokens_per_second", descending=True) -> "SweepTable":
-        key = self[column]
-        order = np.argsort(-key if descending else key, kind="stable")
-        return self.take(order)
-
-    def top(self, k=10, column="tokens_per_second", feasible_only=True) -> "SweepTable":
-        t = self.feasible_only() if feasible_only else self
-        return t.sort_by(column).take(slice(0, k))
-
-    def feasible_only(self) -> "SweepTable":
-        return self.take(self.columns["feasible"])
-
-    def row(self, i) -> dict:
-        return {k: c[i].item() if hasattr(c[i], "item") else c[i] for k, c in self.columns.items()}
-
-    def to_pandas(self):
-        import pandas as pd
-
-        return pd.DataFrame(self.columns)
 
 
 # --------------------------------------------------------------------------- the vectorized pass
@@ -696,48 +648,25 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm)
-    cols = _gather_rows(_columns(cfg), cfg.shape, include_infeasible)
-    for prefix, column in (("viol_", "violations"), ("note_", "notes")):
-        keys = [k for k in cols if k.startswith(prefix)]
-        # one bit per code; join the codes once per distinct combination, not once per row
-        bits = sum(cols[k].astype(np.int64) << i for i, k in enumerate(keys))
-        combos, which = np.unique(bits, return_inverse=True)
-        names = [";".join(k[len(prefix):] for i, k in enumerate(keys) if combo >> i & 1) for combo in combos]
-        cols[column] = np.array(names, dtype=object)[which]
-        for k in keys:  # the joined codes carry them
-            del cols[k]
-    cols["recompute"] = np.array(RECOMPUTE_MODES, dtype=object)[cols["recompute_code"]]
-    return SweepTable(cols, meta={"model": m.name, "cluster": c.name, "global_batch": B})
-
-
-def _gather_rows(cols, shape, include_infeasible):
-    """The rows of a grid of ``shape`` (feasible ones unless asked), fastest first, as flat columns.
-
-    A column that does not vary along an axis is read along the others only, so no column
-    is broadcast to the whole grid; ties keep the grid's order (a stable sort).
-    """
-    feasible = np.broadcast_to(cols["feasible"], shape).reshape(-1)
+    cols = _columns(cfg, rates=False)
+    feasible = np.broadcast_to(cols["feasible"], cfg.shape).reshape(-1)
     rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
-    speed = np.broadcast_to(cols["tokens_per_second"], shape).reshape(-1)[rows]
-    rows = rows[np.argsort(-speed, kind="stable")]
-    where = np.unravel_index(rows, shape)
-    flat_index = {}
-    out = {}
-    for name, column in cols.items():
-        a = np.asarray(column)
-        a = a.reshape((1,) * (len(shape) - a.ndim) + a.shape)
-        # axes a broadcast view does not really vary along (stride 0) count as length 1
-        a = a[tuple(slice(None) if n > 1 and st else slice(0, 1) for n, st in zip(a.shape, a.strides))]
-        key = a.shape
-        if key not in flat_index:
-            idx, stride = np.zeros(len(rows), np.int64), 1
-            for axis in reversed(range(len(shape))):
-                if key[axis] > 1:
-                    idx += where[axis] * stride
-                    stride *= key[axis]
-            flat_index[key] = idx
-        out[name] = np.ascontiguousarray(a).reshape(-1)[flat_index[key]]
-    return out
+    speed = np.broadcast_to(cols["tokens_per_second"], cfg.shape).reshape(-1)[rows]
+    rows = rows[np.argsort(-speed, kind="stable")]  # fastest first; ties keep the grid's order
+    derived = {"violations": lambda t: _joined_codes(t, "viol_"), "notes": lambda t: _joined_codes(t, "note_"),
+               "recompute": lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]],
+               **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
+    return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
+                      meta={"model": m.name, "cluster": c.name, "global_batch": B})
+
+
+def _joined_codes(rows, prefix):
+    """``;``-joined codes of the true ``prefix*`` flags of each row, joined once per distinct combination."""
+    keys = [k for k in rows._cols if k.startswith(prefix)]
+    bits = sum(rows[k].astype(np.int64) << i for i, k in enumerate(keys))
+    combos, which = np.unique(bits, return_inverse=True)
+    names = [";".join(k[len(prefix):] for i, k in enumerate(keys) if combo >> i & 1) for combo in combos]
+    return np.array(names, dtype=object)[which]
 
 
 # --------------------------------------------------------------------------- explaining a ranking

@@ -188,3 +188,16 @@ def test_sweep_covers_ep_and_explain_names_it():
     assert best["ep"] > 1  # 64 experts: sharding them beats replicating them
     lines = core.explain(t, k=3)
     assert all(f"EP {best['ep']} ETP 1 EDP {best['expert_dp']}" in line for line in lines)
+
+
+def test_sweep_rows_with_ep_equal_plan():
+    t = core.sweep("mixtral-8x7b", "h100-1024", tp=(2,), cp=(4,), micro_batches=(1,), zero_stages=(1, 2),
+                   recompute=("selective", "full"), sequence_parallel=(True,), interleave=(1,))
+    assert len(t) > 4
+    for i in (0, len(t) // 2, len(t) - 1):
+        r = t.row(i)
+        p = core.plan("mixtral-8x7b", "h100-1024", tp=r["tp"], cp=r["cp"], pp=r["pp"], dp=r["dp"], ep=r["ep"],
+                      micro_batch=r["micro_batch"], num_microbatches=r["num_microbatches"],
+                      zero_stage=r["zero_stage"], recompute=r["recompute"], sequence_parallel=r["sequence_parallel"])
+        for k in ("step_time", "ep_comm", "memory_total", "mfu", "mfu_attention"):
+            assert r[k] == pytest.approx(getattr(p, k), rel=1e-12), k
