@@ -29,7 +29,7 @@ from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["Config", "columns", "broadcast_columns", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
+__all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
@@ -618,3 +618,73 @@ def columns(cfg, rates=True):
 def broadcast_columns(cols, shape):
     """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``."""
     return {k: np.array(np.broadcast_to(a, shape)) for k, a in cols.items()}
+
+
+def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
+                     fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
+                     collective_efficiency=None, capacity_factor=None):
+    """The assumptions behind each step-time term and the memory, as short sentences.
+
+    One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
+    :func:`~course.core.planner.plan`. What a number assumes is printed beside it
+    (``Plan.assumptions``, :func:`~course.core.planner.explain`).
+
+    Parameters
+    ----------
+    model, cluster
+        As in :func:`~course.core.planner.plan`.
+    compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
+    capacity_factor
+        As in :func:`~course.core.planner.plan`.
+
+    Returns
+    -------
+    dict of str
+        Term name -> its assumptions.
+
+    Source: the module docstring of :mod:`course.core.planner` (one source per term).
+
+    Examples
+    --------
+    >>> term_assumptions("llama3-70b", "h100-1024")["cp_comm"].split(";")[0]
+    "ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p)"
+    """
+    m, c = _as_model(model), _as_cluster(cluster)
+    eff_in, eff_out = ((_coll.NVLINK_COLLECTIVE_EFFICIENCY, _coll.NETWORK_COLLECTIVE_EFFICIENCY)
+                       if collective_efficiency is None else (collective_efficiency, collective_efficiency))
+    links = (f"NVLink at {eff_in:.0%} and the network at {eff_out:.0%} of link bandwidth (nccl-tests), "
+             f"latency {c.intra_latency * 1e6:.0f} / {c.inter_latency * 1e6:.0f} us per hop (order of magnitude)")
+    peak = c.accelerator.peak("fp8" if precision == "fp8" else precision)
+    compute = [f"every matrix multiplication sustains {compute_efficiency:.2f} of the dense {precision} peak "
+               f"({peak / 1e12:.0f} TFLOP/s; fitted once on Megatron-LM SC21 Table 1)"]
+    if precision == "fp8":
+        compute.append("layer GEMMs at the FP8 peak; attention, output layer and router in BF16 (DeepSeek-V3)")
+    compute.append("causal FlashAttention-2 skips the masked 128 x 128 score tiles" if fused_attention
+                   else "unfused attention computes the full s x s score matrix")
+    if m.is_moe:
+        compute.append("dropless routing, busiest EP rank from balls-into-bins with a uniform router"
+                       if capacity_factor is None else f"token dropping, experts padded to capacity {capacity_factor}")
+    bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
+              "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
+    cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
+          f"the hidden part still takes {OVERLAP_SM_SHARE:.0%} of the SMs" if cp_algorithm == "ring"
+          else "all-gather of K/V before attention, exposed (Llama 3)")
+    ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
+          (f", at most {m.routing_node_limit} nodes per token" if m.routing_node_limit else "") +
+          ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else "; exposed"))
+    return {
+        "compute": "; ".join(compute) + "; stages paced by the busiest",
+        "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
+                         + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
+        "tp_comm": f"ring all-reduces / SP all-gathers per layer, not overlapped; {links}",
+        "cp_comm": cp,
+        "ep_comm": ep if m.is_moe else "no experts",
+        "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
+        "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
+        "dp_comm_exposed": ("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
+                            else "gradient all-reduce after the pipeline flush, not overlapped"),
+        "memory": ("16-bit weights and gradients, 12 bytes of Adam state per weight, ZeRO over DP x CP"
+                   + (" (experts over expert-DP)" if m.is_moe else "")
+                   + "; activations: Korthikanti et al.'s GPT-shaped count per layer, the fullest stage "
+                     "holding p - s micro-batches (1F1B)"),
+    }

@@ -80,6 +80,7 @@ from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, RECOMPUTE_MODES, SCHEDULES,
 from .plan_terms import broadcast_columns as _broadcast_columns
 from .plan_terms import columns as _columns
 from .plan_terms import rate_columns as _rate_columns
+from .plan_terms import term_assumptions
 from .sweep_table import GridRows, SweepTable
 
 __all__ = [
@@ -227,6 +228,8 @@ class Plan:
     moe_straggler: float = 1.0
     #: MFU with attention counted (PaLM, Appendix B: 6N + 12 l h s per token); ``mfu`` is 6N per token
     mfu_attention: float = 0.0
+    #: term (and "memory") -> the assumptions behind its number
+    assumptions: dict = field(default_factory=dict)
 
     @property
     def feasible(self) -> bool:
@@ -524,6 +527,11 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  cp_algorithm=cp_algorithm)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
+    record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
+                                             fused_attention=fused_attention, cp_algorithm=cp_algorithm,
+                                             schedule=schedule, overlap=overlap,
+                                             collective_efficiency=collective_efficiency,
+                                             capacity_factor=capacity_factor)
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
                   violations=_sentences(cols, 0, m, c, requested), notes=_note_sentences(cols, 0, m))
@@ -656,8 +664,12 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     derived = {"violations": lambda t: _joined_codes(t, "viol_"), "notes": lambda t: _joined_codes(t, "note_"),
                "recompute": lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]],
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
+    settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
+                    cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
+                    collective_efficiency=collective_efficiency, capacity_factor=capacity_factor)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
-                      meta={"model": m.name, "cluster": c.name, "global_batch": B})
+                      meta={"model": m.name, "cluster": c.name, "global_batch": B,
+                            "assumptions": term_assumptions(m, c, **settings)})
 
 
 def _joined_codes(rows, prefix):
@@ -685,6 +697,11 @@ def _setting(row):
             f"{row['recompute']} recompute{' + SP' if row['sequence_parallel'] else ''}")
 
 
+def _mfu_words(row):
+    return (f"MFU {row['mfu']:.1%} counting 6N per token, {row['mfu_attention']:.1%} counting attention "
+            f"(6N + 12 l h s)")
+
+
 def explain(table, k=3, terms=2):
     """Why the best rows of a sweep beat the next ones, term by term.
 
@@ -705,7 +722,8 @@ def explain(table, k=3, terms=2):
     -------
     list of str
         One sentence per comparison, ``"#1 beats #2 because ..."`` (or ``"#1 and #2 tie
-        ..."`` when their steps differ by less than half a millisecond).
+        ..."`` when their steps differ by less than half a millisecond), ending with the
+        assumptions behind the terms it names (:func:`~course.core.plan_terms.term_assumptions`).
 
     Source: the terms of :func:`evaluate`.
 
@@ -735,11 +753,15 @@ def explain(table, k=3, terms=2):
         memory = f"memory {best['memory_total'] / 1e9:.1f} vs {other['memory_total'] / 1e9:.1f} GB per GPU"
         if gap < 0.5e-3:  # a tie: say what differs instead of inventing a winner
             out.append(f"#1 and #{i + 1} tie ({best['step_time']:.2f} s per step): they differ in {settings}, "
-                       f"which moves no step-time term by a millisecond; {memory}. #1 is {_setting(best)}.")
+                       f"which moves no step-time term by a millisecond; {memory}. #1 is {_setting(best)}, "
+                       f"{_mfu_words(best)}.")
             continue
+        assumes = table.meta.get("assumptions", {})
+        because = "; ".join(f"{_TERM_WORDS[t]}: {assumes[t]}" for _, t in diffs if t in assumes)
         out.append(f"#1 beats #{i + 1} because its step is {gap * 1e3:.0f} ms shorter "
                    f"({best['step_time']:.2f} s vs {other['step_time']:.2f} s): {why}; "
-                   f"settings {settings}; {memory}. #1 is {_setting(best)}.")
+                   f"settings {settings}; {memory}. #1 is {_setting(best)}, {_mfu_words(best)}."
+                   + (f" Assumed ({because})." if because else ""))
     return out
 
 

@@ -83,3 +83,23 @@ def test_fp8_cast_traffic_by_hand():
     assert fp8.fp8_cast_bytes_per_token(1.0) == pytest.approx(2 * 2 * (3 + 4 / 128))
     with pytest.raises(ValueError, match="gemm_input_elements"):
         fp8.fp8_cast_bytes_per_token(-1)
+
+
+# --------------------------------------------------------------------------- assumptions beside every number
+
+
+def test_every_term_lists_its_assumptions_and_they_follow_the_settings():
+    from course.core.planner import STEP_TERMS, explain, sweep
+
+    p = plan("llama3-70b", H100_1024, **LLAMA70)
+    assert set(STEP_TERMS) | {"memory"} <= set(p.assumptions)
+    assert all(p.assumptions[t] for t in STEP_TERMS)
+    assert "0.63 of the dense bf16 peak" in p.assumptions["compute"]
+    fp = plan("llama3-70b", H100_1024, precision="fp8", cp_algorithm="all_gather", schedule="zb-h1", **LLAMA70)
+    assert "FP8 peak" in fp.assumptions["compute"] and "exposed" in fp.assumptions["cp_comm"]
+    assert fp.assumptions["bubble"].startswith("ZB-H1")
+    t = sweep("gpt3-175b", "h100-1024", tp=(8,), pp=(8,), cp=(1,), micro_batches=(1,), zero_stages=(1,),
+              recompute=("full",), sequence_parallel=(False,), interleave=(1, 2), global_batch=1536)
+    sentence = explain(t, k=2)[0]
+    assert "Assumed (pipeline bubble: 1F1B" in sentence
+    assert "counting 6N per token" in sentence and "counting attention" in sentence
