@@ -108,6 +108,9 @@ class Model:
     vocab: Optional[int] = None
     seq_len: Optional[int] = None
     mlp_matrices: int = 2
+    # dropout layers in the block (GPT-3, BLOOM); Llama, Mixtral, Qwen2 and DeepSeek-V3 train without
+    # (their released config.json files set attention_dropout 0.0 and have no hidden dropout)
+    dropout: bool = True
     # mixture of experts (0 = dense): routed experts, experts per token, their inner width,
     # shared experts and their width (default expert_ffn), leading dense layers (inner width ffn)
     experts: int = 0
@@ -438,16 +441,19 @@ MODELS: dict[str, Model] = {
               layers=96, hidden=12288, heads=96, kv_heads=96, ffn=4 * 12288, vocab=50257,
               seq_len=2048),
         Model("llama3-8b", 8 * u.billion, _LLAMA3, layers=32, hidden=4096, heads=32,
-              kv_heads=8, ffn=14336, vocab=128000, seq_len=8192, mlp_matrices=3),
+              kv_heads=8, ffn=14336, vocab=128000, seq_len=8192, mlp_matrices=3,
+              dropout=False),
         Model("llama3-70b", 70 * u.billion, _LLAMA3, layers=80, hidden=8192, heads=64,
-              kv_heads=8, ffn=28672, vocab=128000, seq_len=8192, mlp_matrices=3),
+              kv_heads=8, ffn=28672, vocab=128000, seq_len=8192, mlp_matrices=3,
+              dropout=False),
         Model("llama3-405b", 405 * u.billion, _LLAMA3, layers=126, hidden=16384, heads=128,
-              kv_heads=8, ffn=53248, vocab=128000, seq_len=8192, mlp_matrices=3),
+              kv_heads=8, ffn=53248, vocab=128000, seq_len=8192, mlp_matrices=3,
+              dropout=False),
         Model("llama2-7b", 7 * u.billion,
               "Touvron et al. 2023, Llama 2, Table 1 and the released config "
               "(32 layers, d 4096, 32 heads, FFN 11008, vocab 32,000, context 4096)",
               layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000,
-              seq_len=4096, mlp_matrices=3),
+              seq_len=4096, mlp_matrices=3, dropout=False),
         Model("resnet50", 25.6 * u.million,
               "He et al. 2016, Deep Residual Learning, Table 1 (ResNet-50, ~25.6M parameters)"),
         Model("mobilenetv2", 3.4 * u.million,
@@ -467,7 +473,7 @@ MODELS: dict[str, Model] = {
               "layer: 7168x1536 + 1536x128x192 + 7168x576 + 512x128x256 + 128x128x7168 = 187.1M; "
               "score width 128 x (192 + 128) / 2 = 20,480",
               layers=61, hidden=7168, heads=128, kv_heads=128, ffn=18432, vocab=129280, seq_len=4096,
-              mlp_matrices=3, experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3, routing_node_limit=4,
+              mlp_matrices=3, dropout=False, experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3, routing_node_limit=4,
               attention_params=7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168,
               attention_width=128 * (192 + 128) // 2),
         Model("mixtral-8x7b", 46.7 * u.billion,
@@ -475,20 +481,20 @@ MODELS: dict[str, Model] = {
               "32 layers, 32 heads of 128, 8 KV heads, expert hidden_dim 14336, 8 experts, top-2, "
               "vocab 32,000, context 32,768; 47B total (46.7B in the model card), 13B active",
               layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000, seq_len=32768,
-              mlp_matrices=3, experts=8, top_k=2, expert_ffn=14336),
+              mlp_matrices=3, dropout=False, experts=8, top_k=2, expert_ffn=14336),
         Model("mixtral-8x22b", 141 * u.billion,
               "Mistral AI 2024, 'Cheaper, Better, Faster, Stronger' (Mixtral 8x22B announcement: 141B "
               "total, 39B active, 64K context) and the mistralai/Mixtral-8x22B-v0.1 config.json: hidden "
               "6144, 56 layers, 48 heads, 8 KV heads, intermediate 16384, 8 experts, top-2, vocab 32,000",
               layers=56, hidden=6144, heads=48, kv_heads=8, ffn=16384, vocab=32000, seq_len=65536,
-              mlp_matrices=3, experts=8, top_k=2, expert_ffn=16384),
+              mlp_matrices=3, dropout=False, experts=8, top_k=2, expert_ffn=16384),
         Model("qwen2-57b-a14b", 57 * u.billion,
               "Yang et al. 2024, Qwen2 Technical Report (arXiv 2407.10671), Table 1: hidden 3584, 28 "
               "layers, 28 query / 4 KV heads, 64 routed experts of inner width 2560, 8 activated, shared "
               "experts 20,480 wide in all (shared_expert_intermediate_size in the released config.json), "
               "vocab 151,646 (151,936 padded); 57B total, 14B active; pre-training sequence 4,096",
               layers=28, hidden=3584, heads=28, kv_heads=4, ffn=2560, vocab=151936, seq_len=4096,
-              mlp_matrices=3, experts=64, top_k=8, expert_ffn=2560, shared_experts=1, shared_ffn=20480),
+              mlp_matrices=3, dropout=False, experts=64, top_k=8, expert_ffn=2560, shared_experts=1, shared_ffn=20480),
     ]
 }
 

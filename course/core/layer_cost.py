@@ -24,7 +24,7 @@ from . import _validate as v
 
 __all__ = ["RECOMPUTE_MODES", "FLASH_BLOCK", "layer_flops_per_token", "flops_per_sequence", "backward_share",
            "forward_share", "elementwise_traffic_per_layer", "causal_attention_fraction",
-           "model_flops_per_token"]
+           "model_flops_per_token", "layer_activation_bytes"]
 
 #: Query/key tile of FlashAttention-2 on Hopper/Ampere (``block_m = block_n = 128``): a causal
 #: kernel skips every tile above the diagonal and computes the diagonal tiles in full.
@@ -277,3 +277,75 @@ def model_flops_per_token(model, attention=True):
     if not attention:
         return base
     return base + 12.0 * model.layers * model.score_width * model.seq_len
+
+
+def layer_activation_bytes(seq, micro_batch, hidden, heads, kv_heads=None, ffn=None, mlp_matrices=2, dropout=True,
+                           tp=1, sequence_parallel=False, recompute="none"):
+    """Activation bytes one transformer layer keeps for its backward pass, for its real shape.
+
+    Korthikanti et al.'s per-tensor count (16-bit tensors, 1-byte dropout masks) for any
+    layer: two norm inputs ``4sbh``; attention keeps its input ``2sbh``, Q ``2sbh``, K and V
+    ``4sbh kv/a`` (GQA), the output projection's input ``2sbh`` and a dropout mask ``sbh``;
+    the MLP keeps its input ``2sbh``, the ``mlp_matrices - 1`` pre-activation outputs
+    ``2sbf`` each, the activation's output ``2sbf`` and a dropout mask ``sbh``; without a
+    fused kernel the scores add ``5as^2b`` (``2as^2b`` without dropout). Without sequence
+    parallelism the norm inputs, the block inputs and the masks are whole on every TP rank;
+    with it everything is split ``t`` ways. Selective recomputation drops the scores, full
+    recomputation keeps the layer input only (``2sbh``, ``/t`` with SP).
+
+    With GPT shapes (``kv = a``, ``f = 4h``, 2 matrices, dropout) this is Korthikanti et
+    al.'s ``sbh (10 + 24/t + 5as/(ht))`` (:func:`~course.core.memory.activation_bytes_per_layer`);
+    a Llama layer (GQA, SwiGLU, no dropout) keeps less.
+
+    Parameters
+    ----------
+    seq, micro_batch, hidden, heads : int or array_like, >= 1
+    kv_heads : int, optional
+        Key/value heads (default ``heads``).
+    ffn : int, optional
+        MLP inner width (default ``4 hidden``).
+    mlp_matrices : {2, 3}
+    dropout : bool
+        Dropout layers present (GPT-3, BLOOM) or not (Llama, Mixtral, Qwen2, DeepSeek-V3).
+    tp : int or array_like, >= 1
+    sequence_parallel : bool or array_like of bool
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float or ndarray
+        Bytes per layer and micro-batch on one GPU.
+
+    Source: Korthikanti et al. 2022, sec. 4.1 and Table 2 (the per-tensor count);
+    Ainslie et al. 2023 (GQA: K and V ``kv/a`` as wide); Shazeer 2020 (SwiGLU: two
+    pre-activation outputs).
+
+    Examples
+    --------
+    >>> s, b, h, a = 2048, 1, 12288, 96
+    >>> layer_activation_bytes(s, b, h, a) / (s * b * h)
+    114.0
+    >>> layer_activation_bytes(8192, 1, 16384, 128, 8, 53248, 3, False, 8, True, "selective") / (8192 * 16384 / 8)
+    31.75
+    """
+    mode = _mode(recompute)
+    s = v.positive("seq", seq)
+    b = v.positive("micro_batch", micro_batch)
+    h = v.positive("hidden", hidden)
+    a = v.positive("heads", heads)
+    kv = a if kv_heads is None else v.positive("kv_heads", kv_heads)
+    f = 4.0 * h if ffn is None else v.positive("ffn", ffn)
+    if mlp_matrices not in (2, 3):
+        raise ValueError(f"mlp_matrices must be 2 or 3; got {mlp_matrices!r}")
+    t = v.integer("tp", tp).astype(float)
+    sp = np.asarray(sequence_parallel, dtype=bool)
+    sbh = s * b * h
+    d = 1.0 if dropout else 0.0
+    whole = 4.0 + 2.0 + 2.0 + 2.0 * d  # norm inputs, attention and MLP inputs, two dropout masks
+    split = 2.0 + 4.0 * kv / a + 2.0 + ((mlp_matrices - 1) * 2.0 + 2.0) * f / h
+    if mode == "full":
+        return v.scalar_or_array(np.where(sp, 2.0 * sbh / t, 2.0 * sbh))
+    body = np.where(sp, (whole + split) / t, whole + split / t) * sbh
+    if mode == "none":
+        body = body + (5.0 if dropout else 2.0) * a * s * s * b / t
+    return v.scalar_or_array(body)

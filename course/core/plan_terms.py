@@ -271,9 +271,11 @@ class Config:
         if mode == "full":
             return np.zeros(())
         s, b, h, t, sp = m.seq_len / self.cp, self.micro_batch, m.hidden, self.tp, self.sequence_parallel
-        # Korthikanti et al. 2022, sec. 4.1: the 4h MLP keeps 2sbh + 16sbh/t + sbh (its input, the two
-        # GEMM inputs, the dropout mask); with SP all of it is split t ways
-        dense_mlp = np.where(sp, 19.0 * s * b * h / t, s * b * h * (3.0 + 16.0 / t))
+        # the dense MLP part of layer_activation_bytes: its input and dropout mask (whole without SP)
+        # and its inner tensors (split over TP)
+        whole = 2.0 + (1.0 if m.dropout else 0.0)
+        inner = ((m.mlp_matrices - 1) * 2.0 + 2.0) * (m.ffn or 4 * h) / h
+        dense_mlp = np.where(sp, (whole + inner) / t, whole + inner / t) * s * b * h
         moe = _moe.moe_mlp_activation_bytes_per_layer(
             self.moe_tokens, h, m.expert_ffn, m.top_k, m.shared_experts, m.shared_ffn or None, m.experts,
             self.etp, self.moe_straggler)
@@ -300,8 +302,10 @@ class Config:
         cache = self.__dict__.setdefault("_act_cache", {})
         if mode not in cache:
             m, sp = self.model, self.sequence_parallel
-            per_flag = {flag: _mem.activation_bytes_per_layer(m.seq_len, self.micro_batch, m.hidden, m.heads,
-                                                              self.tp, flag, mode)
+            # Korthikanti et al.'s per-tensor count for the layer's real shape (GQA, SwiGLU, dropout or not)
+            per_flag = {flag: _lc.layer_activation_bytes(m.seq_len, self.micro_batch, m.hidden, m.heads,
+                                                         m.kv_heads or m.heads, m.ffn or 4 * m.hidden,
+                                                         m.mlp_matrices, m.dropout, self.tp, flag, mode)
                         for flag in (False, True) if np.any(sp == flag)}
             act = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
                    else next(iter(per_flag.values())))
@@ -685,6 +689,6 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                             else "gradient all-reduce after the pipeline flush, not overlapped"),
         "memory": ("16-bit weights and gradients, 12 bytes of Adam state per weight, ZeRO over DP x CP"
                    + (" (experts over expert-DP)" if m.is_moe else "")
-                   + "; activations: Korthikanti et al.'s GPT-shaped count per layer, the fullest stage "
+                   + "; activations: Korthikanti et al.'s per-tensor count for the layer's shape, the fullest stage "
                      "holding p - s micro-batches (1F1B)"),
     }
