@@ -621,29 +621,11 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     if schedule != "1f1b":  # interleaving is a form of 1F1B
         interleave = (1,)
     folds = [(e, et) for e in eps for et in etps if not m.is_moe or m.experts % e == 0]
-    rows = []
-    for t, k in product(tps, cp):
-        if n % (t * k) or m.seq_len % (2 * k):
-            continue
-        pps = list(pp) if pp is not None else _divisors(n // (t * k), up_to=m.layers)
-        for p in pps:
-            if (n // (t * k)) % p:
-                continue
-            d = n // (t * k * p)
-            for b in micro_batches:
-                if B % (b * d):
-                    continue
-                nmb = B // (b * d)
-                for chunks in interleave:
-                    if chunks > 1 and (p == 1 or nmb % p or p * chunks > m.layers):
-                        continue
-                    for e, et in folds:
-                        if (t * k * d) % (e * et) == 0:
-                            rows.append((t, k, p, d, b, nmb, chunks, e, et))
-    if not rows:
+    base = _layouts(n, B, m, tps, list(cp), list(pp) if pp is not None else _divisors(n, up_to=m.layers),
+                    list(micro_batches), list(interleave), folds)
+    if not len(base):
         raise ValueError(f"global_batch = {B} admits no configuration of {n} GPUs with micro-batches "
                          f"{tuple(micro_batches)}")
-    base = np.array(rows, dtype=np.int64)
     rc_codes = np.array([RECOMPUTE_MODES.index(r) for r in recompute], dtype=np.int64)
     # one axis per setting (base layouts, ZeRO stage, recompute, SP): every term computes on the axes
     # it depends on, and only the sums broadcast to the whole grid
@@ -670,6 +652,30 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B,
                             "assumptions": term_assumptions(m, c, **settings)})
+
+
+def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):
+    """Every (TP, CP, PP, DP, b, m, v, EP, ETP) of ``n`` GPUs and ``batch`` sequences, one row each.
+
+    Rows in the order of nested loops over TP, CP, PP, micro-batch, interleave and expert
+    folding; combinations that are not configurations are left out: TP x CP x PP not
+    dividing the GPUs, CP not splitting the sequence into 2 x CP chunks, b x DP not dividing
+    the batch, interleaving without a pipeline, with micro-batches that PP does not divide
+    or more chunks than layers, ETP x EP not dividing TP x CP x DP.
+    """
+    fold = np.array(folds, dtype=np.int64).reshape(-1, 2)
+    grid = np.meshgrid(np.array(tps, dtype=np.int64), np.array(cps, dtype=np.int64), np.array(pps, dtype=np.int64),
+                       np.array(micro_batches, dtype=np.int64), np.array(interleave, dtype=np.int64),
+                       np.arange(len(fold)), indexing="ij")
+    t, k, p, b, v, f = (a.reshape(-1) for a in grid)
+    ok = (n % (t * k) == 0) & (model.seq_len % (2 * k) == 0) & ((n // (t * k)) % p == 0)
+    d = np.maximum(n // (t * k * p), 1)
+    ok &= batch % (b * d) == 0
+    nmb = np.maximum(batch // (b * d), 1)
+    ok &= ~((v > 1) & ((p == 1) | (nmb % p != 0) | (p * v > model.layers)))
+    e, et = fold[f, 0], fold[f, 1]
+    ok &= (t * k * d) % (e * et) == 0
+    return np.stack([t, k, p, d, b, nmb, v, e, et], axis=1)[ok]
 
 
 def _joined_codes(rows, prefix):

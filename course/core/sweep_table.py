@@ -126,9 +126,14 @@ class SweepTable:
         return self.take(self.columns["feasible"])
 
     def row(self, i) -> dict:
-        one = self.take(np.array([i])) if isinstance(self.columns, GridRows) else self
-        j = 0 if one is not self else i
-        return {k: c[j].item() if hasattr(c[j], "item") else c[j] for k, c in one.columns.items()}
+        cols, j = self.columns, i
+        if isinstance(cols, GridRows):
+            # the first row read gathers one row of each column (a sweep's best row, cheaply); a second
+            # one means rows are being walked: gather whole columns once, so every later row is free
+            self._rows_read = getattr(self, "_rows_read", 0) + 1
+            if self._rows_read == 1:
+                cols, j = cols.take(np.array([i])), 0
+        return {k: c[j].item() if hasattr(c[j], "item") else c[j] for k, c in cols.items()}
 
     def to_pandas(self):
         import pandas as pd
