@@ -1,12 +1,13 @@
-"""4D-parallel training planner: step time, per-GPU memory, MFU, feasibility and notes.
+"""5D-parallel training planner: step time, per-GPU memory, MFU, feasibility and notes.
 
-:func:`plan` evaluates one configuration (TP x CP x PP x DP, micro-batching, ZeRO stage,
-activation recomputation, sequence parallelism, pipeline schedule, uneven stages) of a
+:func:`plan` evaluates one configuration (TP x CP x PP x DP for attention, ETP x EP x
+expert-DP for the experts of a mixture of experts, micro-batching, ZeRO stage, activation
+recomputation, sequence parallelism, pipeline schedule, uneven stages, precision) of a
 :class:`~course.core.catalog.Model` on a :class:`~course.core.catalog.Cluster`.
 :func:`sweep` enumerates every configuration of a cluster and evaluates all of them in
 one vectorized NumPy pass; :func:`evaluate` is the same pass on arrays the caller builds
 (an instrument's 256-point curve); :func:`explain` says why the best rows of a sweep
-beat the next ones.
+beat the next ones, and what each named term assumes.
 
 The pass builds a configuration record (:class:`~course.core.plan_terms.Config`) and adds
 up terms, one function each (:mod:`course.core.plan_terms`), whose physics lives in the
@@ -15,38 +16,48 @@ core module it belongs to:
 =================  ===========================================================================
 term               physics (module, source)
 =================  ===========================================================================
-compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 eq. 3) /
-                   (GPUs x dense peak x ``compute_efficiency``), paced by the slowest stage
-                   (:func:`~course.core.pipeline.slowest_stage_layers`)
+compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 eq. 3, active
+                   weights of an MoE, causal attention as FlashAttention-2 computes it) /
+                   (GPUs x peak x ``compute_efficiency``; FP8 GEMMs at the FP8 peak,
+                   :mod:`~course.core.fp8`), paced by the slowest stage and, for an MoE, the
+                   busiest expert rank (:func:`~course.core.moe.moe_straggler_factor`)
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
-                   roofline)
+                   roofline), plus FP8 casts
 tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019)
 cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
-                   2024)
-bubble             :func:`~course.core.pipeline.bubble_overhead` x busy time (Narayanan et al.)
+                   2024); the ring overlaps it with attention (``cp_algorithm``)
+ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3
+                   node-limited routing); hidden by DualPipe
+bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
+                   interleaved, ZB-H1, DualPipe)
 pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
 dp_comm_exposed    ZeRO traffic per micro-batch and per step, overlapped per layer
-                   (:mod:`~course.core.zero`; Rajbhandari et al. 2020, Zhao et al. 2023)
-memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP) +
-                   :func:`~course.core.memory.activation_bytes_per_layer` / CP x layers x
-                   :func:`~course.core.pipeline.in_flight_microbatches`
+                   (:mod:`~course.core.zero`; Rajbhandari et al. 2020, Zhao et al. 2023); expert
+                   gradients over the expert-DP group
+memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP; experts
+                   over expert-DP) + :func:`~course.core.layer_cost.layer_activation_bytes` / CP
+                   x the layer-micro-batches of the fullest stage
+                   (:func:`~course.core.pipeline.in_flight_microbatches_at_stage`)
 =================  ===========================================================================
 
 Every collective runs at its link's bandwidth times a measured collective efficiency
 (:data:`~course.core.collectives.NVLINK_COLLECTIVE_EFFICIENCY`,
 :data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`, from nccl-tests).
 Ranks are placed TP innermost, then CP, PP and DP (Dubey et al. 2024, sec. 3.3.2): a
-group stays on NVLink while the ranks it spans fit in a node.
+group stays on NVLink while the ranks it spans fit in a node; experts fold the GPUs of a
+stage ETP innermost, then EP (Liu et al. 2025).
 
 No made-up penalty terms (erratum 5 of the source material): step time is compute +
-memory-bound + TP + CP communication + bubble + point-to-point + exposed DP traffic, each
-derived from FLOPs, bytes and bandwidths.
+memory-bound + TP + CP + EP communication + bubble + point-to-point + exposed DP traffic,
+each derived from FLOPs, bytes and bandwidths. ``Plan.assumptions`` lists what each term
+assumes; MFU is given in both conventions (``mfu``: 6N per token; ``mfu_attention``:
+PaLM's 6N + 12 l h s).
 
 Simplifications (say so where students see a number): embeddings and the output layer
 are spread evenly over stages (their activations and the logits are not in the
-activation memory); every stage is charged the activations of the busiest one; the
-optimizer step, kernel launch and framework overheads are inside
-``compute_efficiency``; CP's K/V exchange is not overlapped with attention.
+activation memory); the optimizer step, kernel launch and framework overheads are inside
+``compute_efficiency``; MoE routing is uniform (a balanced router); hidden communication
+costs only the SMs it occupies.
 
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
 uneven stages are *notes*, not violations.
