@@ -10,6 +10,12 @@ mlsysim has no CP or interleaving). Both are timed in the same run and the speed
 is printed (target >= 100x). mlsysim's solver computes less per call (no activations,
 no ZeRO traffic, no violations), so the ratio is conservative.
 
+It also times the two sweeps of issue 27, the default search (feasible rows, sorted, and the
+best row read) of (a) the largest MoE model, DeepSeek-V3 671B, on 2,048 H800s with expert
+parallelism in the search (target < 100 ms) and (b) dense Llama 3 405B on 16,384 H100s (target
+< 50 ms), each against a baseline measured in the same run: one ``plan()`` call, so the sweep's
+cost is printed as "plans' worth" as well as in milliseconds.
+
 It also times one instrument-sized evaluation: a 256-point curve (``evaluate`` over DP
 = 1..256 at TP=8, PP=4), the cost of one slider move.
 
@@ -84,11 +90,40 @@ def mlsysim_loop(ms, model_name, cluster, table, rows):
     return step
 
 
+TARGETS = [("deepseek-v3", "h800-2048", 100.0), ("llama3-405b", "h100-16384", 50.0)]
+
+
+def issue27_targets(repeat):
+    """Best-of-``repeat`` time of the default sweep (and reading its best row) against one plan()."""
+    from course.core.planner import plan
+
+    print("\ndefault sweeps of issue 27 (feasible rows, fastest first, best row read):")
+    for model_name, cluster_name, target_ms in TARGETS:
+        run = lambda: sweep(model_name, cluster_name).row(0)  # noqa: E731
+        run()
+        best, median, top = best_of(run, repeat)
+        args = {k: top[k] for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "num_microbatches", "zero_stage",
+                                     "recompute", "sequence_parallel", "interleave")}
+        one = lambda: plan(model_name, cluster_name, **args)  # noqa: E731
+        one()
+        single, _, _ = best_of(one, 50)
+        rows = len(sweep(model_name, cluster_name, include_infeasible=True))
+        print(f"  {model_name} on {cluster_name}: {rows} configurations, best {best * 1e3:.1f} ms "
+              f"(median {median * 1e3:.1f}), target < {target_ms:.0f} ms; = {best / single:.0f} plan() calls "
+              f"of {single * 1e3:.2f} ms each ({best / single / rows * 1e3:.2f} per 1,000 configurations)")
+        print(f"    best: {args}, MFU {top['mfu']:.1%} (6N) / {top['mfu_attention']:.1%} (attention counted), "
+              f"{top['memory_total'] / 1e9:.1f} GB/GPU")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="time mlsysim on 500 rows per case")
     ap.add_argument("--repeat", type=int, default=7, help="runs of our sweep per case (best kept)")
+    ap.add_argument("--issue27", action="store_true", help="only the two sweeps of issue 27")
     args = ap.parse_args(argv)
+    issue27_targets(args.repeat)
+    if args.issue27:
+        return
     ms = load_mlsysim()
     if ms is None:
         print("mlsysim not importable: timing our side only "

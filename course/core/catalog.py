@@ -30,6 +30,7 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
+from . import moe as _moe
 from . import tensor as _tensor
 from . import units as u
 
@@ -107,10 +108,76 @@ class Model:
     vocab: Optional[int] = None
     seq_len: Optional[int] = None
     mlp_matrices: int = 2
+    # dropout layers in the block (GPT-3, BLOOM); Llama, Mixtral, Qwen2 and DeepSeek-V3 train without
+    # (their released config.json files set attention_dropout 0.0 and have no hidden dropout)
+    dropout: bool = True
+    # mixture of experts (0 = dense): routed experts, experts per token, their inner width,
+    # shared experts and their width (default expert_ffn), leading dense layers (inner width ffn)
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    shared_experts: int = 0
+    shared_ffn: int = 0
+    dense_layers: int = 0
+    # node-limited routing: each token's experts on at most this many nodes (0: no limit)
+    routing_node_limit: int = 0
+    # attention that is not plain multi-head / GQA (DeepSeek's MLA): weights per layer, and the
+    # width ``heads x (d_qk + d_v) / 2`` that replaces ``h`` in the ``4 s h`` score FLOPs
+    attention_params: Optional[float] = None
+    attention_width: Optional[int] = None
 
     @property
     def is_transformer(self) -> bool:
         return None not in (self.layers, self.hidden, self.heads, self.seq_len)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Transformer blocks whose MLP is a mixture of experts (0 for a dense model)."""
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def attention_layer_params(self) -> float:
+        """Weights of one attention block (``attention_params`` when given, else Q, K, V, O)."""
+        if self.attention_params is not None:
+            return float(self.attention_params)
+        return float(_tensor.transformer_layer_params(self.hidden, self.ffn or self.hidden, False,
+                                                      self.heads, self.kv_heads or self.heads)
+                     - 2.0 * self.hidden * (self.ffn or self.hidden))
+
+    @property
+    def score_width(self) -> int:
+        """``h`` of the ``4 s h`` attention-score FLOPs (``attention_width`` for MLA)."""
+        return self.attention_width or self.hidden
+
+    @property
+    def routed_expert_params(self) -> float:
+        """Weights of every routed expert of every MoE layer: what EP shards."""
+        if not self.is_moe:
+            return 0.0
+        return float(self.moe_layers * self.experts * _moe.expert_params(self.hidden, self.expert_ffn,
+                                                                          self.mlp_matrices))
+
+    @property
+    def active_params(self) -> float:
+        """Weights a token passes through (``params`` for a dense model): the ``N`` of ``6N``."""
+        if not self.is_moe:
+            return float(self.params)
+        return float(self.params - self.routed_expert_params * (1.0 - self.top_k / self.experts))
+
+    @property
+    def active_layer_params(self) -> float:
+        """Weights a token passes through in an average block (``layer_params`` when dense)."""
+        if not self.is_moe:
+            return float(self.layer_params)
+        _, active_mlp = _moe.moe_mlp_params(self.hidden, self.expert_ffn, self.experts, self.top_k,
+                                            self.shared_experts, self.shared_ffn or None, self.mlp_matrices)
+        dense_mlp = self.mlp_matrices * self.hidden * self.ffn
+        att = self.attention_layer_params
+        return float(att + (self.dense_layers * dense_mlp + self.moe_layers * active_mlp) / self.layers)
 
     @property
     def head_dim(self) -> int:
@@ -227,6 +294,16 @@ ACCELERATORS: dict[str, Accelerator] = {
                          "$2-3 per GPU-hour. Pass your own price where a bill matters",
         ),
         Accelerator(
+            name="H800 SXM",
+            peak_flops={"fp64": 1e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
+                        "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
+            memory_bytes=80 * u.GB, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
+            source="NVIDIA H800 SXM5 (export variant of H100 SXM5): the H100's tensor-core peaks "
+                   "(dense BF16 989, FP8 1979 TFLOPS), 80 GB HBM3 at 3.35 TB/s, 700 W; FP64 cut to "
+                   "1 TFLOPS and NVLink to 400 GB/s total. DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1, "
+                   "trains on 2,048 of them",
+        ),
+        Accelerator(
             name="A100 80GB SXM",
             peak_flops={"fp64": 9.7e12, "fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12,
                         "fp16": 312e12, "int8": 624e12},
@@ -288,6 +365,10 @@ LINKS: dict[str, Link] = {
         Link("NVLink 3", 300 * u.GB_per_s, 1 * u.us,
              "NVIDIA A100 data sheet: NVLink 600 GB/s total per GPU = 300 GB/s per direction "
              "(12 links x 25 GB/s); " + _LAT_NOTE),
+        Link("NVLink 4 (H800)", 200 * u.GB_per_s, 1 * u.us,
+             "NVIDIA H800 SXM5: NVLink 400 GB/s total per GPU = 200 GB/s per direction (the export "
+             "variant of H100 with fewer NVLink lanes); DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.2.2, "
+             "measure 160 GB/s achievable; " + _LAT_NOTE),
         Link("NVLink 5", 900 * u.GB_per_s, 1 * u.us,
              "NVIDIA HGX B200 specifications: NVLink 1.8 TB/s total per GPU = 900 GB/s per "
              "direction; " + _LAT_NOTE),
@@ -360,16 +441,19 @@ MODELS: dict[str, Model] = {
               layers=96, hidden=12288, heads=96, kv_heads=96, ffn=4 * 12288, vocab=50257,
               seq_len=2048),
         Model("llama3-8b", 8 * u.billion, _LLAMA3, layers=32, hidden=4096, heads=32,
-              kv_heads=8, ffn=14336, vocab=128000, seq_len=8192, mlp_matrices=3),
+              kv_heads=8, ffn=14336, vocab=128000, seq_len=8192, mlp_matrices=3,
+              dropout=False),
         Model("llama3-70b", 70 * u.billion, _LLAMA3, layers=80, hidden=8192, heads=64,
-              kv_heads=8, ffn=28672, vocab=128000, seq_len=8192, mlp_matrices=3),
+              kv_heads=8, ffn=28672, vocab=128000, seq_len=8192, mlp_matrices=3,
+              dropout=False),
         Model("llama3-405b", 405 * u.billion, _LLAMA3, layers=126, hidden=16384, heads=128,
-              kv_heads=8, ffn=53248, vocab=128000, seq_len=8192, mlp_matrices=3),
+              kv_heads=8, ffn=53248, vocab=128000, seq_len=8192, mlp_matrices=3,
+              dropout=False),
         Model("llama2-7b", 7 * u.billion,
               "Touvron et al. 2023, Llama 2, Table 1 and the released config "
               "(32 layers, d 4096, 32 heads, FFN 11008, vocab 32,000, context 4096)",
               layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000,
-              seq_len=4096, mlp_matrices=3),
+              seq_len=4096, mlp_matrices=3, dropout=False),
         Model("resnet50", 25.6 * u.million,
               "He et al. 2016, Deep Residual Learning, Table 1 (ResNet-50, ~25.6M parameters)"),
         Model("mobilenetv2", 3.4 * u.million,
@@ -378,6 +462,39 @@ MODELS: dict[str, Model] = {
               "Zhang et al. 2017, Hello Edge: Keyword Spotting on Microcontrollers, Table 7 "
               "(DS-CNN small, 38.6K parameters)"),
         *(row[0] for row in MEGATRON_TABLE1),
+        # mixtures of experts: ``params`` is the total, ``active_params`` the per-token share
+        Model("deepseek-v3", 671 * u.billion,
+              "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv 2412.19437), sec. 4.2: 61 layers, "
+              "hidden 7168, 128 heads of 128, MLA with KV compression 512, query compression 1536, "
+              "decoupled RoPE 64; every FFN but the first 3 is MoE with 1 shared and 256 routed "
+              "experts of inner width 2048, 8 routed per token, at most 4 nodes per token; 671B total, "
+              "37B activated; pre-training sequence 4K; vocabulary 128K (129,280 in the released "
+              "config.json, whose intermediate_size 18432 is the dense layers' FFN). MLA weights per "
+              "layer: 7168x1536 + 1536x128x192 + 7168x576 + 512x128x256 + 128x128x7168 = 187.1M; "
+              "score width 128 x (192 + 128) / 2 = 20,480",
+              layers=61, hidden=7168, heads=128, kv_heads=128, ffn=18432, vocab=129280, seq_len=4096,
+              mlp_matrices=3, dropout=False, experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3, routing_node_limit=4,
+              attention_params=7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168,
+              attention_width=128 * (192 + 128) // 2),
+        Model("mixtral-8x7b", 46.7 * u.billion,
+              "Jiang et al. 2024, Mixtral of Experts (arXiv 2401.04088), Table 1 and sec. 2.1: dim 4096, "
+              "32 layers, 32 heads of 128, 8 KV heads, expert hidden_dim 14336, 8 experts, top-2, "
+              "vocab 32,000, context 32,768; 47B total (46.7B in the model card), 13B active",
+              layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000, seq_len=32768,
+              mlp_matrices=3, dropout=False, experts=8, top_k=2, expert_ffn=14336),
+        Model("mixtral-8x22b", 141 * u.billion,
+              "Mistral AI 2024, 'Cheaper, Better, Faster, Stronger' (Mixtral 8x22B announcement: 141B "
+              "total, 39B active, 64K context) and the mistralai/Mixtral-8x22B-v0.1 config.json: hidden "
+              "6144, 56 layers, 48 heads, 8 KV heads, intermediate 16384, 8 experts, top-2, vocab 32,000",
+              layers=56, hidden=6144, heads=48, kv_heads=8, ffn=16384, vocab=32000, seq_len=65536,
+              mlp_matrices=3, dropout=False, experts=8, top_k=2, expert_ffn=16384),
+        Model("qwen2-57b-a14b", 57 * u.billion,
+              "Yang et al. 2024, Qwen2 Technical Report (arXiv 2407.10671), Table 1: hidden 3584, 28 "
+              "layers, 28 query / 4 KV heads, 64 routed experts of inner width 2560, 8 activated, shared "
+              "experts 20,480 wide in all (shared_expert_intermediate_size in the released config.json), "
+              "vocab 151,646 (151,936 padded); 57B total, 14B active; pre-training sequence 4,096",
+              layers=28, hidden=3584, heads=28, kv_heads=4, ffn=2560, vocab=151936, seq_len=4096,
+              mlp_matrices=3, dropout=False, experts=64, top_k=8, expert_ffn=2560, shared_experts=1, shared_ffn=20480),
     ]
 }
 
@@ -391,6 +508,10 @@ NODES: dict[str, Node] = {
              LINKS["InfiniBand NDR"],
              "NVIDIA DGX H100 data sheet: 8x H100 SXM5 on 4 NVSwitch chips (NVLink 4), "
              "8x ConnectX-7 400 Gbit/s compute ports (one per GPU)"),
+        Node("DGX H800", ACCELERATORS["H800 SXM"], 8, LINKS["NVLink 4 (H800)"], 8, LINKS["InfiniBand NDR"],
+             "DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1: nodes of 8 H800 GPUs on NVLink / NVSwitch, "
+             "InfiniBand between nodes; sec. 3.2.2: IB 50 GB/s per GPU (one 400 Gbit/s NDR port each), "
+             "NVLink 160 GB/s achieved"),
         Node("DGX A100", ACCELERATORS["A100 80GB SXM"], 8, LINKS["NVLink 3"], 8,
              LINKS["InfiniBand HDR"],
              "NVIDIA DGX A100 data sheet and Narayanan et al. 2021 (Selene): 8x A100 80GB "
@@ -458,6 +579,10 @@ CLUSTERS: dict[str, Cluster] = {
         Cluster("h100-16384", NODES["DGX H100"], 2048,
                 "2,048 DGX H100-class nodes on 400 Gbit/s per GPU: the size of Meta's Llama 3 "
                 "405B run (Dubey et al. 2024, Section 3.3: 16K H100s, 8 GPUs and 8 NICs per server)"),
+        Cluster("h800-2048", NODES["DGX H800"], 256,
+                "DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1: 2,048 H800 GPUs, 256 nodes of 8"),
+        Cluster("h100-2048", NODES["DGX H100"], 256,
+                "256 DGX H100 nodes on InfiniBand NDR: the 2,048-GPU scale of the MoE sweeps"),
         Cluster("selene-3072", NODES["DGX A100"], 384,
                 "Narayanan et al. 2021: Selene, up to 3,072 A100 80GB in DGX A100 nodes, HDR IB"),
     ]

@@ -19,8 +19,10 @@ Per layer and micro-batch the collectives over the CP group are
 Each moves ``2 b s (kv_heads / tp) d_head`` 16-bit values (K and V of the whole sequence,
 this GPU's heads). The CP ranks sit next to the TP ranks (order TP, CP, PP, DP; Dubey et
 al. 2024, sec. 3.3.2), so the group stays on NVLink while ``tp * cp`` fits in a node.
-The planner charges this time in full (not overlapped); Llama 3 reports the all-gather as
-exposed but small next to attention at long sequences.
+The planner charges Llama 3's all-gather in full (exposed, ``cp_algorithm="all_gather"``);
+the ring of Megatron-Core / Transformer Engine (``cp_algorithm="ring"``, the default) sends
+each K/V block while attention runs on the previous one, so only the time attention cannot
+cover is exposed (Liu et al. 2023, Ring Attention, sec. 3).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ __all__ = [
     "bubble_fraction",
     "pipeline_step_time",
     "in_flight_microbatches",
+    "in_flight_microbatches_at_stage",
     "min_microbatches_for_bubble",
     "max_layers_per_stage",
     "stages_with_max_layers",
@@ -40,7 +41,18 @@ __all__ = [
     "p2p_bytes_per_microbatch",
     "p2p_bytes_per_step",
     "pipeline_schedule",
+    "NAMED_SCHEDULES",
+    "schedule_bubble_overhead",
+    "schedule_memory",
 ]
+
+#: Schedules in use today whose bubble and memory :func:`schedule_bubble_overhead` and
+#: :func:`schedule_memory` know (``"interleaved"`` is 1F1B with ``v`` chunks per stage).
+NAMED_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")
+
+#: Share of a micro-batch's work in its forward (F), input-gradient (B) and weight-gradient (W)
+#: passes: equal thirds, as the zero-bubble paper assumes (Qi et al. 2023, sec. 2: T_F ~ T_B ~ T_W).
+FBW_SHARES = (1 / 3, 1 / 3, 1 / 3)
 
 #: Schedules :func:`pipeline_schedule` and :func:`in_flight_microbatches` know.
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -181,6 +193,58 @@ def in_flight_microbatches(p, m, schedule="1f1b", v=1):
         out = np.minimum(p_, m_) * np.ones_like(vv)
     else:  # with one chunk the interleaved schedule is 1F1B
         out = np.minimum(np.where(vv > 1, p_ + (p_ - 1.0) / vv, p_), m_)
+    return v_.scalar_or_array(out)
+
+
+def in_flight_microbatches_at_stage(p, m, stage, schedule="1f1b", v=1):
+    """Micro-batches whose activations pipeline stage ``stage`` (0 = first) holds at its peak.
+
+    A later stage starts its backward passes sooner, so it holds fewer:
+
+    - ``gpipe``: all ``m`` on every stage.
+    - ``1f1b``: ``min(p - stage, m)`` (``p - stage - 1`` warm-up forwards plus one).
+    - ``interleaved``: Megatron's ``2(p - stage - 1) + (v-1)p`` warm-up chunk forwards
+      plus one, each ``1/v`` of the stage: ``p + (p - 1 - 2 stage)/v`` stage-sized
+      micro-batches, capped at ``m``.
+
+    Stage 0 gives :func:`in_flight_microbatches`.
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int
+        As in :func:`bubble_overhead`.
+    stage : int or array_like of int, ``0 <= stage < p``
+    schedule : str
+        One of :data:`PIPELINE_SCHEDULES`.
+
+    Returns
+    -------
+    float or ndarray
+        Stage-sized micro-batches.
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2 (1F1B: stage ``s`` runs ``p - s - 1``
+    warm-up forwards); Megatron-LM ``schedules.py``
+    (``forward_backward_pipelining_with_interleaving``: ``(p - rank - 1) * 2 + (v - 1) * p``
+    warm-up micro-batches); Korthikanti et al. 2022, sec. 4.2.3.
+
+    Examples
+    --------
+    >>> [float(in_flight_microbatches_at_stage(4, 12, s)) for s in range(4)]
+    [4.0, 3.0, 2.0, 1.0]
+    >>> in_flight_microbatches_at_stage(4, 12, 1, "interleaved", v=2)
+    4.5
+    """
+    v_.choice("schedule", schedule, PIPELINE_SCHEDULES)
+    p_, m_, vv = _pmv(p, m, v)
+    s = v_.integer("stage", stage, minimum=0)
+    if np.any(s >= p_):
+        raise ValueError(f"stage must be below p; got stage={stage!r}, p={p!r}")
+    if schedule == "gpipe":
+        out = m_ * np.ones_like(p_ * vv * (s + 1))
+    elif schedule == "1f1b":
+        out = np.minimum(p_ - s, m_) * np.ones_like(vv)
+    else:
+        out = np.minimum(np.where(vv > 1, p_ + (p_ - 1.0 - 2.0 * s) / vv, p_ - s), m_)
     return v_.scalar_or_array(out)
 
 
@@ -591,3 +655,88 @@ def pipeline_schedule(p, m, v=1, schedule="1f1b", t_forward=1.0, t_backward=2.0)
         "start": start.astype(float),
         "end": end.astype(float),
     }
+
+
+def schedule_bubble_overhead(p, m, schedule="1f1b", v=1):
+    """Bubble of a named schedule relative to the ideal compute time ``m (F + B + W)``.
+
+    With ``F``, ``B``, ``W`` the forward, input-gradient and weight-gradient time of one
+    micro-batch on one stage (:data:`FBW_SHARES`, equal thirds):
+
+    ============  ==========================================  ===========================
+    schedule      bubble (time)                               overhead (F = B = W)
+    ============  ==========================================  ===========================
+    gpipe, 1f1b   ``(p-1)(F + B + W)``                         ``(p-1)/m``
+    interleaved   ``(p-1)(F + B + W)/v``                       ``(p-1)/(v m)``
+    zb-h1         ``(p-1)(F + B - W)``                         ``(p-1)/(3 m)``
+    dualpipe      ``(p/2 - 1)(F&B + B - 3W)``, ``F&B = F+B+W``  ``(p/2-1)/(3 m)``
+    ============  ==========================================  ===========================
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int, >= 1
+        Stages, micro-batches, chunks per stage (interleaved only).
+    schedule : str
+        One of :data:`NAMED_SCHEDULES`.
+
+    Returns
+    -------
+    float or ndarray
+
+    Source: Narayanan et al. 2021 (SC21), sec. 2.2 (1F1B, interleaved); Qi et al. 2023,
+    Zero Bubble Pipeline Parallelism (ICLR 2024), sec. 3.1 (ZB-H1: ``(p-1)(T_F + T_B -
+    T_W)``); DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.2.1 and Table 2 (DualPipe bubble;
+    ``F&B``, the time of a forward and a backward chunk executed overlapped, taken as their sum).
+
+    Examples
+    --------
+    >>> [round(float(schedule_bubble_overhead(16, 32, s)), 4) for s in ("1f1b", "zb-h1", "dualpipe")]
+    [0.4688, 0.1562, 0.0729]
+    """
+    v_.choice("schedule", schedule, NAMED_SCHEDULES)
+    p_, m_, vv = _pmv(p, m, v)
+    f, b, w = FBW_SHARES
+    if schedule in ("gpipe", "1f1b"):
+        bubble = (p_ - 1) * (f + b + w) * np.ones_like(vv)
+    elif schedule == "interleaved":
+        bubble = (p_ - 1) * (f + b + w) / vv
+    elif schedule == "zb-h1":
+        bubble = (p_ - 1) * (f + b - w) * np.ones_like(vv)
+    else:
+        bubble = np.maximum(p_ / 2 - 1, 0.0) * ((f + b + w) + b - 3 * w) * np.ones_like(vv)
+    return v_.scalar_or_array(bubble / (m_ * (f + b + w)))
+
+
+def schedule_memory(p, m, schedule="1f1b", v=1):
+    """Activations (stage-sized micro-batches) and parameter copies the fullest stage holds.
+
+    ``1f1b`` and ``zb-h1``: ``min(p, m)`` micro-batches, one copy of the weights (ZB-H1
+    keeps 1F1B's peak memory); ``interleaved``: ``p + (p-1)/v``; ``gpipe``: ``m``;
+    ``dualpipe``: ``p + 1`` micro-batches and two copies of the stage's parameters (each
+    device runs both ends of a bidirectional pipeline).
+
+    Parameters
+    ----------
+    p, m, v : int or array_like of int, >= 1
+    schedule : str
+        One of :data:`NAMED_SCHEDULES`.
+
+    Returns
+    -------
+    (activations, parameter_copies) : tuple of float or ndarray
+
+    Source: Narayanan et al. 2021, sec. 2.2; Korthikanti et al. 2022, sec. 4.2.3; Qi et al.
+    2023, sec. 3.1 (ZB-H1 keeps 1F1B's memory); DeepSeek-AI 2024 (DeepSeek-V3), Table 2
+    (DualPipe: parameters 2x, activations PP + 1).
+
+    Examples
+    --------
+    >>> schedule_memory(16, 32, "dualpipe"), schedule_memory(16, 32, "zb-h1")
+    ((17.0, 2.0), (16.0, 1.0))
+    """
+    v_.choice("schedule", schedule, NAMED_SCHEDULES)
+    p_, m_, vv = _pmv(p, m, v)
+    if schedule == "dualpipe":
+        return v_.scalar_or_array(np.minimum(p_ + 1, m_) * np.ones_like(vv)), v_.scalar_or_array(2.0 + 0 * p_)
+    name = "1f1b" if schedule == "zb-h1" else schedule
+    return in_flight_microbatches(p, m, name, v), v_.scalar_or_array(1.0 + 0 * p_)

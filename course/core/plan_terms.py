@@ -21,13 +21,16 @@ from . import collectives as _coll
 from . import context_parallel as _cp
 from . import data_parallel as _dp
 from . import economics as _econ
+from . import fp8 as _fp8
 from . import layer_cost as _lc
 from . import memory as _mem
+from . import moe as _moe
 from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["Config", "columns", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS"]
+__all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
+           "CP_ALGORITHMS"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
 #: configuration: the planner's single calibrated assumption. Fitted once on
@@ -38,9 +41,24 @@ __all__ = ["Config", "columns", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES",
 DEFAULT_COMPUTE_EFFICIENCY = 0.63
 
 RECOMPUTE_MODES = _lc.RECOMPUTE_MODES
-SCHEDULES = ("1f1b", "gpipe")
+#: Pipeline schedules (:mod:`~course.core.pipeline`): 1F1B (interleaved with ``interleave > 1``),
+#: GPipe, zero-bubble ZB-H1 (Qi et al. 2023) and DeepSeek-V3's DualPipe.
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "dualpipe")
+#: How context parallelism exchanges keys and values: Llama 3's all-gather before attention
+#: (exposed; Dubey et al. 2024, sec. 3.3.2) or the ring of Megatron-Core / Transformer
+#: Engine (``cp_comm_type="p2p"``), which sends the next K/V block while attention runs on
+#: the current one (Liu et al. 2023, Ring Attention, sec. 3).
+CP_ALGORITHMS = ("ring", "all_gather")
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
-STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "bubble", "pp_comm", "dp_comm_exposed")
+STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
+
+#: Share of a GPU's SMs that collectives running beside computation occupy, so hiding T seconds of
+#: traffic behind computation still costs T x this share of compute time. DeepSeek-V3 dedicates 20
+#: of the H800's 132 SMs to communication to saturate InfiniBand and NVLink (DeepSeek-AI 2024, sec.
+#: 3.2.2); NCCL's collectives likewise run as kernels on SMs. Charged where the planner overlaps
+#: CP's ring and DualPipe's all-to-alls; the DP/ZeRO overlap keeps the model of
+#: :func:`~course.core.data_parallel.data_parallel_step_curve` (no SM share), as the course teaches it.
+OVERLAP_SM_SHARE = 20 / 132
 
 #: 16-bit (BF16/FP16) activations and gradients on the wire.
 _WIRE_BYTES = 2.0
@@ -65,15 +83,17 @@ def _as_cluster(cluster):
 
 def _by_mode(recompute_code, fn):
     """Evaluate ``fn(mode)`` for each recompute mode present and pick per element."""
+    # arrays keep their own broadcastable shapes (a sweep puts each setting on its own axis), so a
+    # term computes on the axes it depends on and broadcasts only when combined
     first = int(recompute_code.flat[0]) if recompute_code.size else 0
     if np.all(recompute_code == first):  # one mode everywhere: no selection needed
-        return np.broadcast_to(np.asarray(fn(RECOMPUTE_MODES[first]), dtype=float), recompute_code.shape)
+        return np.asarray(fn(RECOMPUTE_MODES[first]), dtype=float)
     out = None
     for code, mode in enumerate(RECOMPUTE_MODES):
         mask = recompute_code == code
         if not np.any(mask):
             continue
-        val = np.broadcast_to(np.asarray(fn(mode), dtype=float), recompute_code.shape)
+        val = np.asarray(fn(mode), dtype=float)
         out = np.where(mask, val, 0.0) if out is None else np.where(mask, val, out)
     return out
 
@@ -115,15 +135,25 @@ class Config:
     def __init__(self, model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4,
                  zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
-                 compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-                 collective_efficiency=None):
+                 compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
+                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring"):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
         self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
-        self.peak = self.cluster.accelerator.peak(precision)
+        # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
+        # router) in BF16 (DeepSeek-AI 2024, sec. 3.3.1); MFU is then quoted against the BF16 peak
+        self.precision = precision
+        self.fp8 = precision == "fp8"
+        self.gemm_peak = self.cluster.accelerator.peak(precision)
+        self.peak = self.cluster.accelerator.peak("bf16") if self.fp8 else self.gemm_peak
         self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
+        self.cp_algorithm = v.choice("cp_algorithm", cp_algorithm, CP_ALGORITHMS)
+        # a fused causal kernel skips the score blocks above the diagonal (FlashAttention-2)
+        self.attention_fraction = (float(_lc.causal_attention_fraction(self.model.seq_len))
+                                   if self.fused_attention else 1.0)
         arrays = dict(
             tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
+            ep=v.integer("ep", ep), etp=v.integer("etp", etp),
             micro_batch=v.integer("micro_batch", micro_batch),
             num_microbatches=v.integer("num_microbatches", num_microbatches),
             zero_stage=v.integer("zero_stage", zero_stage, minimum=0),
@@ -136,13 +166,18 @@ class Config:
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3; got {zero_stage!r}")
         if np.any(arrays["interleave"] > 1) and self.schedule != "1f1b":
             raise ValueError("interleave > 1 needs schedule='1f1b' (the interleaved 1F1B schedule)")
+        if not self.model.is_moe and (np.any(arrays["ep"] > 1) or np.any(arrays["etp"] > 1)):
+            raise ValueError(f"ep and etp must be 1 for {self.model.name}, which has no experts; "
+                             f"got ep={ep!r}, etp={etp!r}")
+        self.capacity_factor = (None if capacity_factor is None
+                                else float(v.positive("capacity_factor", capacity_factor)))
         if np.any(arrays["pp"] > self.model.layers):
             raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
-        shaped = np.broadcast_arrays(*arrays.values())
-        for name, arr in zip(arrays, shaped):
+        # not broadcast: each array keeps its shape (see _by_mode); ``shape`` is the broadcast one
+        self.shape = np.broadcast_shapes(*(np.shape(a) for a in arrays.values()))
+        for name, arr in arrays.items():
             keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
             setattr(self, name, arr if keep else arr.astype(np.int64))
-        self.shape = self.tp.shape
         self._derive(collective_efficiency)
 
     @staticmethod
@@ -183,26 +218,97 @@ class Config:
         self.grad_group = self.dp * self.cp
         self.grad_local = cp_local * dp_local
         self.grad_nodes = self.grad_group // self.grad_local
+        self._derive_experts()
+
+    def _derive_experts(self):
+        """Expert mapping ETP x EP x EDP over the TP x CP x DP GPUs of a stage (parallel folding)."""
+        m, g = self.model, self.cluster.gpus_per_node
+        stage_gpus = self.tp * self.cp * self.dp
+        folds = self.etp * self.ep
+        self.expert_dp = np.maximum(stage_gpus // folds, 1)
+        # GPUs of one pipeline stage on a node (ranks TP, CP, PP, DP): all g when PP is outside the node
+        stage_local = np.where(self.tp * self.cp * self.pp <= g, np.maximum(g // self.pp, 1),
+                               np.minimum(self.tp * self.cp, g))
+        # experts fold ETP innermost, then EP, then EDP (Megatron-Core order)
+        self.ep_local = np.clip(stage_local // self.etp, 1, self.ep)
+        edp_local = np.clip(stage_local // folds, 1, self.expert_dp)
+        self.expert_grad_local = np.gcd(edp_local, self.expert_dp)
+        self.expert_grad_nodes = self.expert_dp // self.expert_grad_local
+        if m.is_moe:
+            # every GPU dispatches its own tokens: s / (CP x TP) with sequence parallelism (Megatron
+            # needs SP for MoE with TP), the micro-batch's b sequences
+            self.moe_tokens = self.micro_batch * m.seq_len / (self.cp * self.tp)
+            self.moe_straggler = np.asarray(_moe.moe_straggler_factor(
+                self.moe_tokens * self.ep, m.top_k, self.ep, self.capacity_factor))
+            self.moe_stage_layers = self.stage_layers * m.moe_layers / m.layers
+        else:
+            self.moe_tokens = np.zeros(())
+            self.moe_straggler = np.ones(())
+            self.moe_stage_layers = np.zeros(())
 
     def _link(self, in_node):
         c = self.cluster
         return _Link(np.where(in_node, self.intra_bw, self.inter_bw),
                      np.where(in_node, c.intra_latency, c.inter_latency))
 
+    @property
+    def fp8_tokens(self):
+        """Tokens whose GEMM inputs one GPU casts per layer and micro-batch (split over CP and TP)."""
+        return self.micro_batch * self.model.seq_len / (self.cp * self.tp)
+
+    @property
+    def fp8_gemm_inputs(self):
+        """GEMM input elements per token and (average) layer: 3h + the MLP width, + routed copies."""
+        m, h = self.model, self.model.hidden
+        mlp = m.active_layer_params - m.attention_layer_params
+        width = mlp / (m.mlp_matrices * h)
+        extra = (m.top_k + m.shared_experts - 1) * h * m.moe_layers / m.layers if m.is_moe else 0.0
+        return float(_fp8.fp8_gemm_input_elements_per_token(h, width)) + extra
+
+    def moe_activation_delta(self, mode):
+        """Bytes an MoE block keeps beyond the dense MLP of Korthikanti's count (0 with full recompute)."""
+        m = self.model
+        if mode == "full":
+            return np.zeros(())
+        s, b, h, t, sp = m.seq_len / self.cp, self.micro_batch, m.hidden, self.tp, self.sequence_parallel
+        # the dense MLP part of layer_activation_bytes: its input and dropout mask (whole without SP)
+        # and its inner tensors (split over TP)
+        whole = 2.0 + (1.0 if m.dropout else 0.0)
+        inner = ((m.mlp_matrices - 1) * 2.0 + 2.0) * (m.ffn or 4 * h) / h
+        dense_mlp = np.where(sp, (whole + inner) / t, whole + inner / t) * s * b * h
+        moe = _moe.moe_mlp_activation_bytes_per_layer(
+            self.moe_tokens, h, m.expert_ffn, m.top_k, m.shared_experts, m.shared_ffn or None, m.experts,
+            self.etp, self.moe_straggler)
+        return moe - dense_mlp
+
     def per_mode(self, fn):
         """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
         return _by_mode(self.recompute_code, fn)
 
     def activation_bytes(self, mode):
+        """Activation bytes per layer and micro-batch kept for the backward pass, on one GPU.
+
+        Korthikanti et al.'s count for ``mode`` (:meth:`korthikanti_bytes`), except that a
+        fused attention kernel never stores the ``s x s`` scores (it keeps ``O(s)`` softmax
+        statistics and recomputes the rest: Dao et al. 2022, FlashAttention, sec. 3.1), so
+        without recomputation it keeps what selective recomputation keeps.
+        """
+        if mode == "none" and self.fused_attention:
+            mode = "selective"
+        return self.korthikanti_bytes(mode)
+
+    def korthikanti_bytes(self, mode):
         """Korthikanti bytes per layer and micro-batch on one GPU for ``mode``, divided by CP."""
         cache = self.__dict__.setdefault("_act_cache", {})
         if mode not in cache:
             m, sp = self.model, self.sequence_parallel
-            per_flag = {flag: _mem.activation_bytes_per_layer(m.seq_len, self.micro_batch, m.hidden, m.heads,
-                                                              self.tp, flag, mode)
+            # Korthikanti et al.'s per-tensor count for the layer's real shape (GQA, SwiGLU, dropout or not)
+            per_flag = {flag: _lc.layer_activation_bytes(m.seq_len, self.micro_batch, m.hidden, m.heads,
+                                                         m.kv_heads or m.heads, m.ffn or 4 * m.hidden,
+                                                         m.mlp_matrices, m.dropout, self.tp, flag, mode)
                         for flag in (False, True) if np.any(sp == flag)}
             act = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
-                   else np.broadcast_to(next(iter(per_flag.values())), self.shape))
+                   else next(iter(per_flag.values())))
             # each CP rank keeps s/c tokens and the scores of its s/c queries against all s keys
             cache[mode] = act / self.cp
         return cache[mode]
@@ -213,17 +319,26 @@ class Config:
 
 def compute_term(*, cfg):
     """FLOPs per iteration and the compute seconds of the slowest stage (Narayanan et al. eq. 3)."""
-    flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode))
-    return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
+    flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode,
+                                                                                cfg.attention_fraction))
+    if not cfg.fp8:
+        return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
+    m = cfg.model
+    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    gemm = cfg.global_batch * m.seq_len * passes * _fp8.fp8_gemm_flops_per_token(m.active_layer_params, m.layers)
+    seconds = _fp8.fp8_compute_time(gemm, flops - gemm, cfg.gemm_peak, cfg.peak, cfg.compute_efficiency)
+    return flops, seconds / cfg.gpus * cfg.imbalance
 
 
 def memory_bound_term(*, cfg):
     """Seconds of element-wise kernels: their HBM bytes (:mod:`~course.core.layer_cost`) / bandwidth."""
     # a fused attention kernel (FlashAttention) never writes the s x s scores to memory
-    stored = cfg.activation_bytes("selective") if cfg.fused_attention else cfg.activation_bytes("none")
+    stored = cfg.korthikanti_bytes("selective") if cfg.fused_attention else cfg.korthikanti_bytes("none")
     needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
-    scores = cfg.activation_bytes("none") - cfg.activation_bytes("selective") if needs_scores else 0.0
+    scores = cfg.korthikanti_bytes("none") - cfg.korthikanti_bytes("selective") if needs_scores else 0.0
     traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
+    if cfg.fp8:  # every GEMM operand is cast to FP8 (and transposed) by a memory-bound kernel
+        traffic = traffic + cfg.fp8_tokens * _fp8.fp8_cast_bytes_per_token(cfg.fp8_gemm_inputs)
     return cfg.num_microbatches * cfg.stage_layers * traffic / cfg.cluster.accelerator.memory_bandwidth
 
 
@@ -239,23 +354,83 @@ def tp_comm_term(*, cfg):
 def cp_comm_term(*, cfg):
     """Seconds of CP key/value all-gathers and reduce-scatters per layer and micro-batch."""
     if not np.any(cfg.cp > 1):
-        return np.zeros(cfg.shape)
+        return np.zeros(())
     m, link = cfg.model, cfg.cp_link
+    # a recomputed ring attention (selective recomputation re-runs the core attention) passes the
+    # K/V blocks around the ring again, as full recomputation does
+    ring = cfg.cp_algorithm == "ring"
     per_layer = cfg.per_mode(lambda mode: _cp.cp_comm_time_per_layer(
         m.seq_len, cfg.micro_batch, m.kv_heads or m.heads, m.head_dim, cfg.tp, cfg.cp, link.bandwidth,
-        link.latency, mode, _WIRE_BYTES))
+        link.latency, "full" if ring and mode == "selective" else mode, _WIRE_BYTES))
+    if ring:
+        # the ring sends the next K/V block while attention runs on this one: only the time the
+        # attention of this rank's queries (forward, backward, recomputed) cannot cover is exposed
+        attention_flops = cfg.per_mode(lambda mode: 4.0 * m.score_width * m.seq_len * cfg.attention_fraction
+                                       * (4.0 if mode != "none" else 3.0))
+        attention = (cfg.micro_batch * cfg.seq_local / cfg.tp * attention_flops
+                     / (cfg.peak * cfg.compute_efficiency))
+        # exposed part, plus the SMs the hidden part takes from attention
+        per_layer = np.maximum(per_layer - attention, 0.0) + np.minimum(per_layer, attention) * OVERLAP_SM_SHARE
     return cfg.num_microbatches * cfg.stage_layers * per_layer
 
 
+def ep_comm_term(*, cfg):
+    """Seconds of expert all-to-alls (dispatch + combine, forward and backward) per iteration.
+
+    :func:`~course.core.moe.moe_all_to_all_time_per_layer` for the tokens of one GPU, the
+    EP ranks per node and the model's node limit, x MoE layers of the busiest stage x
+    micro-batches. Not overlapped with compute (1F1B as in Megatron-Core without its
+    all-to-all overlap).
+    """
+    m = cfg.model
+    if not m.is_moe or not np.any(cfg.ep > 1):
+        return np.zeros(())
+    c = cfg.cluster
+    limit = m.routing_node_limit or None
+    # FP8 dispatch (1 byte + a 4-byte scale per 128) and BF16 combine (DeepSeek-AI 2024, sec. 3.3.3)
+    wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
+    per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
+        cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, cfg.intra_bw, cfg.inter_bw,
+        c.intra_latency, c.inter_latency, limit, mode, wire))
+    return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
+
+
+def ep_exposed(ep_comm, *, cfg, compute):
+    """The all-to-all time left exposed: all of it, except under DualPipe, which runs one
+    micro-batch's dispatch and combine while another computes (DeepSeek-AI 2024, sec. 3.2.1:
+    "both all-to-all and PP communication can be fully hidden")."""
+    if cfg.schedule != "dualpipe":
+        return ep_comm
+    return np.maximum(ep_comm - compute, 0.0) + np.minimum(ep_comm, compute) * OVERLAP_SM_SHARE
+
+
+def moe_straggler_term(*, cfg):
+    """Extra compute seconds the busiest EP rank spends on its routed experts (dropless).
+
+    Routed-expert FLOPs (``2 k P_e`` per token and MoE layer, forward; x3 for training, x4
+    with full recomputation) x (:func:`~course.core.moe.moe_straggler_factor` - 1), over
+    the GPUs at the compute efficiency, paced by the busiest stage.
+    """
+    m = cfg.model
+    if not m.is_moe:
+        return np.zeros(())
+    routed = 2.0 * m.top_k * float(_moe.expert_params(m.hidden, m.expert_ffn, m.mlp_matrices))
+    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    flops = cfg.global_batch * m.seq_len * m.moe_layers * routed * passes
+    return flops * (cfg.moe_straggler - 1.0) / (cfg.gpus * cfg.gemm_peak * cfg.compute_efficiency) * cfg.imbalance
+
+
 def bubble_term(*, cfg, busy):
-    """Pipeline bubble: :func:`~course.core.pipeline.bubble_overhead` x the busy time of a stage."""
+    """Pipeline bubble: :func:`~course.core.pipeline.schedule_bubble_overhead` x the busy time of a stage."""
+    if cfg.schedule in ("zb-h1", "dualpipe"):
+        return _pipe.schedule_bubble_overhead(cfg.pp, cfg.num_microbatches, cfg.schedule) * busy
     return _pipe.bubble_overhead(cfg.pp, cfg.num_microbatches, cfg.interleave) * busy
 
 
 def pp_comm_term(*, cfg):
     """Seconds of point-to-point sends: ``b (s/cp) h / tp`` 16-bit values, forward and backward, x v."""
     if not np.any(cfg.pp > 1):
-        return np.zeros(cfg.shape)
+        return np.zeros(())
     m, link = cfg.model, cfg.pp_link
     # Megatron's scatter/gather optimisation splits each send over the TP group (sec. 4.1)
     message = _pipe.p2p_bytes_per_microbatch(cfg.seq_local, cfg.micro_batch, m.hidden, _WIRE_BYTES) / cfg.tp
@@ -271,13 +446,18 @@ def dp_comm_term(*, cfg, busy):
     layer with the forward / backward pass of one micro-batch of the busiest stage.
     """
     m, c = cfg.model, cfg.cluster
-    grad_bytes = m.params / (cfg.tp * cfg.pp) * _WIRE_BYTES
+    grad_bytes = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp) * _WIRE_BYTES
     # overlapped traffic moves one bucket per layer, each paying the collective's latency;
     # without overlap one collective over the whole gradient buffer (Megatron's local DDP)
-    buckets = cfg.stage_layers if cfg.overlap else np.ones(cfg.shape, np.int64)
+    buckets = cfg.stage_layers if cfg.overlap else np.ones((), np.int64)
     one_allreduce = buckets * _coll.hierarchical_allreduce_time(
         grad_bytes / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
         c.inter_latency)
+    if m.is_moe:  # expert gradients reduce over the expert-data-parallel group (parallel folding)
+        expert_bytes = _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp) * _WIRE_BYTES
+        one_allreduce = one_allreduce + buckets * _coll.hierarchical_allreduce_time(
+            expert_bytes / buckets, cfg.expert_grad_local, cfg.expert_grad_nodes, cfg.intra_bw, cfg.inter_bw,
+            c.intra_latency, c.inter_latency)
     per_mb, per_step = _zero.zero_allreduce_equivalents(cfg.zero_stage)
     total = (per_mb * cfg.num_microbatches + per_step) * one_allreduce
     microbatch = busy / cfg.num_microbatches
@@ -285,21 +465,54 @@ def dp_comm_term(*, cfg, busy):
     bwd = microbatch * cfg.per_mode(_lc.backward_share)
     exposed = _zero.zero_exposed_time(one_allreduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
                                       buckets, cfg.overlap)
-    return total, np.broadcast_to(exposed, cfg.shape)
+    return total, np.asarray(exposed)
 
 
 def memory_terms(*, cfg):
     """Per-GPU bytes: model states (ZeRO over DP x CP) and activations of the busiest stage."""
     m = cfg.model
-    params_gpu = m.params / (cfg.tp * cfg.pp)
+    params_gpu = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp)
     parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group)
-    out = {k: np.broadcast_to(parts[k], cfg.shape) for k in ("weights", "gradients", "optimizer")}
-    in_flight = _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, cfg.schedule, 1)
-    if np.any(cfg.interleave > 1):
-        in_flight = np.where(cfg.interleave > 1,
-                             _pipe.in_flight_microbatches(cfg.pp, cfg.num_microbatches, "interleaved",
-                                                          cfg.interleave), in_flight)
-    activations = cfg.per_mode(cfg.activation_bytes) * cfg.stage_layers * in_flight
+    if m.is_moe:  # routed experts: sharded ETP x EP x PP, ZeRO over the expert-DP group
+        experts = _mem.model_state_breakdown(
+            _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp), cfg.zero_stage,
+            cfg.expert_dp)
+        parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
+    out = {k: np.asarray(parts[k]) for k in ("weights", "gradients", "optimizer")}
+    if cfg.fp8:  # the FP8 copy of the GPU's weights, cast once per step and cached (1 byte each)
+        weights_gpu = params_gpu + (_moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp)
+                                    if m.is_moe else 0.0)
+        out["weights"] = out["weights"] + weights_gpu * 1.0
+    if cfg.schedule == "dualpipe":  # two copies of the stage's parameters (DeepSeek-V3, Table 2)
+        copies = np.where(cfg.pp > 1, 2.0, 1.0)
+        out["weights"], out["gradients"] = out["weights"] * copies, out["gradients"] * copies
+    # the fullest GPU: stage s holds p - s micro-batches (1F1B), so a first stage with fewer layers
+    # pinned on it can be lighter than the second; layer-micro-batches of the fullest stage
+    kind = np.where(cfg.interleave > 1, 1, 0)
+    schedules = {"gpipe": ("gpipe", "gpipe"), "dualpipe": ("dualpipe", "dualpipe")}.get(
+        cfg.schedule, ("1f1b", "interleaved"))  # ZB-H1 keeps 1F1B's activations (Qi et al. 2023)
+    first_layers = np.where((cfg.pp > 1) & (cfg.first_stage_layers > 0), cfg.first_stage_layers, cfg.stage_layers)
+    last_layers = np.where((cfg.pp > 1) & (cfg.last_stage_layers > 0), cfg.last_stage_layers, cfg.stage_layers)
+    held = None
+    for code, name in enumerate(schedules):
+        if not np.any(kind == code):
+            continue
+        if name == "dualpipe":  # both ends of the pipeline on every device: p + 1 everywhere
+            at = lambda s: _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]  # noqa: E731
+        else:
+            at = lambda s, name=name: _pipe.in_flight_microbatches_at_stage(  # noqa: E731
+                cfg.pp, cfg.num_microbatches, s, name, cfg.interleave)
+        middle = np.minimum(1, cfg.pp - 1)
+        h = np.maximum(np.maximum(first_layers * at(0), cfg.stage_layers * at(middle)),
+                       last_layers * at(cfg.pp - 1))
+        held = h if held is None else np.where(kind == code, h, held)
+    stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
+    activations = cfg.per_mode(cfg.activation_bytes) * held
+    if cfg.fp8:  # GEMM inputs kept for the backward pass in FP8: one byte saved per element
+        saved = cfg.per_mode(lambda mode: 0.0 if mode == "full" else cfg.fp8_tokens * cfg.fp8_gemm_inputs)
+        activations = activations - saved * held
+    if m.is_moe:
+        activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
     # full recomputation still materialises one layer's activations during its backward
     if np.any(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
@@ -317,10 +530,14 @@ def violation_terms(*, cfg, memory_total):
         "tp_crosses_node": (cfg.tp > g) | (g % np.minimum(cfg.tp, g) != 0),
         "heads_not_divisible": m.heads % cfg.tp != 0,
         "cp_not_divisible": m.seq_len % (2 * cfg.cp) != 0,
-        "batch_not_divisible": np.zeros(cfg.shape, bool),
+        "batch_not_divisible": np.zeros((), bool),
         "too_few_microbatches": (cfg.pp > 1) & (cfg.num_microbatches < cfg.pp),
         "interleave_needs_multiple": (cfg.interleave > 1) & (cfg.num_microbatches % cfg.pp != 0),
+        "dualpipe_needs_even": np.asarray(cfg.schedule == "dualpipe")
+                               & ((cfg.pp % 2 != 0) | (cfg.num_microbatches % 2 != 0)),
         "out_of_memory": memory_total > cfg.cluster.accelerator.memory_bytes,
+        "experts_not_divisible": (cfg.ep > 1) & ((m.experts or 1) % cfg.ep != 0),
+        "ep_not_divisible": (cfg.tp * cfg.cp * cfg.dp) % (cfg.etp * cfg.ep) != 0,
     }
 
 
@@ -332,43 +549,146 @@ def note_terms(*, cfg):
     }
 
 
-def columns(cfg):
-    """Every term of ``cfg`` added up: the dict of columns :func:`~course.core.planner.evaluate` returns."""
+def rate_columns(cfg):
+    """Rates derived from the other columns, as functions of any mapping holding them.
+
+    ``achieved_flops_per_gpu``, ``mfu`` (6N per token against the dense BF16 or the chosen
+    precision's peak), ``mfu_attention`` (PaLM's 6N + 12 l h s), ``samples_per_second``,
+    ``scaling_efficiency`` (compute / step) and ``bubble_fraction``. A sweep computes them
+    only for the rows it is asked about.
+    """
+    peak, per_token = cfg.peak, _lc.model_flops_per_token(cfg.model)
+    seq = cfg.model.seq_len
+    return {
+        "achieved_flops_per_gpu": lambda c: c["flops_per_iteration"] / (c["step_time"] * c["gpus"]),
+        "mfu": lambda c: _dp.mfu(c["model_flops"], c["step_time"], peak, c["gpus"]),
+        "mfu_attention": lambda c: _dp.mfu(c["global_batch"] * seq * per_token, c["step_time"], peak, c["gpus"]),
+        "samples_per_second": lambda c: c["global_batch"] / c["step_time"],
+        "scaling_efficiency": lambda c: c["compute"] / c["step_time"],
+        "bubble_fraction": lambda c: c["bubble"] / c["step_time"],
+    }
+
+
+def columns(cfg, rates=True):
+    """Every term of ``cfg`` added up: the columns of :func:`~course.core.planner.evaluate`.
+
+    Each column keeps the shape of the settings it depends on (broadcastable to
+    ``cfg.shape``); :func:`broadcast_columns` gives them all the full shape. With
+    ``rates=False`` the columns of :func:`rate_columns` are left out.
+    """
     flops, compute = compute_term(cfg=cfg)
     memory_bound = memory_bound_term(cfg=cfg)
     tp_comm = tp_comm_term(cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
-    busy = compute + memory_bound + tp_comm + cp_comm
+    compute = compute + moe_straggler_term(cfg=cfg)
+    ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute)
+    busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
     bubble = bubble_term(cfg=cfg, busy=busy)
     pp_comm = pp_comm_term(cfg=cfg)
     dp_comm, dp_exposed = dp_comm_term(cfg=cfg, busy=busy)
-    step = compute + memory_bound + tp_comm + cp_comm + bubble + pp_comm + dp_exposed
+    step = compute + memory_bound + tp_comm + cp_comm + ep_comm + bubble + pp_comm + dp_exposed
     mem = memory_terms(cfg=cfg)
 
     gpus, gb = cfg.gpus, cfg.global_batch
     tokens = gb * cfg.model.seq_len
-    model_flops = np.broadcast_to(_econ.training_flops(cfg.model.params, tokens), cfg.shape)
+    # 6 N D with N the weights a token passes through (all of them for a dense model)
+    model_flops = np.asarray(_econ.training_flops(cfg.model.active_params, tokens))
     cols = dict(
         gpus=gpus, tp=cfg.tp, cp=cfg.cp, pp=cfg.pp, dp=cfg.dp, micro_batch=cfg.micro_batch,
         num_microbatches=cfg.num_microbatches, global_batch=gb, zero_stage=cfg.zero_stage,
         recompute_code=cfg.recompute_code, sequence_parallel=cfg.sequence_parallel, interleave=cfg.interleave,
         first_stage_layers=cfg.first_stage_layers, last_stage_layers=cfg.last_stage_layers,
         stage_layers=cfg.stage_layers,
-        compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, bubble=bubble,
+        ep=cfg.ep, etp=cfg.etp, expert_dp=cfg.expert_dp, moe_straggler=cfg.moe_straggler,
+        compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
+        bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
-        memory_capacity=np.full(cfg.shape, cfg.cluster.accelerator.memory_bytes),
-        flops_per_iteration=flops, model_flops=model_flops,
-        achieved_flops_per_gpu=flops / (step * gpus),
-        mfu=_dp.mfu(model_flops, step, cfg.peak, gpus),
-        tokens_per_second=tokens / step, samples_per_second=gb / step,
-        scaling_efficiency=compute / step, bubble_fraction=bubble / step,
+        memory_capacity=np.asarray(float(cfg.cluster.accelerator.memory_bytes)),
+        flops_per_iteration=flops, model_flops=model_flops, tokens_per_second=tokens / step,
         **mem,
     )
-    feasible = np.ones(cfg.shape, bool)
+    if rates:
+        cols.update({name: rate(cols) for name, rate in rate_columns(cfg).items()})
+    infeasible = np.zeros((), bool)
     for code, mask in violation_terms(cfg=cfg, memory_total=mem["memory_total"]).items():
         cols["viol_" + code] = mask
-        feasible &= ~mask
-    cols["feasible"] = feasible
+        infeasible = infeasible | mask  # broadcasts only as far as the masks do
+    cols["feasible"] = np.broadcast_to(~infeasible, cfg.shape)
     for code, mask in note_terms(cfg=cfg).items():
-        cols["note_" + code] = np.broadcast_to(mask, cfg.shape)
+        cols["note_" + code] = np.asarray(mask)
     return cols
+
+
+def broadcast_columns(cols, shape):
+    """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``."""
+    return {k: np.array(np.broadcast_to(a, shape)) for k, a in cols.items()}
+
+
+def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
+                     fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
+                     collective_efficiency=None, capacity_factor=None):
+    """The assumptions behind each step-time term and the memory, as short sentences.
+
+    One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
+    :func:`~course.core.planner.plan`. What a number assumes is printed beside it
+    (``Plan.assumptions``, :func:`~course.core.planner.explain`).
+
+    Parameters
+    ----------
+    model, cluster
+        As in :func:`~course.core.planner.plan`.
+    compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
+    capacity_factor
+        As in :func:`~course.core.planner.plan`.
+
+    Returns
+    -------
+    dict of str
+        Term name -> its assumptions.
+
+    Source: the module docstring of :mod:`course.core.planner` (one source per term).
+
+    Examples
+    --------
+    >>> term_assumptions("llama3-70b", "h100-1024")["cp_comm"].split(";")[0]
+    "ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p)"
+    """
+    m, c = _as_model(model), _as_cluster(cluster)
+    eff_in, eff_out = ((_coll.NVLINK_COLLECTIVE_EFFICIENCY, _coll.NETWORK_COLLECTIVE_EFFICIENCY)
+                       if collective_efficiency is None else (collective_efficiency, collective_efficiency))
+    links = (f"NVLink at {eff_in:.0%} and the network at {eff_out:.0%} of link bandwidth (nccl-tests), "
+             f"latency {c.intra_latency * 1e6:.0f} / {c.inter_latency * 1e6:.0f} us per hop (order of magnitude)")
+    peak = c.accelerator.peak("fp8" if precision == "fp8" else precision)
+    compute = [f"every matrix multiplication sustains {compute_efficiency:.2f} of the dense {precision} peak "
+               f"({peak / 1e12:.0f} TFLOP/s; fitted once on Megatron-LM SC21 Table 1)"]
+    if precision == "fp8":
+        compute.append("layer GEMMs at the FP8 peak; attention, output layer and router in BF16 (DeepSeek-V3)")
+    compute.append("causal FlashAttention-2 skips the masked 128 x 128 score tiles" if fused_attention
+                   else "unfused attention computes the full s x s score matrix")
+    if m.is_moe:
+        compute.append("dropless routing, busiest EP rank from balls-into-bins with a uniform router"
+                       if capacity_factor is None else f"token dropping, experts padded to capacity {capacity_factor}")
+    bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
+              "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
+    cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
+          f"the hidden part still takes {OVERLAP_SM_SHARE:.0%} of the SMs" if cp_algorithm == "ring"
+          else "all-gather of K/V before attention, exposed (Llama 3)")
+    ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
+          (f", at most {m.routing_node_limit} nodes per token" if m.routing_node_limit else "") +
+          ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else "; exposed"))
+    return {
+        "compute": "; ".join(compute) + "; stages paced by the busiest",
+        "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
+                         + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
+        "tp_comm": f"ring all-reduces / SP all-gathers per layer, not overlapped; {links}",
+        "cp_comm": cp,
+        "ep_comm": ep if m.is_moe else "no experts",
+        "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
+        "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
+        "dp_comm_exposed": ("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
+                            else "gradient all-reduce after the pipeline flush, not overlapped"),
+        "memory": ("16-bit weights and gradients, 12 bytes of Adam state per weight, ZeRO over DP x CP"
+                   + (" (experts over expert-DP)" if m.is_moe else "")
+                   + "; activations: Korthikanti et al.'s per-tensor count for the layer's shape, the fullest stage "
+                     "holding p - s micro-batches (1F1B)"),
+    }

@@ -1,12 +1,13 @@
-"""4D-parallel training planner: step time, per-GPU memory, MFU, feasibility and notes.
+"""5D-parallel training planner: step time, per-GPU memory, MFU, feasibility and notes.
 
-:func:`plan` evaluates one configuration (TP x CP x PP x DP, micro-batching, ZeRO stage,
-activation recomputation, sequence parallelism, pipeline schedule, uneven stages) of a
+:func:`plan` evaluates one configuration (TP x CP x PP x DP for attention, ETP x EP x
+expert-DP for the experts of a mixture of experts, micro-batching, ZeRO stage, activation
+recomputation, sequence parallelism, pipeline schedule, uneven stages, precision) of a
 :class:`~course.core.catalog.Model` on a :class:`~course.core.catalog.Cluster`.
 :func:`sweep` enumerates every configuration of a cluster and evaluates all of them in
 one vectorized NumPy pass; :func:`evaluate` is the same pass on arrays the caller builds
 (an instrument's 256-point curve); :func:`explain` says why the best rows of a sweep
-beat the next ones.
+beat the next ones, and what each named term assumes.
 
 The pass builds a configuration record (:class:`~course.core.plan_terms.Config`) and adds
 up terms, one function each (:mod:`course.core.plan_terms`), whose physics lives in the
@@ -15,38 +16,48 @@ core module it belongs to:
 =================  ===========================================================================
 term               physics (module, source)
 =================  ===========================================================================
-compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 eq. 3) /
-                   (GPUs x dense peak x ``compute_efficiency``), paced by the slowest stage
-                   (:func:`~course.core.pipeline.slowest_stage_layers`)
+compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 eq. 3, active
+                   weights of an MoE, causal attention as FlashAttention-2 computes it) /
+                   (GPUs x peak x ``compute_efficiency``; FP8 GEMMs at the FP8 peak,
+                   :mod:`~course.core.fp8`), paced by the slowest stage and, for an MoE, the
+                   busiest expert rank (:func:`~course.core.moe.moe_straggler_factor`)
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
-                   roofline)
+                   roofline), plus FP8 casts
 tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019)
 cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
-                   2024)
-bubble             :func:`~course.core.pipeline.bubble_overhead` x busy time (Narayanan et al.)
+                   2024); the ring overlaps it with attention (``cp_algorithm``)
+ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3
+                   node-limited routing); hidden by DualPipe
+bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
+                   interleaved, ZB-H1, DualPipe)
 pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
 dp_comm_exposed    ZeRO traffic per micro-batch and per step, overlapped per layer
-                   (:mod:`~course.core.zero`; Rajbhandari et al. 2020, Zhao et al. 2023)
-memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP) +
-                   :func:`~course.core.memory.activation_bytes_per_layer` / CP x layers x
-                   :func:`~course.core.pipeline.in_flight_microbatches`
+                   (:mod:`~course.core.zero`; Rajbhandari et al. 2020, Zhao et al. 2023); expert
+                   gradients over the expert-DP group
+memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP; experts
+                   over expert-DP) + :func:`~course.core.layer_cost.layer_activation_bytes` / CP
+                   x the layer-micro-batches of the fullest stage
+                   (:func:`~course.core.pipeline.in_flight_microbatches_at_stage`)
 =================  ===========================================================================
 
 Every collective runs at its link's bandwidth times a measured collective efficiency
 (:data:`~course.core.collectives.NVLINK_COLLECTIVE_EFFICIENCY`,
 :data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`, from nccl-tests).
 Ranks are placed TP innermost, then CP, PP and DP (Dubey et al. 2024, sec. 3.3.2): a
-group stays on NVLink while the ranks it spans fit in a node.
+group stays on NVLink while the ranks it spans fit in a node; experts fold the GPUs of a
+stage ETP innermost, then EP (Liu et al. 2025).
 
 No made-up penalty terms (erratum 5 of the source material): step time is compute +
-memory-bound + TP + CP communication + bubble + point-to-point + exposed DP traffic, each
-derived from FLOPs, bytes and bandwidths.
+memory-bound + TP + CP + EP communication + bubble + point-to-point + exposed DP traffic,
+each derived from FLOPs, bytes and bandwidths. ``Plan.assumptions`` lists what each term
+assumes; MFU is given in both conventions (``mfu``: 6N per token; ``mfu_attention``:
+PaLM's 6N + 12 l h s).
 
 Simplifications (say so where students see a number): embeddings and the output layer
 are spread evenly over stages (their activations and the logits are not in the
-activation memory); every stage is charged the activations of the busiest one; the
-optimizer step, kernel launch and framework overheads are inside
-``compute_efficiency``; CP's K/V exchange is not overlapped with attention.
+activation memory); the optimizer step, kernel launch and framework overheads are inside
+``compute_efficiency``; MoE routing is uniform (a balanced router); hidden communication
+costs only the SMs it occupies.
 
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
 uneven stages are *notes*, not violations.
@@ -77,7 +88,11 @@ from . import layer_cost as _lc
 from . import zero as _zero
 from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, RECOMPUTE_MODES, SCHEDULES, STEP_TERMS, Config,
                          _as_cluster, _as_model)
+from .plan_terms import broadcast_columns as _broadcast_columns
 from .plan_terms import columns as _columns
+from .plan_terms import rate_columns as _rate_columns
+from .plan_terms import term_assumptions
+from .sweep_table import GridRows, SweepTable
 
 __all__ = [
     "Plan", "SweepTable", "Config", "plan", "sweep", "evaluate", "explain", "iteration_flops",
@@ -94,7 +109,10 @@ VIOLATION_CODES = {
     "batch_not_divisible": "global batch must be micro-batch x DP x micro-batches",
     "too_few_microbatches": "a pipeline needs at least as many micro-batches as stages",
     "interleave_needs_multiple": "the interleaved schedule needs micro-batches in multiples of PP",
+    "dualpipe_needs_even": "DualPipe needs an even number of stages and of micro-batches",
     "out_of_memory": "the per-GPU memory exceeds the accelerator's",
+    "experts_not_divisible": "the routed experts must divide evenly over EP",
+    "ep_not_divisible": "ETP x EP must divide the TP x CP x DP GPUs of a stage (parallel folding)",
 }
 #: code -> what it means: true of the configuration, costed, but not a reason to reject it.
 NOTE_CODES = {
@@ -213,6 +231,16 @@ class Plan:
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     notes: list = field(default_factory=list)
+    # mixture of experts: expert mapping ETP x EP x EDP, all-to-all seconds, busiest-rank load
+    ep: int = 1
+    etp: int = 1
+    expert_dp: int = 1
+    ep_comm: float = 0.0
+    moe_straggler: float = 1.0
+    #: MFU with attention counted (PaLM, Appendix B: 6N + 12 l h s per token); ``mfu`` is 6N per token
+    mfu_attention: float = 0.0
+    #: term (and "memory") -> the assumptions behind its number
+    assumptions: dict = field(default_factory=dict)
 
     @property
     def feasible(self) -> bool:
@@ -235,64 +263,15 @@ class Plan:
                 "optimizer": self.optimizer, "activations": self.activations}
 
 
-class SweepTable:
-    """Columns of equal length (NumPy arrays) with a few table verbs.
-
-    ``table["throughput"]``, ``len(table)``, ``table.sort_by("tokens_per_second")``,
-    ``table.top(5)``, ``table.feasible_only()``, ``table.row(0)`` (a dict),
-    ``table.to_pandas()``.
-    """
-
-    def __init__(self, columns: dict, meta: Optional[dict] = None):
-        self.columns = {k: np.asarray(c) for k, c in columns.items()}
-        lengths = {len(c) for c in self.columns.values()}
-        if len(lengths) > 1:
-            raise ValueError("columns must all have the same length")
-        self.meta = dict(meta or {})
-
-    def __len__(self):
-        return len(next(iter(self.columns.values()))) if self.columns else 0
-
-    def __getitem__(self, name):
-        if name not in self.columns:
-            raise ValueError(f"column must be one of {', '.join(self.columns)}; got {name!r}")
-        return self.columns[name]
-
-    def __repr__(self):
-        return f"SweepTable({len(self)} rows: {', '.join(self.columns)})"
-
-    def take(self, index) -> "SweepTable":
-        return SweepTable({k: c[index] for k, c in self.columns.items()}, self.meta)
-
-    def sort_by(self, column="tokens_per_second", descending=True) -> "SweepTable":
-        key = self[column]
-        order = np.argsort(-key if descending else key, kind="stable")
-        return self.take(order)
-
-    def top(self, k=10, column="tokens_per_second", feasible_only=True) -> "SweepTable":
-        t = self.feasible_only() if feasible_only else self
-        return t.sort_by(column).take(slice(0, k))
-
-    def feasible_only(self) -> "SweepTable":
-        return self.take(self.columns["feasible"])
-
-    def row(self, i) -> dict:
-        return {k: c[i].item() if hasattr(c[i], "item") else c[i] for k, c in self.columns.items()}
-
-    def to_pandas(self):
-        import pandas as pd
-
-        return pd.DataFrame(self.columns)
-
-
 # --------------------------------------------------------------------------- the vectorized pass
 
 
 def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4, zero_stage=0,
              recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
              first_stage_layers=0, last_stage_layers=0, overlap=True,
-             compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-             collective_efficiency=None):
+             compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
+             collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
+             cp_algorithm="ring"):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -311,6 +290,10 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
         A cluster of :mod:`course.core.catalog`.
     tp, cp, pp, dp, micro_batch, num_microbatches, interleave : int or array of int, >= 1
         Parallel degrees, sequences per micro-batch, micro-batches per step, chunks per stage.
+    ep, etp : int or array of int, >= 1, optional
+        Expert- and expert-tensor-parallel degrees (mixtures of experts only).
+    capacity_factor : float, optional
+        As in :func:`plan`.
     zero_stage : int or array of int in 0..3
     recompute : str or array of int
         A mode of ``RECOMPUTE_MODES`` or indices into it.
@@ -340,8 +323,9 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  sequence_parallel=sequence_parallel, schedule=schedule, interleave=interleave,
                  first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency)
-    return _columns(cfg)
+                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
+                 cp_algorithm=cp_algorithm)
+    return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
 # --------------------------------------------------------------------------- plan
@@ -388,6 +372,17 @@ def _sentences(cols, i, m, c, requested_batch):
         out.append(("interleave_needs_multiple",
                     f"The interleaved schedule needs the number of micro-batches ({nmb}) to be a "
                     f"multiple of PP = {pp}."))
+    if g("viol_experts_not_divisible"):
+        out.append(("experts_not_divisible",
+                    f"EP = {g('ep')} cannot split the {m.experts} routed experts of each MoE layer evenly."))
+    if g("viol_ep_not_divisible"):
+        out.append(("ep_not_divisible",
+                    f"ETP x EP = {g('etp')} x {g('ep')} does not divide the TP x CP x DP = {tp * cp * dp} GPUs "
+                    f"of a pipeline stage, which the experts fold as ETP x EP x expert-DP."))
+    if g("viol_dualpipe_needs_even"):
+        out.append(("dualpipe_needs_even",
+                    f"DualPipe feeds micro-batches from both ends of the pipeline: PP = {pp} and the {nmb} "
+                    f"micro-batches must both be even (DeepSeek-AI 2024, sec. 3.2.1)."))
     if g("viol_out_of_memory"):
         gbs = lambda k: g(k) / 1e9  # noqa: E731
         out.append(("out_of_memory",
@@ -421,8 +416,9 @@ def _note_sentences(cols, i, m):
 def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, num_microbatches=None,
          zero_stage=0, recompute="none", sequence_parallel=False, overlap=True, schedule="1f1b",
          interleave=1, first_stage_layers=0, last_stage_layers=0,
-         compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=False,
-         collective_efficiency=None) -> Plan:
+         compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
+         collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
+         cp_algorithm="ring") -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -450,8 +446,14 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     sequence_parallel : bool
     overlap : bool
         Overlap DP/ZeRO traffic with compute, one bucket per layer (prefetch for ZeRO-3).
-    schedule : {"1f1b", "gpipe"}
-        Same bubble; 1F1B keeps at most ``pp`` micro-batches in flight, GPipe all ``m``.
+    schedule : {"1f1b", "gpipe", "zb-h1", "dualpipe"}
+        1F1B and GPipe have the same bubble; 1F1B keeps at most ``pp`` micro-batches in
+        flight, GPipe all ``m``. ZB-H1 splits the backward pass into input- and
+        weight-gradient parts and fills the bubble with the latter (a third of 1F1B's
+        bubble, same memory; Qi et al. 2023). DualPipe (DeepSeek-V3) feeds both ends of
+        the pipeline, keeps two copies of the stage's weights and ``pp + 1`` micro-batches,
+        and hides the expert all-to-alls behind computation
+        (:func:`~course.core.pipeline.schedule_bubble_overhead`).
     interleave : int >= 1
         Model chunks per GPU ``v`` (interleaved 1F1B): bubble / v, point-to-point x v.
     first_stage_layers, last_stage_layers : int >= 0, optional
@@ -460,14 +462,33 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         Share of dense peak sustained by the computation (see
         ``DEFAULT_COMPUTE_EFFICIENCY``).
     precision : str
-        Peak-FLOP/s key of the accelerator.
+        Peak-FLOP/s key of the accelerator. ``"fp8"``: the layer GEMMs run at the FP8 peak
+        and attention, the output layer and the router at the BF16 one; every GEMM operand
+        pays a memory-bound cast; the weights gain a cached FP8 copy (1 byte each); GEMM
+        inputs are kept in FP8 for the backward pass; MoE tokens are dispatched in FP8
+        (:mod:`~course.core.fp8`, DeepSeek-AI 2024 sec. 3.3). MFU is then quoted against the
+        BF16 peak.
     fused_attention : bool
-        A fused attention kernel (FlashAttention) keeps the ``s x s`` scores out of
-        HBM, so the memory-bound time leaves them out (activation *memory* still
-        follows Korthikanti et al.'s table for the chosen ``recompute``).
+        A fused causal attention kernel (FlashAttention-2, today's default in Megatron-Core
+        and Transformer Engine): the ``s x s`` scores never reach HBM (no memory-bound
+        time, no activation memory for them: without recomputation a layer keeps what
+        selective recomputation keeps) and the blocks above the causal diagonal are
+        skipped (:func:`~course.core.layer_cost.causal_attention_fraction`). ``False``
+        for runs before 2022 (Megatron's fused softmax on the full score matrix).
+    cp_algorithm : {"ring", "all_gather"}
+        Context-parallel K/V exchange: the ring overlaps each block's send with attention
+        (Megatron-Core / Transformer Engine default), Llama 3's all-gather is exposed.
     collective_efficiency : float in (0, 1], optional
         Achieved bus bandwidth over link bandwidth for every collective; by default the
         measured NVLink and network values of :mod:`~course.core.collectives`.
+    ep, etp : int >= 1, optional
+        Expert parallelism (mixtures of experts): the routed experts of each MoE layer
+        spread over ``ep`` GPUs, each expert split ``etp`` ways. The experts fold the
+        ``TP x CP x DP`` GPUs of a stage as ``ETP x EP x EDP`` (Megatron-Core parallel
+        folding); their gradients reduce over EDP.
+    capacity_factor : float > 0, optional
+        Token-dropping MoE: each expert computes ``capacity_factor x`` its mean load.
+        ``None`` (default, today's practice): dropless, the busiest EP rank is a straggler.
 
     Returns
     -------
@@ -491,7 +512,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     ['uneven_stages']
     """
     m, c = _as_model(model), _as_cluster(cluster)
-    for name, val in (("tp", tp), ("cp", cp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch)):
+    for name, val in (("tp", tp), ("cp", cp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch), ("ep", ep),
+                      ("etp", etp)):
         if not isinstance(val, (int, np.integer)) or val < 1:
             raise ValueError(f"{name} must be a whole number >= 1; got {val!r}")
     requested = None
@@ -512,9 +534,15 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  schedule=schedule, interleave=interleave, first_stage_layers=first_stage_layers,
                  last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency)
-    cols = {k: np.reshape(a, (1,)) for k, a in _columns(cfg).items()}
+                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
+                 cp_algorithm=cp_algorithm)
+    cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
+    record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
+                                             fused_attention=fused_attention, cp_algorithm=cp_algorithm,
+                                             schedule=schedule, overlap=overlap,
+                                             collective_efficiency=collective_efficiency,
+                                             capacity_factor=capacity_factor)
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
                   violations=_sentences(cols, 0, m, c, requested), notes=_note_sentences(cols, 0, m))
@@ -534,7 +562,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           global_batch=None, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE_MODES,
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-          fused_attention=False, collective_efficiency=None, include_infeasible=False) -> SweepTable:
+          fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
+          capacity_factor=None, cp_algorithm="ring") -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -556,6 +585,12 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         Values to try for each setting.
     global_batch : int, optional
         Sequences per iteration, ``>= 1``.
+    ep, etp : sequence of int, optional
+        Expert-parallel and expert-tensor-parallel degrees to try (mixtures of experts);
+        ``ep`` defaults to the powers of two that divide the routed experts, ``(1,)`` for a
+        dense model. Pairs whose ``ETP x EP`` does not divide ``TP x CP x DP`` are skipped.
+    capacity_factor : float, optional
+        As in :func:`plan`.
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
@@ -583,72 +618,105 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     n = c.gpus
     B = int(v.integer("global_batch", global_batch if global_batch is not None else max(1, 2**24 // m.seq_len)))
     tps = list(tp) if tp is not None else _divisors(c.gpus_per_node)
+    if ep is None:
+        eps = [e for e in (2**i for i in range(12)) if m.experts and m.experts % e == 0] or [1]
+    else:
+        eps = list(ep)
+    etps = list(etp) if m.is_moe else [1]
     for name, values in (("tp", tps), ("cp", cp), ("pp", pp or ()), ("micro_batches", micro_batches),
-                         ("interleave", interleave)):
+                         ("interleave", interleave), ("ep", eps), ("etp", etps)):
         for value in values:
             v.integer(name, value)
     for r in recompute:
         v.choice("recompute", r, RECOMPUTE_MODES)
-    rows = []
-    for t, k in product(tps, cp):
-        if n % (t * k) or m.seq_len % (2 * k):
-            continue
-        pps = list(pp) if pp is not None else _divisors(n // (t * k), up_to=m.layers)
-        for p in pps:
-            if (n // (t * k)) % p:
-                continue
-            d = n // (t * k * p)
-            for b in micro_batches:
-                if B % (b * d):
-                    continue
-                nmb = B // (b * d)
-                for chunks in interleave:
-                    if chunks > 1 and (p == 1 or nmb % p or p * chunks > m.layers):
-                        continue
-                    rows.append((t, k, p, d, b, nmb, chunks))
-    if not rows:
+    if schedule != "1f1b":  # interleaving is a form of 1F1B
+        interleave = (1,)
+    folds = [(e, et) for e in eps for et in etps if not m.is_moe or m.experts % e == 0]
+    base = _layouts(n, B, m, tps, list(cp), list(pp) if pp is not None else _divisors(n, up_to=m.layers),
+                    list(micro_batches), list(interleave), folds)
+    if not len(base):
         raise ValueError(f"global_batch = {B} admits no configuration of {n} GPUs with micro-batches "
                          f"{tuple(micro_batches)}")
-    base = np.array(rows, dtype=np.int64)
-    extra = np.array(list(product(zero_stages, range(len(recompute)), sequence_parallel)), dtype=np.int64)
-    rc_codes = np.array([RECOMPUTE_MODES.index(r) for r in recompute])
-    grid_b = np.repeat(base, len(extra), axis=0)
-    grid_e = np.tile(extra, (len(base), 1))
-    cols = evaluate(m, c, tp=grid_b[:, 0], cp=grid_b[:, 1], pp=grid_b[:, 2], dp=grid_b[:, 3],
-                    micro_batch=grid_b[:, 4], num_microbatches=grid_b[:, 5], interleave=grid_b[:, 6],
-                    zero_stage=grid_e[:, 0], recompute=rc_codes[grid_e[:, 1]],
-                    sequence_parallel=grid_e[:, 2].astype(bool), schedule=schedule, overlap=overlap,
-                    compute_efficiency=compute_efficiency, precision=precision,
-                    fused_attention=fused_attention, collective_efficiency=collective_efficiency)
-    for prefix, column in (("viol_", "violations"), ("note_", "notes")):
-        keys = [k for k in cols if k.startswith(prefix)]
-        # one bit per code; join the codes once per distinct combination, not once per row
-        bits = sum(cols[k].astype(np.int64) << i for i, k in enumerate(keys))
-        combos, which = np.unique(bits, return_inverse=True)
-        names = [";".join(k[len(prefix):] for i, k in enumerate(keys) if combo >> i & 1) for combo in combos]
-        cols[column] = np.array(names, dtype=object)[which]
-        for k in keys:  # the joined codes carry them; fewer columns to sort
-            del cols[k]
-    cols["recompute"] = np.array(RECOMPUTE_MODES, dtype=object)[cols["recompute_code"]]
-    table = SweepTable(cols, meta={"model": m.name, "cluster": c.name, "global_batch": B})
-    if not include_infeasible:
-        table = table.feasible_only()
-    return table.sort_by("tokens_per_second")
+    rc_codes = np.array([RECOMPUTE_MODES.index(r) for r in recompute], dtype=np.int64)
+    # one axis per setting (base layouts, ZeRO stage, recompute, SP): every term computes on the axes
+    # it depends on, and only the sums broadcast to the whole grid
+    on = lambda values, axis: np.reshape(values, [-1 if a == axis else 1 for a in range(4)])  # noqa: E731
+    b = lambda j: on(base[:, j], 0)  # noqa: E731
+    cfg = Config(m, c, tp=b(0), cp=b(1), pp=b(2), dp=b(3), micro_batch=b(4), num_microbatches=b(5),
+                 interleave=b(6), ep=b(7), etp=b(8), zero_stage=on(np.array(zero_stages, dtype=np.int64), 1),
+                 recompute=on(rc_codes, 2), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 3),
+                 schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
+                 precision=precision, fused_attention=fused_attention,
+                 collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
+                 cp_algorithm=cp_algorithm)
+    cols = _columns(cfg, rates=False)
+    feasible = np.broadcast_to(cols["feasible"], cfg.shape).reshape(-1)
+    rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
+    speed = np.broadcast_to(cols["tokens_per_second"], cfg.shape).reshape(-1)[rows]
+    rows = rows[np.argsort(-speed, kind="stable")]  # fastest first; ties keep the grid's order
+    derived = {"violations": lambda t: _joined_codes(t, "viol_"), "notes": lambda t: _joined_codes(t, "note_"),
+               "recompute": lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]],
+               **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
+    settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
+                    cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
+                    collective_efficiency=collective_efficiency, capacity_factor=capacity_factor)
+    return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
+                      meta={"model": m.name, "cluster": c.name, "global_batch": B,
+                            "assumptions": term_assumptions(m, c, **settings)})
+
+
+def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):
+    """Every (TP, CP, PP, DP, b, m, v, EP, ETP) of ``n`` GPUs and ``batch`` sequences, one row each.
+
+    Rows in the order of nested loops over TP, CP, PP, micro-batch, interleave and expert
+    folding; combinations that are not configurations are left out: TP x CP x PP not
+    dividing the GPUs, CP not splitting the sequence into 2 x CP chunks, b x DP not dividing
+    the batch, interleaving without a pipeline, with micro-batches that PP does not divide
+    or more chunks than layers, ETP x EP not dividing TP x CP x DP.
+    """
+    fold = np.array(folds, dtype=np.int64).reshape(-1, 2)
+    grid = np.meshgrid(np.array(tps, dtype=np.int64), np.array(cps, dtype=np.int64), np.array(pps, dtype=np.int64),
+                       np.array(micro_batches, dtype=np.int64), np.array(interleave, dtype=np.int64),
+                       np.arange(len(fold)), indexing="ij")
+    t, k, p, b, v, f = (a.reshape(-1) for a in grid)
+    ok = (n % (t * k) == 0) & (model.seq_len % (2 * k) == 0) & ((n // (t * k)) % p == 0)
+    d = np.maximum(n // (t * k * p), 1)
+    ok &= batch % (b * d) == 0
+    nmb = np.maximum(batch // (b * d), 1)
+    ok &= ~((v > 1) & ((p == 1) | (nmb % p != 0) | (p * v > model.layers)))
+    e, et = fold[f, 0], fold[f, 1]
+    ok &= (t * k * d) % (e * et) == 0
+    return np.stack([t, k, p, d, b, nmb, v, e, et], axis=1)[ok]
+
+
+def _joined_codes(rows, prefix):
+    """``;``-joined codes of the true ``prefix*`` flags of each row, joined once per distinct combination."""
+    keys = [k for k in rows._cols if k.startswith(prefix)]
+    bits = sum(rows[k].astype(np.int64) << i for i, k in enumerate(keys))
+    combos, which = np.unique(bits, return_inverse=True)
+    names = [";".join(k[len(prefix):] for i, k in enumerate(keys) if combo >> i & 1) for combo in combos]
+    return np.array(names, dtype=object)[which]
 
 
 # --------------------------------------------------------------------------- explaining a ranking
 
 _TERM_WORDS = {"compute": "compute", "memory_bound": "memory-bound kernels", "tp_comm": "TP all-reduces",
-               "cp_comm": "CP key/value exchange", "bubble": "pipeline bubble", "pp_comm": "pipeline sends",
+               "cp_comm": "CP key/value exchange", "ep_comm": "EP all-to-alls", "bubble": "pipeline bubble", "pp_comm": "pipeline sends",
                "dp_comm_exposed": "exposed DP/ZeRO traffic"}
-_SETTING_NAMES = ("tp", "cp", "pp", "dp", "micro_batch", "num_microbatches", "interleave", "zero_stage",
-                  "recompute", "sequence_parallel")
+_SETTING_NAMES = ("tp", "cp", "pp", "dp", "ep", "etp", "micro_batch", "num_microbatches", "interleave",
+                  "zero_stage", "recompute", "sequence_parallel")
 
 
 def _setting(row):
-    return (f"TP {row['tp']} CP {row['cp']} PP {row['pp']} DP {row['dp']} b {row['micro_batch']} "
+    experts = f"EP {row['ep']} ETP {row['etp']} EDP {row['expert_dp']} " if row.get("ep", 1) * row.get("etp", 1) > 1 else ""
+    return (f"TP {row['tp']} CP {row['cp']} PP {row['pp']} DP {row['dp']} {experts}b {row['micro_batch']} "
             f"m {row['num_microbatches']} v {row['interleave']} ZeRO-{row['zero_stage']} "
             f"{row['recompute']} recompute{' + SP' if row['sequence_parallel'] else ''}")
+
+
+def _mfu_words(row):
+    return (f"MFU {row['mfu']:.1%} counting 6N per token, {row['mfu_attention']:.1%} counting attention "
+            f"(6N + 12 l h s)")
 
 
 def explain(table, k=3, terms=2):
@@ -671,7 +739,8 @@ def explain(table, k=3, terms=2):
     -------
     list of str
         One sentence per comparison, ``"#1 beats #2 because ..."`` (or ``"#1 and #2 tie
-        ..."`` when their steps differ by less than half a millisecond).
+        ..."`` when their steps differ by less than half a millisecond), ending with the
+        assumptions behind the terms it names (:func:`~course.core.plan_terms.term_assumptions`).
 
     Source: the terms of :func:`evaluate`.
 
@@ -701,11 +770,15 @@ def explain(table, k=3, terms=2):
         memory = f"memory {best['memory_total'] / 1e9:.1f} vs {other['memory_total'] / 1e9:.1f} GB per GPU"
         if gap < 0.5e-3:  # a tie: say what differs instead of inventing a winner
             out.append(f"#1 and #{i + 1} tie ({best['step_time']:.2f} s per step): they differ in {settings}, "
-                       f"which moves no step-time term by a millisecond; {memory}. #1 is {_setting(best)}.")
+                       f"which moves no step-time term by a millisecond; {memory}. #1 is {_setting(best)}, "
+                       f"{_mfu_words(best)}.")
             continue
+        assumes = table.meta.get("assumptions", {})
+        because = "; ".join(f"{_TERM_WORDS[t]}: {assumes[t]}" for _, t in diffs if t in assumes)
         out.append(f"#1 beats #{i + 1} because its step is {gap * 1e3:.0f} ms shorter "
                    f"({best['step_time']:.2f} s vs {other['step_time']:.2f} s): {why}; "
-                   f"settings {settings}; {memory}. #1 is {_setting(best)}.")
+                   f"settings {settings}; {memory}. #1 is {_setting(best)}, {_mfu_words(best)}."
+                   + (f" Assumed ({because})." if because else ""))
     return out
 
 
@@ -747,7 +820,7 @@ def megatron_table1(compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY):
     for mdl, tp, pp, gpus, batch, published, mbs, chunks in _cat.MEGATRON_TABLE1:
         cl = _cat.make_cluster("DGX A100", gpus)
         p = plan(mdl, cl, tp=tp, pp=pp, dp=gpus // (tp * pp), micro_batch=mbs, global_batch=batch,
-                 recompute="full", overlap=False, interleave=chunks,
+                 recompute="full", overlap=False, interleave=chunks, fused_attention=False,
                  compute_efficiency=compute_efficiency)
         out.append(dict(model=mdl.name, params_b=mdl.params / 1e9, tp=tp, pp=pp, gpus=gpus,
                         global_batch=batch, micro_batch=mbs, interleave=chunks,

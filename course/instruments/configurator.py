@@ -48,7 +48,7 @@ INTERLEAVE_CHOICES = (1, 2, 4)
 MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 #: Parts of the planner's step time (``Plan.breakdown()``), in the order they are drawn.
 STEP_PARTS = core.STEP_TERMS
-STEP_LABELS = ("compute", "memory-bound", "TP comm", "CP K/V", "bubble", "PP sends", "DP/ZeRO")
+STEP_LABELS = ("compute", "memory-bound", "TP comm", "CP K/V", "EP all-to-all", "bubble", "PP sends", "DP/ZeRO")
 #: The controls a top result of the sweep sets (named as the keys of its row in ``result["best"]``).
 LOADED_CONTROLS = ("tp", "cp", "pp", "interleave", "micro_batch", "microbatches", "zero_stage", "recompute",
                    "sequence_parallel")

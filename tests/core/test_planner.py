@@ -113,8 +113,25 @@ def test_compute_term_is_megatron_eq3_over_peak():
     B, s, l, h, V = 1536, 2048, 96, 12288, 50257
     eq3 = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
     assert iteration_flops(GPT3, B, "full") == pytest.approx(eq3, rel=1e-12)
-    p = plan(GPT3, H100_1024, tp=8, pp=8, dp=16, global_batch=B, recompute="full")
+    # eq. 3 counts every query against every key: an unfused (2021) attention kernel
+    p = plan(GPT3, H100_1024, tp=8, pp=8, dp=16, global_batch=B, recompute="full", fused_attention=False)
     assert p.compute == pytest.approx(eq3 / (1024 * 989e12 * DEFAULT_COMPUTE_EFFICIENCY), rel=1e-9)
+
+
+def test_causal_fused_kernel_skips_the_masked_score_blocks():
+    # FlashAttention-2 (Dao 2023, sec. 3.1.1) computes the 16 x 17 / 2 tiles of 128 on or below the
+    # diagonal of a 2048-token sequence: 17/32 of the 4 s h score FLOPs (x4 with full recompute)
+    B, s, l, h, V = 1536, 2048, 96, 12288, 50257
+    eq3 = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    scores = B * s * l * 4 * (4 * s * h)
+    causal = eq3 - scores + scores * 17 / 32
+    p = plan(GPT3, H100_1024, tp=8, pp=8, dp=16, global_batch=B, recompute="full")
+    assert p.flops_per_iteration == pytest.approx(causal, rel=1e-12)
+    # MFU in both conventions: 6N per token, and PaLM's 6N + 12 l h s (attention counted in full)
+    tokens = B * s
+    assert p.mfu == pytest.approx(6 * 175e9 * tokens / (p.step_time * 1024 * 989e12), rel=1e-12)
+    assert p.mfu_attention == pytest.approx((6 * 175e9 + 12 * l * h * s) * tokens / (p.step_time * 1024 * 989e12),
+                                            rel=1e-12)
 
 
 def test_recompute_costs_flops_in_the_documented_order():

@@ -84,7 +84,7 @@ def test_zero2_and_3_with_a_pipeline_are_a_note_not_a_violation():
 
 def test_uneven_stages_pace_by_the_busiest_stage():
     # 126 layers on 16 stages: 14 stages of 8 and 2 of 7; every stage waits for 8 layers of work
-    args = dict(tp=8, pp=16, dp=128, num_microbatches=16, zero_stage=1, recompute="full")
+    args = dict(tp=8, pp=16, dp=128, num_microbatches=16, zero_stage=1, recompute="full", fused_attention=False)
     p = plan("llama3-405b", H100_16K, **args)
     flops = iteration_flops("llama3-405b", 128 * 16, "full")
     assert p.compute == pytest.approx(flops / (16384 * 989e12 * DEFAULT_COMPUTE_EFFICIENCY) * 8 * 16 / 126,
@@ -122,7 +122,8 @@ def test_cp_key_value_exchange_by_hand():
     # Table 4). The CP group spans 8 x 16 = 128 GPUs, so it crosses nodes (47 GB/s, 5 us).
     # K and V of 131,072 tokens, 8 K/V heads of 128 over TP 8 = 1 head: 2 x 131072 x 128 x 2 B.
     m = 16
-    p = plan(LONG, H100_16K, tp=8, cp=16, pp=16, dp=8, num_microbatches=m, zero_stage=1, recompute="full")
+    p = plan(LONG, H100_16K, tp=8, cp=16, pp=16, dp=8, num_microbatches=m, zero_stage=1, recompute="full",
+             cp_algorithm="all_gather")
     kv = 2 * 131072 * 1 * 128 * 2
     per_layer = 4 * ring_allgather(kv, 16, NDR, A_OUT)  # fwd, recomputed fwd, bwd gather + reduce-scatter
     assert p.cp_comm == pytest.approx(m * 8 * per_layer, rel=1e-9)
@@ -132,7 +133,8 @@ def test_cp_key_value_exchange_by_hand():
 
 
 def test_cp_inside_a_node_uses_nvlink():
-    p = plan("llama3-70b", H100_1024, tp=4, cp=2, pp=4, dp=32, num_microbatches=16, zero_stage=1)
+    p = plan("llama3-70b", H100_1024, tp=4, cp=2, pp=4, dp=32, num_microbatches=16, zero_stage=1,
+             cp_algorithm="all_gather")
     kv = 2 * 8192 * (8 / 4) * 128 * 2                    # 8 K/V heads over TP 4
     assert p.cp_comm == pytest.approx(16 * 20 * 3 * ring_allgather(kv, 2, NVLINK, A_IN), rel=1e-9)
 
@@ -145,6 +147,23 @@ def test_cp_divides_activations_and_keeps_flops():
     assert sixteen.activations == pytest.approx(one.activations / 16, rel=1e-12)
     assert sixteen.flops_per_iteration == one.flops_per_iteration
     assert "gpus_mismatch" in dict(one.violations) and "gpus_mismatch" not in dict(sixteen.violations)
+
+
+def test_ring_cp_hides_the_exchange_behind_attention_by_hand():
+    # Megatron-Core's ring (cp_comm_type p2p) sends K/V while attention runs: exposed is what the
+    # attention of this rank's queries cannot cover. Llama 3 8B, TP 8 x CP 8 (CP crosses nodes), no
+    # recompute: per layer and micro-batch 3 K/V all-gathers vs 3 x 4 s h a FLOPs of the s/CP local
+    # queries over TP
+    args = dict(tp=8, cp=8, pp=1, dp=16, num_microbatches=4, zero_stage=1)
+    gather = plan("llama3-8b", H100_1024, cp_algorithm="all_gather", **args)
+    ring = plan("llama3-8b", H100_1024, **args)
+    s, h = 8192, 4096
+    a = (64 + 1) / (2 * 64)  # causal tiles of 128 over 8192 tokens
+    attention = (s / 8) / 8 * 3 * 4 * s * h * a / (989e12 * DEFAULT_COMPUTE_EFFICIENCY)
+    per_layer = gather.cp_comm / (4 * 32)
+    assert per_layer > attention > 0  # this case leaves part of the exchange exposed
+    # the hidden part still occupies 20 of 132 SMs (DeepSeek-AI 2024, sec. 3.2.2)
+    assert ring.cp_comm == pytest.approx(4 * 32 * (per_layer - attention + attention * 20 / 132), rel=1e-9)
 
 
 # --------------------------------------------------------------------------- collective efficiency
@@ -223,7 +242,8 @@ def test_4d_parts_are_non_negative_and_add_up(tp, cp, pp, m, zero, v, first, las
     dp = max(16384 // (tp * cp * pp), 1)
     p = plan("llama3-405b", H100_16K, tp=tp, cp=cp, pp=pp, dp=dp, num_microbatches=m, zero_stage=zero,
              recompute="selective", sequence_parallel=True, interleave=v if pp > 1 else 1,
-             first_stage_layers=first, last_stage_layers=last, overlap=overlap)
+             first_stage_layers=first, last_stage_layers=last, overlap=overlap,
+             cp_algorithm="all_gather")
     parts = p.breakdown()
     assert all(x >= 0 for x in parts.values())
     assert sum(parts.values()) == pytest.approx(p.step_time, rel=1e-12)
@@ -231,3 +251,16 @@ def test_4d_parts_are_non_negative_and_add_up(tp, cp, pp, m, zero, v, first, las
     assert (p.cp_comm > 0) == (cp > 1)
     assert p.stage_layers * pp >= 126  # the busiest stage never holds less than its share
     assert ("uneven_stages" in dict(p.notes)) == (pp > 1 and p.stage_layers * pp != 126)
+
+
+def test_1f1b_stage_s_holds_p_minus_s_microbatches():
+    # Llama 3 70B, PP 4, 14 layers pinned on the first stage: the other three hold 22 each. In 1F1B
+    # stage s keeps p - s micro-batches (Narayanan et al. 2021, sec. 2.2): stage 0 14 x 4 = 56
+    # layer-micro-batches, stage 1 22 x 3 = 66, the fullest GPU. Fused attention, selective, TP 8 + SP:
+    # Korthikanti et al.'s per-tensor count for a Llama layer (no dropout, 8 of 64 K/V heads, SwiGLU of
+    # 3.5h): norms 4 + inputs 2 + 2 + Q 2 + K, V 4/8 + projection input 2 + MLP 2 x 2 x 3.5 + 2 x 3.5 = 33.5 sbh / t.
+    p = plan("llama3-70b", H100_1024, tp=8, pp=4, dp=32, num_microbatches=16, zero_stage=1,
+             recompute="selective", sequence_parallel=True, first_stage_layers=14)
+    per_layer = 33.5 * 8192 * 1 * 8192 / 8
+    assert p.stage_layers == 22
+    assert p.activations == pytest.approx(66 * per_layer, rel=1e-12)

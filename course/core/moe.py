@@ -1,0 +1,598 @@
+"""Mixture-of-experts (MoE) layers: parameters, FLOPs, all-to-all, load imbalance, memory under EP.
+
+An MoE layer replaces the dense MLP of a transformer block by ``E`` routed experts (each a
+small MLP of inner width ``f_e``), a router (a ``h x E`` linear layer whose top-``k``
+scores pick the experts of each token) and, in DeepSeekMoE / Qwen2-MoE, ``E_s`` shared
+experts every token passes through (Dai et al. 2024; DeepSeek-AI 2024, sec. 2.1.2; Yang
+et al. 2024, sec. 2.2.2). A model keeps *all* experts' weights but computes only ``k``
+of them per token: memory follows the total parameters, FLOPs the active ones.
+
+Expert parallelism (EP) spreads the experts over ``ep`` GPUs: each token's hidden vector
+travels to the GPUs of its ``k`` experts (*dispatch*, an all-to-all) and back (*combine*,
+another all-to-all), in the forward pass and again in the backward pass (Lepikhin et al.
+2021, GShard, sec. 2.2; Fedus et al. 2022, Switch Transformer, sec. 2.2). Megatron-Core's
+*parallel folding* maps attention and experts separately onto the same GPUs: attention
+over TP x CP x DP x PP, experts over ETP x EP x EDP x PP, with ``TP x CP x DP = ETP x EP x
+EDP`` (Liu et al. 2025, MoE Parallel Folding, sec. 3). Expert weights are replicated over
+the expert-data-parallel group EDP and their gradients reduced (and ZeRO-sharded) there.
+
+Routers do not spread tokens evenly. With a capacity factor ``C`` an expert takes at most
+``C x`` its mean share and *drops* the rest (GShard, Switch); *dropless* MoE (Gale et al.
+2023, MegaBlocks; DeepSeek-V3; Megatron-Core's default) computes every token, so the
+most-loaded EP rank is a straggler every other rank waits for.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _validate as v
+
+__all__ = [
+    "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
+    "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
+    "expected_max_load_ratio", "dropped_token_fraction", "moe_straggler_factor",
+    "expert_data_parallel_size", "expert_params_per_gpu", "moe_mlp_activation_bytes_per_layer",
+    "MOE_ALL_TO_ALLS_PER_LAYER",
+]
+
+#: All-to-alls per MoE layer and micro-batch: forward dispatch + combine, backward the
+#: same two in reverse; full recomputation repeats the forward pair.
+#: Source: Lepikhin et al. 2021 (GShard), sec. 2.2 (dispatch and combine); Korthikanti et
+#: al. 2022, sec. 5 (full recomputation re-runs the forward pass).
+MOE_ALL_TO_ALLS_PER_LAYER = {"none": 4, "selective": 4, "full": 6}
+
+_erfc = np.vectorize(math.erfc, otypes=[float])  # NumPy has no erfc; SciPy is not a dependency
+
+
+# --------------------------------------------------------------------------- parameters and FLOPs
+
+
+def router_params(hidden, experts):
+    """Weights of a router: one ``h x E`` linear layer producing a score per expert.
+
+    Parameters
+    ----------
+    hidden, experts : int or array_like of int, >= 1
+
+    Returns
+    -------
+    float or ndarray
+        ``h E`` parameters.
+
+    Source: Shazeer et al. 2017, sec. 2.1 (gating network ``x W_g``); DeepSeek-AI 2024,
+    DeepSeek-V3 technical report, sec. 2.1.2 eq. 15 (affinity ``u_t^T e_i`` of each expert's
+    centroid ``e_i``: one ``h``-vector per expert).
+
+    Examples
+    --------
+    >>> router_params(7168, 256)
+    1835008.0
+    """
+    return v.scalar_or_array(v.integer("hidden", hidden) * v.integer("experts", experts))
+
+
+def expert_params(hidden, expert_ffn, mlp_matrices=3):
+    """Weights of one expert MLP: ``mlp_matrices x h x f_e`` (3 for SwiGLU, 2 for GELU).
+
+    Parameters
+    ----------
+    hidden, expert_ffn : int or array_like of int, >= 1
+        ``h`` and the expert's inner width ``f_e``.
+    mlp_matrices : {2, 3}
+
+    Returns
+    -------
+    float or ndarray
+
+    Source: Jiang et al. 2024 (Mixtral of Experts), sec. 2.1 (each expert is a SwiGLU
+    block, as in Mistral 7B); Shazeer 2020 (GLU variants: three matrices).
+
+    Examples
+    --------
+    Mixtral 8x7B: one expert of ``h = 4096, f_e = 14336``.
+
+    >>> expert_params(4096, 14336) / 1e6
+    176.160768
+    """
+    h = v.integer("hidden", hidden)
+    f = v.integer("expert_ffn", expert_ffn)
+    if mlp_matrices not in (2, 3):
+        raise ValueError(f"mlp_matrices must be 2 (GELU) or 3 (SwiGLU); got {mlp_matrices!r}")
+    return v.scalar_or_array(mlp_matrices * h * f)
+
+
+def moe_mlp_params(hidden, expert_ffn, experts, top_k, shared_experts=0, shared_ffn=None, mlp_matrices=3):
+    """Total and active weights of one MoE MLP block (router + routed + shared experts).
+
+    ``total = h E + E P_e + E_s P_s``, ``active = h E + k P_e + E_s P_s`` with ``P_e``
+    (``P_s``) the weights of one routed (shared) expert (:func:`expert_params`).
+
+    Parameters
+    ----------
+    hidden, expert_ffn : int or array_like of int, >= 1
+    experts, top_k : int or array_like of int, >= 1
+        Routed experts ``E`` and experts per token ``k <= E``.
+    shared_experts : int or array_like of int, >= 0, optional
+        ``E_s`` experts every token uses.
+    shared_ffn : int or array_like of int, >= 1, optional
+        Inner width of a shared expert (default ``expert_ffn``).
+    mlp_matrices : {2, 3}
+
+    Returns
+    -------
+    (total, active) : tuple of float or ndarray
+        Parameters.
+
+    Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 2.1.2 eq. 12-13 (shared + routed experts);
+    Jiang et al. 2024 (Mixtral), sec. 2.1 (8 experts, top-2); Yang et al. 2024 (Qwen2),
+    sec. 2.2.2 and Table 1.
+
+    Examples
+    --------
+    Mixtral 8x7B's 32 MoE blocks hold 45.1 B of its 46.7 B weights; 11.3 B are active.
+
+    >>> total, active = moe_mlp_params(4096, 14336, 8, 2)
+    >>> round(32 * total / 1e9, 1), round(32 * active / 1e9, 1)
+    (45.1, 11.3)
+    """
+    E = v.integer("experts", experts)
+    k = v.integer("top_k", top_k)
+    if np.any(k > E):
+        raise ValueError(f"top_k must be <= experts; got top_k={top_k!r}, experts={experts!r}")
+    es = v.integer("shared_experts", shared_experts, minimum=0)
+    one = expert_params(hidden, expert_ffn, mlp_matrices)
+    shared = expert_params(hidden, expert_ffn if shared_ffn is None else shared_ffn, mlp_matrices)
+    router = router_params(hidden, experts)
+    return (v.scalar_or_array(router + E * one + es * shared),
+            v.scalar_or_array(router + k * one + es * shared))
+
+
+def moe_mlp_flops_per_token(hidden, expert_ffn, experts, top_k, shared_experts=0, shared_ffn=None,
+                            mlp_matrices=3):
+    """Forward FLOPs of one MoE MLP block per token: ``2 x active weights``.
+
+    The router's ``h x E`` product, ``k`` routed experts and the shared experts: each
+    weight is one multiply-add (2 FLOP) per token (Kaplan et al. 2020, sec. 2.1). A
+    backward pass costs twice this.
+
+    Parameters
+    ----------
+    hidden, expert_ffn, experts, top_k, shared_experts, shared_ffn, mlp_matrices
+        As in :func:`moe_mlp_params`.
+
+    Returns
+    -------
+    float or ndarray
+        FLOP per token (forward).
+
+    Source: Kaplan et al. 2020, sec. 2.1 (``2N`` per token forward); DeepSeek-AI 2024,
+    sec. 2.1.2 (only the selected experts run).
+
+    Examples
+    --------
+    DeepSeek-V3: 256 experts of 2048, top-8, one shared expert.
+
+    >>> round(moe_mlp_flops_per_token(7168, 2048, 256, 8, 1) / 1e9, 3)
+    0.796
+    """
+    return v.scalar_or_array(2.0 * np.asarray(
+        moe_mlp_params(hidden, expert_ffn, experts, top_k, shared_experts, shared_ffn, mlp_matrices)[1]))
+
+
+# --------------------------------------------------------------------------- all-to-all
+
+
+def all_to_all_time(message_bytes, n, bandwidth, latency=0.0):
+    """Seconds of an all-to-all in which each of ``n`` ranks holds ``message_bytes`` for all.
+
+    Each rank keeps ``1/n`` of its buffer and sends ``(n-1)/n`` of it, one block to each
+    peer (pairwise exchange): ``(n-1) alpha + (n-1)/n x M / beta``.
+
+    Parameters
+    ----------
+    message_bytes : float or array_like, >= 0
+        Bytes each rank sends in total (including its own share).
+    n : int or array_like of int, >= 1
+    bandwidth : float or array_like, > 0
+        Bytes/s per direction available to each rank.
+    latency : float or array_like, >= 0, optional
+
+    Returns
+    -------
+    float or ndarray
+        Seconds; 0 for ``n = 1``.
+
+    Source: Thakur, Rabenseifner and Gropp 2005, sec. 4.5 (pairwise-exchange all-to-all).
+
+    Examples
+    --------
+    >>> all_to_all_time(1e9, 8, 100e9)
+    0.00875
+    """
+    M = v.non_negative("message_bytes", message_bytes)
+    p = v.integer("n", n)
+    bw = v.positive("bandwidth", bandwidth)
+    a = v.non_negative("latency", latency)
+    return v.scalar_or_array((p - 1) * a + (p - 1) / p * M / bw)
+
+
+def expected_remote_nodes(top_k, nodes, node_limit=None):
+    """Expected other nodes a token's ``k`` experts live on (uniform routing over ``nodes``).
+
+    Each of the ``k`` experts lands on a node uniformly; the expected count of *other*
+    nodes hit is ``(N - 1)(1 - (1 - 1/N)^k)``. Node-limited routing (DeepSeek-V3: each
+    token goes to at most ``M = 4`` nodes) caps it at ``M``; a token sent to a node once
+    is forwarded to its experts there over NVLink, so the network carries one copy per node.
+
+    Parameters
+    ----------
+    top_k : int or array_like of int, >= 1
+    nodes : int or array_like of int, >= 1
+        Nodes the EP group spans ``N``.
+    node_limit : int, optional
+        ``M``; ``None``: no limit and no per-node deduplication (each of the remote experts
+        receives its own copy over the network; see :func:`moe_dispatch_bytes_per_token`).
+
+    Returns
+    -------
+    float or ndarray
+
+    Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 2.1.2 "node-limited routing" and sec.
+    3.2.2 (IB to the target node once, then NVLink forwarding; ``M = 4``).
+
+    Examples
+    --------
+    DeepSeek-V3: 8 experts over EP 64 on 8 nodes, at most 4 nodes per token.
+
+    >>> round(float(expected_remote_nodes(8, 8)), 3), expected_remote_nodes(8, 8, node_limit=4)
+    (4.595, 3.0)
+    """
+    k = v.integer("top_k", top_k)
+    N = v.integer("nodes", nodes)
+    remote = (N - 1) * (1.0 - (1.0 - 1.0 / N) ** k)
+    if node_limit is not None:
+        M = v.integer("node_limit", node_limit)
+        # the token's own node is one of its M nodes when it hosts one of its experts; cap at M - 1 remote
+        remote = np.minimum(remote, M - 1)
+    return v.scalar_or_array(remote)
+
+
+def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=None, bytes_per_element=2.0):
+    """Bytes one token's dispatch moves inside the node (NVLink) and between nodes (network).
+
+    Without node-limited routing every routed copy whose expert lives on another rank
+    travels on its own: ``k (1 - 1/ep)`` copies, of which ``k (1 - r/ep)`` leave the node
+    (``r`` EP ranks per node). With node-limited, deduplicated dispatch (DeepSeek-V3) the
+    network carries one copy per remote node (:func:`expected_remote_nodes`) and NVLink
+    the forwarding to the experts of each node. A copy is ``h x bytes_per_element`` bytes.
+    The combine moves the same bytes back.
+
+    Parameters
+    ----------
+    hidden, top_k : int or array_like of int, >= 1
+    ep : int or array_like of int, >= 1
+        Expert-parallel size.
+    ranks_per_node : int or array_like of int, >= 1
+        EP ranks on one node (``<= ep``).
+    node_limit : int, optional
+        As in :func:`expected_remote_nodes`.
+    bytes_per_element : float, optional
+        2 for BF16; DeepSeek-V3 dispatches in FP8 (about 1 byte plus scales).
+
+    Returns
+    -------
+    (intra, inter) : tuple of float or ndarray
+        Bytes per token over NVLink and over the network.
+
+    Source: Lepikhin et al. 2021 (GShard), sec. 2.2; DeepSeek-AI 2024 (DeepSeek-V3),
+    sec. 3.2.2 (dispatch over IB once per node, NVLink forwarding) and sec. 3.3.2 (FP8
+    dispatch, BF16 combine).
+
+    Examples
+    --------
+    Mixtral 8x7B, top-2, EP 8 inside one node: ``2 x 7/8`` copies of 8 KiB over NVLink.
+
+    >>> moe_dispatch_bytes_per_token(4096, 2, 8, 8)
+    (14336.0, 0.0)
+    """
+    h = v.integer("hidden", hidden)
+    k = v.integer("top_k", top_k)
+    e = v.integer("ep", ep)
+    r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
+    nb = v.positive("bytes_per_element", bytes_per_element)
+    copy = h * nb
+    if node_limit is None:
+        inter = k * (1.0 - r / e) * copy
+        intra = k * (r - 1.0) / e * copy
+    else:
+        nodes = np.maximum(e // r, 1)
+        inter = np.asarray(expected_remote_nodes(k, nodes, node_limit)) * copy
+        # every routed copy not on this rank reaches its expert over NVLink once (locally or forwarded)
+        intra = k * (1.0 - 1.0 / e) * copy
+    return v.scalar_or_array(intra), v.scalar_or_array(inter)
+
+
+def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,
+                                  intra_latency=0.0, inter_latency=0.0, node_limit=None, recompute="none",
+                                  bytes_per_element=2.0):
+    """Seconds of dispatch and combine all-to-alls of one MoE layer and micro-batch on one GPU.
+
+    Per all-to-all the NVLink and network parts run at the same time, so it takes the
+    longer of ``intra bytes / intra bandwidth`` and ``inter bytes / inter bandwidth``
+    (plus latency per peer); :data:`MOE_ALL_TO_ALLS_PER_LAYER` all-to-alls per layer.
+    Nothing is overlapped here: the caller decides what compute hides it.
+
+    Parameters
+    ----------
+    tokens : float or array_like, > 0
+        Tokens this GPU dispatches per micro-batch.
+    hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element
+        As in :func:`moe_dispatch_bytes_per_token`.
+    intra_bandwidth, inter_bandwidth : float or array_like, > 0
+        Achieved bytes/s per direction of one GPU on NVLink and on the network.
+    intra_latency, inter_latency : float or array_like, >= 0, optional
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
+    Source: Lepikhin et al. 2021, sec. 2.2; DeepSeek-AI 2024, sec. 3.2.2; Thakur et al.
+    2005 (pairwise all-to-all).
+
+    Examples
+    --------
+    4,096 tokens of Mixtral 8x7B, EP 8 on one node at 360 GB/s: 4 x 4096 x 14 KiB / 360 GB/s + 7 hops.
+
+    >>> round(moe_all_to_all_time_per_layer(4096, 4096, 2, 8, 8, 360e9, 40e9) * 1e6, 1)
+    652.4
+    """
+    n = v.positive("tokens", tokens)
+    intra, inter = moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element)
+    e = v.integer("ep", ep)
+    r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
+    bw_in = v.positive("intra_bandwidth", intra_bandwidth)
+    bw_out = v.positive("inter_bandwidth", inter_bandwidth)
+    a_in = v.non_negative("intra_latency", intra_latency)
+    a_out = v.non_negative("inter_latency", inter_latency)
+    one = np.maximum(n * np.asarray(intra) / bw_in + (r - 1) * a_in,
+                     n * np.asarray(inter) / bw_out + np.where(e > r, e // r - 1, 0) * a_out)
+    count = MOE_ALL_TO_ALLS_PER_LAYER[v.choice("recompute", recompute, tuple(MOE_ALL_TO_ALLS_PER_LAYER))]
+    return v.scalar_or_array(np.where(e > 1, count * one, 0.0))
+
+
+# --------------------------------------------------------------------------- load imbalance
+
+
+def expected_max_load_ratio(tokens, top_k, bins):
+    """Expected load of the busiest of ``bins`` over the mean, for ``k x tokens`` random picks.
+
+    Each of ``T k`` routed copies lands in one of ``n`` bins (experts or EP ranks)
+    uniformly; for ``T k >> n ln n`` the fullest bin holds about ``mu + sqrt(2 mu ln n)``
+    (``mu = T k / n``), so the ratio is ``1 + sqrt(2 ln n / mu)``. A router trained with a
+    balancing loss is close to this; a skewed one is worse.
+
+    Parameters
+    ----------
+    tokens : float or array_like, > 0
+        Tokens routed together (one micro-batch of the EP group).
+    top_k : int or array_like of int, >= 1
+    bins : int or array_like of int, >= 1
+
+    Returns
+    -------
+    float or ndarray
+        ``>= 1``; exactly 1 for one bin.
+
+    Source: Raab and Steger 1998, "Balls into Bins - A Simple and Tight Analysis",
+    Theorem 1 (case ``m >> n log n``).
+
+    Examples
+    --------
+    4,096 tokens x top-8 over 64 ranks (512 copies each on average):
+
+    >>> round(float(expected_max_load_ratio(4096, 8, 64)), 3)
+    1.127
+    """
+    T = v.positive("tokens", tokens)
+    k = v.integer("top_k", top_k)
+    n = v.integer("bins", bins)
+    mu = T * k / n
+    return v.scalar_or_array(1.0 + np.sqrt(2.0 * np.log(n) / mu))
+
+
+def dropped_token_fraction(capacity_factor, load_ratio_std):
+    """Share of routed tokens dropped when every expert takes at most ``C x`` its mean load.
+
+    With expert loads ``L ~ Normal(mu, (sigma mu)^2)`` and capacity ``C mu`` the dropped
+    share is ``E[max(0, L - C mu)] / mu = sigma (phi(z) - z (1 - Phi(z)))``, ``z = (C - 1)
+    / sigma`` (the Gaussian loss function).
+
+    Parameters
+    ----------
+    capacity_factor : float or array_like, > 0
+        ``C`` (GShard and Switch use 1.0 to 2.0).
+    load_ratio_std : float or array_like, >= 0
+        ``sigma``: standard deviation of an expert's load over its mean (``sqrt(n / (T k))``
+        for uniform routing).
+
+    Returns
+    -------
+    float or ndarray
+        Fraction in ``[0, 1]``.
+
+    Source: Lepikhin et al. 2021 (GShard), sec. 2.2 (expert capacity, overflow tokens
+    skip the layer); Fedus et al. 2022 (Switch), sec. 2.2 and Table 1 (capacity factor
+    1.0-2.0).
+
+    Examples
+    --------
+    >>> round(float(dropped_token_fraction(1.0, 0.1)), 4), round(float(dropped_token_fraction(1.25, 0.1)), 6)
+    (0.0399, 0.0002)
+    """
+    C = v.positive("capacity_factor", capacity_factor)
+    s = v.non_negative("load_ratio_std", load_ratio_std)
+    s_safe = np.where(s > 0, s, 1.0)
+    z = (C - 1.0) / s_safe
+    phi = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    upper = 0.5 * _erfc(z / math.sqrt(2))  # 1 - Phi(z)
+    out = np.where(s > 0, s * (phi - z * upper), np.maximum(0.0, 1.0 - C))
+    return v.scalar_or_array(np.clip(out, 0.0, 1.0))
+
+
+def moe_straggler_factor(tokens, top_k, ep, capacity_factor=None):
+    """How much longer the busiest EP rank computes its experts than the mean rank.
+
+    Dropless (``capacity_factor=None``): the busiest rank's load,
+    :func:`expected_max_load_ratio` over ``ep`` ranks. Dropping with capacity ``C``: every
+    expert computes a buffer of ``C x`` the mean (padded), so the factor is ``C`` (tokens
+    beyond it are dropped, :func:`dropped_token_fraction`).
+
+    Parameters
+    ----------
+    tokens : float or array_like, > 0
+        Tokens routed together in the EP group per micro-batch.
+    top_k, ep : int or array_like of int, >= 1
+    capacity_factor : float, optional
+
+    Returns
+    -------
+    float or ndarray
+        ``>= 1`` (dropless) or ``C``.
+
+    Source: Gale et al. 2023 (MegaBlocks), sec. 3 (dropless MoE: variable-size expert
+    batches); Fedus et al. 2022 (Switch), sec. 2.2 (capacity padding); Raab and Steger 1998.
+
+    Examples
+    --------
+    >>> round(float(moe_straggler_factor(4096, 8, 64)), 3), moe_straggler_factor(4096, 8, 64, 1.25)
+    (1.127, 1.25)
+    """
+    if capacity_factor is not None:
+        C = v.positive("capacity_factor", capacity_factor)
+        return v.scalar_or_array(C + 0.0 * v.positive("tokens", tokens))
+    return expected_max_load_ratio(tokens, top_k, ep)
+
+
+# --------------------------------------------------------------------------- memory under EP
+
+
+def expert_data_parallel_size(tp, cp, dp, ep, etp=1):
+    """Expert-data-parallel size ``EDP = TP x CP x DP / (ETP x EP)`` (parallel folding).
+
+    Attention and experts share the GPUs of one pipeline stage: ``TP x CP x DP`` of them.
+    The experts fold them as ``ETP x EP x EDP``.
+
+    Parameters
+    ----------
+    tp, cp, dp, ep, etp : int or array_like of int, >= 1
+
+    Returns
+    -------
+    int or ndarray
+        ``EDP``; ValueError when ``ETP x EP`` does not divide ``TP x CP x DP``.
+
+    Source: Liu et al. 2025, MoE Parallel Folding (arXiv 2504.14960), sec. 3.1 and Fig. 2.
+
+    Examples
+    --------
+    DeepSeek-V3 on 2,048 GPUs: PP 16, so 128 GPUs per stage; EP 64 leaves EDP 2.
+
+    >>> expert_data_parallel_size(1, 1, 128, 64)
+    2
+    """
+    attn = v.integer("tp", tp) * v.integer("cp", cp) * v.integer("dp", dp)
+    exp = v.integer("etp", etp) * v.integer("ep", ep)
+    if np.any(attn % exp):
+        raise ValueError(f"etp x ep must divide tp x cp x dp; got etp={etp!r}, ep={ep!r}, "
+                         f"tp x cp x dp = {attn!r}")
+    out = (attn // exp).astype(np.int64)
+    return int(out) if out.ndim == 0 else out
+
+
+def expert_params_per_gpu(expert_params_total, ep, etp=1, pp=1):
+    """Expert weights one GPU holds: ``P_experts / (ETP x EP x PP)``.
+
+    Parameters
+    ----------
+    expert_params_total : float or array_like, >= 0
+        Routed-expert weights of the whole model.
+    ep, etp, pp : int or array_like of int, >= 1
+
+    Returns
+    -------
+    float or ndarray
+
+    Source: Liu et al. 2025 (MoE Parallel Folding), sec. 3; Lepikhin et al. 2021, sec. 2.2
+    (experts sharded over devices).
+
+    Examples
+    --------
+    DeepSeek-V3's 58 MoE layers x 256 experts x 44 M weights over EP 64 x PP 16:
+
+    >>> round(expert_params_per_gpu(58 * 256 * 3 * 7168 * 2048, 64, 1, 16) / 1e9, 3)
+    0.639
+    """
+    p = v.non_negative("expert_params_total", expert_params_total)
+    d = v.integer("ep", ep) * v.integer("etp", etp) * v.integer("pp", pp)
+    return v.scalar_or_array(p / d)
+
+
+def moe_mlp_activation_bytes_per_layer(tokens, hidden, expert_ffn, top_k, shared_experts=0, shared_ffn=None,
+                                       experts=1, etp=1, straggler=1.0):
+    """Bytes one MoE MLP block keeps for its backward pass on one GPU (16-bit, SwiGLU).
+
+    Per routed copy (``k`` per token, ``x straggler`` on the busiest rank): its dispatched
+    input (``2h``, the first GEMM's input), the gate and up outputs (``2 x 2 f/t``) and the
+    SwiGLU product (``2 f/t``, the second GEMM's input); per token the router's FP32
+    probabilities (``4E``), the combine input (``2h``) and the shared experts' ``2h + 6 f_s/t``.
+    This is Korthikanti et al.'s per-GEMM counting applied to the MoE block (the inputs of
+    every matrix multiplication kept, element-wise inputs kept once).
+
+    Parameters
+    ----------
+    tokens : float or array_like, > 0
+        Tokens of this GPU per micro-batch.
+    hidden, expert_ffn, top_k : int or array_like of int, >= 1
+    shared_experts : int, >= 0, optional
+    shared_ffn : int, optional
+        Default ``expert_ffn``.
+    experts : int, >= 1, optional
+        Routed experts ``E`` (router probabilities).
+    etp : int, >= 1, optional
+        Expert tensor parallelism splits the inner width.
+    straggler : float, >= 1, optional
+        Load of the busiest rank over the mean (:func:`moe_straggler_factor`).
+
+    Returns
+    -------
+    float or ndarray
+        Bytes.
+
+    Source: Korthikanti et al. 2022, sec. 4.1 (per-GEMM activation counting); Liu et al.
+    2025 (Megatron-Core MoE: routed-token buffers); DeepSeek-AI 2024 sec. 3.2.3 (MoE
+    activations dominate; recomputing SwiGLU saves them).
+
+    Examples
+    --------
+    One token of Mixtral 8x7B (top-2, no shared expert): 2 x (2h + 6f) + 2h + 4E bytes.
+
+    >>> moe_mlp_activation_bytes_per_layer(1, 4096, 14336, 2, experts=8)
+    196640.0
+    """
+    n = v.positive("tokens", tokens)
+    h = v.integer("hidden", hidden)
+    f = v.integer("expert_ffn", expert_ffn)
+    k = v.integer("top_k", top_k)
+    es = v.integer("shared_experts", shared_experts, minimum=0)
+    fs = f if shared_ffn is None else v.integer("shared_ffn", shared_ffn)
+    E = v.integer("experts", experts)
+    t = v.integer("etp", etp)
+    sf = v.positive("straggler", straggler)
+    routed = k * sf * (2.0 * h + 6.0 * f / t)
+    shared = np.where(es > 0, 2.0 * h + es * 6.0 * fs / t, 0.0)
+    return v.scalar_or_array(n * (routed + shared + 2.0 * h + 4.0 * E))

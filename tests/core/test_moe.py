@@ -1,0 +1,203 @@
+"""Mixture-of-experts physics (course.core.moe) and expert parallelism in the planner.
+
+Expected values come from the papers and model cards (published totals and active
+parameters), from Monte Carlo simulation of the routing the formulas describe, or from
+limits the physics fixes (no all-to-all on one rank, no network traffic inside a node).
+"""
+
+import numpy as np
+import pytest
+
+from course import core
+from course.core import catalog, moe
+
+
+# --------------------------------------------------------------------------- parameters against model cards
+
+# (model, published total, published active), in billions: DeepSeek-V3 sec. 4.2 (671 / 37),
+# Mixtral paper sec. 2.1 (46.7 in the model card / 13), Mixtral 8x22B announcement (141 / 39),
+# Qwen2 report Table 1 (57 / 14).
+PUBLISHED = [("deepseek-v3", 671, 37), ("mixtral-8x7b", 46.7, 13), ("mixtral-8x22b", 141, 39),
+             ("qwen2-57b-a14b", 57, 14)]
+
+
+@pytest.mark.parametrize("name, total_b, active_b", PUBLISHED)
+def test_architecture_reproduces_published_totals(name, total_b, active_b):
+    m = catalog.model(name)
+    embeddings = 2 * m.vocab * m.hidden  # input embedding and output layer, untied
+    total_mlp, _ = moe.moe_mlp_params(m.hidden, m.expert_ffn, m.experts, m.top_k, m.shared_experts,
+                                      m.shared_ffn or None)
+    dense_mlp = 3 * m.hidden * m.ffn
+    total = (m.layers * m.attention_layer_params + m.moe_layers * total_mlp + m.dense_layers * dense_mlp
+             + embeddings)
+    assert total / 1e9 == pytest.approx(total_b, rel=0.02)
+    # published active counts are rounded to the billion
+    assert m.active_params / 1e9 == pytest.approx(active_b, abs=0.6)
+
+
+def test_dense_model_is_unchanged_by_the_moe_fields():
+    m = catalog.model("llama3-70b")
+    assert not m.is_moe and m.moe_layers == 0 and m.routed_expert_params == 0
+    assert m.active_params == m.params and m.active_layer_params == m.layer_params
+
+
+def test_top_k_above_experts_is_rejected():
+    with pytest.raises(ValueError, match="top_k"):
+        moe.moe_mlp_params(4096, 14336, 8, 9)
+
+
+# --------------------------------------------------------------------------- all-to-all
+
+
+def test_all_to_all_on_one_rank_is_free_and_approaches_message_over_bandwidth():
+    assert moe.all_to_all_time(1e9, 1, 1e11, 1e-5) == 0
+    assert moe.all_to_all_time(1e9, 1024, 1e11) == pytest.approx(1e9 / 1e11, rel=1e-3)
+
+
+def test_remote_nodes_match_simulated_uniform_routing():
+    rng = np.random.default_rng(0)
+    k, nodes = 8, 8
+    picks = rng.integers(0, nodes, size=(200_000, k))
+    own = 0
+    simulated = np.mean([len(set(row) - {own}) for row in picks[:20_000]])
+    assert moe.expected_remote_nodes(k, nodes) == pytest.approx(simulated, rel=0.02)
+    assert moe.expected_remote_nodes(k, 1) == 0
+    assert moe.expected_remote_nodes(k, nodes, node_limit=4) == 3
+
+
+def test_ep_inside_a_node_sends_nothing_over_the_network():
+    intra, inter = moe.moe_dispatch_bytes_per_token(4096, 2, 8, 8)
+    assert inter == 0 and intra > 0
+
+
+def test_node_limited_dispatch_moves_fewer_network_bytes():
+    # DeepSeek-V3: 8 routed experts per token, EP 64 over 8 nodes
+    _, flat = moe.moe_dispatch_bytes_per_token(7168, 8, 64, 8)
+    _, limited = moe.moe_dispatch_bytes_per_token(7168, 8, 64, 8, node_limit=4)
+    assert limited < flat / 2
+
+
+def test_all_to_all_count_per_layer_and_recompute():
+    one = moe.moe_all_to_all_time_per_layer(4096, 4096, 2, 16, 8, 300e9, 40e9)
+    full = moe.moe_all_to_all_time_per_layer(4096, 4096, 2, 16, 8, 300e9, 40e9, recompute="full")
+    assert full / one == pytest.approx(6 / 4)
+    assert moe.moe_all_to_all_time_per_layer(4096, 4096, 2, 1, 1, 300e9, 40e9) == 0
+
+
+# --------------------------------------------------------------------------- load imbalance
+
+
+def test_max_load_ratio_matches_simulation():
+    rng = np.random.default_rng(1)
+    tokens, k, bins = 4096, 8, 64
+    loads = np.stack([np.bincount(rng.integers(0, bins, tokens * k), minlength=bins) for _ in range(400)])
+    simulated = np.mean(loads.max(axis=1)) / (tokens * k / bins)
+    assert moe.expected_max_load_ratio(tokens, k, bins) == pytest.approx(simulated, rel=0.03)
+    assert moe.expected_max_load_ratio(tokens, k, 1) == 1
+
+
+def test_dropped_fraction_matches_simulation_and_falls_with_capacity():
+    rng = np.random.default_rng(2)
+    sigma = 0.15
+    loads = rng.normal(1.0, sigma, 1_000_000)
+    for c in (0.9, 1.0, 1.2):
+        assert moe.dropped_token_fraction(c, sigma) == pytest.approx(np.mean(np.maximum(loads - c, 0)), rel=0.02)
+    fractions = moe.dropped_token_fraction(np.array([1.0, 1.25, 1.5, 2.0]), sigma)
+    assert np.all(np.diff(fractions) < 0)
+    assert moe.dropped_token_fraction(0.5, 0.0) == pytest.approx(0.5)
+
+
+def test_straggler_is_capacity_when_dropping():
+    assert moe.moe_straggler_factor(1024, 2, 8, capacity_factor=1.5) == 1.5
+    assert moe.moe_straggler_factor(1024, 2, 8) > 1
+
+
+# --------------------------------------------------------------------------- memory under EP
+
+
+def test_expert_data_parallel_size_folds_the_stage():
+    assert moe.expert_data_parallel_size(8, 1, 16, 8) == 16
+    assert np.array_equal(moe.expert_data_parallel_size(1, 1, 128, np.array([8, 64])), [16, 2])
+    with pytest.raises(ValueError, match="etp x ep"):
+        moe.expert_data_parallel_size(8, 1, 1, 16, etp=2)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: moe.all_to_all_time(1e9, 0, 1e9), "n"),
+    (lambda: moe.expected_max_load_ratio(-1, 2, 8), "tokens"),
+    (lambda: moe.dropped_token_fraction(0, 0.1), "capacity_factor"),
+    (lambda: moe.expert_params(4096, 14336, 4), "mlp_matrices"),
+    (lambda: moe.moe_all_to_all_time_per_layer(1, 4096, 2, 8, 8, 0, 1), "intra_bandwidth"),
+])
+def test_invalid_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+# --------------------------------------------------------------------------- the planner with EP
+
+
+def _mixtral(**kw):
+    args = dict(tp=2, pp=4, dp=128, ep=8, global_batch=1024, zero_stage=1, recompute="selective",
+                sequence_parallel=True, fused_attention=True)
+    args.update(kw)
+    return core.plan("mixtral-8x7b", "h100-1024", **args)
+
+
+def test_plan_with_ep_adds_up_and_reports_the_folding():
+    p = _mixtral()
+    assert sum(p.breakdown().values()) == pytest.approx(p.step_time, rel=1e-12)
+    assert p.ep == 8 and p.expert_dp == 2 * 128 // 8 and p.ep_comm > 0
+    assert p.moe_straggler > 1
+
+
+def test_ep_shards_expert_states():
+    few, many = _mixtral(ep=2), _mixtral(ep=8)
+    m = catalog.model("mixtral-8x7b")
+    # ZeRO-1 leaves weights and gradients unsharded: they shrink by the expert bytes EP removes
+    saved = m.routed_expert_params / 4 * (1 / 2 - 1 / 8) * 2
+    assert few.weights - many.weights == pytest.approx(saved, rel=1e-9)
+
+
+def test_ep_across_nodes_costs_more_than_inside_one():
+    inside = _mixtral(tp=1, pp=8, dp=128, ep=8)   # 8 stages, one rank of each per node: EP crosses nodes
+    packed = _mixtral(tp=1, pp=1, dp=1024, ep=8, global_batch=1024)  # one stage: EP 8 fills a node
+    per_layer = lambda p: p.ep_comm / (p.num_microbatches * p.stage_layers)  # noqa: E731
+    assert per_layer(packed) * 3 < per_layer(inside)  # NVLink vs the network
+
+
+def test_ep_needs_a_moe_model_and_dividing_experts():
+    with pytest.raises(ValueError, match="ep and etp"):
+        core.plan("llama3-70b", "h100-1024", tp=8, pp=4, dp=32, ep=2)
+    p = _mixtral(ep=16)  # 8 experts over 16 ranks
+    assert "experts_not_divisible" in [code for code, _ in p.violations]
+
+
+def test_model_flops_count_active_weights():
+    p = _mixtral()
+    m = catalog.model("mixtral-8x7b")
+    tokens = p.global_batch * m.seq_len
+    assert p.model_flops == pytest.approx(6 * m.active_params * tokens)
+
+
+def test_sweep_covers_ep_and_explain_names_it():
+    t = core.sweep("qwen2-57b-a14b", "h100-1024", tp=(1, 2), cp=(1,), micro_batches=(1,), zero_stages=(1,),
+                   recompute=("selective",), sequence_parallel=(True,), interleave=(1,), fused_attention=True)
+    assert len(t) and set(np.unique(t["ep"])) >= {1, 2, 4, 8}
+    best = t.row(0)
+    assert best["ep"] > 1  # 64 experts: sharding them beats replicating them
+    lines = core.explain(t, k=3)
+    assert all(f"EP {best['ep']} ETP 1 EDP {best['expert_dp']}" in line for line in lines)
+
+
+def test_sweep_rows_with_ep_equal_plan():
+    t = core.sweep("mixtral-8x7b", "h100-1024", tp=(2,), cp=(4,), micro_batches=(1,), zero_stages=(1, 2),
+                   recompute=("selective", "full"), sequence_parallel=(True,), interleave=(1,))
+    assert len(t) > 4
+    for i in (0, len(t) // 2, len(t) - 1):
+        r = t.row(i)
+        p = core.plan("mixtral-8x7b", "h100-1024", tp=r["tp"], cp=r["cp"], pp=r["pp"], dp=r["dp"], ep=r["ep"],
+                      micro_batch=r["micro_batch"], num_microbatches=r["num_microbatches"],
+                      zero_stage=r["zero_stage"], recompute=r["recompute"], sequence_parallel=r["sequence_parallel"])
+        for k in ("step_time", "ep_comm", "memory_total", "mfu", "mfu_attention"):
+            assert r[k] == pytest.approx(getattr(p, k), rel=1e-12), k
