@@ -1,4 +1,4 @@
-"""Command line: ``course-autograde {class,single,merge,canvas,gradescope}`` (also ``python -m autograder``).
+"""Command line: ``course-autograde {class,single,merge,canvas,gradescope,ci-template}`` (also ``python -m autograder``).
 
 Exit status: 0 when grading ran (whatever the scores), 2 when the grader could
 not run (bad arguments, no gradebook, unknown assignment, sandbox missing with
@@ -147,9 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="merge shards' grades.json into one grades.json/grades.csv")
     p.add_argument("shards", nargs="+", help="grades.json files or folders holding one")
     p.add_argument("--out", default=".")
-    from . import gradescope
+    from . import ci_template, gradescope
 
     gradescope.add_parser(sub, _common)
+    ci_template.add_parser(sub)
     return parser
 
 
@@ -201,7 +202,7 @@ def _has_assignment(root: Path, assignment: str) -> bool:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if hasattr(args, "run"):  # gradescope: its module runs it
+        if hasattr(args, "run"):  # gradescope, ci-template: their modules run them
             return args.run(args)
         if args.mode == "merge":
             merged = report.merge(args.shards, args.out)
