@@ -197,3 +197,17 @@ def test_broken_metadata_still_writes_results(tmp_path):
     (tmp_path / "submission_metadata.json").write_text("{}")
     data = json.loads(gradescope.run(tmp_path).read_text())
     assert data["score"] == 0 and data["extra_data"]["status"] == "error" and "no user" in data["output"]
+
+
+def test_setup_check_refuses_an_image_without_the_sandbox(tmp_path, monkeypatch, capsys):
+    """setup.sh ends with --check: the image build fails where bubblewrap cannot run, unless allowed."""
+    (tmp_path / "source").mkdir()
+    settings = gradescope.bundle_settings(CHAPTER, gradescope.sandbox.Limits(), None, "email", True, [])
+    (tmp_path / "source" / "settings.json").write_text(json.dumps(settings))
+    assert gradescope.main(["--root", str(tmp_path), "--check"]) == 0  # bubblewrap works here
+    assert "bwrap+rlimits" in capsys.readouterr().out
+    monkeypatch.setattr(gradescope.sandbox, "probe", lambda: "bubblewrap (bwrap) is not installed")
+    assert gradescope.main(["--root", str(tmp_path), "--check"]) == 1
+    (tmp_path / "source" / "settings.json").write_text(json.dumps(dict(settings, require_sandbox=False)))
+    assert gradescope.main(["--root", str(tmp_path), "--check"]) == 0
+    assert "rlimits only" in capsys.readouterr().out
