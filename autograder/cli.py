@@ -30,6 +30,14 @@ def _limits(args) -> sandbox.Limits:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, source/)")
     p.add_argument("--out", default=".", help="folder for grades.json and grades.csv")
+    _limit_options(p)
+    p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to grade without bubblewrap instead of falling back to rlimits")
+
+
+def _limit_options(p: argparse.ArgumentParser) -> None:
+    """The probe seed and the limits (class and single mode, and the Gradescope bundle)."""
     p.add_argument("--seed", type=int, default=None, help="probe seed (default: random, recorded)")
     p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
     p.add_argument("--timeout", type=int, default=300, help="seconds per submission")
@@ -37,9 +45,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-processes", type=int, default=256, help="process limit per submission")
     p.add_argument("--scratch-mb", type=int, default=512,
                    help="size of the in-memory folder a submission may write to (bubblewrap only)")
-    p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
-    p.add_argument("--require-sandbox", action="store_true",
-                   help="refuse to grade without bubblewrap instead of falling back to rlimits")
 
 
 def _late_and_lms(p: argparse.ArgumentParser) -> None:
@@ -149,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=".")
     from . import ci_template, gradescope
 
-    gradescope.add_parser(sub, _common)
+    gradescope.add_parser(sub, _limit_options)
     ci_template.add_parser(sub)
     return parser
 

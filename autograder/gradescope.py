@@ -289,19 +289,21 @@ def run(root) -> Path:
 # course-autograde gradescope
 # ---------------------------------------------------------------------------------------------
 
-def add_parser(sub, common) -> None:
-    """``course-autograde gradescope ASSIGNMENT --out autograder.zip`` (``common``: the class
-    mode's options, so the bundle takes the same limits under the same names)."""
+def add_parser(sub, limit_options) -> None:
+    """``course-autograde gradescope ASSIGNMENT --out autograder.zip`` (``limit_options``: the class
+    mode's seed and limits, so the bundle takes the same limits under the same names)."""
     p = sub.add_parser("gradescope", help="write a Gradescope autograder.zip for an assignment")
     p.add_argument("assignment")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (source/, nbgrader_config.py)")
+    p.add_argument("--out", default="autograder.zip", help="the bundle to write")
     p.add_argument("--student-key", default="email", choices=STUDENT_KEYS,
                    help="the submission_metadata.json user field that is the course's student id "
                         "(their variant); email_login: the email before the @")
     p.add_argument("--allow-rlimits-only", action="store_true",
                    help="grade even where bubblewrap cannot run (UNSAFE: student code could read the "
                         "bundle); by default such a container grades nothing and says why")
-    common(p)
-    p.set_defaults(out="autograder.zip", run=_cli_bundle)
+    limit_options(p)
+    p.set_defaults(run=_cli_bundle)
 
 
 def _cli_bundle(args) -> int:
