@@ -55,8 +55,8 @@ PACKAGE_FILES = ("pyproject.toml", "README.md")
 PACKAGE_DIRS = ("course", "autograder")
 
 SETUP_SH = """#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder image (base image: Ubuntu 24.04,
-# whose Python 3.12 the pins need). It installs the sandbox and the course exactly as pinned.
+# Gradescope runs this once, as root, when it builds the autograder image (base image: Ubuntu 24.04;
+# the pins need Python >= 3.11, Ubuntu 22.04 has 3.10). It installs the sandbox and the course as pinned.
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
