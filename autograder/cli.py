@@ -1,4 +1,4 @@
-"""Command line: ``course-autograde {class,single,merge,canvas,report}`` (also ``python -m autograder``).
+"""Command line: ``course-autograde {class,single,merge,canvas,report,gradescope,ci-template}`` (also ``python -m autograder``).
 
 Exit status: 0 when grading ran (whatever the scores), 2 when the grader could
 not run (bad arguments, no gradebook, unknown assignment, sandbox missing with
@@ -30,6 +30,14 @@ def _limits(args) -> sandbox.Limits:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, source/)")
     p.add_argument("--out", default=".", help="folder for grades.json and grades.csv")
+    _limit_options(p)
+    p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to grade without bubblewrap instead of falling back to rlimits")
+
+
+def _limit_options(p: argparse.ArgumentParser) -> None:
+    """The probe seed and the limits (class and single mode, and the Gradescope bundle)."""
     p.add_argument("--seed", type=int, default=None, help="probe seed (default: random, recorded)")
     p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
     p.add_argument("--timeout", type=int, default=300, help="seconds per submission")
@@ -37,9 +45,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-processes", type=int, default=256, help="process limit per submission")
     p.add_argument("--scratch-mb", type=int, default=512,
                    help="size of the in-memory folder a submission may write to (bubblewrap only)")
-    p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
-    p.add_argument("--require-sandbox", action="store_true",
-                   help="refuse to grade without bubblewrap instead of falling back to rlimits")
 
 
 def _late_and_lms(p: argparse.ArgumentParser) -> None:
@@ -157,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=".", help="folder for report.html and report.json")
     p.add_argument("--anonymise", action="store_true", help="research export: student ids become salted hashes")
     p.add_argument("--salt", default=None, help="secret salt for --anonymise (at least 16 characters)")
+    from . import ci_template, gradescope
+
+    gradescope.add_parser(sub, _limit_options)
+    ci_template.add_parser(sub)
     return parser
 
 
@@ -208,6 +217,8 @@ def _has_assignment(root: Path, assignment: str) -> bool:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if hasattr(args, "run"):  # gradescope, ci-template: their modules run them
+            return args.run(args)
         if args.mode == "merge":
             merged = report.merge(args.shards, args.out)
             print(f"merged {len(merged['students'])} students into {Path(args.out) / 'grades.csv'}")

@@ -1,0 +1,221 @@
+"""``course-autograde ci-template --shards N``: a CI matrix that grades a class in N shards.
+
+It writes two files for the instructor's course repository (this repository's layout: the
+root is the nbgrader course root, submissions in ``submitted/`` or another folder):
+
+* ``.github/workflows/grade.yml``: GitHub Actions, started by hand (``workflow_dispatch``) with
+  the assignment; a ``grade`` job with ``strategy.matrix.shard: [1..N]``, then ``merge``;
+* ``.gitlab-ci.yml``: GitLab CI, a ``grade`` job with ``parallel: N`` (``CI_NODE_INDEX`` /
+  ``CI_NODE_TOTAL``), then ``merge``.
+
+Both run the same shell scripts (:data:`SETUP`, :data:`GRADE`, :data:`MERGE`), written once
+here: every shard builds the gradebook, grades its share of the class
+(``course-autograde class --shard K/N``, students assigned by a hash of their id) with one
+probe seed per pipeline, and keeps ``grades.json``, ``grades.csv`` and its students' feedback;
+the merge job joins them with ``course-autograde merge`` into one ``grades.csv``/``grades.json``,
+writes the Canvas CSV (``course-autograde canvas``) and gathers all feedback. The scripts read
+only environment variables (``ASSIGNMENT``, ``SUBMISSIONS``, ``SHARD``, ``SHARDS``, ``SEED``,
+``WORKERS``, ``SANDBOX``, ``VENV``), so a test runs them as they are, locally, as a matrix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import indent
+from typing import Dict
+
+#: the environment of the course, exactly as ``dev.py`` builds it (pins from requirements.txt)
+SETUP = """\
+sudo -n true 2>/dev/null && SUDO=sudo || SUDO=
+$SUDO apt-get update -q && $SUDO apt-get install -y -q bubblewrap util-linux
+# Ubuntu 24.04 restricts unprivileged user namespaces, which bubblewrap needs
+$SUDO sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
+python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q -r requirements.txt
+"$VENV/bin/python" -m pip install -q --no-deps -e .
+"""
+
+#: one shard: gradebook, grading, this shard's feedback kept beside its grades
+GRADE = """\
+"$VENV/bin/nbgrader" generate_assignment "$ASSIGNMENT" --force --log-level=ERROR
+"$VENV/bin/course-autograde" class "$ASSIGNMENT" "$SUBMISSIONS" --shard "$SHARD/$SHARDS" --seed "$SEED" --workers "$WORKERS" $SANDBOX --no-progress --out "shards/$SHARD"
+mkdir -p "shards/$SHARD/feedback"
+if [ -d feedback ]; then cp -R feedback/. "shards/$SHARD/feedback/"; fi
+"""
+
+#: all shards into one grades.csv/grades.json, the Canvas CSV and every student's feedback
+MERGE = """\
+"$VENV/bin/course-autograde" merge shards/*/grades.json --out grades
+"$VENV/bin/course-autograde" canvas grades/grades.json --out grades/canvas.csv
+mkdir -p grades/feedback
+for folder in shards/*/feedback; do cp -R "$folder"/. grades/feedback/; done
+"""
+
+#: timeout of one shard's job, minutes (a class of 2,000 in 8 shards: ~250 submissions each)
+JOB_MINUTES = 180
+
+
+def _block(script: str, spaces: int) -> str:
+    return indent(script, " " * spaces).rstrip("\n")
+
+
+def github_workflow(shards: int) -> str:
+    """``.github/workflows/grade.yml`` for ``shards`` parallel jobs."""
+    matrix = ", ".join(str(k) for k in range(1, shards + 1))
+    return f"""\
+# Written by `course-autograde ci-template --shards {shards}`. Grades one assignment in {shards} shards
+# in parallel, then merges them into grades/ (grades.csv, grades.json, canvas.csv, feedback/).
+# Start it from the Actions tab (Run workflow). Submissions are a folder in this repository.
+name: grade
+on:
+  workflow_dispatch:
+    inputs:
+      assignment:
+        description: assignment to grade (a folder of source/)
+        required: true
+      submissions:
+        description: folder of submissions (nbgrader's submitted/ or <student>.ipynb/.zip files)
+        default: submitted
+env:
+  ASSIGNMENT: ${{{{ inputs.assignment }}}}
+  SUBMISSIONS: ${{{{ inputs.submissions }}}}
+  SHARDS: "{shards}"
+  # one probe seed for every shard of this run, so the class is graded on the same inputs
+  SEED: ${{{{ github.run_id }}}}
+  # parallel sandboxes per job: the runner's cores (GitHub's standard Linux runners have 2 or 4)
+  WORKERS: "2"
+  # refuse to grade without bubblewrap (clear only if you accept grading without isolation)
+  SANDBOX: --require-sandbox
+  VENV: .venv
+jobs:
+  grade:
+    runs-on: ubuntu-24.04
+    timeout-minutes: {JOB_MINUTES}
+    strategy:
+      fail-fast: false
+      matrix:
+        shard: [{matrix}]
+    env:
+      SHARD: ${{{{ matrix.shard }}}}
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - id: setup
+        name: environment from requirements.txt and the sandbox
+        run: |
+{_block(SETUP, 10)}
+      - id: grade
+        name: grade shard ${{{{ matrix.shard }}}} of {shards}
+        run: |
+{_block(GRADE, 10)}
+      - uses: actions/upload-artifact@v4
+        with:
+          name: shard-${{{{ matrix.shard }}}}
+          path: shards/${{{{ matrix.shard }}}}/
+          retention-days: 30
+  merge:
+    needs: grade
+    runs-on: ubuntu-24.04
+    env:
+      SHARD: "0"
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - id: setup
+        name: environment from requirements.txt
+        run: |
+{_block(SETUP, 10)}
+      - uses: actions/download-artifact@v4
+        with:
+          pattern: shard-*
+          path: shards
+      - id: merge
+        name: one grades.csv, Canvas CSV and feedback
+        run: |
+{_block(MERGE, 10)}
+      - uses: actions/upload-artifact@v4
+        with:
+          name: grades
+          path: grades/
+          retention-days: 90
+"""
+
+
+def gitlab_ci(shards: int) -> str:
+    """``.gitlab-ci.yml`` for ``shards`` parallel jobs (runners need bubblewrap's user namespaces:
+    a privileged Docker runner or a shell runner)."""
+    return f"""\
+# Written by `course-autograde ci-template --shards {shards}`. Grades one assignment in {shards} shards
+# in parallel, then merges them into grades/ (grades.csv, grades.json, canvas.csv, feedback/).
+# Run a pipeline with ASSIGNMENT set (CI/CD > Run pipeline). The runner must let bubblewrap create
+# namespaces (a privileged Docker runner, or a shell runner); SANDBOX="" grades without isolation.
+stages: [grade, merge]
+variables:
+  ASSIGNMENT: ""
+  SUBMISSIONS: submitted
+  SANDBOX: --require-sandbox
+  VENV: .venv
+  # one probe seed for every shard of this pipeline, so the class is graded on the same inputs
+  SEED: $CI_PIPELINE_ID
+  # parallel sandboxes per job: the runner's cores
+  WORKERS: "2"
+default:
+  image: python:3.11-bookworm
+  before_script:
+    - |
+{_block(SETUP, 6)}
+grade:
+  stage: grade
+  parallel: {shards}
+  timeout: {JOB_MINUTES} minutes
+  rules:
+    - if: $ASSIGNMENT != ""
+  script:
+    - export SHARD="$CI_NODE_INDEX" SHARDS="$CI_NODE_TOTAL"
+    - |
+{_block(GRADE, 6)}
+  artifacts:
+    paths: [shards/]
+    expire_in: 30 days
+merge:
+  stage: merge
+  needs: [grade]
+  rules:
+    - if: $ASSIGNMENT != ""
+  script:
+    - |
+{_block(MERGE, 6)}
+  artifacts:
+    paths: [grades/]
+    expire_in: 90 days
+"""
+
+
+def write_templates(out_dir, shards: int) -> Dict[str, Path]:
+    """Write both files under ``out_dir`` (a course repository's root); return their paths."""
+    if type(shards) is not int or not 1 <= shards <= 256:
+        raise ValueError(f"shards must be a whole number in 1..256, got {shards!r}")
+    out = Path(out_dir)
+    paths = {"github": out / ".github" / "workflows" / "grade.yml", "gitlab": out / ".gitlab-ci.yml"}
+    paths["github"].parent.mkdir(parents=True, exist_ok=True)
+    paths["github"].write_text(github_workflow(shards))
+    paths["gitlab"].write_text(gitlab_ci(shards))
+    return paths
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("ci-template", help="write a GitHub Actions workflow and a GitLab CI file that "
+                                           "grade N shards in parallel and merge them")
+    p.add_argument("--shards", type=int, required=True, help="parallel grading jobs")
+    p.add_argument("--out", default=".", help="the course repository's root (default: here)")
+    p.set_defaults(run=_cli)
+
+
+def _cli(args) -> int:
+    paths = write_templates(args.out, args.shards)
+    print(f"wrote {paths['github']} and {paths['gitlab']} ({args.shards} shards)")
+    return 0
