@@ -429,11 +429,21 @@ class Grader:
 
     @staticmethod
     def _copy_exchange_files(sub: Submission, dest: Path) -> None:
-        """``timestamp.txt`` and ``submission_secret.txt``: nbgrader's release_feedback needs both."""
+        """``timestamp.txt`` and ``submission_secret.txt``: nbgrader's release_feedback needs both.
+
+        A submission that did not come through nbgrader's exchange (a folder of notebooks, one
+        notebook) gets its recorded time and a fresh secret, so release_feedback still works (no
+        student holds that secret, so nobody fetches that feedback by mistake)."""
+        import secrets
+
         for name in ("timestamp.txt", "submission_secret.txt"):
             src = sub.folder / name if sub.folder else None
             if src is not None and src.is_file() and not src.is_symlink() and src.stat().st_size < 4096:
                 shutil.copyfile(src, dest / name)
+            elif name == "timestamp.txt" and sub.timestamp:
+                (dest / name).write_text(sub.timestamp)
+            elif name == "submission_secret.txt" and not (dest / name).is_file():
+                (dest / name).write_text(secrets.token_hex(16))
 
     def _rows(self, student: str, status: str, reason: str, verdicts: Dict[str, tuple],
               grades: Dict[str, dict]) -> dict:
