@@ -34,8 +34,12 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 # Feedback shows each workbook exercise's worked derivation (computed from its spec by
-# course.core), inserted after the exercise; hidden-test regions are cleared from it. The list is
-# the autograder's own, so `nbgrader generate_feedback` and `course-autograde` render alike.
+# course.core), inserted after the exercise; hidden-test regions are cleared from it, and every
+# graded test cell's outputs (hidden tests' tracebacks) become the trusted judge's summary that
+# course-autograde left in autograded/ (autograder.feedback.ScrubTestOutputs). The list is the
+# autograder's own, so `nbgrader generate_feedback`, the formgrader's Generate Feedback button and
+# `course-autograde` render alike (tests/autograder/test_feedback_paths.py).
 from autograder.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402
 
 c.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
+

@@ -410,6 +410,10 @@ class Grader:
             grades[gid]["kernel"] = score
         out_dir = self.root / "autograded" / sub.student / self.assignment_name
         out_dir.mkdir(parents=True, exist_ok=True)
+        from .feedback import annotate_summaries
+
+        # the judge's summaries travel with autograded/, so feedback nbgrader makes later says the same
+        annotate_summaries(nb, verdicts)
         nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
         self._copy_exchange_files(sub, out_dir)
         if self.feedback:
