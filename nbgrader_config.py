@@ -42,4 +42,13 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
 from autograder.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402
 
 c.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
+# ... and its maths is MathML, so it reads offline: no MathJax from a CDN (autograder/templates)
+from autograder.feedback import template_basedirs  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = template_basedirs()
+
+# The formgrader shows under each hand-graded answer its model answer and marking guide (from
+# source/), and widgets as a short note instead of their repr (autograder/handgrading.py; the guide
+# appears only in the formgrader's template, never in feedback).
+c.HTMLExporter.preprocessors = ["autograder.handgrading.ShowMarkingGuide", "autograder.handgrading.WidgetNote"]
 

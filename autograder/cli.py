@@ -235,6 +235,47 @@ def _class(args, root: Path) -> int:
     return 0
 
 
+def _refresh(args, root: Path) -> int:
+    """Grades from the gradebook after hand grading: nothing is graded again, so nothing is marked
+    as needing grading again; feedback is made by nbgrader with the course's preprocessors."""
+    from . import handgrading
+
+    if not _has_assignment(root, args.assignment):
+        raise ValueError(f"course_root {str(root)!r} has no gradebook with {args.assignment!r}")
+    previous = _previous(args.out, args.assignment)
+    if not previous:
+        raise ValueError(f"{Path(args.out) / 'grades.json'} does not exist: run `course-autograde class "
+                         f"{args.assignment}` first (or give --out the folder it wrote to)")
+    scores = handgrading.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}", args.assignment)
+    rows = handgrading.refreshed_rows(previous["students"], scores)
+    recorded = handgrading.previous_policy(previous["students"]) or {}
+    given = {"per_day": args.late_per_day, "grace_minutes": args.late_grace_minutes, "cap": args.late_cap}
+    settings = {**{"per_day": 0.0, "grace_minutes": 0.0, "cap": 1.0}, **recorded.get("policy", {}),
+                **{k: v for k, v in given.items() if v is not None}}
+    policy = late.LatePolicy(settings["per_day"], settings["grace_minutes"], settings["cap"])
+    due = (late.parse_time(args.due) if args.due else
+           late.parse_time(recorded["due"]) if recorded.get("due") else _due(args, root, args.assignment))
+    stamps = {s: info["timestamp"] for s, info in scores.items()}
+    results = late.apply(rows, stamps, due, policy)
+    meta = {k: v for k, v in previous.items() if k != "students"}
+    report.write(results, args.out, {**meta, "refreshed_from_gradebook": True})
+    if args.canvas_csv:
+        lms.write_canvas(results, args.canvas_csv, args.canvas_assignment or args.assignment, args.canvas_roster)
+    waiting = sum(p["status"] == "manual" for r in results for p in r["parts"])
+    if not args.no_feedback:
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", args.assignment, "--force",
+                               "--log-level=ERROR"], cwd=root, capture_output=True, text=True,
+                              env=dict(os.environ, PATH=path), timeout=3600)
+        if done.returncode != 0:
+            raise ValueError(f"nbgrader generate_feedback failed: {done.stderr[-800:]}")
+    print(f"refreshed {len(results)} students of {args.assignment} from the gradebook; {waiting} parts still "
+          f"wait for grading by hand; wrote {Path(args.out) / 'grades.csv'}"
+          + (f" and {args.canvas_csv}" if args.canvas_csv else "")
+          + ("" if args.no_feedback else "; feedback/ remade (nbgrader release_feedback sends it)"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course-autograde", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -261,6 +302,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "COURSE_STUDENT")
     _common(p)
     _record(p, "graded without touching the course's gradebook unless --record")
+    p = sub.add_parser("refresh", help="after grading by hand in the formgrader: grades.json/csv, late "
+                                       "policy, Canvas CSV and feedback from the gradebook, nothing regraded")
+    p.add_argument("assignment")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, autograded/)")
+    p.add_argument("--out", default=".", help="the folder of the class run's grades.json")
+    p.add_argument("--no-feedback", action="store_true", help="leave feedback/ as it is")
+    _late_and_lms(p)
+    for action in p._actions:  # unset: the class run's late policy and due date, from grades.json
+        if action.dest in ("late_per_day", "late_grace_minutes", "late_cap"):
+            action.default = None
     p = sub.add_parser("canvas", help="a Canvas gradebook-import CSV from a grades.json")
     p.add_argument("grades", help="grades.json (or a folder holding one)")
     p.add_argument("--out", default="canvas.csv")
@@ -336,6 +387,8 @@ def main(argv=None) -> int:
         root = Path(args.course_root).resolve()
         if args.mode == "class":
             return _class(args, root)
+        if args.mode == "refresh":
+            return _refresh(args, root)
         if args.seed is None:
             args.seed = random.SystemRandom().randrange(2**31)
         # single

@@ -27,6 +27,15 @@ import nbformat
 from nbformat.v4 import new_output
 
 
+def template_basedirs():
+    """nbgrader's templates, then the course's: its ``feedback/mathjax.html.j2`` loads no MathJax
+    from a CDN, since :mod:`autograder.offline_maths` has made the maths MathML already."""
+    import nbgrader
+
+    return [os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")]
+
+
 def _template_config():
     from traitlets.config import Config
 
@@ -35,8 +44,7 @@ def _template_config():
     base = os.path.dirname(nbgrader.__file__)
     c = Config()
     c.HTMLExporter.template_name = "feedback"
-    c.HTMLExporter.extra_template_basedirs = [
-        os.path.join(base, "server_extensions", "formgrader", "templates")]
+    c.HTMLExporter.extra_template_basedirs = template_basedirs()
     c.HTMLExporter.extra_template_paths = [
         os.path.join(base, "server_extensions", "formgrader", "static", "node_modules",
                      "bootstrap", "dist", "css")]
@@ -50,7 +58,10 @@ FEEDBACK_PREPROCESSORS = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
     "autograder.feedback.ScrubTestOutputs",
+    "autograder.handgrading.WidgetNote",
+    "autograder.handgrading.NotAnswered",
     "course.exercises.feedback.InsertDerivations",
+    "autograder.offline_maths.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 #: cell metadata key where ``course-autograde`` leaves each graded test cell's summary in

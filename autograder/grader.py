@@ -468,6 +468,9 @@ class Grader:
                 part_status, why = "not_graded", "see the submission note"
             elif grade.get("needs_manual"):
                 part_status, why = "manual", "graded by hand by your instructor"
+            elif info["solution"] and grade.get("manual") is None and not grade.get("score"):
+                # nbgrader scores a hand-graded answer left as released 0 and asks nobody to grade it
+                part_status, why = "nbgrader", "not answered"
             else:
                 part_status = "nbgrader"
                 why = "passed" if grade.get("score", 0) >= info["max_score"] else "the test cell failed"

@@ -9,6 +9,7 @@ its feedback. None may show hidden-test code, the grader's paths or the judge's 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,8 @@ def test_every_feedback_path_hides_the_hidden_tests(course):
         # the same trusted summary every way: bo's wrong first answer and its reason
         assert "does not match" in by["bo"] and "does not match" not in by["ada"], path
         assert "Worked derivation" in by["ada"], path
+        for html in by.values():  # maths reads offline: MathML, and nothing loaded from another site
+            assert "<math" in html and not re.search(r'(src|href)="(https?:)?//', html), path
 
 
 def test_formgrader_autograde_then_feedback_hides_them_too(course):
