@@ -52,3 +52,25 @@ c.HTMLExporter.extra_template_basedirs = template_basedirs()
 # appears only in the formgrader's template, never in feedback).
 c.HTMLExporter.preprocessors = ["autograder.handgrading.ShowMarkingGuide", "autograder.handgrading.WidgetNote"]
 
+# One release: the guide's plain `nbgrader generate_assignment NAME` writes exactly the committed
+# release/ (which `course build-release` makes). A lab's answer cells get the lab's stub, a comment,
+# so "Run All" does not stop at the first answer (course.labs.activity.release_options); chapters
+# keep nbgrader's stub, which raises NotImplementedError.
+from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
+from nbgrader.preprocessors import ClearSolutions  # noqa: E402
+
+
+class ClearSolutionsPerAssignment(ClearSolutions):
+    """nbgrader's ClearSolutions with the code stub the course declares for the assignment."""
+
+    def preprocess(self, nb, resources):
+        from course.labs.activity import RELEASE_CODE_STUB, release_options
+
+        assignment = resources.get("nbgrader", {}).get("assignment", "")
+        if release_options(assignment):
+            self.code_stub = dict(self.code_stub, python=RELEASE_CODE_STUB)
+        return super().preprocess(nb, resources)
+
+
+c.GenerateAssignment.preprocessors = [ClearSolutionsPerAssignment if pp is ClearSolutions else pp
+                                      for pp in GenerateAssignment.class_traits()["preprocessors"].default()]
