@@ -34,8 +34,43 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 # Feedback shows each workbook exercise's worked derivation (computed from its spec by
-# course.core), inserted after the exercise; hidden-test regions are cleared from it. The list is
-# the autograder's own, so `nbgrader generate_feedback` and `course-autograde` render alike.
+# course.core), inserted after the exercise; hidden-test regions are cleared from it, and every
+# graded test cell's outputs (hidden tests' tracebacks) become the trusted judge's summary that
+# course-autograde left in autograded/ (autograder.feedback.ScrubTestOutputs). The list is the
+# autograder's own, so `nbgrader generate_feedback`, the formgrader's Generate Feedback button and
+# `course-autograde` render alike (tests/autograder/test_feedback_paths.py).
 from autograder.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402
 
 c.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
+# ... and its maths is MathML, so it reads offline: no MathJax from a CDN (autograder/templates)
+from autograder.feedback import template_basedirs  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = template_basedirs()
+
+# The formgrader shows under each hand-graded answer its model answer and marking guide (from
+# source/), and widgets as a short note instead of their repr (autograder/handgrading.py; the guide
+# appears only in the formgrader's template, never in feedback).
+c.HTMLExporter.preprocessors = ["autograder.handgrading.ShowMarkingGuide", "autograder.handgrading.WidgetNote"]
+
+# One release: the guide's plain `nbgrader generate_assignment NAME` writes exactly the committed
+# release/ (which `course build-release` makes). A lab's answer cells get the lab's stub, a comment,
+# so "Run All" does not stop at the first answer (course.labs.activity.release_options); chapters
+# keep nbgrader's stub, which raises NotImplementedError.
+from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
+from nbgrader.preprocessors import ClearSolutions  # noqa: E402
+
+
+class ClearSolutionsPerAssignment(ClearSolutions):
+    """nbgrader's ClearSolutions with the code stub the course declares for the assignment."""
+
+    def preprocess(self, nb, resources):
+        from course.labs.activity import RELEASE_CODE_STUB, release_options
+
+        assignment = resources.get("nbgrader", {}).get("assignment", "")
+        if release_options(assignment):
+            self.code_stub = dict(self.code_stub, python=RELEASE_CODE_STUB)
+        return super().preprocess(nb, resources)
+
+
+c.GenerateAssignment.preprocessors = [ClearSolutionsPerAssignment if pp is ClearSolutions else pp
+                                      for pp in GenerateAssignment.class_traits()["preprocessors"].default()]

@@ -14,7 +14,11 @@ course's implementation:
   no registry, under any name. A harmless stand-in ``course`` package (visible
   checks do nothing) lets ``from course.exercises import check`` run;
 * cells run in order in one namespace (helpers from other cells work); a cell
-  that fails, exits or overruns ``cell_timeout`` is skipped;
+  that fails, exits or overruns ``cell_timeout`` is skipped. Each cell runs in a
+  forked copy of the process, so one that ignores the alarm (a bare ``except``
+  in a loop) or forks is killed with its process group, and the cells after it
+  run from the state before it; each function part's calls run in a forked copy
+  too, so a call that never returns costs that part only;
 * the trusted grader sends the probe inputs it made from the per-run seed on
   stdin; the process answers with ONE line ``MARK <nonce> <json>`` of plain
   values. The nonce is fresh per run; no line, a second line, a wrong nonce, a
@@ -64,7 +68,20 @@ def __getattr__(name):
 
 #: the program of the clean room; it reads its settings from argv and the request from stdin
 RUNNER = r'''
-import json, os, signal, sys
+import json, os, select, signal, sys
+
+#: seconds a cell may run past its alarm before its process group is killed
+GRACE = 2
+#: the most bytes one function part's calls may send back
+MAX_PART_BYTES = 2**20
+
+
+def kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
 
 def main():
     cells_path, stub_dir, cell_timeout = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -111,11 +128,50 @@ def main():
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
-    for source in cells:
+    def run_cell(source):
         try:
             run(lambda: exec(transformed(source), namespace), cell_timeout)
         except BaseException:
             pass
+
+    # Each cell runs in a forked copy of this process, and this copy waits as its checkpoint: a cell
+    # that swallows the alarm (a bare except in a loop) or leaves children behind is killed with its
+    # process group after cell_timeout + GRACE, and this copy goes on from the state before it. A cell
+    # that ends hands over: its copy carries on with the next cells and the answer; this one waits
+    # for it, then kills what the cells left in its group.
+    stopped = []
+    index = 0
+    while index < len(cells):
+        try:
+            ready_r, ready_w = os.pipe()
+            child = os.fork()
+        except OSError:  # no more processes (a notebook of hundreds of cells): the alarm alone
+            run_cell(cells[index])
+            index += 1
+            continue
+        if child == 0:
+            os.close(ready_r)
+            os.setpgid(0, 0)
+            run_cell(cells[index])
+            try:
+                os.write(ready_w, b"+")
+                os.close(ready_w)
+            except OSError:  # the cell closed it: the checkpoint takes the cell as never ending
+                pass
+            index += 1
+            continue
+        os.close(ready_w)
+        ready, _, _ = select.select([ready_r], [], [], cell_timeout + GRACE)
+        ended = bool(ready) and os.read(ready_r, 1) == b"+"
+        os.close(ready_r)
+        if ended:
+            _, status = os.waitpid(child, 0)
+            kill_group(child)
+            os._exit(0)
+        kill_group(child)
+        os.waitpid(child, 0)
+        stopped.append(index)
+        index += 1
 
     def plain(value, depth=0):
         kind = type(value)
@@ -141,16 +197,53 @@ def main():
         except BaseException as exc:
             return {"__raised__": type(exc).__name__[:60]}
 
+    def calls_of_part(fn, job):
+        """The part's calls, made in a forked copy that sends one line per call: a call that never
+        returns (and swallows the alarm) is killed and costs this part's remaining calls only."""
+        jobs = [("valid", args) for args in job["valid"]] + [("invalid", args) for args in job["invalid"]]
+        got = {"valid": [], "invalid": []}
+        try:
+            lines_r, lines_w = os.pipe()
+            child = os.fork()
+        except OSError:
+            for kind, args in jobs:
+                got[kind].append(call(fn, args))
+            return got
+        if child == 0:
+            os.close(lines_r)
+            os.setpgid(0, 0)
+            for kind, args in jobs:
+                os.write(lines_w, (json.dumps(call(fn, args)) + "\n").encode())
+            os._exit(0)
+        os.close(lines_w)
+        received, lines = b"", []
+        while len(lines) < len(jobs) and len(received) < MAX_PART_BYTES:
+            ready, _, _ = select.select([lines_r], [], [], cell_timeout + GRACE)
+            chunk = os.read(lines_r, 65536) if ready else b""
+            if not chunk:
+                break
+            received += chunk
+            lines = received.split(b"\n")[:-1]
+        os.close(lines_r)
+        kill_group(child)
+        os.waitpid(child, 0)
+        for (kind, _), line in zip(jobs, lines + [None] * len(jobs)):
+            try:
+                value = json.loads(line) if line is not None else {"__raised__": "Overran"}
+            except (ValueError, RecursionError):
+                value = {"__raised__": "Unreadable"}
+            got[kind].append(value)
+        return got
+
     functions = {}
     for gid, job in request["functions"].items():
         fn = namespace.get(job["function"])
         if not callable(fn):
             functions[gid] = {"missing": True}
             continue
-        functions[gid] = {"valid": [call(fn, args) for args in job["valid"]],
-                          "invalid": [call(fn, args) for args in job["invalid"]]}
+        functions[gid] = calls_of_part(fn, job)
     values = {name: plain(namespace[name]) for name in request["values"] if name in namespace}
-    results = {"functions": functions, "values": values}
+    results = {"functions": functions, "values": values, "stopped": stopped}
     out.write(request["mark"] + " " + request["nonce"] + " " + json.dumps(results) + "\n")
     out.flush()
 
@@ -197,14 +290,19 @@ def split_parts(grade_ids) -> Dict[str, List[str]]:
 
 def code_cells(nb) -> List[str]:
     """Sources of the student's code cells, without the instructor's test cells."""
-    sources = []
-    for cell in nb.cells:
+    return [source for _, source in numbered_code_cells(nb)]
+
+
+def numbered_code_cells(nb) -> List[tuple]:
+    """``(cell number in the notebook, counting from 1, source)`` of the student's code cells."""
+    cells = []
+    for number, cell in enumerate(nb.cells, start=1):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.get("cell_type") != "code" or (meta.get("grade") and not meta.get("solution")):
             continue
         if isinstance(cell.get("source"), str):
-            sources.append(cell.source)
-    return sources
+            cells.append((number, cell.source))
+    return cells
 
 
 def request_for(split: Dict[str, List[str]], seed: int) -> Dict[str, Any]:
@@ -247,9 +345,11 @@ def parse(stdout: bytes, nonce: str, request: Dict[str, Any]) -> Optional[Dict[s
         data = json.loads(lines[0][len(head):])
     except ValueError:
         return None
-    if type(data) is not dict or set(data) != {"functions", "values"}:
+    if type(data) is not dict or set(data) != {"functions", "values", "stopped"}:
         return None
-    functions, values = data["functions"], data["values"]
+    functions, values, stopped = data["functions"], data["values"], data["stopped"]
+    if type(stopped) is not list or not all(type(i) is int and i >= 0 for i in stopped) or len(stopped) > 10**4:
+        return None
     if (type(functions) is not dict or set(functions) != set(request["functions"])
             or type(values) is not dict or not set(values) <= set(request["values"])
             or not all(_is_plain_result(v) for v in values.values())):
@@ -293,7 +393,7 @@ def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: 
     and read the values of the parts in ``split`` (:func:`split_parts`).
 
     Returns ``{"harvested": {grade_id: harvest dict} or None, "state": ok|timeout|no_result,
-    "seconds": float}``. ``work`` is a prepared scratch folder (:func:`sandbox.prepare_scratch`).
+    "stopped_cells": [notebook cell numbers, from 1, of cells killed for never ending], "seconds": float}``. ``work`` is a prepared scratch folder (:func:`sandbox.prepare_scratch`).
     """
     started = time.monotonic()
     inside = Path(sandbox.SCRATCH) if use_bwrap else work
@@ -302,7 +402,8 @@ def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: 
     (room / "stub" / "course" / "__init__.py").write_text('"""Stand-in: the course package is not here."""\n')
     (room / "stub" / "course" / "exercises" / "__init__.py").write_text(STUB_EXERCISES)
     (room / "runner.py").write_text(RUNNER)
-    (room / "cells.json").write_text(json.dumps(code_cells(nb)))
+    numbered = numbered_code_cells(nb)
+    (room / "cells.json").write_text(json.dumps([source for _, source in numbered]))
     sandbox.prepare_scratch(work, slot, use_bwrap)  # hands the new files to the slot's uid
     nonce = secrets.token_hex(16)
     parts = request_for(split, seed)
@@ -346,7 +447,9 @@ def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: 
     if state == "ok" and data is None:
         state = "no_result"
     harvested = harvests(data, split) if data is not None else None
-    return {"harvested": harvested, "state": state, "seconds": round(time.monotonic() - started, 3)}
+    stopped = sorted({numbered[i][0] for i in data["stopped"] if i < len(numbered)}) if data else []
+    return {"harvested": harvested, "state": state, "stopped_cells": stopped,
+            "seconds": round(time.monotonic() - started, 3)}
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -47,6 +47,105 @@ def _limit_options(p: argparse.ArgumentParser) -> None:
                    help="size of the in-memory folder a submission may write to (bubblewrap only)")
 
 
+def _record(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--record", action="store_true",
+                   help=f"write the grades into the course's gradebook, autograded/ and feedback/ ({default})")
+    p.add_argument("--replace", action="store_true",
+                   help="with --record: replace a student's grades that another run recorded")
+
+
+def _grading_root(root: Path, assignment: str, record: bool):
+    """``(course root to grade in, scratch folder to remove or None)``: the course itself when
+    recording, else a throw-away copy (its gradebook copied, or made from source/)."""
+    if record:
+        if not _has_assignment(root, assignment):
+            raise ValueError(f"--record needs the course's gradebook with {assignment!r} in {root}: "
+                             f"run `nbgrader generate_assignment {assignment}` there first")
+        return root, None
+    if not _has_assignment(root, assignment):
+        scratch = _temporary_course(root, assignment)
+        return scratch, scratch
+    import sqlite3
+
+    scratch = Path(tempfile.mkdtemp(prefix="autograder-course-"))
+    source = root / "source" / assignment
+    if source.is_dir():  # the instructor's data files travel into the sandbox as under nbgrader
+        shutil.copytree(source, scratch / "source" / assignment)
+    with sqlite3.connect(root / "gradebook.db") as live, sqlite3.connect(scratch / "gradebook.db") as copy:
+        live.backup(copy)  # consistent even while another grader writes
+    return scratch, scratch
+
+
+def nbgrader_timestamp(seconds: float) -> str:
+    """``seconds`` since the epoch in nbgrader's ``timestamp.txt`` format (UTC)."""
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
+def _prepare_record(root: Path, assignment: str, subs, *, replace: bool, from_collected: bool) -> None:
+    """Make ``subs`` complete for nbgrader (a submission time for each) and refuse to overwrite a
+    student whose grades another run recorded, unless ``replace``.
+
+    Submissions collected by nbgrader (``submitted/``) are the gradebook's own: regrading them is
+    the normal cycle. Anything else (a folder, one notebook) that names a student who already has
+    a submission in the gradebook would replace that student's grades; that needs ``--replace``.
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for sub in subs:
+            if not from_collected and not replace:
+                try:
+                    existing = gb.find_submission(assignment, sub.student)
+                except MissingEntry:
+                    existing = None
+                if existing is not None:
+                    raise ValueError(f"{sub.student} already has grades for {assignment} in the gradebook "
+                                     f"(submitted {existing.timestamp or 'at an unknown time'}); grading "
+                                     f"{sub.notebook or sub.folder} would replace them: give --replace to "
+                                     "do that, or another --student")
+            if sub.timestamp is None and sub.notebook is not None:
+                sub.timestamp = nbgrader_timestamp(sub.notebook.stat().st_mtime)
+
+
+def _copy_feedback(scratch: Path, assignment: str, dest: Path) -> None:
+    """Feedback HTML graded in a scratch course, to ``dest/<student>/<assignment>/``."""
+    for html in sorted((scratch / "feedback").glob(f"*/{assignment}/*.html")):
+        target = dest / html.parent.parent.name / assignment
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(html, target / html.name)
+
+
+def single_student(notebook: Path, assignment: str, given: str = None):
+    """``(student id, where it came from)`` for ``single``: ``--student``, else the nbgrader folder
+    ``.../<student>/<assignment>/`` the notebook sits in, else the file name ``<student>.ipynb``,
+    else ``COURSE_STUDENT``; ``(None, why not)`` if none names one.
+
+    >>> single_student(Path("/c/submitted/ada/ch02/ch02.ipynb"), "ch02")
+    ('ada', 'the folder submitted/ada/ch02')
+    >>> single_student(Path("/downloads/bob.ipynb"), "ch02")
+    ('bob', 'the file name bob.ipynb')
+    """
+    from .submissions import STUDENT_ID
+
+    if given is not None:
+        if not STUDENT_ID.match(given):
+            raise ValueError(f"--student must be letters, digits or _.@+- (at most 100), got {given!r}")
+        return given, "--student"
+    if notebook.parent.name == assignment and STUDENT_ID.match(notebook.parent.parent.name) \
+            and notebook.parent.parent.parent.name in ("submitted", "autograded"):
+        return notebook.parent.parent.name, (f"the folder {notebook.parent.parent.parent.name}/"
+                                             f"{notebook.parent.parent.name}/{assignment}")
+    if notebook.stem != assignment and STUDENT_ID.match(notebook.stem):
+        return notebook.stem, f"the file name {notebook.name}"
+    env = os.environ.get("COURSE_STUDENT", "").strip()
+    if env and STUDENT_ID.match(env):
+        return env, "COURSE_STUDENT"
+    return None, (f"{notebook.name} names no student: give --student ID (the numbers of a student's "
+                  "variant depend on who they are), name the file <student>.ipynb, or set COURSE_STUDENT")
+
+
 def _late_and_lms(p: argparse.ArgumentParser) -> None:
     p.add_argument("--due", default=None,
                    help="due date, e.g. '2026-11-30 23:59 UTC' (default: the gradebook's, if set)")
@@ -104,10 +203,27 @@ def _class(args, root: Path) -> int:
         if unknown:
             raise ValueError(f"student {unknown[0]!r} has no submission of {args.assignment} in {folder}")
         subs = [s for s in subs if s.student in set(args.student)]
-    grader = _make_grader(args, root, args.assignment, args.workers)
-    started = time.monotonic()
-    results = grader.grade_all(subs, progress=not args.no_progress)
-    results = late.apply(results, {s.student: s.timestamp for s in subs}, due, policy)
+    # the course's own submitted/ is what nbgrader collected: its grades belong in the gradebook;
+    # any other folder is recorded only when asked (--record), never by surprise
+    record = args.record or folder.resolve() == (root / "submitted").resolve()
+    submitted_at = {s.student: s.timestamp for s in subs}  # the late policy counts real timestamps only
+    grading_root, scratch = _grading_root(root, args.assignment, record)
+    try:
+        if record:
+            _prepare_record(grading_root, args.assignment, subs, replace=args.replace,
+                            from_collected=folder.resolve() == (root / "submitted").resolve())
+        grader = _make_grader(args, grading_root, args.assignment, args.workers)
+        started = time.monotonic()
+        results = grader.grade_all(subs, progress=not args.no_progress)
+        if scratch is not None and not args.no_feedback:
+            _copy_feedback(scratch, args.assignment, Path(args.out) / "feedback")
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if not record:
+        print(f"graded {folder} without touching the course's gradebook (--record to enter these "
+              f"students there); feedback in {Path(args.out) / 'feedback'}")
+    results = late.apply(results, submitted_at, due, policy)
     failed = sum(r["status"] != "graded" for r in results)
     extra = {"shard": f"{shard}/{shards}"}
     if args.student:
@@ -121,6 +237,47 @@ def _class(args, root: Path) -> int:
     print(f"graded {len(subs)} submissions of {args.assignment} in "
           f"{time.monotonic() - started:.1f} s ({grader.workers} workers, {grader.isolation}); "
           f"{failed} with a problem; wrote {Path(args.out) / 'grades.csv'}")
+    return 0
+
+
+def _refresh(args, root: Path) -> int:
+    """Grades from the gradebook after hand grading: nothing is graded again, so nothing is marked
+    as needing grading again; feedback is made by nbgrader with the course's preprocessors."""
+    from . import handgrading
+
+    if not _has_assignment(root, args.assignment):
+        raise ValueError(f"course_root {str(root)!r} has no gradebook with {args.assignment!r}")
+    previous = _previous(args.out, args.assignment)
+    if not previous:
+        raise ValueError(f"{Path(args.out) / 'grades.json'} does not exist: run `course-autograde class "
+                         f"{args.assignment}` first (or give --out the folder it wrote to)")
+    scores = handgrading.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}", args.assignment)
+    rows = handgrading.refreshed_rows(previous["students"], scores)
+    recorded = handgrading.previous_policy(previous["students"]) or {}
+    given = {"per_day": args.late_per_day, "grace_minutes": args.late_grace_minutes, "cap": args.late_cap}
+    settings = {**{"per_day": 0.0, "grace_minutes": 0.0, "cap": 1.0}, **recorded.get("policy", {}),
+                **{k: v for k, v in given.items() if v is not None}}
+    policy = late.LatePolicy(settings["per_day"], settings["grace_minutes"], settings["cap"])
+    due = (late.parse_time(args.due) if args.due else
+           late.parse_time(recorded["due"]) if recorded.get("due") else _due(args, root, args.assignment))
+    stamps = {s: info["timestamp"] for s, info in scores.items()}
+    results = late.apply(rows, stamps, due, policy)
+    meta = {k: v for k, v in previous.items() if k != "students"}
+    report.write(results, args.out, {**meta, "refreshed_from_gradebook": True})
+    if args.canvas_csv:
+        lms.write_canvas(results, args.canvas_csv, args.canvas_assignment or args.assignment, args.canvas_roster)
+    waiting = sum(p["status"] == "manual" for r in results for p in r["parts"])
+    if not args.no_feedback:
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", args.assignment, "--force",
+                               "--log-level=ERROR"], cwd=root, capture_output=True, text=True,
+                              env=dict(os.environ, PATH=path), timeout=3600)
+        if done.returncode != 0:
+            raise ValueError(f"nbgrader generate_feedback failed: {done.stderr[-800:]}")
+    print(f"refreshed {len(results)} students of {args.assignment} from the gradebook; {waiting} parts still "
+          f"wait for grading by hand; wrote {Path(args.out) / 'grades.csv'}"
+          + (f" and {args.canvas_csv}" if args.canvas_csv else "")
+          + ("" if args.no_feedback else "; feedback/ remade (nbgrader release_feedback sends it)"))
     return 0
 
 
@@ -139,11 +296,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="regrade only this student (repeatable); other rows of --out's grades.json stay as they are")
     _late_and_lms(p)
     _common(p)
+    _record(p, "a folder other than the course's submitted/ is graded without touching the gradebook; "
+               "--record enters its students there")
     p = sub.add_parser("single", help="grade one notebook (CI in a student's repository)")
     p.add_argument("notebook")
     p.add_argument("--assignment", default=None, help="default: the notebook's file name")
-    p.add_argument("--student", default="student")
+    p.add_argument("--student", default=None,
+                   help="whose notebook it is (their variant's numbers); default: the nbgrader folder "
+                        "<student>/<assignment>/ it sits in, else the file name <student>.ipynb, else "
+                        "COURSE_STUDENT")
     _common(p)
+    _record(p, "graded without touching the course's gradebook unless --record")
+    p = sub.add_parser("refresh", help="after grading by hand in the formgrader: grades.json/csv, late "
+                                       "policy, Canvas CSV and feedback from the gradebook, nothing regraded")
+    p.add_argument("assignment")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, autograded/)")
+    p.add_argument("--out", default=".", help="the folder of the class run's grades.json")
+    p.add_argument("--no-feedback", action="store_true", help="leave feedback/ as it is")
+    _late_and_lms(p)
+    for action in p._actions:  # unset: the class run's late policy and due date, from grades.json
+        if action.dest in ("late_per_day", "late_grace_minutes", "late_cap"):
+            action.default = None
     p = sub.add_parser("canvas", help="a Canvas gradebook-import CSV from a grades.json")
     p.add_argument("grades", help="grades.json (or a folder holding one)")
     p.add_argument("--out", default="canvas.csv")
@@ -237,19 +410,26 @@ def main(argv=None) -> int:
         root = Path(args.course_root).resolve()
         if args.mode == "class":
             return _class(args, root)
+        if args.mode == "refresh":
+            return _refresh(args, root)
         if args.seed is None:
             args.seed = random.SystemRandom().randrange(2**31)
         # single
         notebook = Path(args.notebook).resolve()
         assignment = args.assignment or notebook.stem
-        temporary = None
-        if not _has_assignment(root, assignment):
-            root = temporary = _temporary_course(root, assignment)
+        student, source = single_student(notebook, assignment, args.student)
+        if student is None:
+            raise ValueError(source)
+        print(f"grading {notebook.name} as student {student} (from {source}); "
+              + ("recording it in the course's gradebook" if args.record
+                 else "the course's gradebook is not touched (--record to enter it)"))
+        args.student = student
+        grading_root, scratch = _grading_root(root, assignment, args.record)
         try:
-            return _single(args, root, assignment, notebook)
+            return _single(args, grading_root, assignment, notebook)
         finally:
-            if temporary is not None:
-                shutil.rmtree(temporary, ignore_errors=True)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
     except ValueError as exc:
         print(f"course-autograde: {exc}", file=sys.stderr)
         return 2
@@ -275,6 +455,12 @@ def _single(args, root: Path, assignment: str, notebook: Path) -> int:
                          folder=notebook.parent if notebook.is_file() else None,
                          status="found" if notebook.is_file() else "missing",
                          problem=None if notebook.is_file() else f"{notebook} does not exist")
+        if args.record:
+            stamp = notebook.parent / "timestamp.txt"
+            if notebook.is_file() and stamp.is_file():
+                sub.timestamp = stamp.read_text().strip()[:64]
+            collected = (root / "submitted" / args.student / assignment).resolve() == notebook.parent
+            _prepare_record(root, assignment, [sub], replace=args.replace, from_collected=collected)
         result = grader.grade_one(sub)
         report.write([result], args.out, _meta(grader, args, {"shard": "single"}))
         feedback = root / "feedback" / args.student / assignment / f"{assignment}.ipynb"

@@ -1,16 +1,18 @@
 """Feedback HTML for one student: scores and derivations in, hidden tests out.
 
-Steps 1-3 are :data:`FEEDBACK_PREPROCESSORS` (the list plain ``nbgrader generate_feedback``
-uses too); step 4 is a plain notebook edit:
+Steps 1-4 are :data:`FEEDBACK_PREPROCESSORS`, the list ``nbgrader_config.py`` gives nbgrader,
+so plain ``nbgrader generate_feedback`` and the formgrader's button run them too:
 
 1. nbgrader's ``GetGrades`` puts the gradebook's scores on the cells;
 2. nbgrader's ``ClearHiddenTests`` removes ``### BEGIN/END HIDDEN TESTS`` regions;
-3. the workbook's worked derivations are inserted after each exercise
+3. :class:`ScrubTestOutputs` replaces every graded test cell's outputs (tracebacks of
+   hidden tests name their code, the grader's paths and the judge's call) by the summary
+   ``course-autograde`` left in ``autograded/`` (:func:`annotate_summaries`: for a
+   registered part its points, the trusted judge's reason, each partial-credit check and
+   what the visible check covered versus what was graded), else by the score and
+   pass/fail with the error's type;
+4. the workbook's worked derivations are inserted after each exercise
    (``course.exercises.feedback.InsertDerivations``, skipped if absent);
-4. every graded test cell's outputs (tracebacks of hidden tests may name hidden
-   inputs or keys) are replaced: for a registered part by its points, the trusted
-   judge's reason, each partial-credit check and what the visible check covered
-   versus what was graded; for other cells only pass/fail and the error's type;
 5. nbconvert's HTMLExporter with nbgrader's ``feedback`` template renders it.
 """
 
@@ -25,6 +27,15 @@ import nbformat
 from nbformat.v4 import new_output
 
 
+def template_basedirs():
+    """nbgrader's templates, then the course's: its ``feedback/mathjax.html.j2`` loads no MathJax
+    from a CDN, since :mod:`autograder.offline_maths` has made the maths MathML already."""
+    import nbgrader
+
+    return [os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")]
+
+
 def _template_config():
     from traitlets.config import Config
 
@@ -33,8 +44,7 @@ def _template_config():
     base = os.path.dirname(nbgrader.__file__)
     c = Config()
     c.HTMLExporter.template_name = "feedback"
-    c.HTMLExporter.extra_template_basedirs = [
-        os.path.join(base, "server_extensions", "formgrader", "templates")]
+    c.HTMLExporter.extra_template_basedirs = template_basedirs()
     c.HTMLExporter.extra_template_paths = [
         os.path.join(base, "server_extensions", "formgrader", "static", "node_modules",
                      "bootstrap", "dist", "css")]
@@ -47,9 +57,16 @@ def _template_config():
 FEEDBACK_PREPROCESSORS = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
+    "autograder.feedback.ScrubTestOutputs",
+    "autograder.handgrading.WidgetNote",
+    "autograder.handgrading.NotAnswered",
     "course.exercises.feedback.InsertDerivations",
+    "autograder.offline_maths.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+#: cell metadata key where ``course-autograde`` leaves each graded test cell's summary in
+#: ``autograded/`` (so feedback made later by nbgrader itself shows the same text)
+SUMMARY_KEY = "autograder"
 _RENDER_ONLY = {"nbconvert.preprocessors.CSSHTMLHeaderPreprocessor"}
 
 
@@ -99,20 +116,63 @@ def scrub_test_outputs(nb, verdicts: Dict[str, tuple]):
     fail and the error's type (a hidden test's traceback may name hidden inputs).
     """
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
-            continue
-        gid = meta.get("grade_id")
-        if gid in verdicts:
-            points = meta.get("points")
-            max_points = float(points) if type(points) in (int, float) and points > 0 else 1.0
-            text = part_summary(gid, max_points, verdicts[gid])
-        else:
-            errors = [o.get("ename", "error") for o in cell.get("outputs", [])
-                      if o.get("output_type") == "error"]
-            text = f"test cell failed ({errors[0]})\n" if errors else "test cell passed\n"
-        cell.outputs = [new_output("stream", name="stdout", text=text)]
+        if _is_test_cell(cell):
+            cell.outputs = [new_output("stream", name="stdout", text=_summary_text(cell, verdicts))]
     return nb
+
+
+def _is_test_cell(cell) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def annotate_summaries(nb, verdicts: Dict[str, tuple]):
+    """Leave each graded test cell's :func:`part_summary` (or pass/fail) in its metadata, for
+    :class:`ScrubTestOutputs`; any such metadata the submission carried is dropped first (in place)."""
+    for cell in nb.cells:
+        cell.get("metadata", {}).pop(SUMMARY_KEY, None)
+    for cell in nb.cells:
+        if _is_test_cell(cell):
+            cell.metadata[SUMMARY_KEY] = {"summary": _summary_text(cell, verdicts)}
+    return nb
+
+
+def _summary_text(cell, verdicts: Dict[str, tuple]) -> str:
+    meta = cell.metadata.get("nbgrader", {})
+    gid = meta.get("grade_id")
+    if gid in verdicts:
+        points = meta.get("points")
+        max_points = float(points) if type(points) in (int, float) and points > 0 else 1.0
+        return part_summary(gid, max_points, verdicts[gid])
+    recorded = cell.metadata.get(SUMMARY_KEY, {})
+    if isinstance(recorded, dict) and isinstance(recorded.get("summary"), str):
+        return recorded["summary"][:20000]
+    errors = [o.get("ename", "error") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    score, points = meta.get("score"), meta.get("points")
+    scored = (f"{score:g} of {points:g} points: " if type(score) in (int, float) and type(points) in (int, float)
+              else "")
+    # only the error's type: a hidden test's traceback names its code, inputs and the grader's paths
+    return scored + (f"test cell failed ({str(errors[0])[:80]})\n" if errors else "test cell passed\n")
+
+
+from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402 (enabled by default, unlike nbconvert's)
+
+
+class ScrubTestOutputs(NbGraderPreprocessor):
+    """nbgrader feedback preprocessor: each graded test cell's outputs become its summary.
+
+    The summary is the one ``course-autograde`` left in the cell's metadata (points, the trusted
+    judge's reason, each check), else the gradebook's score and pass/fail with the error's type.
+    Tracebacks of hidden tests (their code, the grader's paths, the judge's call) never reach the
+    feedback, whichever command or button made it.
+    """
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            if _is_test_cell(cell):
+                cell.outputs = [new_output("stream", name="stdout", text=_summary_text(cell, {}))]
+            cell.get("metadata", {}).pop(SUMMARY_KEY, None)
+        return nb, resources
 
 
 def _preprocessors():

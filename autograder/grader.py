@@ -288,8 +288,10 @@ class Grader:
                 harvested = room["harvested"][gid]
                 verdict = safe_judge(REGISTRY[gid], harvested, seed)
                 if cleanroom.names_missing(harvested):
-                    verdicts[gid] = (float(verdict.score), verdict.reason + cleanroom.MISSING_NOTE,
-                                     tuple(verdict.checks))
+                    stopped = ", ".join(str(n) for n in room.get("stopped_cells", []))
+                    why = (f" (cell {stopped} never finished and was stopped, so what it defines is missing)"
+                           if stopped else cleanroom.MISSING_NOTE)
+                    verdicts[gid] = (float(verdict.score), verdict.reason + why, tuple(verdict.checks))
                     continue
             elif run["harvested"].get(gid) is None:
                 verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
@@ -316,26 +318,31 @@ class Grader:
                 count = done.get("execution_count")
                 cell.execution_count = count if type(count) is int else None
 
-    def _submission_problem(self, state: dict) -> Optional[str]:
+    def _submission_problem(self, state: dict, kernel_parts: bool = True) -> Optional[str]:
+        """What stopped the notebook's run in its kernel, for the student (``None``: nothing did).
+
+        Without parts read from the kernel (a workbook chapter, whose parts are all judged in the
+        clean room) it costs outputs only, and the text says so instead of "score 0"."""
         kind = state.get("state")
         if kind in ("ok", None):
             return None
+        lost = ("exercises could not be read and score 0" if kernel_parts else
+                "some outputs are missing, but your answers were checked by running your code again")
         if kind == "timeout" and state.get("killed"):
             return (f"your notebook did not finish within {self.limits.submission_timeout} s (look for a "
-                    "cell that never ends, such as an infinite loop); exercises could not be read and score 0")
+                    f"cell that never ends, such as an infinite loop); {lost}")
         if kind == "timeout":
             cell = state.get("cell")
             where = f"cell {cell + 1}" if type(cell) is int and cell >= 0 else "a cell"
             return (f"your notebook did not finish: {where} kept running past the {self.limits.cell_timeout} s "
-                    "limit even when interrupted; exercises could not be read and score 0")
+                    f"limit even when interrupted; {lost}")
         if kind == "kernel_died":
             return ("the Python kernel stopped while running your notebook (os._exit, a crash, "
-                    "or using too much memory or too many processes); exercises could not be "
-                    "read afterwards and score 0")
+                    f"or using too much memory or too many processes); {lost}")
         if state.get("cell") == -1:  # no cell ever started: the kernel did not come up
             return (f"the grader could not start a Python kernel for your notebook "
                     f"({state.get('detail') or kind}); exercises score 0 until your instructor regrades it")
-        return f"your notebook could not be run to the end ({state.get('detail') or kind})"
+        return f"your notebook could not be run to the end ({state.get('detail') or kind}); {lost}"
 
     # ------------------------------------------------------------------ one submission
     def grade_one(self, sub: Submission, slot: int = 0) -> dict:
@@ -385,10 +392,14 @@ class Grader:
         seed = self._seed_for(sub.student)
         run = self._run_sandbox(nb, sub, slot, seed)
         state = run["status"]
-        problem = self._submission_problem(state)
+        problem = self._submission_problem(state, kernel_parts=bool(run["split"]["kernel"]))
         self._merge_outputs(nb, run["executed"])
         for index in state.get("timed_out_cells", []):
             notes.append(f"cell {index + 1} ran longer than {self.limits.cell_timeout} s and was stopped")
+        for number in (run.get("cleanroom") or {}).get("stopped_cells", []):
+            notes.append(f"cell {number} never finished when your code was run again to grade it (it ran "
+                         f"past {self.limits.cell_timeout} s and ignored the interrupt): it was stopped and "
+                         "the cells after it ran without it")
         if state.get("output_truncated"):
             notes.append("your notebook printed too much; the rest of its output was dropped")
         verdicts = self._judge(run, seed, problem)
@@ -399,6 +410,10 @@ class Grader:
             grades[gid]["kernel"] = score
         out_dir = self.root / "autograded" / sub.student / self.assignment_name
         out_dir.mkdir(parents=True, exist_ok=True)
+        from .feedback import annotate_summaries
+
+        # the judge's summaries travel with autograded/, so feedback nbgrader makes later says the same
+        annotate_summaries(nb, verdicts)
         nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
         self._copy_exchange_files(sub, out_dir)
         if self.feedback:
@@ -418,11 +433,21 @@ class Grader:
 
     @staticmethod
     def _copy_exchange_files(sub: Submission, dest: Path) -> None:
-        """``timestamp.txt`` and ``submission_secret.txt``: nbgrader's release_feedback needs both."""
+        """``timestamp.txt`` and ``submission_secret.txt``: nbgrader's release_feedback needs both.
+
+        A submission that did not come through nbgrader's exchange (a folder of notebooks, one
+        notebook) gets its recorded time and a fresh secret, so release_feedback still works (no
+        student holds that secret, so nobody fetches that feedback by mistake)."""
+        import secrets
+
         for name in ("timestamp.txt", "submission_secret.txt"):
             src = sub.folder / name if sub.folder else None
             if src is not None and src.is_file() and not src.is_symlink() and src.stat().st_size < 4096:
                 shutil.copyfile(src, dest / name)
+            elif name == "timestamp.txt" and sub.timestamp:
+                (dest / name).write_text(sub.timestamp)
+            elif name == "submission_secret.txt" and not (dest / name).is_file():
+                (dest / name).write_text(secrets.token_hex(16))
 
     def _rows(self, student: str, status: str, reason: str, verdicts: Dict[str, tuple],
               grades: Dict[str, dict]) -> dict:
@@ -443,6 +468,9 @@ class Grader:
                 part_status, why = "not_graded", "see the submission note"
             elif grade.get("needs_manual"):
                 part_status, why = "manual", "graded by hand by your instructor"
+            elif info["solution"] and grade.get("manual") is None and not grade.get("score"):
+                # nbgrader scores a hand-graded answer left as released 0 and asks nobody to grade it
+                part_status, why = "nbgrader", "not answered"
             else:
                 part_status = "nbgrader"
                 why = "passed" if grade.get("score", 0) >= info["max_score"] else "the test cell failed"

@@ -37,9 +37,16 @@ courses = json.loads(env["COURSE_HUB_COURSES"])
 c.JupyterHub.load_groups = {f"nbgrader-{course}": {"users": members} for course, members in courses.items()}
 # the instructor's Formgrader lists the exchange through the same plugin: "formgrade-<course>" groups
 c.JupyterHub.load_groups.update({f"formgrade-{course}": {"users": sorted(instructors)} for course in courses})
-# each server's token may read group membership: a student's only their own, the instructor's (admin) anyone's
-c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", "read:users:groups",
-                                 "read:users:name"]
+# each server's token may read group membership: a student's only their own, the instructor's (admin) anyone's;
+# an instructor's may also list the hub's services, which nbgrader's Course List asks for (403 without it)
+SERVER_TOKEN_SCOPES = ["users:activity!user", "access:servers!server", "read:users:groups", "read:users:name"]
+
+
+def server_token_scopes(spawner):
+    return SERVER_TOKEN_SCOPES + (["list:services", "read:services"] if spawner.user.name in instructors else [])
+
+
+c.Spawner.server_token_scopes = server_token_scopes
 
 # Every person's server and kernel run from the course's environment, as their own Unix user.
 c.JupyterHub.spawner_class = "localprocess"

@@ -30,6 +30,10 @@ INSTRUCTOR_LAB_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:cou
                           "@jupyter/nbgrader:create-assignment")
 
 
+#: the instructor's server may be framed by pages of the same origin (the Formgrader's JupyterLab tab)
+FRAMEABLE_BY_SELF = "frame-ancestors 'self'"
+
+
 def ensure_proxy(venv: Path) -> Path:
     """Path of the ``configurable-http-proxy`` executable, installed from npm when missing."""
     prefix = venv / "hub-proxy"
@@ -60,6 +64,11 @@ def configure_person(name: str, instructor: bool) -> Path:
     os.chown(home, account.pw_uid, account.pw_gid)
     home.chmod(0o700)  # a student's answers are theirs: nobody else on the machine reads them
     server = {"ServerApp": {"jpserver_extensions": {ext: instructor for ext in INSTRUCTOR_SERVER_EXTENSIONS}}}
+    if instructor:
+        # the Formgrader opens in a JupyterLab tab (a frame of the same server); jupyterhub-singleuser
+        # forbids every frame ('none'). Only instructors allow 'self': every user's server shares the
+        # hub's origin, so a student's server must stay unframeable by anyone's page.
+        server["ServerApp"]["tornado_settings"] = {"headers": {"Content-Security-Policy": FRAMEABLE_BY_SELF}}
     page = {"disabledExtensions": {plugin: not instructor for plugin in INSTRUCTOR_LAB_PLUGINS}}
     page["disabledExtensions"]["@jupyterlab/apputils-extension:announcements"] = True  # no news pop-up
     owner = account.pw_uid, account.pw_gid

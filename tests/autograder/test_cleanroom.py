@@ -20,7 +20,7 @@ def _answer(request, nonce="n0", **override):
     job = request["functions"]["ch02_ex2_4"]
     data = {"functions": {"ch02_ex2_4": {"valid": [1] * len(job["valid"]),
                                          "invalid": [{"__raised__": "ValueError"}] * len(job["invalid"])}},
-            "values": {"accum_steps": 64}}
+            "values": {"accum_steps": 64}, "stopped": []}
     data.update(override)
     return f"{cleanroom.RESULT_MARK} {nonce} {json.dumps(data)}\n".encode()
 

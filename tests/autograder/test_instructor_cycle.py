@@ -115,7 +115,8 @@ def cycle():
 def test_readme_block_has_every_step():
     steps = " ".join(line for _, lines in readme_cycle() for line in lines)
     for command in ("generate_assignment", "release_assignment", "fetch_assignment", "submit", "collect",
-                    "course-autograde class", "release_feedback", "fetch_feedback", "export"):
+                    "course-autograde class", "course-autograde refresh", "release_feedback", "fetch_feedback",
+                    "export"):
         assert command in steps, command
 
 

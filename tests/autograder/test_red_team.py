@@ -129,8 +129,14 @@ def test_every_attack_has_a_reason_per_part(red_team):
 
 
 def test_clean_room_that_never_finishes_says_so(red_team):
-    parts = {p["part"]: p for p in red_team["rows"]["i_cleanroom_hang"]["parts"]}
-    assert "did not finish when it was run again" in parts["ch02_ex2_4"]["reason"]
+    """The cell that ignores the alarm is stopped and named; the rest of the room goes on (issue 26)."""
+    from .course_dir import grade_id, release
+
+    cells = release(red_team["root"]).cells
+    number = 1 + next(i for i, c in enumerate(cells) if grade_id(c) == "ch02_ex2_4_required_accum_steps_answer")
+    row = red_team["rows"]["i_cleanroom_hang"]
+    assert f"cell {number} never finished when your code was run again" in row["reason"], row["reason"]
+    assert row["score"] == 0
 
 
 def test_partial_credit_per_check_in_grades_and_feedback(red_team):

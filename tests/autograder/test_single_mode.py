@@ -25,8 +25,9 @@ def test_single_notebook_from_a_clean_checkout(tmp_path):
     next(c for c in nb.cells if c.cell_type == "code" and "BEGIN SOLUTION" in c.source).source = "accum_steps = 7"
     path = tmp_path / f"{CHAPTER}.ipynb"
     nbformat.write(nb, str(path))
-    proc = _single(str(path), "--out", str(tmp_path / "out"), "--seed", "1", cwd=tmp_path)
+    proc = _single(str(path), "--out", str(tmp_path / "out"), "--seed", "1", "--student", "student", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "as student student (from --student)" in proc.stdout
     assert "student / ch02_gradient_accumulation: graded - 7 of 8 points" in proc.stdout
     assert "ch02_ex2_1" in proc.stdout and "does not match" in proc.stdout
     data = json.loads((tmp_path / "out" / "grades.json").read_text())

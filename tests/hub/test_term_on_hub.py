@@ -63,6 +63,17 @@ def nbgrader_menu(page) -> list[str]:
     return [t.strip() for t in menu.locator(".lm-Menu-itemLabel").all_inner_texts() if t.strip()]
 
 
+def open_from_menu(page, item: str) -> None:
+    """Nbgrader > ``item``, clicked."""
+    assert item in nbgrader_menu(page), item
+    page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel", has_text=item).first.click()
+
+
+def csp_of(page, url: str) -> str:
+    """The Content-Security-Policy a page of ``url`` is served with (this person's cookies)."""
+    return page.request.get(url).headers.get("content-security-policy", "")
+
+
 def open_assignments(page):
     if "Assignment List" in nbgrader_menu(page):
         page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel", has_text="Assignment List").click()
@@ -118,6 +129,16 @@ def test_whole_term_on_the_hub(hub, browser):
     assert {"Assignment List", "Course List", "Formgrader"} <= set(nbgrader_menu(instructor))
     instructor.keyboard.press("Escape")
 
+    # 0. the instructor's tools open from the Nbgrader menu, as a person opens them (issue 26):
+    # the Formgrader in a JupyterLab tab (its frame is allowed on the instructor's server only) ...
+    open_from_menu(instructor, "Formgrader")
+    instructor.frame_locator("#formgrader-iframe iframe").locator("text=Manage Assignments").first.wait_for()
+    shot(instructor, "0_formgrader_from_menu")
+    # ... and the Course List lists the course (its token may list the hub's services)
+    open_from_menu(instructor, "Course List")
+    instructor.locator("#formgrader_list .list_item", has_text=COURSE_ID).first.wait_for()
+    assert "frame-ancestors 'self'" in csp_of(instructor, f"{hub.url}/user/{INSTRUCTOR}/lab")
+
     # 1. the instructor generates the student version and releases it from the Formgrader
     formgrader = instructor.context.new_page()
     assert CHAPTER in formgrader_action(formgrader, hub, "assign")
@@ -133,6 +154,8 @@ def test_whole_term_on_the_hub(hub, browser):
     pages = {}
     for student, notebook in answers().items():
         page = pages[student] = login(browser, hub, student)
+        # every server shares the hub's origin: a student's server must not be framed by anyone's page
+        assert "frame-ancestors 'none'" in csp_of(page, f"{hub.url}/user/{student}/lab")
         assert nbgrader_menu(page) == ["Assignment List"], "students must not see the Formgrader"
         page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel", has_text="Assignment List").click()
         page.locator("#released_assignments_list").wait_for()

@@ -1,0 +1,155 @@
+"""After grading by hand in the formgrader: what the grader sees there, and the refresh.
+
+* :class:`ShowMarkingGuide` (an nbconvert preprocessor that ``nbgrader_config.py`` gives the
+  formgrader's HTML exporter) puts each hand-graded answer's model answer and marking guide
+  under the student's answer. The text is the instructor's own answer cell in ``source/``, as
+  the generator wrote it from the activity's declaration, so nothing about it lives here. It acts only in the formgrader's
+  ``formgrade`` template: feedback never shows it.
+* :class:`WidgetNote` turns a widget's output (whose plain-text form is a repr such as
+  ``VBox(children=(ToggleButtons(...``) into a short note, in the formgrader and in feedback.
+* :class:`NotAnswered` shows "not answered" for a hand-graded answer left blank, in feedback.
+* :func:`refresh` brings the gradebook's scores (hand-graded ones included) into
+  ``grades.json``, ``grades.csv``, the late policy and the Canvas CSV without grading anything
+  again, so nothing is marked as needing grading again.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Dict, List, Optional
+
+from nbformat.v4 import new_markdown_cell
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = "[interactive widget: open the notebook in JupyterLab and run it to use it]"
+#: what nbgrader's ClearSolutions leaves in a markdown answer cell of the release
+STUB_ANSWER = "YOUR ANSWER HERE"
+NOT_ANSWERED = "*not answered*"
+
+
+def _nbgrader(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def is_hand_graded(cell) -> bool:
+    """A cell nbgrader asks a person to grade: an answer cell with points (a reflection)."""
+    meta = _nbgrader(cell)
+    return bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+class ShowMarkingGuide(NbGraderPreprocessor):
+    """Formgrader only: the model answer and marking guide under each hand-graded answer."""
+
+    def _guides(self, assignment: str, notebook: str) -> Dict[str, str]:
+        """The instructor's answer cells (model answer, marking guide) by grade id, from source/."""
+        import os
+
+        import nbformat
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(config=self.config)
+        path = os.path.join(coursedir.format_path(coursedir.source_directory, ".", assignment),
+                            f"{notebook}.ipynb")
+        try:
+            source = nbformat.read(path, as_version=4)
+        except (OSError, ValueError):
+            return {}
+        return {_nbgrader(c).get("grade_id"): c.source for c in source.cells if is_hand_graded(c)}
+
+    def preprocess(self, nb, resources):
+        if getattr(self.parent, "template_name", "") != "formgrade":
+            return nb, resources  # feedback and every other export: students never see the guide
+        guides = self._guides(resources.get("assignment_id", ""), resources.get("notebook_id", ""))
+        cells = []
+        for cell in nb.cells:
+            cells.append(cell)
+            guide = guides.get(_nbgrader(cell).get("grade_id")) if is_hand_graded(cell) else None
+            if guide:
+                cells.append(new_markdown_cell(
+                    "> **For the grader: model answer and marking guide** (not shown to students)\n>\n"
+                    + "\n".join("> " + line for line in guide.splitlines())))
+        nb.cells = cells
+        return nb, resources
+
+
+class WidgetNote(NbGraderPreprocessor):
+    """A widget's output becomes a short text note instead of the widget's repr."""
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+                data = output.get("data") if isinstance(output, dict) else None
+                if isinstance(data, dict) and WIDGET_MIME in data:
+                    output["data"] = {"text/plain": WIDGET_NOTE}
+        return nb, resources
+
+
+class NotAnswered(NbGraderPreprocessor):
+    """A hand-graded answer left as released (or blank) reads "not answered"."""
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            if is_hand_graded(cell) and cell.get("source", "").strip() in ("", STUB_ANSWER):
+                cell.source = NOT_ANSWERED
+        return nb, resources
+
+
+def gradebook_scores(db_url: str, assignment: str) -> Dict[str, dict]:
+    """``{student: {"timestamp": str|None, "grades": {grade_id: {score, manual, needs_manual, hand,
+    comment}}}}`` (``hand``: an answer cell graded by a person)."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(db_url) as gb:
+        for sub in gb.find_assignment(assignment).submissions:
+            grades, comments = {}, {}
+            for nb in sub.notebooks:
+                hand = {c.name for c in nb.notebook.solution_cells}
+                for comment in nb.comments:
+                    comments[comment.name] = comment.manual_comment or ""
+                for grade in nb.grades:
+                    grades[grade.name] = {"score": float(grade.score), "manual": grade.manual_score,
+                                          "needs_manual": bool(grade.needs_manual_grade),
+                                          "hand": grade.name in hand}
+            for name, text in comments.items():
+                if name in grades:
+                    grades[name]["comment"] = text
+            stamp = sub.timestamp
+            out[sub.student.id] = {"timestamp": (stamp.strftime("%Y-%m-%d %H:%M:%S.%f") + " UTC") if stamp else None,
+                                   "grades": grades}
+    return out
+
+
+def refreshed_rows(previous: List[dict], scores: Dict[str, dict]) -> List[dict]:
+    """``previous`` grades.json rows with every part's points from the gradebook (hand grades too)."""
+    rows = []
+    for res in previous:
+        res = copy.deepcopy(res)
+        grades = scores.get(res["student"], {}).get("grades", {})
+        for part in res["parts"]:
+            grade = grades.get(part["part"])
+            if grade is None:
+                continue
+            if grade["needs_manual"]:
+                part.update(points=None, status="manual", reason="not graded by hand yet")
+                continue
+            if grade["manual"] is not None:
+                comment = (grade.get("comment") or "").strip()
+                part.update(status="hand", reason="graded by hand" + (f": {comment}" if comment else ""))
+            elif grade.get("hand"):  # nbgrader scores an answer left as released 0, for nobody to grade
+                part.update(status="hand", reason="not answered")
+            part["points"] = round(grade["score"], 6)
+        res["score"] = round(sum(p["points"] or 0.0 for p in res["parts"]), 6)
+        rows.append(res)
+    return rows
+
+
+def previous_policy(previous: List[dict]) -> Optional[dict]:
+    """The late policy and due date the class run recorded (``None`` if it had none)."""
+    for res in previous:
+        late = res.get("late")
+        if isinstance(late, dict) and isinstance(late.get("policy"), dict):
+            return {"policy": late["policy"], "due": late.get("due")}
+    return None

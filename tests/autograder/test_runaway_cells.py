@@ -1,0 +1,76 @@
+"""A runaway cell costs only what it touches (issue 26): a cell that ignores interrupts, or forks and
+sleeps, is killed in the clean room and the other parts are graded; the reason names the cell."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from nbformat.v4 import new_code_cell
+
+from autograder import sandbox
+from autograder.grader import Grader
+from autograder.submissions import discover
+
+from .course_dir import CHAPTER, grade_id, make_course, solution, submit
+
+pytestmark = pytest.mark.slow
+
+#: a beginner's loop: the bare except swallows every interrupt and alarm
+BARE_EXCEPT_LOOP = "import time\nwhile True:\n    try:\n        time.sleep(0.01)\n    except:\n        continue\n"
+#: forks, and both copies sleep through every interrupt
+FORK_AND_SLEEP = "import os\nos.fork()\n" + BARE_EXCEPT_LOOP
+
+
+def _with_extra_cell_after(nb, answer_id: str, code: str):
+    nb = copy.deepcopy(nb)
+    index = next(i for i, c in enumerate(nb.cells) if grade_id(c) == answer_id)
+    nb.cells.insert(index + 1, new_code_cell(code))
+    return nb, index + 2  # the new cell's number in the notebook, counting from 1
+
+
+def _appended_to(nb, answer_id: str, code: str):
+    nb = copy.deepcopy(nb)
+    index = next(i for i, c in enumerate(nb.cells) if grade_id(c) == answer_id)
+    nb.cells[index].source += "\n" + code
+    return nb, index + 1
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("runaway") / "course")
+    first_answer = next(grade_id(c) for c in solution(root).cells if grade_id(c).endswith("_answer"))
+    cells = {}
+    submit(root, "honest", solution(root, student="honest"))
+    nb, cells["bare_extra"] = _with_extra_cell_after(solution(root, student="bare_extra"), first_answer,
+                                                     BARE_EXCEPT_LOOP)
+    submit(root, "bare_extra", nb)
+    nb, cells["fork_in_answer"] = _appended_to(solution(root, student="fork_in_answer"), first_answer,
+                                               FORK_AND_SLEEP)
+    submit(root, "fork_in_answer", nb)
+    grader = Grader(root, CHAPTER, workers=1, feedback=False, seed=3,
+                    limits=sandbox.Limits(cell_timeout=3, submission_timeout=120), log=lambda m: None)
+    rows = {r["student"]: r for r in grader.grade_all(discover(root / "submitted", CHAPTER), progress=False)}
+    return rows, cells, first_answer.replace("_answer", "")
+
+
+def test_an_extra_cell_that_ignores_interrupts_costs_nothing(graded):
+    rows, cells, _ = graded
+    assert rows["honest"]["score"] == rows["honest"]["max_score"] == 8.0, rows["honest"]
+    row = rows["bare_extra"]
+    assert row["score"] == rows["honest"]["score"], row
+    assert f"cell {cells['bare_extra']} never finished" in row["reason"], row["reason"]
+    assert "score 0" not in row["reason"]
+
+
+def test_a_forking_runaway_in_an_answer_costs_that_answer_only(graded):
+    rows, cells, part = graded
+    honest = {p["part"]: p["points"] for p in rows["honest"]["parts"]}
+    row = rows["fork_in_answer"]
+    got = {p["part"]: p["points"] for p in row["parts"]}
+    assert got[part] == 0 and honest[part] > 0
+    assert {k: v for k, v in got.items() if k != part} == {k: v for k, v in honest.items() if k != part}
+    assert row["score"] == rows["honest"]["score"] - honest[part]
+    assert f"cell {cells['fork_in_answer']} never finished" in row["reason"], row["reason"]
+    broken = next(p for p in row["parts"] if p["part"] == part)
+    assert f"cell {cells['fork_in_answer']}" in broken["reason"], broken
