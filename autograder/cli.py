@@ -18,33 +18,17 @@ import time
 from pathlib import Path
 
 from . import late, lms, report, sandbox
+from .options import limit_options, limits, temporary_course
 from .submissions import Submission, discover, in_shard, parse_shard
-
-
-def _limits(args) -> sandbox.Limits:
-    return sandbox.Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
-                          memory_bytes=args.memory_mb * 2**20, processes=args.max_processes,
-                          cpu_seconds=max(args.timeout, 1), scratch_bytes=args.scratch_mb * 2**20)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, source/)")
     p.add_argument("--out", default=".", help="folder for grades.json and grades.csv")
-    _limit_options(p)
+    limit_options(p)
     p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to grade without bubblewrap instead of falling back to rlimits")
-
-
-def _limit_options(p: argparse.ArgumentParser) -> None:
-    """The probe seed and the limits (class and single mode, and the Gradescope bundle)."""
-    p.add_argument("--seed", type=int, default=None, help="probe seed (default: random, recorded)")
-    p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
-    p.add_argument("--timeout", type=int, default=300, help="seconds per submission")
-    p.add_argument("--memory-mb", type=int, default=4096, help="address-space limit per process")
-    p.add_argument("--max-processes", type=int, default=256, help="process limit per submission")
-    p.add_argument("--scratch-mb", type=int, default=512,
-                   help="size of the in-memory folder a submission may write to (bubblewrap only)")
 
 
 def _record(p: argparse.ArgumentParser, default: str) -> None:
@@ -63,7 +47,7 @@ def _grading_root(root: Path, assignment: str, record: bool):
                              f"run `nbgrader generate_assignment {assignment}` there first")
         return root, None
     if not _has_assignment(root, assignment):
-        scratch = _temporary_course(root, assignment)
+        scratch = temporary_course(root, assignment)
         return scratch, scratch
     import sqlite3
 
@@ -337,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--salt", default=None, help="secret salt for --anonymise (at least 16 characters)")
     from . import ci_template, gradescope
 
-    gradescope.add_parser(sub, _limit_options)
+    gradescope.add_parser(sub, limit_options)
     ci_template.add_parser(sub)
     return parser
 
@@ -347,31 +331,13 @@ def _make_grader(args, root: Path, assignment: str, workers=None):
 
     if args.require_sandbox and sandbox.probe() is not None:
         raise ValueError(f"no sandbox: {sandbox.probe()}")
-    return Grader(root, assignment, workers=workers, limits=_limits(args), seed=args.seed,
+    return Grader(root, assignment, workers=workers, limits=limits(args), seed=args.seed,
                   feedback=not args.no_feedback)
 
 
 def _meta(grader, args, extra) -> dict:
     return {"assignment": grader.assignment_name, "seed": grader.seed, "isolation": grader.isolation,
             "limits": vars(grader.limits), **extra}
-
-
-def _temporary_course(root: Path, assignment: str) -> Path:
-    """A throw-away course root with a gradebook for ``assignment`` (single mode without one)."""
-    source = root / "source" / assignment
-    if not source.is_dir() or not (root / "nbgrader_config.py").is_file():
-        raise ValueError(f"course_root {str(root)!r} has neither a gradebook with {assignment!r} "
-                         f"nor source/{assignment} and nbgrader_config.py to make one")
-    tmp = Path(tempfile.mkdtemp(prefix="autograder-course-"))
-    shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
-    shutil.copytree(source, tmp / "source" / assignment)
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    result = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
-                             "--force", "--log-level=ERROR"], cwd=tmp, capture_output=True, text=True,
-                            env=dict(os.environ, PATH=path), timeout=600)
-    if result.returncode != 0:
-        raise ValueError(f"nbgrader generate_assignment failed: {result.stderr[-500:]}")
-    return tmp
 
 
 def _has_assignment(root: Path, assignment: str) -> bool:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from . import sandbox
+from .options import limits, temporary_course
 from .submissions import STUDENT_ID, Submission, _from_zip, _pick_notebook
 
 #: where Gradescope mounts everything (``--root`` / ``AUTOGRADER_ROOT`` override it)
@@ -108,11 +109,10 @@ def bundle_settings(assignment: str, limits: sandbox.Limits, seed: Optional[int]
 def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = sandbox.Limits(),
                  seed: Optional[int] = None, student_key: str = "email", require_sandbox: bool = True) -> Path:
     """Write ``autograder.zip`` for ``assignment`` of ``course_root`` to ``out``; return its path."""
-    from .cli import _temporary_course
 
     course_root = Path(course_root).resolve()
     source = course_root / "source" / assignment
-    fresh = _temporary_course(course_root, assignment)  # a gradebook with this assignment only
+    fresh = temporary_course(course_root, assignment)  # a gradebook with this assignment only
     try:
         settings = bundle_settings(assignment, limits, seed, student_key, require_sandbox,
                                    hidden_parts(source / f"{assignment}.ipynb"))
@@ -307,9 +307,7 @@ def add_parser(sub, limit_options) -> None:
 
 
 def _cli_bundle(args) -> int:
-    from .cli import _limits
-
-    path = build_bundle(Path(args.course_root).resolve(), args.assignment, args.out, limits=_limits(args),
+    path = build_bundle(Path(args.course_root).resolve(), args.assignment, args.out, limits=limits(args),
                         seed=args.seed, student_key=args.student_key,
                         require_sandbox=not args.allow_rlimits_only)
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MB): upload it as the Gradescope assignment's "
