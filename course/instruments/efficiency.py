@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import core
 from ..core import catalog
+from ..theme import mark_color
 from .base import Instrument, figure, fmt_rate, fmt_time
 from .context import gpu_cluster_only
 from .scaling import GPUS_PER_NODE, NODE, data_parallel_curve
@@ -63,16 +64,17 @@ class EfficiencyPlot(Instrument):
 
         xs, ys = bq.LinearScale(min=0, max=float(CURVE_GPUS[-1])), bq.LinearScale(min=0)
         zeros = np.zeros(CURVE_GPUS.size)
-        self.ideal = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#475569"],
+        self.ideal = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=[mark_color("gray")],
                               line_style="dashed", labels=["ideal (N x one GPU)"], display_legend=True)
-        self.other = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#f59e0b"], stroke_width=1.5,
+        self.other = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=[mark_color("orange")], stroke_width=1.5,
                               labels=["other fabric"], display_legend=True)
-        self.actual = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#2563eb"], stroke_width=2.5,
+        self.actual = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=[mark_color("blue")], stroke_width=2.5,
                                labels=["this fabric"], display_legend=True)
-        self.point = bq.Scatter(x=[64], y=[0.0], scales={"x": xs, "y": ys}, colors=["#0f172a"], default_size=90)
-        self.knee = bq.Lines(x=[0.0, 0.0], y=[0.0, 0.0], scales={"x": xs, "y": ys}, colors=["#dc2626"],
+        self.point = bq.Scatter(x=[64], y=[0.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")], default_size=90,
+                                labels=["selected size"], display_legend=True)
+        self.knee = bq.Lines(x=[0.0, 0.0], y=[0.0, 0.0], scales={"x": xs, "y": ys}, colors=[mark_color("red")],
                              stroke_width=2, line_style="dashed")
-        self.knee_label = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": xs, "y": ys}, colors=["#dc2626"],
+        self.knee_label = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": xs, "y": ys}, colors=[mark_color("red")],
                                    x_offset=6, default_size=12)
         self.add_figure(figure([self.ideal, self.other, self.actual, self.point, self.knee, self.knee_label], xs, ys,
                                "accelerators (GPUs)", "samples / s", title="Throughput vs accelerators", legend=True))

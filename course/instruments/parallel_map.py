@@ -25,6 +25,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from ._layout import GROUP_KINDS, rank_layout
+from ..theme import mark_color
 from .base import Instrument, figure, fmt_rate
 from .context import gpu_cluster_only
 from .configurator import CLUSTER_CHOICES, MODEL_CHOICES, TP_CHOICES
@@ -76,7 +77,7 @@ class ParallelMap(Instrument):
         self.grid = bq.GridHeatMap(row=np.arange(9), column=np.arange(3), color=np.zeros((8, 2)),
                                    scales={"row": ys, "column": xs, "color": self.colors}, null_color="#e2e8f0",
                                    stroke="white", tooltip=bq.Tooltip(fields=["color"], labels=["value"]))
-        self.racks = bq.Lines(x=np.zeros((1, 2)), y=np.zeros((1, 2)), scales={"x": xs, "y": ys}, colors=["#0f172a"],
+        self.racks = bq.Lines(x=np.zeros((1, 2)), y=np.zeros((1, 2)), scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
                               stroke_width=2.5)
         # GPU 0's three groups, marked on their cells: which GPUs it talks to, and over which link
         self.group_marks = {
