@@ -33,12 +33,21 @@ ALGORITHM_COLORS = {
     "tree": mark_color("blue"),
     "double_binary_tree": mark_color("purple"),
     "hierarchical": mark_color("gray"),
-    "recursive_doubling": mark_color("orange"),
+    "recursive_doubling": mark_color("amber"),
     "rabenseifner": mark_color("cyan"),
 }
 #: How the charts write each algorithm (the keys are the core's names).
 ALGORITHM_LABELS = {"double_binary_tree": "double binary tree", "recursive_doubling": "recursive doubling",
                     "rabenseifner": "Rabenseifner"}
+
+
+def _label(algorithm: str) -> str:
+    return ALGORITHM_LABELS.get(algorithm, algorithm)
+
+
+def _time_tick(seconds: float) -> str:
+    """A decade on a time axis: '10 µs', '100 ms', '1 s', '1,000 s' (whole seconds, not '16.7 min')."""
+    return fmt_time(seconds) if seconds < 1 else f"{seconds:,.0f} s"
 
 
 def _time_axis(scale, axis, low: float, high: float) -> None:
@@ -47,7 +56,7 @@ def _time_axis(scale, axis, low: float, high: float) -> None:
     if (scale.min, scale.max) != (lo, hi):
         with scale.hold_sync():
             scale.min, scale.max = float(lo), float(hi)
-    set_ticks(axis, decade_ticks(lo, hi, max_ticks=6), fmt_time)
+    set_ticks(axis, decade_ticks(lo, hi, max_ticks=8), _time_tick)
 
 #: Lab 06 Act II workloads: gradient bytes per step (fp16 gradients of 175B and 7B
 #: parameters: 2 bytes x params) and a small parameter-server update.
@@ -133,11 +142,12 @@ class AllreduceComparator(Instrument):
     def build(self):
         self.algorithms = _algorithms()
         self.add_control("gpus", LogIntSlider(value=128, min=2, max=4096, description="GPUs N"))
-        self.add_control("message_gb", widgets.FloatLogSlider(value=140, base=10, min=-6, max=3, step=0.01,
+        # step 0.001 of a decade: the handle sits on 140 GB, not on 141 (10^2.15) as with 0.01
+        self.add_control("message_gb", widgets.FloatLogSlider(value=140, base=10, min=-6, max=3, step=0.001,
                                                               description="M (GB)", readout_format=".3g"))
         self.add_control("link", _link_dropdown())
 
-        xs, ys = bq.OrdinalScale(), bq.LogScale()
+        xs, ys = bq.OrdinalScale(reverse=True), bq.LogScale()  # reversed: the first algorithm on top
         self.node = catalog.node(self.NODE)
         names = list(self.algorithms) + ["hierarchical"]
         # horizontal bars: each algorithm's name on its own row, none clipped or overlapping
@@ -150,7 +160,7 @@ class AllreduceComparator(Instrument):
                                          title="Time per all-reduce", height="320px"))
         self.time_scale, self.time_axis = ys, bar_fig.axes[0]
         bar_fig.axes[1].tick_labels = {a: ALGORITHM_LABELS.get(a, a) for a in names}
-        bar_fig.fig_margin = {**bar_fig.fig_margin, "left": 150}
+        bar_fig.fig_margin = {**bar_fig.fig_margin, "left": 150, "right": 40}
 
         ex, ey = bq.LogScale(), bq.LinearScale(min=0, max=105)
         self.eff_line = bq.Lines(x=self.EFFICIENCY_N, y=np.zeros(len(self.EFFICIENCY_N)),
@@ -164,6 +174,20 @@ class AllreduceComparator(Instrument):
                             ("hierarchical", f"Hierarchical ({self.node.gpus_per_node}/node)"),
                             ("ratio", "Naive / ring"), ("efficiency", "Ring efficiency")):
             self.add_card(name, label)
+
+    def describe(self, fig):
+        r = self.result
+        if fig is not self.figures[0] or not r:
+            return super().describe(fig)
+        times = dict(r["times"])
+        if r["hierarchical_seconds"] is not None:
+            times["hierarchical"] = r["hierarchical_seconds"]
+        order = sorted(times, key=times.get)
+        return (f"Chart: {fig.title}, one bar per algorithm on a log time axis, for N = {r['gpus']} GPUs and "
+                f"M = {fmt_bytes(r['message_bytes'])} on {self.controls['link'].value.name}, fastest first: "
+                + "; ".join(f"{_label(a)} {fmt_time(times[a])}" for a in order)
+                + f". The slowest, {_label(order[-1])}, takes {times[order[-1]] / times[order[0]]:.0f} times as long "
+                  f"as the fastest, {_label(order[0])}.")
 
     def refresh(self, v):
         n, message = int(v["gpus"]), float(v["message_gb"]) * GB
@@ -274,11 +298,11 @@ class AlgorithmDashboard(Instrument):
                                labels=[ALGORITHM_LABELS.get(a, a) for a in self.algorithms],
                                display_legend=True, stroke_width=2)
         self.threshold = bq.Lines(x=self.SIZES[[0, -1]], y=[1.0, 1.0], scales={"x": xs, "y": ys},
-                                  colors=[mark_color("red")], line_style="dashed", labels=["50 % of step"],
+                                  colors=[mark_color("gray")], line_style="dashed", labels=["50 % of step"],
                                   display_legend=True)
         self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
                                     marker="diamond", default_size=90, labels=["crossover"], display_legend=True)
-        self.current = bq.Scatter(x=[280 * GB], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("amber")],
+        self.current = bq.Scatter(x=[280 * GB], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("pink")],
                                   stroke=mark_color("ink"), marker="circle", default_size=160, labels=["your message"],
                                   display_legend=True)
         fig = self.add_figure(figure([self.curves, self.threshold, self.crossings, self.current], xs, ys,
@@ -289,6 +313,18 @@ class AlgorithmDashboard(Instrument):
         for name, label in (("best", "Fastest algorithm"), ("time", "Its time"), ("ring", "Ring time"),
                             ("share", "Communication share of step"), ("crossover", "Crossovers")):
             self.add_card(name, label)
+
+    def describe(self, fig):
+        r = self.result
+        if not r:
+            return super().describe(fig)
+        crossings = "; ".join(f"{fmt_bytes(c['message_bytes'])} ({_label(c['from'])} to {_label(c['to'])})"
+                              for c in r["crossovers"]) or "nowhere between 1 kB and 3 TB"
+        return (f"Chart: {fig.title}: all-reduce time of each algorithm against message size (1 kB to 3 TB, both axes "
+                f"log) for N = {r['gpus']} GPUs on {self.controls['link'].value.name}. The fastest algorithm changes "
+                f"at {crossings}. At your message of {fmt_bytes(r['message_bytes'])} the fastest is "
+                f"{_label(r['best'])}, {fmt_time(r['best_seconds'])}. The dashed line at {fmt_time(r['compute_s'])} "
+                f"marks half of the step: above it, communication takes longer than compute.")
 
     # presets and the message slider keep each other consistent without loops
     def _apply_preset(self, change):

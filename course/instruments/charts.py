@@ -174,7 +174,8 @@ def _describe_grid(mark: bq.GridHeatMap, x_name: str, y_name: str) -> list[str]:
 
 
 def _describe_label(mark: bq.Label, x_name: str, y_name: str) -> list[str]:
-    texts = [str(t) for t in (mark.text or []) if str(t).strip()]
+    raw = mark.text if mark.text is not None else []
+    texts = [str(t) for t in np.atleast_1d(np.asarray(raw, dtype=object)).ravel() if str(t).strip()]
     if not texts or len(texts) > MAX_POINTS_LISTED:
         return []
     return ["labelled " + "; ".join(f"'{t}'" for t in texts)]

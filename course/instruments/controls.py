@@ -55,8 +55,10 @@ class LogIntSlider(widgets.SelectionSlider):
     (10000, 10000)
     """
 
-    def __init__(self, value: int, min: int, max: int, **kwargs):  # noqa: A002 - the names of IntSlider
-        stops = powers_of_two(int(min), int(max))
+    def __init__(self, value: int, min: int, max: int, stops=None, **kwargs):  # noqa: A002 - IntSlider's names
+        """``stops``: the values the handle steps through (default: :func:`powers_of_two` from min to max)."""
+        stops = tuple(sorted({int(min), int(max), *(int(v) for v in stops if min <= v <= max)})) if stops else \
+            powers_of_two(int(min), int(max))
         if value not in stops:
             stops = tuple(sorted({*stops, int(value)}))
         super().__init__(options=self._labelled(stops), value=int(value), **kwargs)

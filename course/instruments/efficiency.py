@@ -25,6 +25,7 @@ from ..core import catalog
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_rate, fmt_time
 from .context import gpu_cluster_only
+from .controls import LogIntSlider
 from .scaling import GPUS_PER_NODE, NODE, data_parallel_curve
 
 __all__ = ["EfficiencyPlot", "FABRIC_TOGGLE", "MAX_NODES", "CURVE_GPUS", "MARGINAL_THRESHOLD"]
@@ -57,7 +58,7 @@ class EfficiencyPlot(Instrument):
         self.peak = NODE.accelerator.peak_flops["bf16"]
         self.add_control("fabric", widgets.ToggleButtons(options=list(FABRIC_TOGGLE), value="InfiniBand 400G",
                                                          description="Fabric"))
-        self.add_control("nodes", widgets.IntSlider(value=8, min=1, max=MAX_NODES, description="Nodes"))
+        self.add_control("nodes", LogIntSlider(value=8, min=1, max=MAX_NODES, description="Nodes"))  # 1 .. 128: log
         self.add_control("params_b", widgets.IntSlider(value=7, min=1, max=70, description="Model (B)"))
         self.add_control("micro_batch", widgets.IntSlider(value=1, min=1, max=16, description="Seqs/GPU"))
         self.add_control("overlap", widgets.Checkbox(value=True, description="overlap with backward"))

@@ -93,7 +93,7 @@ class RingAllreduceView(Instrument):
         self.color_scale = bq.ColorScale(min=1, max=4, colors=["#fef3c7", "#15803d"])
         self.grid = bq.GridHeatMap(color=np.ones((4, 4)), row=np.arange(4), column=np.arange(4),
                                    scales={"row": row, "column": col, "color": self.color_scale},
-                                   stroke="white", display_format=".0f", font_style={"font-size": "13px"})
+                                   stroke="var(--jp-layout-color0)", display_format=".0f", font_style={"font-size": "13px"})
         grid_fig = bq.Figure(marks=[self.grid], title="Ranks summed into each held chunk",
                              axes=[bq.Axis(scale=col, label="chunk"), bq.Axis(scale=row, label="rank", side="left"),
                                    bq.ColorAxis(scale=self.color_scale, side="right", tick_format="d", num_ticks=2)],
@@ -120,6 +120,18 @@ class RingAllreduceView(Instrument):
             table = schedule_table(n)
             self._cache[n] = (table, replay(n, table))
         return self._cache[n]
+
+    def describe(self, fig):
+        r = self.result
+        if not r:
+            return super().describe(fig)
+        n = r["gpus"]
+        if fig is self.figures[0]:
+            sends = "; ".join(f"rank {x['src']} sends chunk {x['chunk']} to rank {x['dst']}" for x in r["sends"])
+            return (f"Chart: {fig.title}: {n} ranks in a ring, after step {r['step']} of {r['steps']} "
+                    f"({r['phase']}). " + (sends + "." if sends else "Nothing has been sent yet."))
+        return (f"Chart: {fig.title}: for each of the {n} ranks (rows) and {n} chunks (columns), how many ranks' "
+                f"gradients the held copy sums; {r['complete_copies']} of {n * n} copies are complete (sum {n}).")
 
     def refresh(self, v):
         n, k = int(v["gpus"]), int(v["step"])

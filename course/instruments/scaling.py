@@ -29,6 +29,7 @@ from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
 from .charts import integer_ticks, set_ticks
 from .context import gpu_cluster_only
+from .controls import LogIntSlider
 
 __all__ = ["ScalingExplorer", "data_parallel_curve", "STAKEHOLDER_POINTS", "NODE_CHOICES", "SEQ_LEN", "CURVE_GPUS", "NVLINK_ONLY"]
 
@@ -49,6 +50,9 @@ BF16_BYTES = core.precision_bytes("bf16")
 CURVE_GPUS = np.concatenate([np.arange(1, GPUS_PER_NODE + 1),
                              np.arange(2 * GPUS_PER_NODE, 1024 + 1, GPUS_PER_NODE)])
 GPU_CHOICES = tuple(2**k for k in range(11))  # 1 ... 1024 on a log axis
+#: Model sizes (billions of parameters) the model slider steps through: GPT-3's 1.3B, 2.7B (rounded), 6.7B and
+#: 13B, Llama 2's 7B, 13B and 70B, Llama 3's 8B, Code Llama's 34B, GPT-3's 175B (any whole number can be set).
+MODEL_SIZES_B = (1, 3, 7, 8, 13, 34, 70, 175)
 #: The fabric the explorer opens on: the DGX H100's own InfiniBand NDR ports, which works at every GPU count.
 DEFAULT_FABRIC = "InfiniBand NDR"
 FABRICS = (NVLINK_ONLY, "InfiniBand HDR", "InfiniBand NDR", "InfiniBand XDR", "Ethernet 100G", "Ethernet 400G")
@@ -109,7 +113,8 @@ class ScalingExplorer(Instrument):
         return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
 
     def build(self):
-        self.add_control("params_b", widgets.IntSlider(value=7, min=1, max=175, description="Model (B)"))
+        # 1B to 175B spans two decades: a log slider through the sizes of published models
+        self.add_control("params_b", LogIntSlider(value=7, min=1, max=175, stops=MODEL_SIZES_B, description="Model (B)"))
         self.add_control("gpus", widgets.SelectionSlider(options=GPU_CHOICES, value=8, description="GPUs N"))
         self.add_control("micro_batch", widgets.IntSlider(value=1, min=1, max=64, description="Seqs/GPU"))
         # opens on the node's own fabric: any GPU count is a working configuration (NVLink only is the
