@@ -25,12 +25,19 @@ MAX_POINTS_LISTED = 8
 
 
 def _num(value) -> str:
+    """A number as a sentence says it: 3 significant digits, thousands separated, '4,096' not '4.1e+03'.
+
+    >>> _num(4096), _num(52.04), _num(0.5), _num(2.5e-5), _num(3.2e13)
+    ('4,096', '52', '0.5', '2.5e-05', '3.2e+13')
+    """
     value = float(value)
     if not math.isfinite(value):
         return "n/a"
-    if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+    if value != 0 and (abs(value) >= 1e12 or abs(value) < 1e-3):
         return f"{value:.3g}"
-    return f"{value:,.3g}" if abs(value) >= 1000 else f"{value:.3g}"
+    if abs(value) >= 1000:
+        return f"{float(f'{value:.3g}'):,.0f}" if abs(value) >= 1e4 else f"{value:,.0f}"
+    return f"{value:.3g}"
 
 
 def js_number_key(value: float) -> str:
@@ -126,7 +133,10 @@ def _describe_lines(mark: bq.Lines, x_name: str, y_name: str) -> list[str]:
             continue
         name = labels[i] if i < len(labels) else (f"line {i + 1}" if len(ys) > 1 else "line")
         if yi.size == 2 and yi[0] == yi[1]:
-            parts.append(f"{name}: level at {_num(yi[0])}")
+            parts.append(f"{name}: level at {y_name} = {_num(yi[0])}")
+            continue
+        if xi.size == 2 and xi[0] == xi[1]:
+            parts.append(f"{name}: vertical line at {x_name} = {_num(xi[0])}")
             continue
         text = f"{name}: {_num(yi[0])} at {x_name} = {_num(xi[0])} to {_num(yi[-1])} at {_num(xi[-1])}"
         top = int(np.argmax(yi))
@@ -245,4 +255,4 @@ def legend_html(marks) -> str:
         f"<span class='course-legend-item'><span class='course-legend-swatch course-legend-{kind}' "
         f"style='color:{html.escape(color, quote=True)}' aria-hidden='true'></span>{html.escape(label)}</span>"
         for label, color, kind in legend_entries(marks))
-    return f"<div class='course-legend' aria-label='Legend'>{items}</div>" if items else ""
+    return f"<div class='course-legend'>{items}</div>" if items else ""

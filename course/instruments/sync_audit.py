@@ -102,7 +102,8 @@ class SyncAudit(Instrument):
                                                                style={"description_width": "initial"}))
         self.add_control("slowdown", widgets.FloatSlider(value=1.15, min=1.0, max=4.0, step=0.05,
                                                          description="Slowdown x"))
-        self.add_control("checkpoint_s", widgets.FloatLogSlider(value=98.0, base=10, min=0, max=3.5, step=0.01,
+        # step 0.001 of a decade: the handle sits on 98 s (workbook 7.2), not 97.7 s (10^1.99)
+        self.add_control("checkpoint_s", widgets.FloatLogSlider(value=98.0, base=10, min=0, max=3.5, step=0.001,
                                                                 description="Checkpoint s", readout_format=".3g",
                                                                 style={"description_width": "initial"}))
         self.add_control("staleness_pct", widgets.FloatSlider(value=0.0, min=0.0, max=100.0, step=1.0,

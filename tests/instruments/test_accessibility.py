@@ -192,3 +192,17 @@ def test_mark_color_rejects_an_unknown_name():
     assert mark_color("blue") == "var(--course-mark-blue)"
     with pytest.raises(ValueError, match="name"):
         mark_color("chartreuse")
+
+
+def test_a_track_the_instrument_cannot_model_shows_no_numbers():
+    from course.core import catalog
+
+    explorer = instruments.ScalingExplorer()
+    explorer.apply_track(catalog.TRACKS["Edge"])
+    assert "track_not_modelled" in explorer.failures
+    hidden = [box.layout.display for box in explorer._readouts]
+    assert hidden == ["none"] * len(explorer._readouts), "Cloud's cards and charts still show under the banner"
+    assert all("No data" in explorer.figure_texts[id(fig)].value for fig in explorer.figures)
+    explorer.apply_track(None)
+    assert [box.layout.display for box in explorer._readouts] == [None] * len(explorer._readouts)
+    assert explorer.failures == []
