@@ -45,18 +45,29 @@ def _label(algorithm: str) -> str:
     return ALGORITHM_LABELS.get(algorithm, algorithm)
 
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
 def _time_tick(seconds: float) -> str:
-    """A decade on a time axis: '10 µs', '100 ms', '1 s', '1,000 s' (whole seconds, not '16.7 min')."""
-    return fmt_time(seconds) if seconds < 1 else f"{seconds:,.0f} s"
+    """A decade on a time axis: '10 µs', '100 ms', '1 s', '1,000 s', then '10⁴ s' (short, not '16.7 min').
+
+    >>> [_time_tick(t) for t in (1e-5, 0.1, 1.0, 1e3, 1e6)]
+    ['10 µs', '100 ms', '1 s', '1,000 s', '10⁶ s']
+    """
+    if seconds < 1:
+        return fmt_time(seconds)
+    if seconds < 1e4:
+        return f"{seconds:,.0f} s"
+    return "10" + str(round(np.log10(seconds))).translate(_SUPERSCRIPT) + " s"
 
 
-def _time_axis(scale, axis, low: float, high: float) -> None:
+def _time_axis(scale, axis, low: float, high: float, max_ticks: int = 8) -> None:
     """Fit a log time axis to [low, high] with ticks at whole decades labelled '1 ms', '10 s'."""
     lo, hi = 10.0 ** np.floor(np.log10(low)), 10.0 ** np.ceil(np.log10(high))
     if (scale.min, scale.max) != (lo, hi):
         with scale.hold_sync():
             scale.min, scale.max = float(lo), float(hi)
-    set_ticks(axis, decade_ticks(lo, hi, max_ticks=8), _time_tick)
+    set_ticks(axis, decade_ticks(lo, hi, max_ticks=max_ticks), _time_tick)
 
 #: Lab 06 Act II workloads: gradient bytes per step (fp16 gradients of 175B and 7B
 #: parameters: 2 bytes x params) and a small parameter-server update.
@@ -195,9 +206,11 @@ class AllreduceComparator(Instrument):
         bandwidth, latency = link.bandwidth, link.latency
         times = _times(message, n, bandwidth, latency, self.algorithms)  # (algorithms,)
         by_name = dict(zip(self.algorithms, times.tolist()))
-        # Efficiency curve: one vectorized core call over all N at once.
-        ring_over_n = np.asarray(core.allreduce_time(message, self.EFFICIENCY_N, bandwidth, latency, algorithm="ring"), float)
-        eff_curve = 100 * np.asarray(core.bus_bandwidth(message, self.EFFICIENCY_N, ring_over_n), float) / bandwidth
+        # Efficiency curve: one vectorized core call over all N at once, up to a fleet larger than 4,096 (Edge)
+        grid = self.EFFICIENCY_N if n <= self.EFFICIENCY_N[-1] else \
+            np.unique(np.round(np.logspace(np.log10(2), np.log10(n), 96))).astype(int)
+        ring_over_n = np.asarray(core.allreduce_time(message, grid, bandwidth, latency, algorithm="ring"), float)
+        eff_curve = 100 * np.asarray(core.bus_bandwidth(message, grid, ring_over_n), float) / bandwidth
         ring = by_name["ring"]
         efficiency = 100 * float(core.bus_bandwidth(message, n, ring)) / bandwidth
         ratio = by_name["naive"] / ring
@@ -219,13 +232,13 @@ class AllreduceComparator(Instrument):
             self.bars.base = base
             # no hierarchical bar (height 0 above the base) when N is not a whole number of nodes
             self.bars.y = np.append(times, hierarchical if hierarchical is not None else base)
-        _time_axis(self.time_scale, self.time_axis, base, float(heights.max()) * 1.05)
+        _time_axis(self.time_scale, self.time_axis, base, float(heights.max()) * 1.05, max_ticks=5)  # a narrow axis
         top = max(4096, n)  # a fleet (Edge: 10,000 cars) reaches past the cluster's 4,096
         if self.gpu_scale.max != top:
             with self.gpu_scale.hold_sync():
                 self.gpu_scale.min, self.gpu_scale.max = 2.0, float(top)
         set_ticks(self.gpu_axis, integer_ticks(2, top))
-        self.set_marks(self.eff_line, y=eff_curve)
+        self.set_marks(self.eff_line, x=grid, y=eff_curve)
         self.set_marks(self.eff_point, x=[n], y=[efficiency])
         for name in ("naive", "ring", "tree"):
             self.set_card(name, fmt_time(by_name[name]))

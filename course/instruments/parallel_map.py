@@ -163,7 +163,7 @@ class ParallelMap(Instrument):
             f"{rows}</table><div style='font-size:0.85rem'>On the map, GPU 0's groups: white circles its TP group,"
             " pink diamonds its CP group, red triangles its pipeline (one GPU per stage), orange squares its DP"
             " group.</div>"
-            "<div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
+            f"<div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
 
         self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {cp} x {pp})",
                       "normal" if tp * cp * pp * dp == gpus else "bad")
