@@ -99,13 +99,18 @@ def set_ticks(axis: bq.Axis, values, formatter=None) -> None:
             axis.tick_labels = labels
 
 
-def _axis_phrase(fig: bq.Figure, scale) -> str:
+def _axis_phrases(fig: bq.Figure) -> dict[int, str]:
+    """``id(scale) -> "label (log scale)"`` for each axis of ``fig`` (read once per description: traits are slow)."""
+    phrases = {}
     for axis in fig.axes:
-        if axis.scale is scale:
-            label = axis.label or ""
-            kind = " (log scale)" if isinstance(scale, bq.LogScale) else ""
-            return f"{label}{kind}".strip()
-    return ""
+        scale = axis.scale
+        kind = " (log scale)" if isinstance(scale, bq.LogScale) else ""
+        phrases[id(scale)] = f"{axis.label or ''}{kind}".strip()
+    return phrases
+
+
+def _axis_phrase(fig: bq.Figure, scale) -> str:
+    return _axis_phrases(fig).get(id(scale), "")
 
 
 def _labels(mark) -> list[str]:
@@ -191,12 +196,14 @@ def _describe_label(mark: bq.Label, x_name: str, y_name: str) -> list[str]:
     return ["labelled " + "; ".join(f"'{t}'" for t in texts)]
 
 
-def describe_mark(fig: bq.Figure, mark) -> list[str]:
+def describe_mark(fig: bq.Figure, mark, phrases: dict[int, str] | None = None) -> list[str]:
     """Sentences (one per series) saying what one mark shows, from its current data."""
     if not getattr(mark, "visible", True):
         return []
-    x_name = _axis_phrase(fig, mark.scales.get("x") or mark.scales.get("column")) or "x"
-    y_name = _axis_phrase(fig, mark.scales.get("y") or mark.scales.get("row")) or "y"
+    phrases = _axis_phrases(fig) if phrases is None else phrases
+    scales = mark.scales
+    x_name = phrases.get(id(scales.get("x") or scales.get("column")), "") or "x"
+    y_name = phrases.get(id(scales.get("y") or scales.get("row")), "") or "y"
     for kind, describe in ((bq.Bars, _describe_bars), (bq.Lines, _describe_lines), (bq.Scatter, _describe_scatter),
                            (bq.GridHeatMap, _describe_grid), (bq.Label, _describe_label)):
         if isinstance(mark, kind):
@@ -214,17 +221,18 @@ def describe_figure(fig: bq.Figure) -> str:
     >>> describe_figure(fig)
     'Chart: MFU. Horizontal axis: GPUs; vertical axis: MFU (%). model: 10 at GPUs = 1 to 20 at 3, highest 30 at 2.'
     """
+    phrases = _axis_phrases(fig)
     axes = [a for a in fig.axes if getattr(a, "visible", True) and a.label and isinstance(a, bq.Axis)
             and not isinstance(a, bq.ColorAxis)]
-    vertical = [a.label for a in axes if a.side in ("left", "right")]
-    horizontal = [a.label for a in axes if a.label not in vertical]
+    vertical = [a for a in axes if a.side in ("left", "right")]
+    horizontal = [a for a in axes if a not in vertical]
     parts = [f"Chart: {fig.title or 'untitled'}."]
     axis_text = "; ".join(
-        [f"horizontal axis: {_axis_phrase(fig, a.scale)}" for a in axes if a.label in horizontal]
-        + [f"vertical axis: {_axis_phrase(fig, a.scale)}" for a in axes if a.label in vertical])
+        [f"horizontal axis: {phrases[id(a.scale)]}" for a in horizontal]
+        + [f"vertical axis: {phrases[id(a.scale)]}" for a in vertical])
     if axis_text:
         parts.append(axis_text[0].upper() + axis_text[1:] + ".")
-    sentences = [s for mark in fig.marks for s in describe_mark(fig, mark)]
+    sentences = [s for mark in fig.marks for s in describe_mark(fig, mark, phrases)]
     if sentences:
         parts.append("; ".join(sentences) + ".")
     else:
