@@ -64,7 +64,7 @@ import numpy as np
 from ..theme import theme_css
 from .cards import banner_html, metric_card_html
 from .charts import describe_figure, legend_html
-from .controls import LogIntSlider, SliderNames
+from .controls import LogIntSlider, ControlNames
 
 __all__ = ["Instrument", "figure", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
 
@@ -477,7 +477,7 @@ class Instrument:
         peek = widgets.Accordion(children=[self.math_peek], titles=("Math peek",), selected_index=0)
         self._readouts = (cards, charts, self.extra, peek)
         self._body = widgets.VBox([controls, self.banner, cards, charts, self.extra, peek])
-        box = widgets.VBox([head, self._gate_note, self._body, SliderNames()],
+        box = widgets.VBox([head, self._gate_note, self._body, ControlNames()],
                            layout=widgets.Layout(padding="8px", margin="6px 0"))
         box.add_class("course-panel")
         return box

@@ -4,14 +4,16 @@
   two (2, 4, ... 4096: a range that spans decades, on a log scale), while any
   whole number set from Python (a student's variant of 136 GPUs, a fleet of
   10,000 cars) is held exactly and becomes one more stop of the slider.
-* :class:`SliderNames`: ipywidgets 8 draws a slider's handle as a noUiSlider
+* :class:`ControlNames`: ipywidgets 8 draws a slider's handle as a noUiSlider
   ``<div role="slider">`` with no accessible name (its description is a
   separate ``<label>`` bound to nothing), so a screen reader announces
-  "slider, 512" and axe-core reports ``aria-input-field-name`` (serious). No
-  trait reaches that element, so this invisible widget runs a small front-end
-  module (anywidget) that gives each handle in its instrument the ``aria-label``
-  of its slider's description, and again whenever a slider is redrawn or
-  renamed ("GPUs N" becomes "Devices N" on the Edge track).
+  "slider, 512" and axe-core reports ``aria-input-field-name`` (serious); the
+  Play widget's buttons hold only an icon (axe-core: ``button-name``,
+  critical). No trait reaches those elements, so this invisible widget runs a
+  small front-end module (anywidget) that gives each handle in its instrument
+  the ``aria-label`` of its slider's description and each Play button its
+  action, and again whenever a control is redrawn or renamed ("GPUs N" becomes
+  "Devices N" on the Edge track).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import anywidget
 import ipywidgets as widgets
 import traitlets
 
-__all__ = ["LogIntSlider", "SliderNames", "powers_of_two"]
+__all__ = ["LogIntSlider", "ControlNames", "powers_of_two"]
 
 
 def powers_of_two(low: int, high: int) -> tuple[int, ...]:
@@ -120,6 +122,13 @@ function nameHandles(root) {
       if (name && handle.getAttribute('aria-label') !== name) handle.setAttribute('aria-label', name);
     }
   }
+  // ipywidgets' Play: play/pause, stop and repeat buttons that hold only an icon
+  for (const play of root.querySelectorAll('.widget-play')) {
+    const actions = ['Play or pause', 'Stop', 'Repeat'];
+    [...play.querySelectorAll(':scope > button')].forEach((button, i) => {
+      if (actions[i] && button.getAttribute('aria-label') !== actions[i]) button.setAttribute('aria-label', actions[i]);
+    });
+  }
 }
 export default {
   render({ el }) {
@@ -140,8 +149,8 @@ export default {
 """
 
 
-class SliderNames(anywidget.AnyWidget):
-    """Invisible: names every slider handle of its instrument after the slider's description (see module doc)."""
+class ControlNames(anywidget.AnyWidget):
+    """Invisible: names every slider handle and Play button of its instrument (see module doc)."""
 
     _esm = _LABEL_HANDLES
 

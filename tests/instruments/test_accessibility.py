@@ -25,7 +25,7 @@ import pytest
 import course.instruments as instruments
 from course.instruments import Instrument
 from course.instruments.charts import describe_figure, legend_entries
-from course.instruments.controls import LogIntSlider, SliderNames
+from course.instruments.controls import LogIntSlider, ControlNames
 from course.theme import MARK_COLORS, contrast_ratio, mark_color
 
 THEMES = Path(sys.prefix) / "share" / "jupyter" / "lab" / "themes" / "@jupyterlab"
@@ -169,7 +169,7 @@ def test_comparator_n_slider_is_logarithmic():
 
 
 def test_every_instrument_names_its_slider_handles(inst):
-    names = [w for w in walk(inst.widget) if isinstance(w, SliderNames)]
+    names = [w for w in walk(inst.widget) if isinstance(w, ControlNames)]
     assert len(names) == 1
     assert all(control.description for control in inst.controls.values()
                if isinstance(control, (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider,
