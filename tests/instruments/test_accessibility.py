@@ -206,3 +206,13 @@ def test_a_track_the_instrument_cannot_model_shows_no_numbers():
     explorer.apply_track(None)
     assert [box.layout.display for box in explorer._readouts] == [None] * len(explorer._readouts)
     assert explorer.failures == []
+
+
+@pytest.mark.parametrize("module", ["course.theme", "course.instruments.charts", "course.instruments.controls",
+                                    "course.instruments.allreduce"])
+def test_the_examples_in_the_docstrings_hold(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
