@@ -41,6 +41,25 @@ ALGORITHM_LABELS = {"double_binary_tree": "double binary tree", "recursive_doubl
                     "rabenseifner": "Rabenseifner"}
 
 
+#: What each algorithm does, in one line (Thakur, Rabenseifner & Gropp 2005; NCCL's double binary tree): shown
+#: under the charts, so a name like "Rabenseifner" is explained where the student meets it.
+ALGORITHM_GLOSSARY = (
+    ("naive", "one GPU gathers every gradient, sums, and sends the sum back to all"),
+    ("ring", "each GPU passes 1/N of the message to its neighbour, 2(N−1) steps"),
+    ("tree", "a binomial tree reduces to the root, then broadcasts back: ⌈lg N⌉ levels each way"),
+    ("double binary tree", "two complementary trees, each carrying half of the message (NCCL)"),
+    ("recursive doubling", "in step k, GPUs 2^k apart swap and add their whole message: ⌈lg N⌉ steps"),
+    ("Rabenseifner", "reduce-scatter by recursive halving, then all-gather by recursive doubling"),
+    ("hierarchical", "all-reduce inside each 8-GPU node on NVLink, then across nodes, then inside again"),
+)
+
+
+def _glossary_html() -> str:
+    items = "".join(f"<li><b>{html.escape(name)}</b>: {html.escape(text)}</li>" for name, text in ALGORITHM_GLOSSARY)
+    return (f"<details class='course-ui course-glossary' style='font-size:0.85rem'><summary>What each algorithm does"
+            f"</summary><ul style='margin:4px 0'>{items}</ul></details>")
+
+
 def _label(algorithm: str) -> str:
     return ALGORITHM_LABELS.get(algorithm, algorithm)
 
@@ -181,6 +200,7 @@ class AllreduceComparator(Instrument):
         eff_fig = self.add_figure(figure([self.eff_line, self.eff_point], ex, ey, "GPUs N",
                                          "ring bus bandwidth / link (%)", title="Ring efficiency vs N"))
         self.gpu_scale, self.gpu_axis = ex, eff_fig.axes[0]
+        self.extra.children = (widgets.HTML(_glossary_html()),)
         for name, label in (("naive", "Naive (gather + broadcast)"), ("ring", "Ring"), ("tree", "Tree"),
                             ("hierarchical", f"Hierarchical ({self.node.gpus_per_node}/node)"),
                             ("ratio", "Naive / ring"), ("efficiency", "Ring efficiency")):
@@ -323,6 +343,7 @@ class AlgorithmDashboard(Instrument):
                                      height="380px", legend=True))
         set_ticks(fig.axes[0], decade_ticks(self.SIZES[0], self.SIZES[-1]), fmt_bytes)
         self.time_scale, self.time_axis = ys, fig.axes[1]
+        self.extra.children = (widgets.HTML(_glossary_html()),)
         for name, label in (("best", "Fastest algorithm"), ("time", "Its time"), ("ring", "Ring time"),
                             ("share", "Communication share of step"), ("crossover", "Crossovers")):
             self.add_card(name, label)

@@ -108,10 +108,16 @@ class Configurator(Instrument):
         self.add_control("model", widgets.Dropdown(options=MODEL_CHOICES, value="gpt3-175b", description="Model"))
         self.add_control("cluster", widgets.Dropdown(options=CLUSTER_CHOICES, value="h100-1024", description="Cluster"))
         self.add_control("tp", widgets.SelectionSlider(options=TP_CHOICES, value=8, description="TP"))
-        self.add_control("cp", widgets.SelectionSlider(options=CP_CHOICES, value=1, description="CP"))
+        # hover notes (the label's title) for the terms a student meets here first
+        self.add_control("cp", widgets.SelectionSlider(
+            options=CP_CHOICES, value=1, description="CP",
+            tooltip="Context parallelism: each sequence is split along its tokens over CP GPUs, which exchange "
+                    "attention keys and values"))
         self.add_control("pp", widgets.IntSlider(value=8, min=1, max=64, description="PP"))
         self.add_control("interleave", widgets.ToggleButtons(options=INTERLEAVE_CHOICES, value=1,
-                                                             description="Chunks v", style={"button_width": "36px"}))
+                                                             description="Chunks v", style={"button_width": "36px"},
+                                                             tooltip="Interleaved schedule: each pipeline stage holds v "
+                                                                     "separate chunks of layers; the bubble shrinks v-fold"))
         self.add_control("micro_batch", widgets.SelectionSlider(options=MICRO_BATCH_CHOICES, value=1,
                                                                 description="Micro-batch b",
                                                                 style={"description_width": "initial"}))
@@ -119,8 +125,10 @@ class Configurator(Instrument):
                                                                      style={"description_width": "initial"}))
         self.add_control("zero_stage", widgets.ToggleButtons(options=[0, 1, 2, 3], value=1, description="ZeRO",
                                                              style={"button_width": "36px"}))
-        self.add_control("recompute", widgets.ToggleButtons(options=["none", "selective", "full"], value="selective",
-                                                            description="Recompute"))
+        self.add_control("recompute", widgets.ToggleButtons(
+            options=["none", "selective", "full"], value="selective", description="Recompute",
+            tooltip="Activation recomputation: none keeps every activation for the backward pass; selective "
+                    "recomputes only attention's large intermediates; full recomputes each layer from its input"))
         self.add_control("sequence_parallel", widgets.Checkbox(value=False, description="sequence parallel"))
         self.add_control("show_best", widgets.Checkbox(value=False, description="show the planner's top 5"))
         self.add_control("load_best", widgets.Dropdown(options=[("load a top result…", -1)], value=-1,

@@ -120,7 +120,9 @@ class PipelineTimeline(Instrument):
         self.add_control("stages", widgets.IntSlider(value=4, min=1, max=16, description="Stages p"))
         self.add_control("microbatches", widgets.IntSlider(value=8, min=1, max=32, description="Micro-batches m",
                                                                      style={"description_width": "initial"}))
-        self.add_control("chunks", widgets.IntSlider(value=2, min=1, max=4, description="Chunks v"))
+        self.add_control("chunks", widgets.IntSlider(value=2, min=1, max=4, description="Chunks v",
+                                                     tooltip="Interleaved 1F1B: each stage holds v separate chunks of "
+                                                             "layers; the bubble time shrinks v-fold"))
         self.add_control("backward_ratio", widgets.FloatSlider(value=2.0, min=1.0, max=3.0, step=0.25,
                                                                description="t_b / t_f"))
         xs, self.stage_scale = bq.LinearScale(min=0), bq.LinearScale(reverse=True, min=-0.5, max=3.5)
