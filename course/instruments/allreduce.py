@@ -16,22 +16,77 @@ import numpy as np
 
 from .. import core
 from ..core import catalog
+from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
+from .charts import decade_ticks, integer_ticks, set_ticks
 from .context import find_link, link_options
+from .controls import LogIntSlider
 
 __all__ = ["AllreduceComparator", "AlgorithmDashboard", "WORKLOADS", "ALGORITHM_COLORS", "best_and_crossovers"]
 
 GB = core.units.GB
 
+#: One theme-aware colour per algorithm (``course.theme.mark_color``: readable in Light and Dark).
 ALGORITHM_COLORS = {
-    "naive": "#dc2626",
-    "ring": "#16a34a",
-    "tree": "#2563eb",
-    "double_binary_tree": "#7c3aed",
-    "hierarchical": "#64748b",
-    "recursive_doubling": "#ea580c",
-    "rabenseifner": "#0891b2",
+    "naive": mark_color("red"),
+    "ring": mark_color("green"),
+    "tree": mark_color("blue"),
+    "double_binary_tree": mark_color("purple"),
+    "hierarchical": mark_color("gray"),
+    "recursive_doubling": mark_color("amber"),
+    "rabenseifner": mark_color("cyan"),
 }
+#: How the charts write each algorithm (the keys are the core's names).
+ALGORITHM_LABELS = {"double_binary_tree": "double binary tree", "recursive_doubling": "recursive doubling",
+                    "rabenseifner": "Rabenseifner"}
+
+
+#: What each algorithm does, in one line (Thakur, Rabenseifner & Gropp 2005; NCCL's double binary tree): shown
+#: under the charts, so a name like "Rabenseifner" is explained where the student meets it.
+ALGORITHM_GLOSSARY = (
+    ("naive", "one GPU gathers every gradient, sums, and sends the sum back to all"),
+    ("ring", "each GPU passes 1/N of the message to its neighbour, 2(N−1) steps"),
+    ("tree", "a binomial tree reduces to the root, then broadcasts back: ⌈lg N⌉ levels each way"),
+    ("double binary tree", "two complementary trees, each carrying half of the message (NCCL)"),
+    ("recursive doubling", "in step k, GPUs 2^k apart swap and add their whole message: ⌈lg N⌉ steps"),
+    ("Rabenseifner", "reduce-scatter by recursive halving, then all-gather by recursive doubling"),
+    ("hierarchical", "all-reduce inside each 8-GPU node on NVLink, then across nodes, then inside again"),
+)
+
+
+def _glossary_html() -> str:
+    items = "".join(f"<li><b>{html.escape(name)}</b>: {html.escape(text)}</li>" for name, text in ALGORITHM_GLOSSARY)
+    return (f"<details class='course-ui course-glossary' style='font-size:0.85rem'><summary>What each algorithm does"
+            f"</summary><ul style='margin:4px 0'>{items}</ul></details>")
+
+
+def _label(algorithm: str) -> str:
+    return ALGORITHM_LABELS.get(algorithm, algorithm)
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _time_tick(seconds: float) -> str:
+    """A decade on a time axis: '10 µs', '100 ms', '1 s', '1,000 s', then '10⁴ s' (short, not '16.7 min').
+
+    >>> [_time_tick(t) for t in (1e-5, 0.1, 1.0, 1e3, 1e6)]
+    ['10 µs', '100 ms', '1 s', '1,000 s', '10⁶ s']
+    """
+    if seconds < 1:
+        return fmt_time(seconds)
+    if seconds < 1e4:
+        return f"{seconds:,.0f} s"
+    return "10" + str(round(np.log10(seconds))).translate(_SUPERSCRIPT) + " s"
+
+
+def _time_axis(scale, axis, low: float, high: float, max_ticks: int = 8) -> None:
+    """Fit a log time axis to [low, high] with ticks at whole decades labelled '1 ms', '10 s'."""
+    lo, hi = 10.0 ** np.floor(np.log10(low)), 10.0 ** np.ceil(np.log10(high))
+    if (scale.min, scale.max) != (lo, hi):
+        with scale.hold_sync():
+            scale.min, scale.max = float(lo), float(hi)
+    set_ticks(axis, decade_ticks(lo, hi, max_ticks=max_ticks), _time_tick)
 
 #: Lab 06 Act II workloads: gradient bytes per step (fp16 gradients of 175B and 7B
 #: parameters: 2 bytes x params) and a small parameter-server update.
@@ -116,37 +171,54 @@ class AllreduceComparator(Instrument):
 
     def build(self):
         self.algorithms = _algorithms()
-        self.add_control("gpus", widgets.IntSlider(value=128, min=2, max=4096, step=1, description="GPUs N",
-                                                   continuous_update=True))
-        self.add_control("message_gb", widgets.FloatLogSlider(value=140, base=10, min=-6, max=3, step=0.01,
+        self.add_control("gpus", LogIntSlider(value=128, min=2, max=4096, description="GPUs N"))
+        # step 0.001 of a decade: the handle sits on 140 GB, not on 141 (10^2.15) as with 0.01
+        self.add_control("message_gb", widgets.FloatLogSlider(value=140, base=10, min=-6, max=3, step=0.001,
                                                               description="M (GB)", readout_format=".3g"))
         self.add_control("link", _link_dropdown())
 
-        xs, ys = bq.OrdinalScale(), bq.LogScale()
+        xs, ys = bq.OrdinalScale(reverse=True), bq.LogScale()  # reversed: the first algorithm on top
         self.node = catalog.node(self.NODE)
         names = list(self.algorithms) + ["hierarchical"]
-        self.bars = bq.Bars(x=names, y=np.ones(len(names)), base=1e-9,
+        # horizontal bars: each algorithm's name on its own row, none clipped or overlapping
+        self.bars = bq.Bars(x=names, y=np.ones(len(names)), base=1e-9, orientation="horizontal",
                             scales={"x": xs, "y": ys},
-                            colors=[ALGORITHM_COLORS.get(a, "#64748b") for a in names],
+                            colors=[ALGORITHM_COLORS.get(a, mark_color("gray")) for a in names],
                             color_mode="no_group", padding=0.25,
                             tooltip=bq.Tooltip(fields=["x", "y"], formats=["", ".3g"], labels=["algorithm", "seconds"]))
-        bar_fig = self.add_figure(figure([self.bars], xs, ys, "", "all-reduce time (s)",
-                                         title="Time per all-reduce", y_tick_format=".1e"))
-        bar_fig.axes[0].tick_rotate = -20  # long algorithm names side by side
-        bar_fig.fig_margin = {**bar_fig.fig_margin, "bottom": 90}
+        bar_fig = self.add_figure(figure([self.bars], ys, xs, "all-reduce time", "",
+                                         title="Time per all-reduce", height="320px"))
+        self.time_scale, self.time_axis = ys, bar_fig.axes[0]
+        bar_fig.axes[1].tick_labels = {a: ALGORITHM_LABELS.get(a, a) for a in names}
+        bar_fig.fig_margin = {**bar_fig.fig_margin, "left": 150, "right": 40}
 
         ex, ey = bq.LogScale(), bq.LinearScale(min=0, max=105)
         self.eff_line = bq.Lines(x=self.EFFICIENCY_N, y=np.zeros(len(self.EFFICIENCY_N)),
                                  scales={"x": ex, "y": ey}, colors=[ALGORITHM_COLORS["ring"]], stroke_width=2)
-        self.eff_point = bq.Scatter(x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=["var(--jp-ui-font-color0)"],
+        self.eff_point = bq.Scatter(x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=[mark_color("ink")],
                                     marker="circle", default_size=80)
-        self.add_figure(figure([self.eff_line, self.eff_point], ex, ey, "GPUs N",
-                               "ring bus bandwidth / link (%)", title="Ring efficiency vs N",
-                               x_tick_format="d"))
+        eff_fig = self.add_figure(figure([self.eff_line, self.eff_point], ex, ey, "GPUs N",
+                                         "ring bus bandwidth / link (%)", title="Ring efficiency vs N"))
+        self.gpu_scale, self.gpu_axis = ex, eff_fig.axes[0]
+        self.extra.children = (widgets.HTML(_glossary_html()),)
         for name, label in (("naive", "Naive (gather + broadcast)"), ("ring", "Ring"), ("tree", "Tree"),
                             ("hierarchical", f"Hierarchical ({self.node.gpus_per_node}/node)"),
                             ("ratio", "Naive / ring"), ("efficiency", "Ring efficiency")):
             self.add_card(name, label)
+
+    def describe(self, fig):
+        r = self.result
+        if fig is not self.figures[0] or not r:
+            return super().describe(fig)
+        times = dict(r["times"])
+        if r["hierarchical_seconds"] is not None:
+            times["hierarchical"] = r["hierarchical_seconds"]
+        order = sorted(times, key=times.get)
+        return (f"Chart: {fig.title}, one bar per algorithm on a log time axis, for N = {r['gpus']} GPUs and "
+                f"M = {fmt_bytes(r['message_bytes'])} on {self.controls['link'].value.name}, fastest first: "
+                + "; ".join(f"{_label(a)} {fmt_time(times[a])}" for a in order)
+                + f". The slowest, {_label(order[-1])}, takes {times[order[-1]] / times[order[0]]:.0f} times as long "
+                  f"as the fastest, {_label(order[0])}.")
 
     def refresh(self, v):
         n, message = int(v["gpus"]), float(v["message_gb"]) * GB
@@ -154,9 +226,11 @@ class AllreduceComparator(Instrument):
         bandwidth, latency = link.bandwidth, link.latency
         times = _times(message, n, bandwidth, latency, self.algorithms)  # (algorithms,)
         by_name = dict(zip(self.algorithms, times.tolist()))
-        # Efficiency curve: one vectorized core call over all N at once.
-        ring_over_n = np.asarray(core.allreduce_time(message, self.EFFICIENCY_N, bandwidth, latency, algorithm="ring"), float)
-        eff_curve = 100 * np.asarray(core.bus_bandwidth(message, self.EFFICIENCY_N, ring_over_n), float) / bandwidth
+        # Efficiency curve: one vectorized core call over all N at once, up to a fleet larger than 4,096 (Edge)
+        grid = self.EFFICIENCY_N if n <= self.EFFICIENCY_N[-1] else \
+            np.unique(np.round(np.logspace(np.log10(2), np.log10(n), 96))).astype(int)
+        ring_over_n = np.asarray(core.allreduce_time(message, grid, bandwidth, latency, algorithm="ring"), float)
+        eff_curve = 100 * np.asarray(core.bus_bandwidth(message, grid, ring_over_n), float) / bandwidth
         ring = by_name["ring"]
         efficiency = 100 * float(core.bus_bandwidth(message, n, ring)) / bandwidth
         ratio = by_name["naive"] / ring
@@ -178,7 +252,13 @@ class AllreduceComparator(Instrument):
             self.bars.base = base
             # no hierarchical bar (height 0 above the base) when N is not a whole number of nodes
             self.bars.y = np.append(times, hierarchical if hierarchical is not None else base)
-        self.set_marks(self.eff_line, y=eff_curve)
+        _time_axis(self.time_scale, self.time_axis, base, float(heights.max()) * 1.05, max_ticks=5)  # a narrow axis
+        top = max(4096, n)  # a fleet (Edge: 10,000 cars) reaches past the cluster's 4,096
+        if self.gpu_scale.max != top:
+            with self.gpu_scale.hold_sync():
+                self.gpu_scale.min, self.gpu_scale.max = 2.0, float(top)
+        set_ticks(self.gpu_axis, integer_ticks(2, top))
+        self.set_marks(self.eff_line, x=grid, y=eff_curve)
         self.set_marks(self.eff_point, x=[n], y=[efficiency])
         for name in ("naive", "ring", "tree"):
             self.set_card(name, fmt_time(by_name[name]))
@@ -229,37 +309,56 @@ class AlgorithmDashboard(Instrument):
 
     def build(self):
         self.algorithms = _algorithms()
+        # buttons as wide as their labels, wrapping onto a second row rather than cut off
         self.add_control("workload", widgets.ToggleButtons(options=list(WORKLOADS) + [CUSTOM],
-                                                           value=list(WORKLOADS)[0], description="Workload"),
+                                                           value=list(WORKLOADS)[0], description="Workload",
+                                                           style={"button_width": "auto"},
+                                                           layout=widgets.Layout(width="auto", max_width="100%")),
                          triggers_update=False)
         self.add_control("message_gb", widgets.FloatLogSlider(value=280, base=10, min=-6, max=3, step=0.001,
                                                               description="M (GB)", readout_format=".3g"))
-        self.add_control("gpus", widgets.IntSlider(value=128, min=2, max=4096, description="GPUs N"))
+        self.add_control("gpus", LogIntSlider(value=128, min=2, max=4096, description="GPUs N"))
         self.add_control("link", _link_dropdown())
         self.add_control("compute_s", widgets.FloatLogSlider(value=1.0, base=10, min=-3, max=2, step=0.01,
                                                              description="compute (s)", readout_format=".3g"))
         self.observe("workload", self._apply_preset)
         self.observe("message_gb", self._maybe_custom)
 
-        xs, ys = bq.LogScale(), bq.LogScale()
-        colors = [ALGORITHM_COLORS.get(a, "#64748b") for a in self.algorithms]
+        xs, ys = bq.LogScale(min=float(self.SIZES[0]), max=float(self.SIZES[-1])), bq.LogScale()
+        colors = [ALGORITHM_COLORS.get(a, mark_color("gray")) for a in self.algorithms]
         self.curves = bq.Lines(x=self.SIZES, y=np.ones((len(self.algorithms), self.SIZES.size)),
-                               scales={"x": xs, "y": ys}, colors=colors, labels=list(self.algorithms),
+                               scales={"x": xs, "y": ys}, colors=colors,
+                               labels=[ALGORITHM_LABELS.get(a, a) for a in self.algorithms],
                                display_legend=True, stroke_width=2)
         self.threshold = bq.Lines(x=self.SIZES[[0, -1]], y=[1.0, 1.0], scales={"x": xs, "y": ys},
-                                  colors=["#b91c1c"], line_style="dashed", labels=["50 % of step"],
+                                  colors=[mark_color("gray")], line_style="dashed", labels=["50 % of step"],
                                   display_legend=True)
-        self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=["var(--jp-ui-font-color0)"],
+        self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
                                     marker="diamond", default_size=90, labels=["crossover"], display_legend=True)
-        self.current = bq.Scatter(x=[280 * GB], y=[1.0], scales={"x": xs, "y": ys}, colors=["#facc15"],
-                                  stroke="var(--jp-ui-font-color0)", marker="circle", default_size=160, labels=["your message"],
+        self.current = bq.Scatter(x=[280 * GB], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("pink")],
+                                  stroke=mark_color("ink"), marker="circle", default_size=160, labels=["your message"],
                                   display_legend=True)
-        self.add_figure(figure([self.curves, self.threshold, self.crossings, self.current], xs, ys,
-                               "message size (bytes)", "all-reduce time (s)", title="Time vs message size",
-                               x_tick_format=".0e", y_tick_format=".0e", height="380px", legend=True))
+        fig = self.add_figure(figure([self.curves, self.threshold, self.crossings, self.current], xs, ys,
+                                     "message size", "all-reduce time", title="Time vs message size",
+                                     height="380px", legend=True))
+        set_ticks(fig.axes[0], decade_ticks(self.SIZES[0], self.SIZES[-1]), fmt_bytes)
+        self.time_scale, self.time_axis = ys, fig.axes[1]
+        self.extra.children = (widgets.HTML(_glossary_html()),)
         for name, label in (("best", "Fastest algorithm"), ("time", "Its time"), ("ring", "Ring time"),
                             ("share", "Communication share of step"), ("crossover", "Crossovers")):
             self.add_card(name, label)
+
+    def describe(self, fig):
+        r = self.result
+        if not r:
+            return super().describe(fig)
+        crossings = "; ".join(f"{fmt_bytes(c['message_bytes'])} ({_label(c['from'])} to {_label(c['to'])})"
+                              for c in r["crossovers"]) or "nowhere between 1 kB and 3 TB"
+        return (f"Chart: {fig.title}: all-reduce time of each algorithm against message size (1 kB to 3 TB, both axes "
+                f"log) for N = {r['gpus']} GPUs on {self.controls['link'].value.name}. The fastest algorithm changes "
+                f"at {crossings}. At your message of {fmt_bytes(r['message_bytes'])} the fastest is "
+                f"{_label(r['best'])}, {fmt_time(r['best_seconds'])}. The dashed line at {fmt_time(r['compute_s'])} "
+                f"marks half of the step: above it, communication takes longer than compute.")
 
     # presets and the message slider keep each other consistent without loops
     def _apply_preset(self, change):
@@ -295,6 +394,7 @@ class AlgorithmDashboard(Instrument):
         else:
             self.set_marks(self.crossings, x=np.array([], float), y=np.array([], float))
         self.set_marks(self.current, x=[message], y=[max(best_time, floor)])
+        _time_axis(self.time_scale, self.time_axis, min(floor, compute), max(float(curves.max()), compute))
 
         self.set_card("best", best_name, ("ties: " + ", ".join(ties)) if ties else "", "good")
         self.set_card("time", fmt_time(best_time))

@@ -63,6 +63,8 @@ import numpy as np
 
 from ..theme import theme_css
 from .cards import banner_html, metric_card_html
+from .charts import describe_figure, legend_html
+from .controls import LogIntSlider, ControlNames
 
 __all__ = ["Instrument", "figure", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
 
@@ -126,16 +128,23 @@ def to_plain(value: Any) -> Any:
 
 def figure(marks: list, x_scale, y_scale, x_label: str, y_label: str, *, title: str = "",
            x_tick_format: str | None = None, y_tick_format: str | None = None,
-           height: str = "300px", legend: bool = False, **kw) -> bq.Figure:
+           height: str = "300px", legend: bool | str = False, **kw) -> bq.Figure:
     """A bqplot Figure with two labelled axes (built once per instrument).
 
-    ``legend=True`` draws the legend box in the JupyterLab theme's colours (bqplot's
-    default is a white box, unreadable in the Dark theme); the marks say what it lists
-    (``display_legend``).
+    ``legend=True`` lists the marks that say ``display_legend`` in a legend under
+    the figure (an instrument shows it, :func:`~course.instruments.charts.legend_html`):
+    a legend inside the plot covers curves. ``legend="inside"`` keeps bqplot's legend
+    box, drawn in the JupyterLab theme's colours (bqplot's default is a white box,
+    unreadable in the Dark theme).
     """
-    if legend:
+    below = []
+    if legend == "inside":
         kw.setdefault("legend_style", {"fill": "var(--jp-layout-color1)", "stroke": "var(--jp-border-color1)"})
         kw.setdefault("legend_text", {"fill": "var(--jp-ui-font-color0)"})
+    elif legend:
+        below = [mark for mark in marks if mark.display_legend]
+        for mark in below:
+            mark.display_legend = False
     x_axis = bq.Axis(scale=x_scale, label=x_label, tick_format=x_tick_format)
     y_axis = bq.Axis(scale=y_scale, label=y_label, side="left", tick_format=y_tick_format,
                      label_offset="50px")
@@ -145,6 +154,7 @@ def figure(marks: list, x_scale, y_scale, x_label: str, y_label: str, *, title: 
         layout=widgets.Layout(height=height, min_width="320px", flex="1 1 420px"),
         legend_location="top-left", **kw,
     )
+    fig._course_legend_marks = below  # type: ignore[attr-defined]
     return fig
 
 
@@ -176,6 +186,9 @@ class Instrument:
         self.banner = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.math_peek = widgets.HTML()
         self.extra = widgets.VBox()  # room for subclass-specific widgets (legend, notes)
+        #: per figure: its legend under the plot and its text alternative (what it shows, in words)
+        self.figure_legends: dict[int, widgets.HTML] = {}
+        self.figure_texts: dict[int, widgets.HTML] = {}
         self.build()
         unknown = set(initial) - set(self.controls)
         if unknown:
@@ -306,8 +319,43 @@ class Instrument:
         new_banner = "".join(banner_html(code, msg, sev) for code, (msg, sev) in self._pending.items())
         if self.banner.value != new_banner:
             self.banner.value = new_banner
+        self._show_readouts("track_not_modelled" not in self._pending)
+        self._describe_figures()
         self.update_count += 1
         self.last_update_seconds = time.perf_counter() - start
+
+    # -- charts in words -----------------------------------------------------------
+    def describe(self, fig: bq.Figure) -> str:
+        """What ``fig`` shows now, in words (its text alternative); override to lead with the point."""
+        return describe_figure(fig)
+
+    def _describe_figures(self) -> None:
+        for fig in self.figures:
+            text_widget = self.figure_texts.get(id(fig))
+            if text_widget is None:
+                continue
+            try:
+                text = self.describe(fig) if self.result or not self.failures else (
+                    f"Chart: {fig.title}. No data: " + " ".join(self.failure_messages.values()))
+            except Exception as exc:  # noqa: BLE001 - a description must never break the instrument
+                text = f"Chart: {fig.title}. (No description: {type(exc).__name__}.)"
+            new = f"<div class='course-chart-text course-sr-only'>{html.escape(text)}</div>"
+            if text_widget.value != new:
+                text_widget.value = new
+            legend = self.figure_legends.get(id(fig))
+            if legend is not None:
+                new_legend = legend_html(getattr(fig, "_course_legend_marks", []))
+                if legend.value != new_legend:
+                    legend.value = new_legend
+
+    def _show_readouts(self, shown: bool) -> None:
+        """Hide the cards, charts and math peek while they would show numbers of another context."""
+        if not hasattr(self, "_readouts"):
+            return
+        display = None if shown else "none"
+        for box in self._readouts:
+            if box.layout.display != display:
+                box.layout.display = display
 
     # -- context/track ------------------------------------------------------------
     #: Track currently applied (``None`` until :meth:`apply_track`; Cloud is the default context).
@@ -334,7 +382,9 @@ class Instrument:
         """
         if not hasattr(self, "_cloud_values"):
             self._cloud_values = self.values()
-            self._cloud_ranges = {name: (c.description, getattr(c, "max", None)) for name, c in self.controls.items()}
+            # a LogIntSlider keeps the stops it gained (its max cannot shrink back)
+            self._cloud_ranges = {name: (c.description, None if isinstance(c, LogIntSlider) else getattr(c, "max", None))
+                                  for name, c in self.controls.items()}
             self._cloud_options = {name: c.options for name, c in self.controls.items()
                                    if name == self.track_controls.get("link")}
         is_cloud = track is None or getattr(track, "name", None) == "Cloud"
@@ -422,11 +472,28 @@ class Instrument:
         controls = widgets.HBox(list(self.controls.values()),
                                 layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
         cards = widgets.HBox(list(self._cards.values()), layout=widgets.Layout(flex_flow="row wrap"))
-        charts = widgets.HBox(self.figures, layout=widgets.Layout(flex_flow="row wrap", width="100%"))
+        charts = widgets.HBox([self._chart_box(fig) for fig in self.figures],
+                              layout=widgets.Layout(flex_flow="row wrap", width="100%"))
         peek = widgets.Accordion(children=[self.math_peek], titles=("Math peek",), selected_index=0)
+        self._readouts = (cards, charts, self.extra, peek)
         self._body = widgets.VBox([controls, self.banner, cards, charts, self.extra, peek])
-        box = widgets.VBox([head, self._gate_note, self._body], layout=widgets.Layout(padding="8px", margin="6px 0"))
+        box = widgets.VBox([head, self._gate_note, self._body, ControlNames()],
+                           layout=widgets.Layout(padding="8px", margin="6px 0"))
         box.add_class("course-panel")
+        return box
+
+    def _chart_box(self, fig: bq.Figure) -> widgets.VBox:
+        """The figure, its legend under it and its text alternative, sized as the figure was in the row."""
+        legend = widgets.HTML()
+        legend.add_class("course-figure-legend")
+        text = widgets.HTML()
+        text.add_class("course-figure-text")
+        self.figure_legends[id(fig)] = legend
+        self.figure_texts[id(fig)] = text
+        box = widgets.VBox([fig, legend, text], layout=widgets.Layout(
+            flex=fig.layout.flex or "1 1 420px", min_width=fig.layout.min_width or "320px"))
+        fig.layout.flex = "0 0 auto"  # in the column its flex basis would set the height
+        box.add_class("course-chart")
         return box
 
     def display(self) -> None:

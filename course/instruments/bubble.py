@@ -22,6 +22,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import core
+from ..theme import mark_color
 from .base import Instrument, figure
 
 __all__ = ["BubbleChart", "MICROBATCH_GRID", "BUBBLE_CEILING"]
@@ -53,15 +54,15 @@ class BubbleChart(Instrument):
         xs = bq.LinearScale(min=1, max=float(MICROBATCH_GRID[-1]))
         ys = bq.LinearScale(min=0, max=100)
         self.curve = bq.Lines(x=MICROBATCH_GRID, y=np.zeros(MICROBATCH_GRID.size), scales={"x": xs, "y": ys},
-                              colors=["#2563eb"], stroke_width=2.5, labels=["(p-1)/(m+p-1)"], display_legend=True)
+                              colors=[mark_color("blue")], stroke_width=2.5, labels=["(p-1)/(m+p-1)"], display_legend=True)
         self.ceiling = bq.Lines(x=[1, float(MICROBATCH_GRID[-1])], y=[100 * BUBBLE_CEILING] * 2,
-                                scales={"x": xs, "y": ys}, colors=["#64748b"], line_style="dashed",
+                                scales={"x": xs, "y": ys}, colors=[mark_color("gray")], line_style="dashed",
                                 labels=["10 % ceiling"], display_legend=True)
-        self.point = bq.Scatter(x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond", colors=["#dc2626"],
+        self.point = bq.Scatter(x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond", colors=[mark_color("red")],
                                 default_size=140, labels=["your m"], display_legend=True)
         self.add_figure(figure([self.curve, self.ceiling, self.point], xs, ys, "micro-batches m",
                                "bubble (% of step)", title="Bubble vs micro-batches", x_tick_format="d",
-                               legend=True)).legend_location = "top-right"
+                               legend=True))
         for name, label in (("bubble", "Bubble share of step"), ("overhead", "Overhead vs ideal"),
                             ("needed", "m for < 10 %")):
             self.add_card(name, label)

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import core
 from ..core import catalog
+from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_time
 from .bubble import BUBBLE_CEILING  # Lab 05's design rule, written once
 from .context import gpu_cluster_only
@@ -40,8 +41,8 @@ CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072")
 BUBBLE_MICROBATCHES = (1, 4, 8, 16, 32)
 PP_GRID = np.arange(1, 65)
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
-MEMORY_COLORS = ("#2563eb", "#0891b2", "#7c3aed", "#f97316")
-BUBBLE_COLORS = ("#dc2626", "#ea580c", "#2563eb", "#16a34a", "#0f766e")
+MEMORY_COLORS = tuple(mark_color(c) for c in ("blue", "cyan", "purple", "orange"))
+BUBBLE_COLORS = tuple(mark_color(c) for c in ("red", "orange", "blue", "green", "teal"))
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 CP_CHOICES = (1, 2, 4, 8, 16)
 INTERLEAVE_CHOICES = (1, 2, 4)
@@ -107,10 +108,16 @@ class Configurator(Instrument):
         self.add_control("model", widgets.Dropdown(options=MODEL_CHOICES, value="gpt3-175b", description="Model"))
         self.add_control("cluster", widgets.Dropdown(options=CLUSTER_CHOICES, value="h100-1024", description="Cluster"))
         self.add_control("tp", widgets.SelectionSlider(options=TP_CHOICES, value=8, description="TP"))
-        self.add_control("cp", widgets.SelectionSlider(options=CP_CHOICES, value=1, description="CP"))
+        # hover notes (the label's title) for the terms a student meets here first
+        self.add_control("cp", widgets.SelectionSlider(
+            options=CP_CHOICES, value=1, description="CP",
+            tooltip="Context parallelism: each sequence is split along its tokens over CP GPUs, which exchange "
+                    "attention keys and values"))
         self.add_control("pp", widgets.IntSlider(value=8, min=1, max=64, description="PP"))
         self.add_control("interleave", widgets.ToggleButtons(options=INTERLEAVE_CHOICES, value=1,
-                                                             description="Chunks v", style={"button_width": "36px"}))
+                                                             description="Chunks v", style={"button_width": "36px"},
+                                                             tooltip="Interleaved schedule: each pipeline stage holds v "
+                                                                     "separate chunks of layers; the bubble shrinks v-fold"))
         self.add_control("micro_batch", widgets.SelectionSlider(options=MICRO_BATCH_CHOICES, value=1,
                                                                 description="Micro-batch b",
                                                                 style={"description_width": "initial"}))
@@ -118,8 +125,10 @@ class Configurator(Instrument):
                                                                      style={"description_width": "initial"}))
         self.add_control("zero_stage", widgets.ToggleButtons(options=[0, 1, 2, 3], value=1, description="ZeRO",
                                                              style={"button_width": "36px"}))
-        self.add_control("recompute", widgets.ToggleButtons(options=["none", "selective", "full"], value="selective",
-                                                            description="Recompute"))
+        self.add_control("recompute", widgets.ToggleButtons(
+            options=["none", "selective", "full"], value="selective", description="Recompute",
+            tooltip="Activation recomputation: none keeps every activation for the backward pass; selective "
+                    "recomputes only attention's large intermediates; full recomputes each layer from its input"))
         self.add_control("sequence_parallel", widgets.Checkbox(value=False, description="sequence parallel"))
         self.add_control("show_best", widgets.Checkbox(value=False, description="show the planner's top 5"))
         self.add_control("load_best", widgets.Dropdown(options=[("load a top result…", -1)], value=-1,
@@ -136,7 +145,7 @@ class Configurator(Instrument):
                                    scales={"x": bx, "y": by}, colors=list(MEMORY_COLORS), labels=list(MEMORY_PARTS),
                                    display_legend=True, padding=0.4)
         cap_x = bq.LinearScale(min=0, max=1)
-        self.capacity = bq.Lines(x=[0.0, 1.0], y=[80.0, 80.0], scales={"x": cap_x, "y": by}, colors=["#0f172a"],
+        self.capacity = bq.Lines(x=[0.0, 1.0], y=[80.0, 80.0], scales={"x": cap_x, "y": by}, colors=[mark_color("ink")],
                                  line_style="dashed", stroke_width=2, labels=["GPU memory"], display_legend=True)
         self.add_figure(figure([self.memory_bars, self.capacity], bx, by, "", "GB per GPU",
                                title="Memory per GPU", legend=True))
@@ -144,18 +153,20 @@ class Configurator(Instrument):
         px, py = bq.LinearScale(min=1, max=64), bq.LinearScale(min=0, max=100)
         lines = len(BUBBLE_MICROBATCHES) + 1
         self.bubble_lines = bq.Lines(x=PP_GRID, y=np.zeros((lines, PP_GRID.size)), scales={"x": px, "y": py},
-                                     colors=list(BUBBLE_COLORS) + ["#0f172a"], stroke_width=2,
+                                     colors=list(BUBBLE_COLORS) + [mark_color("ink")], stroke_width=2,
                                      labels=[f"m={m}" for m in BUBBLE_MICROBATCHES] + ["your m"], display_legend=True)
-        self.ceiling = bq.Lines(x=[1, 64], y=[100 * BUBBLE_CEILING] * 2, scales={"x": px, "y": py}, colors=["#64748b"],
-                                line_style="dashed", labels=["10 % ceiling"])
-        self.bubble_point = bq.Scatter(x=[8], y=[0.0], scales={"x": px, "y": py}, marker="diamond", colors=["#dc2626"],
-                                       default_size=120)
+        self.ceiling = bq.Lines(x=[1, 64], y=[100 * BUBBLE_CEILING] * 2, scales={"x": px, "y": py},
+                                colors=[mark_color("gray")], line_style="dashed", labels=["10 % ceiling"],
+                                display_legend=True)
+        self.bubble_point = bq.Scatter(x=[8], y=[0.0], scales={"x": px, "y": py}, marker="diamond",
+                                       colors=[mark_color("ink")], default_size=120, labels=["your PP and m"],
+                                       display_legend=True)
         self.add_figure(figure([self.bubble_lines, self.ceiling, self.bubble_point], px, py, "pipeline stages PP",
-                               "bubble (% of step)", title="Bubble vs PP", legend=True)).legend_location = "bottom-right"
+                               "bubble (% of step)", title="Bubble vs PP", legend=True))
         sx, sy = bq.OrdinalScale(), bq.LinearScale(min=0)
         self.step_bars = bq.Bars(x=list(STEP_LABELS), y=np.zeros(len(STEP_PARTS)), scales={"x": sx, "y": sy},
-                                 colors=["#16a34a", "#84cc16", "#2563eb", "#db2777", "#dc2626", "#7c3aed",
-                                         "#0891b2"],
+                                 colors=[mark_color(c) for c in ("green", "lime", "blue", "pink", "red", "purple",
+                                                                 "cyan")],
                                  color_mode="element", padding=0.3)
         self.add_figure(figure([self.step_bars], sx, sy, "", "seconds per step", title="Where the step time goes"))
         for name, label in (("dp", "DP (derived)"), ("memory", "Memory per GPU"), ("bubble", "Pipeline bubble"),
@@ -181,7 +192,7 @@ class Configurator(Instrument):
         curves = np.asarray(core.bubble_fraction(PP_GRID[None, :], ms, chunks), float)  # "your m" with your v
         bars = np.array([[shown["memory"][k], baseline["memory"][k]] for k in MEMORY_PARTS]) / 1e9
 
-        self.memory_scale.max = 1.5 * float(max(bars.sum(axis=0).max(), capacity / 1e9))  # room for the legend
+        self.memory_scale.max = 1.1 * float(max(bars.sum(axis=0).max(), capacity / 1e9))  # the legend is under the chart
         self.set_marks(self.memory_bars, y=bars)
         self.set_marks(self.capacity, y=[capacity / 1e9] * 2)
         self.set_marks(self.bubble_lines, y=100 * curves)

@@ -22,8 +22,10 @@ import numpy as np
 
 from .. import core
 from ..core import catalog
+from ..theme import mark_color
 from .base import Instrument, figure, fmt_rate, fmt_time
 from .context import gpu_cluster_only
+from .controls import LogIntSlider
 from .scaling import GPUS_PER_NODE, NODE, data_parallel_curve
 
 __all__ = ["EfficiencyPlot", "FABRIC_TOGGLE", "MAX_NODES", "CURVE_GPUS", "MARGINAL_THRESHOLD"]
@@ -56,23 +58,24 @@ class EfficiencyPlot(Instrument):
         self.peak = NODE.accelerator.peak_flops["bf16"]
         self.add_control("fabric", widgets.ToggleButtons(options=list(FABRIC_TOGGLE), value="InfiniBand 400G",
                                                          description="Fabric"))
-        self.add_control("nodes", widgets.IntSlider(value=8, min=1, max=MAX_NODES, description="Nodes"))
+        self.add_control("nodes", LogIntSlider(value=8, min=1, max=MAX_NODES, description="Nodes"))  # 1 .. 128: log
         self.add_control("params_b", widgets.IntSlider(value=7, min=1, max=70, description="Model (B)"))
         self.add_control("micro_batch", widgets.IntSlider(value=1, min=1, max=16, description="Seqs/GPU"))
         self.add_control("overlap", widgets.Checkbox(value=True, description="overlap with backward"))
 
         xs, ys = bq.LinearScale(min=0, max=float(CURVE_GPUS[-1])), bq.LinearScale(min=0)
         zeros = np.zeros(CURVE_GPUS.size)
-        self.ideal = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#475569"],
+        self.ideal = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=[mark_color("gray")],
                               line_style="dashed", labels=["ideal (N x one GPU)"], display_legend=True)
-        self.other = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#f59e0b"], stroke_width=1.5,
+        self.other = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=[mark_color("orange")], stroke_width=1.5,
                               labels=["other fabric"], display_legend=True)
-        self.actual = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=["#2563eb"], stroke_width=2.5,
+        self.actual = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=[mark_color("blue")], stroke_width=2.5,
                                labels=["this fabric"], display_legend=True)
-        self.point = bq.Scatter(x=[64], y=[0.0], scales={"x": xs, "y": ys}, colors=["#0f172a"], default_size=90)
-        self.knee = bq.Lines(x=[0.0, 0.0], y=[0.0, 0.0], scales={"x": xs, "y": ys}, colors=["#dc2626"],
+        self.point = bq.Scatter(x=[64], y=[0.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")], default_size=90,
+                                labels=["selected size"], display_legend=True)
+        self.knee = bq.Lines(x=[0.0, 0.0], y=[0.0, 0.0], scales={"x": xs, "y": ys}, colors=[mark_color("red")],
                              stroke_width=2, line_style="dashed")
-        self.knee_label = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": xs, "y": ys}, colors=["#dc2626"],
+        self.knee_label = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": xs, "y": ys}, colors=[mark_color("red")],
                                    x_offset=6, default_size=12)
         self.add_figure(figure([self.ideal, self.other, self.actual, self.point, self.knee, self.knee_label], xs, ys,
                                "accelerators (GPUs)", "samples / s", title="Throughput vs accelerators", legend=True))

@@ -25,6 +25,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from ._layout import GROUP_KINDS, rank_layout
+from ..theme import mark_color
 from .base import Instrument, figure, fmt_rate
 from .context import gpu_cluster_only
 from .configurator import CLUSTER_CHOICES, MODEL_CHOICES, TP_CHOICES
@@ -75,13 +76,13 @@ class ParallelMap(Instrument):
         self.colors = bq.ColorScale(scheme="viridis", min=0, max=1)
         self.grid = bq.GridHeatMap(row=np.arange(9), column=np.arange(3), color=np.zeros((8, 2)),
                                    scales={"row": ys, "column": xs, "color": self.colors}, null_color="#e2e8f0",
-                                   stroke="white", tooltip=bq.Tooltip(fields=["color"], labels=["value"]))
-        self.racks = bq.Lines(x=np.zeros((1, 2)), y=np.zeros((1, 2)), scales={"x": xs, "y": ys}, colors=["#0f172a"],
+                                   stroke="var(--jp-layout-color0)", tooltip=bq.Tooltip(fields=["color"], labels=["value"]))
+        self.racks = bq.Lines(x=np.zeros((1, 2)), y=np.zeros((1, 2)), scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
                               stroke_width=2.5)
         # GPU 0's three groups, marked on their cells: which GPUs it talks to, and over which link
         self.group_marks = {
             kind: bq.Scatter(x=[0.5], y=[0.5], scales={"x": xs, "y": ys}, marker=marker, colors=[color],
-                             default_size=size, stroke="white", labels=[label])
+                             default_size=size, stroke="var(--jp-layout-color0)", labels=[label])
             for kind, marker, color, size, label in (
                 ("data", "square", "#f97316", 30, "GPU 0's DP group"),
                 ("context", "diamond", "#ec4899", 40, "GPU 0's CP group"),
@@ -162,7 +163,7 @@ class ParallelMap(Instrument):
             f"{rows}</table><div style='font-size:0.85rem'>On the map, GPU 0's groups: white circles its TP group,"
             " pink diamonds its CP group, red triangles its pipeline (one GPU per stage), orange squares its DP"
             " group.</div>"
-            "<div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
+            f"<div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
 
         self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {cp} x {pp})",
                       "normal" if tp * cp * pp * dp == gpus else "bad")

@@ -18,6 +18,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import core
+from ..theme import mark_color
 from .base import Instrument, figure
 
 __all__ = ["PipelineTimeline", "schedule_columns", "measured_idle_share", "measured_peak_in_flight",
@@ -26,7 +27,10 @@ __all__ = ["PipelineTimeline", "schedule_columns", "measured_idle_share", "measu
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 #: Above this many passes the micro-batch numbers are not written on the bars.
 MAX_LABELS = 160
-FORWARD_COLOR, BACKWARD_COLOR = "#2563eb", "#f97316"
+FORWARD_COLOR, BACKWARD_COLOR = mark_color("blue"), mark_color("orange")
+#: Micro-batch numbers on the bars: the page's background colour, which contrasts with both bar colours
+#: in both themes (white on the Light theme's dark bars, near-black on the Dark theme's light ones).
+NUMBER_COLOR = "var(--jp-layout-color0)"
 
 
 def _column(table, name):
@@ -116,7 +120,9 @@ class PipelineTimeline(Instrument):
         self.add_control("stages", widgets.IntSlider(value=4, min=1, max=16, description="Stages p"))
         self.add_control("microbatches", widgets.IntSlider(value=8, min=1, max=32, description="Micro-batches m",
                                                                      style={"description_width": "initial"}))
-        self.add_control("chunks", widgets.IntSlider(value=2, min=1, max=4, description="Chunks v"))
+        self.add_control("chunks", widgets.IntSlider(value=2, min=1, max=4, description="Chunks v",
+                                                     tooltip="Interleaved 1F1B: each stage holds v separate chunks of "
+                                                             "layers; the bubble time shrinks v-fold"))
         self.add_control("backward_ratio", widgets.FloatSlider(value=2.0, min=1.0, max=3.0, step=0.25,
                                                                description="t_b / t_f"))
         xs, self.stage_scale = bq.LinearScale(min=0), bq.LinearScale(reverse=True, min=-0.5, max=3.5)
@@ -126,7 +132,7 @@ class PipelineTimeline(Instrument):
                             labels=["forward"])
         self.bwd = bq.Lines(x=empty, y=empty, scales={"x": xs, "y": ys}, colors=[BACKWARD_COLOR], stroke_width=14,
                             labels=["backward"])
-        self.numbers = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": xs, "y": ys}, colors=["white"],
+        self.numbers = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": xs, "y": ys}, colors=[NUMBER_COLOR],
                                 align="middle", font_weight="bold", default_size=10, y_offset=4)
         self.add_figure(figure([self.fwd, self.bwd, self.numbers], xs, ys, "time (units of one forward pass)",
                                "stage", title="Schedule (blue forward, orange backward; gaps are bubble)",

@@ -17,6 +17,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import core
+from ..theme import mark_color
 from .base import Instrument, figure
 
 __all__ = ["RingAllreduceView", "schedule_table", "replay"]
@@ -71,16 +72,16 @@ class RingAllreduceView(Instrument):
 
         rx, ry = bq.LinearScale(min=-1.35, max=1.35), bq.LinearScale(min=-1.35, max=1.35)
         self.nodes = bq.Scatter(x=[0.0], y=[0.0], scales={"x": rx, "y": ry}, default_size=600,
-                                colors=["#e0e7ff"], stroke="#4f46e5", names=["0"], display_names=True)
-        self.links = bq.Lines(x=[[0.0, 0.0]], y=[[0.0, 0.0]], scales={"x": rx, "y": ry}, colors=["#94a3b8"],
+                                colors=[mark_color("blue")], stroke=mark_color("ink"), names=["0"], display_names=True)
+        self.links = bq.Lines(x=[[0.0, 0.0]], y=[[0.0, 0.0]], scales={"x": rx, "y": ry}, colors=[mark_color("gray")],
                               stroke_width=1.5)
-        self.sends = bq.Lines(x=[[0.0, 0.0]], y=[[0.0, 0.0]], scales={"x": rx, "y": ry}, colors=["#16a34a"],
+        self.sends = bq.Lines(x=[[0.0, 0.0]], y=[[0.0, 0.0]], scales={"x": rx, "y": ry}, colors=[mark_color("green")],
                               stroke_width=3)
         self.heads = bq.Scatter(x=[0.0], y=[0.0], rotation=[0.0], marker="arrow", default_size=90,
                                 scales={"x": rx, "y": ry, "rotation": bq.LinearScale(min=0, max=360)},
-                                colors=["#16a34a"])
+                                colors=[mark_color("green")])
         self.chunk_labels = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": rx, "y": ry},
-                                     font_weight="bold", colors=["#0f172a"], align="middle")
+                                     font_weight="bold", colors=[mark_color("ink")], align="middle")
         ring_fig = figure([self.links, self.sends, self.heads, self.nodes, self.chunk_labels], rx, ry, "", "",
                           title="Sends in this step", height="360px")
         for axis in ring_fig.axes:
@@ -92,7 +93,7 @@ class RingAllreduceView(Instrument):
         self.color_scale = bq.ColorScale(min=1, max=4, colors=["#fef3c7", "#15803d"])
         self.grid = bq.GridHeatMap(color=np.ones((4, 4)), row=np.arange(4), column=np.arange(4),
                                    scales={"row": row, "column": col, "color": self.color_scale},
-                                   stroke="white", display_format=".0f", font_style={"font-size": "13px"})
+                                   stroke="var(--jp-layout-color0)", display_format=".0f", font_style={"font-size": "13px"})
         grid_fig = bq.Figure(marks=[self.grid], title="Ranks summed into each held chunk",
                              axes=[bq.Axis(scale=col, label="chunk"), bq.Axis(scale=row, label="rank", side="left"),
                                    bq.ColorAxis(scale=self.color_scale, side="right", tick_format="d", num_ticks=2)],
@@ -120,6 +121,18 @@ class RingAllreduceView(Instrument):
             self._cache[n] = (table, replay(n, table))
         return self._cache[n]
 
+    def describe(self, fig):
+        r = self.result
+        if not r:
+            return super().describe(fig)
+        n = r["gpus"]
+        if fig is self.figures[0]:
+            sends = "; ".join(f"rank {x['src']} sends chunk {x['chunk']} to rank {x['dst']}" for x in r["sends"])
+            return (f"Chart: {fig.title}: {n} ranks in a ring, after step {r['step']} of {r['steps']} "
+                    f"({r['phase']}). " + (sends + "." if sends else "Nothing has been sent yet."))
+        return (f"Chart: {fig.title}: for each of the {n} ranks (rows) and {n} chunks (columns), how many ranks' "
+                f"gradients the held copy sums; {r['complete_copies']} of {n * n} copies are complete (sum {n}).")
+
     def refresh(self, v):
         n, k = int(v["gpus"]), int(v["step"])
         table, held = self._schedule(n)
@@ -142,7 +155,7 @@ class RingAllreduceView(Instrument):
             x0, y0 = px[src] + shrink * (px[dst] - px[src]), py[src] + shrink * (py[dst] - py[src])
             x1, y1 = px[dst] - shrink * (px[dst] - px[src]), py[dst] - shrink * (py[dst] - py[src])
             heading = np.degrees(np.arctan2(x1 - x0, y1 - y0)) % 360  # bqplot rotates clockwise from up
-            colour = "#16a34a" if reduce else "#2563eb"
+            colour = mark_color("green") if reduce else mark_color("blue")
             self.set_marks(self.sends, x=np.stack([x0, x1], 1), y=np.stack([y0, y1], 1), colors=[colour])
             self.set_marks(self.heads, x=x1, y=y1, rotation=heading, colors=[colour])
             mid_x, mid_y = (x0 + x1) / 2 * 1.18, (y0 + y1) / 2 * 1.18

@@ -25,8 +25,11 @@ import numpy as np
 
 from .. import core
 from ..core import catalog
+from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
+from .charts import integer_ticks, set_ticks
 from .context import gpu_cluster_only
+from .controls import LogIntSlider
 
 __all__ = ["ScalingExplorer", "data_parallel_curve", "STAKEHOLDER_POINTS", "NODE_CHOICES", "SEQ_LEN", "CURVE_GPUS", "NVLINK_ONLY"]
 
@@ -47,6 +50,11 @@ BF16_BYTES = core.precision_bytes("bf16")
 CURVE_GPUS = np.concatenate([np.arange(1, GPUS_PER_NODE + 1),
                              np.arange(2 * GPUS_PER_NODE, 1024 + 1, GPUS_PER_NODE)])
 GPU_CHOICES = tuple(2**k for k in range(11))  # 1 ... 1024 on a log axis
+#: Model sizes (billions of parameters) the model slider steps through: GPT-3's 1.3B, 2.7B (rounded), 6.7B and
+#: 13B, Llama 2's 7B, 13B and 70B, Llama 3's 8B, Code Llama's 34B, GPT-3's 175B (any whole number can be set).
+MODEL_SIZES_B = (1, 3, 7, 8, 13, 34, 70, 175)
+#: The fabric the explorer opens on: the DGX H100's own InfiniBand NDR ports, which works at every GPU count.
+DEFAULT_FABRIC = "InfiniBand NDR"
 FABRICS = (NVLINK_ONLY, "InfiniBand HDR", "InfiniBand NDR", "InfiniBand XDR", "Ethernet 100G", "Ethernet 400G")
 
 
@@ -105,10 +113,13 @@ class ScalingExplorer(Instrument):
         return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
 
     def build(self):
-        self.add_control("params_b", widgets.IntSlider(value=7, min=1, max=175, description="Model (B)"))
+        # 1B to 175B spans two decades: a log slider through the sizes of published models
+        self.add_control("params_b", LogIntSlider(value=7, min=1, max=175, stops=MODEL_SIZES_B, description="Model (B)"))
         self.add_control("gpus", widgets.SelectionSlider(options=GPU_CHOICES, value=8, description="GPUs N"))
         self.add_control("micro_batch", widgets.IntSlider(value=1, min=1, max=64, description="Seqs/GPU"))
-        self.add_control("fabric", widgets.Dropdown(options=_fabric_options(), value=NVLINK_ONLY,
+        # opens on the node's own fabric: any GPU count is a working configuration (NVLink only is the
+        # what-if that fails beyond one node)
+        self.add_control("fabric", widgets.Dropdown(options=_fabric_options(), value=DEFAULT_FABRIC,
                                                     description="Fabric", layout=widgets.Layout(width="330px")))
         self.add_control("node", widgets.Dropdown(options=NODE_CHOICES, value=NODE.name, description="Node"))
         self.add_control("zero_stage", widgets.ToggleButtons(options=[0, 1, 2], value=1, description="ZeRO",
@@ -118,19 +129,20 @@ class ScalingExplorer(Instrument):
         xs = bq.LogScale(min=1, max=1024)
         ys = bq.LinearScale(min=0, max=70)
         self.curve = bq.Lines(x=CURVE_GPUS, y=np.zeros(CURVE_GPUS.size), scales={"x": xs, "y": ys},
-                              colors=["#2563eb"], stroke_width=2.5, labels=["model"], display_legend=True)
+                              colors=[mark_color("blue")], stroke_width=2.5, labels=["model"], display_legend=True)
         self.measured = bq.Scatter(x=[p[0] for p in STAKEHOLDER_POINTS], y=[100 * p[1] for p in STAKEHOLDER_POINTS],
-                                   scales={"x": xs, "y": ys}, marker="cross", colors=["#ea580c"], default_size=120,
+                                   scales={"x": xs, "y": ys}, marker="cross", colors=[mark_color("orange")], default_size=120,
                                    labels=["measured (stakeholder)"], display_legend=True)
         self.current = bq.Scatter(x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond",
-                                  colors=["#dc2626"], default_size=140, labels=["selected N"], display_legend=True)
+                                  colors=[mark_color("red")], default_size=140, labels=["selected N"], display_legend=True)
         self.node_edge = bq.Lines(x=[GPUS_PER_NODE, GPUS_PER_NODE], y=[0, 70], scales={"x": xs, "y": ys},
-                                  colors=["var(--jp-border-color1)"], line_style="dashed", stroke_width=1.5)
+                                  colors=[mark_color("gray")], line_style="dashed", stroke_width=1.5)
         self.edge_label = bq.Label(x=[GPUS_PER_NODE], y=[64], scales={"x": xs, "y": ys}, x_offset=4,
                                    text=["NVLink | InfiniBand"], colors=["var(--jp-ui-font-color1)"], font_weight="normal")
-        self.add_figure(figure([self.node_edge, self.edge_label, self.curve, self.measured, self.current],
-                               xs, ys, "GPUs (data-parallel replicas)", "MFU (%)", title="MFU vs GPU count",
-                               x_tick_format="d", legend=True)).legend_location = "top-right"
+        fig = self.add_figure(figure([self.node_edge, self.edge_label, self.curve, self.measured, self.current],
+                                     xs, ys, "GPUs (data-parallel replicas)", "MFU (%)", title="MFU vs GPU count",
+                                     legend=True))
+        set_ticks(fig.axes[0], integer_ticks(1, 1024, count=11))
         for name, label in (("mfu", "MFU"), ("ratio", "Comm / compute"), ("comm", "All-reduce time"),
                             ("compute", "Compute time"), ("memory", "Model states per GPU")):
             self.add_card(name, label)

@@ -39,6 +39,7 @@ import numpy as np
 
 from .. import core
 from ..core import catalog, units
+from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_time
 from .context import gpu_cluster_only
 
@@ -61,7 +62,7 @@ SAMPLES_PER_WORKER = 32
 STRAGGLER_GRID = np.linspace(0.0, 0.20, 81)
 STRATEGIES = core.SYNC_STRATEGIES
 COMPONENTS = core.COST_COMPONENTS
-COMPONENT_COLORS = ("#16a34a", "#dc2626", "#7c3aed", "#ea580c")
+COMPONENT_COLORS = tuple(mark_color(c) for c in ("green", "red", "purple", "orange"))
 
 
 def _money(dollars: float) -> str:
@@ -101,7 +102,8 @@ class SyncAudit(Instrument):
                                                                style={"description_width": "initial"}))
         self.add_control("slowdown", widgets.FloatSlider(value=1.15, min=1.0, max=4.0, step=0.05,
                                                          description="Slowdown x"))
-        self.add_control("checkpoint_s", widgets.FloatLogSlider(value=98.0, base=10, min=0, max=3.5, step=0.01,
+        # step 0.001 of a decade: the handle sits on 98 s (workbook 7.2), not 97.7 s (10^1.99)
+        self.add_control("checkpoint_s", widgets.FloatLogSlider(value=98.0, base=10, min=0, max=3.5, step=0.001,
                                                                 description="Checkpoint s", readout_format=".3g",
                                                                 style={"description_width": "initial"}))
         self.add_control("staleness_pct", widgets.FloatSlider(value=0.0, min=0.0, max=100.0, step=1.0,
@@ -114,12 +116,13 @@ class SyncAudit(Instrument):
 
         xs, ys = bq.LinearScale(min=0, max=20), bq.LinearScale(min=0)
         self.sync_line = bq.Lines(x=100 * STRAGGLER_GRID, y=np.zeros(STRAGGLER_GRID.size), scales={"x": xs, "y": ys},
-                                  colors=["#2563eb"], stroke_width=2.5, labels=["sync"], display_legend=True)
+                                  colors=[mark_color("blue")], stroke_width=2.5, labels=["sync"], display_legend=True)
         self.async_line = bq.Lines(x=100 * STRAGGLER_GRID, y=np.zeros(STRAGGLER_GRID.size), scales={"x": xs, "y": ys},
-                                   colors=["#ea580c"], stroke_width=2.5, labels=["async"], display_legend=True)
-        self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=["var(--jp-ui-font-color0)"], default_size=100)
+                                   colors=[mark_color("orange")], stroke_width=2.5, labels=["async"], display_legend=True)
+        self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")], default_size=100,
+                                labels=["selected share"], display_legend=True)
         self.add_figure(figure([self.sync_line, self.async_line, self.point], xs, ys, "stragglers (% of workers)",
-                               "samples / s (healthy GPU: 32 per s)", title="Throughput vs stragglers", legend=True)).legend_location = "bottom-right"
+                               "samples / s (healthy GPU: 32 per s)", title="Throughput vs stragglers", legend=True))
 
         bx, by = bq.OrdinalScale(), bq.LinearScale(min=0)
         self.bill_scale = by
@@ -171,7 +174,7 @@ class SyncAudit(Instrument):
         self.set_marks(self.sync_line, y=sync_curve)
         self.set_marks(self.async_line, y=async_curve)
         self.set_marks(self.point, x=[100 * f], y=[sync_x if v["mode"] == "sync" else async_x])
-        self.bill_scale.max = 1.7 * float(totals.max()) / 1e6  # room above the bars for the legend
+        self.bill_scale.max = 1.1 * float(totals.max()) / 1e6  # the legend is under the chart
         self.set_marks(self.bars, y=parts / 1e6)
 
         chosen = sync_x if v["mode"] == "sync" else async_x

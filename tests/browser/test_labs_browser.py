@@ -479,6 +479,10 @@ def test_lab05_locks_gate_each_act_and_the_configurator_reaches_its_failure_stat
         for inst in (configurator, bubbles, audit):
             expect_gated(inst)
         forced = explorer.locator(".course-failure-forced_onto_infiniband")
+        # it opens in a working state (512 GPUs on InfiniBand NDR); "NVLink only" is the what-if that fails
+        expect(explorer.locator(".course-card-mfu .course-card-value")).to_contain_text("%", timeout=30_000)
+        expect(explorer.locator(".course-failure")).to_have_count(0, timeout=30_000)
+        choose(explorer, "fabric", "NVLink 4 only")
         expect(forced).to_be_visible(timeout=30_000)  # 512 GPUs = 64 nodes of 8 on "NVLink only"
         drag_slider_to(page, explorer, "gpus", 0.0)
         expect(readout(explorer, "gpus")).to_have_text("1", timeout=30_000)

@@ -92,6 +92,8 @@ def test_scaling_explorer_banner_appears_when_traffic_leaves_the_node(lab_notebo
     explorer = page.locator(INSTRUMENT).first
     explorer.locator(".bqplot svg").first.wait_for(timeout=60_000)
     assert explorer.locator(".course-failure").count() == 0  # 8 GPUs: all on NVLink
+    # it opens on InfiniBand NDR between nodes; the what-if "NVLink only" is what breaks beyond one node
+    explorer.locator(".course-control-fabric select").first.select_option(index=0)  # "NVLink 4 only (inside one node)"
     before = page.evaluate(SVG_STATE, [INSTRUMENT, 0])
     _step_slider(page, 0, "gpus")  # 8 -> 16 GPUs: two nodes
     explorer.locator(".course-failure-forced_onto_infiniband").first.wait_for(timeout=30_000)
