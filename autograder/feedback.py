@@ -62,16 +62,15 @@ def _coverage(grade_id: str) -> str:
     part = REGISTRY.get(grade_id)
     if part is None:
         return ""
-    if "function" in part.extra:
+    if part.function is not None:
         return ("The visible check ran only the worked example shown in the notebook. Grading called "
-                f"`{part.extra['function']}` again, in a fresh process, on the worked example, edge "
+                f"`{part.function.name}` again, in a fresh process, on the worked example, edge "
                 "cases, random inputs and invalid inputs (which must raise ValueError); their values "
                 "are not shown.")
-    from course.exercises.chapters import ASSIGNMENTS
-    from course.exercises.variants import exam_mode
+    from course.assess.variants import exam_mode
 
-    if part.assignment not in ASSIGNMENTS.values():
-        return ""  # a lab: its graded cells have no visible check
+    if part.judged_in == "kernel":
+        return ""  # a lab answer or a lock: no visible check ran on it
     if exam_mode(part.assignment):
         return ("The visible check looked at type and units only (exam mode). Grading compared the "
                 "value with the key for your numbers.")

@@ -25,9 +25,10 @@ from typing import List
 from course import core
 from course.core import catalog, memory, units
 from course.core.units import GB
-from course.exercises.spec import Cell
+from course.assess.items import Lock
+from course.assess.lab import Act, Answer, Lab, Reflection, Spec, cases
+from course.assess.spec import Cell
 
-from .activity import Act, Answer, Lab, Lock, Reflection, Spec, cases
 
 NAME = "lab05_parallelism_paradox"
 
@@ -232,7 +233,7 @@ ACT2 = Act(
         correct="B",
         explanation="TP stays inside the 8-GPU NVLink node, PP splits the 96 layers across nodes, DP takes the "
                     "rest. But B only fits with ZeRO or recomputation (below).",
-        after_reveal=(
+        reveal=(
             "> **Correction to the source lab.** Its \"correct\" answer B, with plain mixed-precision Adam and "
             "no recomputation, needs about 143 GB per GPU by the planner's count (Korthikanti et al. "
             "activations) and trips the lab's own out-of-memory banner. B is the right *shape*; it fits once "
@@ -295,7 +296,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "instruments follow it; those built for GPU clusters say so when a track is outside them. "
              "**Cloud is the default and the graded track:** every number you assign is defined for Cloud, "
              "whatever track you explore."),
-        Cell("code", lab.setup_source(
+        Cell("setup", lab.setup_source(
             "from course import core\n"
             "from course.instruments import (ScalingExplorer, AllreduceComparator, Configurator, BubbleChart,\n"
             "                                SyncAudit, TrackSelector, HudFooter)\n"
@@ -373,4 +374,4 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     ]
 
 
-LAB = Lab(NAME, "lab05", "Lab 05 · The parallelism paradox", SPEC, (ACT1, ACT2, PART3), layout, vary)
+ACTIVITY = LAB = Lab(NAME, "lab05", "Lab 05 · The parallelism paradox", SPEC, (ACT1, ACT2, PART3), layout, vary)

@@ -18,9 +18,10 @@ from typing import Dict, List
 from course import core
 from course.core import catalog
 from course.core.units import GB
-from course.exercises.spec import Cell
+from course.assess.items import Lock
+from course.assess.lab import Act, Answer, Lab, Reflection, Spec, cases
+from course.assess.spec import Cell
 
-from .activity import Act, Answer, Lab, Lock, Reflection, Spec
 
 NAME = "lab06_bandwidth_invariant"
 
@@ -112,7 +113,7 @@ ACT2 = Act(
         correct="C",
         explanation="At 0.5 MB the ring pays 254 latencies; a plain tree pays only 14 but sends the whole message "
                     "every round. Algorithms with log2 N steps and ring-like bytes win.",
-        after_reveal=(
+        reveal=(
             "> **Correction to the source lab.** The original reveal says a plain tree wins for tiny messages. "
             "Under the α-β model with the NDR latency used here, a plain binomial tree sends the whole message "
             "in each of its 2⌈log₂N⌉ rounds and loses to algorithms that also take log-many steps but move "
@@ -152,7 +153,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "graded by hand. A cell marked *Your numbers* shows the numbers of your own question (they "
              "differ from student to student); you are graded on exactly those.\n\n"
              "Units: GB = 10⁹ bytes, GB/s = 10⁹ bytes per second."),
-        Cell("code", lab.setup_source(
+        Cell("setup", lab.setup_source(
             "from course.instruments import AllreduceComparator, AlgorithmDashboard\n"
             "from course.instruments.cards import stakeholder_card, HudFooter\n"
             "hud = HudFooter(prefix='lab06')"), "lab06_setup"),
@@ -200,4 +201,4 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     ]
 
 
-LAB = Lab(NAME, "lab06", "Lab 06 · The bandwidth invariant", SPEC, (ACT1, ACT2), layout, vary)
+ACTIVITY = LAB = Lab(NAME, "lab06", "Lab 06 · The bandwidth invariant", SPEC, (ACT1, ACT2), layout, vary)

@@ -111,7 +111,7 @@ def test_summary_table_lists_every_part():
 def test_feedback_says_what_the_visible_check_compared(monkeypatch):
     """A Derive part's feedback must describe the visible check the student really had: against
     their own key (variants) by default, type and units only in exam mode; a lab part has none."""
-    import course.exercises.variants as variants
+    import course.assess.variants as variants
     from autograder.feedback import part_summary
 
     text = part_summary("ch02_ex2_1", 1.0, (0.0, "`accum_steps` does not match the expected value"))
