@@ -21,9 +21,13 @@ Where a locked prediction lives
 Gating and reveal
 -----------------
 ``lock.gate(instrument)`` keeps an instrument (or any widget) hidden until the
-lock is locked. After exploring, ``lock.reveal(actual)`` compares prediction
-and reality: for a number the ratio predicted/actual, *close* when within
-30 %; for a choice whether it was the correct option, with its explanation.
+lock is locked. ``lock.reveal()`` compares the locked option with the correct
+one, with its explanation and the lock's ``after_reveal`` text (everything
+written for after the prediction). A notebook shows it with
+``lock.reveal_view()`` (or ``lock.after_lock(markdown)`` for a passage such as a
+reflection that presumes the answer): a view the lock renders once it is
+locked, and updates in place, so the cell can run before or after locking and
+shows the same after a restart.
 
 Headless execution
 ------------------
@@ -86,6 +90,52 @@ AUTOPREDICT_ENV = "COURSE_AUTOPREDICT"
 #: A numeric prediction is "close" when predicted/actual is within this of 1.
 CLOSE_WITHIN = 0.30
 _LETTERS = "ABCDEFGH"
+
+
+class LockedView:
+    """Markdown a lock renders only once it is locked, updated in place when it locks.
+
+    ``render()`` gives the markdown or HTML to show once locked (HTML if it starts with
+    ``<``); ``before`` is shown until then. Display the view (or its ``widget``) in a cell.
+    """
+
+    def __init__(self, lock: "PredictionLock", render, before: str):
+        self._lock, self._render, self._before = lock, render, before
+        self.widget = widgets.HTML()
+        self.widget.add_class("course-locked-view")
+        self.refresh()
+
+    def refresh(self) -> None:
+        text = self._render() if self._lock.locked else self._before
+        self.widget.value = f"{theme_css()}<div class='course-ui'>{text if text.startswith('<') else mistune.html(text)}</div>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+class RevealView(LockedView):
+    """The lock's :class:`Reveal` card where a notebook asks for it: a note before locking, the
+    outcome, explanation and ``after_reveal`` text once locked (recorded in the ledger then).
+    The current :class:`Reveal` is :attr:`result`; its fields read through (``view.correct``)."""
+
+    def __init__(self, lock: "PredictionLock"):
+        self.result = Reveal(lock.key, False)
+        super().__init__(lock, self._reveal_html, "")
+
+    def _reveal_html(self) -> str:
+        self.result = self._lock.reveal()
+        return self.result._repr_html_()
+
+    def refresh(self) -> None:
+        super().refresh()
+        if not self._lock.locked:
+            self.result = self._lock.reveal(record=False)
+            self.widget.value = self.result._repr_html_()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("result", "widget"):
+            raise AttributeError(name)
+        return getattr(self.result, name)
 
 
 class PredictionLockedError(RuntimeError):
@@ -216,6 +266,7 @@ class PredictionLock:
         self.folder = Path(folder) if folder is not None else Path.cwd()
         self.ledger = ledger if ledger is not None else Ledger()
         self._gated: list[Any] = []
+        self._views: list[LockedView] = []
         self._value: Any = None
 
         if options is not None:
@@ -362,6 +413,8 @@ class PredictionLock:
         self.status.value = self._status_html(f"{message} Your prediction: <b>{html.escape(self._label(value))}</b>")
         for target in self._gated:
             _set_gated(target, False)
+        for view in self._views:
+            view.refresh()
 
     def _on_input(self, change: dict) -> None:
         if self.locked and change["new"] != self._value:
@@ -396,6 +449,19 @@ class PredictionLock:
             self._gated.append(target)
             _set_gated(target, not self.locked)
         return targets[0] if targets else None
+
+    # -- what the lock shows once locked -------------------------------------
+    def reveal_view(self) -> RevealView:
+        """The reveal card, rendered once this lock is locked and updated in place (:class:`RevealView`)."""
+        view = RevealView(self)
+        self._views.append(view)
+        return view
+
+    def after_lock(self, markdown: str, before: str) -> LockedView:
+        """``markdown`` rendered once this lock is locked (``before`` until then), updated in place."""
+        view = LockedView(self, lambda: markdown, before)
+        self._views.append(view)
+        return view
 
     # -- reveal -------------------------------------------------------------
     def reveal(self, actual: Any = None, *, explanation: str | None = None, record: bool = True) -> Reveal:

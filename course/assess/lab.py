@@ -161,6 +161,13 @@ class Lab(Activity):
                     return reflection
         raise ValueError(f"reflection {reflection_id!r} is not declared in {self.name}")
 
+    def act_of(self, item_id: str) -> Act:
+        """The act that declares answer or reflection ``item_id``."""
+        for act in self.acts:
+            if any(x.id == item_id for x in act.answers + act.reflections):
+                return act
+        raise ValueError(f"{item_id!r} is no answer or reflection of {self.name}")
+
     def key(self, answer_id: str, spec: Optional[Spec] = None) -> Any:
         """The key of an answer for ``spec`` (default: the lab's declared inputs)."""
         return self.answer(answer_id).key(self.spec if spec is None else spec)
@@ -349,9 +356,16 @@ class Lab(Activity):
                      item=answer.id),
                 Cell("test", hidden_test(gid, answer.graded), gid, answer.points, item=answer.id)]
 
+    def reflection_markdown(self, reflection_id: str) -> str:
+        return f"**Reflection (graded by hand).** {self.reflection(reflection_id).prompt}"
+
     def reflection_cells(self, reflection_id: str) -> List[Cell]:
+        """The prompt and the hand-graded answer cell. In an act with a lock the prompt presumes the
+        prediction's answer, so the lock renders it once locked (``lab.ask(id)``), never markdown."""
         r = self.reflection(reflection_id)
-        return [Cell("markdown", f"**Reflection (graded by hand).** {r.prompt}"),
+        prompt = (Cell("code", f"lab.ask({r.id!r})", self.grade_id(r.id) + "_question", item=r.id)
+                  if self.act_of(r.id).lock is not None else Cell("markdown", self.reflection_markdown(r.id)))
+        return [prompt,
                 Cell("manual", f"**Model answer.** {r.model_answer}\n\n"
                                f"**Mark scheme ({r.points:g} points).** {r.mark_scheme}",
                      self.grade_id(r.id), r.points, item=r.id)]

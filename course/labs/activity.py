@@ -13,6 +13,11 @@ from course.assess.lab import Lab, Spec
 from course.assess.variants import current_student, variant_of
 
 
+#: what a reflection that presumes a prediction shows until that prediction is locked
+REFLECTION_BEFORE_LOCK = ("**Reflection (graded by hand).** The question appears here once you have locked "
+                          "your prediction above: it presumes the answer.")
+
+
 def labs() -> Dict[str, Lab]:
     """Every listed lab by ledger prefix (``lab05``, ``lab06``, ``tutorial``)."""
     from course.activities import ACTIVITIES
@@ -27,7 +32,8 @@ class LabSession:
     from the declaration (once per kernel; a locked prediction is restored from
     ``predictions.json``); ``lab.gate('act1', instrument)`` hides an instrument
     until it is locked; ``lab.reveal('act1')`` shows the correct option, the
-    explanation and the lock's ``reveal`` text.
+    explanation and the lock's ``reveal`` text once locked (updated in place);
+    ``lab.ask('act1_why')`` the prompt of a reflection that presumes the answer.
 
     ``spec`` holds this student's numbers (their variant, from who runs the
     kernel: :func:`course.assess.variants.current_student`); ``lab.show(id)``
@@ -68,4 +74,14 @@ class LabSession:
         return self.lock(act_id).gate(*targets)
 
     def reveal(self, act_id: str):
-        return self.lock(act_id).reveal()
+        """The act's reveal, rendered by its lock once locked and updated in place
+        (:class:`~course.prediction.RevealView`; ``.correct``, ``.message``... read its current result)."""
+        return self.lock(act_id).reveal_view()
+
+    def ask(self, reflection_id: str):
+        """The prompt of a reflection in an act with a lock: it presumes the lock's answer, so the
+        lock renders it once locked (:meth:`~course.prediction.PredictionLock.after_lock`)."""
+        declaration = self.declaration
+        act = declaration.act_of(reflection_id)
+        return self.lock(act.id).after_lock(declaration.reflection_markdown(reflection_id),
+                                            before=REFLECTION_BEFORE_LOCK)

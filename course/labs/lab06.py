@@ -117,7 +117,11 @@ ACT2 = Act(
             "> **Correction to the source lab.** The original reveal says a plain tree wins for tiny messages. "
             "Under the α-β model with the NDR latency used here, a plain binomial tree sends the whole message "
             "in each of its 2⌈log₂N⌉ rounds and loses to algorithms that also take log-many steps but move "
-            "ring-like bytes (Rabenseifner's reduce-scatter + all-gather, the double binary tree).")),
+            "ring-like bytes (Rabenseifner's reduce-scatter + all-gather, the double binary tree).\n\n"
+            "**Math peek.** Ring: T = 2(N−1)α + 2(N−1)/N · M/B. Binomial tree: T = 2⌈log₂N⌉(α + M/B). "
+            "The ring wins once its extra latency 2(N−1−⌈log₂N⌉)α costs less than the tree's extra bytes, "
+            "at M ≈ (N−1−⌈log₂N⌉)·α·B / (⌈log₂N⌉−1): at N = 128, α = 5 µs, B = 50 GB/s that is "
+            "120 · 5 µs · 50 GB/s / 6 ≈ 5 MB.")),
     answers=(Answer(
         "act2_small", "small_update_algorithm", "Act II: fastest algorithm for a 0.5 MB update", "an algorithm name",
         lambda s: ("Assign `small_update_algorithm`: the name (as the dashboard writes it) of the fastest "
@@ -191,11 +195,6 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "message size where the winner changes."),
         lab.reveal_cell("act2"),
         *lab.answer_cells("act2_small", s),
-        Cell("markdown",
-             "**Math peek.** Ring: T = 2(N−1)α + 2(N−1)/N · M/B. Binomial tree: T = 2⌈log₂N⌉(α + M/B). "
-             "The ring wins once its extra latency 2(N−1−⌈log₂N⌉)α costs less than the tree's extra bytes, "
-             "at M ≈ (N−1−⌈log₂N⌉)·α·B / (⌈log₂N⌉−1): at N = 128, α = 5 µs, B = 50 GB/s that is "
-             "120 · 5 µs · 50 GB/s / 6 ≈ 5 MB."),
         *lab.reflection_cells("act2_why"),
         Cell("code", "hud.refresh()\nhud", "lab06_hud"),
     ]
