@@ -80,7 +80,7 @@ def _coverage(grade_id: str) -> str:
 
 def part_summary(grade_id: str, max_points: float, verdict: tuple) -> str:
     """Text a student can act on: points, the reason, each check's points and reason, coverage."""
-    score, reason, checks = (tuple(verdict) + ((),))[:3]
+    score, reason, checks = verdict
     lines = [f"{score * max_points:g} of {max_points:g} points: {reason}"]
     for check in checks:
         lines.append(f"  - {check.name}: {check.earned * max_points:g} of {check.share * max_points:g} "
@@ -166,9 +166,3 @@ def render_feedback(nb, resources: dict) -> str:
     """HTML of a feedback notebook (no gradebook access, so no lock needed)."""
     html, _ = _exporter().from_notebook_node(nb, resources=copy.deepcopy(resources))
     return html
-
-
-def write_feedback(nb, resources: dict, verdicts: Dict[str, tuple]) -> str:
-    """Render the feedback HTML for one graded notebook."""
-    nb, resources = feedback_notebook(nb, resources, verdicts)
-    return render_feedback(nb, resources)

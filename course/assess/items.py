@@ -28,7 +28,7 @@ typed attributes instead of conventions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Sequence, Tuple
+from typing import Any, Callable, Dict, Sequence
 
 #: where a part's answer is read: a fresh sandboxed process without the course package, or the kernel
 CLEAN_ROOM, KERNEL = "clean room", "kernel"

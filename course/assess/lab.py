@@ -38,12 +38,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .activity import Activity, _points
 from .authoring import hidden_test
-from .items import KERNEL, Lock, Value
+from .items import KERNEL, Lock, Value, Written
 from .registry import RAISED, Part, Verdict, judge_plain, to_plain
 from .spec import Cell
 from .variants import split_seed, vary_spec
 
 Spec = Dict[str, Any]
+#: a lab's written answer graded by hand is the engine's :class:`~course.assess.items.Written` item
+Reflection = Written
 Vary = Callable[[Spec, random.Random], Spec]
 
 #: how many variants :meth:`Lab.varies` compares with the lab's own inputs
@@ -86,17 +88,6 @@ class Answer:
     def __post_init__(self):
         if self.kind not in ANSWER_KINDS:
             raise ValueError(f"kind must be one of {ANSWER_KINDS}, got {self.kind!r}")
-
-
-@dataclass(frozen=True)
-class Reflection:
-    """A written answer graded by hand (the model answer is removed from the release)."""
-
-    id: str
-    prompt: str
-    model_answer: str
-    mark_scheme: str
-    points: float = 2.0
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
-from .items import CLEAN_ROOM, Function, Lock, Value
+from .items import Function, Lock, Value
 
 KINDS = ("derive", "trace", "build", "debug", "design", "lock", "choice")
 

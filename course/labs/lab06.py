@@ -19,7 +19,7 @@ from course import core
 from course.core import catalog
 from course.core.units import GB
 from course.assess.items import Lock
-from course.assess.lab import Act, Answer, Lab, Reflection, Spec, cases
+from course.assess.lab import Act, Answer, Lab, Reflection, Spec
 from course.assess.spec import Cell
 
 
