@@ -270,20 +270,19 @@ def split_parts(grade_ids) -> Dict[str, List[str]]:
     """Registered parts by where their values come from.
 
     ``functions``: graded by calling a student's function (Build, Debug's fix);
-    ``values``: workbook answers, names the student assigns by computing them
-    (``kinds.value_part``, with ``units``); both are read in the clean room.
-    ``kernel``: lab parts, whose answers are read from the course's instruments
-    by design (and a locked prediction), harvested in the notebook's kernel: a
-    forged harvest there can only produce what the course package in the same
-    kernel lets an honest answer cell produce.
+    ``values``: workbook answers, names the student assigns by computing them;
+    both are read in the clean room (their item's ``judged_in`` is ``"clean room"``).
+    ``kernel``: lab answers, read from the course's instruments by design, and
+    locked predictions (``judged_in == "kernel"``), harvested in the notebook's
+    kernel: a forged harvest there can only produce what the course package in
+    the same kernel lets an honest answer cell produce.
     """
     from course.exercises import REGISTRY
 
     split = {"functions": [], "values": [], "kernel": []}
     for gid in sorted(g for g in grade_ids if g in REGISTRY):
         part = REGISTRY[gid]
-        where = ("functions" if "function" in part.extra
-                 else "values" if part.names and "units" in part.extra else "kernel")
+        where = ("kernel" if part.judged_in == "kernel" else "functions" if part.function is not None else "values")
         split[where].append(gid)
     return split
 
@@ -314,7 +313,7 @@ def request_for(split: Dict[str, List[str]], seed: int) -> Dict[str, Any]:
     for gid in split["functions"]:
         part = REGISTRY[gid]
         probes = part.probes(seed)
-        functions[gid] = {"function": part.extra["function"], "valid": probes["valid"],
+        functions[gid] = {"function": part.function.name, "valid": probes["valid"],
                           "invalid": probes["invalid"]}
     names = sorted({n for gid in split["values"] for n in REGISTRY[gid].names})
     return {"functions": functions, "values": names}

@@ -79,16 +79,15 @@ def _coverage(grade_id: str) -> str:
     part = REGISTRY.get(grade_id)
     if part is None:
         return ""
-    if "function" in part.extra:
+    if part.function is not None:
         return ("The visible check ran only the worked example shown in the notebook. Grading called "
-                f"`{part.extra['function']}` again, in a fresh process, on the worked example, edge "
+                f"`{part.function.name}` again, in a fresh process, on the worked example, edge "
                 "cases, random inputs and invalid inputs (which must raise ValueError); their values "
                 "are not shown.")
-    from course.exercises.chapters import ASSIGNMENTS
-    from course.exercises.variants import exam_mode
+    from course.assess.variants import exam_mode
 
-    if part.assignment not in ASSIGNMENTS.values():
-        return ""  # a lab: its graded cells have no visible check
+    if part.judged_in == "kernel":
+        return ""  # a lab answer or a lock: no visible check ran on it
     if exam_mode(part.assignment):
         return ("The visible check looked at type and units only (exam mode). Grading compared the "
                 "value with the key for your numbers.")
@@ -98,7 +97,7 @@ def _coverage(grade_id: str) -> str:
 
 def part_summary(grade_id: str, max_points: float, verdict: tuple) -> str:
     """Text a student can act on: points, the reason, each check's points and reason, coverage."""
-    score, reason, checks = (tuple(verdict) + ((),))[:3]
+    score, reason, checks = verdict
     lines = [f"{score * max_points:g} of {max_points:g} points: {reason}"]
     for check in checks:
         lines.append(f"  - {check.name}: {check.earned * max_points:g} of {check.share * max_points:g} "
@@ -227,9 +226,3 @@ def render_feedback(nb, resources: dict) -> str:
     """HTML of a feedback notebook (no gradebook access, so no lock needed)."""
     html, _ = _exporter().from_notebook_node(nb, resources=copy.deepcopy(resources))
     return html
-
-
-def write_feedback(nb, resources: dict, verdicts: Dict[str, tuple]) -> str:
-    """Render the feedback HTML for one graded notebook."""
-    nb, resources = feedback_notebook(nb, resources, verdicts)
-    return render_feedback(nb, resources)

@@ -359,7 +359,7 @@ class Grader:
 
     def _seed_for(self, student: str) -> int:
         """The probe seed of this run (random per run) plus the student's variant (from who they are)."""
-        from course.exercises.variants import student_seed
+        from course.assess.variants import student_seed
 
         digest = hashlib.sha256(f"{self.seed}:{self.assignment_name}:{student}".encode()).digest()
         return student_seed(self.assignment_name, student, int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
@@ -480,7 +480,7 @@ class Grader:
                 "max_points": info["max_score"], "status": part_status, "reason": why, "checks": checks,
                 # what nbgrader's in-kernel test cell said; differs from points under tampering
                 "kernel_points": grade.get("kernel")})
-        from course.exercises.variants import variant_of
+        from course.assess.variants import variant_of
 
         return {"student": student, "assignment": self.assignment_name, "status": status,
                 "variant": variant_of(self.assignment_name, student), "reason": reason, "score": round(sum(p["points"] or 0.0 for p in parts), 6),

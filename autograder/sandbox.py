@@ -111,7 +111,7 @@ def sandbox_env(scratch: str, student: Optional[str] = None) -> dict:
 
     ``student`` (the id the grader grades, never one the submission names) becomes
     ``COURSE_STUDENT``, so the kernel's prompts, visible checks and nbgrader test cells use that
-    student's variant (see :mod:`course.exercises.variants`), as in the student's own kernel.
+    student's variant (see :mod:`course.assess.variants`), as in the student's own kernel.
     """
     venv_bin = str(Path(python_executable()).parent)
     env = {

@@ -60,7 +60,7 @@ def make_course(root: Path, chapter: str) -> None:
 def submissions(root: Path, chapter: str, n: int):
     """Half correct (the reference solution with each student's own numbers: variants are on),
     half wrong (the release notebook as fetched). Returns the source notebook."""
-    from course.exercises.variants import answer_sources
+    from course.activities import answer_sources
 
     src = nbformat.read(str(root / "source" / chapter / f"{chapter}.ipynb"), 4)
     for cell in src.cells:

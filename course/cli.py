@@ -1,6 +1,6 @@
 """``course``: the command line of the course package.
 
-    course build-sources [ch00 ...]      write source/<assignment>/ notebooks from the chapter modules
+    course build-sources [name ...]      write source/<assignment>/ notebooks from the activity list
     course build-release [name ...]      nbgrader generate_assignment -> release/<name>/ (default: all in source/)
     course check-release [name ...]      regenerate in a temporary course dir; exit 1 if release/ is stale
     course exercises [name]              list the registry: grade_id, kind, points
@@ -34,21 +34,37 @@ def _names(given: List[str]) -> List[str]:
     return given or known
 
 
-def cmd_build_sources(args) -> int:
-    from course.exercises.chapters import MODULES
-    from course.exercises.notebook import write_sources
+def _listed(names: List[str]):
+    """The listed activities named by ``names`` (assignment or prefix; all when empty)."""
+    from course.activities import ACTIVITIES
 
-    chapters = args.chapters or sorted(MODULES)
-    for path in write_sources(ROOT, chapters):
+    found = [a for a in ACTIVITIES if not names or a.name in names or a.prefix in names]
+    unknown = set(names) - {a.name for a in found} - {a.prefix for a in found}
+    if unknown:
+        raise SystemExit(f"course: unknown activity {sorted(unknown)}; known: "
+                         + ", ".join(a.name for a in ACTIVITIES))
+    return found
+
+
+def _release_options():
+    from course.activities import ACTIVITIES
+
+    return {a.name: a.release_options for a in ACTIVITIES}
+
+
+def cmd_build_sources(args) -> int:
+    from course.assess.notebook import write_sources
+
+    for path in write_sources(_listed(args.chapters), ROOT):
         print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 
 def cmd_build_release(args) -> int:
-    from course.exercises.release import generate_release
+    from course.assess.release import generate_release
 
     names = _names(args.names)
-    generate_release(names, ROOT)
+    generate_release(names, ROOT, options=_release_options())
     for name in names:
         print(f"released release/{name}/")
     return 0
@@ -56,17 +72,17 @@ def cmd_build_release(args) -> int:
 
 def fresh_release(names: List[str], workdir: Path) -> Path:
     """Copy nbgrader_config.py and source/<names> to ``workdir`` and generate their release there."""
-    from course.exercises.release import generate_release
+    from course.assess.release import generate_release
 
     shutil.copy(ROOT / "nbgrader_config.py", workdir / "nbgrader_config.py")
     for name in names:
         shutil.copytree(ROOT / "source" / name, workdir / "source" / name)
-    generate_release(names, workdir)
+    generate_release(names, workdir, options=_release_options())
     return workdir
 
 
 def cmd_check_release(args) -> int:
-    from course.exercises.release import release_differences
+    from course.assess.release import release_differences
 
     names = _names(args.names)
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,12 +105,16 @@ def cmd_exercises(args) -> int:
 
 
 def cmd_derivations(args) -> int:
-    from course.exercises.chapters import chapter_of
-    from course.exercises.spec import derivation_markdown
-    from course.exercises.spec import chapter_exercises
+    from course.activities import activity
 
-    for ex in chapter_exercises(chapter_of(args.name)):
-        print(derivation_markdown(ex.number) + "\n")
+    try:
+        listed = activity(args.name)
+    except ValueError as exc:
+        raise SystemExit(f"course: {exc}")
+    for item in dict.fromkeys(cell.item for cell in listed.cells() if cell.item):
+        text = listed.worked_markdown(item)
+        if text:
+            print(text + "\n")
     return 0
 
 
@@ -110,53 +130,23 @@ def cmd_import_grades(args) -> int:
 
 
 def cmd_variant(args) -> int:
-    import json
+    from course.activities import activity
+    from course.assess.variants import variant_of, variants_on
 
-    from course.exercises.chapters import chapter_of
-    from course.exercises.checks import prompt_text
-    from course.exercises.spec import derivation_markdown
-    from course.exercises.spec import chapter_exercises, spec_for
-    from course.exercises.variants import variant_of, variants_on
-
-    from course.labs.activity import labs
-
-    variant = variant_of(args.name, args.student)
-    state = "off for this assignment" if not variants_on(args.name) else f"variant {variant}"
-    lab = next((lab for lab in labs().values() if lab.name == args.name), None)
-    if lab is not None:
-        print(f"# {args.name} for student {args.student!r} ({state})\n")
-        spec = lab.spec_for(variant)
-        print("numbers: " + json.dumps(spec, default=str) + "\n")
-        for act in lab.acts:
-            for answer in act.answers:
-                print(f"## {answer.title}" + ("" if lab.varies(answer.id) else "  (same for everyone)"))
-                print(lab.prompt_markdown(answer.id, spec))
-                print(f"key {lab.grade_id(answer.id)}: " + json.dumps(answer.key(spec), default=str))
-                if args.derivations:
-                    print(lab.worked_markdown(answer.id, spec))
-                print()
-        return 0
     try:
-        chapter = chapter_of(args.name)
+        listed = activity(args.name)
     except ValueError as exc:
         raise SystemExit(f"course: {exc}")
+    variant = variant_of(args.name, args.student)
+    state = "off for this assignment" if not variants_on(args.name) else f"variant {variant}"
     print(f"# {args.name} for student {args.student!r} ({state})\n")
-    for ex in chapter_exercises(chapter):
-        spec = spec_for(ex, variant)
-        print(f"## {ex.number} {ex.kind} \u00b7 {ex.title}" + ("" if ex.varies else "  (same for everyone)"))
-        print(prompt_text(ex.number, variant))
-        print("numbers: " + json.dumps(spec, default=str))
-        for part in ex.parts:
-            if "key" in part.extra:
-                print(f"key {part.grade_id}: " + json.dumps(part.extra["key"](spec), default=str))
-        if args.derivations:
-            print(derivation_markdown(ex.number, variant))
-        print()
+    for line in listed.variant_report(variant, args.derivations):
+        print(line)
     return 0
 
 
 def cmd_student(args) -> int:
-    from course.exercises.variants import current_student, save_student
+    from course.assess.variants import current_student, save_student
 
     if args.id:
         print(f"saved {args.id!r} in {save_student(args.id)} (restart running kernels to use it)")
@@ -170,8 +160,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("build-sources", help="write workbook source notebooks from the chapter modules")
-    p.add_argument("chapters", nargs="*")
+    p = sub.add_parser("build-sources", help="write the source notebooks of the listed activities")
+    p.add_argument("chapters", nargs="*", metavar="name")
     p.set_defaults(func=cmd_build_sources)
     for name, func, text in (("build-release", cmd_build_release, "generate release/ with nbgrader"),
                              ("check-release", cmd_check_release, "fail if release/ is out of date")):

@@ -1,7 +1,7 @@
 """Prediction locks: commit to an answer before the instrument shows the truth.
 
-A :class:`PredictionLock` asks one question, either a choice among a few
-options (typically four) or a bounded number. The student picks, presses
+A :class:`PredictionLock` asks one question, a choice among a few options
+(typically four). The student picks, presses
 **Lock**, and from then on the answer is frozen: the widgets are disabled,
 ``lock()`` again changes nothing, and ``answer()`` with another value raises
 :class:`PredictionLockedError`.
@@ -21,15 +21,19 @@ Where a locked prediction lives
 Gating and reveal
 -----------------
 ``lock.gate(instrument)`` keeps an instrument (or any widget) hidden until the
-lock is locked. After exploring, ``lock.reveal(actual)`` compares prediction
-and reality: for a number the ratio predicted/actual, *close* when within
-30 %; for a choice whether it was the correct option, with its explanation.
+lock is locked. ``lock.reveal()`` compares the locked option with the correct
+one, with its explanation and the lock's ``after_reveal`` text (everything
+written for after the prediction). A notebook shows it with
+``lock.reveal_view()`` (or ``lock.after_lock(markdown)`` for a passage such as a
+reflection that presumes the answer): a view the lock renders once it is
+locked, and updates in place, so the cell can run before or after locking and
+shows the same after a restart.
 
 Headless execution
 ------------------
 Tests and notebook runs without a person call ``lock.answer(value)``, or set
 the environment variable ``COURSE_AUTOPREDICT``: ``1`` answers every new lock
-with its first option (or its default number); a JSON object such as
+with its first option; a JSON object such as
 ``{"lab06/act1": "C"}`` answers the named keys.
 
 Example
@@ -62,7 +66,7 @@ import json
 import math
 import os
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -78,14 +82,57 @@ __all__ = [
     "Reveal",
     "read_predictions",
     "PREDICTIONS_FILE",
-    "CLOSE_WITHIN",
 ]
 
 PREDICTIONS_FILE = "predictions.json"
 AUTOPREDICT_ENV = "COURSE_AUTOPREDICT"
-#: A numeric prediction is "close" when predicted/actual is within this of 1.
-CLOSE_WITHIN = 0.30
 _LETTERS = "ABCDEFGH"
+
+
+class LockedView:
+    """Markdown a lock renders only once it is locked, updated in place when it locks.
+
+    ``render()`` gives the markdown or HTML to show once locked (HTML if it starts with
+    ``<``); ``before`` is shown until then. Display the view (or its ``widget``) in a cell.
+    """
+
+    def __init__(self, lock: "PredictionLock", render, before: str):
+        self._lock, self._render, self._before = lock, render, before
+        self.widget = widgets.HTML()
+        self.widget.add_class("course-locked-view")
+        self.refresh()
+
+    def refresh(self) -> None:
+        text = self._render() if self._lock.locked else self._before
+        self.widget.value = f"{theme_css()}<div class='course-ui'>{text if text.startswith('<') else mistune.html(text)}</div>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+class RevealView(LockedView):
+    """The lock's :class:`Reveal` card where a notebook asks for it: a note before locking, the
+    outcome, explanation and ``after_reveal`` text once locked (recorded in the ledger then).
+    The current :class:`Reveal` is :attr:`result`; its fields read through (``view.correct``)."""
+
+    def __init__(self, lock: "PredictionLock"):
+        self.result = Reveal(lock.key, False)
+        super().__init__(lock, self._reveal_html, "")
+
+    def _reveal_html(self) -> str:
+        self.result = self._lock.reveal()
+        return self.result._repr_html_()
+
+    def refresh(self) -> None:
+        super().refresh()
+        if not self._lock.locked:
+            self.result = self._lock.reveal(record=False)
+            self.widget.value = self.result._repr_html_()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("result", "widget"):
+            raise AttributeError(name)
+        return getattr(self.result, name)
 
 
 class PredictionLockedError(RuntimeError):
@@ -101,11 +148,9 @@ class Reveal:
     prediction: Any = None
     actual: Any = None
     correct: bool | None = None
-    ratio: float | None = None
     message: str = ""
     explanation: str = ""
     after_reveal: str = ""
-    extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -167,16 +212,9 @@ class PredictionLock:
         Ledger key, e.g. ``"lab06/act1"``.
     question : str
         The question shown above the options.
-    options : sequence of str or mapping {key: label}, optional
+    options : sequence of str or mapping {key: label}
         Choice options (2 to 8; labs use 4). A plain sequence gets keys
         ``"A"``, ``"B"``... The locked value is the option's key.
-    bounds : (low, high), optional
-        For a numeric prediction instead of a choice: the allowed range.
-    default : float, optional
-        Initial number (default: geometric mean of positive bounds, else the
-        midpoint); also what ``COURSE_AUTOPREDICT=1`` answers.
-    unit : str
-        Unit label shown beside the number box.
     correct : str, optional
         Correct option key, used by :meth:`reveal` for choices.
     explanations : str or mapping {option key: str}, optional
@@ -194,10 +232,7 @@ class PredictionLock:
         key: str,
         question: str,
         *,
-        options: Sequence[str] | Mapping[str, str] | None = None,
-        bounds: tuple[float, float] | None = None,
-        default: float | None = None,
-        unit: str = "",
+        options: Sequence[str] | Mapping[str, str],
         correct: str | None = None,
         explanations: str | Mapping[str, str] | None = None,
         after_reveal: str = "",
@@ -206,65 +241,46 @@ class PredictionLock:
     ):
         if not isinstance(key, str) or not key.strip():
             raise ValueError(f"key must be a non-empty string like 'lab06/act1', got {key!r}")
-        if (options is None) == (bounds is None):
-            raise ValueError("give exactly one of options (a choice) or bounds (a number)")
+        if options is None:
+            raise ValueError("options must be 2 to 8 choices, got None")
         self.key = key
         self.question = question
-        self.unit = unit
         self.explanations = explanations
         self.after_reveal = after_reveal
         self.folder = Path(folder) if folder is not None else Path.cwd()
         self.ledger = ledger if ledger is not None else Ledger()
         self._gated: list[Any] = []
+        self._views: list[LockedView] = []
         self._value: Any = None
 
-        if options is not None:
-            self.kind = "choice"
-            if isinstance(options, Mapping):
-                self.options = {str(k): str(v) for k, v in options.items()}
-            else:
-                self.options = {_LETTERS[i]: str(v) for i, v in enumerate(list(options)[: len(_LETTERS)])}
-                if len(options) > len(_LETTERS):
-                    raise ValueError(f"options must have 2 to {len(_LETTERS)} entries, got {len(options)}")
-            if not 2 <= len(self.options) <= len(_LETTERS):
-                raise ValueError(f"options must have 2 to {len(_LETTERS)} entries, got {len(self.options)}")
-            if correct is not None and correct not in self.options:
-                raise ValueError(f"correct must be one of {list(self.options)}, got {correct!r}")
-            self.correct = correct
-            self.input = widgets.RadioButtons(
-                options=[(label if label.startswith(f"{k})") else f"{k}) {label}", k) for k, label in self.options.items()],
-                value=None,
-                layout=widgets.Layout(width="auto"),
-                style={"description_width": "0px"},
-            )
+        self.kind = "choice"
+        if isinstance(options, Mapping):
+            self.options = {str(k): str(v) for k, v in options.items()}
         else:
-            self.kind = "number"
-            try:
-                low, high = (float(b) for b in bounds)  # type: ignore[union-attr]
-            except (TypeError, ValueError):
-                raise ValueError(f"bounds must be two numbers (low, high), got {bounds!r}") from None
-            if not (math.isfinite(low) and math.isfinite(high) and low < high):
-                raise ValueError(f"bounds must be finite with low < high, got {bounds!r}")
-            self.bounds = (low, high)
-            if default is None:
-                default = math.sqrt(low * high) if low > 0 else (low + high) / 2
-            if not low <= float(default) <= high:
-                raise ValueError(f"default must lie in [{low}, {high}], got {default!r}")
-            self.correct = None
-            self.input = widgets.BoundedFloatText(
-                value=float(default), min=low, max=high, layout=widgets.Layout(width="160px")
-            )
-
+            self.options = {_LETTERS[i]: str(v) for i, v in enumerate(list(options)[: len(_LETTERS)])}
+            if len(options) > len(_LETTERS):
+                raise ValueError(f"options must have 2 to {len(_LETTERS)} entries, got {len(options)}")
+        if not 2 <= len(self.options) <= len(_LETTERS):
+            raise ValueError(f"options must have 2 to {len(_LETTERS)} entries, got {len(self.options)}")
+        if correct is not None and correct not in self.options:
+            raise ValueError(f"correct must be one of {list(self.options)}, got {correct!r}")
+        self.correct = correct
+        self.input = widgets.RadioButtons(
+            options=[(label if label.startswith(f"{k})") else f"{k}) {label}", k) for k, label in self.options.items()],
+            value=None,
+            layout=widgets.Layout(width="auto"),
+            style={"description_width": "0px"},
+        )
         self.button = widgets.Button(
             description="Lock prediction", icon="lock",  # the theme's own button colours: legible in both
-            disabled=self.kind == "choice",
+            disabled=True,  # until an option is chosen
         )
         self.status = widgets.HTML(self._status_html("Choose, then lock. You cannot change it afterwards."))
         header = widgets.HTML(
             f"{theme_css()}<div class='course-kicker'>Prediction lock</div>"
             f"<div class='course-ui' style='font-weight:600;margin:4px 0'>{html.escape(question)}</div>"
         )
-        row = [self.input] + ([widgets.Label(unit)] if unit and self.kind == "number" else [])
+        row = [self.input]
         self.widget = widgets.VBox(
             [header, widgets.HBox(row), widgets.HBox([self.button, self.status])],
             layout=widgets.Layout(padding="8px 12px", margin="6px 0"),
@@ -290,29 +306,19 @@ class PredictionLock:
         return self._value
 
     def _valid(self, value: Any) -> bool:
-        if self.kind == "choice":
-            return value in self.options
-        return _plain(value) and not isinstance(value, (bool, str)) and self.bounds[0] <= value <= self.bounds[1]
+        return isinstance(value, str) and value in self.options
 
     def _check(self, value: Any) -> Any:
-        if self.kind == "choice":
-            if value not in self.options:
-                raise ValueError(f"value must be one of {list(self.options)}, got {value!r}")
-            return value
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"value must be a number in [{self.bounds[0]}, {self.bounds[1]}], got {value!r}") from None
-        if not (math.isfinite(number) and self.bounds[0] <= number <= self.bounds[1]):
-            raise ValueError(f"value must be a number in [{self.bounds[0]}, {self.bounds[1]}], got {value!r}")
-        return number
+        if not isinstance(value, str) or value not in self.options:
+            raise ValueError(f"value must be one of {list(self.options)}, got {value!r}")
+        return value
 
     # -- locking ------------------------------------------------------------
     def answer(self, value: Any) -> None:
         """Set and lock the prediction (tests, headless runs).
 
         Raises :class:`PredictionLockedError` if already locked with another
-        value, ``ValueError`` if the value is not an option / out of bounds.
+        value, ``ValueError`` if the value is not an option.
         """
         value = self._check(value)
         if self.locked:
@@ -362,13 +368,15 @@ class PredictionLock:
         self.status.value = self._status_html(f"{message} Your prediction: <b>{html.escape(self._label(value))}</b>")
         for target in self._gated:
             _set_gated(target, False)
+        for view in self._views:
+            view.refresh()
 
     def _on_input(self, change: dict) -> None:
         if self.locked and change["new"] != self._value:
             # A frozen lock ignores edits (from a browser that still shows it enabled, or code).
             self.input.value = self._value
             self.status.value = self._status_html("This prediction is locked and cannot be changed.", "bad")
-        elif not self.locked and self.kind == "choice":
+        elif not self.locked:
             self.button.disabled = change["new"] is None
 
     def _autopredict(self) -> None:
@@ -383,7 +391,7 @@ class PredictionLock:
             if chosen is None:
                 return
         else:
-            chosen = next(iter(self.options)) if self.kind == "choice" else self.input.value
+            chosen = next(iter(self.options))
         self.answer(chosen)
 
     # -- gating -------------------------------------------------------------
@@ -397,66 +405,57 @@ class PredictionLock:
             _set_gated(target, not self.locked)
         return targets[0] if targets else None
 
+    # -- what the lock shows once locked -------------------------------------
+    def reveal_view(self) -> RevealView:
+        """The reveal card, rendered once this lock is locked and updated in place (:class:`RevealView`)."""
+        view = RevealView(self)
+        self._views.append(view)
+        return view
+
+    def after_lock(self, markdown: str, before: str) -> LockedView:
+        """``markdown`` rendered once this lock is locked (``before`` until then), updated in place."""
+        view = LockedView(self, lambda: markdown, before)
+        self._views.append(view)
+        return view
+
     # -- reveal -------------------------------------------------------------
     def reveal(self, actual: Any = None, *, explanation: str | None = None, record: bool = True) -> Reveal:
-        """Compare the locked prediction with reality and record the outcome.
+        """Compare the locked option with the correct one and record the outcome.
 
         Parameters
         ----------
-        actual : float or str, optional
-            For a number: the true value (must be non-zero). For a choice:
-            the correct option key (default: ``correct`` given at creation).
+        actual : str, optional
+            The correct option key (default: ``correct`` given at creation).
         explanation : str, optional
             Overrides the explanation given at creation.
         """
         if not self.locked:
             return Reveal(self.key, False, message="Lock a prediction first; then the reveal compares it with reality.")
-        if self.kind == "number":
-            try:
-                actual_value = float(actual)
-            except (TypeError, ValueError):
-                raise ValueError(f"actual must be a non-zero number, got {actual!r}") from None
-            if actual_value == 0 or not math.isfinite(actual_value):
-                raise ValueError(f"actual must be a finite non-zero number, got {actual!r}")
-            ratio = self._value / actual_value
-            close = abs(ratio - 1.0) <= CLOSE_WITHIN + 1e-12  # 13 vs 10 is exactly 30 %: close
-            unit = f" {self.unit}" if self.unit else ""
-            message = (
-                f"You predicted {self._value:.4g}{unit}; reality is {actual_value:.4g}{unit} "
-                f"(ratio {ratio:.2f}, {'close: within' if close else 'not within'} {CLOSE_WITHIN:.0%})."
-            )
-            text = explanation if explanation is not None else (self.explanations if isinstance(self.explanations, str) else "")
-            result = Reveal(self.key, True, self._value, actual_value, close, ratio, message, text or "",
-                            self.after_reveal)
-        else:
-            truth = actual if actual is not None else self.correct
-            if truth not in self.options:
-                raise ValueError(f"actual must be one of {list(self.options)}, got {truth!r}")
-            correct = self._value == truth
-            if explanation is None:
-                if isinstance(self.explanations, Mapping):
-                    explanation = self.explanations.get(self._value, "")
-                else:
-                    explanation = self.explanations or ""
-            message = (
-                f"You chose {self._label(self._value)}. "
-                + ("That is correct." if correct else f"The answer is {self._label(truth)}.")
-            )
-            result = Reveal(self.key, True, self._value, truth, correct, None, message, explanation,
-                            self.after_reveal)
+        truth = actual if actual is not None else self.correct
+        if truth not in self.options:
+            raise ValueError(f"actual must be one of {list(self.options)}, got {truth!r}")
+        correct = self._value == truth
+        if explanation is None:
+            if isinstance(self.explanations, Mapping):
+                explanation = self.explanations.get(self._value, "")
+            else:
+                explanation = self.explanations or ""
+        message = (
+            f"You chose {self._label(self._value)}. "
+            + ("That is correct." if correct else f"The answer is {self._label(truth)}.")
+        )
+        result = Reveal(self.key, True, self._value, truth, correct, message, explanation, self.after_reveal)
         if record:
             try:
-                self.ledger.record(self.key, {"correct": result.correct, "actual": result.actual, "ratio": result.ratio})
+                self.ledger.record(self.key, {"correct": result.correct, "actual": result.actual})
             except (OSError, ValueError) as exc:
                 warnings.warn(f"the design ledger could not be written: {exc}")
         return result
 
     # -- display ------------------------------------------------------------
     def _label(self, value: Any) -> str:
-        if self.kind == "choice":
-            label = self.options.get(value, "")
-            return label if label.startswith(f"{value})") else f"{value}) {label}".strip()
-        return f"{value:.4g} {self.unit}".strip()
+        label = self.options.get(value, "")
+        return label if label.startswith(f"{value})") else f"{value}) {label}".strip()
 
     @staticmethod
     def _status_html(text: str, tone: str = "normal") -> str:

@@ -1,17 +1,17 @@
 """Progress from the design ledger, for the course index notebook.
 
-What to show comes from the declarations: the labs' acts, locks and graded
-parts (:func:`course.labs.activity.labs`, :data:`course.exercises.REGISTRY`)
-and the workbook's chapters and exercises (:data:`course.exercises.spec.EXERCISES`).
+What to show comes from the one activity list (:data:`course.activities.ACTIVITIES`):
+each activity gives its own rows (:meth:`~course.assess.activity.Activity.progress`:
+a lab's acts, locks and graded parts, a chapter's exercises).
 What is done comes only from ledger fields the package writes:
 
 * a lab lock (key ``lab05/act1``...): ``prediction`` when the student locks
   (:meth:`PredictionLock.lock`), ``correct`` when the reveal runs
   (:meth:`PredictionLock.reveal`);
 * a workbook exercise (key ``ch00/ex0_1``...): ``attempts`` and ``passed`` from
-  its visible check (:func:`course.exercises.checks.check`);
+  its visible check (:func:`course.assess.checks.check_exercise`);
 * any graded part's key: ``points`` and ``max_points`` after
-  ``course import-grades`` (:func:`course.exercises.mastery.record_points`).
+  ``course import-grades`` (:func:`course.assess.mastery.record_points`).
 
 ``summary()`` returns plain data, ``to_html()`` renders it, ``show()`` displays it.
 """
@@ -21,67 +21,19 @@ from __future__ import annotations
 import html
 from typing import Optional
 
-from .exercises.chapters import MODULES
-from .exercises.registry import REGISTRY
-from .exercises.spec import chapter_exercises
-from .labs.activity import labs
+from .activities import ACTIVITIES
 from .ledger import Ledger
 from .theme import theme_css
 
 __all__ = ["summary", "show", "to_html"]
 
 
-def _points(entry: dict) -> Optional[tuple]:
-    if isinstance(entry.get("points"), (int, float)) and isinstance(entry.get("max_points"), (int, float)):
-        return float(entry["points"]), float(entry["max_points"])
-    return None
-
-
-def _lab_rows(entries: dict) -> dict:
-    out = {}
-    for prefix, lab in labs().items():
-        acts = []
-        for act in lab.acts:
-            lock = None
-            if act.lock is not None:
-                entry = entries.get(lab.lock_key(act.id), {})
-                lock = {"key": lab.lock_key(act.id), "locked": "prediction" in entry,
-                        "revealed": "correct" in entry, "correct": entry.get("correct") is True}
-            parts = []
-            for answer in act.answers:
-                part = REGISTRY[lab.grade_id(answer.id)]
-                parts.append({"grade_id": part.grade_id, "title": part.title, "max_points": part.points,
-                              "points": _points(entries.get(part.ledger_key, {}))})
-            acts.append({"id": act.id, "title": act.title, "lock": lock, "parts": parts})
-        locks = [a["lock"] for a in acts if a["lock"]]
-        out[prefix] = {"title": lab.title, "assignment": lab.name, "acts": acts,
-                       "locks_total": len(locks), "locked": sum(x["locked"] for x in locks),
-                       "revealed": sum(x["revealed"] for x in locks), "correct": sum(x["correct"] for x in locks)}
-    return out
-
-
-def _chapter_rows(entries: dict) -> dict:
-    out = {}
-    for chapter, module in MODULES.items():
-        exercises = chapter_exercises(chapter)
-        done = [entries.get(ex.ledger_key, {}) for ex in exercises]
-        graded = [p for p in (_points(e) for e in done) if p is not None]
-        out[chapter] = {
-            "title": module.CHAPTER["title"],
-            "exercises_total": len(exercises),
-            "attempted": sum(int(e.get("attempts", 0)) > 0 for e in done),
-            "attempts": sum(int(e.get("attempts", 0)) for e in done),
-            "visible_passed": sum(e.get("passed") is True for e in done),
-            "points": sum(p for p, _ in graded) if graded else None,
-            "max_points": sum(m for _, m in graded) if graded else None,
-        }
-    return out
-
-
 def summary(ledger=None) -> dict:
     """Progress as plain data: ``{"labs": {prefix: ...}, "chapters": {"ch00": ...}}``."""
     entries = (ledger if ledger is not None else Ledger()).entries()
-    return {"labs": _lab_rows(entries), "chapters": _chapter_rows(entries)}
+    rows = [(activity.prefix, activity.progress(entries)) for activity in ACTIVITIES]
+    return {"labs": {key: row for key, row in rows if row["kind"] == "lab"},
+            "chapters": {key: row for key, row in rows if row["kind"] == "chapter"}}
 
 
 def _lock_text(lock: dict) -> str:

@@ -1,24 +1,26 @@
-"""Workbook exercise mechanisms shared by every graded assignment.
+"""What notebooks, hidden tests and the autograder call: the assessment engine
+(:mod:`course.assess`) bound to the one activity list (:mod:`course.activities`).
 
-Contract for the autograder (see :mod:`course.exercises.registry`)
------------------------------------------------------------------
-``REGISTRY`` maps every autograded nbgrader ``grade_id`` to a :class:`Part`
-(``exercise``, ``kind``, ``points``, ``names``, ``assignment``, ``ledger_key``,
-``harvest``, ``judge``, ``probes``).
+Contract for the autograder
+---------------------------
+``REGISTRY`` maps every autograded nbgrader ``grade_id`` to a
+:class:`~course.assess.registry.Part` (``exercise``, ``kind``, ``points``,
+``names``, ``assignment``, ``ledger_key``, ``harvest``, ``judge``, ``probes``
+and its typed ``item``: :mod:`course.assess.items`).
 
 1. Harvest: plain values only, never a judgement. The autograder reads function
    results and assigned names in a clean room without the course package
-   (``autograder/cleanroom.py``) and builds each value part's harvest with
-   ``part.harvest`` on those plain values; parts without names (a locked
-   prediction) are harvested in the student's kernel by
-   ``harvest_json(grade_id, globals(), seed)``. In-kernel harvests of Build
-   parts (plain nbgrader, tests) call the student's function on
-   ``part.probes(seed)`` with ``course.core`` poisoned.
+   (``autograder/cleanroom.py``) for the parts whose ``judged_in`` is
+   ``"clean room"``, and builds each value part's harvest with ``part.harvest``
+   on those plain values; the others (a lab answer, a locked prediction) are
+   harvested in the student's kernel by ``harvest_json(grade_id, globals(), seed)``.
+   In-kernel harvests of Build parts (plain nbgrader, tests) call the student's
+   function on ``part.probes(seed)`` with ``course.core`` poisoned.
 2. In a trusted process: ``judge_json(grade_id, text, seed)`` returns a
    :class:`Verdict` (``score`` in [0, 1], ``reason`` a student may read: it
    names what is wrong, never the hidden inputs or the key); the points are
    ``score * REGISTRY[grade_id].points``. Use the same ``seed`` for both:
-   ``course.exercises.variants.student_seed(assignment, student, probe_seed)``
+   ``course.assess.variants.student_seed(assignment, student, probe_seed)``
    (it carries the student's variant as well as the probe seed).
    Function parts give partial credit: ``Verdict.checks`` lists each
    :class:`Check` (worked example, edge cases, random inputs, invalid inputs).
@@ -28,30 +30,36 @@ Contract for the autograder (see :mod:`course.exercises.registry`)
    autograde`` grades honest submissions correctly (all or nothing per cell).
 
 Grade ids: ``chNN_exN_M`` (``ch00_ex0_1``); Debug parts add ``_line`` and
-``_fix``; a second Build function adds ``_<function>``. Cells that are not
-autograded also carry ids: ``..._answer`` (solution), ``..._check`` (visible
-check), ``..._why`` (manually graded markdown).
+``_fix``; a second Build function adds ``_<function>``. They are formatted once,
+by the declarations (:meth:`Exercise.grade_id`, :meth:`Lab.grade_id`), and never
+parsed back: what a cell is comes from :meth:`Syllabus.role_of`.
 
-Feedback: ``course.exercises.feedback.insert_derivations(nb)`` adds each
-exercise's worked derivation after it (nbgrader_config.py registers it for
-``nbgrader generate_feedback``, together with ``ClearHiddenTests``).
-
-Adding a chapter: write ``course/exercises/chapters/chNN.py`` (discovered
-automatically) with ``CHAPTER`` and exercises declared through
-:mod:`course.exercises.authoring`; then ``course build-sources chNN`` and
+Adding a chapter: write ``course/chapters/chNN.py`` (``ACTIVITY = CH = Chapter(...)``
+and exercises declared through :mod:`course.assess.authoring`), add one line to
+:data:`course.activities.ACTIVITIES`; then ``course build-sources`` and
 ``course build-release <assignment>``.
 """
 
-from .registry import (  # noqa: F401
-    KINDS, REGISTRY, Check, Part, Verdict, NotPlain, judge_plain, plain_number, register,
-    roundtrip, safe_judge, to_plain, check_number, is_plain_number,
+from course.activities import REGISTRY, SYLLABUS  # noqa: F401
+from course.assess.checks import check_exercise, show_exercise, whoami  # noqa: F401
+from course.assess.registry import (  # noqa: F401
+    KINDS, Check, NotPlain, Part, Verdict, judge_plain, plain_number, roundtrip, safe_judge, to_plain,
 )
+
+
+def check(exercise: str, namespace: dict) -> None:
+    """Visible check of exercise ``exercise`` (its number, e.g. ``"0.1"``) against this student's numbers."""
+    check_exercise(SYLLABUS.exercise(exercise), namespace)
+
+
+def show(exercise: str) -> None:
+    """Render exercise ``exercise``'s prompt with this student's numbers (read-only prompt cells)."""
+    show_exercise(SYLLABUS.exercise(exercise))
 
 
 def harvest_json(grade_id: str, namespace: dict, seed: int = 0) -> str:
     """Harvest ``grade_id`` from ``namespace`` (in the kernel) and return JSON text."""
     import json
-
     import warnings
 
     part = REGISTRY[grade_id]
@@ -86,7 +94,7 @@ def grade_in_kernel(grade_id: str, namespace: dict, seed: "int | None" = None) -
     """
     import warnings
 
-    from .variants import current_variant, grading_seed
+    from course.assess.variants import current_variant, grading_seed
 
     if seed is None:
         seed = grading_seed(0, current_variant(REGISTRY[grade_id].assignment))
@@ -98,8 +106,3 @@ def grade_in_kernel(grade_id: str, namespace: dict, seed: "int | None" = None) -
     if not verdict.passed:
         raise AssertionError(verdict.reason)
     print(f"{grade_id}: {verdict.reason}")
-
-
-from .checks import check, show, whoami  # noqa: E402,F401  (visible checks used by the notebooks)
-from . import chapters  # noqa: E402,F401  (importing the chapters fills REGISTRY)
-from . import labs  # noqa: E402,F401  (lab grading parts: course/exercises/labs.py)

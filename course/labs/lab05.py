@@ -25,9 +25,10 @@ from typing import List
 from course import core
 from course.core import catalog, memory, units
 from course.core.units import GB
-from course.exercises.spec import Cell
+from course.assess.items import Lock
+from course.assess.lab import Act, Answer, Lab, Reflection, Spec, cases
+from course.assess.spec import Cell
 
-from .activity import Act, Answer, Lab, Lock, Reflection, Spec, cases
 
 NAME = "lab05_parallelism_paradox"
 
@@ -208,7 +209,18 @@ ACT1 = Act(
         correct="B",
         explanation="Per-GPU compute is fixed (same micro-batch). The ring all-reduce moves about 2x the gradient "
                     "bytes per GPU; beyond one node it runs on 50 GB/s InfiniBand instead of 450 GB/s NVLink, so "
-                    "exposed communication eats a growing share of the step."),
+                    "exposed communication eats a growing share of the step.",
+        reveal=(
+            "On the Edge, Mobile and Tiny tracks the same wall is a sync over 5G or Bluetooth LE.\n\n"
+            "**Does the model reproduce the lead's numbers?** Only the first step. Set the fabric to InfiniBand "
+            "NDR and move from 8 to 64 GPUs: MFU drops sharply, because the gradients leave NVLink. From 64 "
+            "to 512 it hardly moves (about a third on NDR): a ring all-reduce sends 2(N−1)/N of the gradient "
+            "bytes per GPU, almost the same for 64 as for 512 GPUs (Lab 06 is about this). The lead's 19 % at "
+            "512 needs more than the bandwidth term. A slower fabric is one way (try Ethernet 100G). Things "
+            "this model leaves out are others: congestion between switch tiers, stragglers that make every "
+            "GPU wait for the slowest (Part 3), and the per-message latency of many small gradient buckets.\n\n"
+            "**Math peek.** T_comm = 2(N−1)/N · 2P / B (bytes of bf16 gradients over link bandwidth) and "
+            "T_compute = 6 P · b·s / (peak · efficiency); MFU falls by T_compute / (T_compute + exposed T_comm).")),
     answers=(Answer("act1_allreduce", "act1_allreduce_s", "Act I: all-reduce time of your job", "s",
                     _act1_prompt, act1_allreduce_seconds, _act1_solution),),
     reflections=(Reflection(
@@ -232,12 +244,17 @@ ACT2 = Act(
         correct="B",
         explanation="TP stays inside the 8-GPU NVLink node, PP splits the 96 layers across nodes, DP takes the "
                     "rest. But B only fits with ZeRO or recomputation (below).",
-        after_reveal=(
+        reveal=(
             "> **Correction to the source lab.** Its \"correct\" answer B, with plain mixed-precision Adam and "
             "no recomputation, needs about 143 GB per GPU by the planner's count (Korthikanti et al. "
             "activations) and trips the lab's own out-of-memory banner. B is the right *shape*; it fits once "
             "ZeRO-1 shards the optimizer and selective recomputation trims activations. The source's bubble "
-            "formula (p−1)/(p·m) is also replaced by (p−1)/(m+p−1).")),
+            "formula (p−1)/(p·m) is also replaced by (p−1)/(m+p−1).\n\n"
+            "Now drive the instruments above into each failure state: TP = 16 (the TP group leaves the node: "
+            "`tp_crosses_node`), ZeRO 0 with no recomputation (`out_of_memory`), PP = 3, which leaves GPUs "
+            "without a place (an invalid configuration: `gpus_mismatch`), fewer micro-batches than stages "
+            "(`too_few_microbatches`), and a bubble above 10 % of the step (the bubble chart's "
+            "`bubble over ceiling` warning, e.g. PP = 8 with m = 32).")),
     answers=(Answer("act2_memory", "act2_plain_memory_gb", "Act II: memory per GPU of your layout", "GB",
                     _act2_prompt, act2_plain_memory_gb, _act2_solution, graded="within 2 % of the planner"),),
     reflections=(Reflection(
@@ -295,7 +312,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "instruments follow it; those built for GPU clusters say so when a track is outside them. "
              "**Cloud is the default and the graded track:** every number you assign is defined for Cloud, "
              "whatever track you explore."),
-        Cell("code", lab.setup_source(
+        Cell("setup", lab.setup_source(
             "from course import core\n"
             "from course.instruments import (ScalingExplorer, AllreduceComparator, Configurator, BubbleChart,\n"
             "                                SyncAudit, TrackSelector, HudFooter)\n"
@@ -310,22 +327,11 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         Cell("markdown",
              "The all-reduce comparator runs the same gradient sum on its own: on Cloud the 14 GB of bf16 "
              "gradients on 512 GPUs over InfiniBand NDR; on the other tracks the track's fleet, link and model "
-             "(FP32 gradients), where the wall is a sync over 5G or Bluetooth LE."),
+             "(FP32 gradients)."),
         Cell("code", "fleet = lab.gate('act1', AllreduceComparator(gpus=512, message_gb=14))\ntrack.link_to(fleet)\n"
                      "fleet", "lab05_act1_fleet"),
         lab.reveal_cell("act1"),
-        Cell("markdown",
-             "**Does the model reproduce the lead's numbers?** Only the first step. Set the fabric to InfiniBand "
-             "NDR and move from 8 to 64 GPUs: MFU drops sharply, because the gradients leave NVLink. From 64 "
-             "to 512 it hardly moves (about a third on NDR): a ring all-reduce sends 2(N−1)/N of the gradient "
-             "bytes per GPU, almost the same for 64 as for 512 GPUs (Lab 06 is about this). The lead's 19 % at "
-             "512 needs more than the bandwidth term. A slower fabric is one way (try Ethernet 100G). Things "
-             "this model leaves out are others: congestion between switch tiers, stragglers that make every "
-             "GPU wait for the slowest (Part 3), and the per-message latency of many small gradient buckets."),
         *lab.answer_cells("act1_allreduce", s),
-        Cell("markdown",
-             "**Math peek.** T_comm = 2(N−1)/N · 2P / B (bytes of bf16 gradients over link bandwidth) and "
-             "T_compute = 6 P · b·s / (peak · efficiency); MFU falls by T_compute / (T_compute + exposed T_comm)."),
         *lab.reflection_cells("act1_why"),
         Cell("markdown",
              "## Act II · GPT-3 175B on 1,024 H100s\n\n"
@@ -341,12 +347,6 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "micro-batch count m, with your current m marked."),
         Cell("code", "bubbles = lab.gate('act2', BubbleChart().follow_controls(configurator))\nbubbles",
              "lab05_act2_bubbles"),
-        Cell("markdown",
-             "Drive the instruments into each failure state: TP = 16 (the TP group leaves the node: "
-             "`tp_crosses_node`), ZeRO 0 with no recomputation (`out_of_memory`), PP = 3, which leaves GPUs "
-             "without a place (an invalid configuration: `gpus_mismatch`), fewer micro-batches than stages "
-             "(`too_few_microbatches`), and a bubble above 10 % of the step (the bubble chart's "
-             "`bubble over ceiling` warning, e.g. PP = 8 with m = 32)."),
         lab.reveal_cell("act2"),
         *lab.answer_cells("act2_memory", s),
         *lab.reflection_cells("act2_why"),
@@ -373,4 +373,4 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     ]
 
 
-LAB = Lab(NAME, "lab05", "Lab 05 · The parallelism paradox", SPEC, (ACT1, ACT2, PART3), layout, vary)
+ACTIVITY = LAB = Lab(NAME, "lab05", "Lab 05 · The parallelism paradox", SPEC, (ACT1, ACT2, PART3), layout, vary)

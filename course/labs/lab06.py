@@ -18,9 +18,10 @@ from typing import Dict, List
 from course import core
 from course.core import catalog
 from course.core.units import GB
-from course.exercises.spec import Cell
+from course.assess.items import Lock
+from course.assess.lab import Act, Answer, Lab, Reflection, Spec
+from course.assess.spec import Cell
 
-from .activity import Act, Answer, Lab, Lock, Reflection, Spec
 
 NAME = "lab06_bandwidth_invariant"
 
@@ -112,11 +113,15 @@ ACT2 = Act(
         correct="C",
         explanation="At 0.5 MB the ring pays 254 latencies; a plain tree pays only 14 but sends the whole message "
                     "every round. Algorithms with log2 N steps and ring-like bytes win.",
-        after_reveal=(
+        reveal=(
             "> **Correction to the source lab.** The original reveal says a plain tree wins for tiny messages. "
             "Under the α-β model with the NDR latency used here, a plain binomial tree sends the whole message "
             "in each of its 2⌈log₂N⌉ rounds and loses to algorithms that also take log-many steps but move "
-            "ring-like bytes (Rabenseifner's reduce-scatter + all-gather, the double binary tree).")),
+            "ring-like bytes (Rabenseifner's reduce-scatter + all-gather, the double binary tree).\n\n"
+            "**Math peek.** Ring: T = 2(N−1)α + 2(N−1)/N · M/B. Binomial tree: T = 2⌈log₂N⌉(α + M/B). "
+            "The ring wins once its extra latency 2(N−1−⌈log₂N⌉)α costs less than the tree's extra bytes, "
+            "at M ≈ (N−1−⌈log₂N⌉)·α·B / (⌈log₂N⌉−1): at N = 128, α = 5 µs, B = 50 GB/s that is "
+            "120 · 5 µs · 50 GB/s / 6 ≈ 5 MB.")),
     answers=(Answer(
         "act2_small", "small_update_algorithm", "Act II: fastest algorithm for a 0.5 MB update", "an algorithm name",
         lambda s: ("Assign `small_update_algorithm`: the name (as the dashboard writes it) of the fastest "
@@ -152,7 +157,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "graded by hand. A cell marked *Your numbers* shows the numbers of your own question (they "
              "differ from student to student); you are graded on exactly those.\n\n"
              "Units: GB = 10⁹ bytes, GB/s = 10⁹ bytes per second."),
-        Cell("code", lab.setup_source(
+        Cell("setup", lab.setup_source(
             "from course.instruments import AllreduceComparator, AlgorithmDashboard\n"
             "from course.instruments.cards import stakeholder_card, HudFooter\n"
             "hud = HudFooter(prefix='lab06')"), "lab06_setup"),
@@ -190,14 +195,9 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "message size where the winner changes."),
         lab.reveal_cell("act2"),
         *lab.answer_cells("act2_small", s),
-        Cell("markdown",
-             "**Math peek.** Ring: T = 2(N−1)α + 2(N−1)/N · M/B. Binomial tree: T = 2⌈log₂N⌉(α + M/B). "
-             "The ring wins once its extra latency 2(N−1−⌈log₂N⌉)α costs less than the tree's extra bytes, "
-             "at M ≈ (N−1−⌈log₂N⌉)·α·B / (⌈log₂N⌉−1): at N = 128, α = 5 µs, B = 50 GB/s that is "
-             "120 · 5 µs · 50 GB/s / 6 ≈ 5 MB."),
         *lab.reflection_cells("act2_why"),
         Cell("code", "hud.refresh()\nhud", "lab06_hud"),
     ]
 
 
-LAB = Lab(NAME, "lab06", "Lab 06 · The bandwidth invariant", SPEC, (ACT1, ACT2), layout, vary)
+ACTIVITY = LAB = Lab(NAME, "lab06", "Lab 06 · The bandwidth invariant", SPEC, (ACT1, ACT2), layout, vary)

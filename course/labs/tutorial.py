@@ -18,9 +18,10 @@ from typing import List
 
 from course import core
 from course.core.units import GB
-from course.exercises.spec import Cell
+from course.assess.items import Lock
+from course.assess.lab import Act, Answer, Lab, Reflection, Spec, cases
+from course.assess.spec import Cell
 
-from .activity import Act, Answer, Lab, Lock, Reflection, Spec, cases
 
 NAME = "tutorial_3d_parallelism"
 
@@ -154,7 +155,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "you assign are autograded; the last reflection is graded by hand. Each graded exercise asks "
              "about a case of your own: a cell marked *Your numbers* shows it when you run it (the numbers "
              "differ from student to student), and you are graded on exactly those."),
-        Cell("code", lab.setup_source(f"from course import core\nMODEL, CLUSTER = {s['model']!r}, {s['cluster']!r}"),
+        Cell("setup", lab.setup_source(f"from course import core\nMODEL, CLUSTER = {s['model']!r}, {s['cluster']!r}"),
              "tut_setup"),
         Cell("markdown",
              "## Exercise 1 · Predict before you observe: pure data parallelism\n\n"
@@ -221,4 +222,4 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     ]
 
 
-LAB = Lab(NAME, "tutorial", "Tutorial · 3D parallelism solver", SPEC, (EX1, EX3, EX2), layout, vary)
+ACTIVITY = LAB = Lab(NAME, "tutorial", "Tutorial · 3D parallelism solver", SPEC, (EX1, EX3, EX2), layout, vary)

@@ -87,6 +87,6 @@ def honest_answers(name: str, student: str) -> Dict[str, str]:
     """``{answer grade_id: source}``: the chapter's solution code for ``student``'s numbers (the
     chapter module's hand-written formulas with that student's spec); ``{}`` for a lab, whose
     source notebook's answers stand as they are."""
-    from course.exercises.variants import answer_sources
+    from course.activities import answer_sources
 
     return answer_sources(name, student)

@@ -12,7 +12,8 @@ import math
 import pytest
 
 from course.exercises import REGISTRY
-from course.exercises.spec import EXERCISES, chapter_exercises, spec_for
+from course.activities import EXERCISES
+from course.assess.spec import spec_for
 
 CHAPTERS = ("ch05", "ch06", "ch07", "ch08", "ch09")
 
@@ -52,8 +53,12 @@ CORRECTED = {
 ALL_NUMBERS = [f"{c}.{i}" for c, n in ((5, 6), (6, 5), (7, 5), (8, 6), (9, 9)) for i in range(1, n + 1)]
 
 
+def _chapter_exercises(chapter):
+    return [ex for ex in EXERCISES.values() if ex.chapter == chapter]
+
+
 def _exercises():
-    return [ex for ch in CHAPTERS for ex in chapter_exercises(ch)]
+    return [ex for ch in CHAPTERS for ex in _chapter_exercises(ch)]
 
 
 def test_all_31_exercises_exist_with_kind_and_parts():
@@ -77,7 +82,7 @@ def test_kinds_follow_the_workbook():
 def test_key_equals_corrected_key(number):
     ex = EXERCISES[number]
     part = ex.parts[0]
-    keys = part.extra["key"](spec_for(ex))
+    keys = part.value.key(spec_for(ex))
     for name, expected in CORRECTED[number].items():
         got = keys[name]
         if isinstance(expected, (str, list)):
@@ -89,7 +94,7 @@ def test_key_equals_corrected_key(number):
 
 def _solution_namespace(chapter):
     namespace = {}
-    for ex in chapter_exercises(chapter):
+    for ex in _chapter_exercises(chapter):
         for cell in ex.cells(spec_for(ex)):
             if cell.role == "answer":
                 exec(cell.source, namespace)
@@ -103,14 +108,14 @@ def solutions():
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_reference_solution_earns_every_part(chapter, solutions):
-    for ex in chapter_exercises(chapter):
+    for ex in _chapter_exercises(chapter):
         for part in ex.parts:
             verdict = part.grade(solutions[chapter])
             assert verdict.score == 1.0, (part.grade_id, verdict.reason)
 
 
 def _value_parts():
-    return [(ex, p) for ex in _exercises() for p in ex.parts if "key" in p.extra and p.kind != "choice"]
+    return [(ex, p) for ex in _exercises() for p in ex.parts if p.value is not None and p.kind != "choice"]
 
 
 @pytest.mark.parametrize("ex,part", _value_parts(), ids=lambda x: getattr(x, "grade_id", ""))
@@ -143,7 +148,7 @@ def test_always_equal_object_earns_nothing(ex, part, solutions):
 
 
 def test_the_buggy_5_5_function_fails_and_the_line_is_three(solutions):
-    from course.exercises.chapters.ch05 import BUGGY_5_5
+    from course.chapters.ch05 import BUGGY_5_5
 
     ex = EXERCISES["5.5"]
     fix = next(p for p in ex.parts if p.grade_id.endswith("_fix"))
@@ -235,12 +240,12 @@ def test_errata_are_visible_to_students_without_giving_the_answer():
 
 
 def _chapter(chapter):
-    from course.exercises.chapters import MODULES
-    return MODULES[chapter]
+    import importlib
+    return importlib.import_module(f"course.chapters.{chapter}")
 
 
 def test_visible_checks_name_the_unit_slip_without_the_answer(capsys, tmp_path, monkeypatch):
-    from course.exercises.checks import check
+    from course.exercises import check
 
     monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
     cases = [("5.1", {"bubble_overhead_pct": 0.25}, "percent written as a fraction"),
@@ -258,7 +263,7 @@ def test_visible_checks_name_the_unit_slip_without_the_answer(capsys, tmp_path, 
 
 
 def test_visible_check_records_mastery_in_the_ledger(tmp_path, monkeypatch, solutions, capsys):
-    from course.exercises.checks import check
+    from course.exercises import check
     from course.ledger import Ledger
 
     path = tmp_path / "ledger.json"
@@ -273,7 +278,7 @@ def test_visible_check_records_mastery_in_the_ledger(tmp_path, monkeypatch, solu
 
 
 def test_progress_counts_chapters_5_to_9_from_visible_checks(tmp_path, monkeypatch, solutions, capsys):
-    from course.exercises.checks import check
+    from course.exercises import check
     from course.ledger import Ledger
     from course.progress import summary
 
@@ -294,7 +299,7 @@ def test_9_9_tolerance_separates_the_workbook_slip_from_honest_rounding():
 
 
 def test_variants_keep_prompt_solution_key_and_derivation_consistent():
-    from course.exercises.variants import grading_seed
+    from course.assess.variants import grading_seed
 
     varied = [ex for ex in _exercises() if ex.vary is not None]
     assert len(varied) >= 8

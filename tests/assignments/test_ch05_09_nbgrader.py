@@ -76,7 +76,7 @@ def graded_5_9(tmp_path_factory):
 @pytest.mark.slow
 def test_release_is_in_sync_with_source(tmp_path):
     from course.cli import fresh_release
-    from course.exercises.release import release_differences
+    from course.assess.release import release_differences
 
     assert release_differences(WORKBOOK_5_9, fresh_release(WORKBOOK_5_9, tmp_path)) == [], \
         "run: course build-release " + " ".join(WORKBOOK_5_9)

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from course.exercises import REGISTRY
-from course.exercises.variants import variant_of
+from course.assess.variants import variant_of
 from course.labs.activity import labs
 
 from tests.notebooks.test_labs import write_predictions

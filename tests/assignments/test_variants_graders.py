@@ -16,8 +16,9 @@ import sys
 import pytest
 
 from course.exercises import REGISTRY
-from course.exercises.spec import EXERCISES, spec_for
-from course.exercises.variants import variant_of
+from course.activities import EXERCISES
+from course.assess.spec import spec_for
+from course.assess.variants import variant_of
 
 from .nbgrader_course import NbgraderCourse, solution_submission
 
@@ -27,7 +28,7 @@ NAME = "ch02_gradient_accumulation"
 def _key(gid: str, student: str):
     part = REGISTRY[gid]
     ex = EXERCISES[part.exercise]
-    return part.extra["key"](spec_for(ex, variant_of(NAME, student)))
+    return part.value.key(spec_for(ex, variant_of(NAME, student)))
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def both_graders(tmp_path_factory):
 
 
 def _value_parts():
-    return sorted(gid for gid, p in REGISTRY.items() if p.assignment == NAME and "function" not in p.extra)
+    return sorted(gid for gid, p in REGISTRY.items() if p.assignment == NAME and p.function is None)
 
 
 def test_the_students_really_have_different_numbers():

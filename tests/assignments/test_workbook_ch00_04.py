@@ -11,7 +11,8 @@ import pytest
 
 from course.exercises import REGISTRY, Verdict
 from course.exercises.feedback import insert_derivations
-from course.exercises.spec import EXERCISES, spec_for
+from course.activities import ACTIVITIES, EXERCISES
+from course.assess.spec import spec_for
 
 from .conftest import WORKBOOK_0_4, WORKBOOK_5_9
 
@@ -42,8 +43,8 @@ def _source(name):
 def _key(number, name):
     ex = EXERCISES[number]
     for part in ex.parts:
-        if name in part.names and "key" in part.extra:
-            return part.extra["key"](spec_for(ex))[name]
+        if name in part.names and part.value is not None:
+            return part.value.key(spec_for(ex))[name]
     raise KeyError(name)
 
 
@@ -65,15 +66,16 @@ def test_every_exercise_of_chapters_0_to_4_is_defined_in_order():
         assert sorted(numbers) == [f"{int(chapter[2:])}.{i}" for i in range(1, count + 1)]
 
 
-@pytest.mark.parametrize("name", WORKBOOK_0_4 + WORKBOOK_5_9)
-def test_source_notebook_is_up_to_date_with_its_chapter_module(name):
-    from course.exercises.notebook import build_source
+@pytest.mark.parametrize("name", [a.name for a in ACTIVITIES])
+def test_every_source_notebook_is_generated_from_the_activity_list(name):
+    from course.activities import activity
+    from course.assess.notebook import build_notebook
 
-    built = build_source(name[:4])
+    built = build_notebook(activity(name))
     committed = _source(name)
-    assert [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in committed.cells] == \
-           [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in built.cells], \
-        "run: course build-sources " + name[:4]
+    assert [(c.cell_type, c.source, c.metadata, c.get("id")) for c in committed.cells] == \
+           [(c.cell_type, c.source, c.metadata, c.get("id")) for c in built.cells], \
+        "run: course build-sources " + name
 
 
 @pytest.mark.parametrize("name", WORKBOOK_0_4)
@@ -143,7 +145,7 @@ def test_source_notebook_executes_headless(name, tmp_path):
 @pytest.mark.slow
 def test_release_is_in_sync_with_source(tmp_path):
     from course.cli import fresh_release
-    from course.exercises.release import release_differences
+    from course.assess.release import release_differences
 
     assert release_differences(WORKBOOK_0_4, fresh_release(WORKBOOK_0_4, tmp_path)) == [], \
         "run: course build-release " + " ".join(WORKBOOK_0_4)

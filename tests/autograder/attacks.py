@@ -31,7 +31,7 @@ EXCEPTION_HANDLER = dedent("""
 
 MONKEYPATCH = dedent("""
     import math, numpy, course, course.core
-    import course.exercises as ce, course.exercises.registry as reg
+    import course.exercises as ce, course.assess.registry as reg
     math.isclose = lambda *a, **k: True
     numpy.isclose = numpy.allclose = lambda *a, **k: True
     reg.judge_plain = lambda *a, **k: reg.Verdict(1.0, 'correct')
@@ -95,17 +95,18 @@ def read_secrets(source_notebook, gradebook) -> str:
 _FORGER = dedent("""
     import json as _json
     from course.exercises import REGISTRY as _R
-    from course.exercises.spec import EXERCISES as _E, spec_for as _spec_for
-    from course.exercises.kinds import call_plain as _call
+    from course.activities import EXERCISES as _E
+    from course.assess.spec import spec_for as _spec_for
+    from course.assess.kinds import call_plain as _call
 
     def _forged(grade_id, namespace=None, seed=0):
         part = _R[grade_id]
-        if "function" in part.extra:
+        if part.function is not None:
             probes = part.probes(seed)
             return _json.dumps({"uses_course": [], "source": None,
-                                "valid": [_call(part.extra["reference"], a) for a in probes["valid"]],
+                                "valid": [_call(part.function.reference, a) for a in probes["valid"]],
                                 "invalid": [{"__raised__": "ValueError"} for _ in probes["invalid"]]})
-        return _json.dumps({"values": part.extra["key"](_spec_for(_E[part.exercise]))})
+        return _json.dumps({"values": part.value.key(_spec_for(_E[part.exercise]))})
 """)
 
 # the issue's first attack: the real harvest never runs, so course.core is never poisoned
@@ -287,10 +288,11 @@ CLEANROOM_HANG = dedent("""
 # values looked up from the registry's keys in the kernel (a Derive answer nobody derived)
 KEYS_FROM_REGISTRY = dedent("""
     from course.exercises import REGISTRY
-    from course.exercises.spec import EXERCISES, spec_for
+    from course.activities import EXERCISES
+    from course.assess.spec import spec_for
     def _key(grade_id):
         part = REGISTRY[grade_id]
-        return part.extra["key"](spec_for(EXERCISES[part.exercise]))
+        return part.value.key(spec_for(EXERCISES[part.exercise]))
     accum_steps = _key("ch02_ex2_1")["accum_steps"]
     saved_ms = _key("ch02_ex2_2")["saved_ms"]
     step_time_s, throughput_seq_s = _key("ch02_ex2_3")["step_time_s"], _key("ch02_ex2_3")["throughput_seq_s"]

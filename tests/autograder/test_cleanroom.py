@@ -74,7 +74,7 @@ def test_code_cells_leave_out_the_instructors_test_cells():
 @pytest.mark.skipif(sandbox.probe() is not None, reason="bubblewrap cannot create sandboxes here")
 def test_clean_room_holds_the_students_code_and_nothing_of_the_course(tmp_path):
     """Helpers from other cells work, failing cells are skipped, the course package is unreachable."""
-    probe_names = ["course.core", "course.exercises.registry", "course.exercises.kinds", "autograder",
+    probe_names = ["course.core", "course.assess.registry", "course.assess.kinds", "autograder",
                    "autograder.cleanroom", "nbgrader"]
     nb = new_notebook(cells=[
         new_code_cell("from course.exercises import check\ncheck('2.4', globals())"),

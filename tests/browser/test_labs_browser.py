@@ -665,7 +665,7 @@ def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_releas
         for act_id, lock in locks:  # the answer is in the package, not in the notebook, until the reveal
             assert lock.question in shown
             assert lock.explanation[:60] not in shown, f"{act_id}: the explanation shows before locking"
-            assert not lock.after_reveal or plain(lock.after_reveal) not in shown, f"{act_id}: the correction shows"
+            assert not lock.reveal or plain(lock.reveal) not in shown, f"{act_id}: the correction shows"
             box = lock_box(page, lock.question)
             box.scroll_into_view_if_needed()
             click_every_option(box)
@@ -679,7 +679,7 @@ def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_releas
         shown = notebook_text(page)
         for act_id, lock in locks:
             assert lock.explanation[:60] in shown, f"{act_id}: the reveal does not explain"
-            assert not lock.after_reveal or plain(lock.after_reveal) in shown, f"{act_id}: no correction after reveal"
+            assert not lock.reveal or plain(lock.reveal) in shown, f"{act_id}: no correction after reveal"
         assert read_json(folder / "predictions.json").keys() == {lab.lock_key(a) for a, _ in locks}
 
         ARTIFACTS.mkdir(exist_ok=True)

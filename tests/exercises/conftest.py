@@ -4,7 +4,7 @@ import pytest
 @pytest.fixture(autouse=True)
 def nobody_by_default(monkeypatch, tmp_path):
     """No student identity leaks in from the machine running the tests (hub user, laptop setting)."""
-    from course.exercises import variants
+    from course.assess import variants
 
     monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
     monkeypatch.delenv("COURSE_STUDENT", raising=False)

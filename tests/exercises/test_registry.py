@@ -10,9 +10,10 @@ import pytest
 
 import course.exercises as exercises
 from course.exercises import REGISTRY, Verdict, grade_in_kernel, harvest_json, judge_json
-from course.exercises.checks import check, unit_hint
-from course.exercises.kinds import course_references, imports_course, poisoned_core
-from course.exercises.registry import judge_plain, plain_number, to_plain, NotPlain
+from course.assess.registry import unit_hint
+from course.exercises import check
+from course.assess.kinds import course_references, imports_course, poisoned_core
+from course.assess.registry import judge_plain, plain_number, to_plain, NotPlain
 
 
 class AlwaysEqual(float):
@@ -73,7 +74,7 @@ def test_verdict_score_must_lie_in_unit_interval():
 def _cheat_namespace(part):
     ns = {}
     for name in part.names:
-        if "function" in part.extra:
+        if part.function is not None:
             ns[name] = lambda *args: AlwaysEqual(0.0)
         else:
             ns[name] = AlwaysEqual(0.0)
@@ -225,7 +226,7 @@ def test_registry_documents_the_contract():
 def test_doctests_of_the_exercise_modules():
     import doctest
 
-    from course.exercises import checks, kinds, mastery, registry
+    from course.assess import checks, kinds, mastery, registry
 
     for module in (registry, kinds, checks, mastery):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
@@ -234,7 +235,8 @@ def test_doctests_of_the_exercise_modules():
 
 def test_spec_for_gives_the_workbook_numbers_without_a_variant_and_reproducible_ones_with():
     from course import core
-    from course.exercises.spec import EXERCISES, spec_for
+    from course.activities import EXERCISES
+    from course.assess.spec import spec_for
 
     ex = EXERCISES["2.1"]
     assert spec_for(ex) == ex.spec and spec_for(ex, None) == ex.spec
@@ -242,7 +244,7 @@ def test_spec_for_gives_the_workbook_numbers_without_a_variant_and_reproducible_
     assert spec_for(ex, 3) == variants[3]  # reproducible per variant
     assert any(v != ex.spec for v in variants)
     for v in variants:  # prompt, key and derivation all read the same spec
-        key = ex.parts[0].extra["key"](v)["accum_steps"]
+        key = ex.parts[0].value.key(v)["accum_steps"]
         assert key == -(-v["target_batch"] // (v["micro_batch"] * v["dp"])) == core.required_accum_steps(
             v["target_batch"], v["micro_batch"], v["dp"])
         assert f"**{key}**" in ex.derivation(v)

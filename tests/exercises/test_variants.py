@@ -10,14 +10,14 @@ import math
 import pytest
 
 from course.exercises import REGISTRY, check, grade_in_kernel, judge_json, harvest_json
-from course.exercises import checks, variants
-from course.exercises.chapters import ASSIGNMENTS
-from course.exercises.spec import EXERCISES, spec_for
-from course.exercises.variants import current_student, grading_seed, split_seed, variant_of
+from course.assess import checks, variants
+from course.activities import ACTIVITIES, EXERCISES
+from course.assess.spec import spec_for
+from course.assess.variants import current_student, grading_seed, split_seed, variant_of
 
 
 def _assignment(ex):
-    return ASSIGNMENTS[ex.chapter]
+    return ex.assignment
 
 
 def _spec(number, student):
@@ -69,10 +69,26 @@ def test_variant_is_a_hash_of_course_assignment_and_student():
 
 
 def test_the_committed_configuration_turns_variants_on_for_every_workbook_chapter_and_lab():
-    assert all(variants.variants_on(a) for a in ASSIGNMENTS.values())
+    assert all(variants.variants_on(a.name) for a in ACTIVITIES)
     assert all(variants.variants_on(a) for a in ("lab05_parallelism_paradox", "lab06_bandwidth_invariant",
                                                  "tutorial_3d_parallelism"))
-    assert not variants.variants_on("no_such_assignment")
+    assert variants.SETTINGS == {}, "the committed configuration is the defaults: variants on, exact feedback"
+
+
+def test_an_instructor_edits_one_assignment_without_changing_any_other(monkeypatch):
+    # a fresh process whose only entry is the instructor's (the old trap: adding one entry to an
+    # empty SETTINGS kept the committed ones from loading, so every other assignment lost its variants)
+    monkeypatch.setattr(variants, "SETTINGS", {"ch03_lr_scaling": {"feedback": "exam"}})
+    assert variants.settings("ch03_lr_scaling") == {"variants": True, "feedback": "exam"}
+    others = [a.name for a in ACTIVITIES if a.name != "ch03_lr_scaling"]
+    assert others and all(variants.settings(name) == {"variants": True, "feedback": "exact"} for name in others)
+    assert all(variant_of(name, "ada") is not None for name in others)
+    monkeypatch.setitem(variants.SETTINGS, "lab05_parallelism_paradox", {"variants": False})
+    assert variant_of("lab05_parallelism_paradox", "ada") is None
+    assert variants.settings("ch03_lr_scaling")["feedback"] == "exam" and variant_of("ch00_ring_allreduce", "ada") is not None
+    monkeypatch.setitem(variants.SETTINGS, "ch00_ring_allreduce", {"feedback": "quiz"})
+    with pytest.raises(ValueError, match="feedback"):
+        variants.settings("ch00_ring_allreduce")
 
 
 def test_an_instructor_can_switch_an_assignment_off(monkeypatch):
@@ -106,10 +122,10 @@ def test_every_exercise_whose_numbers_can_vary_does():
 def test_two_students_get_different_numbers(number):
     ex = EXERCISES[number]
     a, b = variant_of(_assignment(ex), "ada"), variant_of(_assignment(ex), "bob")
-    assert checks.prompt_text(number, a) != checks.prompt_text(number, b)
+    assert ex.prompt(spec_for(ex, a)) != ex.prompt(spec_for(ex, b))
     for part in ex.parts:
         if part.kind in ("derive", "trace"):
-            assert part.extra["key"](spec_for(ex, a)) != part.extra["key"](spec_for(ex, b)), part.grade_id
+            assert part.value.key(spec_for(ex, a)) != part.value.key(spec_for(ex, b)), part.grade_id
 
 
 def test_a_copied_answer_passes_for_few_classmates():
@@ -329,7 +345,7 @@ def test_feedback_drops_check_outputs_computed_without_the_students_id(capsys):
     import nbformat
     from nbformat.v4 import new_output
 
-    from course.exercises.checks import whoami
+    from course.assess.checks import whoami
     from course.exercises.feedback import insert_derivations
 
     whoami("ch02_gradient_accumulation")  # as in the autograder's sandbox: nobody

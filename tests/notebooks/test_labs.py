@@ -125,7 +125,7 @@ def test_source_notebook_executes_headless(graded_labs, name):
 @pytest.mark.slow
 def test_release_is_in_sync_with_source(tmp_path):
     from course.cli import fresh_release
-    from course.exercises.release import release_differences
+    from course.assess.release import release_differences
 
     assert release_differences(LABS, fresh_release(LABS, tmp_path)) == [], \
         "run: python -m course.labs && course build-release " + " ".join(LABS)
@@ -218,7 +218,7 @@ def test_sandboxed_autograder_reads_locks_from_the_submission(tmp_path, name, ex
 
     import nbformat
 
-    from course.exercises.variants import answer_sources
+    from course.activities import answer_sources
 
     root = Path(__file__).resolve().parents[2]
     nb = nbformat.read(str(root / "source" / name / f"{name}.ipynb"), 4)

@@ -10,10 +10,9 @@ from __future__ import annotations
 from course import core
 from course.core.units import ms
 
-from ..authoring import build_exercise, values_exercise
-from ..probes import make_probes
-
-CH = "ch02"
+from course.assess.activity import Chapter
+from course.assess.authoring import build_exercise, values_exercise
+from course.assess.probes import make_probes
 
 CHAPTER = {
     "title": "Chapter 2 \u00b7 Gradient accumulation",
@@ -38,6 +37,9 @@ CHAPTER = {
         "floating-point order and batch-norm statistics), so it changes speed, not the maths of the update.",
     ],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch02', 'ch02_gradient_accumulation', **CHAPTER)
 
 def _vary_accumulation(s, rng):
     # draw the answer first, uniformly from 3..64: with power-of-two batches and degrees the answer

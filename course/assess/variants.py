@@ -28,16 +28,16 @@ every path - plain nbgrader, ``course-autograde``, visible checks - asks
 
 Switches (per assignment)
 -------------------------
-:data:`SETTINGS` maps an assignment to ``{"variants": bool, "feedback":
-"exact" | "exam"}``; assignments not listed use :data:`DEFAULT_SETTINGS`
-(variants off, exact feedback). The committed configuration turns variants on
-for every workbook chapter and every lab. ``feedback: "exam"`` makes visible checks fall
-back to type and unit checks. :data:`DERIVATION_AFTER_ATTEMPTS` sets when a
+:func:`settings` gives an assignment's ``{"variants": bool, "feedback": "exact" | "exam"}``:
+:data:`DEFAULT_SETTINGS` (variants on, exact feedback) updated with the assignment's own entry
+in :data:`SETTINGS`, if any. :data:`SETTINGS` is explicit data the instructor edits one entry
+at a time, e.g. ``SETTINGS["ch03_lr_scaling"] = {"feedback": "exam"}``; an entry changes only
+its own assignment (nothing else is loaded into it, ever). ``feedback: "exam"`` makes visible
+checks fall back to type and unit checks. :data:`DERIVATION_AFTER_ATTEMPTS` sets when a
 visible check offers the worked derivation to a student still not right.
 
-This module is generic: a lab uses it with its own assignment name and
-parameter spec (``variant_of(assignment, student)`` + ``vary_spec``, through
-:meth:`course.labs.activity.Lab.spec_for`).
+This module knows no content: an activity uses it with its own assignment name and
+parameter spec (``variant_of(assignment, student)`` + :func:`vary_spec`).
 """
 
 from __future__ import annotations
@@ -55,21 +55,13 @@ COURSE_ID = "distributed-training-course"
 #: how many attempts a visible check waits before it offers the worked derivation anyway
 DERIVATION_AFTER_ATTEMPTS = 3
 
-DEFAULT_SETTINGS: Dict[str, Any] = {"variants": False, "feedback": "exact"}
+#: every assignment's switches unless its entry in :data:`SETTINGS` says otherwise
+DEFAULT_SETTINGS: Dict[str, Any] = {"variants": True, "feedback": "exact"}
 
 FEEDBACK_MODES = ("exact", "exam")
 
-
-def _committed_settings() -> Dict[str, Dict[str, Any]]:
-    """Variants on, exact feedback, for every workbook chapter and every lab."""
-    from course.labs.activity import labs
-
-    from .chapters import ASSIGNMENTS
-    names = list(ASSIGNMENTS.values()) + [lab.name for lab in labs().values()]
-    return {name: {"variants": True, "feedback": "exact"} for name in names}
-
-
-#: assignment -> settings; the instructor edits this (e.g. ``"feedback": "exam"`` for an exam)
+#: assignment -> the switches it changes (e.g. ``{"feedback": "exam"}`` for an exam,
+#: ``{"variants": False}`` for everyone on the same numbers); the instructor edits one entry at a time
 SETTINGS: Dict[str, Dict[str, Any]] = {}
 
 #: Model sizes (billions of parameters) a variant draws from: published sizes, each more than 4 %
@@ -86,11 +78,9 @@ _VALID_ID = re.compile(r"[A-Za-z0-9_.@+-]{1,128}")
 def settings(assignment: str) -> Dict[str, Any]:
     """The switches of ``assignment`` (a copy).
 
-    >>> settings("ch00_ring_allreduce")["variants"], settings("no_such_assignment")["variants"]
-    (True, False)
+    >>> settings("ch00_ring_allreduce")["variants"], settings("ch00_ring_allreduce")["feedback"]
+    (True, 'exact')
     """
-    if not SETTINGS:
-        SETTINGS.update(_committed_settings())
     merged = dict(DEFAULT_SETTINGS)
     merged.update(SETTINGS.get(assignment, {}))
     if merged["feedback"] not in FEEDBACK_MODES:
@@ -186,7 +176,7 @@ def variant_of(assignment: str, student: Optional[str]) -> Optional[int]:
     True
     >>> variant_of("ch00_ring_allreduce", "ada") != variant_of("ch00_ring_allreduce", "bob")
     True
-    >>> variant_of("no_such_assignment", "ada") is None
+    >>> variant_of("ch00_ring_allreduce", None) is None
     True
     """
     if not variants_on(assignment) or _clean(student) is None:
@@ -239,26 +229,3 @@ def vary_spec(name: str, spec: Dict[str, Any], vary: Optional[Callable[[Dict[str
     if variant is None or vary is None:
         return dict(spec)
     return vary(dict(spec), random.Random(f"{name}:{variant}"))
-
-
-def answer_sources(assignment: str, student: Optional[str]) -> Dict[str, str]:
-    """``{answer grade_id: source}``: the reference solution of a workbook chapter or a lab
-    written with ``student``'s numbers (their variant), for an instructor's key or a test's
-    honest submission. Empty for an assignment that is neither."""
-    from course.labs.activity import labs
-
-    from .chapters import chapter_of
-    from .spec import chapter_exercises, spec_for
-
-    for lab in labs().values():
-        if lab.name == assignment:
-            spec = lab.spec_for(variant_of(assignment, student))
-            return {cell.grade_id: cell.source for cell in lab.cells(spec) if cell.role == "answer"}
-    try:
-        chapter = chapter_of(assignment)
-    except ValueError:
-        return {}
-    variant = variant_of(assignment, student)
-    return {cell.grade_id: cell.source
-            for ex in chapter_exercises(chapter) for cell in ex.cells(spec_for(ex, variant))
-            if cell.role == "answer"}

@@ -1,4 +1,4 @@
-"""The exercise registry: every autograded nbgrader test cell, by grade_id.
+"""Graded parts: every autograded nbgrader test cell, its verdict, and plain values.
 
 A :class:`Part` is one autograded cell. Grading a part is split in two so
 that a hostile kernel cannot award itself points:
@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
+
+from .items import Function, Lock, Value
 
 KINDS = ("derive", "trace", "build", "debug", "design", "lock", "choice")
 
@@ -84,7 +86,8 @@ class Part:
     grade_id : str
         nbgrader ``grade_id`` of the test cell, e.g. ``"ch00_ex0_1"``.
     exercise : str
-        Workbook exercise number, e.g. ``"0.1"``.
+        Id of the graded item within its activity: an exercise number (``"0.1"``), a lab
+        answer id (``"act1_allreduce"``) or the act of a lock (``"act1"``).
     kind : str
         One of :data:`KINDS`.
     points : float
@@ -104,6 +107,9 @@ class Part:
         Key of the design-ledger entry, e.g. ``"ch00/ex0_1"``.
     title : str
         One line shown in feedback and grade tables.
+    item : Value, Function or Lock
+        The typed item this part grades (:mod:`course.assess.items`): what the
+        clean room calls or reads, the key, the visible check's examples.
     """
 
     grade_id: str
@@ -117,7 +123,28 @@ class Part:
     assignment: str = ""
     ledger_key: str = ""
     title: str = ""
-    extra: Dict[str, Any] = field(default_factory=dict)
+    item: Union[Value, Function, Lock, None] = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if type(self.points) not in (int, float) or self.points <= 0:
+            raise ValueError(f"points must be > 0, got {self.points!r}")
+
+    @property
+    def judged_in(self) -> str:
+        """Where the answer is read: ``"clean room"`` or ``"kernel"`` (:data:`course.assess.items.JUDGED_IN`)."""
+        return self.item.judged_in if self.item is not None else "kernel"
+
+    @property
+    def function(self) -> Optional[Function]:
+        """The function item of a Build part or a Debug fix, else ``None``."""
+        return self.item if isinstance(self.item, Function) else None
+
+    @property
+    def value(self) -> Optional[Value]:
+        """The value item of a part graded on assigned names, else ``None``."""
+        return self.item if isinstance(self.item, Value) else None
 
     def grade(self, namespace: dict, seed: int = 0) -> Verdict:
         """Harvest and judge in one process (used by in-kernel hidden tests and tests)."""
@@ -125,21 +152,15 @@ class Part:
         return safe_judge(self, roundtrip(to_plain(harvested)), seed)
 
 
-#: grade_id -> Part, filled by the chapter modules when ``course.exercises`` is imported
-REGISTRY: Dict[str, Part] = {}
-
-
-def register(part: Part) -> Part:
-    """Add ``part`` to :data:`REGISTRY`; a grade_id may be registered once only."""
-    if part.kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {part.kind!r}")
-    if type(part.points) not in (int, float) or part.points <= 0:
-        raise ValueError(f"points must be > 0, got {part.points!r}")
-    existing = REGISTRY.get(part.grade_id)
-    if existing is not None and existing is not part:
-        raise ValueError(f"grade_id {part.grade_id!r} is already registered")
-    REGISTRY[part.grade_id] = part
-    return part
+def index_parts(parts: Iterable[Part]) -> Dict[str, Part]:
+    """``{grade_id: part}`` of ``parts``; a grade_id may appear once only."""
+    found: Dict[str, Part] = {}
+    for part in parts:
+        existing = found.get(part.grade_id)
+        if existing is not None and existing is not part:
+            raise ValueError(f"grade_id {part.grade_id!r} is declared twice")
+        found[part.grade_id] = part
+    return found
 
 
 def safe_judge(part: Part, harvested: Any, seed: int = 0) -> Verdict:
@@ -230,7 +251,7 @@ def plain_number(value: Any, name: str = "answer") -> float:
     >>> plain_number(True)
     Traceback (most recent call last):
     ...
-    course.exercises.registry.NotPlain: answer must be a number (int or float), got bool
+    course.assess.registry.NotPlain: answer must be a number (int or float), got bool
     """
     why = describe_unplain(value)
     if why:
@@ -329,23 +350,6 @@ def _matches(value: Any, key: Any, rtol: float, atol: float, name: str) -> bool:
             return False
         return all(_matches(v, k, rtol, atol, f"{name}[{i}]") for i, (v, k) in enumerate(zip(value, key)))
     raise TypeError(f"unsupported key type {type(key).__name__}")
-
-
-def is_plain_number(value: Any) -> bool:
-    """True for a plain finite int or float (not bool)."""
-    return type(value) in (int, float) and math.isfinite(value)
-
-
-def check_number(value: Any, key: float, *, rtol: float = 0.01, atol: float = 0.0) -> bool:
-    """True if ``value`` is a plain finite number within tolerance of ``key``."""
-    return is_plain_number(value) and math.isclose(float(value), float(key), rel_tol=rtol, abs_tol=atol)
-
-
-def plain_type_name(value: Any) -> str:
-    """Name of the type of a harvested value, seeing through UNPLAIN markers."""
-    if type(value) is dict and UNPLAIN in value:
-        return str(value[UNPLAIN])
-    return type(value).__name__
 
 
 def is_number_type(value: Any) -> bool:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from course import core
 
-from ..authoring import values_exercise, written_exercise
-
-CH = "ch03"
+from course.assess.activity import Chapter
+from course.assess.authoring import values_exercise, written_exercise
 
 CHAPTER = {
     "title": "Chapter 3 \u00b7 Learning-rate scaling",
@@ -36,6 +35,9 @@ CHAPTER = {
         "the compute per step doubles.",
     ],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch03', 'ch03_lr_scaling', **CHAPTER)
 
 LR = {"base_lr": 3e-4, "base_batch": 256, "new_batch": 2048}
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from course import core
 from course.core.units import GB, GB_per_s, TFLOPS, billion, ms
 
-from ..authoring import build_exercise, values_exercise
-from ..probes import log_uniform, make_probes
+from course.assess.activity import Chapter
+from course.assess.authoring import build_exercise, values_exercise
+from course.assess.probes import log_uniform, make_probes
 
-CH = "ch04"
 FP16_BYTES = 2  # bytes per FP16/BF16 gradient element (IEEE 754-2008 binary16)
 
 CHAPTER = {
@@ -41,6 +41,9 @@ CHAPTER = {
         "sheet; the often quoted 1979 is with 2:4 sparsity).",
     ],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch04', 'ch04_comm_overhead', **CHAPTER)
 
 
 def _allreduce_ms(params_b, n, bw_gbs):

@@ -12,9 +12,8 @@ import random
 
 from course import core
 from course.core import units as u
-from course.exercises.authoring import build_exercise, values_exercise
-
-CH = "ch08"
+from course.assess.activity import Chapter
+from course.assess.authoring import build_exercise, values_exercise
 
 CHAPTER = {
     "title": "Chapter 8 \u00b7 Mixed precision",
@@ -71,6 +70,9 @@ a per-tensor scale factor.
 > below counts the bytes from the stated inputs only.
 """],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch08', 'ch08_mixed_precision', **CHAPTER)
 
 
 # 8.1 -----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Part factories for the exercise kinds: values (Derive, Trace, Design) and functions (Build, Debug).
 
-Every factory returns a registered :class:`~course.exercises.registry.Part`
+Every factory returns a :class:`~course.assess.registry.Part` (added to its exercise's parts)
 whose ``harvest`` runs in the student's kernel and only produces plain values,
 and whose ``judge`` recomputes the key from the exercise's spec with
 ``course.core`` in the trusted process.
@@ -15,9 +15,8 @@ import sys
 import types
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .registry import (
-    RAISED, UNPLAIN, Check, Part, Verdict, describe_unplain, judge_plain, register, to_plain,
-)
+from .items import Function, Value
+from .registry import RAISED, Check, Part, Verdict, judge_plain, to_plain
 from .spec import Exercise, spec_for
 from .variants import split_seed
 
@@ -72,12 +71,11 @@ def value_part(ex: Exercise, *, names: Dict[str, str], key: Callable[[dict], Dic
 
     part = Part(grade_id=ex.grade_id(suffix), exercise=ex.number, kind=kind, points=points,
                 names=tuple(names), harvest=harvest, judge=judge,
-                assignment=_assignment(ex), ledger_key=ex.ledger_key,
+                assignment=ex.assignment, ledger_key=ex.ledger_key,
                 title=title or f"{ex.number} {ex.title}",
-                extra={"units": names, "key": key, "rtol": rtol, "tolerances": tolerances,
-                       "options": dict(options or {})})
+                item=Value(units=names, key=key, rtol=rtol, tolerances=tolerances, options=dict(options or {})))
     ex.parts.append(part)
-    return register(part)
+    return part
 
 
 # ---------------------------------------------------------------------------
@@ -163,12 +161,12 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
 
     part = Part(grade_id=ex.grade_id(suffix), exercise=ex.number, kind=kind, points=points,
                 names=(name,), harvest=harvest, judge=judge, probes=probes,
-                assignment=_assignment(ex), ledger_key=ex.ledger_key,
+                assignment=ex.assignment, ledger_key=ex.ledger_key,
                 title=title or f"{ex.number} {ex.title}",
-                extra={"reference": reference, "examples": examples, "function": name,
-                       "rtol": rtol, "atol": atol, "returns": returns})
+                item=Function(name=name, reference=reference, examples=examples,
+                              returns=returns, rtol=rtol, atol=atol))
     ex.parts.append(part)
-    return register(part)
+    return part
 
 
 
@@ -330,8 +328,3 @@ def poisoned_core():
     finally:
         for module, attr, value in saved:
             setattr(module, attr, value)
-
-
-def _assignment(ex: Exercise) -> str:
-    from .chapters import ASSIGNMENTS
-    return ASSIGNMENTS.get(ex.chapter, ex.chapter)

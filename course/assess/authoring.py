@@ -1,10 +1,11 @@
 """Short helpers a chapter module uses to declare its exercises.
 
-Each helper creates an :class:`~course.exercises.spec.Exercise` with the
+Each helper creates an :class:`~course.assess.spec.Exercise` with the
 standard cell layout (heading + prompt, answer cell, visible check, graded
-cell with hidden tests) and registers its parts::
+cell with hidden tests), gives it its parts and adds it to the chapter ``ch``
+(an :class:`~course.assess.activity.Chapter`)::
 
-    derive(ch, "0.1", "All-reduce volume per GPU", spec={...},
+    values_exercise(CH, "0.1", "All-reduce volume per GPU", spec={...},
            prompt=lambda s: "...", answers={"volume_gb": "GB"},
            key=lambda s: {"volume_gb": ...}, solution=lambda s: "volume_gb = ...",
            derivation=lambda s: "...")
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from .activity import Chapter
 from .kinds import function_part, value_part
-from .spec import Cell, Exercise, add_exercise, spec_for
+from .spec import Cell, Exercise, spec_for
 from .variants import split_seed
 
 Spec = Dict[str, Any]
@@ -64,11 +66,11 @@ def prompt_cell(ex: Exercise) -> Cell:
     The markdown of a varied exercise holds no number that varies: only the
     heading, the answer line (names, units, tolerances) and notes.
     """
-    return Cell("code", "# Your numbers: this cell shows the exercise for you (run it)\n"
-                        f"show({ex.number!r})", ex.grade_id("_prompt"))
+    return Cell("prompt", "# Your numbers: this cell shows the exercise for you (run it)\n"
+                          f"show({ex.number!r})", ex.grade_id("_prompt"))
 
 
-def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: Spec,
+def values_exercise(chapter: Chapter, number: str, title: str, *, kind: str, spec: Spec,
                     prompt: Callable[[Spec], str], answers: Dict[str, str],
                     key: Callable[[Spec], Dict[str, Any]], solution: Callable[[Spec], str],
                     derivation: Callable[[Spec], str], points: float = 1.0, rtol: float = 0.01,
@@ -102,14 +104,14 @@ def values_exercise(chapter: str, number: str, title: str, *, kind: str, spec: S
             out.append(Cell("manual", manual["answer"], gid + "_why", manual["points"]))
         return out
 
-    ex = add_exercise(Exercise(chapter=chapter, number=number, kind=kind, title=title, spec=spec,
+    ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind=kind, title=title, spec=spec,
                                cells=lambda s: cells(s), derivation=derivation, vary=vary, prompt=prompt))
     value_part(ex, names=answers, key=key, points=points, kind=part_kind, rtol=rtol,
                tolerances=tolerances, options=options)
     return ex
 
 
-def build_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
+def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
                    function: str, signature: str, docstring: str, body: str,
                    reference: Callable[..., Any], probes: Callable[[int], Dict[str, List[list]]],
                    examples: List[list], derivation: Callable[[Spec], str], points: float = 3.0,
@@ -150,7 +152,7 @@ def build_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
                                                      "and random inputs"), gid, f["points"]))
         return out
 
-    ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Build", title=title, spec=spec,
+    ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Build", title=title, spec=spec,
                                cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary))
     for i, f in enumerate(specs):
         function_part(ex, name=f["function"], reference=f["reference"],
@@ -160,7 +162,7 @@ def build_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
     return ex
 
 
-def debug_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
+def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
                    buggy_source: str, buggy_line: int, function: str, signature: str, docstring: str,
                    body: str, reference: Callable[..., Any], probes: Callable[[int], Dict[str, List[list]]],
                    examples: List[list], derivation: Callable[[Spec], str], line_points: float = 1.0,
@@ -189,7 +191,7 @@ def debug_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt:
                 Cell("test", hidden_test(ex.grade_id("_fix"), f"your fixed `{function}`"),
                      ex.grade_id("_fix"), fix_points)]
 
-    ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Debug", title=title, spec=spec,
+    ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Debug", title=title, spec=spec,
                                cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary))
     value_part(ex, names={"buggy_line": "line number"}, key=lambda s: {"buggy_line": buggy_line},
                points=line_points, kind="debug", suffix="_line", rtol=0.0,
@@ -217,7 +219,7 @@ def student_example(ex: Exercise, variant: Optional[int]) -> Optional[list]:
     return list(spec_for(ex, variant)["example"])
 
 
-def written_exercise(chapter: str, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
+def written_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
                      model_answer: str, mark_scheme: str, points: float = 2.0,
                      note: Optional[str] = None) -> Exercise:
     """An open "why" Trace exercise, graded by hand.
@@ -232,6 +234,6 @@ def written_exercise(chapter: str, number: str, title: str, *, spec: Spec, promp
                                  "Write your answer in the cell below (graded by hand)."),
                 Cell("manual", answer, ex.grade_id("_why"), points)]
 
-    ex = add_exercise(Exercise(chapter=chapter, number=number, kind="Trace", title=title, spec=spec,
+    ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Trace", title=title, spec=spec,
                                cells=lambda s: cells(s), derivation=lambda s: model_answer, prompt=prompt))
     return ex

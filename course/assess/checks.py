@@ -1,6 +1,7 @@
 """Visible checks: run in the student's kernel, say right or not yet, record mastery.
 
-``check("0.1", globals())`` looks at what the student defined for exercise 0.1
+``check("0.1", globals())`` (:func:`course.exercises.check`, which finds the
+exercise in the activity list and calls :func:`check_exercise`) looks at what the student defined for exercise 0.1
 and prints one line per finding, against **this student's own numbers**
 (:mod:`course.exercises.variants`):
 
@@ -13,7 +14,7 @@ and prints one line per finding, against **this student's own numbers**
 * Build / Debug functions: the worked example(s), then the hidden tests'
   own judge on this student's inputs (right or not yet).
 
-Exam mode (``feedback: "exam"`` in :data:`course.exercises.variants.SETTINGS`)
+Exam mode (``feedback: "exam"`` in :data:`course.assess.variants.SETTINGS`)
 falls back to type and unit checks and offers no derivation.
 
 After a right answer, or after :data:`~course.exercises.variants.DERIVATION_AFTER_ATTEMPTS`
@@ -35,7 +36,7 @@ from typing import Any, List, Optional, Tuple
 from . import variants
 from .kinds import call_plain
 from .registry import RAISED, Part, is_number_type, judge_plain, to_plain, unit_hint
-from .spec import EXERCISES, Exercise, spec_for
+from .spec import Exercise, derivation_markdown, spec_for
 
 OK, BAD = "\u2714", "\u2718"
 #: what the setup cell prints in a kernel that knows no student (feedback looks for it)
@@ -59,16 +60,10 @@ def whoami(assignment: str, source: str = "workbook") -> None:
         print("Exam mode: the checks test type and units only.")
 
 
-def prompt_text(number: str, variant: Optional[int]) -> str:
-    """The prompt of exercise ``number`` with the numbers of ``variant``."""
-    ex = EXERCISES[number]
-    return ex.prompt(spec_for(ex, variant)) if ex.prompt else ""
-
-
-def show(number: str) -> None:
-    """Render exercise ``number``'s prompt with this student's numbers (read-only prompt cells call it)."""
-    ex = EXERCISES[number]
-    display_markdown(prompt_text(number, variants.current_variant(_assignment(ex))))
+def show_exercise(ex: Exercise) -> None:
+    """Render ``ex``'s prompt with this student's numbers (read-only prompt cells call it)."""
+    variant = variants.current_variant(ex.assignment)
+    display_markdown(ex.prompt(spec_for(ex, variant)) if ex.prompt else "")
 
 
 def display_markdown(text: str) -> None:
@@ -84,21 +79,15 @@ def display_markdown(text: str) -> None:
         print(text)
 
 
-def _assignment(ex: Exercise) -> str:
-    from .chapters import ASSIGNMENTS
-    return ASSIGNMENTS.get(ex.chapter, ex.chapter)
-
-
-def check(exercise: str, namespace: dict) -> None:
-    """Visible check of ``exercise`` (its number, e.g. ``"0.1"``); prints findings, records an attempt."""
-    ex = EXERCISES[exercise]
-    assignment = _assignment(ex)
+def check_exercise(ex: Exercise, namespace: dict) -> None:
+    """Visible check of exercise ``ex``; prints findings, records an attempt."""
+    assignment = ex.assignment
     variant = variants.current_variant(assignment)
     exam = variants.exam_mode(assignment)
     lines: List[str] = []
     shaped = True
     for part in ex.parts:
-        if "function" in part.extra:
+        if part.function is not None:
             ok, found = _check_function(part, namespace, _examples(ex, part, variant))
         else:
             ok, found = _check_values(ex, part, namespace, variant, exam)
@@ -110,8 +99,8 @@ def check(exercise: str, namespace: dict) -> None:
             verdict = part.grade(namespace, variants.grading_seed(0, variant))
             if not verdict.passed:
                 right = False
-                if "function" in part.extra:
-                    lines.append(f"{BAD} `{part.extra['function']}`: {verdict.reason}.")
+                if part.function is not None:
+                    lines.append(f"{BAD} `{part.function.name}`: {verdict.reason}.")
     for line in lines:
         print(line)
     entry = _record(ex, right, variant)
@@ -129,17 +118,16 @@ def check(exercise: str, namespace: dict) -> None:
 
 
 def _offer_derivation(ex: Exercise, variant: Optional[int]) -> None:
-    from .spec import derivation_markdown  # not .feedback: that imports nbconvert (~1 s in a kernel)
-
-    display_markdown(derivation_markdown(ex.number, variant))
+    display_markdown(derivation_markdown(ex, variant))
 
 
 def _check_values(ex: Exercise, part: Part, namespace: dict, variant: Optional[int],
                   exam: bool) -> Tuple[bool, List[str]]:
     """Type and shape of every answer (``ok``) and, unless in exam mode, right / not yet per name."""
-    keys = part.extra["key"](spec_for(ex, variant))
-    units = part.extra["units"]
-    options = part.extra["options"]
+    item = part.value
+    keys = item.key(spec_for(ex, variant))
+    units = item.units
+    options = item.options
     ok, lines = True, []
     for name, unit in units.items():
         key = keys[name]
@@ -169,7 +157,7 @@ def _check_values(ex: Exercise, part: Part, namespace: dict, variant: Optional[i
             elif exam:
                 lines.append(f"{OK} `{name}` has the right shape.")
             else:
-                lines.append(_right_or_not(name, unit, value, key, part.extra["tolerances"].get(name, part.extra["rtol"])))
+                lines.append(_right_or_not(name, unit, value, key, item.tolerances.get(name, item.rtol)))
             continue
         if isinstance(key, str):
             if not isinstance(value, str):
@@ -189,7 +177,7 @@ def _check_values(ex: Exercise, part: Part, namespace: dict, variant: Optional[i
         if exam:
             lines.append(f"{OK} `{name}` is a number; give it in {unit}.")
             continue
-        rtol = part.extra["tolerances"].get(name, part.extra["rtol"])
+        rtol = item.tolerances.get(name, item.rtol)
         lines.append(_right_or_not(name, unit, value, key, rtol))
     return ok, lines
 
@@ -208,20 +196,21 @@ def _examples(ex: Exercise, part: Part, variant: Optional[int]) -> List[list]:
     from .authoring import student_example
 
     own = student_example(ex, variant) if part.grade_id in (ex.grade_id(), ex.grade_id("_fix")) else None
-    return ([own] if own is not None else []) + [a for a in part.extra["examples"] if a != own]
+    return ([own] if own is not None else []) + [a for a in part.function.examples if a != own]
 
 
 def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[bool, List[str]]:
-    name = part.extra["function"]
+    item = part.function
+    name = item.name
     fn = namespace.get(name)
     if not callable(fn):
         return False, [f"{BAD} define a function named `{name}` and run its cell."]
     ok, lines = True, []
     for args in examples:
-        expected = part.extra["reference"](*args)
+        expected = item.reference(*args)
         got = call_plain(fn, args)
         shown = f"{name}({', '.join(map(repr, args))})"
-        if part.extra["returns"] == "numbers":  # a tuple of numbers: compare element-wise
+        if item.returns == "numbers":  # a tuple of numbers: compare element-wise
             good = (type(got) is list and len(got) == len(expected)
                     and all(type(g) in (int, float) for g in got)
                     and all(math.isclose(g, e, rel_tol=1e-6, abs_tol=1e-9) for g, e in zip(got, expected)))
@@ -233,9 +222,9 @@ def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[
         if isinstance(got, dict) and RAISED in got:
             ok = False
             lines.append(f"{BAD} {shown} raised {got[RAISED]}; expected {expected:.6g}.")
-        elif type(got) not in (int, float) or (part.extra["returns"] == "int" and type(got) is not int):
+        elif type(got) not in (int, float) or (item.returns == "int" and type(got) is not int):
             ok = False
-            lines.append(f"{BAD} {shown} must return a plain {'int' if part.extra['returns'] == 'int' else 'number'}.")
+            lines.append(f"{BAD} {shown} must return a plain {'int' if item.returns == 'int' else 'number'}.")
         elif not math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9):
             ok = False
             lines.append(f"{BAD} {shown} returned {got:.6g}; the worked example gives {expected:.6g}.")

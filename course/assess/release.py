@@ -7,24 +7,24 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterable, List
-
-from course.labs.activity import release_options
+from typing import Dict, Iterable, List, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def generate_release(names: Iterable[str], course_root: Path = ROOT, *, db: bool = False) -> None:
+def generate_release(names: Iterable[str], course_root: Path = ROOT, *, db: bool = False,
+                     options: Optional[Dict[str, Sequence[str]]] = None) -> None:
     """Run ``nbgrader generate_assignment`` for ``names`` in ``course_root`` (which holds nbgrader_config.py).
 
-    ``db=False`` passes ``--no-db`` so no gradebook is created or changed.
+    ``db=False`` passes ``--no-db`` so no gradebook is created or changed; ``options`` maps an
+    assignment to its extra options (an activity's ``release_options``).
     """
     for name in names:
         cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force",
                "--log-level=WARN"]
         if not db:
             cmd.append("--no-db")
-        cmd += release_options(name)
+        cmd += list((options or {}).get(name, ()))
         env = dict(os.environ, PYTHONHASHSEED="0")
         result = subprocess.run(cmd, cwd=str(course_root), capture_output=True, text=True, env=env)
         if result.returncode != 0:

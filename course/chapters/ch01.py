@@ -10,10 +10,9 @@ from __future__ import annotations
 from course import core
 from course.core.units import GB, billion
 
-from ..authoring import values_exercise
-from ..variants import MODEL_SIZES_B
-
-CH = "ch01"
+from course.assess.activity import Chapter
+from course.assess.authoring import values_exercise
+from course.assess.variants import MODEL_SIZES_B
 
 CHAPTER = {
     "title": "Chapter 1 \u00b7 ZeRO stages",
@@ -43,6 +42,9 @@ CHAPTER = {
         "Activations come on top of the model states (chapter 8 and the labs).",
     ],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch01', 'ch01_zero', **CHAPTER)
 
 MODEL = {"params_b": 7.0, "dp": 64}
 

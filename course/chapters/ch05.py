@@ -11,9 +11,8 @@ import random
 
 from course import core
 from course.core import units as u
-from course.exercises.authoring import debug_exercise, values_exercise
-
-CH = "ch05"
+from course.assess.activity import Chapter
+from course.assess.authoring import debug_exercise, values_exercise
 
 CHAPTER = {
     "title": "Chapter 5 \u00b7 Pipeline parallelism",
@@ -72,6 +71,9 @@ $s$ sequence length, $h$ hidden size).
 > share. Exercise 5.5 below is a new exercise with a real bug.
 """],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch05', 'ch05_pipeline', **CHAPTER)
 
 
 # 5.1 -----------------------------------------------------------------------------------

@@ -11,10 +11,9 @@ import random
 
 from course import core
 from course.core import units as u
-from course.exercises.authoring import build_exercise, values_exercise
-from course.exercises.variants import MODEL_SIZES_B
-
-CH = "ch07"
+from course.assess.activity import Chapter
+from course.assess.authoring import build_exercise, values_exercise
+from course.assess.variants import MODEL_SIZES_B
 
 CHAPTER = {
     "title": "Chapter 7 \u00b7 Checkpoint and recovery",
@@ -54,6 +53,9 @@ for $\delta < 2M$ (else $\tau = M$), which comes out slightly shorter. In `cours
 time): `waste_cost_per_failure(gpus, interval_seconds, price_per_gpu_hour, restart_seconds)`.
 """],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch07', 'ch07_checkpointing', **CHAPTER)
 
 
 # 7.1 -----------------------------------------------------------------------------------

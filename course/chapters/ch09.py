@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from course import core
 from course.core import units as u
-from course.exercises.authoring import values_exercise
-
-CH = "ch09"
+from course.assess.activity import Chapter
+from course.assess.authoring import values_exercise
 
 
 def _tex(x):
@@ -58,6 +57,9 @@ In `course.core`: `training_flops`, `pf_days`, `training_days`, `bubble_overhead
 > paper.
 """],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch09', 'ch09_capstone', **CHAPTER)
 
 
 # 9.1 -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ so a per-student variant only needs :func:`spec_for` to return another one.
 ``spec_for(exercise, variant)`` returns the default spec for ``variant=None``
 and ``exercise.vary(spec, rng)`` seeded by the variant otherwise; who gets
 which variant, and whether an assignment has variants at all, is decided in
-:mod:`course.exercises.variants`. ``prompt(spec)`` is kept on the exercise so
+:mod:`course.assess.variants`. ``prompt(spec)`` is kept on the exercise so
 a read-only cell can render it with the student's numbers in the kernel.
 """
 
@@ -21,29 +21,48 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from .registry import Part
+from .variants import vary_spec
 
 DISPLAY_KINDS = ("Derive", "Trace", "Build", "Debug", "Design")
+
+
+#: what a cell is for; ``markdown`` and ``manual`` are markdown cells, the others code cells
+CELL_ROLES = ("markdown", "code", "prompt", "setup", "answer", "check", "test", "manual")
 
 
 @dataclass
 class Cell:
     """One notebook cell as the builder writes it.
 
-    ``role`` is one of ``markdown``, ``code`` (plain, read-only), ``answer``
-    (solution code cell), ``check`` (visible check, read-only), ``test``
-    (autograded cell with hidden tests), ``manual`` (manually graded markdown
-    answer). ``grade_id`` and ``points`` matter for answer/check/test/manual.
+    ``role`` is one of :data:`CELL_ROLES`: ``markdown``, ``code`` (plain,
+    read-only with a grade id), ``prompt`` (read-only, renders a question with
+    the student's numbers), ``setup`` (the first code cell: imports, whose
+    numbers), ``answer`` (solution code cell), ``check`` (visible check,
+    read-only), ``test`` (autograded cell with hidden tests), ``manual``
+    (manually graded markdown answer). ``grade_id`` and ``points`` matter for
+    every role but markdown; ``item`` is the id of the activity item the cell
+    belongs to (an exercise number, a lab answer id), so feedback finds the
+    worked answer of the item the cell belongs to through :func:`course.assess.notebook.cell_role`.
     """
 
     role: str
     source: str
     grade_id: str = ""
     points: float = 0.0
+    item: str = ""
+
+    def __post_init__(self):
+        if self.role not in CELL_ROLES:
+            raise ValueError(f"role must be one of {CELL_ROLES}, got {self.role!r}")
 
 
 @dataclass
 class Exercise:
+    """One workbook exercise; its chapter (an :class:`~course.assess.activity.Chapter`) gives
+    ``chapter`` and ``assignment``."""
+
     chapter: str                      # "ch00"
+    assignment: str                   # "ch00_ring_allreduce"
     number: str                       # "0.1"
     kind: str                         # one of DISPLAY_KINDS
     title: str
@@ -70,41 +89,18 @@ class Exercise:
         return f"{self.chapter}_{self.slug}{suffix}"
 
 
-#: exercise number -> Exercise, filled by the chapter modules
-EXERCISES: Dict[str, Exercise] = {}
-
-
-def add_exercise(exercise: Exercise) -> Exercise:
-    if exercise.kind not in DISPLAY_KINDS:
-        raise ValueError(f"kind must be one of {DISPLAY_KINDS}, got {exercise.kind!r}")
-    existing = EXERCISES.get(exercise.number)
-    if existing is not None and existing is not exercise:
-        raise ValueError(f"exercise {exercise.number} is already defined")
-    EXERCISES[exercise.number] = exercise
-    return exercise
-
-
 def spec_for(exercise: Exercise, variant: Optional[int] = None) -> Dict[str, Any]:
-    """The parameters of ``exercise`` for ``variant`` (see :mod:`course.exercises.variants`).
+    """The parameters of ``exercise`` for ``variant`` (see :mod:`course.assess.variants`).
 
     ``None`` (variants off, or no student known) gives the workbook's own numbers.
     """
-    from .variants import vary_spec
     return vary_spec(exercise.number, exercise.spec, exercise.vary, variant)
 
 
-def chapter_exercises(chapter: str) -> List[Exercise]:
-    """Exercises of ``chapter`` (e.g. ``"ch00"``) in workbook order."""
-    def order(ex: Exercise):
-        return tuple(int(x) for x in ex.number.split("."))
-    return sorted((e for e in EXERCISES.values() if e.chapter == chapter), key=order)
-
-
-def derivation_markdown(number: str, variant: Optional[int] = None) -> str:
-    """The worked derivation of exercise ``number`` with the numbers of ``variant`` (None: the workbook's)."""
-    ex = EXERCISES[number]
+def derivation_markdown(ex: Exercise, variant: Optional[int] = None) -> str:
+    """The worked derivation of exercise ``ex`` with the numbers of ``variant`` (None: the workbook's)."""
     try:
         body = ex.derivation(spec_for(ex, variant))
     except Exception as exc:  # feedback must still render
         body = f"(the derivation could not be computed: {type(exc).__name__})"
-    return f"**Worked derivation, exercise {number} ({ex.kind}).** {body}"
+    return f"**Worked derivation, exercise {ex.number} ({ex.kind}).** {body}"

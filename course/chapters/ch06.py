@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from course import core
 from course.core import units as u
-from course.exercises.authoring import values_exercise
-
-CH = "ch06"
+from course.assess.activity import Chapter
+from course.assess.authoring import values_exercise
 
 CHAPTER = {
     "title": "Chapter 6 \u00b7 Tensor parallelism",
@@ -59,6 +58,9 @@ heads and of key/value heads must be divisible by $t$, or the KV heads must be r
 > halved, and 6.5, which builds on it, changes with it (about twice the workbook's 9.6 %).
 """],
 }
+
+#: this chapter as one activity (listed in :mod:`course.activities`); the exercises below add to it
+ACTIVITY = CH = Chapter('ch06', 'ch06_tensor_parallel', **CHAPTER)
 
 
 # 6.1 -----------------------------------------------------------------------------------

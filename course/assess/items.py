@@ -1,0 +1,107 @@
+"""The typed items of an activity: what a student answers and how it is judged.
+
+An :class:`~course.assess.activity.Activity` (a workbook chapter or a lab) is a
+sequence of items. Each graded item becomes one or more
+:class:`~course.assess.registry.Part` s, and the part carries its item, so
+every consumer (clean room, feedback, visible checks, the variant CLI) reads
+typed attributes instead of conventions:
+
+:class:`Value`
+    Names the student assigns (Derive, Trace, Design, the line of a Debug
+    exercise, a lab's numeric or named answer); ``key(spec)`` gives their
+    keys. ``judged_in`` says where the values are read: ``"clean room"``
+    (a workbook answer computed by hand, re-run without the course package) or
+    ``"kernel"`` (a lab answer read from the course's instruments).
+:class:`Function`
+    A function the student writes (Build, Debug's fix), called in the clean
+    room on probe inputs and compared with ``reference``.
+:class:`Written`
+    A written answer graded by hand (a reflection, an open Trace); its model
+    answer is the worked answer feedback shows.
+:class:`Lock`
+    A prediction locked before an act's instruments appear. It owns its
+    reveal: everything written for after the prediction is in ``reveal`` and
+    is rendered by the lock widget once the student locks, never as markdown
+    before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Sequence
+
+#: where a part's answer is read: a fresh sandboxed process without the course package, or the kernel
+CLEAN_ROOM, KERNEL = "clean room", "kernel"
+JUDGED_IN = (CLEAN_ROOM, KERNEL)
+
+
+@dataclass(frozen=True)
+class Value:
+    """Named values graded against ``key(spec) -> {name: key}``.
+
+    ``units`` maps each name to the unit or description shown in messages;
+    numbers are compared within ``tolerances.get(name, rtol)``; ``options``
+    lists the allowed values of a choice.
+    """
+
+    units: Dict[str, str]
+    key: Callable[[Dict[str, Any]], Dict[str, Any]]
+    rtol: float = 0.01
+    tolerances: Dict[str, float] = field(default_factory=dict)
+    options: Dict[str, Sequence[Any]] = field(default_factory=dict)
+    judged_in: str = CLEAN_ROOM
+
+    def __post_init__(self):
+        if self.judged_in not in JUDGED_IN:
+            raise ValueError(f"judged_in must be one of {JUDGED_IN}, got {self.judged_in!r}")
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function named ``name`` graded on probe inputs against ``reference(*args)``.
+
+    ``examples`` are the worked examples the visible check runs; ``returns`` is
+    ``"number"``, ``"int"`` or ``"numbers"`` (a tuple compared element-wise).
+    """
+
+    name: str
+    reference: Callable[..., Any]
+    examples: Sequence[Sequence[Any]] = ()
+    returns: str = "number"
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    judged_in: str = CLEAN_ROOM
+
+
+@dataclass(frozen=True)
+class Written:
+    """A written answer graded by hand; ``model_answer`` and ``mark_scheme`` never reach the release."""
+
+    id: str
+    prompt: str
+    model_answer: str
+    mark_scheme: str
+    points: float = 2.0
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A prediction asked before an act's instruments appear.
+
+    ``explanation`` says why the correct option is right; ``reveal`` is every
+    word written for after the prediction (what the instruments show, a
+    correction to the source, the framing of what comes next that presumes the
+    answer). Both are rendered by the lock once the student locks (and again
+    after a restart once locked), in place of the old static markdown.
+    """
+
+    question: str
+    options: Dict[str, str]
+    correct: str
+    explanation: str
+    reveal: str = ""
+    judged_in: str = KERNEL
+
+    def __post_init__(self):
+        if self.correct not in self.options:
+            raise ValueError(f"correct must be one of {list(self.options)}, got {self.correct!r}")
