@@ -54,7 +54,7 @@ c.HTMLExporter.preprocessors = ["autograder.handgrading.ShowMarkingGuide", "auto
 
 # One release: the guide's plain `nbgrader generate_assignment NAME` writes exactly the committed
 # release/ (which `course build-release` makes). A lab's answer cells get the lab's stub, a comment,
-# so "Run All" does not stop at the first answer (course.labs.activity.release_options); chapters
+# so "Run All" does not stop at the first answer (the activity's ``code_stub``); chapters
 # keep nbgrader's stub, which raises NotImplementedError.
 from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
 from nbgrader.preprocessors import ClearSolutions  # noqa: E402
@@ -64,11 +64,11 @@ class ClearSolutionsPerAssignment(ClearSolutions):
     """nbgrader's ClearSolutions with the code stub the course declares for the assignment."""
 
     def preprocess(self, nb, resources):
-        from course.labs.activity import RELEASE_CODE_STUB, release_options
+        from course.activities import SYLLABUS
 
-        assignment = resources.get("nbgrader", {}).get("assignment", "")
-        if release_options(assignment):
-            self.code_stub = dict(self.code_stub, python=RELEASE_CODE_STUB)
+        listed = SYLLABUS.by_name.get(resources.get("nbgrader", {}).get("assignment", ""))
+        if listed is not None and listed.code_stub is not None:
+            self.code_stub = dict(self.code_stub, python=listed.code_stub)
         return super().preprocess(nb, resources)
 
 

@@ -107,8 +107,6 @@ def test_no_import_cycle_above_the_core():
     assert find_cycle(above) == []
 
 
-@pytest.mark.xfail(strict=True, reason="course.core.economics <-> course.core.reliability: the lead's core "
-                                       "clean-up removes it; drop this marker when it is merged")
 def test_no_import_cycle():
     assert find_cycle(import_graph()) == []
 

@@ -4,9 +4,9 @@ Everything else in :mod:`autograder.classreport` works on plain data (``grades.j
 ``predictions.json``, ledger exports). What exists (assignments, acts, locks and their options,
 correct option and explanation, graded parts and their kind, chapter and act) and how a wrong
 answer is classified is read here, and only here, from today's declarations:
-:func:`course.labs.activity.labs` (locks, acts, answers), :data:`course.exercises.REGISTRY`
-(graded parts), :mod:`course.exercises.chapters` (chapter titles) and the feedback hints of
-:func:`course.exercises.registry.unit_hint`. When the activity model changes, this file changes.
+:data:`course.activities.ACTIVITIES` (titles; a lab's acts, locks and answers),
+:data:`course.activities.REGISTRY` (graded parts) and the feedback hints of
+:func:`course.assess.registry.unit_hint`. When the activity model changes, this file changes.
 
 Every function returns plain dicts, lists and strings.
 """
@@ -24,9 +24,10 @@ OTHER = "other"
 
 
 def _labs() -> dict:
-    from course.labs.activity import labs
+    from course.activities import ACTIVITIES
+    from course.assess.lab import Lab
 
-    return {lab.name: lab for lab in labs().values()}
+    return {a.name: a for a in ACTIVITIES if isinstance(a, Lab)}
 
 
 def assignment_info(assignment: str) -> dict:
@@ -35,13 +36,11 @@ def assignment_info(assignment: str) -> dict:
     lab = _labs().get(assignment)
     if lab is not None:
         return {"assignment": assignment, "title": lab.title, "chapter": lab.prefix, "type": "lab"}
-    from course.exercises.chapters import ASSIGNMENTS, MODULES
+    from course.activities import SYLLABUS
 
-    for prefix, name in ASSIGNMENTS.items():
-        if name == assignment:
-            module = MODULES.get(prefix)
-            title = getattr(module, "CHAPTER", {}).get("title", assignment) if module else assignment
-            return {"assignment": assignment, "title": title, "chapter": prefix, "type": "workbook"}
+    listed = SYLLABUS.by_name.get(assignment)
+    if listed is not None:
+        return {"assignment": assignment, "title": listed.title, "chapter": listed.prefix, "type": "workbook"}
     return {"assignment": assignment, "title": assignment, "chapter": assignment, "type": "other"}
 
 
@@ -70,7 +69,7 @@ def parts(assignment: str) -> Dict[str, dict]:
     ``act_title``, ``chapter`` (``ch02``, ``lab06``), ``ledger_key`` and ``lock`` (true for a
     lock's completion point).
     """
-    from course.exercises import REGISTRY
+    from course.activities import REGISTRY
 
     info = assignment_info(assignment)
     out: Dict[str, dict] = {}
@@ -117,13 +116,13 @@ def part_info(assignment: str, grade_id: str, row: Optional[dict] = None) -> dic
 # ---------------------------------------------------------------------------
 
 def hint_classes() -> List[dict]:
-    """The classes of a wrong number, as :func:`course.exercises.registry.unit_hint` words them.
+    """The classes of a wrong number, as :func:`course.assess.registry.unit_hint` words them.
 
     Each: ``label`` (the hint's head, e.g. ``a factor of 2 off``) and ``hint`` (its text as a
     student reads it in feedback). The texts come from calling the classifier itself, so a
     new factor there is a new class here.
     """
-    from course.exercises.registry import _UNIT_SLIPS, unit_hint
+    from course.assess.registry import _UNIT_SLIPS, unit_hint
 
     texts = [unit_hint(factor, 1.0)[1] for factor, _ in _UNIT_SLIPS]
     # the three hints for a number that is no recognisable slip: sign or zero, close, far off

@@ -40,8 +40,14 @@ class Activity:
     name: str
     prefix: str
     title: str
-    #: ``nbgrader generate_assignment`` options of this activity
-    release_options: Tuple[str, ...] = ()
+    #: what nbgrader writes in place of a solution (``None``: nbgrader's default, which raises
+    #: NotImplementedError); ``nbgrader_config.py`` reads it, so every release path agrees
+    code_stub: Optional[str] = None
+
+    @property
+    def release_options(self) -> Tuple[str, ...]:
+        """``nbgrader generate_assignment`` options of this activity (its code stub, if any)."""
+        return () if self.code_stub is None else (f"--ClearSolutions.code_stub={self.code_stub}",)
     #: whether exercise cells carry ``metadata.course.exercise`` (the workbook's notebooks do)
     marks_items: bool = False
     #: the workbook exercises it holds (mastery counts these)

@@ -116,7 +116,7 @@ class Lab(Activity):
     acts: Tuple[Act, ...]
     layout: Callable[["Lab", Spec], List[Cell]] = field(repr=False, default=lambda lab, spec: [])
     vary: Optional[Vary] = field(repr=False, default=None)
-    release_options = (f"--ClearSolutions.code_stub={RELEASE_CODE_STUB}",)
+    code_stub = RELEASE_CODE_STUB
 
     def __post_init__(self):
         ids = [a.id for a in self.acts]

@@ -59,7 +59,7 @@ def _edit(nb, answer_id: str, extra: str):
 
 
 def _act1_gpus(student: str) -> int:
-    from course.exercises.variants import variant_of
+    from course.assess.variants import variant_of
     from course.labs import lab06
 
     return lab06.LAB.spec_for(variant_of(LAB, student))["act1_gpus"]

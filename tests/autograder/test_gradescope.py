@@ -148,7 +148,7 @@ def test_honest_wrong_copied_hostile_broken(graded):
 
 
 def test_variant_from_metadata_and_hidden_parts_after_published(graded):
-    from course.exercises.variants import variant_of
+    from course.assess.variants import variant_of
 
     hidden = gradescope.hidden_parts(ROOT / "source" / CHAPTER / f"{CHAPTER}.ipynb")
     assert hidden

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from course.exercises.release import comparable_cells, release_differences
+from course.assess.release import comparable_cells, release_differences
 
 from .course_dir import ROOT, run_nbgrader
 
