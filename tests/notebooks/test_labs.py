@@ -257,7 +257,7 @@ def test_sandboxed_autograder_gives_an_untouched_release_nothing(tmp_path):
     assert stubs and all("raise" not in s and s.rstrip().endswith("# YOUR CODE HERE") for s in stubs)
     shutil.copy(release, tmp_path / f"{name}.ipynb")
     result = subprocess.run([sys.executable, "-m", "autograder", "single", str(tmp_path / f"{name}.ipynb"),
-                             "--out", str(tmp_path / "out"), "--no-feedback"],
+                             "--student", "ada", "--out", str(tmp_path / "out"), "--no-feedback"],
                             cwd=root, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "0 of 13 points" in result.stdout
