@@ -5,13 +5,11 @@ With ``--dist loadgroup`` (what ``dev.py test`` passes) each group below goes to
 whole, so tests that share state never run at the same time and an expensive module or session
 fixture is built once per run, not once per worker:
 
-* ``sandbox``: everything that runs the autograder's sandbox as root. Its worker slots run as fixed
-  user ids (``autograder.sandbox.FIRST_SLOT_UID`` + slot), and a uid's process limit is machine-wide:
-  a fork bomb graded on one worker would starve an honest submission graded at the same moment on
-  another.
 * ``browser``: tests/browser, which share one JupyterLab server and one Chromium (session fixtures).
 * ``hub``: tests/hub (Unix users, JupyterHub, its proxy and its own Chromium).
-* every other test module (and every module's doctests) is a group of its own.
+* every other test module (and every module's doctests) is a group of its own. Modules that grade
+  in the sandbox as root may run side by side: each grader claims slot user ids no other grader
+  holds (``autograder.sandbox.slot_uid``).
 
 The groups come from the test's path (:func:`xdist_group_of`), through a scheduler of our own
 (``pytest_xdist_make_scheduler``): pytest-xdist 3.8's own ``loadgroup`` reads
@@ -24,25 +22,37 @@ from __future__ import annotations
 
 import pytest
 
-#: modules (paths from the repository root, prefix match) that run the sandbox as root
-_SANDBOX = ("tests/autograder/", "tests/assignments/test_lab_variants_graders.py",
-            "tests/assignments/test_variants_graders.py", "tests/notebooks/test_labs.py")
-#: groups queued first, longest first (measured with --durations); the rest keep collection order
-_FIRST = ("hub", "browser", "sandbox", "tests/assignments/test_workbook_ch00_04.py",
-          "tests/assignments/test_ch05_09_nbgrader.py", "tests/notebooks/test_lab05_tracks.py",
-          "tests/notebooks/test_index_errata.py", "tests/notebooks/test_validation_notebook.py",
-          "tests/assignments/test_ch05_09_keys.py", "tests/test_dev_lab.py")
+#: groups queued first, longest first (``--durations`` of a 2-worker run, 2026-11-26: seconds per
+#: group in the comments); the rest, each under 10 s, keep collection order
+_FIRST = (
+    "browser",                                              # 530
+    "tests/assignments/test_lab_variants_graders.py",       # 515
+    "tests/assignments/test_workbook_ch00_04.py",           # 480
+    "tests/assignments/test_ch05_09_nbgrader.py",           # 400
+    "hub",                                                  # 360
+    "tests/autograder/test_instructor_cycle.py",            # 300
+    "tests/notebooks/test_labs.py",                         # 230
+    "tests/autograder/test_red_team.py",                    # 200
+    "tests/exercises/test_lab_variants.py",                 # 130
+    "tests/autograder/test_shards_and_layouts.py",          # 110
+    "tests/assignments/test_variants_graders.py",           # 100
+    "tests/autograder/test_lms_late.py",                    # 75
+    "tests/autograder/test_single_mode.py",                 # 40
+    "tests/exercises/test_variants.py",                     # 35
+    "tests/test_dev_lab.py",                                # 15
+    "tests/instruments/test_explore_planner_notebooks.py",  # 15
+    "tests/autograder/test_kernel.py",                      # 15
+    "tests/autograder/test_cleanroom.py",                   # 10
+)
 
 
 def xdist_group_of(nodeid: str) -> str:
-    """The group of a test: ``sandbox``, ``browser``, ``hub`` or its module's path.
+    """The group of a test: ``browser``, ``hub`` or its module's path.
 
-    >>> xdist_group_of("tests/autograder/test_red_team.py::test_fork_bomb"), xdist_group_of("tests/core/test_lr.py::t[1]")
-    ('sandbox', 'tests/core/test_lr.py')
+    >>> xdist_group_of("tests/browser/test_jupyterlab.py::test_a"), xdist_group_of("tests/core/test_lr.py::t[1]")
+    ('browser', 'tests/core/test_lr.py')
     """
     path = nodeid.split("::", 1)[0]
-    if path.startswith(_SANDBOX):
-        return "sandbox"
     if path.startswith("tests/browser/"):
         return "browser"
     if path.startswith("tests/hub/"):
@@ -80,11 +90,13 @@ def pytest_xdist_make_scheduler(config, log):
     return GroupScheduling(config, log)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One headless Debian Chromium for the whole session: Playwright's sync API allows one
-    instance per thread, so the browser and hub tests must share it (a second one fails with
-    "using Playwright Sync API inside the asyncio loop")."""
+    """One headless Debian Chromium per test module: Playwright's sync API allows one instance
+    per thread at a time (a second one fails with "using Playwright Sync API inside the asyncio
+    loop"), and module scope closes it before the next module starts one. It also keeps the
+    Playwright event loop from outliving the browser tests: on a parallel worker the same
+    process runs other tests afterwards, and ``asyncio.run`` refuses to start inside a running loop."""
     from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
     if not CHROMIUM.exists():
