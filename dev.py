@@ -2,7 +2,8 @@
 """Set up and run the course with nothing but ``python3``.
 
     python3 dev.py lab     # open the course in JupyterLab
-    python3 dev.py test    # run the whole test suite
+    python3 dev.py test    # run the whole test suite (on one pytest-xdist worker per core)
+    python3 dev.py setup   # only create or update .venv
     python3 dev.py hub     # JupyterHub with an instructor and two students (as root)
 
 Both commands create (or reuse) a virtual environment in ``.venv`` from the
@@ -10,7 +11,9 @@ pinned ``requirements.txt`` and install this package into it in editable mode.
 The environment is reinstalled only when ``requirements.txt`` or
 ``pyproject.toml`` changes (a hash of both is kept in ``.venv/.course-stamp``).
 Extra arguments are passed through: ``python3 dev.py test -k ring`` or
-``python3 dev.py lab --no-browser --port 8899``.
+``python3 dev.py lab --no-browser --port 8899``. ``test`` runs on one pytest-xdist
+worker per core (at most 4, ``--dist loadgroup``: tests that share state stay on one
+worker, see ``tests/conftest.py``); ``python3 dev.py test -n 0`` runs in one process.
 
 This file uses only the standard library on purpose: it must run before any
 dependency exists.
@@ -92,8 +95,35 @@ def run_lab(extra: list[str]) -> None:
     _exec(argv + extra)
 
 
+#: arguments after which pytest must run in one process (or that choose the workers themselves)
+_SERIAL_ARGS = ("-n", "--numprocesses", "--dist", "--pdb", "--trace", "--collect-only", "--co", "--sw",
+                "--stepwise", "no:xdist", "-pno:xdist")
+
+
+def parallel_args(extra: list[str]) -> list[str]:
+    """pytest-xdist options for the test run: one worker per core (at most 4), grouped by shared state.
+
+    ``--dist loadgroup`` keeps each group of ``tests/conftest.py`` (the sandbox's
+    user ids, the browser's JupyterLab, the hub, each module's fixtures) on one
+    worker; ``--no-loadscope-reorder`` keeps the longest-first queue that
+    conftest builds. Nothing is added when the caller chose (``-n 0`` runs in one
+    process) or asked for something one process does (``--pdb``, ``--collect-only``...).
+    """
+    workers = min(os.cpu_count() or 1, 4)
+    chosen = any(arg.split("=", 1)[0] in _SERIAL_ARGS or (arg.startswith("-n") and arg[2:].isdigit())
+                 for arg in extra)
+    if workers < 2 or chosen:
+        return []
+    return ["-n", str(workers), "--dist", "loadgroup", "--no-loadscope-reorder"]
+
+
 def run_tests(extra: list[str]) -> None:
-    _exec([str(PYTHON), "-m", "pytest"] + extra)
+    _exec([str(PYTHON), "-m", "pytest"] + parallel_args(extra) + extra)
+
+
+def run_setup(extra: list[str]) -> None:
+    """Only create or update ``.venv`` (``ensure_environment`` has run by now)."""
+    print(f"dev.py: environment ready in {VENV}", flush=True)
 
 
 def _free_port() -> int:
@@ -156,7 +186,7 @@ def run_hub(extra: list[str]) -> None:
     _exec([str(BIN / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")])
 
 
-COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub}
+COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub, "setup": run_setup}
 
 
 def main(argv: list[str]) -> None:

@@ -48,6 +48,28 @@ from .submissions import Submission
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
 
+class PhaseClock:
+    """Wall seconds of each phase of one submission, for ``grades.json`` (``phases``) and the benchmark.
+
+    ``lap(name)`` charges the time since the previous lap to ``name``; ``add`` records a
+    duration measured elsewhere (the kernel's and the clean room's own clocks, which run
+    side by side inside the ``sandbox`` phase).
+    """
+
+    def __init__(self):
+        self.seconds: Dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(now - self._last, 3)
+        self._last = now
+
+    def add(self, name: str, seconds: Optional[float]) -> None:
+        if seconds is not None:
+            self.seconds[name] = round(float(seconds), 3)
+
+
 @dataclass
 class Assignment:
     """What the gradebook knows about the assignment's (single) notebook."""
@@ -348,13 +370,15 @@ class Grader:
     def grade_one(self, sub: Submission, slot: int = 0) -> dict:
         """Grade one submission; always returns a result row set, never raises."""
         started = time.monotonic()
+        phases = PhaseClock()
         try:
-            result = self._grade_one(sub, slot)
+            result = self._grade_one(sub, slot, phases)
         except Exception as exc:  # an internal failure still gives the student a row
             result = self._rows(sub.student, "error",
                                 f"the autograder failed on this submission ({type(exc).__name__}: "
                                 f"{str(exc)[:200]}); your instructor will look at it", {}, {})
         result["seconds"] = round(time.monotonic() - started, 2)
+        result["phases"] = phases.seconds
         return result
 
     def _seed_for(self, student: str) -> int:
@@ -364,7 +388,7 @@ class Grader:
         digest = hashlib.sha256(f"{self.seed}:{self.assignment_name}:{student}".encode()).digest()
         return student_seed(self.assignment_name, student, int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
 
-    def _grade_one(self, sub: Submission, slot: int) -> dict:
+    def _grade_one(self, sub: Submission, slot: int, phases: "PhaseClock") -> dict:
         with self.lock:
             self._open_submission(sub)
         if sub.notebook is None:
@@ -390,7 +414,11 @@ class Grader:
         with self.lock:
             nb = self._sanitize(nb, sub.student)
         seed = self._seed_for(sub.student)
+        phases.lap("open")
         run = self._run_sandbox(nb, sub, slot, seed)
+        phases.lap("sandbox")
+        phases.add("kernel", run["status"].get("seconds"))
+        phases.add("cleanroom", (run.get("cleanroom") or {}).get("seconds"))
         state = run["status"]
         problem = self._submission_problem(state, kernel_parts=bool(run["split"]["kernel"]))
         self._merge_outputs(nb, run["executed"])
@@ -403,9 +431,11 @@ class Grader:
         if state.get("output_truncated"):
             notes.append("your notebook printed too much; the rest of its output was dropped")
         verdicts = self._judge(run, seed, problem)
+        phases.lap("judge")
         with self.lock:
             in_kernel = self._record(nb, sub.student, verdicts)
             grades = self._read_grades(sub.student)
+        phases.lap("gradebook")
         for gid, score in in_kernel.items():
             grades[gid]["kernel"] = score
         out_dir = self.root / "autograded" / sub.student / self.assignment_name
@@ -416,6 +446,7 @@ class Grader:
         annotate_summaries(nb, verdicts)
         nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
         self._copy_exchange_files(sub, out_dir)
+        phases.lap("write")
         if self.feedback:
             from .feedback import feedback_notebook, render_feedback
 
@@ -427,6 +458,7 @@ class Grader:
             fb_dir.mkdir(parents=True, exist_ok=True)
             (fb_dir / f"{self.assignment.notebook}.html").write_text(html)
             self._copy_exchange_files(sub, fb_dir)
+            phases.lap("feedback")
         status = state.get("state", "ok") if problem else "graded"
         reason = "; ".join(([problem] if problem else []) + notes) or "graded"
         return self._rows(sub.student, status, reason, verdicts, grades)

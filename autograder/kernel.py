@@ -237,7 +237,7 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
         nb.cells.append(new_code_cell(harvest_source(grade_id, seed)))
     sockets = Path(str(work) + "-sockets")  # beside the scratch copy, not inside it
     sockets.mkdir(mode=0o700)
-    uid = sandbox.FIRST_SLOT_UID + slot if (use_bwrap and os.geteuid() == 0) else None
+    uid = sandbox.slot_uid(slot) if (use_bwrap and os.geteuid() == 0) else None
     inside = sandbox.SCRATCH if use_bwrap else str(work)
     prefix = sandbox.command(str(work), [], limits, slot, use_bwrap, extra_binds=[str(sockets)], student=student)
     status = {"state": "ok", "cell": None, "detail": "", "output_truncated": False}

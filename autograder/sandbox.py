@@ -12,7 +12,8 @@ What a sandboxed run gets (see README, "Isolation"):
 * one writable directory, ``/scratch``: a tmpfs capped at ``Limits.scratch_bytes``
   holding a copy of the submission's files (so no submission can fill the disk);
 * when the grader runs as root: a user id of its own per worker slot
-  (``setpriv``), so the process-count limit counts this submission only, and
+  (``setpriv``), one that no other grader on the machine holds at the same time
+  (:func:`slot_uid`), so the process-count limit counts this submission only, and
   no capabilities;
 * rlimits (``prlimit``): address space, processes, CPU seconds, file size,
   open files, no core dumps; a wall-clock limit per cell (nbclient) and per
@@ -24,14 +25,17 @@ and the grader falls back to rlimits only, with a loud warning.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 #: where the scratch copy appears inside the sandbox (a tmpfs of ``Limits.scratch_bytes``)
 SCRATCH = "/scratch"
@@ -39,6 +43,49 @@ SCRATCH = "/scratch"
 SCRATCH_INPUT = "/scratch-input"
 #: first user id handed to worker slots when running as root
 FIRST_SLOT_UID = 61000
+#: user ids a root grader may claim for its slots: FIRST_SLOT_UID .. FIRST_SLOT_UID + SLOT_UIDS - 1
+SLOT_UIDS = 1000
+#: one lock file per claimed slot uid (root-only; /run is root's and emptied at boot)
+UID_LOCK_DIR = Path("/run/course-autograder")
+
+_claims: Dict[int, int] = {}  # slot -> uid, held by this process until it exits
+_claim_fds: List[int] = []
+_claim_lock = threading.Lock()
+
+
+def slot_uid(slot: int) -> int:
+    """The user id worker ``slot`` of this process runs student code as (the grader runs as root).
+
+    A uid no other grader on this machine holds: two graders at once (two courses, or the
+    test suite's parallel workers) must not share one, because the process limit
+    (``RLIMIT_NPROC``) counts every process of a uid machine-wide, so a fork bomb graded by
+    one would starve an honest submission graded by the other. Each uid is claimed with an
+    exclusive ``flock`` on ``UID_LOCK_DIR/<uid>`` (opened close-on-exec: no sandbox inherits
+    it), kept for the life of this process and released by the kernel when it exits, even
+    after a crash. Alone on the machine, slot ``k`` gets ``FIRST_SLOT_UID + k``.
+    """
+    with _claim_lock:
+        if slot in _claims:
+            return _claims[slot]
+        UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(UID_LOCK_DIR)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+            raise RuntimeError(f"{UID_LOCK_DIR} must be a folder of root's that only root can write")
+        taken = set(_claims.values())
+        for uid in range(FIRST_SLOT_UID + slot, FIRST_SLOT_UID + SLOT_UIDS):
+            if uid in taken:
+                continue
+            fd = os.open(UID_LOCK_DIR / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another grader's
+                os.close(fd)
+                continue
+            _claim_fds.append(fd)
+            _claims[slot] = uid
+            return uid
+        raise RuntimeError(f"every slot user id from {FIRST_SLOT_UID + slot} to {FIRST_SLOT_UID + SLOT_UIDS - 1} "
+                           "is held by another grader")
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
@@ -193,7 +240,7 @@ def probe() -> Optional[str]:
         return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
     if shutil.which("prlimit") is None:
         return "prlimit (util-linux) is not installed"
-    uid = FIRST_SLOT_UID if os.geteuid() == 0 else None
+    uid = slot_uid(0) if os.geteuid() == 0 else None
     if uid is not None and shutil.which("setpriv") is None:
         return "setpriv (util-linux) is not installed"
     import tempfile
@@ -216,7 +263,7 @@ def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_b
     """Full command line for one submission in worker ``slot`` (a prefix when ``inner`` is empty)."""
     if not use_bwrap:
         return prlimit_prefix(limits) + inner
-    uid = FIRST_SLOT_UID + slot if os.geteuid() == 0 else None
+    uid = slot_uid(slot) if os.geteuid() == 0 else None
     return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds, limits.scratch_bytes,
                                                   course_visible, student)
 
@@ -226,7 +273,7 @@ def prepare_scratch(scratch_dir: Path, slot: int, use_bwrap: bool) -> None:
     for sub in (".tmp", ".ipython", ".jupyter/runtime", ".course"):
         (scratch_dir / sub).mkdir(parents=True, exist_ok=True)
     if use_bwrap and os.geteuid() == 0:
-        uid = FIRST_SLOT_UID + slot
+        uid = slot_uid(slot)
         for root, dirs, files in os.walk(scratch_dir):
             os.chown(root, uid, uid)
             for name in files:

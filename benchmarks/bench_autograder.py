@@ -8,9 +8,12 @@
    ``--workers`` parallel sandboxes (default: the cores available), and again with
    ``--no-feedback`` to compare with ``nbgrader autograde`` alone.
 
-It prints both wall times and their ratio, and the per-submission overhead of the
+It prints both wall times and their ratio, the per-submission overhead of the
 autograder over a bare kernel start + execution of the same notebook (nbclient, no
-sandbox), measured here too. No assertion on times: the numbers are for the reader.
+sandbox), measured here too, and where a submission's time goes: the mean of each
+phase the grader records per student in ``grades.json`` (``phases``: open + sanitize,
+sandbox (kernel and clean room side by side; their own clocks are shown too), judge,
+gradebook, write, feedback). No assertion on times: the numbers are for the reader.
 
     .venv/bin/python benchmarks/bench_autograder.py [--n 40] [--chapter ch02_gradient_accumulation]
 """
@@ -116,6 +119,7 @@ def main(argv=None) -> int:
         t_ours = _run(cmd, ours)
         t_ours_grades = _run(cmd + ["--no-feedback", "--out", str(ours / "no-feedback")], ours)
         data = json.loads((ours / "grades.json").read_text())
+        data_no_feedback = json.loads((ours / "no-feedback" / "grades.json").read_text())
         bare = bare_execution(nb, ours / "source" / args.chapter, args.bare_repeats)
     per_sub = [r["seconds"] for r in data["students"]]
     scores = sorted({r["score"] for r in data["students"]})
@@ -133,7 +137,28 @@ def main(argv=None) -> int:
     print(f"bare kernel start + execution:           {bare:8.2f} s per notebook")
     print(f"autograder per submission (one worker):  {mean:8.2f} s -> overhead {mean - bare:+.2f} s "
           f"({mean / bare:.2f}x bare)")
+    print_phases({"with feedback": data["students"], "--no-feedback": data_no_feedback["students"]})
     return 0
+
+
+def print_phases(runs: dict) -> None:
+    """Mean seconds per submission of each phase of ``grades.json``'s ``phases``, one column per run."""
+    names = []
+    for rows in runs.values():
+        for row in rows:
+            names += [name for name in row.get("phases", {}) if name not in names]
+    if not names:
+        print("(grades.json has no per-phase times)")
+        return
+    print("\nmean seconds per submission, by phase (kernel and clean room run inside sandbox, side by side):")
+    print(f"  {'phase':<12}" + "".join(f"{label:>16}" for label in runs))
+    for name in names + ["total"]:
+        cells = []
+        for rows in runs.values():
+            values = [row["seconds"] if name == "total" else row.get("phases", {}).get(name) for row in rows]
+            values = [v for v in values if v is not None]
+            cells.append(f"{sum(values) / len(values):>16.3f}" if values else f"{'-':>16}")
+        print(f"  {name:<12}" + "".join(cells))
 
 
 if __name__ == "__main__":
