@@ -21,10 +21,13 @@ from __future__ import annotations
 import copy
 import os
 import threading
-from typing import Dict
+from typing import TYPE_CHECKING, Dict
 
 import nbformat
 from nbformat.v4 import new_output
+
+if TYPE_CHECKING:
+    from course.assess.registry import Verdict
 
 
 def template_basedirs():
@@ -95,11 +98,11 @@ def _coverage(grade_id: str) -> str:
             "stated tolerance. Grading compared it again, from a fresh run of your notebook's code.")
 
 
-def part_summary(grade_id: str, max_points: float, verdict: tuple) -> str:
-    """Text a student can act on: points, the reason, each check's points and reason, coverage."""
-    score, reason, checks = verdict
-    lines = [f"{score * max_points:g} of {max_points:g} points: {reason}"]
-    for check in checks:
+def part_summary(grade_id: str, max_points: float, verdict) -> str:
+    """Text a student can act on: points, the reason, each check's points and reason, coverage
+    (``verdict``: the judge's :class:`~course.assess.registry.Verdict`)."""
+    lines = [f"{verdict.score * max_points:g} of {max_points:g} points: {verdict.reason}"]
+    for check in verdict.checks:
         lines.append(f"  - {check.name}: {check.earned * max_points:g} of {check.share * max_points:g} "
                      f"points ({check.reason})")
     coverage = _coverage(grade_id)
@@ -108,7 +111,7 @@ def part_summary(grade_id: str, max_points: float, verdict: tuple) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scrub_test_outputs(nb, verdicts: Dict[str, tuple]):
+def scrub_test_outputs(nb, verdicts: Dict[str, "Verdict"]):
     """Replace the outputs of graded test cells by the trusted judge's summary (in place).
 
     Registered parts get :func:`part_summary`; other graded cells only pass or
@@ -125,7 +128,7 @@ def _is_test_cell(cell) -> bool:
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
-def annotate_summaries(nb, verdicts: Dict[str, tuple]):
+def annotate_summaries(nb, verdicts: Dict[str, "Verdict"]):
     """Leave each graded test cell's :func:`part_summary` (or pass/fail) in its metadata, for
     :class:`ScrubTestOutputs`; any such metadata the submission carried is dropped first (in place)."""
     for cell in nb.cells:
@@ -136,7 +139,7 @@ def annotate_summaries(nb, verdicts: Dict[str, tuple]):
     return nb
 
 
-def _summary_text(cell, verdicts: Dict[str, tuple]) -> str:
+def _summary_text(cell, verdicts: Dict[str, "Verdict"]) -> str:
     meta = cell.metadata.get("nbgrader", {})
     gid = meta.get("grade_id")
     if gid in verdicts:
@@ -188,7 +191,7 @@ def _preprocessors():
     return found
 
 
-def feedback_notebook(nb, resources: dict, verdicts: Dict[str, tuple], gradebook_lock=None):
+def feedback_notebook(nb, resources: dict, verdicts: Dict[str, "Verdict"], gradebook_lock=None):
     """The feedback notebook (a copy); needs the gradebook (``resources['nbgrader']``).
 
     Only ``GetGrades`` reads the gradebook, so only it runs under ``gradebook_lock``

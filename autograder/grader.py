@@ -36,14 +36,17 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import nbformat
 
 from . import cleanroom, kernel, sandbox
 from .submissions import Submission
+
+if TYPE_CHECKING:  # the judge's record; imported where judging happens (the course package loads lazily)
+    from course.assess.registry import Verdict
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
@@ -220,7 +223,7 @@ class Grader:
         nb, resources = CheckCellMetadata().preprocess(restored, resources)
         return nb
 
-    def _record(self, nb, student: str, verdicts: Dict[str, tuple]) -> None:
+    def _record(self, nb, student: str, verdicts: Dict[str, "Verdict"]) -> None:
         from nbgrader.preprocessors import AssignLatePenalties, LimitOutput, SaveAutoGrades
 
         resources = self._resources(student)
@@ -231,7 +234,7 @@ class Grader:
             sub_nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
             for grade in sub_nb.grades:
                 if grade.name in verdicts:
-                    grade.auto_score = verdicts[grade.name][0] * float(grade.max_score)
+                    grade.auto_score = verdicts[grade.name].score * float(grade.max_score)
                     grade.needs_manual_grade = False
             gb.db.commit()
         # nbgrader checks cell metadata again here because its kernel ran on the notebook itself; ours
@@ -287,12 +290,14 @@ class Grader:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _judge(self, run: dict, seed: int, problem: Optional[str]) -> Dict[str, tuple]:
+    def _judge(self, run: dict, seed: int, problem: Optional[str]) -> Dict[str, "Verdict"]:
         """Trusted judging: parts with names or functions from the clean room, the rest (locked
         predictions) from the kernel's harvest.
 
-        Returns ``{grade_id: (score, reason, checks)}`` (``checks``: the partial-credit breakdown).
+        Returns ``{grade_id: Verdict}``: the judge's one record (score in [0, 1], reason, and the
+        partial-credit checks) that the gradebook, ``grades.json``, feedback and the LMS export read.
         """
+        from course.assess.registry import Verdict
         from course.exercises import REGISTRY, judge_json, safe_judge
 
         room = run.get("cleanroom") or {}
@@ -304,7 +309,7 @@ class Grader:
         verdicts = {}
         for gid in sorted(self.registered):
             if gid in in_room and room.get("harvested") is None:
-                verdicts[gid] = (0.0, failed_room.get(room.get("state"), "your answers could not be read"), ())
+                verdicts[gid] = Verdict(0.0, failed_room.get(room.get("state"), "your answers could not be read"))
                 continue
             if gid in in_room:
                 harvested = room["harvested"][gid]
@@ -313,15 +318,15 @@ class Grader:
                     stopped = ", ".join(str(n) for n in room.get("stopped_cells", []))
                     why = (f" (cell {stopped} never finished and was stopped, so what it defines is missing)"
                            if stopped else cleanroom.MISSING_NOTE)
-                    verdicts[gid] = (float(verdict.score), verdict.reason + why, tuple(verdict.checks))
+                    verdicts[gid] = replace(verdict, reason=verdict.reason + why)
                     continue
             elif run["harvested"].get(gid) is None:
-                verdicts[gid] = (0.0, "this exercise could not be read from your notebook"
+                verdicts[gid] = Verdict(0.0, "this exercise could not be read from your notebook"
                                  + (" (see the submission note)" if problem else ""), ())
                 continue
             else:
                 verdict = judge_json(gid, run["harvested"][gid], seed)
-            verdicts[gid] = (float(verdict.score), verdict.reason, tuple(verdict.checks))
+            verdicts[gid] = verdict
         return verdicts
 
     @staticmethod
@@ -481,7 +486,7 @@ class Grader:
             elif name == "submission_secret.txt" and not (dest / name).is_file():
                 (dest / name).write_text(secrets.token_hex(16))
 
-    def _rows(self, student: str, status: str, reason: str, verdicts: Dict[str, tuple],
+    def _rows(self, student: str, status: str, reason: str, verdicts: Dict[str, "Verdict"],
               grades: Dict[str, dict]) -> dict:
         from course.exercises import REGISTRY
 
@@ -491,11 +496,11 @@ class Grader:
             grade = grades.get(gid, {})
             checks = []
             if gid in verdicts:
-                part_status, why = "judged", verdicts[gid][1]
+                part_status, why = "judged", verdicts[gid].reason
                 # partial credit: each check's points and reason (never the hidden inputs or the key)
                 checks = [{"check": c.name, "points": round(c.earned * info["max_score"], 6),
                            "max_points": round(c.share * info["max_score"], 6), "reason": c.reason}
-                          for c in verdicts[gid][2]]
+                          for c in verdicts[gid].checks]
             elif status in ("missing", "unreadable", "error"):
                 part_status, why = "not_graded", "see the submission note"
             elif grade.get("needs_manual"):

@@ -11,6 +11,7 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 from autograder import report, sandbox
 from autograder.feedback import scrub_test_outputs
 from autograder.submissions import discover, in_shard, parse_shard
+from course.assess.registry import Verdict
 
 
 def test_shards_partition_the_class():
@@ -80,7 +81,7 @@ def test_feedback_replaces_test_outputs():
     test.outputs = [new_output("error", ename="AssertionError", evalue="42", traceback=["x == 42"])]
     judged = new_code_cell("", metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t2"}})
     nb = new_notebook(cells=[test, judged])
-    scrub_test_outputs(nb, {"t2": (1.0, "correct", ())})
+    scrub_test_outputs(nb, {"t2": Verdict(1.0, "correct")})
     assert nb.cells[0].outputs[0]["text"] == "test cell failed (AssertionError)\n"
     assert nb.cells[1].outputs[0]["text"] == "1 of 1 points: correct\n"
 
@@ -114,9 +115,9 @@ def test_feedback_says_what_the_visible_check_compared(monkeypatch):
     import course.assess.variants as variants
     from autograder.feedback import part_summary
 
-    text = part_summary("ch02_ex2_1", 1.0, (0.0, "`accum_steps` does not match the expected value", ()))
+    text = part_summary("ch02_ex2_1", 1.0, Verdict(0.0, "`accum_steps` does not match the expected value"))
     assert text.startswith("0 of 1 points: `accum_steps` does not match")
     assert "key for your own numbers" in text and "order of magnitude" not in text
     monkeypatch.setattr(variants, "exam_mode", lambda assignment: True)
-    assert "type and units only (exam mode)" in part_summary("ch02_ex2_1", 1.0, (1.0, "correct", ()))
-    assert "visible check" not in part_summary("lab05_part3_async_saves", 1.0, (1.0, "correct", ())).lower()
+    assert "type and units only (exam mode)" in part_summary("ch02_ex2_1", 1.0, Verdict(1.0, "correct"))
+    assert "visible check" not in part_summary("lab05_part3_async_saves", 1.0, Verdict(1.0, "correct")).lower()
