@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .activity import Chapter
+from .items import Written
 from .kinds import function_part, value_part
 from .spec import Cell, Exercise, spec_for
 from .variants import split_seed
@@ -99,13 +100,16 @@ def values_exercise(chapter: Chapter, number: str, title: str, *, kind: str, spe
                Cell("check", "# Visible check: right or not yet, against your own numbers\n"
                              f"check({number!r}, globals())", gid + "_check"),
                Cell("test", hidden_test(gid, "compares your answer with the key"), gid, points)]
-        if manual:
-            out.append(Cell("markdown", f"**{number} (written, graded by hand)** {manual['prompt']}"))
-            out.append(Cell("manual", manual["answer"], gid + "_why", manual["points"]))
+        for why in ex.written:
+            out.append(Cell("markdown", f"**{number} (written, graded by hand)** {why.prompt}"))
+            out.append(Cell("manual", why.model_answer, why.id, why.points))
         return out
 
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind=kind, title=title, spec=spec,
                                cells=lambda s: cells(s), derivation=derivation, vary=vary, prompt=prompt))
+    if manual:  # the model answer holds its mark scheme: the grader reads both in the source cell
+        ex.written.append(Written(ex.grade_id("_why"), manual["prompt"], model_answer=manual["answer"],
+                                  mark_scheme="", points=manual["points"]))
     value_part(ex, names=answers, key=key, points=points, kind=part_kind, rtol=rtol,
                tolerances=tolerances, options=options)
     return ex
@@ -229,11 +233,13 @@ def written_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, p
     release, and the model answer comes back in feedback as the derivation.
     """
     def cells(s: Spec) -> List[Cell]:
-        answer = f"**Model answer.** {model_answer}\n\n**Mark scheme ({points:g} points).** {mark_scheme}"
+        why = ex.written[0]
+        answer = f"**Model answer.** {why.model_answer}\n\n**Mark scheme ({why.points:g} points).** {why.mark_scheme}"
         return [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}{_note(note)}\n\n"
                                  "Write your answer in the cell below (graded by hand)."),
-                Cell("manual", answer, ex.grade_id("_why"), points)]
+                Cell("manual", answer, why.id, why.points)]
 
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Trace", title=title, spec=spec,
                                cells=lambda s: cells(s), derivation=lambda s: model_answer, prompt=prompt))
+    ex.written.append(Written(ex.grade_id("_why"), prompt(spec), model_answer, mark_scheme, points))
     return ex

@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
+from .items import Written
 from .registry import Part
 from .variants import vary_spec
 
@@ -72,6 +73,8 @@ class Exercise:
     parts: List[Part] = field(default_factory=list)
     vary: Optional[Callable[[Dict[str, Any], random.Random], Dict[str, Any]]] = None
     prompt: Optional[Callable[[Dict[str, Any]], str]] = None
+    #: its answers graded by hand (an open Trace, a Derive's "why"), typed as the labs' reflections
+    written: List[Written] = field(default_factory=list)
 
     @property
     def varies(self) -> bool:
