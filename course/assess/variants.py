@@ -227,6 +227,26 @@ def current_student(cwd: Optional[str] = None, environ: Optional[Dict[str, str]]
     return None, "nobody"
 
 
+def instructor_root(cwd: Optional[str] = None) -> Optional[Path]:
+    """The nbgrader course root ``cwd`` (default: the working folder) is in, or None.
+
+    A course root is a folder holding ``source/`` (the instructor's assignments, which a
+    student's install does not have) and beside it the gradebook (``gradebook.db``) or
+    ``nbgrader_config.py``; ``cwd`` or any of its parents counts. ``course variant`` prints keys
+    and worked answers only there. This keeps keys out of a student's *commands*; it is not a
+    secret (see the README: the package computes any key for whoever reads it).
+
+    >>> instructor_root("/") is None
+    True
+    """
+    here = Path(cwd if cwd is not None else os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "source").is_dir() and any((folder / name).is_file()
+                                               for name in ("gradebook.db", "nbgrader_config.py")):
+            return folder
+    return None
+
+
 # ---------------------------------------------------------------------------
 # variants and seeds
 # ---------------------------------------------------------------------------
