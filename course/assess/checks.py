@@ -189,7 +189,7 @@ def _right_or_not(name: str, unit: str, value: Any, key: Any, rtol: float) -> st
     if judge_plain(to_plain(value), key, rtol=rtol, name=name).passed:
         return f"{OK} `{name}` ({unit}): right."
     if type(key) in (int, float) and is_number_type(value):
-        return f"{BAD} `{name}` ({unit}): {unit_hint(float(value), float(key))[1]}."
+        return f"{BAD} `{name}` ({unit}): {unit_hint(float(value), float(key), unit)[1]}."
     return f"{BAD} `{name}`: not yet."
 
 

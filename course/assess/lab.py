@@ -261,7 +261,7 @@ class Lab(Activity):
             if answer.kind == "derive":
                 if type(value) is dict:
                     return Verdict(0.0, f"`{name}` is not defined")
-                return judge_plain(value, answer.key(spec), rtol=answer.rtol, name=f"`{name}`")
+                return judge_plain(value, answer.key(spec), rtol=answer.rtol, name=f"`{name}`", unit=answer.unit)
             if type(value) is not str:
                 return Verdict(0.0, f"`{name}` must be a str")
             if value.strip().lower() in [a.lower() for a in answer.key(spec)]:
