@@ -68,6 +68,20 @@ def exact(x: Any) -> str:
     return f"{mantissa} \u00d7 10{str(exponent).translate(_SUPERSCRIPT)}"
 
 
+def rounded(x: float, digits: int = 4) -> str:
+    """A derived value for a derivation, to ``digits`` significant digits, never ``2.78e+03``.
+
+    >>> rounded(2780.4, 3), rounded(10850.0), rounded(6.103515625e-05, 5), rounded(0.012345, 3)
+    ('2,780', '10,850', '6.1035 \u00d7 10\u207b\u2075', '0.0123')
+    """
+    value = float(f"{float(x):.{digits}g}")
+    if value != 0 and abs(value) < 1e-3:
+        return exact(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return exact(value)  # a short non-integer: its repr has at most ``digits`` significant digits
+
+
 def exact_tex(x: Any) -> str:
     """:func:`exact` for inside ``$...$``: ``8\\times10^{9}``, ``1{,}048{,}576``.
 

@@ -13,7 +13,7 @@ import random
 from course import core
 from course.core import units as u
 from course.assess.activity import Chapter
-from course.assess.authoring import build_exercise, exact, values_exercise
+from course.assess.authoring import build_exercise, exact, rounded, values_exercise
 
 CHAPTER = {
     "title": "Chapter 8 \u00b7 Mixed precision",
@@ -84,7 +84,7 @@ def _deriv_8_1(s):
     f = core.float_format(s["fmt"])
     return (f"Bias $= 2^{{{f.exponent_bits}-1}}-1 = {f.bias}$; smallest normal exponent "
             f"$1-{f.bias} = {1 - f.bias}$; $2^{{{1 - f.bias}}} = 1/{2 ** (f.bias - 1)}$ = "
-            f"**{f.min_normal:.5g}**. Gradients of $10^{{-6}}$ or $10^{{-7}}$ are common deep in a "
+            f"**{rounded(f.min_normal, 5)}**. Gradients of $10^{{-6}}$ or $10^{{-7}}$ are common deep in a "
             "network: without loss scaling they become subnormal (few bits left) or zero.")
 
 

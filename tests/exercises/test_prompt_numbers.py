@@ -97,3 +97,17 @@ def test_every_number_the_key_reads_is_in_the_prompt_as_the_key_uses_it(number):
                     if value not in shown:
                         missing.append((student, name, value, prompt))
     assert not missing, f"{len(missing)} numbers the key reads are not in the prompt, first: {missing[0]}"
+
+
+def test_no_derivation_writes_a_number_as_e_notation():
+    """``2.78e+03 ms`` or ``1.2e+03 %`` in a worked derivation reads as maths gone wrong."""
+    from course.assess.spec import derivation_markdown
+
+    found = []
+    for number, ex in sorted(EXERCISES.items()):
+        for student in [None] + STUDENTS:
+            text = re.sub(r"`[^`]*`", "", derivation_markdown(ex, variant_of(ex.assignment, student)))
+            match = re.search(r".{0,30}\d(?:\.\d+)?e[+-]\d+", text)
+            if match:
+                found.append((number, student, match.group(0)))
+    assert not found, found[:3]
