@@ -4,9 +4,10 @@
     course build-release [name ...]      nbgrader generate_assignment -> release/<name>/ (default: all in source/)
     course check-release [name ...]      regenerate in a temporary course dir; exit 1 if release/ is stale
     course exercises [name]              list the registry: grade_id, kind, points
-    course derivations <name>            print the worked derivations of an assignment (for instructors)
+    course derivations <name>            print the worked derivations of an assignment (course root only)
     course import-grades FILE [--student S]   put graded points into the design ledger (index progress)
-    course variant <name> --student S    a student's numbers, keys and derivations (to answer questions)
+    course variant <name> --student S    in a course root: a student's numbers, keys and derivations;
+                                         elsewhere: your own prompts only (keys stay with the instructor)
     course student [ID]                  show who this machine is, or save ID as the laptop's student id
 """
 
@@ -106,6 +107,10 @@ def cmd_exercises(args) -> int:
 
 def cmd_derivations(args) -> int:
     from course.activities import activity
+    from course.assess.variants import instructor_root
+
+    if instructor_root() is None:
+        raise SystemExit(f"course: {KEYS_WITHHELD}.")
 
     try:
         listed = activity(args.name)
@@ -129,18 +134,39 @@ def cmd_import_grades(args) -> int:
     return 0
 
 
+KEYS_WITHHELD = ("keys and worked answers are printed only in an instructor's course root (a folder with "
+                 "source/ and gradebook.db or nbgrader_config.py beside it); here you see your own prompts")
+
+
 def cmd_variant(args) -> int:
+    """In a course root: ``--student``'s numbers, keys (and derivations). Elsewhere (a student's
+    install): only the prompts of whoever this machine is, never another student's, never a key."""
     from course.activities import activity
-    from course.assess.variants import variant_of, variants_on
+    from course.assess.variants import current_student, instructor_root, variant_of, variants_on
 
     try:
         listed = activity(args.name)
     except ValueError as exc:
         raise SystemExit(f"course: {exc}")
-    variant = variant_of(args.name, args.student)
+    instructor = instructor_root() is not None
+    student = args.student
+    if not instructor:
+        own, source = current_student()
+        if student is not None and student != own:
+            raise SystemExit(f"course: {KEYS_WITHHELD}, and only your own ({own!r}, from: {source}).")
+        student = own
+        if student is None:
+            raise SystemExit("course: no student id: run `course student <your nbgrader id>` first")
+    elif student is None:
+        raise SystemExit("course: give --student ID")
+    if args.derivations and not instructor:
+        print(f"# --derivations ignored: {KEYS_WITHHELD}")
+    variant = variant_of(args.name, student)
     state = "off for this assignment" if not variants_on(args.name) else f"variant {variant}"
-    print(f"# {args.name} for student {args.student!r} ({state})\n")
-    for line in listed.variant_report(variant, args.derivations):
+    print(f"# {args.name} for student {student!r} ({state})\n")
+    if not instructor:
+        print(f"# {KEYS_WITHHELD}.\n")
+    for line in listed.variant_report(variant, args.derivations and instructor, keys=instructor):
         print(line)
     return 0
 
@@ -180,7 +206,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=cmd_import_grades)
     p = sub.add_parser("variant", help="print a student's numbers, keys (and derivations) for an assignment")
     p.add_argument("name")
-    p.add_argument("--student", required=True)
+    p.add_argument("--student", help="the student (instructors; a student sees only their own prompts)")
     p.add_argument("--derivations", action="store_true", help="also print the worked derivations")
     p.set_defaults(func=cmd_variant)
     p = sub.add_parser("student", help="show or set this machine's student id (laptops)")

@@ -72,7 +72,9 @@ class Activity:
         """The mark feedback puts on ``item``'s worked-answer cell (so inserting it is idempotent)."""
         return item
 
-    def variant_report(self, variant: Optional[int], derivations: bool = False) -> List[str]:
+    def variant_report(self, variant: Optional[int], derivations: bool = False, keys: bool = True) -> List[str]:
+        """Markdown lines: each question for ``variant``; with ``keys``, its numbers and keys too
+        (and with ``derivations`` the worked answers)."""
         raise NotImplementedError
 
     def progress(self, entries: Dict[str, dict]) -> dict:
@@ -140,12 +142,15 @@ class Chapter(Activity):
     def worked_markdown(self, item: str, variant: Optional[int] = None) -> str:
         return derivation_markdown(self.exercise(item), variant)
 
-    def variant_report(self, variant: Optional[int], derivations: bool = False) -> List[str]:
+    def variant_report(self, variant: Optional[int], derivations: bool = False, keys: bool = True) -> List[str]:
         lines = []
         for ex in self.exercises:
             spec = spec_for(ex, variant)
             lines.append(f"## {ex.number} {ex.kind} \u00b7 {ex.title}" + ("" if ex.varies else "  (same for everyone)"))
             lines.append(self.prompt_markdown(ex.number, variant))
+            if not keys:  # a student's own prompt only: the spec may hold numbers the key derives
+                lines.append("")
+                continue
             lines.append("numbers: " + json.dumps(spec, default=str))
             for part in ex.parts:
                 if part.value is not None:

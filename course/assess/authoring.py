@@ -26,6 +26,77 @@ from .variants import split_seed
 
 Spec = Dict[str, Any]
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b")
+
+
+def _mantissa_exponent(x: float):
+    """``(mantissa text, exponent)`` of ``x`` with every digit its shortest round-trip repr keeps,
+    or None when ``x`` reads best in full (an integer below 10^6, a plain decimal)."""
+    if isinstance(x, int) or float(x).is_integer():
+        n = int(x)
+        digits = str(abs(n))
+        significant = digits.rstrip("0")
+        if abs(n) < 10**6 or len(significant) > 4:
+            return None
+        sign = "-" if n < 0 else ""
+        mantissa = significant[0] + ("." + significant[1:] if len(significant) > 1 else "")
+        return sign + mantissa, len(digits) - 1
+    text = repr(float(x))
+    if "e" not in text:
+        return None
+    mantissa, exponent = text.split("e")
+    return mantissa, int(exponent)
+
+
+def exact(x: Any) -> str:
+    """``x`` in a prompt exactly as the key uses it: never rounded, never ``8e+09``.
+
+    Integers (and integral floats) in full, with thousands separators from 10^6 up unless they are
+    a short mantissa times a power of ten (``8 × 10⁹``); other floats by their shortest round-trip
+    ``repr``, the exponent written ``× 10⁻⁵``. For plain text; inside ``$...$`` use :func:`exact_tex`.
+
+    >>> exact(2.0 ** 20), exact(8e9), exact(1.75e11), exact(65536.0), exact(0.35), exact(2 ** -14)
+    ('1,048,576', '8 \u00d7 10\u2079', '1.75 \u00d7 10\u00b9\u00b9', '65536', '0.35', '6.103515625 \u00d7 10\u207b\u2075')
+    """
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    split = _mantissa_exponent(x)
+    if split is None:
+        if isinstance(x, int) or float(x).is_integer():
+            return f"{int(x):,}" if abs(x) >= 10**6 else str(int(x))
+        return repr(float(x))
+    mantissa, exponent = split
+    return f"{mantissa} \u00d7 10{str(exponent).translate(_SUPERSCRIPT)}"
+
+
+def rounded(x: float, digits: int = 4) -> str:
+    """A derived value for a derivation, to ``digits`` significant digits, never ``2.78e+03``.
+
+    >>> rounded(2780.4, 3), rounded(10850.0), rounded(6.103515625e-05, 5), rounded(0.012345, 3)
+    ('2,780', '10,850', '6.1035 \u00d7 10\u207b\u2075', '0.0123')
+    """
+    value = float(f"{float(x):.{digits}g}")
+    if value != 0 and abs(value) < 1e-3:
+        return exact(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return exact(value)  # a short non-integer: its repr has at most ``digits`` significant digits
+
+
+def exact_tex(x: Any) -> str:
+    """:func:`exact` for inside ``$...$``: ``8\\times10^{9}``, ``1{,}048{,}576``.
+
+    >>> print(exact_tex(8e9), exact_tex(2.0 ** 20), exact_tex(0.0003))
+    8\\times10^{9} 1{,}048{,}576 0.0003
+    """
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    split = _mantissa_exponent(x)
+    if split is None:
+        return exact(x).replace(",", "{,}")
+    mantissa, exponent = split
+    return f"{mantissa}\\times10^{{{exponent}}}"
+
 
 def heading(ex: Exercise) -> str:
     return f"### Exercise {ex.number} \u00b7 {ex.kind} \u00b7 {ex.title}"

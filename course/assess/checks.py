@@ -51,11 +51,13 @@ def whoami(assignment: str, source: str = "workbook") -> None:
     if not variants.variants_on(assignment):
         print(f"{assignment}: everyone has the {source}'s numbers.")
     elif student is None:
-        print(f"{assignment}: {NO_STUDENT}, so these are the {source}'s numbers. On a laptop run "
+        print(f"{assignment}: {NO_STUDENT}, so these are the {source}'s numbers. Run "
               "`course student <your nbgrader id>` (or set COURSE_STUDENT) and restart the kernel: "
               "you are graded on the numbers of your id.")
     else:
-        print(f"{assignment}: numbers for student {student!r} (identity from: {found_in}).")
+        print(f"{assignment}: numbers for student {student!r} (identity from: {found_in}; "
+              f"{variants.IDENTITY_SOURCES.get(found_in, '')}). You are graded on the numbers of "
+              "the id nbgrader records for your submission.")
     if variants.exam_mode(assignment):
         print("Exam mode: the checks test type and units only.")
 
@@ -187,7 +189,7 @@ def _right_or_not(name: str, unit: str, value: Any, key: Any, rtol: float) -> st
     if judge_plain(to_plain(value), key, rtol=rtol, name=name).passed:
         return f"{OK} `{name}` ({unit}): right."
     if type(key) in (int, float) and is_number_type(value):
-        return f"{BAD} `{name}` ({unit}): {unit_hint(float(value), float(key))[1]}."
+        return f"{BAD} `{name}` ({unit}): {unit_hint(float(value), float(key), unit)[1]}."
     return f"{BAD} `{name}`: not yet."
 
 

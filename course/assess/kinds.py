@@ -62,7 +62,7 @@ def value_part(ex: Exercise, *, names: Dict[str, str], key: Callable[[dict], Dic
             if type(got) is dict and MISSING in got:
                 wrong.append(f"`{n}` is not defined")
                 continue
-            verdict = judge_plain(got, keys[n], rtol=tolerances.get(n, rtol), name=f"`{n}`")
+            verdict = judge_plain(got, keys[n], rtol=tolerances.get(n, rtol), name=f"`{n}`", unit=names[n])
             if not verdict.passed:
                 wrong.append(verdict.reason)
         if wrong:

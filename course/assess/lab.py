@@ -201,13 +201,16 @@ class Lab(Activity):
     def worked_mark(self, item: str) -> str:
         return self.grade_id(item)
 
-    def variant_report(self, variant: Optional[int], derivations: bool = False) -> List[str]:
+    def variant_report(self, variant: Optional[int], derivations: bool = False, keys: bool = True) -> List[str]:
         spec = self.spec_for(variant)
-        lines = ["numbers: " + json.dumps(spec, default=str), ""]
+        lines = ["numbers: " + json.dumps(spec, default=str), ""] if keys else []
         for act in self.acts:
             for answer in act.answers:
                 lines.append(f"## {answer.title}" + ("" if self.varies(answer.id) else "  (same for everyone)"))
                 lines.append(self.question_markdown(answer.id, spec))
+                if not keys:
+                    lines.append("")
+                    continue
                 lines.append(f"key {self.grade_id(answer.id)}: " + json.dumps(answer.key(spec), default=str))
                 if derivations:
                     lines.append(self.worked_markdown(answer.id, variant))
@@ -258,7 +261,7 @@ class Lab(Activity):
             if answer.kind == "derive":
                 if type(value) is dict:
                     return Verdict(0.0, f"`{name}` is not defined")
-                return judge_plain(value, answer.key(spec), rtol=answer.rtol, name=f"`{name}`")
+                return judge_plain(value, answer.key(spec), rtol=answer.rtol, name=f"`{name}`", unit=answer.unit)
             if type(value) is not str:
                 return Verdict(0.0, f"`{name}` must be a str")
             if value.strip().lower() in [a.lower() for a in answer.key(spec)]:

@@ -25,6 +25,7 @@ that a hostile kernel cannot award itself points:
 from __future__ import annotations
 
 import math
+import re
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
@@ -279,21 +280,64 @@ _UNIT_SLIPS = [
 ]
 
 
-def unit_hint(value: float, key: float) -> Tuple[bool, str]:
+#: what a number is, from the unit its item declares (:func:`quantity_of`)
+QUANTITIES = ("bytes", "time", "percent", "count", "other")
+_BYTES_UNIT = re.compile(r"(?<![A-Za-z])(?:[KMGTP]i?B|bytes?)(?![A-Za-z])")
+_TIME_UNIT = re.compile(r"^(?:ms|s|min|minutes?|h|hours?|days?)(?![A-Za-z-])")
+_COUNT_UNIT = re.compile(r"^(?:GPUs|layers|heads|micro-batches|(?:optimizer )?steps|stages|columns|count)\b")
+#: the slips that only make sense for some quantities; any other slip applies to every number
+_SLIP_QUANTITIES = {1.073741824: ("bytes",), 8.0: ("bytes",), 60.0: ("time",), 3600.0: ("time",),
+                    100.0: ("percent", "other")}
+OFF_BY_ONE = "off by one: count the ends again (n items have n - 1 gaps between them)"
+
+
+def quantity_of(unit: Optional[str]) -> Optional[str]:
+    """What an answer with ``unit`` measures, one of :data:`QUANTITIES`; None when unknown.
+
+    >>> [quantity_of(u) for u in ("GB per GPU", "ms", "% of peak", "micro-batches", "ratio", None)]
+    ['bytes', 'time', 'percent', 'count', 'other', None]
+    """
+    if unit is None:
+        return None
+    if "%" in unit:
+        return "percent"
+    if _BYTES_UNIT.search(unit):
+        return "bytes"
+    if _TIME_UNIT.match(unit):
+        return "time"
+    if _COUNT_UNIT.match(unit):
+        return "count"
+    return "other"
+
+
+def unit_hint(value: float, key: float, unit: Optional[str] = None) -> Tuple[bool, str]:
     """A hint for a value that is not right, without revealing the key.
 
     Returns ``(is_a_unit_slip, hint)``; a value within a factor of 3 that is
-    not right is *not yet*, never "plausible".
+    not right is *not yet*, never "plausible". ``unit`` (the item's declared unit)
+    says what the number is (:func:`quantity_of`): a GiB-for-GB or bits-for-bytes
+    hint only for bytes, seconds-for-minutes only for times, a percent-as-fraction
+    hint never for bytes, times or counts, and a count one off is *off by one*.
+    Without ``unit`` every slip is tried.
 
     >>> unit_hint(1750.0, 1.75)[1].startswith("not yet: a factor of 1000")
     True
     >>> unit_hint(2.0, 1.75)
     (False, 'not yet: check the formula and the numbers you used')
+    >>> unit_hint(5.1 * 1.073741824, 5.1, "%")[1], unit_hint(7, 8, "stages")[1]
+    ('not yet: check the formula and the numbers you used', 'not yet: off by one: count the ends again (n items have n - 1 gaps between them)')
     """
+    quantity = quantity_of(unit)
     if key == 0 or value == 0 or (value > 0) != (key > 0):
+        if quantity == "count" and float(key).is_integer() and abs(value - key) == 1:
+            return False, "not yet: " + OFF_BY_ONE
         return False, "not yet: wrong sign or zero, check the formula"
+    if quantity == "count" and float(key).is_integer() and abs(value - key) == 1:
+        return False, "not yet: " + OFF_BY_ONE
     ratio = abs(value / key)
     for factor, hint in _UNIT_SLIPS:
+        if quantity is not None and quantity not in _SLIP_QUANTITIES.get(factor, QUANTITIES):
+            continue
         for r in (factor, 1.0 / factor):
             if math.isclose(ratio, r, rel_tol=0.02):
                 return True, "not yet: " + hint
@@ -303,11 +347,11 @@ def unit_hint(value: float, key: float) -> Tuple[bool, str]:
 
 
 def judge_plain(value: Any, key: Any, *, rtol: float = 0.01, atol: float = 0.0,
-                name: str = "answer") -> Verdict:
+                name: str = "answer", unit: Optional[str] = None) -> Verdict:
     """Compare a harvested plain value with a trusted key.
 
     Numbers are compared with relative tolerance ``rtol`` (1 % by default) and
-    absolute tolerance ``atol``; strings exactly after stripping and
+    absolute tolerance ``atol`` (a wrong one gets :func:`unit_hint` for the item's ``unit``); strings exactly after stripping and
     case-folding; bools exactly; lists element by element (same length).
     Anything not of a plain type scores zero.
 
@@ -326,7 +370,7 @@ def judge_plain(value: Any, key: Any, *, rtol: float = 0.01, atol: float = 0.0,
         return Verdict(1.0, f"{name} is correct")
     if type(key) in (int, float) and type(key) is not bool:
         # a graded number that is wrong says how (a unit slip, a factor of 2, the magnitude), never the key
-        hint = unit_hint(float(value), float(key))[1].removeprefix("not yet: ")
+        hint = unit_hint(float(value), float(key), unit)[1].removeprefix("not yet: ")
         return Verdict(0.0, f"{name} does not match the expected value: {hint}")
     return Verdict(0.0, f"{name} does not match the expected value")
 

@@ -9,9 +9,15 @@ Identity (first that applies wins)
    the submission's folder (see :func:`grading_seed`).
 2. **The JupyterHub user** (``JUPYTERHUB_USER``), which is the nbgrader
    student id on a hub.
-3. **A local setting** for a laptop: ``COURSE_STUDENT`` in the environment,
-   else the id saved by ``course student <id>`` (``~/.course/student``).
-4. Nobody: the workbook's own numbers (the prompt cell says so).
+3. **A local setting**: ``COURSE_STUDENT`` in the environment (the autograder's
+   sandbox sets it to the graded student), else the id saved by
+   ``course student <id>`` (``~/.course/student``).
+4. **The Unix user name** of the kernel's process (``pwd`` of ``os.getuid()``), the id
+   nbgrader's exchange records when a student submits on a shared machine
+   (``nbgrader.utils.get_username``). Only a login account counts (uid at least
+   ``UID_MIN`` of ``/etc/login.defs``, 1000 by default, and not ``nobody``): root, system
+   and sandbox accounts are nobody's.
+5. Nobody: the workbook's own numbers (the prompt cell says so).
 
 A variant is an integer derived from ``(COURSE_ID, assignment, student)`` by
 SHA-256 (:func:`variant_of`); no seed a student supplies is ever used. The
@@ -45,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import sys
 import re
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -137,13 +144,63 @@ def grading_student(cwd: Optional[str] = None) -> Optional[str]:
     return _clean(match.group(1)) if match else None
 
 
-def current_student(cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = None) -> Tuple[Optional[str], str]:
+#: the sources :func:`current_student` names, and how a student changes each (``whoami`` prints it)
+IDENTITY_SOURCES = {
+    "nbgrader grading folder": "this is a grading run: the folder names the student",
+    "JupyterHub user": "your hub login is your nbgrader id",
+    _STUDENT_ENV: f"unset {_STUDENT_ENV} (or set it to your nbgrader id) and restart the kernel",
+    "course student setting": "run `course student <your nbgrader id>` and restart the kernel",
+    "Unix user": ("the name nbgrader records when you submit from this machine; if your nbgrader id "
+                  "is another, run `course student <your nbgrader id>` and restart the kernel"),
+}
+
+
+def _first_login_uid() -> int:
+    """``UID_MIN`` of ``/etc/login.defs`` (the first uid ``useradd`` gives a person), else 1000 (501 on macOS)."""
+    try:
+        for line in Path("/etc/login.defs").read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[0] == "UID_MIN" and fields[1].isdigit():
+                return int(fields[1])
+    except OSError:
+        pass
+    return 501 if sys.platform == "darwin" else 1000
+
+
+def unix_student(uid: Optional[int] = None) -> Optional[str]:
+    """The login name of ``uid`` (default: this process's), as nbgrader's exchange records it; None for
+    root, system and sandbox accounts (uid below :func:`_first_login_uid`, ``nobody``, no password entry).
+    """
+    try:
+        import pwd
+    except ImportError:  # Windows: nbgrader's exchange does not run there either
+        return None
+    uid = os.getuid() if uid is None else int(uid)
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:  # a sandbox uid with no account
+        return None
+    if uid < _first_login_uid() or entry.pw_name == "nobody" or uid == 65534:
+        return None
+    return _clean(entry.pw_name)
+
+
+_LOOK_UP = object()
+
+
+def current_student(cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = None,
+                    unix_user: Any = _LOOK_UP) -> Tuple[Optional[str], str]:
     """``(student, where it came from)`` by the precedence of the module docstring.
+
+    With ``environ`` given, only ``cwd``, ``environ`` and ``unix_user`` (if given) are read (no saved
+    file, no account lookup); with neither, the saved ``course student`` id and :func:`unix_student`.
 
     >>> current_student("/srv/autograded/bob/ch01_zero", {"JUPYTERHUB_USER": "grader"})
     ('bob', 'nbgrader grading folder')
     >>> current_student("/home/jovyan", {"JUPYTERHUB_USER": "ada", "COURSE_STUDENT": "eve"})
     ('ada', 'JupyterHub user')
+    >>> current_student("/home/ada", {}, unix_user="ada")
+    ('ada', 'Unix user')
     """
     env = os.environ if environ is None else environ
     found = grading_student(cwd)
@@ -162,7 +219,32 @@ def current_student(cwd: Optional[str] = None, environ: Optional[Dict[str, str]]
             found = None
         if found:
             return found, "course student setting"
+    if unix_user is _LOOK_UP:
+        unix_user = unix_student() if environ is None else None
+    found = _clean(unix_user)
+    if found:
+        return found, "Unix user"
     return None, "nobody"
+
+
+def instructor_root(cwd: Optional[str] = None) -> Optional[Path]:
+    """The nbgrader course root ``cwd`` (default: the working folder) is in, or None.
+
+    A course root is a folder holding ``source/`` (the instructor's assignments, which a
+    student's install does not have) and beside it the gradebook (``gradebook.db``) or
+    ``nbgrader_config.py``; ``cwd`` or any of its parents counts. ``course variant`` prints keys
+    and worked answers only there. This keeps keys out of a student's *commands*; it is not a
+    secret (see the README: the package computes any key for whoever reads it).
+
+    >>> instructor_root("/") is None
+    True
+    """
+    here = Path(cwd if cwd is not None else os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "source").is_dir() and any((folder / name).is_file()
+                                               for name in ("gradebook.db", "nbgrader_config.py")):
+            return folder
+    return None
 
 
 # ---------------------------------------------------------------------------

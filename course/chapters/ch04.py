@@ -10,7 +10,7 @@ from course import core
 from course.core.units import GB, GB_per_s, TFLOPS, billion, ms
 
 from course.assess.activity import Chapter
-from course.assess.authoring import build_exercise, values_exercise
+from course.assess.authoring import build_exercise, rounded, values_exercise
 from course.assess.probes import log_uniform, make_probes
 
 FP16_BYTES = 2  # bytes per FP16/BF16 gradient element (IEEE 754-2008 binary16)
@@ -65,7 +65,7 @@ values_exercise(
     derivation=lambda s: (
         f"S = {s['params_b']:g}\u00d710\u2079 \u00d7 2 B = {s['params_b'] * 2:g} GB; T = 2 \u00d7 {s['params_b'] * 2:g} "
         f"\u00d7 {s['n'] - 1} / ({s['n']} \u00d7 {s['bw_gbs']:g}) s = "
-        f"**{_allreduce_ms(s['params_b'], s['n'], s['bw_gbs']):.3g} ms**. Compare it with the step's "
+        f"**{rounded(_allreduce_ms(s['params_b'], s['n'], s['bw_gbs']), 3)} ms**. Compare it with the step's "
         "forward+backward time (hundreds of ms for such models): significant, but it can be overlapped."),
 )
 
@@ -142,7 +142,7 @@ values_exercise(
           "faster."),
     derivation=lambda s: (
         f"Ring over {s['nodes']} nodes: 2 \u00d7 {s['params_b'] * 2:g} GB \u00d7 {s['nodes'] - 1}/({s['nodes']} \u00d7 "
-        f"{s['inter_bw_gbs']:g} GB/s) = **{_allreduce_ms(s['params_b'], s['nodes'], s['inter_bw_gbs']):.4g} ms**, "
+        f"{s['inter_bw_gbs']:g} GB/s) = **{rounded(_allreduce_ms(s['params_b'], s['nodes'], s['inter_bw_gbs']))} ms**, "
         "several times what the same gradient would take over NVLink (4.1). That is why tensor parallelism "
         "stays inside a node and why "
         "clusters give every GPU its own InfiniBand port."),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from course import core
 from course.core import units as u
 from course.assess.activity import Chapter
-from course.assess.authoring import values_exercise
+from course.assess.authoring import rounded, values_exercise
 
 CHAPTER = {
     "title": "Chapter 6 \u00b7 Tensor parallelism",
@@ -225,8 +225,8 @@ values_exercise(
         f"One all-reduce: {_key_6_2(s)['allreduce_mb_per_gpu']:.4g} MB at {s['bandwidth_gbs']:g} GB/s = "
         f"{_one_allreduce_seconds(s) / u.ms:.4g} ms. Count: {s['layers']} layers × 2 × 2 = "
         f"{s['layers'] * 4}. TP time: {s['layers'] * 4 * _one_allreduce_seconds(s) / u.ms:.4g} ms of "
-        f"{s['compute_ms']:g} ms of compute: **{_key_6_5(s)['tp_overhead_pct']:.3g} %**, all of it on "
+        f"{s['compute_ms']:g} ms of compute: **{rounded(_key_6_5(s)['tp_overhead_pct'], 3)} %**, all of it on "
         "the critical path. Across nodes at a sixth of the bandwidth it would be six times that, "
-        f"{6 * _key_6_5(s)['tp_overhead_pct']:.3g} %."),
+        f"{rounded(6 * _key_6_5(s)['tp_overhead_pct'], 3)} %."),
     note=("The workbook's 9.6 % rests on the halved volume of its 6.2; with the correct volume the "
           "overhead is about twice as large."))

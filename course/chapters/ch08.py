@@ -13,7 +13,7 @@ import random
 from course import core
 from course.core import units as u
 from course.assess.activity import Chapter
-from course.assess.authoring import build_exercise, values_exercise
+from course.assess.authoring import build_exercise, exact, rounded, values_exercise
 
 CHAPTER = {
     "title": "Chapter 8 \u00b7 Mixed precision",
@@ -84,7 +84,7 @@ def _deriv_8_1(s):
     f = core.float_format(s["fmt"])
     return (f"Bias $= 2^{{{f.exponent_bits}-1}}-1 = {f.bias}$; smallest normal exponent "
             f"$1-{f.bias} = {1 - f.bias}$; $2^{{{1 - f.bias}}} = 1/{2 ** (f.bias - 1)}$ = "
-            f"**{f.min_normal:.5g}**. Gradients of $10^{{-6}}$ or $10^{{-7}}$ are common deep in a "
+            f"**{rounded(f.min_normal, 5)}**. Gradients of $10^{{-6}}$ or $10^{{-7}}$ are common deep in a "
             "network: without loss scaling they become subnormal (few bits left) or zero.")
 
 
@@ -107,11 +107,11 @@ def _deriv_8_2(s):
     history = core.loss_scale_history(s["overflows"], init_scale=s["init_scale"],
                                       growth_interval=s["growth_interval"])
     rows = [f"- step {i}: " + ("overflow: skip the update, halve S" if ov else "no overflow: count it")
-            + f"; counter {int(c)}, S = {float(sc):g}"
+            + f"; counter {int(c)}, S = {exact(float(sc))}"
             for i, (ov, c, sc) in enumerate(zip(s["overflows"], history["growth_tracker"],
                                                 history["scale_after"]), 1)]
     final = _key_8_2(s)["final_scale"]
-    return ("\n".join(rows) + f"\n\nFinal **S = {final:g}** $= 2^{{{int(math.log2(final))}}}$. Each "
+    return ("\n".join(rows) + f"\n\nFinal **S = {exact(final)}** $= 2^{{{int(math.log2(final))}}}$. Each "
             f"overflow halves S and resets the counter; doubling needs {s['growth_interval']} good steps in "
             "a row.")
 
@@ -128,13 +128,13 @@ values_exercise(
     CH, "8.2", "Trace loss scaling", kind="Trace",
     spec={"init_scale": 65536.0, "growth_interval": 2000, "overflows": [False, True, False, True, False]},
     vary=_vary_8_2,
-    prompt=lambda s: (f"GradScaler starts at $S = {s['init_scale']:g}$ with a growth interval of "
+    prompt=lambda s: (f"GradScaler starts at $S$ = {exact(s['init_scale'])} with a growth interval of "
                       f"{s['growth_interval']} steps. Steps 1 to {len(s['overflows'])} see: "
                       + ", ".join("overflow" if o else "no overflow" for o in s["overflows"])
                       + f". What is $S$ after step {len(s['overflows'])}?"),
     answers={"final_scale": "loss scale"}, key=_key_8_2, rtol=0.0, derivation=_deriv_8_2,
     solution=lambda s: (f"overflows = {s['overflows']!r}\n"
-                        f"final_scale, good = {s['init_scale']:g}, 0\n"
+                        f"final_scale, good = {s['init_scale']!r}, 0\n"
                         "for overflow in overflows:\n"
                         "    good = 0 if overflow else good + 1\n"
                         "    final_scale *= 0.5 if overflow else 1.0\n"

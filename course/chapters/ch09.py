@@ -10,7 +10,7 @@ from __future__ import annotations
 from course import core
 from course.core import units as u
 from course.assess.activity import Chapter
-from course.assess.authoring import values_exercise
+from course.assess.authoring import exact, values_exercise
 
 
 def _tex(x):
@@ -167,11 +167,11 @@ values_exercise(
     CH, "9.4", "Training compute", kind="Derive", spec={"params": 405e9, "tokens": 15.6e12},
     vary=lambda s, rng: dict(s, params=rng.choice([7e9, 8e9, 13e9, 34e9, 70e9, 175e9, 405e9]),
                              tokens=rng.choice([1e12, 2e12, 3e12, 9e12, 15e12, 15.6e12])),
-    prompt=lambda s: (f"Training costs about $6ND$ FLOPs. For $N = {s['params']:.4g}$ parameters and "
-                      f"$D = {s['tokens']:.4g}$ tokens, how many petaFLOP/s-days is that (1 PF-day = "
+    prompt=lambda s: (f"Training costs about $6ND$ FLOPs. For $N$ = {exact(s['params'])} parameters and "
+                      f"$D$ = {exact(s['tokens'])} tokens, how many petaFLOP/s-days is that (1 PF-day = "
                       "$10^{15}\\times86400$ FLOPs)?"),
     answers={"pf_days": "PF-days"}, key=_key_9_4,
-    solution=lambda s: f"pf_days = 6 * {s['params']:.6g} * {s['tokens']:.6g} / (1e15 * 86400)",
+    solution=lambda s: f"pf_days = 6 * {s['params']!r} * {s['tokens']!r} / (1e15 * 86400)",
     derivation=lambda s: (
         f"$6ND = 6\\times{_tex(s['params'])}\\times{_tex(s['tokens'])}$ = "
         f"${_tex(core.training_flops(s['params'], s['tokens']))}$ FLOPs (for 405B and 15.6 T tokens Meta "
@@ -193,9 +193,9 @@ values_exercise(
                              gpus=rng.choice([2048, 4096, 8192, 16384, 24576]), mfu=rng.choice([0.3, 0.35, 0.4, 0.45, 0.5])),
     prompt=lambda s: (f"{s['gpus']:,} H100 GPUs with a dense BF16 peak of {s['peak_tflops']:g} TFLOPS "
                       f"each run at {s['mfu']:.0%} MFU. How many days does $6ND$ take for "
-                      f"$N = {s['params']:.4g}$ and $D = {s['tokens']:.4g}$?"),
+                      f"$N$ = {exact(s['params'])} and $D$ = {exact(s['tokens'])}?"),
     answers={"training_days": "days"}, key=_key_9_5,
-    solution=lambda s: (f"flops = 6 * {s['params']:.6g} * {s['tokens']:.6g}\n"
+    solution=lambda s: (f"flops = 6 * {s['params']!r} * {s['tokens']!r}\n"
                         f"training_days = flops / ({s['gpus']} * {s['peak_tflops']:g}e12 * {s['mfu']:g}) / 86400"),
     derivation=lambda s: (
         f"Sustained rate: ${s['gpus']}\\times{_tex(s['peak_tflops'] * 1e12)}\\times{s['mfu']:g}$ = "
@@ -255,9 +255,11 @@ def _key_9_7(s):
 values_exercise(
     CH, "9.7", "DP all-reduce volume", kind="Derive", spec=dict(_MODEL, dp=128),
     vary=lambda s, rng: dict(_vary_model(s, rng), dp=rng.choice([8, 16, 32, 64, 128, 256])),
-    prompt=lambda s: (f"The FP16 gradients on one GPU ({s['layers_per_stage']} layers, TP-sharded: the "
-                      f"same size as its weights in 9.3) are all-reduced over DP = {s['dp']} GPUs with a "
-                      "ring. How many GB does each GPU send per step?"),
+    prompt=lambda s: (f"A GPU holds {s['layers_per_stage']} layers of a Llama-style model ($4d^2$ attention and "
+                      f"$3\\,d\\,d_{{ff}}$ SwiGLU parameters per layer, $d = {s['d']}$, $d_{{ff}} = {s['d_ff']}$), "
+                      f"split TP = {s['tp']} ways, as in 9.3 but with these numbers. Its FP16 gradients (the same "
+                      f"size as its FP16 weights) are all-reduced over DP = {s['dp']} GPUs with a ring. How many "
+                      "GB does each GPU send per step?"),
     answers={"dp_allreduce_gb_per_gpu": "GB"}, key=_key_9_7,
     solution=lambda s: (f"d, d_ff, layers_per_stage, tp, dp = {s['d']}, {s['d_ff']}, {s['layers_per_stage']}, "
                         f"{s['tp']}, {s['dp']}\n"

@@ -226,9 +226,9 @@ def test_registry_documents_the_contract():
 def test_doctests_of_the_exercise_modules():
     import doctest
 
-    from course.assess import checks, kinds, mastery, registry
+    from course.assess import authoring, checks, kinds, mastery, registry
 
-    for module in (registry, kinds, checks, mastery):
+    for module in (registry, kinds, checks, mastery, authoring):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
 
