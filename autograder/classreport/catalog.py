@@ -127,6 +127,7 @@ def hint_classes() -> List[dict]:
     texts = [unit_hint(factor, 1.0)[1] for factor, _ in _UNIT_SLIPS]
     # the three hints for a number that is no recognisable slip: sign or zero, close, far off
     texts += [unit_hint(-1.0, 1.0)[1], unit_hint(1.5, 1.0)[1], unit_hint(50.0, 1.0)[1]]
+    texts.append(unit_hint(7.0, 8.0, "stages")[1])  # a count one off (the hint for counts)
     out, seen = [], set()
     for text in texts:
         hint = text.removeprefix("not yet: ")
