@@ -203,11 +203,10 @@ ACT1 = Act(
     "act1", "The data-parallel wall",
     lock=Lock(
         question="Why does MFU fall as the data-parallel job grows from 8 to 512 GPUs?",
-        options={"A": "NCCL software overhead grows with the cluster",
-                 "B": "once the job spans nodes the gradient all-reduce runs on the network instead of NVLink "
-                      "while compute per GPU stays the same: comm/compute rises",
-                 "C": "HBM and cache pressure grow with the number of GPUs",
-                 "D": "the global batch is too large, so more steps are needed"},
+        options={"A": "NCCL's software overhead per call grows with the GPU count",
+                 "B": "the gradient all-reduce moves from NVLink onto the slower network",
+                 "C": "HBM and cache pressure on each GPU grow with the GPU count",
+                 "D": "the global batch grows too large, so more steps are needed"},
         correct="B",
         explanation="Per-GPU compute is fixed (same micro-batch). The ring all-reduce moves about 2x the gradient "
                     "bytes per GPU; beyond one node it runs on 50 GB/s InfiniBand instead of 450 GB/s NVLink, so "
@@ -341,7 +340,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "TP × PP × DP = 1,024."),
         Cell("code", "TrackScene(track, 'act2')", "lab05_act2_story"),
         *lab.lock_cells("act2"),
-        Cell("code", "configurator = lab.gate('act2', Configurator(model='gpt3-175b', cluster='h100-1024', tp=8, pp=4))\n"
+        Cell("code", "configurator = lab.gate('act2', Configurator(model='gpt3-175b', cluster='h100-1024', tp=4, pp=8))\n"
                      "track.link_to(configurator)\nconfigurator", "lab05_act2_configurator"),
         Cell("markdown",
              "The bubble chart below follows the configurator's PP and micro-batches (moving its sliders moves "

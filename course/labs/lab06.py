@@ -107,9 +107,8 @@ ACT2 = Act(
     "act2", "Which algorithm for which workload?",
     lock=Lock(
         question="For the 0.5 MB update on 128 GPUs, which family wins?",
-        options={"A": "the plain ring", "B": "a binomial tree",
-                 "C": "a log-step bandwidth-optimal algorithm (Rabenseifner or double binary tree)",
-                 "D": "the naive gather at one GPU"},
+        options={"A": "the plain ring", "B": "a binomial tree", "C": "Rabenseifner's algorithm",
+                 "D": "the naive gather at GPU 0"},
         correct="C",
         explanation="At 0.5 MB the ring pays 254 latencies; a plain tree pays only 14 but sends the whole message "
                     "every round. Algorithms with log2 N steps and ring-like bytes win.",
