@@ -246,11 +246,13 @@ ACT2 = Act(
         explanation="TP stays inside the 8-GPU NVLink node, PP splits the 96 layers across nodes, DP takes the "
                     "rest. But B only fits with ZeRO or recomputation (below).",
         reveal=(
-            "> **Correction to the source lab.** Its \"correct\" answer B, with plain mixed-precision Adam and "
-            "no recomputation, needs about 143 GB per GPU by the planner's count (Korthikanti et al. "
-            "activations) and trips the lab's own out-of-memory banner. B is the right *shape*; it fits once "
-            "ZeRO-1 shards the optimizer and selective recomputation trims activations. The source's bubble "
-            "formula (p−1)/(p·m) is also replaced by (p−1)/(m+p−1).\n\n"
+            "**B is the right shape, but not yet a plan that fits.** With plain mixed-precision Adam (16 bytes "
+            "per parameter: no ZeRO) and no recomputation it needs about "
+            f"{act2_plain_memory_gb(SPEC):.0f} GB per GPU by the planner's count ({SPEC['act2_microbatches']} "
+            "micro-batches of one sequence; activations after Korthikanti et al.), and the configurator shows "
+            "the out-of-memory banner. It fits once ZeRO-1 shards the optimizer state across the DP ranks and "
+            "*selective recomputation* (keep each layer's cheap-to-store activations, recompute the attention "
+            "scores in the backward pass instead of storing them) trims the activations.\n\n"
             "Now drive the instruments above into each failure state: TP = 16 (the TP group leaves the node: "
             "`tp_crosses_node`), ZeRO 0 with no recomputation (`out_of_memory`), PP = 3, which leaves GPUs "
             "without a place (an invalid configuration: `gpus_mismatch`), fewer micro-batches than stages "

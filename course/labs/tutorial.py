@@ -173,9 +173,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "## The fabric between the nodes\n\n"
              "Take a configuration that fits (TP = 8 inside a node, PP = 4, DP = 8, full recomputation) and "
              "change only the network between nodes: 100 Gb Ethernet (12.5 GB/s per port), InfiniBand HDR "
-             "(200 Gb/s = 25 GB/s) and NDR (400 Gb/s = 50 GB/s).\n\n"
-             "> **Correction to the source tutorial.** HDR is 200 Gb/s, i.e. 25 GB/s per direction, not 50; "
-             "and the H100's dense BF16 peak is 989 TFLOPS (1979 is the 2:4-sparsity figure)."),
+             "(200 Gb/s = 25 GB/s) and NDR (400 Gb/s = 50 GB/s). Network ports are quoted in bits per second: "
+             "divide by 8 for bytes."),
         Cell("code",
              "for fabric in ('Ethernet 100G', 'InfiniBand HDR', 'InfiniBand NDR'):\n"
              "    cluster = core.catalog.make_cluster('DGX H100', 256, fabric=fabric)\n"
@@ -195,8 +194,11 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.answer_cells("ex3_bubble", s),
         Cell("markdown",
              "## Exercise 2 · Find the optimal configuration\n\n"
-             "`core.sweep` evaluates every TP × CP × PP × DP split, pipeline interleaving, micro-batch, ZeRO stage "
-             "and recompute mode "
+             "`core.sweep` evaluates every TP × CP × PP × DP split (CP, *context parallelism*, splits each "
+             "sequence's tokens across GPUs so that long sequences' activations are shared out), pipeline "
+             "interleaving (each GPU holds v smaller *chunks* of layers instead of one stage, which shrinks the "
+             "bubble), micro-batch, ZeRO stage and recompute mode (none, *selective*: recompute only the "
+             "attention scores in the backward pass, or *full*: recompute each layer from its input) "
              "for the Llama 3 global batch (about 16 M tokens) and sorts by tokens per second. With "
              "`include_infeasible=True` it also keeps the rows that break a limit, and says which."),
         Cell("code",

@@ -119,3 +119,23 @@ def test_the_correct_option_is_not_the_longest_by_far(prefix, act_id):
     correct = len(lock.options[lock.correct])
     assert correct <= LENGTH_RATIO * statistics.median(lengths), (
         f"{prefix}/{act_id}: the correct option has {correct} characters, the median {statistics.median(lengths)}")
+
+
+# -- words a student has (deliverable 5) -------------------------------------------------------------
+
+@pytest.mark.parametrize("prefix", sorted(LABS))
+def test_corrections_of_the_source_live_on_the_errata_page_not_in_the_lab(prefix):
+    lab = LABS[prefix]
+    markdown, code = _page(lab)
+    said = "\n".join(markdown + code + [a.lock.reveal + a.lock.explanation for a in lab.acts if a.lock])
+    for phrase in ("Correction to the source", "errata", "Errata"):
+        assert phrase not in said, f"{prefix}: {phrase!r} stands in the student's path"
+
+
+def test_terms_are_explained_where_the_labs_first_use_them():
+    tutorial = "\n".join(_page(LABS["tutorial"])[0])
+    assert "CP, *context parallelism*" in tutorial and "v smaller *chunks*" in tutorial
+    assert "*selective*: recompute only" in tutorial
+    lab06 = "\n".join(_page(LABS["lab06"])[0])
+    assert "**Rabenseifner's algorithm** is a reduce-scatter" in lab06
+    assert "*selective recomputation* (keep" in LABS["lab05"].lock_of("act2").reveal
