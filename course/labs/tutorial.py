@@ -135,10 +135,12 @@ EX2 = Act(
         graded="within 2 % of the sweep's best"),),
     reflections=(Reflection(
         "why",
-        "Why does the best configuration keep tensor parallelism inside one node, and what would happen to its "
-        "step time if TP were 16 (two nodes)?",
+        "The best rows of the sweep keep the TP × CP group (TP = 1, CP = 8 on the research cluster) inside one "
+        "node. Why must the groups that communicate in every layer stay on NVLink, and what would happen to "
+        "the step time if such a group spanned two nodes (e.g. TP = 16)?",
         "Tensor parallelism all-reduces activations twice per layer in the forward and twice in the backward "
-        "pass, on the critical path; inside a node that runs on NVLink 4 at 450 GB/s, across nodes on a "
+        "pass, and context parallelism exchanges keys and values for every attention layer, both on the "
+        "critical path; inside a node that runs on NVLink 4 at 450 GB/s, across nodes on a "
         "12.5 GB/s Ethernet port, about 36x slower, so TP = 16 would make the step communication-bound.",
         "1 point: TP communicates every layer, on the critical path. 1 point: NVLink vs inter-node bandwidth "
         "(an order of magnitude or more)."),),
@@ -149,7 +151,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     return [
         Cell("markdown",
              "# Tutorial · 3D parallelism with the planner\n\n"
-             "Llama-3 70B does not fit on one GPU, and training it on one would take years. This tutorial "
+             "Training Llama-3 70B on one GPU would take years. This tutorial "
              "splits it over the research cluster: 32 DGX H100 nodes, 256 GPUs, eight per node on NVLink 4, "
              "nodes joined by 100 Gb Ethernet. Every number comes from `course.core.plan` (one "
              "configuration) and `course.core.sweep` (all of them at once).\n\n"

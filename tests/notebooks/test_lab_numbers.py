@@ -68,3 +68,12 @@ def test_math_peek_reveal_and_dashboard_name_the_same_winner_and_crossover():
     assert f"below {crossing['message_bytes'] / 1e3:.0f} kB recursive doubling" in reveal
     assert f"{2 * (n - 1)} latencies" in lock.explanation and f"only {2 * log}" in lock.explanation
     assert crossing["message_bytes"] < m  # the 0.5 MB update lies above it, as the reveal says
+
+
+def test_the_tutorial_reflection_names_the_sweeps_best_row():
+    from course.labs import tutorial
+
+    best = core.sweep(tutorial.SPEC["model"], tutorial.SPEC["cluster"]).row(0)
+    prompt = tutorial.LAB.reflection("why").prompt
+    assert f"(TP = {best['tp']}, CP = {best['cp']} on the research cluster)" in prompt
+    assert best["tp"] * best["cp"] <= 8  # one DGX H100 node
