@@ -166,7 +166,7 @@ values_exercise(
     key=lambda s: {"ratio": _ratio(s)},
     solution=lambda s: (f"compute_ms = {s['flops_t']!r} / ({s['mfu']!r} * {s['peak_tflops']!r}) * 1000\n"
                         f"ratio = {s['comm_ms']!r} / compute_ms"),
-    note="H100 SXM dense BF16 peak is 989 TFLOPS; 1979 is the sparse figure (see the course errata).",
+    note="H100 SXM dense BF16 peak is 989 TFLOPS; 1979 is the sparse figure.",
     derivation=lambda s: (
         f"T_compute = {s['flops_t']:g} TFLOP / ({s['mfu']:g} \u00d7 {s['peak_tflops']:g} TFLOPS) = "
         f"{s['comm_ms'] / _ratio(s):.4g} ms; ratio = {s['comm_ms']:g} / {s['comm_ms'] / _ratio(s):.4g} = "

@@ -48,13 +48,6 @@ Energy in kWh = GPUs × watts / 1000 × hours.
 
 In `course.core`: `training_flops`, `pf_days`, `training_days`, `bubble_overhead`,
 `bubble_fraction`, `allreduce_time`, `energy_kwh`, `energy_cost`.
-
-> **Errata (source workbook).** Its 9.6 quotes a bubble above 100 % without saying that it is
-> the *overhead* relative to ideal compute time, not the *share* of the step; below you give
-> both. Its 9.7 computes the per-GPU ring volume, halves it, then takes that back; the answer
-> is the ring volume $2\frac{N-1}{N}S$, once. Its 9.9 makes an arithmetic slip in the energy
-> product. Its 9.8 answer disagrees with the order Meta's paper reports; the key follows the
-> paper.
 """],
 }
 

@@ -88,13 +88,20 @@ def _time_axis(scale, axis, low: float, high: float, max_ticks: int = 8) -> None
             scale.min, scale.max = float(lo), float(hi)
     set_ticks(axis, decade_ticks(lo, hi, max_ticks=max_ticks), _time_tick)
 
-#: Lab 06 Act II workloads: gradient bytes per step (fp16 gradients of 175B and 7B
-#: parameters: 2 bytes x params) and a small parameter-server update.
+def _gradient_bytes(params: float) -> float:
+    """bf16 gradients of ``params`` parameters (``core.precision_bytes``: 2 bytes each)."""
+    return params * core.precision_bytes("bf16")
+
+
+#: Lab 06 Act II workloads: gradient bytes per step (bf16 gradients of 175B and 7B
+#: parameters, from the core) and a small parameter-server update.
 WORKLOADS = {
-    "175B gradients (280 GB)": 280 * GB,
-    "7B gradients (14 GB)": 14 * GB,
+    f"175B gradients ({_gradient_bytes(175e9) / GB:.0f} GB)": _gradient_bytes(175e9),
+    f"7B gradients ({_gradient_bytes(7e9) / GB:.0f} GB)": _gradient_bytes(7e9),
     "small update (< 1 MB)": 0.5e-3 * GB,
 }
+#: the preset the dashboard opens on
+LARGE_WORKLOAD = next(iter(WORKLOADS))
 CUSTOM = "custom"
 #: Ties: algorithms within this relative time of the best are named with it.
 TIE = 0.01
@@ -315,7 +322,7 @@ class AlgorithmDashboard(Instrument):
                                                            style={"button_width": "auto"},
                                                            layout=widgets.Layout(width="auto", max_width="100%")),
                          triggers_update=False)
-        self.add_control("message_gb", widgets.FloatLogSlider(value=280, base=10, min=-6, max=3, step=0.001,
+        self.add_control("message_gb", widgets.FloatLogSlider(value=WORKLOADS[LARGE_WORKLOAD] / GB, base=10, min=-6, max=3, step=0.001,
                                                               description="M (GB)", readout_format=".3g"))
         self.add_control("gpus", LogIntSlider(value=128, min=2, max=4096, description="GPUs N"))
         self.add_control("link", _link_dropdown())
@@ -335,7 +342,7 @@ class AlgorithmDashboard(Instrument):
                                   display_legend=True)
         self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
                                     marker="diamond", default_size=90, labels=["crossover"], display_legend=True)
-        self.current = bq.Scatter(x=[280 * GB], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("pink")],
+        self.current = bq.Scatter(x=[WORKLOADS[LARGE_WORKLOAD]], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("pink")],
                                   stroke=mark_color("ink"), marker="circle", default_size=160, labels=["your message"],
                                   display_legend=True)
         fig = self.add_figure(figure([self.curves, self.threshold, self.crossings, self.current], xs, ys,

@@ -85,7 +85,7 @@ class BubbleChart(Instrument):
             f" (Narayanan et al. 2021; the same for GPipe and 1F1B)<br>"
             f"<b>Overhead</b> (p&minus;1)/m = {p - 1}/{m} = {100 * overhead:.2f} % of the ideal compute time<br>"
             f"<b>Under 10 %</b> m &gt; 9(p&minus;1) = {9 * (p - 1)}, so m &ge; {needed}"
-            f" (Lab 05's (p&minus;1)/(p&middot;m) is wrong: errata 3)")
+            )
         if over:
             self.flag("bubble_over_ceiling",
                       f"With {p} stages and {m} micro-batches the stages sit idle {100 * fraction:.1f} % of every step, "

@@ -220,7 +220,7 @@ class Configurator(Instrument):
             f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {fmt_bytes(capacity)}<br>"
             f"<b>Bubble</b> (p&minus;1)/(v&middot;m + p&minus;1) = {pp - 1}/({v['interleave']}&times;{m} + {pp - 1})"
             f" = {100 * bubble:.2f} %"
-            f" (Lab 05's (p&minus;1)/(p&middot;m) is wrong: errata 3)<br>"
+            "<br>"
             f"<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
             +             f" = {fmt_time(shown['step_seconds'])}<br>"
             f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = {100 * shown['mfu']:.1f} %,"

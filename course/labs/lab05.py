@@ -203,11 +203,10 @@ ACT1 = Act(
     "act1", "The data-parallel wall",
     lock=Lock(
         question="Why does MFU fall as the data-parallel job grows from 8 to 512 GPUs?",
-        options={"A": "NCCL software overhead grows with the cluster",
-                 "B": "once the job spans nodes the gradient all-reduce runs on the network instead of NVLink "
-                      "while compute per GPU stays the same: comm/compute rises",
-                 "C": "HBM and cache pressure grow with the number of GPUs",
-                 "D": "the global batch is too large, so more steps are needed"},
+        options={"A": "NCCL's software overhead per call grows with the GPU count",
+                 "B": "the gradient all-reduce moves from NVLink onto the slower network",
+                 "C": "HBM and cache pressure on each GPU grow with the GPU count",
+                 "D": "the global batch grows too large, so more steps are needed"},
         correct="B",
         explanation="Per-GPU compute is fixed (same micro-batch). The ring all-reduce moves about 2x the gradient "
                     "bytes per GPU; beyond one node it runs on 50 GB/s InfiniBand instead of 450 GB/s NVLink, so "
@@ -247,11 +246,13 @@ ACT2 = Act(
         explanation="TP stays inside the 8-GPU NVLink node, PP splits the 96 layers across nodes, DP takes the "
                     "rest. But B only fits with ZeRO or recomputation (below).",
         reveal=(
-            "> **Correction to the source lab.** Its \"correct\" answer B, with plain mixed-precision Adam and "
-            "no recomputation, needs about 143 GB per GPU by the planner's count (Korthikanti et al. "
-            "activations) and trips the lab's own out-of-memory banner. B is the right *shape*; it fits once "
-            "ZeRO-1 shards the optimizer and selective recomputation trims activations. The source's bubble "
-            "formula (p−1)/(p·m) is also replaced by (p−1)/(m+p−1).\n\n"
+            "**B is the right shape, but not yet a plan that fits.** With plain mixed-precision Adam (16 bytes "
+            "per parameter: no ZeRO) and no recomputation it needs about "
+            f"{act2_plain_memory_gb(SPEC):.0f} GB per GPU by the planner's count ({SPEC['act2_microbatches']} "
+            "micro-batches of one sequence; activations after Korthikanti et al.), and the configurator shows "
+            "the out-of-memory banner. It fits once ZeRO-1 shards the optimizer state across the DP ranks and "
+            "*selective recomputation* (keep each layer's cheap-to-store activations, recompute the attention "
+            "scores in the backward pass instead of storing them) trims the activations.\n\n"
             "Now drive the instruments above into each failure state: TP = 16 (the TP group leaves the node: "
             "`tp_crosses_node`), ZeRO 0 with no recomputation (`out_of_memory`), PP = 3, which leaves GPUs "
             "without a place (an invalid configuration: `gpus_mismatch`), fewer micro-batches than stages "
@@ -341,7 +342,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "TP × PP × DP = 1,024."),
         Cell("code", "TrackScene(track, 'act2')", "lab05_act2_story"),
         *lab.lock_cells("act2"),
-        Cell("code", "configurator = lab.gate('act2', Configurator(model='gpt3-175b', cluster='h100-1024', tp=8, pp=4))\n"
+        Cell("code", "configurator = lab.gate('act2', Configurator(model='gpt3-175b', cluster='h100-1024', tp=4, pp=8))\n"
                      "track.link_to(configurator)\nconfigurator", "lab05_act2_configurator"),
         Cell("markdown",
              "The bubble chart below follows the configurator's PP and micro-batches (moving its sliders moves "

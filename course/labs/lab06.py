@@ -1,6 +1,7 @@
 """Lab 06 · The bandwidth invariant, declared once (:mod:`course.labs.activity`).
 
-Story (material 002): a 70B model's bf16 gradients (140 GB) must be summed on
+Story (material 002): a 7B model's bf16 gradients (14 GB, which an 80 GB H100
+holds next to its weights; Adam's state is sharded with ZeRO-1) must be summed on
 128 GPUs over InfiniBand NDR. Act I: how much slower is gathering everything at
 one GPU than a ring? Act II: which algorithm for which workload, and when does
 communication dominate the step?
@@ -21,15 +22,17 @@ from course.core.units import GB
 from course.assess.items import Lock
 from course.assess.lab import Act, Answer, Lab, Reflection, Spec
 from course.assess.spec import Cell
+from course.instruments.allreduce import LARGE_WORKLOAD
 
 
 NAME = "lab06_bandwidth_invariant"
 
-#: The graded scenario: 128 GPUs on InfiniBand NDR, 70B parameters x 2 bytes of bf16 gradients,
+#: The graded scenario: 128 GPUs on InfiniBand NDR, 7B parameters x 2 bytes of bf16 gradients,
 #: a 0.5 MB update (the dashboard's "small update" preset); algorithms within ``tie`` of the
 #: fastest count as fastest (the dashboard's tie rule). ``act1_gpus`` is the GPU count of Act I's
 #: graded ratio (a student's variant changes it).
-SPEC: Spec = {"gpus": 128, "act1_gpus": 128, "link": "InfiniBand NDR", "gradient_bytes": 140 * GB,
+SPEC: Spec = {"gpus": 128, "act1_gpus": 128, "link": "InfiniBand NDR", "params": 7e9,
+              "gradient_bytes": 7e9 * core.precision_bytes("bf16"),
               "small_bytes": 0.5e-3 * GB, "tie": 0.01}
 
 
@@ -72,6 +75,38 @@ def fastest_for_small_update(s: Spec) -> list:
     return sorted(a for a, seconds in t.items() if seconds <= best * (1 + s["tie"]))
 
 
+def act2_numbers(s: Spec) -> Dict[str, float]:
+    """What Act II's reveal states, from the core for the act's own scenario (N, link, 0.5 MB):
+    the ring/tree crossover of the math peek, the dashboard's crossover where the fastest
+    algorithm changes (recursive doubling below, Rabenseifner above) and the times at 0.5 MB."""
+    link = catalog.link(s["link"])
+    n, b, alpha = s["gpus"], link.bandwidth, link.latency
+    times = allreduce_times(s, s["small_bytes"], n)
+    return {"ring_tree_crossover": float(core.crossover_message_bytes(n, b, alpha, "ring", "tree")),
+            "winner_crossover": float(core.crossover_message_bytes(n, b, alpha, "recursive_doubling",
+                                                                   "rabenseifner")),
+            **{f"{a}_us": times[a] * 1e6 for a in ("ring", "tree", "rabenseifner", "double_binary_tree")},
+            "alpha_us": alpha * 1e6, "bandwidth_gbs": b / GB}
+
+
+def _act2_reveal(s: Spec) -> str:
+    x = act2_numbers(s)
+    n, small = s["gpus"], s["small_bytes"] / 1e6
+    return (
+        f"**What the dashboard shows at {small:g} MB on {n} GPUs.** Ring {x['ring_us']:.0f} µs, binomial tree "
+        f"{x['tree_us']:.0f} µs, Rabenseifner {x['rabenseifner_us']:.0f} µs (the double binary tree "
+        f"{x['double_binary_tree_us']:.0f} µs, within 1 %). The tree does beat the ring here, but neither wins: "
+        "Rabenseifner takes log-many steps like the tree and moves ring-like bytes like the ring.\n\n"
+        "**Math peek.** Ring: T = 2(N−1)α + 2(N−1)/N · M/B. Binomial tree: T = 2⌈log₂N⌉(α + M/B). "
+        "Rabenseifner: T = 2⌈log₂N⌉α + 2(N−1)/N · M/B, never slower than either. The ring overtakes the "
+        "tree once its extra latency costs less than the tree's extra bytes, at "
+        f"M ≈ (N−1−⌈log₂N⌉)·α·B / (⌈log₂N⌉−(N−1)/N) = {x['ring_tree_crossover'] / 1e6:.1f} MB "
+        f"(N = {n}, α = {x['alpha_us']:g} µs, B = {x['bandwidth_gbs']:g} GB/s): a race between two losers. "
+        "The crossover the dashboard marks is where the *fastest* algorithm changes: below "
+        f"{x['winner_crossover'] / 1e3:.0f} kB recursive doubling (⌈log₂N⌉ steps, the whole message each) "
+        f"wins, above it Rabenseifner; {small:g} MB lies above it.")
+
+
 ACT1 = Act(
     "act1", "One GPU in the middle, or a ring?",
     lock=Lock(
@@ -96,7 +131,7 @@ ACT1 = Act(
         "Move N on the comparator from 8 to 4096. Why does the ring's time hardly change while the naive time "
         "grows in proportion to N? What, then, *is* the invariant in the lab's title?",
         "Each GPU in a ring sends 2(N−1)/N · M bytes, which tends to 2M: the bytes per GPU (and so the bandwidth "
-        "term 2(N−1)/N · M/B) barely depend on N, only the latency term 2(N−1)α grows, and it is tiny for 140 GB. "
+        "term 2(N−1)/N · M/B) barely depend on N, only the latency term 2(N−1)α grows, and it is tiny for 14 GB. "
         "The naive scheme funnels (N−1)·M bytes through one port each way, so its time grows like N. The "
         "invariant: per-GPU traffic of a ring all-reduce is about 2M whatever N.",
         "1 point: per-GPU bytes 2(N−1)/N·M → 2M, independent of N. 1 point: the naive root port carries (N−1)M, "
@@ -107,21 +142,13 @@ ACT2 = Act(
     "act2", "Which algorithm for which workload?",
     lock=Lock(
         question="For the 0.5 MB update on 128 GPUs, which family wins?",
-        options={"A": "the plain ring", "B": "a binomial tree",
-                 "C": "a log-step bandwidth-optimal algorithm (Rabenseifner or double binary tree)",
-                 "D": "the naive gather at one GPU"},
+        options={"A": "the plain ring", "B": "a binomial tree", "C": "Rabenseifner's algorithm",
+                 "D": "the naive gather at GPU 0"},
         correct="C",
-        explanation="At 0.5 MB the ring pays 254 latencies; a plain tree pays only 14 but sends the whole message "
-                    "every round. Algorithms with log2 N steps and ring-like bytes win.",
-        reveal=(
-            "> **Correction to the source lab.** The original reveal says a plain tree wins for tiny messages. "
-            "Under the α-β model with the NDR latency used here, a plain binomial tree sends the whole message "
-            "in each of its 2⌈log₂N⌉ rounds and loses to algorithms that also take log-many steps but move "
-            "ring-like bytes (Rabenseifner's reduce-scatter + all-gather, the double binary tree).\n\n"
-            "**Math peek.** Ring: T = 2(N−1)α + 2(N−1)/N · M/B. Binomial tree: T = 2⌈log₂N⌉(α + M/B). "
-            "The ring wins once its extra latency 2(N−1−⌈log₂N⌉)α costs less than the tree's extra bytes, "
-            "at M ≈ (N−1−⌈log₂N⌉)·α·B / (⌈log₂N⌉−1): at N = 128, α = 5 µs, B = 50 GB/s that is "
-            "120 · 5 µs · 50 GB/s / 6 ≈ 5 MB.")),
+        explanation=f"At 0.5 MB the ring pays {2 * (SPEC['gpus'] - 1)} latencies; a plain tree pays only "
+                    f"{2 * (SPEC['gpus'] - 1).bit_length()} but sends the whole message every round. Rabenseifner "
+                    "(and the double binary tree) take log2 N steps and move ring-like bytes, so they win.",
+        reveal=_act2_reveal(SPEC)),
     answers=(Answer(
         "act2_small", "small_update_algorithm", "Act II: fastest algorithm for a 0.5 MB update", "an algorithm name",
         lambda s: ("Assign `small_update_algorithm`: the name (as the dashboard writes it) of the fastest "
@@ -163,9 +190,12 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
             "hud = HudFooter(prefix='lab06')"), "lab06_setup"),
         Cell("markdown",
              "## Act I · One GPU in the middle, or a ring?\n\n"
-             "Your team trains a 70-billion-parameter model on 128 H100 GPUs, 16 nodes joined by "
-             "InfiniBand NDR (50 GB/s per direction per GPU). After each backward pass every GPU holds "
-             "140 GB of bf16 gradients.\n\n"
+             f"Your team trains a {s['params'] / 1e9:g}-billion-parameter model on {s['gpus']} H100 GPUs (80 GB "
+             f"each), {s['gpus'] // 8} nodes joined by {s['link']} "
+             f"({catalog.link(s['link']).bandwidth / GB:g} GB/s per direction per GPU). After each backward pass "
+             f"every GPU holds {s['gradient_bytes'] / GB:g} GB of bf16 gradients (2 bytes per parameter), next to "
+             "the same amount of bf16 weights; ZeRO-1 shards Adam's state across the GPUs so that all of it "
+             "fits.\n\n"
              "A colleague proposes the obvious scheme: every GPU sends its gradients to GPU 0, GPU 0 "
              "adds them up and sends the sum back (\"naive\"). The alternative is a ring all-reduce: "
              "each GPU only ever talks to its neighbours and sends 2(N−1)/N · M bytes in total."),
@@ -175,7 +205,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         Cell("markdown", "Pick an option and press **Lock**. The comparator below appears once your prediction is "
                          "locked; the lock is saved in `predictions.json`, which you submit with this notebook."),
         *lab.lock_cells("act1"),
-        Cell("code", "comparator = lab.gate('act1', AllreduceComparator(gpus=128, message_gb=140))\ncomparator",
+        Cell("code", "comparator = lab.gate('act1', AllreduceComparator(gpus=128, message_gb=14))\ncomparator",
              "lab06_act1_comparator"),
         lab.reveal_cell("act1"),
         *lab.answer_cells("act1_ratio", s),
@@ -185,12 +215,15 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "Rings minimise the bytes but need 2(N−1) sequential steps, each paying the latency α. Trees "
              "and recursive doubling need only about log₂N steps. The α-β model: "
              "T = (steps) · α + (bytes per GPU) / B.\n\n"
-             "Three workloads share the cluster: the 175B model's gradients (280 GB), a 7B model's (14 GB) "
-             "and a small 0.5 MB update (a few layer norms, a learning-rate signal)."),
+             "**Rabenseifner's algorithm** is a reduce-scatter by recursive halving followed by an all-gather by "
+             "recursive doubling; the **double binary tree** (NCCL) pipelines the message through two "
+             "complementary trees.\n\n"
+             f"Three workloads share the cluster: a 175B model's gradients ({LARGE_WORKLOAD.split('(')[1][:-1]}), "
+             "your 7B model's (14 GB) and a small 0.5 MB update (a few layer norms, a learning-rate signal)."),
         *lab.lock_cells("act2"),
         Cell("code", "dashboard = lab.gate('act2', AlgorithmDashboard(gpus=128))\ndashboard", "lab06_act2_dashboard"),
         Cell("markdown",
-             "Try every workload preset. With the 280 GB preset the dashboard raises the **communication "
+             f"Try every workload preset. With the {LARGE_WORKLOAD.split('(')[1][:-1]} preset the dashboard raises the **communication "
              "over 50 %** warning: the all-reduce takes longer than the compute it follows. Find the crossover "
              "message size where the winner changes."),
         lab.reveal_cell("act2"),

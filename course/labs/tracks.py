@@ -65,8 +65,8 @@ SCENES: Dict[str, Dict[str, Scene]] = {
         "act2": Scene(
             "MLOps architect",
             "GPT-3 175B needs {state} of weights, gradients and Adam state (16 bytes per parameter): "
-            "{state_ratio} times the {memory} of one {accelerator}. Lay it out on 1,024 H100s as TP x PP x DP, "
-            "keep tensor parallelism inside a node and the pipeline bubble under 10 %.",
+            "{state_ratio} times the {memory} of one {accelerator}. Lay it out on 1,024 H100s as TP x PP x DP "
+            "so that it fits and keeps the GPUs busy.",
             "The configurator shows memory, step time and the failure states; the bubble chart follows its PP "
             "and micro-batches."),
         "part3": Scene(

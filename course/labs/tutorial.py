@@ -135,10 +135,12 @@ EX2 = Act(
         graded="within 2 % of the sweep's best"),),
     reflections=(Reflection(
         "why",
-        "Why does the best configuration keep tensor parallelism inside one node, and what would happen to its "
-        "step time if TP were 16 (two nodes)?",
+        "The best rows of the sweep keep the TP × CP group (TP = 1, CP = 8 on the research cluster) inside one "
+        "node. Why must the groups that communicate in every layer stay on NVLink, and what would happen to "
+        "the step time if such a group spanned two nodes (e.g. TP = 16)?",
         "Tensor parallelism all-reduces activations twice per layer in the forward and twice in the backward "
-        "pass, on the critical path; inside a node that runs on NVLink 4 at 450 GB/s, across nodes on a "
+        "pass, and context parallelism exchanges keys and values for every attention layer, both on the "
+        "critical path; inside a node that runs on NVLink 4 at 450 GB/s, across nodes on a "
         "12.5 GB/s Ethernet port, about 36x slower, so TP = 16 would make the step communication-bound.",
         "1 point: TP communicates every layer, on the critical path. 1 point: NVLink vs inter-node bandwidth "
         "(an order of magnitude or more)."),),
@@ -149,7 +151,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     return [
         Cell("markdown",
              "# Tutorial · 3D parallelism with the planner\n\n"
-             "Llama-3 70B does not fit on one GPU, and training it on one would take years. This tutorial "
+             "Training Llama-3 70B on one GPU would take years. This tutorial "
              "splits it over the research cluster: 32 DGX H100 nodes, 256 GPUs, eight per node on NVLink 4, "
              "nodes joined by 100 Gb Ethernet. Every number comes from `course.core.plan` (one "
              "configuration) and `course.core.sweep` (all of them at once).\n\n"
@@ -173,9 +175,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "## The fabric between the nodes\n\n"
              "Take a configuration that fits (TP = 8 inside a node, PP = 4, DP = 8, full recomputation) and "
              "change only the network between nodes: 100 Gb Ethernet (12.5 GB/s per port), InfiniBand HDR "
-             "(200 Gb/s = 25 GB/s) and NDR (400 Gb/s = 50 GB/s).\n\n"
-             "> **Correction to the source tutorial.** HDR is 200 Gb/s, i.e. 25 GB/s per direction, not 50; "
-             "and the H100's dense BF16 peak is 989 TFLOPS (1979 is the 2:4-sparsity figure)."),
+             "(200 Gb/s = 25 GB/s) and NDR (400 Gb/s = 50 GB/s). Network ports are quoted in bits per second: "
+             "divide by 8 for bytes."),
         Cell("code",
              "for fabric in ('Ethernet 100G', 'InfiniBand HDR', 'InfiniBand NDR'):\n"
              "    cluster = core.catalog.make_cluster('DGX H100', 256, fabric=fabric)\n"
@@ -195,8 +196,11 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.answer_cells("ex3_bubble", s),
         Cell("markdown",
              "## Exercise 2 · Find the optimal configuration\n\n"
-             "`core.sweep` evaluates every TP × CP × PP × DP split, pipeline interleaving, micro-batch, ZeRO stage "
-             "and recompute mode "
+             "`core.sweep` evaluates every TP × CP × PP × DP split (CP, *context parallelism*, splits each "
+             "sequence's tokens across GPUs so that long sequences' activations are shared out), pipeline "
+             "interleaving (each GPU holds v smaller *chunks* of layers instead of one stage, which shrinks the "
+             "bubble), micro-batch, ZeRO stage and recompute mode (none, *selective*: recompute only the "
+             "attention scores in the backward pass, or *full*: recompute each layer from its input) "
              "for the Llama 3 global batch (about 16 M tokens) and sorts by tokens per second. With "
              "`include_infeasible=True` it also keeps the rows that break a limit, and says which."),
         Cell("code",
@@ -208,13 +212,17 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "    print('  '.join(f'{row[c]:>10.3g}' if isinstance(row[c], float) else f'{row[c]!s:>10s}' for c in COLUMNS))\n"
              "everything = core.sweep(MODEL, CLUSTER, include_infeasible=True)\n"
              "infeasible = [i for i in range(len(everything)) if not everything['feasible'][i]]\n"
-             "print(f'\\n{len(infeasible)} of {len(everything)} configurations are infeasible; one per reason:')\n"
-             "seen = set()\n"
-             "for i in infeasible:\n"
-             "    row = everything.row(i)\n"
-             "    if row['violations'] not in seen:\n"
-             "        seen.add(row['violations'])\n"
-             "        print(f\"TP={row['tp']} CP={row['cp']} PP={row['pp']} DP={row['dp']} ZeRO={row['zero_stage']}: {row['violations']}\")\n"
+             "print(f'\\n{len(infeasible)} of {len(everything)} configurations are infeasible.')\n"
+             "if lab.lock('ex1').locked:  # the rows would answer Exercise 1's prediction\n"
+             "    print('One per reason:')\n"
+             "    seen = set()\n"
+             "    for i in infeasible:\n"
+             "        row = everything.row(i)\n"
+             "        if row['violations'] not in seen:\n"
+             "            seen.add(row['violations'])\n"
+             "            print(f\"TP={row['tp']} CP={row['cp']} PP={row['pp']} DP={row['dp']} ZeRO={row['zero_stage']}: {row['violations']}\")\n"
+             "else:\n"
+             "    print('Lock Exercise 1 first to see one infeasible row per reason.')\n"
              "print('\\nWhat each code means:')\n"
              "for code, meaning in core.VIOLATION_CODES.items():\n"
              "    print(f'  {code}: {meaning}')",

@@ -13,9 +13,9 @@ notebook as shipped.
 
 Expected numbers are hand computations, not output of the code under test.
 Lab 06: naive / ring all-reduce time = N (the root's port carries 2(N−1)M, a
-ring port 2(N−1)/N·M), whatever the link; the 280 GB all-reduce on 128 GPUs
-over NDR takes 2·127/128·280 GB / 50 GB/s = 11.1 s, so with 1 s of compute it
-is 92 % of the step, and with 100 s only 10 %. Lab 05: GPT-3 175B at
+ring port 2(N−1)/N·M), whatever the link; the 350 GB all-reduce on 128 GPUs
+over NDR takes 2·127/128·350 GB / 50 GB/s = 13.9 s, so with 1 s of compute it
+is 93 % of the step, and with 100 s only 12 %. Lab 05: GPT-3 175B at
 16 B/param over TP·PP = 32 GPUs holds 87.5 GB of model state (> 80 GB) before
 any activation; TP = 16 leaves an 8-GPU node; PP = 3 does not divide 1,024/8;
 the bubble share with p = 4, m = 1 is 3/4.
@@ -388,9 +388,9 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
         gpus = float(readout.inner_text().replace(",", ""))
         assert gpus != 128
         assert card_number(comparator, "ratio") == pytest.approx(gpus, rel=0.02)
-        # a slower link (HDR, 25 GB/s) stretches every time, not the ratio: ring = 2(N-1)/N * 140 GB / 25 GB/s
+        # a slower link (HDR, 25 GB/s) stretches every time, not the ratio: ring = 2(N-1)/N * 14 GB / 25 GB/s
         choose(comparator, "link", "InfiniBand HDR")
-        ring_hdr = 2 * (gpus - 1) / gpus * 140 / 25
+        ring_hdr = 2 * (gpus - 1) / gpus * 14 / 25
         wait_until(page, lambda: abs(card_number(comparator, "ring") / ring_hdr - 1) < 0.02,
                    f"the ring card to show {ring_hdr:.3g} s on HDR")
         assert comparator.locator(".course-card-ring .course-card-value").inner_text().endswith(" s")
@@ -399,20 +399,20 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
             "Your prediction holds").wait_for(timeout=60_000)
 
         # Act II: lock, the dashboard appears; presets move it out of and into the comm > 50 % failure
-        lock_prediction(page, act2, "C) a log-step", dashboard)
+        lock_prediction(page, act2, "C) Rabenseifner", dashboard)
         saved = read_json(folder / "predictions.json")
         assert saved["lab06/act2"]["value"] == "C" and saved["lab06/act1"]["value"] == "C"
         banner = dashboard.locator(".course-failure-comm_bound")
-        expect(banner).to_be_visible(timeout=30_000)  # 280 GB preset, 1 s compute: 92 %
+        expect(banner).to_be_visible(timeout=30_000)  # 350 GB preset, 1 s compute: 93 %
         dashboard.locator(".course-control-workload button", has_text="small update").click()
         expect(banner).to_have_count(0, timeout=30_000)
         expect(dashboard.locator(".course-card-best")).to_contain_text("rabenseifner", timeout=30_000)
         dashboard.locator(".course-control-workload button", has_text="175B gradients").click()
         expect(banner).to_be_visible(timeout=30_000)
         expect(banner).to_contain_text("Failure state: comm bound")
-        wait_until(page, lambda: abs(card_number(dashboard, "share") - 100 * 11.1 / 12.1) < 0.5,
-                   "the share card to show 92 % for 280 GB against 1 s of compute")
-        drag_slider_to(page, dashboard, "compute_s", 1.0)  # 100 s of compute per step: 10 %
+        wait_until(page, lambda: abs(card_number(dashboard, "share") - 100 * 13.89 / 14.89) < 0.5,
+                   "the share card to show 93 % for 350 GB against 1 s of compute")
+        drag_slider_to(page, dashboard, "compute_s", 1.0)  # 100 s of compute per step: 12 %
         expect(banner).to_have_count(0, timeout=30_000)
         # the drag sends intermediate values first: wait for the card to settle at the slider's end
         wait_until(page, lambda: abs(card_number(dashboard, "share") - 100 * 11.1 / 111.1) < 0.3,

@@ -136,7 +136,7 @@ def test_presets_set_the_message_with_one_update(dashboard):
     assert dashboard.update_count == n + 1
     dashboard.controls["message_gb"].value = 3.0
     assert dashboard.controls["workload"].value == "custom"
-    assert set(WORKLOADS.values()) == {280 * GB, 14 * GB, 0.5e-3 * GB}
+    assert set(WORKLOADS.values()) == {175e9 * 2, 7e9 * 2, 0.5e-3 * GB}  # bf16: 2 bytes per gradient
 
 
 def test_best_algorithm_is_the_core_argmin(dashboard):

@@ -25,7 +25,7 @@ def write_predictions(folder, name):
 # --- keys, by hand -----------------------------------------------------------
 
 def test_naive_over_ring_is_about_n():
-    # bandwidth-bound: naive 2(N-1)M/B, ring 2(N-1)/N M/B -> ratio N; latency is negligible at 140 GB
+    # bandwidth-bound: naive 2(N-1)M/B, ring 2(N-1)/N M/B -> ratio N; latency is negligible at 14 GB
     assert lab06.LAB.key('act1_ratio') == pytest.approx(128, rel=0.01)
 
 
@@ -72,7 +72,7 @@ def test_lab06_comm_over_half_warning_from_the_workload_control():
     dashboard = AlgorithmDashboard(gpus=128)
     dashboard.controls["workload"].value = "7B gradients (14 GB)"
     assert "comm_bound" not in dashboard.failures
-    dashboard.controls["workload"].value = "175B gradients (280 GB)"
+    dashboard.controls["workload"].value = "175B gradients (350 GB)"
     assert "comm_bound" in dashboard.failures
     assert dashboard.result["crossovers"], "the dashboard shows a crossover size"
 
