@@ -149,12 +149,28 @@ def _summary_text(cell, verdicts: Dict[str, "Verdict"]) -> str:
     recorded = cell.metadata.get(SUMMARY_KEY, {})
     if isinstance(recorded, dict) and isinstance(recorded.get("summary"), str):
         return recorded["summary"][:20000]
-    errors = [o.get("ename", "error") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
     score, points = meta.get("score"), meta.get("points")
     scored = (f"{score:g} of {points:g} points: " if type(score) in (int, float) and type(points) in (int, float)
               else "")
+    if not errors:
+        return scored + "test cell passed\n"
+    ename = str(errors[0].get("ename", "error"))[:80]
+    if ename == "AssertionError" and _is_registered(gid):
+        # plain nbgrader: the course's hidden test raised the judge's reason, which names what is
+        # wrong and never the key (the judge's contract); the traceback itself stays hidden
+        return scored + f"test cell failed: {str(errors[0].get('evalue', ''))[:500]}\n"
     # only the error's type: a hidden test's traceback names its code, inputs and the grader's paths
-    return scored + (f"test cell failed ({str(errors[0])[:80]})\n" if errors else "test cell passed\n")
+    return scored + f"test cell failed ({ename})\n"
+
+
+def _is_registered(grade_id) -> bool:
+    """Whether ``grade_id`` is a part of the course's activity list (its test cell calls the judge)."""
+    try:
+        from course.activities import REGISTRY
+    except ImportError:  # feedback rendered where the course package is not installed
+        return False
+    return isinstance(grade_id, str) and grade_id in REGISTRY
 
 
 from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402 (enabled by default, unlike nbconvert's)
