@@ -84,6 +84,11 @@ def display_markdown(text: str) -> None:
 def check_exercise(ex: Exercise, namespace: dict) -> None:
     """Visible check of exercise ``ex``; prints findings, records an attempt."""
     assignment = ex.assignment
+    if not _answered(ex, namespace):  # nothing assigned yet: say what to do, count no attempt
+        names = ", ".join(f"`{n}`" for n in _answer_names(ex))
+        print(f"{BAD} Exercise {ex.number}: not answered yet: define {names} in the answer cell, run it, "
+              "then run this check (an unanswered check counts no attempt).")
+        return
     variant = variants.current_variant(assignment)
     exam = variants.exam_mode(assignment)
     lines: List[str] = []
@@ -117,6 +122,22 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
         print(f"{BAD} Exercise {ex.number}: not yet (attempt {attempts}).")
     if right or attempts >= variants.DERIVATION_AFTER_ATTEMPTS:
         _offer_derivation(ex, variant)
+
+
+def _answer_names(ex: Exercise) -> List[str]:
+    """The names the student defines for ``ex``: its values and functions, in declaration order."""
+    names: List[str] = []
+    for part in ex.parts:
+        if part.function is not None:
+            names.append(part.function.name)
+        elif part.value is not None:
+            names.extend(part.value.units)
+    return names
+
+
+def _answered(ex: Exercise, namespace: dict) -> bool:
+    """Whether the student has defined any of ``ex``'s answers (a partial answer is an attempt)."""
+    return any(name in namespace for name in _answer_names(ex))
 
 
 def _offer_derivation(ex: Exercise, variant: Optional[int]) -> None:

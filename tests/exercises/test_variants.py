@@ -234,6 +234,23 @@ def test_the_derivation_is_offered_after_n_attempts(as_ada, capsys, monkeypatch)
     assert "Worked derivation" in capsys.readouterr().out
 
 
+def test_an_unanswered_check_counts_no_attempt_and_reveals_nothing(as_ada, capsys, monkeypatch, tmp_path):
+    # a student who runs every check cell of a blank notebook (Run All, or three Validate clicks)
+    # must not walk into the worked derivations
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    monkeypatch.setattr(variants, "DERIVATION_AFTER_ATTEMPTS", 1)
+    from course.ledger import Ledger
+
+    for _ in range(3):
+        check("0.1", {})
+        out = capsys.readouterr().out
+        assert "not answered yet" in out and "`volume_gb`" in out and "Worked derivation" not in out
+    assert not (Ledger().get("ch00/ex0_1") or {}).get("attempts")
+    check("0.1", {"volume_gb": 1e-3})  # an answer, even a wrong one, is an attempt
+    assert "Worked derivation" in capsys.readouterr().out
+    assert Ledger().get("ch00/ex0_1")["attempts"] == 1
+
+
 def test_exam_mode_checks_only_type_and_units(as_ada, capsys, monkeypatch):
     monkeypatch.setitem(variants.SETTINGS, "ch00_ring_allreduce", {"variants": True, "feedback": "exam"})
     check("0.1", {"volume_gb": 123.0})
