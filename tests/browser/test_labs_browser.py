@@ -415,8 +415,8 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
         drag_slider_to(page, dashboard, "compute_s", 1.0)  # 100 s of compute per step: 12 %
         expect(banner).to_have_count(0, timeout=30_000)
         # the drag sends intermediate values first: wait for the card to settle at the slider's end
-        wait_until(page, lambda: abs(card_number(dashboard, "share") - 100 * 11.1 / 111.1) < 0.3,
-                   "the share card to show 10 % at 100 s of compute")
+        wait_until(page, lambda: abs(card_number(dashboard, "share") - 100 * 13.89 / 113.89) < 0.3,
+                   "the share card to show 12 % at 100 s of compute")
         drag_slider_to(page, dashboard, "compute_s", 0.0)  # 1 ms of compute: communication is everything
         expect(banner).to_be_visible(timeout=30_000)
 
@@ -474,7 +474,7 @@ def test_lab05_locks_gate_each_act_and_the_configurator_reaches_its_failure_stat
             expect_gated(inst)
 
         # Act I: one lock opens the explorer and the comparator; NVLink only is forced onto IB beyond 8 GPUs
-        lock_prediction(page, act1, "B) once the job spans nodes", explorer)
+        lock_prediction(page, act1, "B) the gradient all-reduce moves from NVLink", explorer)
         expect_shown(fleet)
         for inst in (configurator, bubbles, audit):
             expect_gated(inst)
@@ -501,10 +501,17 @@ def test_lab05_locks_gate_each_act_and_the_configurator_reaches_its_failure_stat
         expect_gated(audit)
         expect(configurator.locator(".course-failure")).to_have_count(0, timeout=30_000)  # ZeRO-1, selective
         crosses = configurator.locator(".course-failure-tp_crosses_node")
+        # it opens on TP 4 x PP 8 (no option's layout, so the page does not point to the answer)
+        expect(readout(configurator, "tp")).to_have_text("4", timeout=30_000)
+        press_on_slider(page, configurator, "tp", "ArrowRight")
+        expect(readout(configurator, "tp")).to_have_text("8", timeout=30_000)
+        expect(crosses).to_have_count(0, timeout=30_000)
         press_on_slider(page, configurator, "tp", "ArrowRight")  # TP 16 > 8 GPUs of a DGX H100 node
         expect(readout(configurator, "tp")).to_have_text("16", timeout=30_000)
         expect(crosses).to_be_visible(timeout=30_000)
         press_on_slider(page, configurator, "tp", "ArrowLeft")
+        press_on_slider(page, configurator, "tp", "ArrowLeft")
+        expect(readout(configurator, "tp")).to_have_text("4", timeout=30_000)
         expect(crosses).to_have_count(0, timeout=30_000)
         oom = configurator.locator(".course-failure-out_of_memory")
         toggle(configurator, "zero_stage", "0")
@@ -516,17 +523,17 @@ def test_lab05_locks_gate_each_act_and_the_configurator_reaches_its_failure_stat
         toggle(configurator, "recompute", "selective")
         expect(oom).to_have_count(0, timeout=30_000)
         mismatch = configurator.locator(".course-failure-gpus_mismatch")
-        press_on_slider(page, configurator, "pp", "ArrowLeft")  # PP 3: 1,024 / (8 x 3) is not whole
+        press_on_slider(page, configurator, "pp", "ArrowLeft")  # PP 7: 1,024 / (4 x 7) is not whole
         expect(mismatch).to_be_visible(timeout=30_000)
         press_on_slider(page, configurator, "pp", "ArrowRight")
         expect(mismatch).to_have_count(0, timeout=30_000)
-        # the bubble chart's own slider moves the configurator: m = 1 < p = 4 stages
+        # the bubble chart's own slider moves the configurator: m = 1 < p = 8 stages
         drag_slider_to(page, bubbles, "microbatches", 0.0)
         expect(readout(configurator, "microbatches")).to_have_text("1", timeout=30_000)
         expect(configurator.locator(".course-failure-too_few_microbatches")).to_be_visible(timeout=30_000)
         expect(bubbles.locator(".course-failure-bubble_over_ceiling")).to_be_visible(timeout=30_000)
-        wait_until(page, lambda: abs(card_number(bubbles, "bubble") - 100 * 3 / 4) < 0.1,
-                   "the bubble card to show (p-1)/(m+p-1) = 3/4")
+        wait_until(page, lambda: abs(card_number(bubbles, "bubble") - 100 * 7 / 8) < 0.1,
+                   "the bubble card to show (p-1)/(m+p-1) = 7/8")
         ARTIFACTS.mkdir(exist_ok=True)
         configurator.locator(".course-control-tp").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_lab05_configurator_failures.png"))
@@ -553,6 +560,8 @@ def test_lab05_locks_gate_each_act_and_the_configurator_reaches_its_failure_stat
         expect(fleet.locator(".course-control-gpus")).to_contain_text("GPUs N", timeout=30_000)
         expect(readout(fleet, "gpus")).to_have_text("512", timeout=30_000)
         press_on_slider(page, configurator, "tp", "ArrowRight")  # failure states still reachable on Cloud
+        press_on_slider(page, configurator, "tp", "ArrowRight")  # TP 4 -> 8 -> 16
+        expect(readout(configurator, "tp")).to_have_text("16", timeout=30_000)
         expect(crosses).to_be_visible(timeout=30_000)
 
         # Part 3: the audit opens with its lock; async with stale gradients can cost more than it saves:
