@@ -84,7 +84,10 @@ def test_visible_check_and_imported_points_reach_the_chapter_row(ledger_path):
     from course.exercises import check
     from course.exercises.mastery import record_points
 
-    check("0.1", {})  # nothing assigned: an attempt that does not pass
+    check("0.1", {})  # nothing assigned: not an attempt (a blank notebook's checks reveal nothing)
+    row = summary()["chapters"]["ch00"]
+    assert (row["attempted"], row["attempts"], row["visible_passed"], row["points"]) == (0, 0, 0, None)
+    check("0.1", {"volume_gb": 1e-3})  # a wrong answer: an attempt that does not pass
     row = summary()["chapters"]["ch00"]
     assert (row["attempted"], row["attempts"], row["visible_passed"], row["points"]) == (1, 1, 0, None)
     record_points({"ch00_ex0_1": (1.0, 2.0)}, Ledger(ledger_path))
