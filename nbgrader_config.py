@@ -33,6 +33,16 @@ _BIN = str(Path(sys.executable).parent)
 if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
+# Autograding: the formgrader's Autograde button and plain `nbgrader autograde` grade as
+# `course-autograde class` does, never with nbgrader's Execute in this account: the student's code
+# runs in the course's sandbox (bubblewrap, a uid per slot, limits), answers are judged by the
+# trusted judge from a clean room, and those scores go into the gradebook and autograded/
+# (autograder.formgrader.SandboxedAutograde; it refuses to grade if bubblewrap cannot isolate).
+# The course's grader sanitizes the submission itself (it repairs what nbgrader's sanitizing
+# would reject), so nbgrader's own sanitizing step passes the notebook through unchanged.
+c.Autograde.sanitize_preprocessors = []
+c.Autograde.autograde_preprocessors = ["autograder.formgrader.SandboxedAutograde"]
+
 # Feedback shows each workbook exercise's worked derivation (computed from its spec by
 # course.core), inserted after the exercise; hidden-test regions are cleared from it, and every
 # graded test cell's outputs (hidden tests' tracebacks) become the trusted judge's summary that

@@ -73,6 +73,16 @@ def _from_zip(path: Path, assignment: str, sub: Submission, workdir: Path) -> No
         sub.folder = sub.notebook.parent
 
 
+def collected(student: str, folder: Path, assignment: str) -> Submission:
+    """The submission nbgrader collected into ``folder`` (``submitted/<student>/<assignment>/``)."""
+    sub = Submission(student=student, folder=folder)
+    stamp = folder / "timestamp.txt"
+    if stamp.is_file():
+        sub.timestamp = stamp.read_text().strip()[:64]
+    _pick_notebook(folder, assignment, sub)
+    return sub
+
+
 def discover(path: Path, assignment: str, workdir: Optional[Path] = None) -> List[Submission]:
     """All submissions of ``assignment`` under ``path``, sorted by student id.
 
@@ -85,11 +95,7 @@ def discover(path: Path, assignment: str, workdir: Optional[Path] = None) -> Lis
     found = {}
     for entry in sorted(path.iterdir()):
         if entry.is_dir() and (entry / assignment).is_dir():
-            sub = Submission(student=entry.name, folder=entry / assignment)
-            stamp = entry / assignment / "timestamp.txt"
-            if stamp.is_file():
-                sub.timestamp = stamp.read_text().strip()[:64]
-            _pick_notebook(entry / assignment, assignment, sub)
+            sub = collected(entry.name, entry / assignment, assignment)
         elif entry.is_dir() and not entry.name.startswith("."):
             sub = Submission(student=entry.name, status="missing",
                              problem=f"your submission has no folder named {assignment}")

@@ -1,0 +1,114 @@
+"""nbgrader's own autograde (the formgrader's Autograde button, ``nbgrader autograde``), sandboxed.
+
+nbgrader's ``Autograde`` converter runs two lists of preprocessors on each submitted notebook:
+``sanitize_preprocessors``, then ``autograde_preprocessors``, whose ``Execute`` runs the student's
+code in a kernel of the grader's own account. ``nbgrader_config.py`` replaces them: sanitizing
+is left to the course's grader (an empty first list), and the second list is
+:class:`SandboxedAutograde` alone, which grades the collected submission exactly as
+``course-autograde class`` does (:meth:`autograder.grader.Grader.grade_one`: the kernel and the
+clean room in the sandbox, one uid per slot, the limits, the trusted judge) and records the same
+scores in the gradebook and the same notebook in ``autograded/``. nbgrader keeps what is its own:
+finding the submission, the student and submission rows with their timestamp, ``--force``, the
+files copied from ``source/``, permissions, and the formgrader's success or failure.
+
+The formgrader calls ``NbGraderAPI.autograde(assignment, student)``, which builds this converter
+with the course's configuration, so the button and the command line grade alike
+(``tests/autograder/test_formgrader_autograde.py``).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+from traitlets import Bool, Integer
+
+from nbgrader.preprocessors.base import NbGraderPreprocessor
+
+_slots_in_use: set = set()
+_slots_lock = threading.Lock()
+
+
+def _claim_slot() -> int:
+    """The lowest worker slot no autograde of this process is using (its own sandbox uid)."""
+    with _slots_lock:
+        slot = next(k for k in range(len(_slots_in_use) + 1) if k not in _slots_in_use)
+        _slots_in_use.add(slot)
+        return slot
+
+
+def _release_slot(slot: int) -> None:
+    with _slots_lock:
+        _slots_in_use.discard(slot)
+
+
+class SandboxedAutograde(NbGraderPreprocessor):
+    """Grades the collected submission with the course's sandboxed grader, in place of ``Execute``.
+
+    The notebook nbgrader hands in is its copy of ``submitted/<student>/<assignment>/``; the grader
+    reads the collected folder itself (as ``course-autograde class`` does), writes the graded
+    notebook to ``autograded/`` and the judged scores to the gradebook; the graded notebook is what
+    this returns, so nbgrader writes the same file again.
+    """
+
+    require_sandbox = Bool(True, help="Refuse to grade when bubblewrap cannot isolate the student's "
+                                      "code (False: grade with rlimits only, in this account)").tag(config=True)
+    seed = Integer(None, allow_none=True, help="Probe seed of the judge (default: random per run, "
+                                               "logged)").tag(config=True)
+    cell_timeout = Integer(60, help="seconds per cell").tag(config=True)
+    timeout = Integer(300, help="seconds per submission").tag(config=True)
+    memory_mb = Integer(4096, help="address-space limit per process (MiB)").tag(config=True)
+    max_processes = Integer(256, help="process limit per submission").tag(config=True)
+    scratch_mb = Integer(512, help="size of the in-memory folder a submission may write to").tag(config=True)
+
+    def _coursedir(self):
+        """The converter's CourseDirectory (this preprocessor's parent is its exporter, whose parent
+        is nbgrader's Autograde converter)."""
+        owner = self.parent
+        while owner is not None and not hasattr(owner, "coursedir"):
+            owner = getattr(owner, "parent", None)
+        if owner is None:
+            raise RuntimeError("SandboxedAutograde runs only inside nbgrader's Autograde converter")
+        return owner.coursedir
+
+    def preprocess(self, nb, resources):
+        from nbgrader.converters.base import NbGraderException
+
+        from . import sandbox
+        from .grader import Grader
+        from .options import limits
+        from .submissions import collected
+
+        info = resources["nbgrader"]
+        student, assignment = info["student"], info["assignment"]
+        coursedir = self._coursedir()
+        why = sandbox.probe()
+        if why is not None and self.require_sandbox:
+            raise NbGraderException(
+                f"not grading {student}'s {assignment}: the student's code would run unsandboxed in this "
+                f"account ({why}); set c.SandboxedAutograde.require_sandbox = False in nbgrader_config.py "
+                "to grade with rlimits only")
+        seed = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
+        folder = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
+        sub = collected(student, folder, assignment)
+        grader = Grader(coursedir.root, assignment, workers=1, seed=seed, feedback=False,
+                        limits=limits(SimpleNamespace(cell_timeout=self.cell_timeout, timeout=self.timeout,
+                                                      memory_mb=self.memory_mb, max_processes=self.max_processes,
+                                                      scratch_mb=self.scratch_mb)),
+                        isolate=True, log=self.log.warning)
+        slot = _claim_slot()
+        try:
+            row = grader.grade_one(sub, slot)
+        finally:
+            _release_slot(slot)
+        if row["status"] == "error":
+            raise NbGraderException(f"{student}: {row['reason']}")
+        self.log.info("%s %s: %s of %s points (%s, probe seed %d); %s", student, assignment, row["score"],
+                      row["max_score"], grader.isolation, seed, row["reason"])
+        graded = Path(grader.root) / "autograded" / student / assignment / f"{grader.assignment.notebook}.ipynb"
+        if not graded.is_file():  # no notebook to grade: every part 0 in the gradebook, nothing executed
+            return nb, resources
+        return nbformat.read(str(graded), as_version=4), resources
