@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # the judge's record; imported where judging happens (the cou
     from course.assess.registry import Verdict
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
+#: how many cells that hang the kernel a submission may have before its kernel-read parts are lost
+MAX_KERNEL_RERUNS = 2
 
 
 class PhaseClock:
@@ -283,12 +285,41 @@ class Grader:
             run = kernel.execute(nb, self._scratch_copy(sub, scratch, "work", slot), grade_ids=split["kernel"],
                                  seed=seed, limits=self.limits, slot=slot, use_bwrap=self.use_bwrap,
                                  student=sub.student)
+            stopped: List[int] = []
+            # parts read from the kernel (a lab's answers and locks) need a kernel that reaches the
+            # end: a cell that ignored the interrupt (a bare except in a loop) hung it, so run the
+            # notebook again in a fresh sandbox without that cell, as the clean room does
+            while split["kernel"] and len(stopped) < MAX_KERNEL_RERUNS:
+                stuck = self._stuck_cell(run, len(nb.cells))
+                if stuck is None or stuck in stopped or nb.cells[stuck].cell_type != "code":
+                    break
+                stopped.append(stuck)
+                without = copy.deepcopy(nb)
+                for index in stopped:
+                    without.cells[index].source = ""  # nbclient skips an empty cell
+                run = kernel.execute(without, self._scratch_copy(sub, scratch, f"rerun{len(stopped)}", slot),
+                                     grade_ids=split["kernel"], seed=seed, limits=self.limits, slot=slot,
+                                     use_bwrap=self.use_bwrap, student=sub.student)
+            run["stopped_cells"] = sorted(stopped)
             if split["functions"] or split["values"]:
                 room_thread.join()
             run["cleanroom"], run["split"] = (room or None), split
             return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    @staticmethod
+    def _stuck_cell(run: dict, cells: int) -> Optional[int]:
+        """Index of the cell that hung the kernel (it ran past the cell limit and ignored the
+        interrupt), or ``None`` if the kernel reached the end or nothing names such a cell."""
+        status = run["status"]
+        if status.get("state") != "timeout":
+            return None
+        cell = status.get("cell")
+        if type(cell) is int and 0 <= cell < cells:  # nbclient gave up on this cell after its interrupt
+            return cell
+        timed_out = [i for i in status.get("timed_out_cells", []) if 0 <= i < cells]
+        return timed_out[-1] if timed_out else None  # killed at the deadline: the last cell that overran
 
     def _judge(self, run: dict, seed: int, problem: Optional[str]) -> Dict[str, "Verdict"]:
         """Trusted judging: parts with names or functions from the clean room, the rest (locked
@@ -297,7 +328,7 @@ class Grader:
         Returns ``{grade_id: Verdict}``: the judge's one record (score in [0, 1], reason, and the
         partial-credit checks) that the gradebook, ``grades.json``, feedback and the LMS export read.
         """
-        from course.assess.registry import Verdict
+        from course.assess.registry import RAISED, Verdict
         from course.exercises import REGISTRY, judge_json, safe_judge
 
         room = run.get("cleanroom") or {}
@@ -326,6 +357,10 @@ class Grader:
                 continue
             else:
                 verdict = judge_json(gid, run["harvested"][gid], seed)
+                if run.get("stopped_cells") and verdict.score < 1 and RAISED in run["harvested"][gid]:
+                    cells = ", ".join(str(i + 1) for i in run["stopped_cells"])
+                    verdict = replace(verdict, reason=verdict.reason + f" (cell {cells} never finished and was "
+                                                                       "stopped, so what it defines is missing)")
             verdicts[gid] = verdict
         return verdicts
 
@@ -429,6 +464,14 @@ class Grader:
         self._merge_outputs(nb, run["executed"])
         for index in state.get("timed_out_cells", []):
             notes.append(f"cell {index + 1} ran longer than {self.limits.cell_timeout} s and was stopped")
+        for index in run.get("stopped_cells", []):
+            notes.append(f"cell {index + 1} never finished (it ran past {self.limits.cell_timeout} s and ignored "
+                         "the interrupt, which stopped the kernel): it was stopped and your notebook was run "
+                         "again without it")
+            if nb.cells[index].cell_type == "code":
+                nb.cells[index].outputs = [nbformat.v4.new_output(
+                    "stream", name="stderr", text="[autograder: this cell never finished and was stopped; the "
+                                                  "notebook was run again without it]\n")]
         for number in (run.get("cleanroom") or {}).get("stopped_cells", []):
             notes.append(f"cell {number} never finished when your code was run again to grade it (it ran "
                          f"past {self.limits.cell_timeout} s and ignored the interrupt): it was stopped and "

@@ -74,3 +74,59 @@ def test_a_forking_runaway_in_an_answer_costs_that_answer_only(graded):
     assert f"cell {cells['fork_in_answer']} never finished" in row["reason"], row["reason"]
     broken = next(p for p in row["parts"] if p["part"] == part)
     assert f"cell {cells['fork_in_answer']}" in broken["reason"], broken
+
+
+# -- a lab: its answers and locks are read from the kernel, where the runaway cell also runs --------
+LAB = "lab05_parallelism_paradox"
+LOCKED = {"act1": "A", "act2": "B", "part3": "C"}
+
+
+@pytest.fixture(scope="module")
+def lab_graded(tmp_path_factory):
+    from course.labs.activity import LabSession
+    from course.ledger import Ledger
+
+    base = tmp_path_factory.mktemp("runaway_lab")
+    root = make_course(base / "course", LAB)
+    honest = solution(root, LAB, student="honest")
+    first_answer, second_answer = [grade_id(c) for c in honest.cells if grade_id(c).endswith("_answer")][:2]
+    cells = {}
+    submit(root, "honest", honest, assignment=LAB)
+    nb, cells["bare_extra"] = _with_extra_cell_after(solution(root, LAB, student="bare_extra"), first_answer,
+                                                     BARE_EXCEPT_LOOP)
+    submit(root, "bare_extra", nb, assignment=LAB)
+    nb, cells["bare_in_answer"] = _appended_to(solution(root, LAB, student="bare_in_answer"), second_answer,
+                                               FORK_AND_SLEEP)
+    submit(root, "bare_in_answer", nb, assignment=LAB)
+    for student in cells.keys() | {"honest"}:
+        session = LabSession("lab05", folder=root / "submitted" / student / LAB,
+                             ledger=Ledger(base / f"{student}.json"))
+        for act, option in LOCKED.items():
+            session.lock(act).answer(option)
+    grader = Grader(root, LAB, workers=2, feedback=False, seed=3,
+                    limits=sandbox.Limits(cell_timeout=5, submission_timeout=150), log=lambda m: None)
+    rows = {r["student"]: r for r in grader.grade_all(discover(root / "submitted", LAB), progress=False)}
+    return rows, cells, second_answer.replace("_answer", "")
+
+
+def test_lab_runaway_cell_costs_no_kernel_read_part(lab_graded):
+    """A hung kernel used to cost every lock and lab answer; now only the cell is lost."""
+    rows, cells, _ = lab_graded
+    honest = {p["part"]: p["points"] for p in rows["honest"]["parts"]}
+    assert all(honest[p] > 0 for p in honest if p.endswith("_lock")), rows["honest"]
+    row = rows["bare_extra"]
+    assert {p["part"]: p["points"] for p in row["parts"]} == honest, row
+    assert f"cell {cells['bare_extra']} never finished" in row["reason"], row["reason"]
+    assert "score 0" not in row["reason"]
+
+
+def test_lab_runaway_in_an_answer_costs_that_answer_only(lab_graded):
+    rows, cells, part = lab_graded
+    honest = {p["part"]: p["points"] for p in rows["honest"]["parts"]}
+    row = rows["bare_in_answer"]
+    got = {p["part"]: p["points"] for p in row["parts"]}
+    assert got[part] == 0 and honest[part] > 0, row
+    assert {k: v for k, v in got.items() if k != part} == {k: v for k, v in honest.items() if k != part}, row
+    broken = next(p for p in row["parts"] if p["part"] == part)
+    assert f"cell {cells['bare_in_answer']}" in broken["reason"], broken
+    assert f"cell {cells['bare_in_answer']} never finished" in row["reason"], row["reason"]
