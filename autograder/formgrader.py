@@ -28,6 +28,16 @@ from traitlets import Bool, Integer
 
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 
+#: lines for a copy of ``nbgrader_config.py`` that put nbgrader's own autograde steps back (its
+#: ``Execute``, in the grader's account, trusting the kernel): only for comparing with plain nbgrader
+#: (``benchmarks/bench_autograder.py``) and for testing the hidden test cells themselves
+PLAIN_NBGRADER_CONFIG = """
+from nbgrader.converters import Autograde as _Autograde  # noqa: E402
+
+c.Autograde.sanitize_preprocessors = _Autograde.class_traits()["sanitize_preprocessors"].default()
+c.Autograde.autograde_preprocessors = _Autograde.class_traits()["autograde_preprocessors"].default()
+"""
+
 _slots_in_use: set = set()
 _slots_lock = threading.Lock()
 

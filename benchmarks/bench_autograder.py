@@ -53,9 +53,14 @@ def _nbgrader(root, *args):
     return _run([sys.executable, "-m", "nbgrader", *args, "--log-level=ERROR"], root)
 
 
-def make_course(root: Path, chapter: str) -> None:
+def make_course(root: Path, chapter: str, plain: bool = False) -> None:
     root.mkdir(parents=True)
     shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    if plain:  # the course's config makes `nbgrader autograde` sandboxed; the baseline is nbgrader's own
+        from autograder.formgrader import PLAIN_NBGRADER_CONFIG
+
+        with open(root / "nbgrader_config.py", "a") as fh:
+            fh.write(PLAIN_NBGRADER_CONFIG)
     shutil.copytree(ROOT / "source" / chapter, root / "source" / chapter)
     _nbgrader(root, "generate_assignment", chapter, "--force")
 
@@ -108,7 +113,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-autograder-") as tmp:
         plain, ours = Path(tmp) / "plain", Path(tmp) / "ours"
         for root in (plain, ours):
-            make_course(root, args.chapter)
+            make_course(root, args.chapter, plain=root == plain)
             nb = submissions(root, args.chapter, args.n)
         t_plain_grade = _nbgrader(plain, "autograde", args.chapter, "--force")
         t_plain_feedback = _nbgrader(plain, "generate_feedback", args.chapter, "--force")

@@ -3,7 +3,8 @@
 ``NbgraderCourse(tmp)`` copies ``nbgrader_config.py`` and the wanted
 ``source/<assignment>/`` folders, runs ``nbgrader generate_assignment`` (with a
 gradebook), drops submissions in ``submitted/<student>/<assignment>/`` and runs
-one ``nbgrader autograde`` per assignment for all students at once. Grades are
+one plain ``nbgrader autograde`` (nbgrader's own in-kernel steps) per
+assignment for all students at once. Grades are
 read back from the gradebook as ``{grade_id: (score, max_score)}``.
 
 Reusable by other assignment tests (labs, chapters 5-9): build submissions
@@ -22,6 +23,8 @@ from typing import Dict, Tuple
 
 import nbformat
 
+from autograder.formgrader import PLAIN_NBGRADER_CONFIG
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -33,6 +36,10 @@ class NbgraderCourse:
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
         self.env = dict(os.environ, COURSE_LEDGER=str(ledger), PYTHONHASHSEED="0", PATH=path)
         shutil.copy(ROOT / "nbgrader_config.py", self.root / "nbgrader_config.py")
+        with open(self.root / "nbgrader_config.py", "a") as fh:
+            # these tests check the hidden test cells themselves, run by nbgrader's own Execute
+            # step (what kernel_points reports); the course's configuration grades in the sandbox
+            fh.write(PLAIN_NBGRADER_CONFIG)
         for name in self.assignments:
             shutil.copytree(ROOT / "source" / name, self.root / "source" / name)
             self._nbgrader("generate_assignment", name, "--force")
