@@ -53,6 +53,17 @@ MAX_NOTEBOOK_BYTES = 50 * 2**20
 MAX_KERNEL_RERUNS = 2
 
 
+def _fresh(path: Path) -> Path:
+    """``path``, its old file removed: nbgrader leaves ``autograded/`` read-only (0444), which a
+    grader that is not root (an instructor on a hub, after the formgrader's Autograde button)
+    cannot open for writing; the folder is the instructor's, so the file can be replaced."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    return path
+
+
 class PhaseClock:
     """Wall seconds of each phase of one submission, for ``grades.json`` (``phases``) and the benchmark.
 
@@ -492,7 +503,7 @@ class Grader:
 
         # the judge's summaries travel with autograded/, so feedback nbgrader makes later says the same
         annotate_summaries(nb, verdicts)
-        nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
+        nbformat.write(nb, str(_fresh(out_dir / f"{self.assignment.notebook}.ipynb")))
         self._copy_exchange_files(sub, out_dir)
         phases.lap("write")
         if self.feedback:
@@ -504,7 +515,7 @@ class Grader:
             html = render_feedback(fb_nb, fb_resources)
             fb_dir = self.root / "feedback" / sub.student / self.assignment_name
             fb_dir.mkdir(parents=True, exist_ok=True)
-            (fb_dir / f"{self.assignment.notebook}.html").write_text(html)
+            _fresh(fb_dir / f"{self.assignment.notebook}.html").write_text(html)
             self._copy_exchange_files(sub, fb_dir)
             phases.lap("feedback")
         status = state.get("state", "ok") if problem else "graded"
@@ -523,9 +534,9 @@ class Grader:
         for name in ("timestamp.txt", "submission_secret.txt"):
             src = sub.folder / name if sub.folder else None
             if src is not None and src.is_file() and not src.is_symlink() and src.stat().st_size < 4096:
-                shutil.copyfile(src, dest / name)
+                shutil.copyfile(src, _fresh(dest / name))
             elif name == "timestamp.txt" and sub.timestamp:
-                (dest / name).write_text(sub.timestamp)
+                _fresh(dest / name).write_text(sub.timestamp)
             elif name == "submission_secret.txt" and not (dest / name).is_file():
                 (dest / name).write_text(secrets.token_hex(16))
 
