@@ -2,7 +2,8 @@
 
 The instructor generates and releases ch02 from the Formgrader; each student logs in,
 fetches it from the Assignments list, answers (alice right, bob with one part wrong) and
-submits there; the instructor collects from the Formgrader, grades with
+submits there; the instructor collects from the Formgrader, grades each student with the
+Formgrader's Autograde button (sandboxed, nbgrader_config.py) and the class with
 ``course-autograde`` and releases feedback (the README's commands, as the instructor's Unix
 user, as in a hub terminal); each student fetches feedback from the Assignments list and
 opens it; the instructor exports grades. Every step is checked in the page or on disk.
@@ -104,6 +105,26 @@ def formgrader_action(page, hub, action: str) -> str:
     return text
 
 
+def formgrader_autograde(page, hub, student: str) -> str:
+    """Click the Autograde button (the flash icon) in ``student``'s row of ch02's Manage Submissions;
+    wait for the success modal and return its log."""
+    page.goto(f"{hub.url}/user/{INSTRUCTOR}/formgrader/manage_submissions/{CHAPTER}")
+    row = page.locator("tr", has_text=student).first
+    row.locator(".autograde a").first.click()
+    modal = page.locator("#success-modal, #error-modal").first
+    modal.wait_for(timeout=600_000)  # grading one notebook in the sandbox on a busy machine
+    text = modal.inner_text()
+    assert modal.get_attribute("id") == "success-modal", text
+    return text
+
+
+def gradebook_scores(hub) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course_root(hub) / 'gradebook.db'}") as gb:
+        return {s: gb.find_submission(CHAPTER, s).score for s in STUDENTS}
+
+
 def as_instructor(hub, *argv: str) -> subprocess.CompletedProcess:
     """A README command typed by the instructor in a terminal of their server (same user, same environment)."""
     account = pwd.getpwnam(INSTRUCTOR)
@@ -180,6 +201,13 @@ def test_whole_term_on_the_hub(hub, browser):
     formgrader_action(formgrader, hub, "collect")
     submitted = course_root(hub) / "submitted"
     assert sorted(p.name for p in submitted.iterdir()) == sorted(STUDENTS)
+    # 3a. the Formgrader's Autograde button, one student at a time as a person clicks it: it grades
+    # in the course's sandbox with the trusted judge (nbgrader_config.py), and says so in its log
+    for student in STUDENTS:
+        log = formgrader_autograde(formgrader, hub, student)
+        assert f"{EXPECTED[student]} of 8.0 points (bwrap+rlimits" in log, log
+    shot(formgrader, "3_autograded_by_button")
+    assert gradebook_scores(hub) == EXPECTED
     as_instructor(hub, ".venv/bin/course-autograde", "class", CHAPTER, "--no-progress")
     with open(course_root(hub) / "grades.csv") as fh:
         totals = {}
