@@ -156,3 +156,25 @@ def test_the_button_writes_the_judges_summaries_for_feedback(course):
 
     cells = [c for c in course["autograded"]["bo"].cells if SUMMARY_KEY in c.get("metadata", {})]
     assert cells and any("does not match" in json.dumps(c.metadata[SUMMARY_KEY]) for c in cells)
+
+
+def test_the_button_refuses_to_run_student_code_without_the_sandbox(monkeypatch, tmp_path):
+    """Without bubblewrap the student's code would run in the instructor's account: no grading."""
+    from types import SimpleNamespace
+
+    from nbgrader.converters.base import NbGraderException
+
+    import autograder.grader
+    from autograder.formgrader import SandboxedAutograde
+
+    def must_not_grade(*args, **kwargs):
+        raise AssertionError("graded without a sandbox")
+
+    monkeypatch.setattr(sandbox, "probe", lambda: "bubblewrap (bwrap) is not installed")
+    monkeypatch.setattr(autograder.grader, "Grader", must_not_grade)
+    step = SandboxedAutograde()
+    step._coursedir = lambda: SimpleNamespace(root=str(tmp_path), submitted_directory="submitted",
+                                              format_path=lambda *parts: str(tmp_path.joinpath(*parts)))
+    resources = {"nbgrader": {"student": "ada", "assignment": CHAPTER, "notebook": CHAPTER}}
+    with pytest.raises(NbGraderException, match="unsandboxed.*bwrap.*require_sandbox"):
+        step.preprocess(nbformat.v4.new_notebook(), resources)
