@@ -11,6 +11,9 @@ Exempt, each for a stated reason (checked, not assumed):
   judge calls it on the grading student's own probes;
 * a lab's prediction lock: a completion point that any locked prediction earns (being wrong costs
   nothing), so there is no answer to copy; the test checks that the lock's judge reads nothing else.
+
+Not yet varied, and marked as such (strict: the mark must go when they vary): the line a Debug
+exercise asks for (0.6, 5.5) is a line of code that is the same for everyone.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ def _exempt(part):
 
 
 GRADED = sorted(gid for gid, part in REGISTRY.items() if _exempt(part) is None)
+#: parts known to fail the measure, each with why; strict xfail, so one that starts to vary must leave this list
+NOT_YET_VARIED = {gid: "a Debug exercise's buggy line is the same code for everyone (issue #25, still open)"
+                  for gid, part in REGISTRY.items() if part.kind == "debug" and part.value is not None}
 LOCKS = sorted(gid for gid, part in REGISTRY.items() if part.kind == "lock")
 
 
@@ -85,6 +91,7 @@ def test_the_test_covers_every_part_of_every_activity():
     assert covered == set(REGISTRY)
     assert {REGISTRY[gid].assignment for gid in GRADED} == {a.name for a in ACTIVITIES}  # labs included
     assert len(GRADED) > 50
+    assert sorted(NOT_YET_VARIED) == ["ch00_ex0_6_line", "ch05_ex5_5_line"]
 
 
 def test_the_copy_measure_catches_a_part_that_does_not_vary(monkeypatch):
@@ -101,7 +108,9 @@ def test_the_copy_measure_catches_a_part_that_does_not_vary(monkeypatch):
         _NAMESPACES.clear()
 
 
-@pytest.mark.parametrize("grade_id", GRADED)
+@pytest.mark.parametrize("grade_id", [
+    pytest.param(gid, marks=pytest.mark.xfail(strict=True, reason=NOT_YET_VARIED[gid])) if gid in NOT_YET_VARIED
+    else gid for gid in GRADED])
 def test_a_copied_answer_passes_in_at_most_one_pair_in_ten(grade_id):
     part = REGISTRY[grade_id]
     rate, own_fails = copy_pass_rate(part)
