@@ -264,9 +264,14 @@ def _vary_8_4(s, rng):
     return dict(s, tensors=names, amax=amax, amin=amin)
 
 
+def _grouped(text):
+    """``5 × 10⁻⁷`` in parentheses after a division sign, a plain number as it is."""
+    return f"({text})" if "\u00d7" in text else text
+
+
 def _deriv_8_4(s):
     fits = _normal_range("fp8_e4m3")
-    rows = [f"- {t}: {exact(a)} / ({exact(b)}) = {rounded(a / b, 3)}: **{k}**"
+    rows = [f"- {t}: {exact(a)} / {_grouped(exact(b))} = {rounded(a / b, 3)}: **{k}**"
             for t, a, b, k in zip(s["tensors"], s["amax"], s["amin"], _key_8_4(s)["formats"])]
     return (f"E4M3's normal numbers span 448 / $2^{{-6}}$ = {fits:,.0f}; E5M2's span 57344 / $2^{{-14}}$ = "
             f"{_normal_range('fp8_e5m2'):,.0f}. Each tensor's span (largest / smallest magnitude to keep):\n\n"
