@@ -144,24 +144,32 @@ def _vary_min_stage(s, rng):
             return v
 
 
+def _key_1_6(s):
+    stage = _min_stage(s)
+    return {"min_stage": stage, "headroom_gb": s["gpu_gb"] - _stage_needs_gb(s)[stage]}
+
+
 values_exercise(
     CH, "1.6", "Which ZeRO stage?", kind="Trace",
-    spec={"params_b": 30.0, "dp": 8, "gpu_gb": 80.0, "activations_gb": 20.0},
+    # the workbook's 20 GB of activations fill the 80 GB exactly at stage 3 (no headroom at all): 15 GB here
+    spec={"params_b": 30.0, "dp": 8, "gpu_gb": 80.0, "activations_gb": 15.0},
     vary=_vary_min_stage,
     prompt=lambda s: (f"{s['dp']} GPUs with {s['gpu_gb']:g} GB each train a {s['params_b']:g}B model with "
                       f"mixed-precision Adam; activations need about {s['activations_gb']:g} GB per GPU. What is the "
-                      "smallest ZeRO stage whose model states plus activations fit in a GPU's memory?"),
-    answers={"min_stage": "ZeRO stage"},
+                      "smallest ZeRO stage whose model states plus activations fit in a GPU's memory, and how many "
+                      "GB of the GPU's memory does that stage leave free?"),
+    answers={"min_stage": "ZeRO stage", "headroom_gb": "GB per GPU"},
     options={"min_stage": [0, 1, 2, 3]},
-    key=lambda s: {"min_stage": _min_stage(s)},
+    key=_key_1_6,
     solution=lambda s: (f"P, N, A = {s['params_b']!r}, {s['dp']!r}, {s['activations_gb']!r}\n"
                         "need_gb = [16 * P + A, (4 + 12 / N) * P + A, (2 + 14 / N) * P + A, 16 / N * P + A]\n"
-                        f"min_stage = next(stage for stage, gb in enumerate(need_gb) if gb <= {s['gpu_gb']!r})"),
+                        f"min_stage = next(stage for stage, gb in enumerate(need_gb) if gb <= {s['gpu_gb']!r})\n"
+                        f"headroom_gb = {s['gpu_gb']!r} - need_gb[min_stage]"),
     derivation=lambda s: (
         "Model states plus activations per GPU, stages 0 to 3: "
         + ", ".join(f"{n:.4g} GB" for n in _stage_needs_gb(s))
         + f". The first that fits in {s['gpu_gb']:g} GB is **stage {_min_stage(s)}**"
-        + (f", with {s['gpu_gb'] - _stage_needs_gb(s)[_min_stage(s)]:.3g} GB of headroom"
+        + (f", with **{s['gpu_gb'] - _stage_needs_gb(s)[_min_stage(s)]:.4g} GB** of headroom"
            if _min_stage(s) >= 0 else "")
         + ". The CUDA context and allocator fragmentation need a few GB too; with too little headroom add "
         "activation checkpointing or more GPUs."),

@@ -11,7 +11,7 @@ from course import core
 from course.core.units import ms
 
 from course.assess.activity import Chapter
-from course.assess.authoring import build_exercise, values_exercise
+from course.assess.authoring import build_exercise, rounded, values_exercise
 from course.assess.probes import make_probes
 
 CHAPTER = {
@@ -169,42 +169,68 @@ build_exercise(
 )
 
 
-def _tradeoff(s):
+def _micro_ms(s, micro, checkpointing):
+    # a micro-batch costs a fixed overhead (kernel launches, per-micro-batch synchronisation) plus a time
+    # per sample; recomputing the forward pass adds its share to the whole micro-batch
+    return (s["fixed_ms"] + micro * s["per_sample_ms"]) * ((1 + s["recompute_overhead"]) if checkpointing else 1)
+
+
+def _step_ms(s):
     steps_plain = core.required_accum_steps(s["batch"], s["micro_plain"], s["dp"])
     steps_ckpt = core.required_accum_steps(s["batch"], s["micro_ckpt"], s["dp"])
-    # time per micro-batch scales with its size; recomputation adds its overhead on top
-    t_plain = steps_plain * s["micro_plain"]
-    t_ckpt = steps_ckpt * s["micro_ckpt"] * (1 + s["recompute_overhead"])
-    return {"faster": "no_checkpointing" if t_plain < t_ckpt else "checkpointing", "slowdown": t_ckpt / t_plain}
+    return steps_plain * _micro_ms(s, s["micro_plain"], False), steps_ckpt * _micro_ms(s, s["micro_ckpt"], True)
 
 
-def _tradeoff_sizes(rng):
-    # checkpointing lets the micro-batch double (the derivation's "2T")
-    plain = rng.choice([2, 4, 8])
-    return {"micro_plain": plain, "micro_ckpt": 2 * plain}
+def _tradeoff(s):
+    t_plain, t_ckpt = _step_ms(s)
+    return {"faster": "no_checkpointing" if t_plain < t_ckpt else "checkpointing",
+            "slowdown": max(t_plain, t_ckpt) / min(t_plain, t_ckpt)}
+
+
+def _vary_tradeoff(s, rng):
+    # checkpointing lets the micro-batch grow 2x or 4x; whether that pays for the recomputation depends on
+    # how much of a micro-batch's time is fixed overhead, so either option can win (never within 5 %)
+    while True:
+        plain = rng.choice([1, 2, 4, 8])
+        v = dict(s, micro_plain=plain, micro_ckpt=plain * rng.choice([2, 4]), batch=rng.choice([1024, 2048, 4096]),
+                 dp=rng.choice([4, 8, 16]), recompute_overhead=rng.choice([0.2, 0.25, 0.33, 0.4]),
+                 fixed_ms=float(rng.choice([0, 5, 10, 20, 30, 40, 60])),
+                 per_sample_ms=float(rng.choice([4, 6, 8, 10, 12, 15])))
+        if _tradeoff(v)["slowdown"] > 1.05:
+            return v
 
 
 values_exercise(
     CH, "2.5", "Memory versus speed", kind="Trace",
-    spec={"batch": 2048, "dp": 8, "micro_plain": 8, "micro_ckpt": 16, "recompute_overhead": 0.33},
-    vary=lambda s, rng: dict(s, **_tradeoff_sizes(rng), batch=rng.choice([1024, 2048, 4096]), dp=rng.choice([4, 8, 16]),
-                             recompute_overhead=rng.choice([0.2, 0.25, 0.33, 0.4])),
+    spec={"batch": 2048, "dp": 8, "micro_plain": 8, "micro_ckpt": 16, "recompute_overhead": 0.33,
+          "fixed_ms": 0.0, "per_sample_ms": 10.0},
+    vary=_vary_tradeoff,
     prompt=lambda s: (f"Option A: micro-batch {s['micro_plain']} with activation checkpointing off. Option B: "
                       f"micro-batch {s['micro_ckpt']} with activation checkpointing on, which recomputes the forward "
-                      f"pass and adds about {s['recompute_overhead']:.0%} compute. Both reach B_eff = {s['batch']} on "
-                      f"{s['dp']} GPUs by accumulation. Assume a micro-batch's time is proportional to its size. Which "
-                      "is faster, and how many times longer does the slower option take per optimizer step?"),
+                      f"pass and makes every micro-batch take {s['recompute_overhead']:.0%} longer. Both reach "
+                      f"B_eff = {s['batch']} on {s['dp']} GPUs by accumulation. Without checkpointing a micro-batch "
+                      f"takes {s['fixed_ms']:g} ms (launches and synchronisation, whatever its size) plus "
+                      f"{s['per_sample_ms']:g} ms per sample. Which is faster per optimizer step, and how many times "
+                      "longer does the slower option take?"),
     answers={"faster": "choice", "slowdown": "ratio slower/faster"},
     options={"faster": ["no_checkpointing", "checkpointing"]},
     key=_tradeoff,
-    solution=lambda s: ("faster = 'no_checkpointing'\n"
-                        f"slowdown = ({s['batch']} // ({s['micro_ckpt']} * {s['dp']}) * {s['micro_ckpt']} * "
-                        f"{1 + s['recompute_overhead']!r}) / ({s['batch']} // ({s['micro_plain']} * {s['dp']}) * "
-                        f"{s['micro_plain']})"),
+    solution=lambda s: (f"batch, dp, fixed, per_sample, r = {s['batch']}, {s['dp']}, {s['fixed_ms']!r}, "
+                        f"{s['per_sample_ms']!r}, {s['recompute_overhead']!r}\n"
+                        f"t_plain = -(-batch // ({s['micro_plain']} * dp)) * (fixed + {s['micro_plain']} * per_sample)\n"
+                        f"t_ckpt = -(-batch // ({s['micro_ckpt']} * dp)) * (fixed + {s['micro_ckpt']} * per_sample) "
+                        "* (1 + r)\n"
+                        "faster = 'no_checkpointing' if t_plain < t_ckpt else 'checkpointing'\n"
+                        "slowdown = max(t_plain, t_ckpt) / min(t_plain, t_ckpt)"),
     derivation=lambda s: (
-        f"A: {core.required_accum_steps(s['batch'], s['micro_plain'], s['dp'])} steps \u00d7 T. B: "
-        f"{core.required_accum_steps(s['batch'], s['micro_ckpt'], s['dp'])} steps \u00d7 2T \u00d7 "
-        f"{1 + s['recompute_overhead']:g}. Both process the same samples, so B is just the recompute overhead "
-        f"slower: ratio **{_tradeoff(s)['slowdown']:.3g}**, and **no checkpointing** wins. Checkpointing buys "
-        "memory, not speed: use it only when the micro-batch you need does not fit."),
+        f"A: {core.required_accum_steps(s['batch'], s['micro_plain'], s['dp'])} micro-batches \u00d7 "
+        f"({s['fixed_ms']:g} + {s['micro_plain']} \u00d7 {s['per_sample_ms']:g}) ms = {rounded(_step_ms(s)[0])} ms. B: "
+        f"{core.required_accum_steps(s['batch'], s['micro_ckpt'], s['dp'])} micro-batches \u00d7 "
+        f"({s['fixed_ms']:g} + {s['micro_ckpt']} \u00d7 {s['per_sample_ms']:g}) ms \u00d7 "
+        f"{1 + s['recompute_overhead']:g} = {rounded(_step_ms(s)[1])} ms. "
+        f"**{'No checkpointing' if _tradeoff(s)['faster'] == 'no_checkpointing' else 'Checkpointing'}** wins, the "
+        f"other takes **{_tradeoff(s)['slowdown']:.3g}\u00d7** as long. Both process the same samples; B pays the "
+        "recomputation on every sample but the fixed overhead on fewer, larger micro-batches. When little of a "
+        "micro-batch's time is fixed, checkpointing buys memory, not speed; when much of it is, the larger "
+        "micro-batch it allows can win."),
 )

@@ -109,29 +109,43 @@ written_exercise(
 
 
 def _decay(s):
-    factor = s["new_batch"] / s["base_batch"]
-    steps = s["base_steps"] / factor
+    # the same tokens at a larger batch: the run is base_steps x base_batch / new_batch steps long,
+    # and the schedule must end where the run ends
+    steps = s["base_steps"] * s["base_batch"] / s["new_batch"]
     return {"decay_steps": int(round(steps))}
+
+
+def _vary_decay(s, rng):
+    # the run length, the batch and its growth (2x to 8x) all vary, so the steps actually run (the key)
+    # take some 60 values; every draw divides evenly
+    base, factor = rng.choice([128, 256, 512, 1024]), rng.choice([2, 3, 4, 5, 6, 8])
+    lengths = [n for n in range(50_000, 300_001, 10_000) if n % factor == 0]
+    return dict(s, base_steps=rng.choice(lengths), base_batch=base, new_batch=base * factor,
+                peak_lr=rng.choice([1e-4, 2e-4, 3e-4, 6e-4]))
 
 
 values_exercise(
     CH, "3.5", "Schedule length", kind="Trace",
-    spec={"base_steps": 100_000, "base_batch": 1, "new_batch": 2, "peak_lr": 3e-4},
-    prompt=lambda s: (f"A cosine schedule peaks at {s['peak_lr']:g} and decays over {s['base_steps']:,} steps. A "
-                      "colleague doubles the batch, applies linear scaling (peak "
-                      f"{core.linear_scaled_lr(s['peak_lr'], s['base_batch'], s['new_batch']):g}) and halves the number "
+    spec={"base_steps": 100_000, "base_batch": 512, "new_batch": 1024, "peak_lr": 3e-4}, vary=_vary_decay,
+    prompt=lambda s: (f"A cosine schedule peaks at {s['peak_lr']:g} and decays over {s['base_steps']:,} steps at "
+                      f"batch {s['base_batch']}. A colleague raises the batch to {s['new_batch']}, applies linear "
+                      "scaling (peak "
+                      f"{core.linear_scaled_lr(s['peak_lr'], s['base_batch'], s['new_batch']):g}) and cuts the number "
                       "of steps so the same tokens are seen. Over how many steps should the cosine decay now?"),
     answers={"decay_steps": "steps"},
-    options={"decay_steps": [50_000, 100_000]},
     key=_decay,
-    solution=lambda s: f"decay_steps = {s['base_steps']} // 2",
+    solution=lambda s: f"decay_steps = {s['base_steps']} * {s['base_batch']} // {s['new_batch']}",
     manual={"prompt": "Why? One or two sentences.", "points": 1.0,
             "answer": ("**Model answer.** The schedule describes progress through the run, so it must reach its "
-                       "minimum at the last step actually taken (50K). Over 100K it would end halfway down, with "
-                       "the learning rate still high and the loss not annealed.\n\n**Mark scheme (1 point).** "
-                       "Says the decay must end when training ends / follow the actual number of steps.")},
+                       "minimum at the last step actually taken. Over the old number of steps it would stop part "
+                       "way down, with the learning rate still high and the loss not annealed.\n\n**Mark scheme "
+                       "(1 point).** Says the decay must end when training ends / follow the actual number of "
+                       "steps.")},
     derivation=lambda s: (
-        f"Over the steps actually run, **{_decay(s)['decay_steps']:,}**. The schedule is a function of training "
-        "progress: it must reach its minimum at the end of the run. Decaying over 100K steps would stop halfway "
-        "down the cosine with a learning rate still far from its minimum."),
+        f"The same tokens at a {s['new_batch'] / s['base_batch']:g}\u00d7 batch take {s['base_steps']:,} \u00d7 "
+        f"{s['base_batch']}/{s['new_batch']} = **{_decay(s)['decay_steps']:,} steps**, and the cosine must decay over "
+        "the steps actually run. The schedule is a function of training progress: it must reach its minimum at the "
+        f"end of the run. Decaying over {s['base_steps']:,} steps would stop at "
+        f"{_decay(s)['decay_steps'] / s['base_steps']:.0%} of the cosine with a learning rate still far from its "
+        "minimum."),
 )

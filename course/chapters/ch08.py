@@ -14,6 +14,7 @@ from course import core
 from course.core import units as u
 from course.assess.activity import Chapter
 from course.assess.authoring import build_exercise, exact, rounded, values_exercise
+from course.assess.variants import MODEL_SIZES_B
 
 CHAPTER = {
     "title": "Chapter 8 \u00b7 Mixed precision",
@@ -76,25 +77,55 @@ ACTIVITY = CH = Chapter('ch08', 'ch08_mixed_precision', **CHAPTER)
 
 
 # 8.1 -----------------------------------------------------------------------------------
+#: formats of the literature a student's layout may coincide with (exponent bits, mantissa bits) -> name
+_KNOWN_LAYOUTS = {(5, 10): "FP16", (8, 7): "BF16", (5, 2): "FP8 E5M2", (4, 3): "FP8 E4M3",
+                  (3, 2): "FP6 E3M2", (6, 9): "IBM's DLFloat16", (8, 10): "TF32"}
+
+
+def _format_8_1(s):
+    # IEEE 754 rules for any layout: bias 2^(e-1) - 1, normals down to 2^(1 - bias), subnormals to
+    # 2^(1 - bias - m) (E4M3 differs from IEEE only at the top of its range, not here)
+    return core.precision._ieee(f"e{s['exponent_bits']}m{s['mantissa_bits']}", s["exponent_bits"],
+                                s["mantissa_bits"], "IEEE 754-2008 rules")
+
+
 def _key_8_1(s):
-    return {"fp16_min_normal": core.float_format(s["fmt"]).min_normal}
+    f = _format_8_1(s)
+    return {"min_normal": f.min_normal, "min_subnormal": f.min_subnormal}
 
 
 def _deriv_8_1(s):
-    f = core.float_format(s["fmt"])
-    return (f"Bias $= 2^{{{f.exponent_bits}-1}}-1 = {f.bias}$; smallest normal exponent "
-            f"$1-{f.bias} = {1 - f.bias}$; $2^{{{1 - f.bias}}} = 1/{2 ** (f.bias - 1)}$ = "
-            f"**{rounded(f.min_normal, 5)}**. Gradients of $10^{{-6}}$ or $10^{{-7}}$ are common deep in a "
-            "network: without loss scaling they become subnormal (few bits left) or zero.")
+    f = _format_8_1(s)
+    e, m = f.exponent_bits, f.mantissa_bits
+    return (f"Bias $= 2^{{{e}-1}}-1 = {f.bias}$; smallest normal exponent $1-{f.bias} = {1 - f.bias}$: "
+            f"$2^{{{1 - f.bias}}}$ = **{rounded(f.min_normal, 5)}**. Below it the subnormals keep the smallest "
+            f"exponent and give up leading mantissa bits, one per halving, down to "
+            f"$2^{{{1 - f.bias}-{m}}} = 2^{{{1 - f.bias - m}}}$ = **{rounded(f.min_subnormal, 5)}**. A gradient "
+            "smaller than the smallest normal keeps fewer significant bits; one below half the smallest subnormal "
+            "becomes zero. Loss scaling lifts gradients above these limits.")
+
+
+def _vary_8_1(s, rng):
+    # 6 exponent widths x 9 mantissa widths: the pair of keys is shared by two students about once in 50
+    return dict(s, exponent_bits=rng.choice([3, 4, 5, 6, 7, 8]), mantissa_bits=rng.choice(range(2, 11)))
 
 
 values_exercise(
-    CH, "8.1", "FP16 range", kind="Derive", spec={"fmt": "fp16"},
-    prompt=lambda s: ("FP16 has 5 exponent bits with bias 15, so its smallest positive normal number "
-                      "is $2^{1-15}$. What is that number? Give the plain value (e.g. `1.5e-3`, "
-                      "not `1.5`)."),
-    answers={"fp16_min_normal": "a plain number"}, key=_key_8_1, derivation=_deriv_8_1,
-    solution=lambda s: "fp16_min_normal = 2.0 ** (1 - 15)")
+    CH, "8.1", "The range of a float format", kind="Derive", spec={"exponent_bits": 5, "mantissa_bits": 10},
+    vary=_vary_8_1,
+    prompt=lambda s: (f"A floating-point format has e = {s['exponent_bits']} exponent bits and m = "
+                      f"{s['mantissa_bits']} mantissa bits and follows the IEEE 754 rules (exponent bias "
+                      "$2^{e-1}-1$, subnormals below the smallest normal number)"
+                      + (f"; this is the layout of {_KNOWN_LAYOUTS[(s['exponent_bits'], s['mantissa_bits'])]}"
+                         if (s["exponent_bits"], s["mantissa_bits"]) in _KNOWN_LAYOUTS else "")
+                      + ". What are its smallest positive normal number and its smallest positive subnormal "
+                        "number? Give plain values (e.g. `1.5e-3`, not `1.5`)."),
+    answers={"min_normal": "a plain number", "min_subnormal": "a plain number"}, key=_key_8_1,
+    derivation=_deriv_8_1,
+    solution=lambda s: (f"e, m = {s['exponent_bits']}, {s['mantissa_bits']}\n"
+                        "bias = 2 ** (e - 1) - 1\n"
+                        "min_normal = 2.0 ** (1 - bias)\n"
+                        "min_subnormal = 2.0 ** (1 - bias - m)"))
 
 
 # 8.2 -----------------------------------------------------------------------------------
@@ -143,55 +174,146 @@ values_exercise(
 
 
 # 8.3 -----------------------------------------------------------------------------------
+#: optimizer -> (its name in prose, FP32 state tensors it keeps)
+_OPTIMIZERS_8_3 = {"adam": "Adam", "sgd_momentum": "SGD with momentum", "sgd": "plain SGD"}
+
+
+def _breakdown_8_3(s):
+    mixed = core.param_bytes_breakdown("bf16", s["optimizer"], grads="fp32" if s["fp32_grads"] else None,
+                                       master="auto" if s["master"] else None)
+    pure = core.param_bytes_breakdown("fp32", s["optimizer"])
+    return mixed, pure
+
+
 def _key_8_3(s):
-    # Adam model state per parameter: mixed 2 + 2 + 4 + 4 + 4, pure FP32 4 + 4 + 4 + 4
-    mixed = core.bytes_per_param(weights="fp16", optimizer="adam")
-    pure = core.bytes_per_param(weights="fp32", optimizer="adam")
-    return {"memory_ratio": mixed / pure}
+    mixed, pure = _breakdown_8_3(s)
+    return {"memory_ratio": mixed["total"] / pure["total"], "mixed_gb": s["params_b"] * mixed["total"]}
+
+
+def _recipe_8_3(s):
+    moments = core.OPTIMIZERS[s["optimizer"]]
+    grads = "FP32 gradients (4 bytes)" if s["fp32_grads"] else "BF16 gradients (2 bytes)"
+    master = ("an FP32 master copy of the weights (4 bytes)" if s["master"]
+              else "no FP32 master copy (the update is applied to the BF16 weights directly)")
+    state = (f"which keeps {moments} FP32 state tensor{'s' if moments != 1 else ''} per parameter (4 bytes each)"
+             if moments else "which keeps no optimizer state")
+    return grads, master, state, moments
+
+
+def _prompt_8_3(s):
+    grads, master, state, moments = _recipe_8_3(s)
+    return (f"A {s['params_b']:g}B model is trained with {_OPTIMIZERS_8_3[s['optimizer']]}, {state}. The "
+            f"mixed-precision recipe keeps BF16 weights (2 bytes), {grads} and {master}; pure FP32 training keeps "
+            f"FP32 weights and gradients (4 bytes each) and the same optimizer state. What is the ratio of "
+            "model-state memory, mixed / pure FP32, and how many GB ($10^9$ bytes) of model state does the mixed "
+            "recipe need?")
+
+
+def _vary_8_3(s, rng):
+    return dict(s, params_b=rng.choice(MODEL_SIZES_B), optimizer=rng.choice(list(_OPTIMIZERS_8_3)),
+                fp32_grads=rng.random() < 0.5, master=rng.random() < 0.7)
 
 
 values_exercise(
-    CH, "8.3", "Memory of mixed precision", kind="Derive", spec={"params_b": 13.0},
-    prompt=lambda s: (f"A {s['params_b']:g}B model is trained with Adam. Mixed precision keeps FP16 "
-                      "weights and gradients, FP32 master weights and two FP32 Adam moments; pure FP32 "
-                      "training keeps FP32 weights, gradients and two moments. What is the ratio of "
-                      "model-state memory, mixed / pure FP32?"),
-    answers={"memory_ratio": "ratio"}, key=_key_8_3,
-    solution=lambda s: "memory_ratio = (2 + 2 + 4 + 4 + 4) / (4 + 4 + 4 + 4)",
+    CH, "8.3", "Memory of mixed precision", kind="Derive",
+    spec={"params_b": 13.0, "optimizer": "adam", "fp32_grads": False, "master": True}, vary=_vary_8_3,
+    prompt=_prompt_8_3,
+    answers={"memory_ratio": "ratio", "mixed_gb": "GB"}, key=_key_8_3,
+    solution=lambda s: (f"moments = {core.OPTIMIZERS[s['optimizer']]}\n"
+                        f"mixed = 2 + {4 if s['fp32_grads'] else 2} + {4 if s['master'] else 0} + 4 * moments\n"
+                        "pure = 4 + 4 + 4 * moments\n"
+                        "memory_ratio = mixed / pure\n"
+                        f"mixed_gb = {s['params_b']!r} * mixed"),
     derivation=lambda s: (
-        "Mixed: 2 (FP16 weights) + 2 (FP16 gradients) + 4 (FP32 master) + 4 + 4 (moments) = 16 B/param. "
-        "Pure FP32: 4 + 4 + 4 + 4 = 16 B/param. Ratio **" + f"{_key_8_3(s)['memory_ratio']:.3g}" + "**: "
-        f"{16 * s['params_b']:g} GB of model state either way for {s['params_b']:g}B parameters. Mixed "
-        "precision saves activation memory and communication, not model state; ZeRO is what shards "
-        "the model state."))
+        f"Mixed: 2 (BF16 weights) + {_breakdown_8_3(s)[0]['gradients']:g} (gradients) + "
+        f"{_breakdown_8_3(s)[0]['master']:g} (master) + {_breakdown_8_3(s)[0]['moments']:g} (optimizer state) = "
+        f"{_breakdown_8_3(s)[0]['total']:g} B/param. Pure FP32: 4 + 4 + {_breakdown_8_3(s)[1]['moments']:g} = "
+        f"{_breakdown_8_3(s)[1]['total']:g} B/param. Ratio **{_key_8_3(s)['memory_ratio']:.4g}**; "
+        f"{s['params_b']:g}B parameters \u00d7 {_breakdown_8_3(s)[0]['total']:g} B = "
+        f"**{_key_8_3(s)['mixed_gb']:.4g} GB** of model state. With an FP32 master copy and FP32 optimizer state, "
+        "mixed precision saves little or nothing on model state (Adam: 16 B/param either way); it saves "
+        "activation memory and communication. ZeRO is what shards the model state."))
 
 
 # 8.4 -----------------------------------------------------------------------------------
+#: tensors a student's profile may list, in the order a layer produces them
+_TENSORS_8_4 = ("weights", "activations", "attention scores", "activation gradients", "weight gradients",
+                "embedding gradients")
+
+
+def _normal_range(fmt):
+    """The span of normal numbers of an FP8 format: largest finite / smallest normal (E4M3 2^14.8, E5M2 2^29.8)."""
+    f = core.float_format(fmt)
+    return f.max / f.min_normal
+
+
+def _key_8_4(s):
+    # per-tensor scaling maps a tensor's largest magnitude onto the format's largest finite number; the
+    # tensor fits a format when its smallest magnitude that must stay normal then stays above the smallest
+    # normal, i.e. when amax / amin fits in the format's normal range. E4M3 (more precision) when it fits.
+    fits = _normal_range("fp8_e4m3")
+    return {"formats": ["E4M3" if a / b <= fits else "E5M2" for a, b in zip(s["amax"], s["amin"])]}
+
+
+def _vary_8_4(s, rng):
+    # five tensors, each measured with a span of 10^2..10^4 (fits E4M3's 2.9 x 10^4) or 10^5..10^7: one
+    # format or the other, independently, so a copied list matches about once in 32
+    names = sorted(rng.sample(_TENSORS_8_4, 5), key=_TENSORS_8_4.index)
+    amax = [rng.choice([0.5, 2.0, 4.0, 12.0, 40.0, 100.0, 300.0]) for _ in names]
+    amin = [float(f"{a / 10.0 ** rng.choice([2, 3, 4, 5, 6, 7]):.3g}") for a in amax]
+    return dict(s, tensors=names, amax=amax, amin=amin)
+
+
+def _grouped(text):
+    """``5 × 10⁻⁷`` in parentheses after a division sign, a plain number as it is."""
+    return f"({text})" if "\u00d7" in text else text
+
+
+def _deriv_8_4(s):
+    fits = _normal_range("fp8_e4m3")
+    rows = [f"- {t}: {exact(a)} / {_grouped(exact(b))} = {rounded(a / b, 3)}: **{k}**"
+            for t, a, b, k in zip(s["tensors"], s["amax"], s["amin"], _key_8_4(s)["formats"])]
+    return (f"E4M3's normal numbers span 448 / $2^{{-6}}$ = {fits:,.0f}; E5M2's span 57344 / $2^{{-14}}$ = "
+            f"{_normal_range('fp8_e5m2'):,.0f}. Each tensor's span (largest / smallest magnitude to keep):\n\n"
+            + "\n".join(rows)
+            + "\n\nE4M3 wherever the span fits (its extra mantissa bit halves the rounding error), E5M2 where only "
+              "its extra exponent bit keeps the small values normal. Gradients usually need the range, which is "
+              "why the standard recipe (Micikevicius et al. 2022) stores them in E5M2; with finer scaling "
+              "(per block instead of per tensor, as DeepSeek-V3 does) every span shrinks and E4M3 can serve "
+              "them too.")
+
+
 values_exercise(
-    CH, "8.4", "FP8: E4M3 or E5M2?", kind="Trace", spec={"formats": ["E4M3", "E5M2"]},
-    prompt=lambda s: ("E4M3 (3 mantissa bits) reaches at most 448; E5M2 (2 mantissa bits) reaches "
-                      "57344. Gradients routinely span six or more orders of magnitude, with rare "
-                      "large outliers. Which FP8 format do standard recipes use for **gradients**?"),
-    answers={"gradient_format": "format"}, key=lambda s: {"gradient_format": "E5M2"}, rtol=0.0,
-    options={"gradient_format": ["E4M3", "E5M2"]},
-    solution=lambda s: 'gradient_format = "E5M2"',
-    derivation=lambda s: (
-        "**E5M2 for gradients, E4M3 for forward tensors.** Forward activations and weights are kept in "
-        "a bounded range by normalisation and activation functions, so the extra mantissa bit of E4M3 "
-        "(finer steps) is worth more than range. Gradients have outliers across many orders of "
-        "magnitude, so E5M2's extra exponent bit (range up to 57344) matters more, and their coarser "
-        "rounding averages out over many optimizer steps."),
-    manual={"prompt": "Why is that choice right for gradients, and why do forward activations use the "
+    CH, "8.4", "FP8: E4M3 or E5M2?", kind="Trace",
+    spec={"tensors": ["weights", "activations", "weight gradients"], "amax": [2.0, 40.0, 4.0],
+          "amin": [0.002, 0.004, 4e-06]},
+    vary=_vary_8_4,
+    prompt=lambda s: ("E4M3 (3 mantissa bits) reaches at most 448 and its smallest normal number is $2^{-6}$; "
+                      "E5M2 (2 mantissa bits) reaches 57344, with smallest normal $2^{-14}$. Each tensor gets its "
+                      "own scale factor, which maps its largest magnitude onto the format's largest number. A "
+                      "profile of one layer gives, per tensor, the largest magnitude and the smallest magnitude "
+                      "that must stay a normal number: "
+                      + "; ".join(f"{t}: largest {exact(a)}, smallest {exact(b)}"
+                                  for t, a, b in zip(s["tensors"], s["amax"], s["amin"]))
+                      + ". Which format should each tensor use: E4M3 (the finer steps) wherever its values fit "
+                        "in E4M3's normal range, else E5M2? Give a list of \"E4M3\" or \"E5M2\", one per "
+                        "tensor, in the order listed."),
+    answers={"formats": "list of formats, in the order listed"}, key=_key_8_4, rtol=0.0,
+    solution=lambda s: (f"amax, amin = {s['amax']!r}, {s['amin']!r}\n"
+                        "e4m3_span = 448 / 2.0 ** -6\n"
+                        "formats = ['E4M3' if a / b <= e4m3_span else 'E5M2' for a, b in zip(amax, amin)]"),
+    derivation=_deriv_8_4,
+    manual={"prompt": "Why is range what gradients usually need, and what does a forward tensor gain from the "
                       "other format? Answer in three to five sentences.",
             "answer": ("**Model answer.** Gradients span many orders of magnitude and have outliers "
-                       "(loss spikes, early training), so they need E5M2's extra exponent bit and its "
-                       "range; their coarse 2-bit mantissa is tolerable because the optimizer averages "
-                       "many noisy steps. Forward activations and weights are bounded by normalisation "
-                       "and activation functions, so E4M3's extra mantissa bit (precision) pays off.\n\n"
-                       "**Mark scheme (2 points).** 1 point: gradients need range (exponent bits / "
-                       "outliers / dynamic range). 1 point: forward tensors are bounded and benefit "
-                       "from precision (mantissa bits). A mention of per-tensor scaling is welcome but "
-                       "earns nothing extra."),
+                       "(loss spikes, early training), so a single per-tensor scale leaves their small values "
+                       "below E4M3's smallest normal number: they need E5M2's extra exponent bit and its range; "
+                       "their coarse 2-bit mantissa is tolerable because the optimizer averages many noisy steps. "
+                       "Forward activations and weights are bounded by normalisation and activation functions, so "
+                       "their span fits E4M3, whose extra mantissa bit halves the rounding error.\n\n"
+                       "**Mark scheme (2 points).** 1 point: gradients need range (exponent bits / outliers / "
+                       "dynamic range). 1 point: forward tensors are bounded and benefit from precision (mantissa "
+                       "bits). A mention of finer (per-block) scaling is welcome but earns nothing extra."),
             "points": 2.0})
 
 

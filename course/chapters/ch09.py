@@ -270,30 +270,62 @@ values_exercise(
 
 
 # 9.8 -----------------------------------------------------------------------------------
-_DIM_TEXT = {"TP": "TP = 8 (all-reduces on every layer, on the critical path)",
-             "PP": "PP = 16 (point-to-point activations between stages)",
-             "CP": "CP (context parallelism: ring attention passes key/value blocks inside every attention layer)",
-             "DP": "DP = 128 (gradient all-reduce, overlapped with the backward pass)"}
+#: the placement of Llama 3 (Llama Team 2024, sec. 3.3.2), innermost first
+_ORDER_9_8 = ("TP", "CP", "PP", "DP")
+_DIM_TEXT = {"TP": "all-reduces on every layer, on the critical path",
+             "PP": "point-to-point activations between stages",
+             "CP": "context parallelism: ring attention passes key/value blocks inside every attention layer",
+             "DP": "gradient all-reduce, overlapped with the backward pass"}
+
+
+def _key_9_8(s):
+    # ranks are numbered innermost dimension first: a group's neighbours are the product of the sizes
+    # of the dimensions inside it apart; a dimension of size 1 has no group and no place
+    order = [d for d in _ORDER_9_8 if s[d.lower()] > 1]
+    strides, inner = [], 1
+    for d in order:
+        strides.append(inner)
+        inner *= s[d.lower()]
+    return {"order": order, "strides": strides}
+
+
+def _vary_9_8(s, rng):
+    # which dimensions exist (CP and PP may be 1) and their sizes vary: 4 orders, some 60 stride lists
+    return dict(s, tp=rng.choice([2, 4, 8]), cp=rng.choice([1, 1, 2, 4, 8]), pp=rng.choice([1, 2, 4, 8, 16]),
+                dp=rng.choice([8, 16, 32, 64, 128]), shown=rng.sample(list(_ORDER_9_8), 4))
+
 
 values_exercise(
     CH, "9.8", "Order the parallelism dimensions", kind="Design",
-    spec={"dims": ["TP", "CP", "PP", "DP"], "shown": ["TP", "PP", "CP", "DP"]},
-    # the answer is the paper's order; each student sees the four items in their own order
-    vary=lambda s, rng: dict(s, shown=rng.sample(list(s["dims"]), len(s["dims"]))),
-    prompt=lambda s: ("Order the four dimensions from **innermost** (neighbouring GPUs, the fastest "
-                      "links) to **outermost** (the slowest links): "
-                      + "; ".join(_DIM_TEXT[d] for d in s["shown"])
-                      + ". Give a list of the four strings " + ", ".join(f'"{d}"' for d in s["shown"]) + "."),
-    answers={"order": "list, innermost first"}, key=lambda s: {"order": list(s["dims"])}, rtol=0.0,
-    solution=lambda s: f"order = {list(s['dims'])!r}",
+    spec={"tp": 8, "cp": 2, "pp": 16, "dp": 128, "shown": ["TP", "PP", "CP", "DP"]}, vary=_vary_9_8,
+    prompt=lambda s: ("A job uses "
+                      + "; ".join(f"{d} = {s[d.lower()]} ({_DIM_TEXT[d]})" for d in s["shown"])
+                      + ". Order the dimensions larger than 1 from **innermost** (neighbouring GPUs, the fastest "
+                        "links) to **outermost** (the slowest links); a dimension of size 1 has no group and is "
+                        "left out. Give `order`, a list of those names (\"TP\", \"CP\", \"PP\" or \"DP\"), "
+                        "innermost first. Ranks are numbered innermost dimension first (rank 0, 1, 2, ... step "
+                        "through the innermost group first). Give `strides`: for each dimension in your `order`, how "
+                        "many ranks apart two neighbouring members of one of its groups are."),
+    answers={"order": "list, innermost first", "strides": "list of rank distances, one per dimension"},
+    key=_key_9_8, rtol=0.0,
+    solution=lambda s: (f"sizes = {{'TP': {s['tp']}, 'CP': {s['cp']}, 'PP': {s['pp']}, 'DP': {s['dp']}}}\n"
+                        "order = [d for d in ['TP', 'CP', 'PP', 'DP'] if sizes[d] > 1]\n"
+                        "strides, inner = [], 1\n"
+                        "for d in order:\n"
+                        "    strides.append(inner)\n"
+                        "    inner *= sizes[d]"),
     derivation=lambda s: (
-        "**TP, CP, PP, DP** (Llama Team 2024, sec. 3.3.2; the workbook's TP, PP, CP, DP puts the "
-        "pipeline inside context parallelism). TP all-reduces activations twice per layer "
-        "in each pass and nothing overlaps them: it must stay on NVLink. CP passes key/value blocks "
-        "around a ring inside every attention layer: also on the critical path, with less data. PP "
-        "sends one activation tensor per micro-batch and stage boundary, point to point, overlapped "
-        "with the other micro-batches. DP all-reduces gradients once per step, overlapped with the "
-        "backward pass: it tolerates the slowest links."),
+        f"**{', '.join(_key_9_8(s)['order'])}**, innermost first (Llama Team 2024, sec. 3.3.2: TP, CP, PP, DP; "
+        "the workbook's TP, PP, CP, DP puts the pipeline inside context parallelism), leaving out the "
+        "dimensions of size 1. TP all-reduces activations twice per layer in each pass and nothing overlaps "
+        "them: it must stay on NVLink. CP passes key/value blocks around a ring inside every attention layer: "
+        "also on the critical path, with less data. PP sends one activation tensor per micro-batch and stage "
+        "boundary, point to point, overlapped with the other micro-batches. DP all-reduces gradients once per "
+        "step, overlapped with the backward pass: it tolerates the slowest links. With ranks numbered "
+        "innermost first, a group's neighbours are the product of the inner sizes apart: strides **"
+        + ", ".join(str(x) for x in _key_9_8(s)["strides"]) + "**, so the "
+        + _key_9_8(s)["order"][-1] + " group's members sit "
+        + str(_key_9_8(s)["strides"][-1]) + " ranks apart, on other nodes."),
     note=("The workbook's own answer to this exercise disagrees with the order Meta reports in the "
           "Llama 3 paper. The key follows the paper; your feedback explains the difference."))
 

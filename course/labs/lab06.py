@@ -7,8 +7,11 @@ one GPU than a ring? Act II: which algorithm for which workload, and when does
 communication dominate the step?
 
 Variants (:func:`vary`): Act I's graded ratio is asked for the student's own
-GPU count (the story and the lock keep 128); Act II's choice is the same for
-everyone.
+GPU count; Act II's graded time is asked for the student's own update (message
+size, GPU count and link, drawn so that recursive doubling wins for some students
+and Rabenseifner's algorithm for others). The story and the locks keep 128 GPUs
+and the 0.5 MB update, so the locks' reveals are about the story's numbers; the
+student's own question shows the alpha-beta costs with the student's numbers.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ NAME = "lab06_bandwidth_invariant"
 #: graded ratio (a student's variant changes it).
 SPEC: Spec = {"gpus": 128, "act1_gpus": 128, "link": "InfiniBand NDR", "params": 7e9,
               "gradient_bytes": 7e9 * core.precision_bytes("bf16"),
-              "small_bytes": 0.5e-3 * GB, "tie": 0.01}
+              "small_bytes": 0.5e-3 * GB, "tie": 0.01,
+              "act2_gpus": 128, "act2_link": "InfiniBand NDR", "act2_bytes": 0.5e-3 * GB}
 
 
 def _act1_gpu_counts(low: int = 16, high: int = 1024, spacing: float = 1.06) -> tuple:
@@ -50,14 +54,33 @@ def _act1_gpu_counts(low: int = 16, high: int = 1024, spacing: float = 1.06) -> 
 ACT1_GPU_COUNTS = _act1_gpu_counts()
 
 
+#: Act II's update sizes (bytes) and links a variant draws from: on these links recursive doubling
+#: wins below about 160 kB to 1.2 MB (the crossover depends on N and the link), Rabenseifner above
+ACT2_BYTES = (20e3, 50e3, 100e3, 200e3, 500e3, 1e6, 2e6, 4e6)
+ACT2_LINKS = ("InfiniBand HDR", "InfiniBand NDR", "InfiniBand XDR", "Ethernet 100G", "Ethernet 400G")
+
+
+def _act2_clear(s: Spec) -> bool:
+    """Every algorithm is within the tie of the fastest or at least 5 % slower: the 2 % tolerance of the
+    graded time then accepts exactly the fastest (and its ties)."""
+    times = allreduce_times(s, s["act2_bytes"], s["act2_gpus"], s["act2_link"]).values()
+    best = min(times)
+    return all(t <= best * (1 + s["tie"]) or t >= best * 1.05 for t in times)
+
+
 def vary(s: Spec, rng: random.Random) -> Spec:
-    """A student's own GPU count for Act I (the ratio is about N, so every draw has its own key)."""
+    """A student's own GPU count for Act I (the ratio is about N, so every draw has its own key) and
+    own update for Act II (size, GPU count, link), never near a crossover."""
     s["act1_gpus"] = rng.choice(ACT1_GPU_COUNTS)
-    return s
+    while True:
+        s.update(act2_gpus=rng.choice(ACT1_GPU_COUNTS), act2_link=rng.choice(ACT2_LINKS),
+                 act2_bytes=rng.choice(ACT2_BYTES))
+        if _act2_clear(s):
+            return s
 
 
-def allreduce_times(s: Spec, message_bytes: float, gpus: int) -> Dict[str, float]:
-    link = catalog.link(s["link"])
+def allreduce_times(s: Spec, message_bytes: float, gpus: int, link_name: str = "") -> Dict[str, float]:
+    link = catalog.link(link_name or s["link"])
     return {a: float(core.allreduce_time(message_bytes, gpus, link.bandwidth, link.latency, algorithm=a))
             for a in core.ALLREDUCE_ALGORITHMS}
 
@@ -73,6 +96,34 @@ def fastest_for_small_update(s: Spec) -> list:
     t = allreduce_times(s, s["small_bytes"], s["gpus"])
     best = min(t.values())
     return sorted(a for a, seconds in t.items() if seconds <= best * (1 + s["tie"]))
+
+
+def act2_fastest(s: Spec) -> list:
+    """The algorithms within ``tie`` of the fastest for the student's own update (Act II)."""
+    t = allreduce_times(s, s["act2_bytes"], s["act2_gpus"], s["act2_link"])
+    best = min(t.values())
+    return sorted(a for a, seconds in t.items() if seconds <= best * (1 + s["tie"]))
+
+
+def act2_fastest_us(s: Spec) -> float:
+    """Act II key: the time of the fastest all-reduce of the student's own update, in microseconds."""
+    return min(allreduce_times(s, s["act2_bytes"], s["act2_gpus"], s["act2_link"]).values()) * 1e6
+
+
+def _act2_prompt(s: Spec) -> str:
+    link = catalog.link(s["act2_link"])
+    n, m = s["act2_gpus"], s["act2_bytes"]
+    lg = (n - 1).bit_length()  # ceil(log2 N)
+    return ("**Your own update: read its time off the dashboard.** Your team's job all-reduces a "
+            f"{m / 1e6:g} MB update (M = {m:,.0f} bytes, {m / GB:g} GB on the dashboard's slider) on "
+            f"N = {n} GPUs over {link.name} (B = {link.bandwidth / GB:g} GB/s, \u03b1 = {link.latency * 1e6:g} \u00b5s). "
+            "Set the dashboard's GPUs, link and M to yours, find the fastest algorithm and assign "
+            "`small_update_us`, its time in microseconds (`dashboard.result['best_seconds']` holds it in "
+            "seconds).\n\n"
+            f"**Math peek for your numbers** (\u2308log\u2082N\u2309 = {lg}): ring 2(N\u22121)\u03b1 + "
+            "2(N\u22121)/N \u00b7 M/B; binomial tree 2\u2308log\u2082N\u2309(\u03b1 + M/B); recursive doubling "
+            "\u2308log\u2082N\u2309(\u03b1 + M/B); Rabenseifner 2\u2308log\u2082N\u2309\u03b1 + 2(N\u22121)/N \u00b7 M/B. "
+            "Few steps win for a small M, few bytes for a large one.")
 
 
 def act2_numbers(s: Spec) -> Dict[str, float]:
@@ -150,13 +201,14 @@ ACT2 = Act(
                     "(and the double binary tree) take log2 N steps and move ring-like bytes, so they win.",
         reveal=_act2_reveal(SPEC)),
     answers=(Answer(
-        "act2_small", "small_update_algorithm", "Act II: fastest algorithm for a 0.5 MB update", "an algorithm name",
-        lambda s: ("Assign `small_update_algorithm`: the name (as the dashboard writes it) of the fastest "
-                   f"algorithm for the {s['small_bytes'] / 1e6:g} MB update on {s['gpus']} GPUs."),
-        fastest_for_small_update,
-        lambda s: ("dashboard.controls['workload'].value = 'small update (< 1 MB)'\n"
-                   "small_update_algorithm = dashboard.result['best']"),
-        kind="choice", graded="the fastest algorithm (ties within 1 % accepted)"),),
+        "act2_small", "small_update_us", "Act II: the fastest all-reduce of your own update", "microseconds",
+        _act2_prompt, act2_fastest_us,
+        lambda s: ("from course.core import catalog\n"
+                   f"dashboard.controls['gpus'].value = {s['act2_gpus']}\n"
+                   f"dashboard.controls['link'].value = catalog.link({s['act2_link']!r})\n"
+                   f"dashboard.controls['message_gb'].value = {s['act2_bytes'] / GB!r}\n"
+                   "small_update_us = dashboard.result['best_seconds'] * 1e6"),
+        graded="the fastest algorithm's time within 2 % (an algorithm tied with it within 1 % is accepted)"),),
     reflections=(Reflection(
         "act2_why",
         "NCCL picks its algorithm by message size. Using the dashboard's crossover, explain why a framework "

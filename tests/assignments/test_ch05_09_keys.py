@@ -33,10 +33,10 @@ CORRECTED = {
     "7.2": {"write_seconds": 98.0},
     "7.3": {"interval_minutes": 68.6},                     # sqrt(2 x 98 x 86400) s / 60
     "7.4": {"cost_per_crash_usd": 619.0},                  # 512 x $2 x (34.3 + 2) min
-    "8.1": {"fp16_min_normal": 6.1035e-5},
+    "8.1": {"min_normal": 6.1035e-5, "min_subnormal": 5.9605e-8},  # FP16: 2^-14 and 2^-24
     "8.2": {"final_scale": 16384.0},
-    "8.3": {"memory_ratio": 1.0},
-    "8.4": {"gradient_format": "E5M2"},
+    "8.3": {"memory_ratio": 1.0, "mixed_gb": 208.0},       # 16 B/param either way, x 13B
+    "8.4": {"formats": ["E4M3", "E4M3", "E5M2"]},          # spans 10^3, 10^4 and 10^6 against 28,672
     "8.5": {"fp8_saving_gb": 21.5},                        # 42.9 GB - 21.5 GB
     "9.1": {"dp_degree": 128},
     "9.2": {"max_layers_per_stage": 8, "stages_with_max": 14},
@@ -46,7 +46,8 @@ CORRECTED = {
     "9.6": {"overhead_1f1b_pct": 375.0, "share_1f1b_pct": 78.95,     # 15/4 and 15/19
             "overhead_interleaved_pct": 187.5, "share_interleaved_pct": 65.22},  # 15/8, 15/23
     "9.7": {"dp_allreduce_gb_per_gpu": 14.65},
-    "9.8": {"order": ["TP", "CP", "PP", "DP"]},            # Llama Team 2024, [TP, CP, PP, DP]
+    "9.8": {"order": ["TP", "CP", "PP", "DP"],             # Llama Team 2024, [TP, CP, PP, DP]
+            "strides": [1, 8, 16, 256]},                   # TP 8, CP 2, PP 16 inside
     "9.9": {"electricity_usd": 1_059_717},                 # 21,194,342 kWh x $0.05
 }
 
@@ -251,14 +252,14 @@ def test_visible_checks_name_the_unit_slip_without_the_answer(capsys, tmp_path, 
     cases = [("5.1", {"bubble_overhead_pct": 0.25}, "percent written as a fraction"),
              ("6.2", {"allreduce_mb_per_gpu": 117.44 / 2}, "factor of 2"),   # the workbook's halving
              ("7.3", {"interval_minutes": 68.6 * 60}, "factor of"),
-             ("8.1", {"fp16_min_normal": 6.1035}, "wrong order of magnitude"),
+             ("8.1", {"min_normal": 6.1035, "min_subnormal": 5.9605e-8}, "wrong order of magnitude"),
              ("9.1", {"dp_degree": "128"}, "must be a number")]
     for number, namespace, hint in cases:
         check(number, namespace)
         out = capsys.readouterr().out
         assert hint in out, (number, out)
         assert "visible check passed" not in out
-    check("9.8", {"order": ["TP", "PP"]})
+    check("9.8", {"order": ["TP", "PP"], "strides": [1, 8, 16, 256]})
     assert "list of 4 items" in capsys.readouterr().out
 
 

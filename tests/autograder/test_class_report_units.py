@@ -30,8 +30,9 @@ def test_wrong_numbers_fall_in_the_hint_classes_the_judge_words():
         "a factor of 1000 off"]
     assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", '{"value": {"__raised__": "NameError"}}'))) == [
         "not answered"]
-    assert catalog.classify_wrong(row(judge_json("lab06_act2_small", '{"value": "tree"}'))) == [
-        "not an accepted answer: 'tree'"]
+    small = lab06.LAB.key("act2_small")  # µs
+    assert catalog.classify_wrong(row(judge_json("lab06_act2_small", f'{{"value": {small / 1000}}}'))) == [
+        "a factor of 1000 off"]
     labels = [c["label"] for c in catalog.hint_classes()]
     assert "a factor of 8 off" in labels and "wrong order of magnitude" in labels
 

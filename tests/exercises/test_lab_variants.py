@@ -156,10 +156,34 @@ def test_a_wrong_graded_number_says_how_it_is_wrong_without_the_key():
         assert f"{key:.4g}" not in verdict.reason and f"{key:.3g}" not in verdict.reason
 
 
-def test_the_choice_question_is_the_same_for_everyone():
+def test_lab06_act2_asks_each_student_about_their_own_update_and_the_winner_changes():
+    """Act II's graded time is the fastest algorithm's on the student's own update, GPU count and link; over
+    a class, recursive doubling wins for some and Rabenseifner's algorithm for others."""
     lab = lab06.LAB
-    assert not lab.varies("act2_small")
-    assert judge_json("lab06_act2_small", '{"value": "rabenseifner"}', student_seed(lab.name, "ada")).score == 1
+    assert lab.varies("act2_small")
+    winners = set()
+    for student in [f"s{i:02d}" for i in range(40)]:
+        s = _spec(lab, student)
+        link = catalog.link(s["act2_link"])
+        n, m, alpha, b = s["act2_gpus"], s["act2_bytes"], link.latency, link.bandwidth
+        lg = (n - 1).bit_length()
+        # the alpha-beta costs by hand (Thakur et al. 2005): the key is the smallest
+        by_hand = {"recursive_doubling": lg * (alpha + m / b),
+                   "rabenseifner": 2 * lg * alpha + 2 * (n - 1) / n * m / b,
+                   "ring": 2 * (n - 1) * alpha + 2 * (n - 1) / n * m / b,
+                   "tree": 2 * lg * (alpha + m / b)}
+        fastest = min(by_hand, key=by_hand.get)
+        winners.add(fastest)
+        assert lab.key("act2_small", s) == pytest.approx(by_hand[fastest] * 1e6, rel=0.01)
+        prompt = lab.question_markdown("act2_small", s)
+        for shown in (f"N = {n} GPUs", f"M = {m:,.0f} bytes", f"{m / 1e9:g} GB", link.name,
+                      f"B = {b / 1e9:g} GB/s", f"\u03b1 = {alpha * 1e6:g} \u00b5s", f"= {lg})"):
+            assert shown in prompt, (student, shown)
+        # a copied time is another update's: right only when the two keys agree within the 2 %
+        seed = student_seed(lab.name, student)
+        assert judge_json("lab06_act2_small", json.dumps({"value": lab.key("act2_small", s)}), seed).score == 1
+    assert winners == {"recursive_doubling", "rabenseifner"}
+    assert lab.key("act2_small") == pytest.approx(lab.key("act2_small", _spec(lab, None)))  # the story's numbers
 
 
 def test_the_kernel_session_shows_the_students_own_numbers(monkeypatch, tmp_path, capsys):

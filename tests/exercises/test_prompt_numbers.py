@@ -21,8 +21,6 @@ _NUMBER = re.compile(r"(?<![\w.])(-?\d{1,3}(?:,\d{3})+|-?\d+(?:\.\d+)?)"
 WORDED = {
     ("1.1", "stage"): {0: "no ZeRO"},
     ("1.1", "dp"): None,  # with no ZeRO (stage 0) the per-GPU memory does not depend on dp: checked via stage
-    ("3.5", "base_batch"): {1: "doubles the batch"},
-    ("3.5", "new_batch"): {2: "doubles the batch"},
     ("5.6", "v"): {1: "no interleaving"},
     ("6.2", "bytes_per_element"): {2: "FP16"},
     ("9.7", "bytes_per_param"): {2: "FP16"},

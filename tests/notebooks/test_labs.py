@@ -37,16 +37,20 @@ def test_small_update_winner_is_not_the_plain_tree_nor_the_ring():
     tree = 14 * (5e-6 + 0.5e6 / 50e9)
     rab = 14 * 5e-6 + 2 * 127 / 128 * 0.5e6 / 50e9
     assert rab < tree < ring
-    winners = lab06.LAB.key('act2_small')
+    winners = lab06.act2_fastest(lab06.SPEC)  # the story's update is also Act II's unvaried question
     assert "rabenseifner" in winners and "tree" not in winners and "ring" not in winners
+    assert lab06.LAB.key('act2_small') == pytest.approx(rab * 1e6, rel=0.01)
 
 
 def test_lab_parts_reject_non_plain_and_missing_values():
     assert judge_json("lab06_act1_ratio", '{"value": {"__unplain__": "AlwaysEqual"}}').score == 0
     assert judge_json("lab06_act1_ratio", '{"value": 128.0}').score == 1
     assert judge_json("lab06_act1_ratio", '{"value": 11.0}').score == 0
-    assert judge_json("lab06_act2_small", '{"value": "tree"}').score == 0
-    assert judge_json("lab06_act2_small", '{"value": "Rabenseifner"}').score == 1
+    assert judge_json("lab06_act2_small", '{"value": "rabenseifner"}').score == 0
+    tree_us = 14 * (5e-6 + 0.5e6 / 50e9) * 1e6  # a slower algorithm's time is not the fastest one's
+    assert judge_json("lab06_act2_small", f'{{"value": {tree_us}}}').score == 0
+    rab_us = (14 * 5e-6 + 2 * 127 / 128 * 0.5e6 / 50e9) * 1e6
+    assert judge_json("lab06_act2_small", f'{{"value": {rab_us}}}').score == 1
     assert judge_json("lab06_act1_lock", '{"locked": false}').score == 0
     assert judge_json("lab06_act1_lock", '{"locked": "yes"}').score == 0
 
