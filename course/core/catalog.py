@@ -272,6 +272,14 @@ _NV_A100 = "NVIDIA A100 Tensor Core GPU data sheet (80GB SXM column), 2021"
 _NV_B200 = "NVIDIA HGX B200 / DGX B200 specifications (8-GPU totals divided by 8), 2024"
 _NV_ORIN = "NVIDIA Jetson Orin NX series data sheet (16GB module), 2023"
 
+#: Device memory of an "80 GB" H100 (and H800) SXM5 as CUDA sees it: NVML (``nvidia-smi``) reports
+#: 81,559 MiB = 85.52e9 bytes (79.65 GiB), not 80e9; the data sheet's "80 GB" is a round marketing
+#: figure. Source: J. Belotti (Modal), "Why does an NVIDIA H100 80GB card offer 85.52 GB?",
+#: https://thundergolfer.com/blog/nvidia-gpu-memory-capacity (NVML-reported capacity per GPU: H100
+#: 80 GB 81,559 MiB; A100 80GB 81,920 MiB). The planner's out-of-memory line is this number; the CUDA
+#: context, NCCL buffers and allocator fragmentation (about 1-3 GB) are not modelled.
+H100_MEMORY_BYTES = 81_559 * u.MiB
+
 ACCELERATORS: dict[str, Accelerator] = {
     a.name: a
     for a in [
@@ -279,9 +287,10 @@ ACCELERATORS: dict[str, Accelerator] = {
             name="H100 SXM",
             peak_flops={"fp64": 34e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
-            memory_bytes=80 * u.GB, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
+            memory_bytes=H100_MEMORY_BYTES, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
             source=_NV_H100 + ": dense BF16/FP16 989 TFLOPS (1979 only with 2:4 sparsity), "
-                   "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W",
+                   "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W; 81,559 MiB = 85.52e9 bytes "
+                   "as NVML reports it (H100_MEMORY_BYTES)",
             # An assumption, not a quote: cloud GPU prices move (see price_source).
             price_per_hour=98.32 / 8,
             price_source="ASSUMPTION (order of magnitude): AWS EC2 p5.48xlarge (8x H100 SXM) "
@@ -297,7 +306,7 @@ ACCELERATORS: dict[str, Accelerator] = {
             name="H800 SXM",
             peak_flops={"fp64": 1e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
-            memory_bytes=80 * u.GB, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
+            memory_bytes=H100_MEMORY_BYTES, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
             source="NVIDIA H800 SXM5 (export variant of H100 SXM5): the H100's tensor-core peaks "
                    "(dense BF16 989, FP8 1979 TFLOPS), 80 GB HBM3 at 3.35 TB/s, 700 W; FP64 cut to "
                    "1 TFLOPS and NVLink to 400 GB/s total. DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1, "
@@ -680,7 +689,7 @@ def _lookup_doc(kind: str, table_name: str, example: str, result: str):
     return decorate
 
 
-@_lookup_doc("accelerator", "ACCELERATORS", 'accelerator("H100").memory_bytes / 1e9', "80.0")
+@_lookup_doc("accelerator", "ACCELERATORS", 'accelerator("H100").memory_bytes / 2**20', "81559.0")
 def accelerator(name: str) -> Accelerator:
     return _lookup("accelerator", ACCELERATORS, name)
 
