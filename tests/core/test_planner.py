@@ -317,3 +317,12 @@ def test_pipeline_sends_cross_the_network_when_the_stages_span_nodes():
     seq, hidden = 8192, 4096
     send = 5e-6 + seq * hidden * 2 / 2 / 47e9      # b s h 16-bit bytes over TP = 2, one NIC
     assert p.pp_comm == pytest.approx(2 * 16 * send, rel=1e-9)  # forward and backward, m = 16
+
+
+def test_fastest_first_is_the_stable_descending_order():
+    # the sweep's unstable sort with ties restored must give exactly np.argsort(-x, kind="stable")
+    from course.core.planner import _fastest_first
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 7, 1000, 50_000):
+        for x in (rng.random(n), rng.integers(0, max(n // 5, 1), n).astype(float), np.ones(n)):
+            assert np.array_equal(_fastest_first(x), np.argsort(-x, kind="stable"))
