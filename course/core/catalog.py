@@ -504,6 +504,16 @@ MODELS: dict[str, Model] = {
               "vocab 151,646 (151,936 padded); 57B total, 14B active; pre-training sequence 4,096",
               layers=28, hidden=3584, heads=28, kv_heads=4, ffn=2560, vocab=151936, seq_len=4096,
               mlp_matrices=3, dropout=False, experts=64, top_k=8, expert_ffn=2560, shared_experts=1, shared_ffn=20480),
+        Model("qwen3-235b-a22b", 235 * u.billion,
+              "Qwen Team 2025, Qwen3 Technical Report (arXiv 2505.09388), Table 2, and the released "
+              "config.json (Qwen/Qwen3-235B-A22B): 94 layers, hidden 4096, 64 query / 4 KV heads of "
+              "head_dim 128 (queries 8,192 wide), every layer MoE with 128 routed experts of inner width "
+              "1,536 (moe_intermediate_size), 8 per token, no shared experts, vocab 151,936; 235B total, "
+              "22B activated; pre-training sequence 4,096. Attention weights per layer: 4096x8192 + "
+              "2 x 4096x512 + 8192x4096 = 71.3M; score width 64 x 128 = 8,192",
+              layers=94, hidden=4096, heads=64, kv_heads=4, ffn=1536, vocab=151936, seq_len=4096,
+              mlp_matrices=3, dropout=False, experts=128, top_k=8, expert_ffn=1536,
+              attention_params=4096 * 8192 + 2 * 4096 * 512 + 8192 * 4096, attention_width=64 * 128),
     ]
 }
 

@@ -20,7 +20,9 @@ compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 
                    weights of an MoE, causal attention as FlashAttention-2 computes it) /
                    (GPUs x peak x ``compute_efficiency``; FP8 GEMMs at the FP8 peak,
                    :mod:`~course.core.fp8`), paced by the slowest stage and, for an MoE, the
-                   busiest expert rank (:func:`~course.core.moe.moe_straggler_factor`)
+                   busiest expert rank (:func:`~course.core.moe.moe_straggler_factor`); expert
+                   GEMMs no faster than streaming their weights from HBM
+                   (:func:`~course.core.moe.expert_weight_stream_time`, roofline)
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
                    roofline), plus FP8 casts
 tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019)
