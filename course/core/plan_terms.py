@@ -561,7 +561,7 @@ def violation_terms(*, cfg, memory_total):
         "interleave_needs_multiple": (cfg.interleave > 1) & (cfg.num_microbatches % cfg.pp != 0),
         "dualpipe_needs_even": np.asarray(cfg.schedule == "dualpipe")
                                & ((cfg.pp % 2 != 0) | (cfg.num_microbatches % 2 != 0)),
-        "out_of_memory": memory_total > cfg.cluster.accelerator.memory_bytes,
+        "out_of_memory": memory_total > cfg.cluster.accelerator.memory_capacity,
         "experts_not_divisible": (cfg.ep > 1) & ((m.experts or 1) % cfg.ep != 0),
         "ep_not_divisible": (cfg.tp * cfg.cp * cfg.dp) % (cfg.etp * cfg.ep) != 0,
     }
@@ -629,7 +629,7 @@ def columns(cfg, rates=True):
         compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
         bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
-        memory_capacity=np.asarray(float(cfg.cluster.accelerator.memory_bytes)),
+        memory_capacity=np.asarray(cfg.cluster.accelerator.memory_capacity),
         flops_per_iteration=flops, model_flops=model_flops, tokens_per_second=tokens / step,
         **mem,
     )

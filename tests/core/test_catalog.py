@@ -13,9 +13,11 @@ def test_h100_dense_peak_is_989_not_the_sparse_1979():
     assert h100.peak("bf16") == pytest.approx(989e12)
     assert h100.peak("fp16") == pytest.approx(989e12)
     assert h100.peak("fp8") == pytest.approx(1979e12)
-    # the data sheet's "80 GB" is what NVML reports as 81,559 MiB (85.52e9 bytes), the capacity CUDA sees
-    assert h100.memory_bytes == 81_559 * 2**20
-    assert h100.memory_bytes / 1e9 == pytest.approx(85.52, abs=0.005)
+    assert h100.memory_bytes == pytest.approx(80e9)
+    # the data sheet's "80 GB" is what NVML reports as 81,559 MiB (85.52e9 bytes): the capacity the planner uses
+    assert h100.memory_capacity == 81_559 * 2**20
+    assert h100.memory_capacity / 1e9 == pytest.approx(85.52, abs=0.005)
+    assert cat.accelerator("A100").memory_capacity == cat.accelerator("A100").memory_bytes  # not known: data sheet
     assert h100.memory_bandwidth == pytest.approx(3.35e12)
     assert h100.tdp_watts == 700
 
