@@ -634,13 +634,21 @@ def _dualpipe_orders(p, m):
         for _ in range((halves - hr - 1) * 2):                 # step 1: nF0
             forward(0)
         for _ in range(hr + 1):                                 # step 2: nF0F1
-            forward(0), forward(1)
+            forward(0)
+            forward(1)
         for _ in range(halves - hr - 1):                        # step 3: nB1W1F1 (zero bubble)
-            backward(1, True), order.append(queue.pop(0)), forward(1)
+            backward(1, True)
+            order.append(queue.pop(0))
+            forward(1)
         for _ in range(half - p + hr + 1):                      # step 4: nF0B1F1B0
-            forward(0), backward(1), forward(1), backward(0)
+            forward(0)
+            backward(1)
+            forward(1)
+            backward(0)
         for _ in range(halves - hr - 1):                        # step 5: nB1F1B0
-            backward(1), forward(1), backward(0)
+            backward(1)
+            forward(1)
+            backward(0)
         zero_bubble = False
         for i in range(hr + 1):                                 # step 6: nB1B0, second half zero bubble
             zero_bubble |= i == (hr + 1) // 2 and hr % 2 == 1
@@ -648,7 +656,8 @@ def _dualpipe_orders(p, m):
             zero_bubble |= i == (hr + 1) // 2 and hr % 2 == 0
             backward(0, zero_bubble)
         for _ in range(halves - hr - 1):                        # step 7: nWB0
-            order.append(queue.pop(0)), backward(0, True)
+            order.append(queue.pop(0))
+            backward(0, True)
         order += queue                                          # step 8: nW
         orders.append(order)
     return orders
