@@ -560,7 +560,8 @@ def violation_terms(*, cfg, memory_total):
         "too_few_microbatches": (cfg.pp > 1) & (cfg.num_microbatches < cfg.pp),
         "interleave_needs_multiple": (cfg.interleave > 1) & (cfg.num_microbatches % cfg.pp != 0),
         "dualpipe_needs_even": np.asarray(cfg.schedule == "dualpipe")
-                               & ((cfg.pp % 2 != 0) | (cfg.num_microbatches % 2 != 0)),
+                               & ((cfg.pp % 2 != 0) | (cfg.num_microbatches % 2 != 0)
+                                  | (cfg.num_microbatches < 2 * cfg.pp)),
         "out_of_memory": memory_total > cfg.cluster.accelerator.memory_capacity,
         "experts_not_divisible": (cfg.ep > 1) & ((m.experts or 1) % cfg.ep != 0),
         "ep_not_divisible": (cfg.tp * cfg.cp * cfg.dp) % (cfg.etp * cfg.ep) != 0,

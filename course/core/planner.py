@@ -111,7 +111,7 @@ VIOLATION_CODES = {
     "batch_not_divisible": "global batch must be micro-batch x DP x micro-batches",
     "too_few_microbatches": "a pipeline needs at least as many micro-batches as stages",
     "interleave_needs_multiple": "the interleaved schedule needs micro-batches in multiples of PP",
-    "dualpipe_needs_even": "DualPipe needs an even number of stages and of micro-batches",
+    "dualpipe_needs_even": "DualPipe needs an even number of stages and an even number of micro-batches, at least 2 x PP",
     "out_of_memory": "the per-GPU memory exceeds the accelerator's",
     "experts_not_divisible": "the routed experts must divide evenly over EP",
     "ep_not_divisible": "ETP x EP must divide the TP x CP x DP GPUs of a stage (parallel folding)",
@@ -384,7 +384,8 @@ def _sentences(cols, i, m, c, requested_batch):
     if g("viol_dualpipe_needs_even"):
         out.append(("dualpipe_needs_even",
                     f"DualPipe feeds micro-batches from both ends of the pipeline: PP = {pp} and the {nmb} "
-                    f"micro-batches must both be even (DeepSeek-AI 2024, sec. 3.2.1)."))
+                    f"micro-batches must both be even, with at least 2 x PP = {2 * pp} micro-batches (DeepSeek-AI "
+                    f"2024, sec. 3.2.1; DeepSeek's dualpipe.py asserts num_chunks >= num_ranks * 2)."))
     if g("viol_out_of_memory"):
         gbs = lambda k: g(k) / 1e9  # noqa: E731
         out.append(("out_of_memory",
