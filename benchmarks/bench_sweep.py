@@ -14,7 +14,9 @@ It also times the two sweeps of issue 27, the default search (feasible rows, sor
 best row read) of (a) the largest MoE model, DeepSeek-V3 671B, on 2,048 H800s with expert
 parallelism in the search (target < 100 ms) and (b) dense Llama 3 405B on 16,384 H100s (target
 < 50 ms), each against a baseline measured in the same run: one ``plan()`` call, so the sweep's
-cost is printed as "plans' worth" as well as in milliseconds.
+cost is printed as "plans' worth" as well as in milliseconds. The target is judged on CPU time
+(``time.process_time``), which the load of a shared machine does not inflate; the wall time and
+the load average are printed beside it.
 
 It also times one instrument-sized evaluation: a 256-point curve (``evaluate`` over DP
 = 1..256 at TP=8, PP=4), the cost of one slider move.
@@ -32,6 +34,7 @@ Without mlsysim it prints our timings only. Nothing here asserts on time.
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import statistics
 import sys
@@ -57,6 +60,21 @@ def best_of(fn, repeat):
         out = fn()
         times.append(time.perf_counter() - t0)
     return min(times), statistics.median(times), out
+
+
+def best_cpu_of(fn, repeat):
+    """Minimum CPU time (``time.process_time``: this process only) of ``repeat`` calls.
+
+    On a shared machine the wall time grows with the load average (another process holds the
+    core); the CPU time does not, so it is the figure to compare with a target. NumPy runs the
+    sweep's element-wise work on one thread, so CPU time is the wall time of an idle core.
+    """
+    times = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+    return min(times)
 
 
 def load_mlsysim():
@@ -102,14 +120,16 @@ def issue27_targets(repeat):
         run = lambda: sweep(model_name, cluster_name).row(0)  # noqa: E731
         run()
         best, median, top = best_of(run, repeat)
+        cpu = best_cpu_of(run, repeat)
         args = {k: top[k] for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "num_microbatches", "zero_stage",
                                      "recompute", "sequence_parallel", "interleave")}
         one = lambda: plan(model_name, cluster_name, **args)  # noqa: E731
         one()
         single, _, _ = best_of(one, 50)
         rows = len(sweep(model_name, cluster_name, include_infeasible=True))
-        print(f"  {model_name} on {cluster_name}: {rows} configurations, best {best * 1e3:.1f} ms "
-              f"(median {median * 1e3:.1f}), target < {target_ms:.0f} ms; = {best / single:.0f} plan() calls "
+        print(f"  {model_name} on {cluster_name}: {rows} configurations, CPU {cpu * 1e3:.1f} ms (target "
+              f"< {target_ms:.0f} ms: {'met' if cpu * 1e3 < target_ms else 'NOT met'}), wall best {best * 1e3:.1f} ms "
+              f"(median {median * 1e3:.1f}) at load average {os.getloadavg()[0]:.1f}; = {best / single:.0f} plan() calls "
               f"of {single * 1e3:.2f} ms each ({best / single / rows * 1e3:.2f} per 1,000 configurations)")
         print(f"    best: {args}, MFU {top['mfu']:.1%} (6N) / {top['mfu_attention']:.1%} (attention counted), "
               f"{top['memory_total'] / 1e9:.1f} GB/GPU")

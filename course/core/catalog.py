@@ -50,7 +50,9 @@ class Accelerator:
 
     ``peak_flops`` maps a precision name (``"fp64"``, ``"fp32"``, ``"tf32"``,
     ``"bf16"``, ``"fp16"``, ``"fp8"``, ``"int8"``) to dense peak FLOP/s (OP/s for
-    integer formats). ``memory_bytes`` is device memory, ``memory_bandwidth`` in
+    integer formats). ``memory_bytes`` is device memory as the data sheet gives it,
+    ``usable_memory_bytes`` what CUDA reports for it where that is known and differs (the
+    planner's out-of-memory line, :attr:`memory_capacity`), ``memory_bandwidth`` in
     bytes/s, ``tdp_watts`` the board power limit, ``price_per_hour`` US dollars per
     device-hour where a public list price exists (else ``None``).
     """
@@ -64,9 +66,19 @@ class Accelerator:
     price_per_hour: Optional[float] = None
     price_source: str = ""
     notes: str = ""
+    usable_memory_bytes: Optional[float] = None
 
     def __post_init__(self):
         object.__setattr__(self, "peak_flops", types.MappingProxyType(dict(self.peak_flops)))
+
+    @property
+    def memory_capacity(self) -> float:
+        """Bytes a training process can allocate: ``usable_memory_bytes`` where known, else ``memory_bytes``.
+
+        >>> accelerator("H100").memory_bytes / 1e9, round(accelerator("H100").memory_capacity / 1e9, 2)
+        (80.0, 85.52)
+        """
+        return float(self.usable_memory_bytes if self.usable_memory_bytes is not None else self.memory_bytes)
 
     def peak(self, precision: str = "bf16") -> float:
         """Dense peak FLOP/s for ``precision``; ValueError listing the known ones."""
@@ -272,6 +284,14 @@ _NV_A100 = "NVIDIA A100 Tensor Core GPU data sheet (80GB SXM column), 2021"
 _NV_B200 = "NVIDIA HGX B200 / DGX B200 specifications (8-GPU totals divided by 8), 2024"
 _NV_ORIN = "NVIDIA Jetson Orin NX series data sheet (16GB module), 2023"
 
+#: Device memory of an "80 GB" H100 (and H800) SXM5 as CUDA sees it: NVML (``nvidia-smi``) reports
+#: 81,559 MiB = 85.52e9 bytes (79.65 GiB), not 80e9; the data sheet's "80 GB" is a round marketing
+#: figure (kept as ``memory_bytes``, the number students read; this is ``usable_memory_bytes``). Source: J. Belotti (Modal), "Why does an NVIDIA H100 80GB card offer 85.52 GB?",
+#: https://thundergolfer.com/blog/nvidia-gpu-memory-capacity (NVML-reported capacity per GPU: H100
+#: 80 GB 81,559 MiB; A100 80GB 81,920 MiB). The planner's out-of-memory line is this number; the CUDA
+#: context, NCCL buffers and allocator fragmentation (about 1-3 GB) are not modelled.
+H100_MEMORY_BYTES = 81_559 * u.MiB
+
 ACCELERATORS: dict[str, Accelerator] = {
     a.name: a
     for a in [
@@ -279,9 +299,10 @@ ACCELERATORS: dict[str, Accelerator] = {
             name="H100 SXM",
             peak_flops={"fp64": 34e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
-            memory_bytes=80 * u.GB, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
-            source=_NV_H100 + ": dense BF16/FP16 989 TFLOPS (1979 only with 2:4 sparsity), "
-                   "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W",
+            memory_bytes=80 * u.GB, usable_memory_bytes=H100_MEMORY_BYTES, memory_bandwidth=3.35 * u.TB_per_s,
+            tdp_watts=700.0, source=_NV_H100 + ": dense BF16/FP16 989 TFLOPS (1979 only with 2:4 sparsity), "
+                   "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W; 81,559 MiB = 85.52e9 bytes "
+                   "as NVML reports it (H100_MEMORY_BYTES)",
             # An assumption, not a quote: cloud GPU prices move (see price_source).
             price_per_hour=98.32 / 8,
             price_source="ASSUMPTION (order of magnitude): AWS EC2 p5.48xlarge (8x H100 SXM) "
@@ -297,8 +318,8 @@ ACCELERATORS: dict[str, Accelerator] = {
             name="H800 SXM",
             peak_flops={"fp64": 1e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
-            memory_bytes=80 * u.GB, memory_bandwidth=3.35 * u.TB_per_s, tdp_watts=700.0,
-            source="NVIDIA H800 SXM5 (export variant of H100 SXM5): the H100's tensor-core peaks "
+            memory_bytes=80 * u.GB, usable_memory_bytes=H100_MEMORY_BYTES, memory_bandwidth=3.35 * u.TB_per_s,
+            tdp_watts=700.0, source="NVIDIA H800 SXM5 (export variant of H100 SXM5): the H100's tensor-core peaks "
                    "(dense BF16 989, FP8 1979 TFLOPS), 80 GB HBM3 at 3.35 TB/s, 700 W; FP64 cut to "
                    "1 TFLOPS and NVLink to 400 GB/s total. DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1, "
                    "trains on 2,048 of them",
@@ -495,6 +516,16 @@ MODELS: dict[str, Model] = {
               "vocab 151,646 (151,936 padded); 57B total, 14B active; pre-training sequence 4,096",
               layers=28, hidden=3584, heads=28, kv_heads=4, ffn=2560, vocab=151936, seq_len=4096,
               mlp_matrices=3, dropout=False, experts=64, top_k=8, expert_ffn=2560, shared_experts=1, shared_ffn=20480),
+        Model("qwen3-235b-a22b", 235 * u.billion,
+              "Qwen Team 2025, Qwen3 Technical Report (arXiv 2505.09388), Table 2, and the released "
+              "config.json (Qwen/Qwen3-235B-A22B): 94 layers, hidden 4096, 64 query / 4 KV heads of "
+              "head_dim 128 (queries 8,192 wide), every layer MoE with 128 routed experts of inner width "
+              "1,536 (moe_intermediate_size), 8 per token, no shared experts, vocab 151,936; 235B total, "
+              "22B activated; pre-training sequence 4,096. Attention weights per layer: 4096x8192 + "
+              "2 x 4096x512 + 8192x4096 = 71.3M; score width 64 x 128 = 8,192",
+              layers=94, hidden=4096, heads=64, kv_heads=4, ffn=1536, vocab=151936, seq_len=4096,
+              mlp_matrices=3, dropout=False, experts=128, top_k=8, expert_ffn=1536,
+              attention_params=4096 * 8192 + 2 * 4096 * 512 + 8192 * 4096, attention_width=64 * 128),
     ]
 }
 

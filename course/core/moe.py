@@ -35,7 +35,7 @@ __all__ = [
     "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
     "expected_max_load_ratio", "dropped_token_fraction", "moe_straggler_factor",
     "expert_data_parallel_size", "expert_params_per_gpu", "moe_mlp_activation_bytes_per_layer",
-    "MOE_ALL_TO_ALLS_PER_LAYER",
+    "expert_weight_stream_time", "tokens_per_expert", "MOE_ALL_TO_ALLS_PER_LAYER", "EXPERT_WEIGHT_PASSES",
 ]
 
 #: All-to-alls per MoE layer and micro-batch: forward dispatch + combine, backward the
@@ -43,6 +43,13 @@ __all__ = [
 #: Source: Lepikhin et al. 2021 (GShard), sec. 2.2 (dispatch and combine); Korthikanti et
 #: al. 2022, sec. 5 (full recomputation re-runs the forward pass).
 MOE_ALL_TO_ALLS_PER_LAYER = {"none": 4, "selective": 4, "full": 6}
+
+#: Weight-sized HBM transfers of every local expert per micro-batch: the forward GEMMs read the
+#: weights, the input-gradient GEMMs read them again, the weight-gradient GEMMs accumulate into a
+#: weight-sized gradient; full recomputation reads them once more.
+#: Source: the three GEMMs per linear layer of training (Narayanan et al. 2021, sec. 3.2: backward
+#: = input-gradient + weight-gradient GEMMs); Korthikanti et al. 2022, sec. 5 (recomputation).
+EXPERT_WEIGHT_PASSES = {"none": 3, "selective": 3, "full": 4}
 
 _erfc = np.vectorize(math.erfc, otypes=[float])  # NumPy has no erfc; SciPy is not a dependency
 
@@ -540,6 +547,91 @@ def expert_params_per_gpu(expert_params_total, ep, etp=1, pp=1):
     p = v.non_negative("expert_params_total", expert_params_total)
     d = v.integer("ep", ep) * v.integer("etp", etp) * v.integer("pp", pp)
     return v.scalar_or_array(p / d)
+
+
+def tokens_per_expert(tokens, top_k, experts, ep):
+    """Tokens each expert's GEMMs see per micro-batch: ``tokens x EP x k / E``.
+
+    Every GPU of an EP group dispatches its ``tokens`` to ``k`` of the ``E`` experts; an
+    expert sees the share ``k / E`` of the group's ``tokens x EP`` (a balanced router).
+    This is the ``M`` dimension of the expert GEMM, which sets its arithmetic intensity
+    (``2 M`` FLOPs per 16-bit weight read, ``M`` FLOP per byte).
+
+    Parameters
+    ----------
+    tokens : float or array_like, > 0
+        Tokens one GPU dispatches per micro-batch.
+    top_k, experts : int, >= 1
+    ep : int or array_like of int, >= 1
+
+    Returns
+    -------
+    float or ndarray
+
+    Source: Lepikhin et al. 2021 (GShard), sec. 2.2; Liu et al. 2025 (MoE Parallel Folding),
+    sec. 2 (grouped GEMM efficiency depends on the tokens per expert).
+
+    Examples
+    --------
+    DeepSeek-V3 (k = 8 of 256) with 2,048 tokens per GPU: EP 64 gives each expert 4,096
+    tokens, EP 2 only 128.
+
+    >>> tokens_per_expert(2048, 8, 256, 64), tokens_per_expert(2048, 8, 256, 2)
+    (4096.0, 128.0)
+    """
+    t = v.positive("tokens", tokens)
+    k = v.integer("top_k", top_k)
+    e = v.integer("experts", experts)
+    return v.scalar_or_array(t * v.integer("ep", ep) * k / e)
+
+
+def expert_weight_stream_time(local_expert_params, microbatches, memory_bandwidth, recompute="none",
+                              bytes_per_weight=2.0):
+    """Seconds to stream a GPU's expert weights through HBM for one step (roofline memory side).
+
+    Every local expert's weights move :data:`EXPERT_WEIGHT_PASSES` times per micro-batch
+    (forward, input gradient, weight-gradient accumulation; + a recomputed forward)::
+
+        T = P_local x bytes x passes x m / B_HBM
+
+    A grouped expert GEMM takes at least this long however few tokens it multiplies: with few
+    tokens per expert (:func:`tokens_per_expert`; EP small against the expert count) it is
+    memory-bound, not compute-bound. The planner charges the part of ``T`` that the experts'
+    compute time does not cover.
+
+    Parameters
+    ----------
+    local_expert_params : float or array_like, >= 0
+        Routed-expert weights on one GPU (:func:`expert_params_per_gpu`).
+    microbatches : int or array_like of int, >= 1
+    memory_bandwidth : float, > 0
+        HBM bytes/s.
+    recompute : {"none", "selective", "full"}
+    bytes_per_weight : float, > 0
+        2 for BF16 weights, 1 for FP8 GEMM operands.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds per step.
+
+    Source: Williams, Waterman and Patterson 2009, Roofline (CACM 52(4)): a kernel takes at
+    least bytes / bandwidth; Narayanan et al. 2021, sec. 3.2 (three GEMMs per layer).
+
+    Examples
+    --------
+    DeepSeek-V3 at EP 2 on a stage of 2 MoE layers: 128 x 2 experts of 44 M weights on one
+    GPU, 1,024 micro-batches, an H100's 3.35 TB/s:
+
+    >>> round(float(expert_weight_stream_time(128 * 2 * 3 * 7168 * 2048, 1024, 3.35e12)), 1)
+    20.7
+    """
+    p = v.non_negative("local_expert_params", local_expert_params)
+    m = v.integer("microbatches", microbatches)
+    bw = v.positive("memory_bandwidth", memory_bandwidth)
+    v.choice("recompute", recompute, tuple(EXPERT_WEIGHT_PASSES))
+    b = v.positive("bytes_per_weight", bytes_per_weight)
+    return v.scalar_or_array(p * b * EXPERT_WEIGHT_PASSES[recompute] * m / bw)
 
 
 def moe_mlp_activation_bytes_per_layer(tokens, hidden, expert_ffn, top_k, shared_experts=0, shared_ffn=None,

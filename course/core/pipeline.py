@@ -41,6 +41,7 @@ __all__ = [
     "p2p_bytes_per_microbatch",
     "p2p_bytes_per_step",
     "pipeline_schedule",
+    "TIMELINE_SCHEDULES",
     "NAMED_SCHEDULES",
     "schedule_bubble_overhead",
     "schedule_memory",
@@ -54,8 +55,12 @@ NAMED_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")
 #: passes: equal thirds, as the zero-bubble paper assumes (Qi et al. 2023, sec. 2: T_F ~ T_B ~ T_W).
 FBW_SHARES = (1 / 3, 1 / 3, 1 / 3)
 
-#: Schedules :func:`pipeline_schedule` and :func:`in_flight_microbatches` know.
+#: Schedules :func:`in_flight_microbatches` knows.
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
+#: Schedules :func:`pipeline_schedule` lays out pass by pass: the three above, zero-bubble ZB-H1
+#: (forward F, input-gradient B and weight-gradient W passes) and DualPipe (micro-batches fed
+#: from both ends of the pipeline).
+TIMELINE_SCHEDULES = PIPELINE_SCHEDULES + ("zb-h1", "dualpipe")
 
 
 def _pmv(p, m, v):
@@ -579,12 +584,143 @@ def _simulate(p, m, v, orders, tf, tb):
     return rows
 
 
+def _zb_h1_orders(p, m):
+    """ZB-H1 per stage: 1F1B's warm-up and order, the backward split into B then W, and stage
+    ``s`` holding back its first ``s`` weight-gradient passes, run in the drain where 1F1B idles."""
+    orders = []
+    for s in range(p):
+        warm = min(p - s - 1, m)
+        order = [("F", 0, i) for i in range(warm)]
+        w = 0
+        for k in range(m - warm):
+            order += [("F", 0, warm + k), ("B", 0, k)]
+            if k >= s:
+                order.append(("W", 0, w))
+                w += 1
+        for j in range(m - warm, m):
+            order += [("B", 0, j), ("W", 0, w)]
+            w += 1
+        order += [("W", 0, i) for i in range(w, m)]
+        orders.append(order)
+    return orders
+
+
+def _dualpipe_orders(p, m):
+    """DualPipe per device, the eight steps of DeepSeek's ``dualpipe.py`` (``DualPipe.step``).
+
+    Direction 0 enters at device 0, direction 1 at device ``p - 1``; on the first half of the
+    devices phase 0 is direction 0, on the second half direction 1. A forward-and-backward pair
+    (``F&B``) runs as the forward then the whole backward (B then W), so it takes ``F + B + W``,
+    as :func:`schedule_bubble_overhead` takes ``F&B``; a zero-bubble backward leaves its W in a
+    queue that the ``W`` steps drain, first in first out.
+    """
+    half, halves = m // 2, p // 2
+    orders = []
+    for d in range(p):
+        hr, second = min(d, p - 1 - d), int(d >= halves)
+        nf, nb, queue, order = [0, 0], [0, 0], [], []
+
+        def forward(phase):
+            k = phase ^ second
+            order.append(("F", k, nf[k]))
+            nf[k] += 1
+
+        def backward(phase, zero_bubble=False):
+            k = phase ^ second
+            order.append(("B", k, nb[k]))
+            (queue.append if zero_bubble else order.append)(("W", k, nb[k]))
+            nb[k] += 1
+
+        for _ in range((halves - hr - 1) * 2):                 # step 1: nF0
+            forward(0)
+        for _ in range(hr + 1):                                 # step 2: nF0F1
+            forward(0)
+            forward(1)
+        for _ in range(halves - hr - 1):                        # step 3: nB1W1F1 (zero bubble)
+            backward(1, True)
+            order.append(queue.pop(0))
+            forward(1)
+        for _ in range(half - p + hr + 1):                      # step 4: nF0B1F1B0
+            forward(0)
+            backward(1)
+            forward(1)
+            backward(0)
+        for _ in range(halves - hr - 1):                        # step 5: nB1F1B0
+            backward(1)
+            forward(1)
+            backward(0)
+        zero_bubble = False
+        for i in range(hr + 1):                                 # step 6: nB1B0, second half zero bubble
+            zero_bubble |= i == (hr + 1) // 2 and hr % 2 == 1
+            backward(1, zero_bubble)
+            zero_bubble |= i == (hr + 1) // 2 and hr % 2 == 0
+            backward(0, zero_bubble)
+        for _ in range(halves - hr - 1):                        # step 7: nWB0
+            order.append(queue.pop(0))
+            backward(0, True)
+        order += queue                                          # step 8: nW
+        orders.append(order)
+    return orders
+
+
+def _simulate_fbw(p, n, orders, durations, bidirectional):
+    """Run each device's (pass, direction, micro-batch) list in order, each pass as soon as its
+    input is ready (the upstream forward, the downstream input gradient, its own B for a W);
+    no communication cost. Direction 1 runs from device ``p - 1`` to device 0."""
+    f_end = np.full((2, n, p), np.nan)
+    b_end = np.full((2, n, p), np.nan)
+    free, nxt, rows = [0.0] * p, [0] * p, []
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for d in range(p):
+            while nxt[d] < len(orders[d]):
+                kind, k, i = orders[d][nxt[d]]
+                step = 1 if k == 0 else -1
+                first, last = (d == 0, d == p - 1) if k == 0 else (d == p - 1, d == 0)
+                if kind == "F":
+                    ready = 0.0 if first else f_end[k, i, d - step]
+                elif kind == "B":
+                    ready = f_end[k, i, d] if last else b_end[k, i, d + step]
+                else:
+                    ready = b_end[k, i, d]
+                if np.isnan(ready):
+                    break
+                start = max(free[d], ready)
+                end = start + durations[kind]
+                if kind != "W":
+                    (f_end if kind == "F" else b_end)[k, i, d] = end
+                free[d] = end
+                rows.append((d, k * n + i if bidirectional else i, k, kind, start, end))
+                nxt[d] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:  # pragma: no cover - the orders above never deadlock (tested)
+            raise RuntimeError("pipeline schedule deadlocked")
+    rows.sort(key=lambda r: (r[0], r[4]))
+    return rows
+
+
 def pipeline_schedule(p, m, v=1, schedule="1f1b", t_forward=1.0, t_backward=2.0):
     """Every forward and backward pass of one pipeline step, with start and end times.
 
     Each stage runs its passes in the order of its schedule, each as early as
     its input allows (the previous virtual stage's forward, or the next one's
     backward); communication takes no time.
+
+    - ``zb-h1`` (zero bubble, Qi et al. 2023, sec. 3.1): the backward pass splits into the
+      input gradient B and the weight gradient W (``t_b/2`` each); stages keep 1F1B's order
+      but stage ``s`` holds back its first ``s`` W passes and runs them in the drain, where
+      1F1B idles. Measured, the idle time is ``(p-1)(F + B - W)`` (the share of
+      :func:`schedule_bubble_overhead`) whenever ``m >= p`` and ``W <= F`` (``t_b <= 2 t_f``),
+      and the peak in flight stays 1F1B's ``p``.
+    - ``dualpipe`` (DeepSeek-AI 2024, sec. 3.2.1; the eight steps of ``dualpipe.py``): half of
+      the micro-batches enter at stage 0, the other half at stage ``p-1`` (``direction`` 0 and
+      1; micro-batch ``m/2 + i`` is the i-th of direction 1); every device holds one stage of
+      each direction. A forward-and-backward pair ``F&B`` runs as F then B then W (``F&B = F
+      + B + W``). Measured, the idle time is ``(p/2 - 1)(F&B + B - 3W)`` whenever ``W <= F``
+      and the peak in flight is ``p + 1`` (DeepSeek-V3, Table 2). Needs an even ``p`` and an
+      even ``m >= 2p``, as DeepSeek's implementation does.
 
     - ``gpipe``: all ``m`` forwards, then all ``m`` backwards.
     - ``1f1b`` (PipeDream-Flush): stage ``s`` runs ``min(p-s-1, m)`` warm-up
@@ -612,20 +748,24 @@ def pipeline_schedule(p, m, v=1, schedule="1f1b", t_forward=1.0, t_backward=2.0)
     v : int, optional
         Chunks per stage (interleaved only; ignored otherwise), ``>= 1``.
     schedule : str, optional
-        One of :data:`PIPELINE_SCHEDULES`.
+        One of :data:`TIMELINE_SCHEDULES`.
     t_forward, t_backward : float, optional
         Forward and backward time of one micro-batch on one stage (all its
-        chunks), any time unit, ``> 0``.
+        chunks), any time unit, ``> 0``. ZB-H1 and DualPipe split the backward
+        into equal B and W passes.
 
     Returns
     -------
     dict of ndarray
-        One row per pass (``2 m v p`` rows), sorted by stage then start:
-        ``stage``, ``microbatch``, ``chunk`` (ints), ``phase``
-        (``"forward"``/``"backward"``), ``start``, ``end`` (floats).
+        One row per pass (``2 m v p`` rows; ``3 m p`` for ZB-H1 and DualPipe), sorted
+        by stage then start: ``stage``, ``microbatch``, ``chunk``, ``direction``
+        (ints), ``phase`` (``"forward"``, ``"backward"``, or ``"weight"`` for a W
+        pass), ``start``, ``end`` (floats).
 
     Source: Narayanan et al. 2021 (SC21), sec. 2.2, Figures 3 and 4; Huang
-    et al. 2019 (GPipe).
+    et al. 2019 (GPipe); Qi et al. 2023, Zero Bubble Pipeline Parallelism (ICLR 2024),
+    sec. 3.1 and Figure 3 (ZB-H1); DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.2.1, Figure 5
+    and Table 2, and ``DualPipe.step`` in github.com/deepseek-ai/DualPipe (DualPipe).
 
     Examples
     --------
@@ -635,29 +775,57 @@ def pipeline_schedule(p, m, v=1, schedule="1f1b", t_forward=1.0, t_backward=2.0)
     (33.0, 0.2727272727272727)
     >>> bubble_fraction(4, 8)
     0.2727272727272727
+
+    ZB-H1 and DualPipe, measured against :func:`schedule_bubble_overhead` (F = B = W):
+
+    >>> def idle(t, p):
+    ...     span = t["end"].max() - t["start"].min()
+    ...     return round(float(1 - (t["end"] - t["start"]).sum() / (p * span)), 4)
+    >>> o = float(schedule_bubble_overhead(4, 8, "zb-h1"))
+    >>> idle(pipeline_schedule(4, 8, schedule="zb-h1"), 4), round(o / (1 + o), 4)
+    (0.1111, 0.1111)
+    >>> o = float(schedule_bubble_overhead(8, 16, "dualpipe"))
+    >>> idle(pipeline_schedule(8, 16, schedule="dualpipe"), 8), round(o / (1 + o), 4)
+    (0.0588, 0.0588)
     """
-    v_.choice("schedule", schedule, PIPELINE_SCHEDULES)
+    v_.choice("schedule", schedule, TIMELINE_SCHEDULES)
     p_ = int(v_.integer("p", p, minimum=1))
     m_ = int(v_.integer("m", m, minimum=1))
     vv = int(v_.integer("v", v, minimum=1)) if schedule == "interleaved" else 1
     if vv > 1 and m_ % p_:
         raise ValueError(f"m must be a multiple of p for the interleaved schedule (as in Megatron-LM), "
                          f"got m={m!r}, p={p!r}")
+    if schedule == "dualpipe" and (p_ % 2 or m_ % 2 or m_ < 2 * p_):
+        raise ValueError(f"DualPipe needs an even p and an even m >= 2p (DeepSeek's dualpipe.py); "
+                         f"got p={p!r}, m={m!r}")
     tf = float(v_.positive("t_forward", t_forward))
     tb = float(v_.positive("t_backward", t_backward))
-    rows = _simulate(p_, m_, vv, _stage_orders(p_, m_, vv, schedule), tf, tb)
-    stage, mb, chunk, forward, start, end = (np.array(col) for col in zip(*rows))
+    if schedule in ("zb-h1", "dualpipe"):
+        durations = {"F": tf, "B": tb / 2, "W": tb / 2}
+        if schedule == "zb-h1":
+            rows = _simulate_fbw(p_, m_, _zb_h1_orders(p_, m_), durations, False)
+        else:
+            rows = _simulate_fbw(p_, m_ // 2, _dualpipe_orders(p_, m_), durations, True)
+        stage, mb, direction, kind, start, end = (np.array(col) for col in zip(*rows))
+        phase = np.select([kind == "F", kind == "B"], ["forward", "backward"], "weight")
+        chunk = np.zeros_like(stage)
+    else:
+        rows = _simulate(p_, m_, vv, _stage_orders(p_, m_, vv, schedule), tf, tb)
+        stage, mb, chunk, forward, start, end = (np.array(col) for col in zip(*rows))
+        phase = np.where(forward.astype(bool), "forward", "backward")
+        direction = np.zeros_like(stage)
     return {
         "stage": stage.astype(np.int64),
         "microbatch": mb.astype(np.int64),
         "chunk": chunk.astype(np.int64),
-        "phase": np.where(forward.astype(bool), "forward", "backward"),
+        "direction": direction.astype(np.int64),
+        "phase": phase,
         "start": start.astype(float),
         "end": end.astype(float),
     }
 
 
-def schedule_bubble_overhead(p, m, schedule="1f1b", v=1):
+def schedule_bubble_overhead(p, m, schedule="1f1b", v=1, shares=FBW_SHARES):
     """Bubble of a named schedule relative to the ideal compute time ``m (F + B + W)``.
 
     With ``F``, ``B``, ``W`` the forward, input-gradient and weight-gradient time of one
@@ -678,6 +846,10 @@ def schedule_bubble_overhead(p, m, schedule="1f1b", v=1):
         Stages, micro-batches, chunks per stage (interleaved only).
     schedule : str
         One of :data:`NAMED_SCHEDULES`.
+    shares : (float, float, float), optional
+        Relative durations ``(F, B, W)`` of the forward, input-gradient and weight-gradient
+        passes, each ``> 0``; default :data:`FBW_SHARES` (equal thirds). The pipeline timeline
+        passes ``(t_f, t_b/2, t_b/2)``.
 
     Returns
     -------
@@ -692,10 +864,14 @@ def schedule_bubble_overhead(p, m, schedule="1f1b", v=1):
     --------
     >>> [round(float(schedule_bubble_overhead(16, 32, s)), 4) for s in ("1f1b", "zb-h1", "dualpipe")]
     [0.4688, 0.1562, 0.0729]
+    >>> round(float(schedule_bubble_overhead(4, 8, "zb-h1", shares=(1.0, 0.5, 0.5))), 4)  # t_b = t_f
+    0.1875
     """
     v_.choice("schedule", schedule, NAMED_SCHEDULES)
     p_, m_, vv = _pmv(p, m, v)
-    f, b, w = FBW_SHARES
+    if len(shares) != 3:
+        raise ValueError(f"shares must be three durations (F, B, W); got {shares!r}")
+    f, b, w = (float(v_.positive("shares", x)) for x in shares)
     if schedule in ("gpipe", "1f1b"):
         bubble = (p_ - 1) * (f + b + w) * np.ones_like(vv)
     elif schedule == "interleaved":

@@ -420,6 +420,32 @@ def moe_straggler_term(*, cfg):
     return flops * (cfg.moe_straggler - 1.0) / (cfg.gpus * cfg.gemm_peak * cfg.compute_efficiency) * cfg.imbalance
 
 
+def moe_weight_stream_term(*, cfg):
+    """Seconds the busiest GPU's expert GEMMs wait for HBM beyond their compute time (roofline).
+
+    :func:`~course.core.moe.expert_weight_stream_time` of the routed-expert weights on one GPU of
+    the busiest stage (``moe_stage_layers x E x P_e / (EP x ETP)``), less the time the same GPU
+    computes its routed experts (``2 k P_e`` FLOPs per token and MoE layer, x3 for training, x4
+    with full recomputation, x the straggler factor, at the GEMM peak x ``compute_efficiency``):
+    ``max(0, T_stream - T_compute)``. It bites when each expert sees few tokens
+    (:func:`~course.core.moe.tokens_per_expert`: EP small against the expert count, small
+    micro-batches), where a grouped GEMM is memory-bound.
+    """
+    m = cfg.model
+    if not m.is_moe:
+        return np.zeros(())
+    p_e = float(_moe.expert_params(m.hidden, m.expert_ffn, m.mlp_matrices))
+    local = cfg.moe_stage_layers * m.experts * p_e / (cfg.ep * cfg.etp)
+    weight_bytes = 1.0 if cfg.fp8 else _WIRE_BYTES
+    stream = cfg.per_mode(lambda mode: _moe.expert_weight_stream_time(
+        local, cfg.num_microbatches, cfg.cluster.accelerator.memory_bandwidth, mode, weight_bytes))
+    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    flops = (cfg.global_batch * m.seq_len * m.moe_layers * 2.0 * m.top_k * p_e * passes * cfg.moe_straggler
+             / cfg.gpus * cfg.imbalance)
+    compute = flops / (cfg.gemm_peak * cfg.compute_efficiency)
+    return np.maximum(stream - compute, 0.0)
+
+
 def bubble_term(*, cfg, busy):
     """Pipeline bubble: :func:`~course.core.pipeline.schedule_bubble_overhead` x the busy time of a stage."""
     if cfg.schedule in ("zb-h1", "dualpipe"):
@@ -534,8 +560,9 @@ def violation_terms(*, cfg, memory_total):
         "too_few_microbatches": (cfg.pp > 1) & (cfg.num_microbatches < cfg.pp),
         "interleave_needs_multiple": (cfg.interleave > 1) & (cfg.num_microbatches % cfg.pp != 0),
         "dualpipe_needs_even": np.asarray(cfg.schedule == "dualpipe")
-                               & ((cfg.pp % 2 != 0) | (cfg.num_microbatches % 2 != 0)),
-        "out_of_memory": memory_total > cfg.cluster.accelerator.memory_bytes,
+                               & ((cfg.pp % 2 != 0) | (cfg.num_microbatches % 2 != 0)
+                                  | (cfg.num_microbatches < 2 * cfg.pp)),
+        "out_of_memory": memory_total > cfg.cluster.accelerator.memory_capacity,
         "experts_not_divisible": (cfg.ep > 1) & ((m.experts or 1) % cfg.ep != 0),
         "ep_not_divisible": (cfg.tp * cfg.cp * cfg.dp) % (cfg.etp * cfg.ep) != 0,
     }
@@ -580,7 +607,7 @@ def columns(cfg, rates=True):
     memory_bound = memory_bound_term(cfg=cfg)
     tp_comm = tp_comm_term(cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
-    compute = compute + moe_straggler_term(cfg=cfg)
+    compute = compute + moe_straggler_term(cfg=cfg) + moe_weight_stream_term(cfg=cfg)
     ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute)
     busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
     bubble = bubble_term(cfg=cfg, busy=busy)
@@ -603,7 +630,7 @@ def columns(cfg, rates=True):
         compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
         bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
-        memory_capacity=np.asarray(float(cfg.cluster.accelerator.memory_bytes)),
+        memory_capacity=np.asarray(cfg.cluster.accelerator.memory_capacity),
         flops_per_iteration=flops, model_flops=model_flops, tokens_per_second=tokens / step,
         **mem,
     )
@@ -668,6 +695,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     if m.is_moe:
         compute.append("dropless routing, busiest EP rank from balls-into-bins with a uniform router"
                        if capacity_factor is None else f"token dropping, experts padded to capacity {capacity_factor}")
+        compute.append("expert GEMMs take at least the time to stream their weights from HBM three times per "
+                       "micro-batch (roofline; few tokens per expert make them memory-bound)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "

@@ -20,7 +20,9 @@ compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 
                    weights of an MoE, causal attention as FlashAttention-2 computes it) /
                    (GPUs x peak x ``compute_efficiency``; FP8 GEMMs at the FP8 peak,
                    :mod:`~course.core.fp8`), paced by the slowest stage and, for an MoE, the
-                   busiest expert rank (:func:`~course.core.moe.moe_straggler_factor`)
+                   busiest expert rank (:func:`~course.core.moe.moe_straggler_factor`); expert
+                   GEMMs no faster than streaming their weights from HBM
+                   (:func:`~course.core.moe.expert_weight_stream_time`, roofline)
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
                    roofline), plus FP8 casts
 tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019)
@@ -109,7 +111,7 @@ VIOLATION_CODES = {
     "batch_not_divisible": "global batch must be micro-batch x DP x micro-batches",
     "too_few_microbatches": "a pipeline needs at least as many micro-batches as stages",
     "interleave_needs_multiple": "the interleaved schedule needs micro-batches in multiples of PP",
-    "dualpipe_needs_even": "DualPipe needs an even number of stages and of micro-batches",
+    "dualpipe_needs_even": "DualPipe needs an even number of stages and an even number of micro-batches, at least 2 x PP",
     "out_of_memory": "the per-GPU memory exceeds the accelerator's",
     "experts_not_divisible": "the routed experts must divide evenly over EP",
     "ep_not_divisible": "ETP x EP must divide the TP x CP x DP GPUs of a stage (parallel folding)",
@@ -382,14 +384,15 @@ def _sentences(cols, i, m, c, requested_batch):
     if g("viol_dualpipe_needs_even"):
         out.append(("dualpipe_needs_even",
                     f"DualPipe feeds micro-batches from both ends of the pipeline: PP = {pp} and the {nmb} "
-                    f"micro-batches must both be even (DeepSeek-AI 2024, sec. 3.2.1)."))
+                    f"micro-batches must both be even, with at least 2 x PP = {2 * pp} micro-batches (DeepSeek-AI "
+                    f"2024, sec. 3.2.1; DeepSeek's dualpipe.py asserts num_chunks >= num_ranks * 2)."))
     if g("viol_out_of_memory"):
         gbs = lambda k: g(k) / 1e9  # noqa: E731
         out.append(("out_of_memory",
                     f"Out of memory: {gbs('memory_total'):.1f} GB per GPU needed (weights "
                     f"{gbs('weights'):.1f} + gradients {gbs('gradients'):.1f} + optimizer "
                     f"{gbs('optimizer'):.1f} + activations {gbs('activations'):.1f}) but a "
-                    f"{c.accelerator.name} has {gbs('memory_capacity'):.0f} GB."))
+                    f"{c.accelerator.name} has {gbs('memory_capacity'):.1f} GB ({g('memory_capacity') / 2**30:.2f} GiB)."))
     return out
 
 
@@ -653,7 +656,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     feasible = np.broadcast_to(cols["feasible"], cfg.shape).reshape(-1)
     rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
     speed = np.broadcast_to(cols["tokens_per_second"], cfg.shape).reshape(-1)[rows]
-    rows = rows[np.argsort(-speed, kind="stable")]  # fastest first; ties keep the grid's order
+    rows = rows[_fastest_first(speed)]  # fastest first; ties keep the grid's order
     derived = {"violations": lambda t: _joined_codes(t, "viol_"), "notes": lambda t: _joined_codes(t, "note_"),
                "recompute": lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]],
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
@@ -663,6 +666,21 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B,
                             "assumptions": term_assumptions(m, c, **settings)})
+
+
+def _fastest_first(speed):
+    """``np.argsort(-speed, kind="stable")`` in a quarter of the time: an unstable sort, then the
+    runs of equal speed put back in their original order by a sort of unique integer keys.
+
+    >>> _fastest_first(np.array([1.0, 3.0, 2.0, 3.0, 1.0])).tolist()
+    [1, 3, 2, 0, 4]
+    """
+    order = np.argsort(-speed)
+    ranked = speed[order]
+    run = np.concatenate(([0], np.cumsum(ranked[1:] != ranked[:-1])))
+    if run[-1] + 1 == run.size:  # no ties
+        return order
+    return order[np.argsort(run * run.size + order)]
 
 
 def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):

@@ -185,7 +185,7 @@ class Configurator(Instrument):
                          recompute=v["recompute"], **common)
         base = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=0, recompute="none", **common)
         shown, baseline = plan_values(plan), plan_values(base)
-        capacity = cluster.node.accelerator.memory_bytes
+        capacity = cluster.node.accelerator.memory_capacity  # what CUDA sees, the planner's out-of-memory line
 
         ms = np.array(BUBBLE_MICROBATCHES + (m,), dtype=float)[:, None]
         chunks = np.array([1] * len(BUBBLE_MICROBATCHES) + [int(v["interleave"])], dtype=float)[:, None]

@@ -63,6 +63,20 @@ def test_pipeline_timeline_redraws(lab_notebook):
         page.wait_for_function("() => window.__redraw.end !== null", timeout=30_000)
         timing = page.evaluate("() => window.__redraw")
         latencies.append(timing["end"] - timing["start"])
+    # the noticed bug: on the opening 1F1B schedule the chunks slider never redrew; now it selects the
+    # interleaved schedule and the chart changes (stages back to 4 first: interleaving needs m = 8 a multiple of p)
+    before = page.evaluate(SVG_STATE, [INSTRUMENT, 0])
+    _step_slider(page, 0, "stages", "ArrowLeft")
+    page.wait_for_function(f"(b) => ({SVG_STATE})(['{INSTRUMENT}', 0]) !== b", arg=before, timeout=30_000)
+    before = page.evaluate(SVG_STATE, [INSTRUMENT, 0])
+    _step_slider(page, 0, "chunks")
+    page.wait_for_function(f"(b) => ({SVG_STATE})(['{INSTRUMENT}', 0]) !== b", arg=before, timeout=30_000)
+    # ZB-H1 and DualPipe draw without a failure banner
+    for schedule in ("zb-h1", "dualpipe"):
+        before = page.evaluate(SVG_STATE, [INSTRUMENT, 0])
+        inst.locator(".course-control-schedule button", has_text=schedule).click()
+        page.wait_for_function(f"(b) => ({SVG_STATE})(['{INSTRUMENT}', 0]) !== b", arg=before, timeout=30_000)
+        assert inst.locator(".course-failure").count() == 0, schedule
     ARTIFACTS.mkdir(exist_ok=True)
     inst.screenshot(path=str(ARTIFACTS / "jupyterlab_pipeline_timeline.png"))
     print(f"\npipeline timeline: slider move -> redrawn chart median {statistics.median(latencies):.1f} ms "

@@ -14,6 +14,10 @@ def test_h100_dense_peak_is_989_not_the_sparse_1979():
     assert h100.peak("fp16") == pytest.approx(989e12)
     assert h100.peak("fp8") == pytest.approx(1979e12)
     assert h100.memory_bytes == pytest.approx(80e9)
+    # the data sheet's "80 GB" is what NVML reports as 81,559 MiB (85.52e9 bytes): the capacity the planner uses
+    assert h100.memory_capacity == 81_559 * 2**20
+    assert h100.memory_capacity / 1e9 == pytest.approx(85.52, abs=0.005)
+    assert cat.accelerator("A100").memory_capacity == cat.accelerator("A100").memory_bytes  # not known: data sheet
     assert h100.memory_bandwidth == pytest.approx(3.35e12)
     assert h100.tdp_watts == 700
 
@@ -136,3 +140,12 @@ def test_every_price_names_its_source_and_the_h100_price_is_marked_as_an_assumpt
     # $98.32 per p5.48xlarge instance-hour (8 GPUs), as cited in price_source
     assert h100.price_per_hour == pytest.approx(98.32 / 8)
     assert h100.price_source.startswith("ASSUMPTION") and "98.32" in h100.price_source
+
+
+def test_qwen3_235b_a22b_activates_22b_of_235b():
+    # Qwen3 Technical Report, Table 2 / model card: 235B total, 22B activated (8 of 128 experts per token)
+    m = cat.model("qwen3-235b-a22b")
+    assert m.params == pytest.approx(235e9)
+    assert m.active_params == pytest.approx(22e9, rel=0.02)
+    # the routed experts are 94 layers x 128 experts x 3 matrices of 4096 x 1536
+    assert m.routed_expert_params == 94 * 128 * 3 * 4096 * 1536

@@ -46,6 +46,11 @@ def test_dualpipe_doubles_the_stage_weights_and_hides_the_all_to_all():
     assert one.ep_comm > 0 and dual.ep_comm == pytest.approx(one.ep_comm * 20 / 132, rel=1e-12)
     odd = plan("deepseek-v3", "h800-2048", schedule="dualpipe", **{**args, "global_batch": 128 * 15})
     assert "dualpipe_needs_even" in dict(odd.violations)
+    # DeepSeek's dualpipe.py needs at least 2 x PP micro-batches: 16 micro-batches on 16 stages is refused
+    few = plan("deepseek-v3", "h800-2048", schedule="dualpipe", **{**args, "global_batch": 128 * 16})
+    assert "dualpipe_needs_even" in dict(few.violations) and "2 x PP = 32" in dict(few.violations)["dualpipe_needs_even"]
+    assert "dualpipe_needs_even" not in dict(plan("deepseek-v3", "h800-2048", schedule="dualpipe",
+                                                  **{**args, "global_batch": 128 * 32}).violations)
 
 
 # --------------------------------------------------------------------------- FP8

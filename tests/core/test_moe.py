@@ -201,3 +201,28 @@ def test_sweep_rows_with_ep_equal_plan():
                       zero_stage=r["zero_stage"], recompute=r["recompute"], sequence_parallel=r["sequence_parallel"])
         for k in ("step_time", "ep_comm", "memory_total", "mfu", "mfu_attention"):
             assert r[k] == pytest.approx(getattr(p, k), rel=1e-12), k
+
+
+def test_tokens_per_expert_and_weight_streaming_by_hand():
+    from course.core import moe
+    # 2,048 tokens per GPU, k = 8 of 256 experts: EP 64 -> 2048 * 64 * 8 / 256 = 4096 tokens per expert
+    assert moe.tokens_per_expert(2048, 8, 256, 64) == 4096
+    # 1e9 expert weights, 2 bytes, 3 passes, 10 micro-batches over 2e12 B/s: 30 ms; full recompute 40 ms
+    assert moe.expert_weight_stream_time(1e9, 10, 2e12) == pytest.approx(0.03)
+    assert moe.expert_weight_stream_time(1e9, 10, 2e12, "full") == pytest.approx(0.04)
+    with pytest.raises(ValueError, match="memory_bandwidth"):
+        moe.expert_weight_stream_time(1e9, 10, 0.0)
+
+
+def test_few_tokens_per_expert_make_expert_gemms_memory_bound():
+    # Megatron-Bridge's DeepSeek-V3 layout on 1,024 H100 (EP 64) is compute-bound: the roofline term is 0;
+    # EP 2 gives each expert 32x fewer tokens and 32x more local weights to stream every micro-batch
+    from course.core.plan_terms import Config, moe_weight_stream_term
+    h100 = core.make_cluster("DGX H100", 1024)
+    common = dict(micro_batch=1, zero_stage=1, recompute="none", sequence_parallel=True)
+    published = Config("deepseek-v3", h100, tp=2, pp=8, dp=64, ep=64, num_microbatches=128, interleave=4, **common)
+    assert float(moe_weight_stream_term(cfg=published)) == 0.0
+    small_ep = Config("deepseek-v3", h100, tp=1, cp=4, pp=32, dp=8, ep=2, num_microbatches=1024, **common)
+    assert float(moe_weight_stream_term(cfg=small_ep)) > 5.0  # seconds per step
+    dense = Config("llama3-70b", h100, tp=8, pp=4, dp=32, num_microbatches=16, **common)
+    assert float(moe_weight_stream_term(cfg=dense)) == 0.0

@@ -150,6 +150,82 @@ def test_schedule_respects_dependencies_and_never_overlaps():
         assert np.all(starts[1:] >= ends[:-1] - 1e-12)
 
 
+def _passes_in_dependency_order(t, p):
+    """Each (micro-batch, stage) has one F, B and W; F after upstream F, B after downstream B, W after B."""
+    end = {}
+    for s, i, d, ph, st, en in zip(t["stage"], t["microbatch"], t["direction"], t["phase"], t["start"], t["end"]):
+        key = (int(i), int(s), str(ph))
+        assert key not in end
+        end[key] = (int(d), st, en)
+    for (i, s, ph), (d, st, _) in end.items():
+        up = s - 1 if d == 0 else s + 1          # direction 1 enters at the last stage
+        first, last = (s == 0, s == p - 1) if d == 0 else (s == p - 1, s == 0)
+        if ph == "forward" and not first:
+            assert st >= end[(i, up, "forward")][2] - 1e-12
+        if ph == "backward":
+            assert st >= (end[(i, s, "forward")] if last else end[(i, 2 * s - up, "backward")])[2] - 1e-12
+        if ph == "weight":
+            assert st >= end[(i, s, "backward")][2] - 1e-12
+    for s in range(p):
+        on = t["stage"] == s
+        assert np.all(t["start"][on][1:] >= t["end"][on][:-1] - 1e-12)
+    return end
+
+
+def _peak_until_weight(t):
+    """Micro-batches whose forward has started and whose W has not ended, most on any stage."""
+    peak = 0
+    for s in np.unique(t["stage"]):
+        on = t["stage"] == s
+        events = sorted([(x, 1) for x in t["start"][on & (t["phase"] == "forward")]]
+                        + [(x, -1) for x in t["end"][on & (t["phase"] == "weight")]])
+        peak = max(peak, int(np.max(np.cumsum([e for _, e in events]))))
+    return peak
+
+
+@pytest.mark.parametrize("p, m", [(1, 3), (2, 2), (3, 5), (4, 4), (4, 8), (4, 12), (8, 16), (16, 32)])
+@pytest.mark.parametrize("tb", [1.0, 2.0])
+def test_zb_h1_measured_bubble_is_a_third_of_1f1b(p, m, tb):
+    # Qi et al. 2023, sec. 3.1: ZB-H1's bubble is (p-1)(T_F + T_B - T_W), 1F1B's peak memory (p micro-batches)
+    t = core.pipeline_schedule(p, m, schedule="zb-h1", t_forward=1.0, t_backward=tb)
+    assert len(t["stage"]) == 3 * p * m and set(t["phase"].tolist()) == {"forward", "backward", "weight"}
+    _passes_in_dependency_order(t, p)
+    f, b, w = 1.0, tb / 2, tb / 2
+    idle, makespan = idle_share(t, p)
+    assert makespan == pytest.approx(m * (f + b + w) + (p - 1) * (f + b - w))
+    overhead = core.schedule_bubble_overhead(p, m, "zb-h1", shares=(f, b, w))
+    assert idle == pytest.approx(overhead / (1 + overhead), abs=1e-12)
+    assert _peak_until_weight(t) == min(p, m) == core.schedule_memory(p, m, "zb-h1")[0]
+
+
+@pytest.mark.parametrize("p, m", [(2, 4), (4, 8), (4, 10), (6, 12), (8, 16), (8, 32), (16, 32)])
+@pytest.mark.parametrize("tb", [1.0, 2.0])
+def test_dualpipe_feeds_both_ends_and_measures_its_bubble(p, m, tb):
+    # DeepSeek-AI 2024, sec. 3.2.1 and Table 2: bubble (p/2-1)(F&B + B - 3W), activations p + 1
+    t = core.pipeline_schedule(p, m, schedule="dualpipe", t_forward=1.0, t_backward=tb)
+    assert len(t["stage"]) == 3 * p * m
+    end = _passes_in_dependency_order(t, p)
+    # micro-batches 1..m/2 start at stage 0, m/2+1..m at stage p-1, one stage per device in each direction
+    first_forward = {i: min((st, s) for (j, s, ph), (_, st, _) in end.items() if j == i and ph == "forward")[1]
+                     for i in range(m)}
+    assert all(first_forward[i] == (0 if i < m // 2 else p - 1) for i in range(m))
+    assert sorted(set(t["direction"].tolist())) == [0, 1]
+    f, b, w = 1.0, tb / 2, tb / 2
+    bubble = (p / 2 - 1) * ((f + b + w) + b - 3 * w)  # F&B taken as F + B + W
+    idle, makespan = idle_share(t, p)
+    assert makespan == pytest.approx(m * (f + b + w) + bubble)
+    overhead = core.schedule_bubble_overhead(p, m, "dualpipe", shares=(f, b, w))
+    assert idle == pytest.approx(overhead / (1 + overhead), abs=1e-12)
+    assert _peak_until_weight(t) == p + 1 == core.schedule_memory(p, m, "dualpipe")[0]
+
+
+def test_zb_h1_with_slow_weight_passes_keeps_more_than_the_formula():
+    # the hand-made ZB-H1 order is tuned for W <= F: with t_b = 3 t_f (W = 1.5 F) it keeps more bubble, never less
+    t = core.pipeline_schedule(4, 8, schedule="zb-h1", t_forward=1.0, t_backward=3.0)
+    overhead = core.schedule_bubble_overhead(4, 8, "zb-h1", shares=(1.0, 1.5, 1.5))
+    assert idle_share(t, 4)[0] > overhead / (1 + overhead)
+
+
 def test_interleaved_with_one_chunk_is_1f1b():
     a = core.pipeline_schedule(4, 6, 1, "interleaved")
     b = core.pipeline_schedule(4, 6, 1, "1f1b")
@@ -179,7 +255,13 @@ def test_errors_name_the_parameter():
     with pytest.raises(ValueError, match="m must"):
         core.pipeline_schedule(4, 6, 2, "interleaved")
     with pytest.raises(ValueError, match="schedule"):
-        core.pipeline_schedule(4, 8, schedule="zb-h1")
+        core.pipeline_schedule(4, 8, schedule="pipedream")
+    with pytest.raises(ValueError, match="DualPipe needs an even p"):
+        core.pipeline_schedule(4, 6, schedule="dualpipe")  # m < 2p, as DeepSeek's dualpipe.py asserts
+    with pytest.raises(ValueError, match="DualPipe needs an even p"):
+        core.pipeline_schedule(3, 8, schedule="dualpipe")
+    with pytest.raises(ValueError, match="shares"):
+        core.schedule_bubble_overhead(4, 8, "zb-h1", shares=(1.0, 0.0, 1.0))
 
 
 def test_tutorial_pp8_share_below_10_percent():
