@@ -13,7 +13,7 @@ efficiency.py  :class:`EfficiencyPlot`, samples/s vs GPUs, ideal line, diminishi
 configurator.py :class:`Configurator`, TP x PP x DP design with plan() (Lab 05 Act II)
 parallel_map.py :class:`ParallelMap`, which GPU holds which layers/shards, links per group
 sync_audit.py  :class:`SyncAudit`, sync vs async SGD, stragglers, checkpoints, dollars
-pipeline_timeline.py :class:`PipelineTimeline`, GPipe / 1F1B / interleaved timeline
+pipeline_timeline.py :class:`PipelineTimeline`, GPipe / 1F1B / interleaved / ZB-H1 / DualPipe timeline
 bubble.py      :class:`BubbleChart`, bubble share vs micro-batches for one PP (Lab 05 Act II)
 
 Prediction locks and the design ledger live one level up
