@@ -33,11 +33,12 @@ SETUP = ("# Run this cell first: it loads the visible checks and shows whose num
          "whoami({assignment!r})")
 
 
-#: What nbgrader writes in place of a workbook solution: a comment and ``...`` (a statement), so
+#: What nbgrader writes in place of a workbook solution: a comment and ``pass`` (a statement), so
 #: "Run All" runs every exercise (nbgrader's default stub raises NotImplementedError and stops it)
-#: and a Build exercise's function body stays valid Python. An unanswered value stays undefined and
-#: a stub function returns None: the visible check says "not answered yet", the hidden test scores 0.
-CHAPTER_CODE_STUB = "# YOUR CODE HERE\n..."
+#: and a Build exercise's function body stays valid Python (``...`` would too, but as a cell's last
+#: line it prints ``Ellipsis``). An unanswered value stays undefined and a stub function returns None:
+#: the visible check says "not answered yet", the hidden test scores 0.
+CHAPTER_CODE_STUB = "# YOUR CODE HERE\npass"
 
 
 class Activity:

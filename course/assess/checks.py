@@ -138,17 +138,17 @@ def _answer_names(ex: Exercise) -> List[str]:
 
 def _answered(ex: Exercise, namespace: dict) -> bool:
     """Whether the student has defined any of ``ex``'s answers (a partial answer is an attempt);
-    a function still holding the release's stub body (``...``) is not an answer."""
+    a function still holding the release's stub body (``pass``) is not an answer."""
     return any(name in namespace and not _stub_function(namespace[name]) for name in _answer_names(ex))
 
 
 def _stub_function(value: Any) -> bool:
-    """Whether ``value`` is a function whose body does nothing but return None (the release stub ``...``).
+    """Whether ``value`` is a function whose body does nothing but return None (the release stub ``pass``).
 
     >>> def f(x):
     ...     \"\"\"Doc.\"\"\"
     ...     # YOUR CODE HERE
-    ...     ...
+    ...     pass
     >>> def g(x):
     ...     return x
     >>> _stub_function(f), _stub_function(g), _stub_function(3)

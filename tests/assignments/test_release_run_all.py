@@ -1,6 +1,6 @@
 """Run All on a blank workbook chapter (issue 24): every exercise runs, none raises.
 
-The release's answer cells hold the chapter's stub (``# YOUR CODE HERE`` and ``...``), not
+The release's answer cells hold the chapter's stub (``# YOUR CODE HERE`` and ``pass``), not
 nbgrader's ``raise NotImplementedError()``. Executed headless with no answer, each chapter's
 release notebook runs to its last cell; each visible check says "not answered yet" (a Build
 function whose body is still the stub is no answer) and counts no attempt; the hidden tests
@@ -60,6 +60,8 @@ def test_run_all_on_every_blank_chapter_runs_every_exercise(tmp_path, monkeypatc
         outputs = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"): "".join(
             o.get("text", "") for o in cell.get("outputs", [])) for cell in nb.cells if cell.cell_type == "code"}
         checks = {gid: text for gid, text in outputs.items() if gid and gid.endswith("_check")}
+        silent = [c for c in nb.cells if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+        assert silent and not any(c.outputs for c in silent), name  # a blank answer cell shows nothing (no 'Ellipsis')
         exercises = [ex for ex in SYLLABUS.by_name[name].exercises if any(c.role == "check" for c in ex.cells(ex.spec))]
         assert len(checks) == len(exercises) > 0, (name, sorted(checks))
         for gid, text in checks.items():

@@ -41,7 +41,7 @@ def test_grader_that_cannot_run_exits_non_zero(tmp_path):
 
 
 def test_a_blank_release_notebook_scores_zero_with_a_reason_per_part(tmp_path):
-    """The release as handed out (its stubs: ``...``, a Build function returning None) earns nothing, and
+    """The release as handed out (its stubs: ``pass``, a Build function returning None) earns nothing, and
     every part says why (issue 24: the stub no longer raises NotImplementedError)."""
     release = ROOT / "release" / CHAPTER / f"{CHAPTER}.ipynb"
     assert "raise NotImplementedError" not in release.read_text()
