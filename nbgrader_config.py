@@ -63,9 +63,9 @@ c.HTMLExporter.extra_template_basedirs = template_basedirs()
 c.HTMLExporter.preprocessors = ["autograder.handgrading.ShowMarkingGuide", "autograder.handgrading.WidgetNote"]
 
 # One release: the guide's plain `nbgrader generate_assignment NAME` writes exactly the committed
-# release/ (which `course build-release` makes). A lab's answer cells get the lab's stub, a comment,
-# so "Run All" does not stop at the first answer (the activity's ``code_stub``); chapters
-# keep nbgrader's stub, which raises NotImplementedError.
+# release/ (which `course build-release` makes). Answer cells get the activity's ``code_stub``
+# instead of nbgrader's `raise NotImplementedError()`, so "Run All" does not stop at the first
+# answer: a lab's is a comment, a chapter's a comment and `pass` (a Build function's body stays valid).
 from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
 from nbgrader.preprocessors import ClearSolutions  # noqa: E402
 

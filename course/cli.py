@@ -58,7 +58,20 @@ def cmd_build_sources(args) -> int:
 
     for path in write_sources(_listed(args.chapters), ROOT):
         print(f"wrote {path.relative_to(ROOT)}")
+    errata = _errata()
+    if errata is not None:
+        print(f"wrote {errata.relative_to(ROOT)} (the workbook's corrections)")
     return 0
+
+
+def _errata():
+    """Write every exercise's declared correction on the instructors' errata page (None: unchanged)."""
+    from course.activities import SYLLABUS
+    from course.assess.activity import Chapter
+    from course.assess.authoring import write_errata
+
+    path = ROOT / "notebooks" / "errata.ipynb"
+    return path if write_errata(path, [a for a in SYLLABUS.activities if isinstance(a, Chapter)]) else None
 
 
 def cmd_build_release(args) -> int:

@@ -1,8 +1,9 @@
 """Prediction locks: commit to an answer before the instrument shows the truth.
 
 A :class:`PredictionLock` asks one question, a choice among a few options
-(typically four). The student picks, presses
-**Lock**, and from then on the answer is frozen: the widgets are disabled,
+(typically four), shown as one labelled radio group (:class:`RadioGroup`: one
+Tab stop, the arrow keys move the choice and never reach JupyterLab's notebook
+shortcuts). The student picks, presses **Lock**, and from then on the answer is frozen: the widgets are disabled,
 ``lock()`` again changes nothing, and ``answer()`` with another value raises
 :class:`PredictionLockedError`.
 
@@ -70,8 +71,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import anywidget
 import ipywidgets as widgets
 import mistune
+import traitlets
 
 from .theme import theme_css
 from .ledger import Ledger
@@ -87,6 +90,103 @@ __all__ = [
 PREDICTIONS_FILE = "predictions.json"
 AUTOPREDICT_ENV = "COURSE_AUTOPREDICT"
 _LETTERS = "ABCDEFGH"
+
+_RADIO_GROUP = """
+let groups = 0;
+// keys a radio group keeps: JupyterLab's notebook shortcuts (ArrowDown: next cell, A: insert a cell,
+// Space: scroll) must not act while the student moves through the options
+const KEPT = new Set(['ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Home', 'End', ' ', 'Enter']);
+export default {
+  render({ model, el }) {
+    const name = `course-lock-${Date.now().toString(36)}-${groups++}`;
+    const group = document.createElement('div');
+    group.className = 'widget-radio-box course-radio-group';
+    group.setAttribute('role', 'radiogroup');
+    el.appendChild(group);
+    const radios = () => [...group.querySelectorAll('input[type=radio]')];
+    const draw = () => {
+      group.replaceChildren();
+      for (const [label, key] of model.get('options')) {
+        const row = document.createElement('label');
+        const input = document.createElement('input');
+        input.type = 'radio';
+        input.name = name;  // one group: one Tab stop, the arrow keys move the choice (the browser's own)
+        input.value = key;
+        input.addEventListener('change', () => {
+          if (input.checked) { model.set('value', key); model.save_changes(); }
+        });
+        row.appendChild(input);
+        row.appendChild(document.createTextNode(label));
+        group.appendChild(row);
+      }
+      sync();
+    };
+    const sync = () => {
+      group.setAttribute('aria-label', model.get('label'));
+      const disabled = model.get('disabled');
+      group.toggleAttribute('aria-disabled', disabled);
+      for (const input of radios()) {
+        input.checked = input.value === model.get('value');
+        input.disabled = disabled;
+      }
+    };
+    group.addEventListener('keydown', (event) => {
+      if (event.ctrlKey || event.metaKey || event.altKey || (event.shiftKey && event.key === 'Enter')) return;
+      if (KEPT.has(event.key) || event.key.length === 1) event.stopPropagation();
+      if (event.key === 'Home' || event.key === 'End') {  // first / last option, as a radio group does
+        const enabled = radios().filter(r => !r.disabled);
+        const target = event.key === 'Home' ? enabled[0] : enabled[enabled.length - 1];
+        if (target) { event.preventDefault(); target.focus(); target.click(); }
+      }
+    });
+    model.on('change:options', draw);
+    model.on('change:value', sync);
+    model.on('change:disabled', sync);
+    model.on('change:label', sync);
+    draw();
+    return () => {
+      model.off('change:options', draw); model.off('change:value', sync);
+      model.off('change:disabled', sync); model.off('change:label', sync);
+    };
+  }
+};
+"""
+
+
+class RadioGroup(anywidget.AnyWidget):
+    """One labelled radio group: ``role="radiogroup"`` named by ``label``, native radios that share a
+    ``name`` (one Tab stop; the arrow keys move the choice, as in any radio group), and keys that
+    stay in the group (ipywidgets' RadioButtons let ArrowDown reach JupyterLab, which moves to the
+    next cell). The traits follow ipywidgets' ``RadioButtons``: ``options`` as (label, key) pairs,
+    ``value`` the chosen key or ``None``, ``disabled``.
+
+    >>> group = RadioGroup(options=[("A) two", "A"), ("B) four", "B")], label="How many?")
+    >>> group.value is None, group.options[1]
+    (True, ('B) four', 'B'))
+    >>> group.value = "B"; group.value
+    'B'
+    >>> group.value = "C"
+    Traceback (most recent call last):
+    ...
+    traitlets.traitlets.TraitError: value must be one of ['A', 'B'] or None, got 'C'
+    """
+
+    _esm = _RADIO_GROUP
+    options = traitlets.List().tag(sync=True)
+    value = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    disabled = traitlets.Bool(False).tag(sync=True)
+    label = traitlets.Unicode("").tag(sync=True)
+
+    @traitlets.validate("options")
+    def _validate_options(self, proposal):
+        return [tuple(pair) for pair in proposal.value]
+
+    @traitlets.validate("value")
+    def _validate_value(self, proposal):
+        keys = [key for _label, key in self.options]
+        if proposal.value is not None and proposal.value not in keys:
+            raise traitlets.TraitError(f"value must be one of {keys} or None, got {proposal.value!r}")
+        return proposal.value
 
 
 class LockedView:
@@ -265,11 +365,9 @@ class PredictionLock:
         if correct is not None and correct not in self.options:
             raise ValueError(f"correct must be one of {list(self.options)}, got {correct!r}")
         self.correct = correct
-        self.input = widgets.RadioButtons(
+        self.input = RadioGroup(
             options=[(label if label.startswith(f"{k})") else f"{k}) {label}", k) for k, label in self.options.items()],
-            value=None,
-            layout=widgets.Layout(width="auto"),
-            style={"description_width": "0px"},
+            value=None, label=question, layout=widgets.Layout(width="auto"),
         )
         self.button = widgets.Button(
             description="Lock prediction", icon="lock",  # the theme's own button colours: legible in both

@@ -33,6 +33,14 @@ SETUP = ("# Run this cell first: it loads the visible checks and shows whose num
          "whoami({assignment!r})")
 
 
+#: What nbgrader writes in place of a workbook solution: a comment and ``pass`` (a statement), so
+#: "Run All" runs every exercise (nbgrader's default stub raises NotImplementedError and stops it)
+#: and a Build exercise's function body stays valid Python (``...`` would too, but as a cell's last
+#: line it prints ``Ellipsis``). An unanswered value stays undefined and a stub function returns None:
+#: the visible check says "not answered yet", the hidden test scores 0.
+CHAPTER_CODE_STUB = "# YOUR CODE HERE\npass"
+
+
 class Activity:
     """What every activity provides (see the module docstring). ``name`` is the nbgrader
     assignment, ``prefix`` the ledger prefix and cell-id stem, ``title`` one line."""
@@ -106,6 +114,7 @@ class Chapter(Activity):
     concept: Sequence[str] = ()
     exercises: List[Exercise] = field(default_factory=list)
     marks_items = True
+    code_stub = CHAPTER_CODE_STUB
 
     def add(self, exercise: Exercise) -> Exercise:
         if exercise.kind not in DISPLAY_KINDS:

@@ -16,6 +16,7 @@ student sees, the reference solution and the key all come from one place.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .activity import Chapter
@@ -110,8 +111,45 @@ def hidden_test(grade_id: str, what: str) -> str:
             "### END HIDDEN TESTS")
 
 
-def _note(note: Optional[str]) -> str:
-    return f"\n\n> **Correction to the source workbook.** {note}" if note else ""
+ERRATA_CELL = "workbook-corrections"
+
+
+def corrections_markdown(chapters: Sequence[Chapter]) -> str:
+    """The errata page's section of every exercise's declared correction (``note=``), in order.
+
+    An exercise's ``note`` is where it departs from the source workbook: the instructor's
+    business, so it lives on the errata page and never in the student's notebook.
+    """
+    lines = ["## Workbook exercises: where each departs from the source workbook", "",
+             "Written once, as each exercise's `note=` in `course/chapters/chNN.py`; `course build-sources` "
+             "copies them here. Students do not see these notes: their notebooks state only what the exercise "
+             "asks.", ""]
+    for chapter in chapters:
+        for ex in chapter.exercises:
+            if ex.correction:
+                lines.append(f"- **{ex.number} {ex.title}** (`{chapter.name}`). {ex.correction}")
+    return "\n".join(lines)
+
+
+def write_errata(path: Path, chapters: Sequence[Chapter]) -> bool:
+    """Put :func:`corrections_markdown` in the errata notebook's generated cell (appended if missing).
+
+    Returns whether the file changed; the page's other cells are left as they are.
+    """
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    text = corrections_markdown(chapters)
+    cell = next((c for c in nb.cells if c.get("metadata", {}).get("course", {}).get("generated") == ERRATA_CELL), None)
+    if cell is None:
+        cell = nbformat.v4.new_markdown_cell(text, metadata={"course": {"generated": ERRATA_CELL}},
+                                             id=ERRATA_CELL)
+        nb.cells.append(cell)
+    elif cell.source == text:
+        return False
+    cell.source = text
+    nbformat.write(nb, str(path))
+    return True
 
 
 def _tolerance(value: Any, rtol: float) -> str:
@@ -163,9 +201,9 @@ def values_exercise(chapter: Chapter, number: str, title: str, *, kind: str, spe
         gid = ex.grade_id()
         line = _answer_line(answers, options, key(s), rtol, dict(tolerances or {}))
         if ex.varies:
-            out = [Cell("markdown", f"{heading(ex)}\n\n{line}{_note(note)}"), prompt_cell(ex)]
+            out = [Cell("markdown", f"{heading(ex)}\n\n{line}"), prompt_cell(ex)]
         else:
-            out = [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}\n\n{line}{_note(note)}")]
+            out = [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}\n\n{line}")]
         out += [Cell("answer", "".join(f"# {n} = ...   ({u})\n" for n, u in answers.items())
                     + f"### BEGIN SOLUTION\n{solution(s)}\n### END SOLUTION", gid + "_answer"),
                Cell("check", "# Visible check: right or not yet, against your own numbers\n"
@@ -177,7 +215,8 @@ def values_exercise(chapter: Chapter, number: str, title: str, *, kind: str, spe
         return out
 
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind=kind, title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=derivation, vary=vary, prompt=prompt))
+                               cells=lambda s: cells(s), derivation=derivation, vary=vary, prompt=prompt,
+                               correction=note))
     if manual:  # the model answer holds its mark scheme: the grader reads both in the source cell
         ex.written.append(Written(ex.grade_id("_why"), manual["prompt"], model_answer=manual["answer"],
                                   mark_scheme="", points=manual["points"]))
@@ -210,9 +249,9 @@ def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
 
     def cells(s: Spec) -> List[Cell]:
         if ex.varies:
-            out = [Cell("markdown", f"{heading(ex)}{_note(note)}"), prompt_cell(ex)]
+            out = [Cell("markdown", f"{heading(ex)}"), prompt_cell(ex)]
         else:
-            out = [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}{_note(note)}")]
+            out = [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}")]
         for i, f in enumerate(specs):
             gid = ex.grade_id("" if i == 0 else f"_{f['function']}")
             indented_body = "\n".join("    " + line if line else line for line in f["body"].splitlines())
@@ -228,7 +267,8 @@ def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
         return out
 
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Build", title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary))
+                               cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary,
+                               correction=note))
     for i, f in enumerate(specs):
         function_part(ex, name=f["function"], reference=f["reference"],
                       probes=with_student_example(ex, f["probes"]) if i == 0 else f["probes"],
@@ -248,7 +288,7 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
     numbered = "\n".join(f"{i + 1:>2}  {line}" for i, line in enumerate(lines))
 
     def cells(s: Spec) -> List[Cell]:
-        text = (f"{heading(ex)}\n\n{'' if ex.varies else prompt(s)}{_note(note)}\n\n```python\n{numbered}\n```\n\n"
+        text = (f"{heading(ex)}\n\n{'' if ex.varies else prompt(s)}\n\n```python\n{numbered}\n```\n\n"
                 f"Assign `buggy_line` (the line number, an int from 1 to {len(lines)}) and write the "
                 f"fixed `{function}` below.")
         indented_body = "\n".join("    " + line if line else line for line in body.splitlines())
@@ -267,7 +307,8 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
                      ex.grade_id("_fix"), fix_points)]
 
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Debug", title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary))
+                               cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary,
+                               correction=note))
     value_part(ex, names={"buggy_line": "line number"}, key=lambda s: {"buggy_line": buggy_line},
                points=line_points, kind="debug", suffix="_line", rtol=0.0,
                options={"buggy_line": list(range(1, len(lines) + 1))})
@@ -306,11 +347,12 @@ def written_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, p
     def cells(s: Spec) -> List[Cell]:
         why = ex.written[0]
         answer = f"**Model answer.** {why.model_answer}\n\n**Mark scheme ({why.points:g} points).** {why.mark_scheme}"
-        return [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}{_note(note)}\n\n"
+        return [Cell("markdown", f"{heading(ex)}\n\n{prompt(s)}\n\n"
                                  "Write your answer in the cell below (graded by hand)."),
                 Cell("manual", answer, why.id, why.points)]
 
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Trace", title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=lambda s: model_answer, prompt=prompt))
+                               cells=lambda s: cells(s), derivation=lambda s: model_answer, prompt=prompt,
+                               correction=note))
     ex.written.append(Written(ex.grade_id("_why"), prompt(spec), model_answer, mark_scheme, points))
     return ex

@@ -30,6 +30,7 @@ never breaks the check.
 from __future__ import annotations
 
 import datetime as _dt
+import dis
 import math
 from typing import Any, List, Optional, Tuple
 
@@ -136,8 +137,28 @@ def _answer_names(ex: Exercise) -> List[str]:
 
 
 def _answered(ex: Exercise, namespace: dict) -> bool:
-    """Whether the student has defined any of ``ex``'s answers (a partial answer is an attempt)."""
-    return any(name in namespace for name in _answer_names(ex))
+    """Whether the student has defined any of ``ex``'s answers (a partial answer is an attempt);
+    a function still holding the release's stub body (``pass``) is not an answer."""
+    return any(name in namespace and not _stub_function(namespace[name]) for name in _answer_names(ex))
+
+
+def _stub_function(value: Any) -> bool:
+    """Whether ``value`` is a function whose body does nothing but return None (the release stub ``pass``).
+
+    >>> def f(x):
+    ...     \"\"\"Doc.\"\"\"
+    ...     # YOUR CODE HERE
+    ...     pass
+    >>> def g(x):
+    ...     return x
+    >>> _stub_function(f), _stub_function(g), _stub_function(3)
+    (True, False, False)
+    """
+    code = getattr(value, "__code__", None)
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP")]
+    return ops in ([("RETURN_CONST", None)], [("LOAD_CONST", None), ("RETURN_VALUE", None)])
 
 
 def _offer_derivation(ex: Exercise, variant: Optional[int]) -> None:

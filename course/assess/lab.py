@@ -84,6 +84,9 @@ class Answer:
     rtol: float = 0.02
     points: float = 1.0
     graded: str = "within 2 % of the key"
+    #: the question gives its act's lock away (it names the right option, or computing it settles the
+    #: prediction): the lab shows it only once that lock is locked, as a reflection
+    after_lock: bool = False
 
     def __post_init__(self):
         if self.kind not in ANSWER_KINDS:

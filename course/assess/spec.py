@@ -75,6 +75,9 @@ class Exercise:
     prompt: Optional[Callable[[Dict[str, Any]], str]] = None
     #: its answers graded by hand (an open Trace, a Derive's "why"), typed as the labs' reflections
     written: List[Written] = field(default_factory=list)
+    #: where this exercise departs from the source workbook (markdown): for instructors, on the
+    #: errata page (``notebooks/errata.ipynb``), never in the student's notebook
+    correction: Optional[str] = None
 
     @property
     def varies(self) -> bool:

@@ -63,12 +63,6 @@ exceed 100 %; a share never reaches 100 %.
 At every boundary a micro-batch sends its activation tensor forward and later receives a
 gradient of the same size: $b\,s\,h$ elements of 2 bytes in FP16/BF16 ($b$ micro-batch size,
 $s$ sequence length, $h$ hidden size).
-
-> **Erratum (source workbook).** The workbook calls $(p-1)/(p-1+m)$ the "GPipe bubble" and
-> $(p-1)/m$ the "1F1B bubble" as if the schedules differed. They are one and the same idle
-> time, measured as a share of the step and as an overhead on ideal compute. The workbook's
-> "find the bug" exercise 5.5 was built on that confusion: the line it flagged was a correct
-> share. Exercise 5.5 below is a new exercise with a real bug.
 """],
 }
 
@@ -222,7 +216,7 @@ debug_exercise(
         f"{100 * _reference_5_5(*s['example']):.4g} %."),
     note=("This is not the workbook's 5.5. The workbook's version flagged a correct formula as the "
           "bug, because it treated the share $(p-1)/(p-1+m)$ and the overhead $(p-1)/m$ as two "
-          "different bubbles (see the erratum in the concept section). This function has a real bug."))
+          "different bubbles (the pipeline-bubble entry above). This function has a real bug."))
 
 
 # 5.6 -----------------------------------------------------------------------------------

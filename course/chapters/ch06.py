@@ -52,10 +52,6 @@ is why TP normally stays inside one NVLink node.
 TP divides every layer's weights by $t$: a layer with about $12h^2$ parameters keeps
 $12h^2/t$ of them per GPU. Attention heads are divided the same way, so the numbers of query
 heads and of key/value heads must be divisible by $t$, or the KV heads must be replicated.
-
-> **Erratum (source workbook).** The workbook's 6.2 computes the per-GPU ring volume
-> $2\frac{t-1}{t}S$ of one all-reduce and then halves it for no reason. Below the volume is not
-> halved, and 6.5, which builds on it, changes with it (about twice the workbook's 9.6 %).
 """],
 }
 

@@ -65,10 +65,6 @@ backoff_factor=0.5, growth_interval=2000)`, with `overflows` a sequence of boole
 E4M3 spends its bits on precision, E5M2 on range. The usual recipe (Micikevicius et al.
 2022) stores forward tensors (weights, activations) in E4M3 and gradients in E5M2, each with
 a per-tensor scale factor.
-
-> **Erratum (source workbook).** The workbook's 8.5 multiplies its activation totals by an
-> unexplained extra factor and reports 172 GB saved by FP8, eight times too much. Exercise 8.5
-> below counts the bytes from the stated inputs only.
 """],
 }
 

@@ -98,8 +98,9 @@ class Configurator(Instrument):
     """
 
     title = "3D-parallelism configurator"
-    subtitle = ("TP x CP x PP x DP = GPUs. Fit the model, keep the bubble under 10 %, keep TP inside a node; "
-                "load a top result of the planner's search to see why it wins.")
+    # neutral before a prediction: the constraints a good layout meets are what Lab 05 Act II asks
+    subtitle = ("TP x CP x PP x DP = GPUs. Set a layout and read its memory, bubble and communication; "
+                "load a top result of the planner's search to compare.")
 
     def track_unsupported(self, track):
         return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)

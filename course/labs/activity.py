@@ -14,6 +14,8 @@ from course.assess.variants import current_student, variant_of
 
 
 #: what a reflection that presumes a prediction shows until that prediction is locked
+QUESTION_BEFORE_LOCK = ("**Your numbers.** This question appears here once you have locked your prediction "
+                        "above: it would give the prediction away.")
 REFLECTION_BEFORE_LOCK = ("**Reflection (graded by hand).** The question appears here once you have locked "
                           "your prediction above: it presumes the answer.")
 
@@ -55,9 +57,17 @@ class LabSession:
         """Print whose numbers this kernel shows (the setup cell calls it)."""
         whoami(self.declaration.name, source="lab")
 
-    def show(self, answer_id: str) -> None:
-        """Render the question ``answer_id`` with this student's numbers (read-only prompt cells)."""
-        display_markdown(self.declaration.question_markdown(answer_id, self.spec))
+    def show(self, answer_id: str):
+        """Render the question ``answer_id`` with this student's numbers (read-only prompt cells).
+
+        A question declared ``after_lock`` gives its act's lock away: its act's lock renders it once
+        locked (a :class:`~course.prediction.LockedView`, returned for the cell to show)."""
+        text = self.declaration.question_markdown(answer_id, self.spec)
+        if not self.declaration.answer(answer_id).after_lock:
+            display_markdown(text)
+            return None
+        act = self.declaration.act_of(answer_id)
+        return self.lock(act.id).after_lock(text, before=QUESTION_BEFORE_LOCK)
 
     def lock(self, act_id: str):
         from course.prediction import PredictionLock

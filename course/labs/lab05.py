@@ -259,7 +259,8 @@ ACT2 = Act(
             "(`too_few_microbatches`), and a bubble above 10 % of the step (the bubble chart's "
             "`bubble over ceiling` warning, e.g. PP = 8 with m = 32).")),
     answers=(Answer("act2_memory", "act2_plain_memory_gb", "Act II: memory per GPU of your layout", "GB",
-                    _act2_prompt, act2_plain_memory_gb, _act2_solution, graded="within 2 % of the planner"),),
+                    _act2_prompt, act2_plain_memory_gb, _act2_solution, graded="within 2 % of the planner",
+                    after_lock=True),),  # it names the layout of an option
     reflections=(Reflection(
         "act2_why", "Why must TP stay inside a node while PP may cross nodes?",
         "TP all-reduces activations several times per layer on the critical path, so it needs NVLink "
@@ -280,12 +281,13 @@ PART3 = Act(
                     "of a ~3 % failure waste. But async pays in staleness (see the audit)."),
     answers=(Answer("part3_async_saves", "async_saves_usd", "Part 3: monthly dollars saved by async SGD",
                     "$ per month", _part3_prompt, lambda s: part3_savings(s)["async_saves"], _async_solution,
-                    graded="within 2 % of the key"),
+                    graded="within 2 % of the key", after_lock=True),  # both savings settle the prediction
              Answer("part3_zero_saves", "zero_saves_usd", "Part 3: monthly dollars saved by ZeRO-sharded checkpoints",
                     "$ per month",
                     lambda s: (f"Assign `zero_saves_usd`, the dollars per month ZeRO-sharded checkpoints save "
                                f"against B on your {s['workers']:,} GPUs. Who wins the argument?"),
-                    lambda s: part3_savings(s)["zero_saves"], _zero_solution, graded="within 2 % of the key")),
+                    lambda s: part3_savings(s)["zero_saves"], _zero_solution, graded="within 2 % of the key",
+                    after_lock=True)),
     reflections=(Reflection(
         "part3_why",
         "The audit shows async saving more dollars. Would you ship it? Use the staleness the audit reports.",

@@ -38,3 +38,20 @@ def test_single_notebook_from_a_clean_checkout(tmp_path):
 def test_grader_that_cannot_run_exits_non_zero(tmp_path):
     proc = _single(str(tmp_path / "x.ipynb"), "--assignment", "no_such_assignment", cwd=tmp_path)
     assert proc.returncode == 2 and "no_such_assignment" in proc.stderr
+
+
+def test_a_blank_release_notebook_scores_zero_with_a_reason_per_part(tmp_path):
+    """The release as handed out (its stubs: ``pass``, a Build function returning None) earns nothing, and
+    every part says why (issue 24: the stub no longer raises NotImplementedError)."""
+    release = ROOT / "release" / CHAPTER / f"{CHAPTER}.ipynb"
+    assert "raise NotImplementedError" not in release.read_text()
+    path = tmp_path / f"{CHAPTER}.ipynb"
+    path.write_bytes(release.read_bytes())
+    proc = _single(str(path), "--out", str(tmp_path / "out"), "--seed", "1", "--student", "student", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads((tmp_path / "out" / "grades.json").read_text())
+    student = data["students"][0]
+    assert student["score"] == 0.0 and student["max_score"] > 0, student
+    parts = student["parts"]
+    assert {p["kind"] for p in parts} >= {"derive", "build"}, parts
+    assert all(p["points"] == 0 and p["reason"] for p in parts), parts

@@ -64,3 +64,77 @@ def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_p
     assert relocked.get_by_role("button", name="Locked").is_disabled()
     page.locator(".course-instrument").last.scroll_into_view_if_needed()
     page.locator(".course-instrument .bqplot").last.wait_for(state="visible", timeout=30_000)
+
+
+GROUP_CELLS = [
+    "import os\nos.environ.pop('COURSE_AUTOPREDICT', None)  # a person answers this one\n"
+    "import ipywidgets as widgets\nwidgets.Button(description='before the lock')",
+    "from course.prediction import PredictionLock\n"
+    "lock = PredictionLock('browser/group', 'Which all-reduce moves the least data per GPU?',\n"
+    "                      options={'A': 'naive', 'B': 'ring', 'C': 'binomial tree', 'D': 'recursive doubling'},\n"
+    "                      correct='B')\nlock",
+    "widgets.Button(description='after the lock')",
+]
+
+#: where the keyboard focus is: inside the lock's radio group (and which option), or the button's label
+FOCUS = """() => { const a = document.activeElement;
+    const group = a && a.closest('[role=radiogroup]');
+    return group ? 'radio ' + a.value : (a && a.closest('button') ? a.closest('button').textContent.trim() : a && a.tagName); }"""
+ACTIVE_CELL = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex(c => c.classList.contains('jp-mod-active'))"
+CHECKED = "() => document.querySelector('.course-prediction-lock input[type=radio]:checked')?.value ?? null"
+
+
+def test_a_lock_is_one_labelled_radio_group_the_arrow_keys_move_through(lab_notebook, jupyterlab, tmp_path):
+    """One Tab stop, a name (the question), arrows that choose inside the group and leave JupyterLab's cell alone."""
+    from playwright.sync_api import expect
+
+    from .test_accessibility import UNCLIP, axe_violations
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in GROUP_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "lock_radio_group.ipynb"
+    nbformat.write(nb, path)
+    (jupyterlab.root / "predictions.json").unlink(missing_ok=True)
+    page = lab_notebook(path)
+    lock = page.locator(".course-prediction-lock").first
+    lock.wait_for(timeout=60_000)
+
+    group = lock.get_by_role("radiogroup", name="Which all-reduce moves the least data per GPU?")
+    expect(group).to_have_count(1)
+    expect(group.get_by_role("radio")).to_have_count(4)
+    button = lock.get_by_role("button", name="Lock prediction")
+    expect(button).to_be_disabled()
+
+    # Tab from the button before the lock to the one after: the group is exactly one stop
+    page.get_by_role("button", name="before the lock").focus()
+    stops = []
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        stops.append(page.evaluate(FOCUS))
+        if stops[-1] == "after the lock":
+            break
+    assert stops[-1] == "after the lock", stops
+    assert [s for s in stops if s.startswith("radio")] == ["radio A"], stops  # nothing chosen: the first option
+
+    page.get_by_role("button", name="before the lock").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate(FOCUS) == "radio A"
+    cell = page.evaluate(ACTIVE_CELL)
+    for key, expected in [("ArrowDown", "B"), ("ArrowDown", "C"), ("ArrowUp", "B"), ("ArrowRight", "C"),
+                          ("ArrowLeft", "B")]:
+        page.keyboard.press(key)
+        assert page.evaluate(CHECKED) == expected, key
+        assert page.evaluate(FOCUS) == f"radio {expected}", key  # focus stays in the group
+        assert page.evaluate(ACTIVE_CELL) == cell, f"{key} moved JupyterLab to another cell"
+    expect(button).to_be_enabled(timeout=30_000)  # the kernel saw the choice
+
+    page.add_style_tag(content=UNCLIP)
+    found = axe_violations(page)
+    assert not found, found
+
+    button.click()
+    lock.get_by_text("Your prediction:").wait_for(timeout=30_000)
+    saved = json.loads((jupyterlab.root / "predictions.json").read_text())
+    assert saved["browser/group"]["value"] == "B"
+    expect(group.get_by_role("radio").nth(1)).to_be_checked()
+    expect(group.get_by_role("radio").first).to_be_disabled()

@@ -139,3 +139,23 @@ def test_terms_are_explained_where_the_labs_first_use_them():
     lab06 = "\n".join(_page(LABS["lab06"])[0])
     assert "**Rabenseifner's algorithm** is a reduce-scatter" in lab06
     assert "*selective recomputation* (keep" in LABS["lab05"].lock_of("act2").reveal
+
+
+def _squashed(text: str) -> str:
+    return re.sub(r"[\s*`]", "", text.lower())
+
+
+@pytest.mark.parametrize("prefix,act_id", LOCKS)
+def test_a_question_shown_before_the_lock_does_not_name_the_correct_option(prefix, act_id):
+    """(d) **questions**: a ``lab.show`` question renders its numbers at run time, so (a) and (b) do not
+    see it; one that names the correct option (Lab 05 Act II's "Your layout ... TP = 8, PP = 4, DP = 32"),
+    for any student's numbers, must be declared ``after_lock`` (rendered once the act is locked)."""
+    lab = LABS[prefix]
+    act = next(a for a in lab.acts if a.id == act_id)
+    option = _squashed(act.lock.options[act.lock.correct])
+    specs = [lab.spec] + [lab.spec_for(variant) for variant in range(40)] if lab.vary else [lab.spec]
+    for answer in act.answers:
+        if answer.after_lock:
+            continue
+        for spec in specs:
+            assert option not in _squashed(answer.prompt(spec)), (answer.id, option)
