@@ -41,7 +41,7 @@ and exercises declared through :mod:`course.assess.authoring`), add one line to
 """
 
 from course.activities import REGISTRY, SYLLABUS  # noqa: F401
-from course.assess.checks import check_exercise, show_exercise, whoami  # noqa: F401
+from course.assess.checks import check_exercise, show_exercise, validate_exercise, whoami  # noqa: F401
 from course.assess.registry import (  # noqa: F401
     KINDS, Check, NotPlain, Part, Verdict, judge_plain, plain_number, roundtrip, safe_judge, to_plain,
 )
@@ -50,6 +50,12 @@ from course.assess.registry import (  # noqa: F401
 def check(exercise: str, namespace: dict) -> None:
     """Visible check of exercise ``exercise`` (its number, e.g. ``"0.1"``) against this student's numbers."""
     check_exercise(SYLLABUS.exercise(exercise), namespace)
+
+
+def validate(exercise: str, namespace: dict) -> None:
+    """A test cell's visible part: under ``nbgrader validate``, fail naming what is unanswered or not yet
+    right by exercise ``exercise``'s visible check; elsewhere nothing (no attempt, no derivation)."""
+    validate_exercise(SYLLABUS.exercise(exercise), namespace)
 
 
 def show(exercise: str) -> None:
