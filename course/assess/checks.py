@@ -96,6 +96,10 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
     lines, shaped, right = assess(ex, namespace, variant, exam)
     for line in lines:
         print(line)
+    import os
+
+    if os.environ.get(VALIDATING[0]):  # nbgrader's Validate or autograde runs the notebook: no attempt
+        return
     entry = _record(ex, right, variant)
     attempts = int(entry.get("attempts", 1)) if entry else 1
     if exam:
@@ -121,16 +125,18 @@ def validate_exercise(ex: Exercise, namespace: dict) -> None:
     nothing. Never records an attempt or shows a derivation."""
     import os
 
+    __tracebackhide__ = True  # noqa: F841 (IPython shows Validate the message, not this frame)
     if os.environ.get(VALIDATING[0]) != VALIDATING[1]:
         return
     if not _answered(ex, namespace):
-        raise AssertionError(f"Exercise {ex.number}: not answered: {_unanswered(ex)}.")
+        raise AssertionError(f"Exercise {ex.number} not answered:\n"
+                             + "\n".join(f"define `{n}`" for n in _answer_names(ex)))
     variant = variants.current_variant(ex.assignment)
     exam = variants.exam_mode(ex.assignment)
     lines, shaped, right = assess(ex, namespace, variant, exam)
     if not shaped or (not exam and not right):
         wrong = [line for line in lines if line.startswith(BAD)] or lines
-        raise AssertionError(f"Exercise {ex.number}: not yet right by the visible check:\n" + "\n".join(wrong))
+        raise AssertionError(f"Exercise {ex.number} not yet right by the visible check:\n" + "\n".join(wrong))
     print(f"{OK} Exercise {ex.number}: {'types and units look fine' if exam else 'right'} by the visible check.")
 
 

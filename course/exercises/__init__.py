@@ -55,6 +55,7 @@ def check(exercise: str, namespace: dict) -> None:
 def validate(exercise: str, namespace: dict) -> None:
     """A test cell's visible part: under ``nbgrader validate``, fail naming what is unanswered or not yet
     right by exercise ``exercise``'s visible check; elsewhere nothing (no attempt, no derivation)."""
+    __tracebackhide__ = True  # noqa: F841
     validate_exercise(SYLLABUS.exercise(exercise), namespace)
 
 
