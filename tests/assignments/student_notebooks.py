@@ -47,7 +47,8 @@ def _wrong(source: str, gid: str, part_names: Dict[str, tuple]) -> str:
             others = [o for o in options[name] if o != "__"]
             lines.append(f"{name} = [o for o in {others!r} if o != {name}][0]")
         else:
-            lines.append(f"{name} = {name} * 2 + 1 if type({name}) in (int, float) else {name}")
+            lines.append(f"{name} = ({name} * 2 + 1 if type({name}) in (int, float) else "
+                         f"list({name})[::-1] if type({name}) in (list, tuple) else {name} + '?')")
     return "\n".join(lines)
 
 
