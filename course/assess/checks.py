@@ -36,7 +36,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import variants
 from .kinds import call_plain
 from .items import CLEAN_ROOM
-from .registry import RAISED, Part, is_number_type, judge_plain, roundtrip, safe_judge, to_plain, unit_hint
+from .registry import (
+    RAISED, Part, is_number_type, judge_plain, order_hint, roundtrip, safe_judge, to_plain, unit_hint,
+)
 from .spec import Exercise, derivation_markdown, spec_for
 
 OK, BAD = "\u2714", "\u2718"
@@ -98,9 +100,10 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
         print(line)
     import os
 
-    if os.environ.get(VALIDATING[0]):  # nbgrader's Validate or autograde runs the notebook: no attempt
-        return
-    entry = _record(ex, right, variant)
+    # nbgrader's Validate or autograde (course-autograde's kernel too) runs the notebook: no attempt
+    # is counted and no derivation shown (feedback inserts each derivation once, after the exercise)
+    grading = bool(os.environ.get(VALIDATING[0]))
+    entry = None if grading else _record(ex, right, variant)
     attempts = int(entry.get("attempts", 1)) if entry else 1
     if exam:
         if shaped:
@@ -109,8 +112,8 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
     if right:
         print(f"{OK} Exercise {ex.number}: right.")
     else:
-        print(f"{BAD} Exercise {ex.number}: not yet (attempt {attempts}).")
-    if right or attempts >= variants.DERIVATION_AFTER_ATTEMPTS:
+        print(f"{BAD} Exercise {ex.number}: not yet" + ("." if grading else f" (attempt {attempts})."))
+    if not grading and (right or attempts >= variants.DERIVATION_AFTER_ATTEMPTS):
         _offer_derivation(ex, variant)
 
 
@@ -350,7 +353,8 @@ def _right_or_not(name: str, unit: str, value: Any, key: Any, rtol: float) -> st
         return f"{OK} `{name}` ({unit}): right."
     if type(key) in (int, float) and is_number_type(value):
         return f"{BAD} `{name}` ({unit}): {unit_hint(float(value), float(key), unit)[1]}."
-    return f"{BAD} `{name}`: not yet."
+    hint = order_hint(to_plain(value), key) if isinstance(key, (list, tuple)) else None
+    return f"{BAD} `{name}`: not yet: {hint}." if hint else f"{BAD} `{name}`: not yet."
 
 
 def _examples(ex: Exercise, part: Part, variant: Optional[int]) -> List[list]:

@@ -310,7 +310,7 @@ values_exercise(
     vary=lambda s, rng: dict(s, gpus=rng.choice([2048, 4096, 8192, 16384, 24576]), watts=float(rng.choice([400, 700, 1000])),
                              days=float(rng.choice([30, 54, 60, 77, 90])), usd_per_kwh=rng.choice([0.05, 0.08, 0.1, 0.12])),
     prompt=lambda s: (f"{s['gpus']:,} GPUs draw {s['watts']:g} W each for {s['days']:g} days (including "
-                      f"crash recovery); electricity costs ${s['usd_per_kwh']:g} per kWh. What is the "
+                      f"crash recovery); electricity costs \\${s['usd_per_kwh']:g} per kWh. What is the "
                       "electricity bill of the GPUs, in dollars? (Graded to 0.1 %: the arithmetic "
                       "is exact.)"),
     answers={"electricity_usd": "$"}, key=_key_9_9, rtol=0.001,
@@ -320,8 +320,9 @@ values_exercise(
         f"Power: {s['gpus']} × {s['watts']:g} W = {s['gpus'] * s['watts'] / 1e3:,.1f} kW. Hours: "
         f"{s['days']:g} × 24 = {s['days'] * 24:g} h. Energy: "
         f"{core.energy_kwh(s['gpus'], s['watts'], s['days'] * u.day):,.0f} kWh. Cost at "
-        f"${s['usd_per_kwh']:g}/kWh: **${_key_9_9(s)['electricity_usd']:,.0f}**. Cooling and the rest "
-        "of the data centre (PUE ≈ 1.4) add about 40 %; GPU rental at $2/GPU-h would be about "
-        f"${s['gpus'] * s['days'] * 24 * 2 / 1e6:.1f} M."),
+        f"\\${s['usd_per_kwh']:g}/kWh: **\\${_key_9_9(s)['electricity_usd']:,.0f}**. Cooling and the rest "
+        "of the data centre (PUE ≈ 1.4) add about 40 %; GPU rental at \\$2/GPU-h would be about "
+        f"\\${s['gpus'] * s['days'] * 24 * 2 / 1e6:.1f} M. (Dollar signs here are currency, written "
+        "\\$ so Markdown does not read them as maths.)"),
     note=("The workbook's product of kW and hours is off (it prints 21,233,448 kWh and $1,061,672); "
           "multiply carefully."))

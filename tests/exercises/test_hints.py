@@ -71,3 +71,27 @@ def test_graded_feedback_uses_the_items_unit():
     verdict = part.judge({"values": {name: key * GIB}}, 0)
     assert not verdict.passed and "GiB" not in verdict.reason, (unit, verdict.reason)
     assert "off by one" in judge_plain(11, 12, unit="micro-batches").reason
+
+
+def test_a_wrong_order_gets_an_order_hint_never_the_key():
+    """9.8 (an order): reversed, one swap and another order each get their own hint, in the visible
+    check and in the graded reason alike; the hint never lists the key."""
+    from course.assess.checks import _right_or_not
+    from course.assess.registry import order_hint
+
+    ex = EXERCISES["9.8"]
+    part = next(p for p in ex.parts if p.value is not None)
+    name = next(iter(part.value.units))
+    key = list(part.value.key(spec_for(ex))[name])
+    reversed_order = key[::-1]
+    swapped = [key[1], key[0]] + key[2:]
+    rotated = key[1:] + key[:1]
+    cases = {"reverse": reversed_order, "swapped": swapped, "another order": rotated}
+    for word, value in cases.items():
+        hint = order_hint(value, key)
+        assert word in hint, (value, hint)
+        reason = part.judge({"values": {name: value}}, 0).reason
+        assert hint in reason and str(key) not in reason and ", ".join(key) not in reason
+        assert hint in _right_or_not(name, "list", value, key, 0.0)
+    assert order_hint(key[:-1] + ["XX"], key) is None  # not the given items: no order hint
+    assert part.judge({"values": {name: key}}, 0).passed
