@@ -109,11 +109,20 @@ VALIDATE_LINES = ("# Validate (nbgrader's button or command) fails here, naming 
                   "_validate({number!r}, globals())\n")
 
 
-def hidden_test(grade_id: str, what: str, validate: Optional[str] = None) -> str:
+#: the visible part of a lab's test cell: Validate says whether it is answered (labs are graded on submission)
+VALIDATE_ANSWERED_LINES = ("# Validate (nbgrader's button or command) fails here if this is not answered or locked yet;\n"
+                           "# anywhere else this line does nothing. Hidden tests are added when grading.\n"
+                           "from course.exercises import validate_answered as _validate\n"
+                           "_validate({grade_id!r}, globals())\n")
+
+
+def hidden_test(grade_id: str, what: str, validate: Optional[str] = None, answered: bool = False) -> str:
     """A test cell: hidden tests (removed from the release) and, with ``validate`` (an exercise
-    number), the visible line that makes ``nbgrader validate`` run that exercise's visible check."""
-    return (f"# Graded: {what}\n"
-            + (VALIDATE_LINES.format(number=validate) if validate else "")
+    number), the visible line that makes ``nbgrader validate`` run that exercise's visible check;
+    with ``answered`` (a lab's part), the line that makes it say whether the part is answered."""
+    visible = (VALIDATE_LINES.format(number=validate) if validate else
+               VALIDATE_ANSWERED_LINES.format(grade_id=grade_id) if answered else "")
+    return (f"# Graded: {what}\n" + visible
             + "### BEGIN HIDDEN TESTS\n"
             "from course.exercises import grade_in_kernel as _grade\n"
             f"_grade({grade_id!r}, globals())\n"

@@ -143,6 +143,25 @@ def validate_exercise(ex: Exercise, namespace: dict) -> None:
     print(f"{OK} Exercise {ex.number}: {'types and units look fine' if exam else 'right'} by the visible check.")
 
 
+def validate_answered(part: Part, namespace: dict) -> None:
+    """A lab test cell's visible part: under ``nbgrader validate``, fail if ``part`` is not answered
+    (its name undefined) or, for a prediction lock, not locked; never judges the answer (labs are
+    graded on submission) and records nothing. Elsewhere nothing."""
+    import os
+
+    __tracebackhide__ = True  # noqa: F841
+    if os.environ.get(VALIDATING[0]) != VALIDATING[1]:
+        return
+    if part.kind == "lock":
+        if not part.harvest(namespace, None).get("locked"):
+            raise AssertionError(f"{part.title}: not yet: lock your prediction ({part.ledger_key}).")
+    else:
+        missing = [n for n in part.names if n not in namespace]
+        if missing:
+            raise AssertionError(f"{part.title} not answered:\n" + "\n".join(f"define `{n}`" for n in missing))
+    print(f"{OK} {part.title}: answered (graded on submission).")
+
+
 def _unanswered(ex: Exercise) -> str:
     names = ", ".join(f"`{n}`" for n in _answer_names(ex))
     return f"not answered yet: define {names} in the answer cell"

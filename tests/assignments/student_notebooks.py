@@ -52,6 +52,14 @@ def _wrong(source: str, gid: str, part_names: Dict[str, tuple]) -> str:
     return "\n".join(lines)
 
 
+def lab_answers(name: str) -> Dict[str, str]:
+    """A lab's answer cells as its source notebook has them (a lab's answers are the same code for
+    every student: they read the instruments)."""
+    source = nbformat.read(str(ROOT / "source" / name / f"{name}.ipynb"), 4)
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")}
+
+
 def answer_parts(name: str) -> Dict[str, tuple]:
     """``{answer grade id: (names, options, function name or None)}`` of a chapter, from its declarations."""
     from course.activities import SYLLABUS
@@ -77,11 +85,15 @@ def notebook(name: str, student: str, kind: str):
     nb = copy.deepcopy(release(name))
     if kind == "blank":
         return nb
-    answers = answer_sources(name, student)
+    answers = answer_sources(name, student) or lab_answers(name)
     parts = answer_parts(name)
     used = {"value": 0, "function": 0}
     for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        meta = cell.metadata.get("nbgrader", {})
+        gid = meta.get("grade_id", "")
+        if cell.cell_type == "markdown" and meta.get("solution") and meta.get("grade"):
+            cell.source = "My own answer, in my own words."  # a hand-graded answer: written
+            continue
         if gid not in answers:
             continue
         source = _solution(answers[gid])

@@ -72,3 +72,27 @@ def test_run_all_in_an_interactive_kernel_runs_every_test_cell_quietly(tmp_path)
     assert tests and all("_validate(" in c.source for c in tests if c.metadata["nbgrader"]["grade_id"].endswith(
         tuple("_" + n.replace(".", "_") for n in _graded_exercises(name))))
     assert not [c for c in tests if any(o.get("output_type") == "error" for o in c.outputs)]
+
+
+def test_validate_a_lab_names_what_is_unanswered_and_never_judges_it(tmp_path, monkeypatch):
+    """Labs have no visible check (graded on submission): Validate names every unanswered answer and
+    unlocked prediction of Lab 06, and passes it answered and locked, right or not."""
+    from course.activities import REGISTRY
+    from tests.notebooks.test_labs import write_predictions
+
+    name = "lab06_bandwidth_invariant"
+    for var, value in sn.kernel_env(STUDENT, tmp_path / "ledger.json").items():
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    parts = [p for p in REGISTRY.values() if p.assignment == name]
+    blank = _validate(sn.write(sn.notebook(name, STUDENT, "blank"), tmp_path / "blank" / f"{name}.ipynb"))
+    errors = "\n".join(f.get("error", "") for f in blank.get("failed", []))
+    ours = [f for f in blank.get("failed", []) if "_validate(" in f.get("source", "")]
+    assert len(ours) == len(parts)  # the rest: nbgrader's own "You did not provide a response" (hand-graded)
+    assert all("You did not provide a response" in f["error"] for f in blank["failed"] if f not in ours)
+    for part in parts:
+        assert part.title in errors
+    honest_path = sn.write(sn.notebook(name, STUDENT, "honest"), tmp_path / "honest" / f"{name}.ipynb")
+    write_predictions(honest_path.parent, name)
+    honest = _validate(honest_path)
+    assert not honest.get("failed"), "\n".join(f.get("error", "") for f in honest["failed"])
