@@ -281,21 +281,24 @@ _UNIT_SLIPS = [
 
 
 #: what a number is, from the unit its item declares (:func:`quantity_of`)
-QUANTITIES = ("bytes", "time", "percent", "count", "other")
+QUANTITIES = ("bytes", "time", "percent", "count", "money", "other")
 _BYTES_UNIT = re.compile(r"(?<![A-Za-z])(?:[KMGTP]i?B|bytes?)(?![A-Za-z])")
 _TIME_UNIT = re.compile(r"^(?:ms|s|min|minutes?|h|hours?|days?)(?![A-Za-z-])")
+_MONEY_UNIT = re.compile(r"^(?:\$|USD|dollars?)(?![A-Za-z])")
 _COUNT_UNIT = re.compile(r"^(?:GPUs|layers|heads|micro-batches|(?:optimizer )?steps|stages|columns|count)\b")
 #: the slips that only make sense for some quantities; any other slip applies to every number
 _SLIP_QUANTITIES = {1.073741824: ("bytes",), 8.0: ("bytes",), 60.0: ("time",), 3600.0: ("time",),
-                    100.0: ("percent", "other")}
+                    100.0: ("percent", "other"),
+                    # phases and directions double bytes, times and counts; a price has neither
+                    2.0: ("bytes", "time", "percent", "count", "other")}
 OFF_BY_ONE = "off by one: count the ends again (n items have n - 1 gaps between them)"
 
 
 def quantity_of(unit: Optional[str]) -> Optional[str]:
     """What an answer with ``unit`` measures, one of :data:`QUANTITIES`; None when unknown.
 
-    >>> [quantity_of(u) for u in ("GB per GPU", "ms", "% of peak", "micro-batches", "ratio", None)]
-    ['bytes', 'time', 'percent', 'count', 'other', None]
+    >>> [quantity_of(u) for u in ("GB per GPU", "ms", "% of peak", "micro-batches", "$", "ratio", None)]
+    ['bytes', 'time', 'percent', 'count', 'money', 'other', None]
     """
     if unit is None:
         return None
@@ -307,6 +310,8 @@ def quantity_of(unit: Optional[str]) -> Optional[str]:
         return "time"
     if _COUNT_UNIT.match(unit):
         return "count"
+    if _MONEY_UNIT.match(unit):
+        return "money"
     return "other"
 
 

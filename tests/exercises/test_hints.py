@@ -95,3 +95,25 @@ def test_a_wrong_order_gets_an_order_hint_never_the_key():
         assert hint in _right_or_not(name, "list", value, key, 0.0)
     assert order_hint(key[:-1] + ["XX"], key) is None  # not the given items: no order hint
     assert part.judge({"values": {name: key}}, 0).passed
+
+
+@pytest.mark.parametrize("unit,doubles", [("GB", True), ("ms", True), ("micro-batches", True), ("%", True),
+                                          ("ratio", True), ("$", False)])
+def test_a_factor_of_two_is_hinted_where_phases_or_directions_can_double_it(unit, doubles):
+    """A doubled all-reduce volume or time is a known slip (one direction, one phase); a doubled price
+    is not a phase count: it gets the plain hint."""
+    for key in (12.0, 990904.0):
+        hint = unit_hint(2 * key, key, unit)[1]
+        assert ("factor of 2" in hint) is doubles, (unit, hint)
+        if not doubles:
+            assert hint == "not yet: check the formula and the numbers you used"
+
+
+def test_every_quantity_class_has_its_own_hint():
+    """One wrong value per class, each with the hint of its class and never another class's."""
+    cases = {"bytes": (5.536 * GIB, 5.536, "GB", "GiB"), "time": (120.0, 2.0, "min", "minutes"),
+             "percent": (0.33, 33.0, "%", "percent written as a fraction"),
+             "count": (11, 12, "micro-batches", "off by one"), "money": (2000.0, 1000.0, "$", "check the formula")}
+    for quantity, (value, key, unit, words) in cases.items():
+        assert quantity_of(unit) == quantity
+        assert words in unit_hint(value, key, unit)[1], (quantity, unit_hint(value, key, unit))
