@@ -14,6 +14,13 @@ and prints one line per finding, against **this student's own numbers**
 * Build / Debug functions: the worked example(s), then the hidden tests'
   own judge on this student's inputs (right or not yet).
 
+In a kernel, what is judged is what grading will read: the notebook's code cells run again from
+the top by the clean room's own program without the course package
+(:mod:`course.assess.cleanroom`); a name only this kernel has (computed with ``course.core``, or in a
+cell that fails there) is *not yet*, naming the cell and its error. ``validate_exercise`` is the same
+check in a test cell, acting only under ``nbgrader validate``; under grading
+(``NBGRADER_EXECUTION``) a check counts nothing and shows no derivation.
+
 Exam mode (``feedback: "exam"`` in :data:`course.assess.variants.SETTINGS`)
 falls back to type and unit checks and offers no derivation.
 
@@ -101,6 +108,8 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
         print(f"Exercise {ex.number}: graded from a fresh run of your notebook's code; "
               "the points and the reason are in the graded cell below.")
         return
+    if os.environ.get(VALIDATING[0]) == VALIDATING[1]:
+        return  # Validate: the test cell below runs the same check and reports it, counting nothing
     variant = variants.current_variant(ex.assignment)
     exam = variants.exam_mode(ex.assignment)
     lines, shaped, right = assess(ex, namespace, variant, exam)
