@@ -1,6 +1,6 @@
 """nbgrader's Validate tells the truth and costs nothing.
 
-Blank, wrong and honest notebooks of several chapters go through nbgrader's own ``Validator`` (what
+Blank, wrong and honest notebooks of every workbook chapter (and Lab 06) go through nbgrader's own ``Validator`` (what
 the toolbar button, the Assignments list and ``nbgrader validate`` run). Validate names every exercise
 that is unanswered or not yet right, passes the honest notebook, records no attempt in the design
 ledger and shows no derivation; the same test cells run quietly in an interactive Run All.
@@ -17,7 +17,9 @@ from . import student_notebooks as sn
 pytestmark = pytest.mark.slow
 
 STUDENT = "grace"
-CHAPTERS = ("ch02_gradient_accumulation", "ch05_pipeline", "ch09_capstone")
+CHAPTERS = ("ch00_ring_allreduce", "ch01_zero", "ch02_gradient_accumulation", "ch03_lr_scaling",
+            "ch04_comm_overhead", "ch05_pipeline", "ch06_tensor_parallel", "ch07_checkpointing",
+            "ch08_mixed_precision", "ch09_capstone")
 
 
 def _graded_exercises(name):
