@@ -45,210 +45,12 @@ from typing import Any, Dict, List, Optional
 
 from . import sandbox
 
-#: prefix of the single result line
-RESULT_MARK = "CLEANROOM-RESULT"
-#: the most bytes read back from the clean room (results of a few hundred calls fit easily)
-MAX_RESULT_BYTES = 4 * 2**20
-#: marker of a call that raised (same as course.exercises.registry.RAISED)
-RAISED = "__raised__"
-
-#: the stand-in ``course`` package: visible checks are no-ops, everything else is absent
-STUB_EXERCISES = '''"""Stand-in for course.exercises while grading: the visible checks do nothing here."""
-
-
-def check(*args, **kwargs):
-    return None
-
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return check
-'''
-
-#: the program of the clean room; it reads its settings from argv and the request from stdin
-RUNNER = r'''
-import json, os, select, signal, sys
-
-#: seconds a cell may run past its alarm before its process group is killed
-GRACE = 2
-#: the most bytes one function part's calls may send back
-MAX_PART_BYTES = 2**20
-
-
-def kill_group(pgid):
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def main():
-    cells_path, stub_dir, cell_timeout = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    request = json.loads(sys.stdin.readline())
-    out = os.fdopen(os.dup(1), "w")
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    sys.stdin = open(os.devnull)
-    sys.path.insert(0, stub_dir)
-    # without bwrap (rlimits only) the editable install's finder could still find the course package
-    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in str(getattr(f, "__module__", ""))]
-    os.environ["MPLBACKEND"] = "Agg"
-    with open(cells_path) as fh:
-        cells = json.load(fh)
-    os.remove(cells_path)
-
-    class Overran(BaseException):
-        pass
-
-    def alarm(signum, frame):
-        raise Overran()
-
-    class Shell:
-        def __getattr__(self, name):
-            return lambda *a, **k: None
-
-    shell = Shell()
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__,
-                 "get_ipython": lambda: shell, "display": lambda *a, **k: None}
-
-    def transformed(source):
-        try:
-            return compile(source, "<cell>", "exec")
-        except SyntaxError:
-            from IPython.core.inputtransformer2 import TransformerManager
-            return compile(TransformerManager().transform_cell(source), "<cell>", "exec")
-
-    def run(thunk, seconds):
-        signal.signal(signal.SIGALRM, alarm)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        try:
-            return thunk()
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-
-    def run_cell(source):
-        try:
-            run(lambda: exec(transformed(source), namespace), cell_timeout)
-        except BaseException:
-            pass
-
-    # Each cell runs in a forked copy of this process, and this copy waits as its checkpoint: a cell
-    # that swallows the alarm (a bare except in a loop) or leaves children behind is killed with its
-    # process group after cell_timeout + GRACE, and this copy goes on from the state before it. A cell
-    # that ends hands over: its copy carries on with the next cells and the answer; this one waits
-    # for it, then kills what the cells left in its group.
-    stopped = []
-    index = 0
-    while index < len(cells):
-        try:
-            ready_r, ready_w = os.pipe()
-            child = os.fork()
-        except OSError:  # no more processes (a notebook of hundreds of cells): the alarm alone
-            run_cell(cells[index])
-            index += 1
-            continue
-        if child == 0:
-            os.close(ready_r)
-            os.setpgid(0, 0)
-            run_cell(cells[index])
-            try:
-                os.write(ready_w, b"+")
-                os.close(ready_w)
-            except OSError:  # the cell closed it: the checkpoint takes the cell as never ending
-                pass
-            index += 1
-            continue
-        os.close(ready_w)
-        ready, _, _ = select.select([ready_r], [], [], cell_timeout + GRACE)
-        ended = bool(ready) and os.read(ready_r, 1) == b"+"
-        os.close(ready_r)
-        if ended:
-            _, status = os.waitpid(child, 0)
-            kill_group(child)
-            os._exit(0)
-        kill_group(child)
-        os.waitpid(child, 0)
-        stopped.append(index)
-        index += 1
-
-    def plain(value, depth=0):
-        kind = type(value)
-        if value is None or kind in (bool, int, float, str):
-            return value
-        if depth < 4 and kind in (list, tuple):
-            return [plain(v, depth + 1) for v in value[:256]]
-        if depth < 4 and kind is dict and all(type(k) is str for k in value):
-            return {k: plain(v, depth + 1) for k, v in list(value.items())[:256]}
-        if kind.__module__ == "numpy" and getattr(value, "ndim", 0) == 1 and value.dtype.kind in "biuf":
-            return plain(value.tolist(), depth)
-        if kind.__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-            item = value.item()
-            if type(item) in (bool, int, float):
-                return item
-        return {"__unplain__": kind.__name__[:60]}
-
-    def call(fn, args):
-        try:
-            return plain(run(lambda: fn(*args), cell_timeout))
-        except ValueError:
-            return {"__raised__": "ValueError"}
-        except BaseException as exc:
-            return {"__raised__": type(exc).__name__[:60]}
-
-    def calls_of_part(fn, job):
-        """The part's calls, made in a forked copy that sends one line per call: a call that never
-        returns (and swallows the alarm) is killed and costs this part's remaining calls only."""
-        jobs = [("valid", args) for args in job["valid"]] + [("invalid", args) for args in job["invalid"]]
-        got = {"valid": [], "invalid": []}
-        try:
-            lines_r, lines_w = os.pipe()
-            child = os.fork()
-        except OSError:
-            for kind, args in jobs:
-                got[kind].append(call(fn, args))
-            return got
-        if child == 0:
-            os.close(lines_r)
-            os.setpgid(0, 0)
-            for kind, args in jobs:
-                os.write(lines_w, (json.dumps(call(fn, args)) + "\n").encode())
-            os._exit(0)
-        os.close(lines_w)
-        received, lines = b"", []
-        while len(lines) < len(jobs) and len(received) < MAX_PART_BYTES:
-            ready, _, _ = select.select([lines_r], [], [], cell_timeout + GRACE)
-            chunk = os.read(lines_r, 65536) if ready else b""
-            if not chunk:
-                break
-            received += chunk
-            lines = received.split(b"\n")[:-1]
-        os.close(lines_r)
-        kill_group(child)
-        os.waitpid(child, 0)
-        for (kind, _), line in zip(jobs, lines + [None] * len(jobs)):
-            try:
-                value = json.loads(line) if line is not None else {"__raised__": "Overran"}
-            except (ValueError, RecursionError):
-                value = {"__raised__": "Unreadable"}
-            got[kind].append(value)
-        return got
-
-    functions = {}
-    for gid, job in request["functions"].items():
-        fn = namespace.get(job["function"])
-        if not callable(fn):
-            functions[gid] = {"missing": True}
-            continue
-        functions[gid] = calls_of_part(fn, job)
-    values = {name: plain(namespace[name]) for name in request["values"] if name in namespace}
-    results = {"functions": functions, "values": values, "stopped": stopped}
-    out.write(request["mark"] + " " + request["nonce"] + " " + json.dumps(results) + "\n")
-    out.flush()
-
-main()
-'''
+# The clean room's program and stand-in package are the engine's, so the visible check runs the very
+# same program on the student's cells (course.assess.cleanroom).
+from course.assess.cleanroom import (  # noqa: E402,F401
+    MAX_RESULT_BYTES, RAISED, RESULT_MARK, RUNNER, STUB_EXERCISES, harvests_for_parts, numbered_code_cells,
+    request_for_parts, write_room,
+)
 
 
 #: added to the reason of a part whose names the clean room did not find
@@ -292,31 +94,12 @@ def code_cells(nb) -> List[str]:
     return [source for _, source in numbered_code_cells(nb)]
 
 
-def numbered_code_cells(nb) -> List[tuple]:
-    """``(cell number in the notebook, counting from 1, source)`` of the student's code cells."""
-    cells = []
-    for number, cell in enumerate(nb.cells, start=1):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.get("cell_type") != "code" or (meta.get("grade") and not meta.get("solution")):
-            continue
-        if isinstance(cell.get("source"), str):
-            cells.append((number, cell.source))
-    return cells
-
-
 def request_for(split: Dict[str, List[str]], seed: int) -> Dict[str, Any]:
     """What the grader asks: per function part its name and the probe inputs for ``seed``;
     the names of every value part."""
     from course.exercises import REGISTRY
 
-    functions = {}
-    for gid in split["functions"]:
-        part = REGISTRY[gid]
-        probes = part.probes(seed)
-        functions[gid] = {"function": part.function.name, "valid": probes["valid"],
-                          "invalid": probes["invalid"]}
-    names = sorted({n for gid in split["values"] for n in REGISTRY[gid].names})
-    return {"functions": functions, "values": names}
+    return request_for_parts([REGISTRY[g] for g in split["functions"]], [REGISTRY[g] for g in split["values"]], seed)
 
 
 def _is_plain_result(value: Any, depth: int = 0) -> bool:
@@ -373,17 +156,7 @@ def harvests(data: Dict[str, Any], split: Dict[str, List[str]]) -> Dict[str, dic
     """
     from course.exercises import REGISTRY
 
-    out = {}
-    for gid in split["functions"]:
-        got = data["functions"][gid]
-        # the clean room holds no course package, so nothing of it can be used or imported there
-        out[gid] = got if got == {"missing": True} else {"uses_course": [], **got}
-    for gid in split["values"]:
-        try:
-            out[gid] = REGISTRY[gid].harvest(dict(data["values"]), None)
-        except Exception as exc:  # the part's judge then says the answer could not be read
-            out[gid] = {"__harvest_error__": type(exc).__name__}
-    return out
+    return harvests_for_parts(data, [REGISTRY[g] for g in split["functions"]], [REGISTRY[g] for g in split["values"]])
 
 
 def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: sandbox.Limits, slot: int,
@@ -397,12 +170,8 @@ def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: 
     started = time.monotonic()
     inside = Path(sandbox.SCRATCH) if use_bwrap else work
     room = work / ".cleanroom"
-    (room / "stub" / "course" / "exercises").mkdir(parents=True)
-    (room / "stub" / "course" / "__init__.py").write_text('"""Stand-in: the course package is not here."""\n')
-    (room / "stub" / "course" / "exercises" / "__init__.py").write_text(STUB_EXERCISES)
-    (room / "runner.py").write_text(RUNNER)
     numbered = numbered_code_cells(nb)
-    (room / "cells.json").write_text(json.dumps([source for _, source in numbered]))
+    write_room(room, [source for _, source in numbered])
     sandbox.prepare_scratch(work, slot, use_bwrap)  # hands the new files to the slot's uid
     nonce = secrets.token_hex(16)
     parts = request_for(split, seed)

@@ -103,9 +103,28 @@ def heading(ex: Exercise) -> str:
     return f"### Exercise {ex.number} \u00b7 {ex.kind} \u00b7 {ex.title}"
 
 
-def hidden_test(grade_id: str, what: str) -> str:
-    return (f"# Graded: {what}\n"
-            "### BEGIN HIDDEN TESTS\n"
+#: the visible part of an exercise's first test cell: nbgrader's Validate runs the visible check there
+VALIDATE_LINES = ("# Validate (nbgrader's button or command) fails here, naming what is unanswered or not yet right;\n"
+                  "# anywhere else this line does nothing (no attempt counted). Hidden tests are added when grading.\n"
+                  "from course.exercises import validate as _validate\n"
+                  "_validate({number!r}, globals())\n")
+
+
+#: the visible part of a lab's test cell: Validate says whether it is answered (labs are graded on submission)
+VALIDATE_ANSWERED_LINES = ("# Validate (nbgrader's button or command) fails here if this is not answered or locked yet;\n"
+                           "# anywhere else this line does nothing. Hidden tests are added when grading.\n"
+                           "from course.exercises import validate_answered as _validate\n"
+                           "_validate({grade_id!r}, globals())\n")
+
+
+def hidden_test(grade_id: str, what: str, validate: Optional[str] = None, answered: bool = False) -> str:
+    """A test cell: hidden tests (removed from the release) and, with ``validate`` (an exercise
+    number), the visible line that makes ``nbgrader validate`` run that exercise's visible check;
+    with ``answered`` (a lab's part), the line that makes it say whether the part is answered."""
+    visible = (VALIDATE_LINES.format(number=validate) if validate else
+               VALIDATE_ANSWERED_LINES.format(grade_id=grade_id) if answered else "")
+    return (f"# Graded: {what}\n" + visible
+            + "### BEGIN HIDDEN TESTS\n"
             "from course.exercises import grade_in_kernel as _grade\n"
             f"_grade({grade_id!r}, globals())\n"
             "### END HIDDEN TESTS")
@@ -208,7 +227,7 @@ def values_exercise(chapter: Chapter, number: str, title: str, *, kind: str, spe
                     + f"### BEGIN SOLUTION\n{solution(s)}\n### END SOLUTION", gid + "_answer"),
                Cell("check", "# Visible check: right or not yet, against your own numbers\n"
                              f"check({number!r}, globals())", gid + "_check"),
-               Cell("test", hidden_test(gid, "compares your answer with the key"), gid, points)]
+               Cell("test", hidden_test(gid, "compares your answer with the key", number), gid, points)]
         for why in ex.written:
             out.append(Cell("markdown", f"**{number} (written, graded by hand)** {why.prompt}"))
             out.append(Cell("manual", why.model_answer, why.id, why.points))
@@ -263,7 +282,8 @@ def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
         for i, f in enumerate(specs):
             gid = ex.grade_id("" if i == 0 else f"_{f['function']}")
             out.append(Cell("test", hidden_test(gid, f"`{f['function']}` on edge cases, invalid input "
-                                                     "and random inputs"), gid, f["points"]))
+                                                     "and random inputs", number if i == 0 else None),
+                            gid, f["points"]))
         return out
 
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Build", title=title, spec=spec,
@@ -301,7 +321,7 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
                 Cell("answer", fix, ex.grade_id("_fix_answer")),
                 Cell("check", "# Visible check: the line number's range and the worked example\n"
                               f"check({number!r}, globals())", ex.grade_id("_check")),
-                Cell("test", hidden_test(ex.grade_id("_line"), "the line you named"),
+                Cell("test", hidden_test(ex.grade_id("_line"), "the line you named", number),
                      ex.grade_id("_line"), line_points),
                 Cell("test", hidden_test(ex.grade_id("_fix"), f"your fixed `{function}`"),
                      ex.grade_id("_fix"), fix_points)]

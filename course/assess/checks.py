@@ -14,6 +14,13 @@ and prints one line per finding, against **this student's own numbers**
 * Build / Debug functions: the worked example(s), then the hidden tests'
   own judge on this student's inputs (right or not yet).
 
+In a kernel, what is judged is what grading will read: the notebook's code cells run again from
+the top by the clean room's own program without the course package
+(:mod:`course.assess.cleanroom`); a name only this kernel has (computed with ``course.core``, or in a
+cell that fails there) is *not yet*, naming the cell and its error. ``validate_exercise`` is the same
+check in a test cell, acting only under ``nbgrader validate``; under grading
+(``NBGRADER_EXECUTION``) a check counts nothing and shows no derivation.
+
 Exam mode (``feedback: "exam"`` in :data:`course.assess.variants.SETTINGS`)
 falls back to type and unit checks and offers no derivation.
 
@@ -32,11 +39,14 @@ from __future__ import annotations
 import datetime as _dt
 import dis
 import math
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import variants
 from .kinds import call_plain
-from .registry import RAISED, Part, is_number_type, judge_plain, to_plain, unit_hint
+from .items import CLEAN_ROOM
+from .registry import (
+    RAISED, Part, is_number_type, judge_plain, order_hint, roundtrip, safe_judge, to_plain, unit_hint,
+)
 from .spec import Exercise, derivation_markdown, spec_for
 
 OK, BAD = "\u2714", "\u2718"
@@ -48,6 +58,9 @@ def whoami(assignment: str, source: str = "workbook") -> None:
 
     ``source`` names where the default numbers come from ("workbook", "lab").
     """
+    from .cleanroom import record_cells
+
+    record_cells()  # the visible checks run again the cells this kernel runs, as grading will
     student, found_in = variants.current_student()
     if not variants.variants_on(assignment):
         print(f"{assignment}: everyone has the {source}'s numbers.")
@@ -84,34 +97,30 @@ def display_markdown(text: str) -> None:
 
 def check_exercise(ex: Exercise, namespace: dict) -> None:
     """Visible check of exercise ``ex``; prints findings, records an attempt."""
-    assignment = ex.assignment
     if not _answered(ex, namespace):  # nothing assigned yet: say what to do, count no attempt
-        names = ", ".join(f"`{n}`" for n in _answer_names(ex))
-        print(f"{BAD} Exercise {ex.number}: not answered yet: define {names} in the answer cell, run it, "
+        print(f"{BAD} Exercise {ex.number}: {_unanswered(ex)}, run it, "
               "then run this check (an unanswered check counts no attempt).")
         return
-    variant = variants.current_variant(assignment)
-    exam = variants.exam_mode(assignment)
-    lines: List[str] = []
-    shaped = True
-    for part in ex.parts:
-        if part.function is not None:
-            ok, found = _check_function(part, namespace, _examples(ex, part, variant))
-        else:
-            ok, found = _check_values(ex, part, namespace, variant, exam)
-        shaped = shaped and ok
-        lines.extend(found)
-    right = shaped and not exam
-    if right:  # the hidden tests' own judge, on this student's numbers
-        for part in ex.parts:
-            verdict = part.grade(namespace, variants.grading_seed(0, variant))
-            if not verdict.passed:
-                right = False
-                if part.function is not None:
-                    lines.append(f"{BAD} `{part.function.name}`: {verdict.reason}.")
+    import os
+
+    if os.environ.get(VALIDATING[0]) == "autograde":
+        # grading (nbgrader's or course-autograde's kernel) judges from a fresh run of the notebook
+        # itself: a check here would cost a second run and could only repeat or contradict that grade
+        print(f"Exercise {ex.number}: graded from a fresh run of your notebook's code; "
+              "the points and the reason are in the graded cell below.")
+        return
+    if os.environ.get(VALIDATING[0]) == VALIDATING[1]:
+        return  # Validate: the test cell below runs the same check and reports it, counting nothing
+    variant = variants.current_variant(ex.assignment)
+    exam = variants.exam_mode(ex.assignment)
+    lines, shaped, right = assess(ex, namespace, variant, exam)
     for line in lines:
         print(line)
-    entry = _record(ex, right, variant)
+
+    # nbgrader's Validate or autograde (course-autograde's kernel too) runs the notebook: no attempt
+    # is counted and no derivation shown (feedback inserts each derivation once, after the exercise)
+    grading = bool(os.environ.get(VALIDATING[0]))
+    entry = None if grading else _record(ex, right, variant)
     attempts = int(entry.get("attempts", 1)) if entry else 1
     if exam:
         if shaped:
@@ -120,9 +129,174 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
     if right:
         print(f"{OK} Exercise {ex.number}: right.")
     else:
-        print(f"{BAD} Exercise {ex.number}: not yet (attempt {attempts}).")
-    if right or attempts >= variants.DERIVATION_AFTER_ATTEMPTS:
+        print(f"{BAD} Exercise {ex.number}: not yet" + ("." if grading else f" (attempt {attempts})."))
+    if not grading and (right or attempts >= variants.DERIVATION_AFTER_ATTEMPTS):
         _offer_derivation(ex, variant)
+
+
+#: what nbgrader sets in the environment of the kernel it runs for Validate
+VALIDATING = ("NBGRADER_EXECUTION", "validate")
+
+
+def validate_exercise(ex: Exercise, namespace: dict) -> None:
+    """The test cell's visible part: under ``nbgrader validate`` (the Validate button, the Assignments
+    list, the command), raise ``AssertionError`` naming what is unanswered or not yet right by the
+    visible check, so Validate reports it; elsewhere (an interactive kernel's Run All, grading) do
+    nothing. Never records an attempt or shows a derivation."""
+    import os
+
+    __tracebackhide__ = True  # noqa: F841 (IPython shows Validate the message, not this frame)
+    if os.environ.get(VALIDATING[0]) != VALIDATING[1]:
+        return
+    if not _answered(ex, namespace):
+        raise AssertionError(f"Exercise {ex.number} not answered:\n"
+                             + "\n".join(f"define `{n}`" for n in _answer_names(ex)))
+    variant = variants.current_variant(ex.assignment)
+    exam = variants.exam_mode(ex.assignment)
+    lines, shaped, right = assess(ex, namespace, variant, exam)
+    if not shaped or (not exam and not right):
+        wrong = [line for line in lines if line.startswith(BAD)] or lines
+        raise AssertionError(f"Exercise {ex.number} not yet right by the visible check:\n" + "\n".join(wrong))
+    print(f"{OK} Exercise {ex.number}: {'types and units look fine' if exam else 'right'} by the visible check.")
+
+
+def validate_answered(part: Part, namespace: dict) -> None:
+    """A lab test cell's visible part: under ``nbgrader validate``, fail if ``part`` is not answered
+    (its name undefined) or, for a prediction lock, not locked; never judges the answer (labs are
+    graded on submission) and records nothing. Elsewhere nothing."""
+    import os
+
+    __tracebackhide__ = True  # noqa: F841
+    if os.environ.get(VALIDATING[0]) != VALIDATING[1]:
+        return
+    if part.kind == "lock":
+        if not part.harvest(namespace, None).get("locked"):
+            raise AssertionError(f"{part.title}: not yet: lock your prediction ({part.ledger_key}).")
+    else:
+        missing = [n for n in part.names if n not in namespace]
+        if missing:
+            raise AssertionError(f"{part.title} not answered:\n" + "\n".join(f"define `{n}`" for n in missing))
+    print(f"{OK} {part.title}: answered (graded on submission).")
+
+
+def _unanswered(ex: Exercise) -> str:
+    names = ", ".join(f"`{n}`" for n in _answer_names(ex))
+    return f"not answered yet: define {names} in the answer cell"
+
+
+def assess(ex: Exercise, namespace: dict, variant: Optional[int], exam: bool) -> Tuple[List[str], bool, bool]:
+    """``(lines, shaped, right)`` of exercise ``ex`` by the grader's rule.
+
+    In a kernel the answers judged are those the notebook's code gives when run again from the
+    top by the clean room's own program without the course package (:mod:`course.assess.cleanroom`),
+    as grading reads them; a name this kernel has that the re-run lacks is *not yet*, with the cell
+    that failed. Outside a kernel (a script) the namespace is judged as it is.
+    """
+    view = _grader_view(ex, variant)
+    lines: List[str] = []
+    judged = dict(namespace)
+    missing: Dict[str, str] = {}
+    if view is not None and view.get("error"):
+        lines.append(f"{BAD} {view['error']}")
+    elif view is not None:
+        for part in ex.parts:
+            if part.judged_in != CLEAN_ROOM:
+                continue
+            for name in part.names:
+                present = name in view["values"] or (part.function is not None and view["functions"].get(name))
+                if present and part.function is None:
+                    value = view["values"][name]
+                    if name in namespace and _plain_or_none(namespace[name]) != value:
+                        lines.append(f"   (`{name}` is graded as {value!r}, what your notebook gives run again "
+                                     f"from the top; this kernel has {namespace[name]!r})")
+                    judged[name] = value
+                elif not present:
+                    if part.function is None:
+                        judged.pop(name, None)
+                    if name in namespace:
+                        missing[name] = _missing_line(name, view)
+    shaped = True
+    for part in ex.parts:
+        if part.function is not None:
+            if part.function.name in missing:
+                ok, found = False, [missing[part.function.name]]
+            else:
+                ok, found = _check_function(part, namespace, _examples(ex, part, variant))
+        else:
+            ok, found = _check_values(ex, part, judged, variant, exam, missing)
+        shaped = shaped and ok
+        lines.extend(found)
+    right = shaped and not exam and not (view is not None and view.get("error"))
+    if right:  # the hidden tests' own judge, on this student's numbers, on what grading reads
+        for part in ex.parts:
+            if view is not None and part.grade_id in view["verdicts"]:
+                verdict = view["verdicts"][part.grade_id]
+            else:
+                verdict = part.grade(namespace, variants.grading_seed(0, variant))
+            if not verdict.passed:
+                right = False
+                if part.function is not None:
+                    lines.append(f"{BAD} `{part.function.name}`: {verdict.reason}.")
+    return lines, shaped, right
+
+
+def _plain_or_none(value: Any) -> Any:
+    try:
+        return roundtrip(to_plain(value))
+    except Exception:
+        return None
+
+
+def _grader_view(ex: Exercise, variant: Optional[int]) -> Optional[dict]:
+    """What grading will read for ``ex``: ``{"values", "functions" (name: found), "verdicts", "failed",
+    "sources"}``, ``{"error": reason}`` if the notebook could not be run again, ``None`` outside a kernel."""
+    from . import cleanroom
+
+    found = cleanroom.student_cells(ex.grade_id("_check"))
+    if found is None:
+        return None
+    sources, _ = found
+    fparts = [p for p in ex.parts if p.judged_in == CLEAN_ROOM and p.function is not None]
+    vparts = [p for p in ex.parts if p.judged_in == CLEAN_ROOM and p.function is None]
+    seed = variants.grading_seed(0, variant)
+    try:
+        data = cleanroom.rerun(sources, cleanroom.request_for_parts(fparts, vparts, seed))
+    except OSError as exc:
+        data, reason = None, f"{type(exc).__name__}: {exc}"
+    else:
+        reason = f"it gave no answer within {cleanroom.CHECK_TIMEOUT} s"
+    if data is None:
+        return {"error": f"Exercise {ex.number}: your notebook's code could not be run again from the top "
+                         f"without the course package, as grading runs it ({reason}): not yet."}
+    harvested = cleanroom.harvests_for_parts(data, fparts, vparts)
+    verdicts = {p.grade_id: safe_judge(p, _plain_or_none(harvested[p.grade_id]), seed) for p in fparts + vparts}
+    functions = {p.function.name: data["functions"].get(p.grade_id) != {"missing": True} for p in fparts}
+    return {"values": data["values"], "functions": functions, "verdicts": verdicts,
+            "failed": data.get("failed", []), "sources": sources}
+
+
+def _missing_line(name: str, view: dict) -> str:
+    """``name`` is in this kernel but not in the re-run: say so, with the cells that failed there."""
+    import re
+
+    sources, failed = view["sources"], [f for f in view["failed"] if type(f) is list and len(f) == 2]
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    named = [(i, err) for i, err in failed if i < len(sources) and pattern.search(sources[i])]
+    shown = named or [(i, err) for i, err in failed if "NotImplementedError" not in str(err)]
+    cells = "; ".join(f"the cell starting `{_first_line(sources[i])}` raised {err}" for i, err in shown[:2]
+                      if i < len(sources))
+    where = (f": {cells}" if cells else ": no cell there assigns it (was it defined in a cell you have "
+             "deleted, or changed and not saved?)")
+    return (f"{BAD} `{name}` is defined in this kernel, but not when your notebook's code is run again from "
+            f"the top without the course package, as grading runs it{where}. Compute it in plain Python "
+            "(math is fine), save the notebook and check again: not yet.")
+
+
+def _first_line(source: str) -> str:
+    for line in str(source).splitlines():
+        if line.strip() and not line.strip().startswith("#"):
+            return line.strip()[:60] + ("\u2026" if len(line.strip()) > 60 else "")
+    return "(empty)"
 
 
 def _answer_names(ex: Exercise) -> List[str]:
@@ -166,7 +340,7 @@ def _offer_derivation(ex: Exercise, variant: Optional[int]) -> None:
 
 
 def _check_values(ex: Exercise, part: Part, namespace: dict, variant: Optional[int],
-                  exam: bool) -> Tuple[bool, List[str]]:
+                  exam: bool, missing: Optional[Dict[str, str]] = None) -> Tuple[bool, List[str]]:
     """Type and shape of every answer (``ok``) and, unless in exam mode, right / not yet per name."""
     item = part.value
     keys = item.key(spec_for(ex, variant))
@@ -177,6 +351,9 @@ def _check_values(ex: Exercise, part: Part, namespace: dict, variant: Optional[i
         key = keys[name]
         if name not in namespace:
             ok = False
+            if name in (missing or {}):
+                lines.append(missing[name])
+                continue
             lines.append(f"{BAD} `{name}` is not defined yet: assign it in the answer cell and run that cell.")
             continue
         value = namespace[name]
@@ -232,7 +409,8 @@ def _right_or_not(name: str, unit: str, value: Any, key: Any, rtol: float) -> st
         return f"{OK} `{name}` ({unit}): right."
     if type(key) in (int, float) and is_number_type(value):
         return f"{BAD} `{name}` ({unit}): {unit_hint(float(value), float(key), unit)[1]}."
-    return f"{BAD} `{name}`: not yet."
+    hint = order_hint(to_plain(value), key) if isinstance(key, (list, tuple)) else None
+    return f"{BAD} `{name}`: not yet: {hint}." if hint else f"{BAD} `{name}`: not yet."
 
 
 def _examples(ex: Exercise, part: Part, variant: Optional[int]) -> List[list]:

@@ -53,6 +53,9 @@ def render_prompts(nb, syllabus, student: Optional[str]):
         if role.role == "prompt":
             text = role.activity.prompt_markdown(role.item, variant_of(role.activity.name, student))
             cell.outputs = [new_output("display_data", data={"text/markdown": text, "text/plain": text})]
+        elif role.role == "check" and not ran_for_nobody:
+            # a check shows the derivation after a right answer; feedback inserts it once, after the item
+            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") in ("stream", "error")]
         elif ran_for_nobody and role.role in ("check", "setup"):
             # these outputs were computed without the student's id (the default numbers)
             cell.outputs = [new_output("stream", name="stdout", text=(

@@ -321,7 +321,7 @@ class Lab(Activity):
         return [Cell("code", f"lab.lock({act_id!r})", f"{self.prefix}_{act_id}_lock_cell"),
                 Cell("test", hidden_test(self.lock_grade_id(act_id),
                                          f"a locked prediction {self.lock_key(act_id)} in predictions.json "
-                                         "(completion point)"),
+                                         "(completion point)", answered=True),
                      self.lock_grade_id(act_id), 1.0)]
 
     def reveal_cell(self, act_id: str) -> Cell:
@@ -351,7 +351,7 @@ class Lab(Activity):
                 Cell("answer", f"# {answer.name} = ...   ({answer.unit})\n"
                                f"### BEGIN SOLUTION\n{answer.solution(spec)}\n### END SOLUTION", gid + "_answer",
                      item=answer.id),
-                Cell("test", hidden_test(gid, answer.graded), gid, answer.points, item=answer.id)]
+                Cell("test", hidden_test(gid, answer.graded, answered=True), gid, answer.points, item=answer.id)]
 
     def reflection_markdown(self, reflection_id: str) -> str:
         return f"**Reflection (graded by hand).** {self.reflection(reflection_id).prompt}"

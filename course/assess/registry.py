@@ -28,7 +28,7 @@ import math
 import re
 import numbers
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 from .items import Function, Lock, Value
 
@@ -281,21 +281,24 @@ _UNIT_SLIPS = [
 
 
 #: what a number is, from the unit its item declares (:func:`quantity_of`)
-QUANTITIES = ("bytes", "time", "percent", "count", "other")
+QUANTITIES = ("bytes", "time", "percent", "count", "money", "other")
 _BYTES_UNIT = re.compile(r"(?<![A-Za-z])(?:[KMGTP]i?B|bytes?)(?![A-Za-z])")
 _TIME_UNIT = re.compile(r"^(?:ms|s|min|minutes?|h|hours?|days?)(?![A-Za-z-])")
+_MONEY_UNIT = re.compile(r"^(?:\$|USD|dollars?)(?![A-Za-z])")
 _COUNT_UNIT = re.compile(r"^(?:GPUs|layers|heads|micro-batches|(?:optimizer )?steps|stages|columns|count)\b")
 #: the slips that only make sense for some quantities; any other slip applies to every number
 _SLIP_QUANTITIES = {1.073741824: ("bytes",), 8.0: ("bytes",), 60.0: ("time",), 3600.0: ("time",),
-                    100.0: ("percent", "other")}
+                    100.0: ("percent", "other"),
+                    # phases and directions double bytes, times and counts; a price has neither
+                    2.0: ("bytes", "time", "percent", "count", "other")}
 OFF_BY_ONE = "off by one: count the ends again (n items have n - 1 gaps between them)"
 
 
 def quantity_of(unit: Optional[str]) -> Optional[str]:
     """What an answer with ``unit`` measures, one of :data:`QUANTITIES`; None when unknown.
 
-    >>> [quantity_of(u) for u in ("GB per GPU", "ms", "% of peak", "micro-batches", "ratio", None)]
-    ['bytes', 'time', 'percent', 'count', 'other', None]
+    >>> [quantity_of(u) for u in ("GB per GPU", "ms", "% of peak", "micro-batches", "$", "ratio", None)]
+    ['bytes', 'time', 'percent', 'count', 'money', 'other', None]
     """
     if unit is None:
         return None
@@ -307,6 +310,8 @@ def quantity_of(unit: Optional[str]) -> Optional[str]:
         return "time"
     if _COUNT_UNIT.match(unit):
         return "count"
+    if _MONEY_UNIT.match(unit):
+        return "money"
     return "other"
 
 
@@ -372,7 +377,35 @@ def judge_plain(value: Any, key: Any, *, rtol: float = 0.01, atol: float = 0.0,
         # a graded number that is wrong says how (a unit slip, a factor of 2, the magnitude), never the key
         hint = unit_hint(float(value), float(key), unit)[1].removeprefix("not yet: ")
         return Verdict(0.0, f"{name} does not match the expected value: {hint}")
+    hint = order_hint(value, key) if type(key) in (list, tuple) else None
+    if hint:
+        return Verdict(0.0, f"{name} does not match the expected value: {hint}")
     return Verdict(0.0, f"{name} does not match the expected value")
+
+
+def order_hint(value: Any, key: Sequence[Any]) -> Optional[str]:
+    """A hint for a wrong order (a list of the key's items), without revealing the key.
+
+    >>> order_hint(["c", "b", "a"], ["a", "b", "c"])
+    'the reverse order: check which end comes first'
+    >>> order_hint(["b", "a", "c", "d"], ["a", "b", "c", "d"])
+    'all but two are in place: two of them are swapped'
+    >>> order_hint(["b", "c", "a"], ["a", "b", "c"])
+    'the right items, in another order'
+    >>> order_hint(["a", "x"], ["a", "b"]) is None
+    True
+    """
+    if type(value) not in (list, tuple) or len(value) != len(key) or len(key) < 2:
+        return None
+    norm = [str(v).strip().casefold() for v in value]
+    want = [str(k).strip().casefold() for k in key]
+    if sorted(norm) != sorted(want) or norm == want:
+        return None
+    if norm == want[::-1]:
+        return "the reverse order: check which end comes first"
+    if sum(a != b for a, b in zip(norm, want)) == 2:
+        return "all but two are in place: two of them are swapped"
+    return "the right items, in another order"
 
 
 def _matches(value: Any, key: Any, rtol: float, atol: float, name: str) -> bool:

@@ -145,10 +145,10 @@ def _deriv_7_4(s):
     lost = tau / 2 + s["restart_minutes"] * u.minute
     return (f"A crash falls on average half-way through an interval: {tau / 2 / u.minute:.3g} min of "
             f"lost work, plus {s['restart_minutes']:g} min to restart = {lost / u.minute:.3g} min = "
-            f"{lost / u.hour:.4g} h. Cost: {s['gpus']} GPUs × ${s['usd_per_gpu_hour']:g}/GPU-h × "
-            f"{lost / u.hour:.4g} h = **${_key_7_4(s)['cost_per_crash_usd']:,.0f}**. Over a 30-day run "
+            f"{lost / u.hour:.4g} h. Cost: {s['gpus']} GPUs × \\${s['usd_per_gpu_hour']:g}/GPU-h × "
+            f"{lost / u.hour:.4g} h = **\\${_key_7_4(s)['cost_per_crash_usd']:,.0f}**. Over a 30-day run "
             f"with a {s['mtbf_hours']:g} h MTBF that is about "
-            f"${30 * 24 / s['mtbf_hours'] * _key_7_4(s)['cost_per_crash_usd']:,.0f}.")
+            f"\\${30 * 24 / s['mtbf_hours'] * _key_7_4(s)['cost_per_crash_usd']:,.0f}.")
 
 
 values_exercise(
@@ -159,7 +159,7 @@ values_exercise(
                              usd_per_gpu_hour=rng.choice([1.5, 2.0, 2.5, 3.0]),
                              ckpt_seconds=float(rng.choice([30, 60, 98, 120])),
                              mtbf_hours=float(rng.choice([6, 12, 24, 48])), restart_minutes=float(rng.choice([2, 5, 10]))),
-    prompt=lambda s: (f"The run uses {s['gpus']} GPUs at ${s['usd_per_gpu_hour']:g} per GPU-hour and "
+    prompt=lambda s: (f"The run uses {s['gpus']} GPUs at \\${s['usd_per_gpu_hour']:g} per GPU-hour and "
                       f"checkpoints at the Young interval of 7.3 (MTBF {s['mtbf_hours']:g} h, "
                       f"{s['ckpt_seconds']:g} s per checkpoint). After a crash it needs "
                       f"{s['restart_minutes']:g} minutes to reload and restart. On average, how many "

@@ -135,9 +135,9 @@ def _key_9_3(s):
 values_exercise(
     CH, "9.3", "Weight memory per GPU", kind="Derive", spec=dict(_MODEL), vary=lambda s, rng: _vary_model(s, rng),
     prompt=lambda s: (f"A layer of a Llama-style model has $4d^2$ attention and $3\\,d\\,d_{{ff}}$ SwiGLU "
-                      f"parameters with $d = {s['d']}$ and $d_{{ff}} = {s['d_ff']}$. A fuller pipeline "
-                      f"stage holds {s['layers_per_stage']} layers, split TP = {s['tp']} ways. How many "
-                      "GB of FP16 weights does one GPU hold?"),
+                      f"parameters with $d = {s['d']}$ and $d_{{ff}} = {s['d_ff']}$. In this exercise's own "
+                      f"layout (not 9.2's), a fuller pipeline stage holds {s['layers_per_stage']} layers, "
+                      f"split TP = {s['tp']} ways. How many GB of FP16 weights does one GPU hold?"),
     answers={"weights_per_gpu_gb": "GB"}, key=_key_9_3,
     solution=lambda s: (f"d, d_ff, layers_per_stage, tp = {s['d']}, {s['d_ff']}, {s['layers_per_stage']}, {s['tp']}\n"
                         f"weights_per_gpu_gb = layers_per_stage * (4 * d**2 + 3 * d * d_ff) / tp * "
@@ -250,7 +250,8 @@ values_exercise(
     vary=lambda s, rng: dict(_vary_model(s, rng), dp=rng.choice([8, 16, 32, 64, 128, 256])),
     prompt=lambda s: (f"A GPU holds {s['layers_per_stage']} layers of a Llama-style model ($4d^2$ attention and "
                       f"$3\\,d\\,d_{{ff}}$ SwiGLU parameters per layer, $d = {s['d']}$, $d_{{ff}} = {s['d_ff']}$), "
-                      f"split TP = {s['tp']} ways, as in 9.3 but with these numbers. Its FP16 gradients (the same "
+                      f"split TP = {s['tp']} ways (this exercise's own model and layout, not 9.3's). Its FP16 "
+                      "gradients (the same "
                       f"size as its FP16 weights) are all-reduced over DP = {s['dp']} GPUs with a ring. How many "
                       "GB does each GPU send per step?"),
     answers={"dp_allreduce_gb_per_gpu": "GB"}, key=_key_9_7,
@@ -342,7 +343,7 @@ values_exercise(
     vary=lambda s, rng: dict(s, gpus=rng.choice([2048, 4096, 8192, 16384, 24576]), watts=float(rng.choice([400, 700, 1000])),
                              days=float(rng.choice([30, 54, 60, 77, 90])), usd_per_kwh=rng.choice([0.05, 0.08, 0.1, 0.12])),
     prompt=lambda s: (f"{s['gpus']:,} GPUs draw {s['watts']:g} W each for {s['days']:g} days (including "
-                      f"crash recovery); electricity costs ${s['usd_per_kwh']:g} per kWh. What is the "
+                      f"crash recovery); electricity costs \\${s['usd_per_kwh']:g} per kWh. What is the "
                       "electricity bill of the GPUs, in dollars? (Graded to 0.1 %: the arithmetic "
                       "is exact.)"),
     answers={"electricity_usd": "$"}, key=_key_9_9, rtol=0.001,
@@ -352,8 +353,9 @@ values_exercise(
         f"Power: {s['gpus']} × {s['watts']:g} W = {s['gpus'] * s['watts'] / 1e3:,.1f} kW. Hours: "
         f"{s['days']:g} × 24 = {s['days'] * 24:g} h. Energy: "
         f"{core.energy_kwh(s['gpus'], s['watts'], s['days'] * u.day):,.0f} kWh. Cost at "
-        f"${s['usd_per_kwh']:g}/kWh: **${_key_9_9(s)['electricity_usd']:,.0f}**. Cooling and the rest "
-        "of the data centre (PUE ≈ 1.4) add about 40 %; GPU rental at $2/GPU-h would be about "
-        f"${s['gpus'] * s['days'] * 24 * 2 / 1e6:.1f} M."),
+        f"\\${s['usd_per_kwh']:g}/kWh: **\\${_key_9_9(s)['electricity_usd']:,.0f}**. Cooling and the rest "
+        "of the data centre (PUE ≈ 1.4) add about 40 %; GPU rental at \\$2/GPU-h would be about "
+        f"\\${s['gpus'] * s['days'] * 24 * 2 / 1e6:.1f} M. (Dollar signs here are currency, written "
+        "\\$ so Markdown does not read them as maths.)"),
     note=("The workbook's product of kW and hours is off (it prints 21,233,448 kWh and $1,061,672); "
           "multiply carefully."))

@@ -41,7 +41,9 @@ and exercises declared through :mod:`course.assess.authoring`), add one line to
 """
 
 from course.activities import REGISTRY, SYLLABUS  # noqa: F401
-from course.assess.checks import check_exercise, show_exercise, whoami  # noqa: F401
+from course.assess.checks import (  # noqa: F401
+    check_exercise, show_exercise, validate_answered as _validate_answered, validate_exercise, whoami,
+)
 from course.assess.registry import (  # noqa: F401
     KINDS, Check, NotPlain, Part, Verdict, judge_plain, plain_number, roundtrip, safe_judge, to_plain,
 )
@@ -50,6 +52,20 @@ from course.assess.registry import (  # noqa: F401
 def check(exercise: str, namespace: dict) -> None:
     """Visible check of exercise ``exercise`` (its number, e.g. ``"0.1"``) against this student's numbers."""
     check_exercise(SYLLABUS.exercise(exercise), namespace)
+
+
+def validate(exercise: str, namespace: dict) -> None:
+    """A test cell's visible part: under ``nbgrader validate``, fail naming what is unanswered or not yet
+    right by exercise ``exercise``'s visible check; elsewhere nothing (no attempt, no derivation)."""
+    __tracebackhide__ = True  # noqa: F841
+    validate_exercise(SYLLABUS.exercise(exercise), namespace)
+
+
+def validate_answered(grade_id: str, namespace: dict) -> None:
+    """A lab test cell's visible part: under ``nbgrader validate``, fail if part ``grade_id`` is not
+    answered (or its prediction not locked); elsewhere nothing."""
+    __tracebackhide__ = True  # noqa: F841
+    _validate_answered(REGISTRY[grade_id], namespace)
 
 
 def show(exercise: str) -> None:

@@ -71,3 +71,49 @@ def test_graded_feedback_uses_the_items_unit():
     verdict = part.judge({"values": {name: key * GIB}}, 0)
     assert not verdict.passed and "GiB" not in verdict.reason, (unit, verdict.reason)
     assert "off by one" in judge_plain(11, 12, unit="micro-batches").reason
+
+
+def test_a_wrong_order_gets_an_order_hint_never_the_key():
+    """9.8 (an order): reversed, one swap and another order each get their own hint, in the visible
+    check and in the graded reason alike; the hint never lists the key."""
+    from course.assess.checks import _right_or_not
+    from course.assess.registry import order_hint
+
+    ex = EXERCISES["9.8"]
+    part = next(p for p in ex.parts if p.value is not None)
+    name = next(iter(part.value.units))
+    key = list(part.value.key(spec_for(ex))[name])
+    reversed_order = key[::-1]
+    swapped = [key[1], key[0]] + key[2:]
+    rotated = key[1:] + key[:1]
+    cases = {"reverse": reversed_order, "swapped": swapped, "another order": rotated}
+    for word, value in cases.items():
+        hint = order_hint(value, key)
+        assert word in hint, (value, hint)
+        reason = part.judge({"values": {name: value}}, 0).reason
+        assert hint in reason and str(key) not in reason and ", ".join(key) not in reason
+        assert hint in _right_or_not(name, "list", value, key, 0.0)
+    assert order_hint(key[:-1] + ["XX"], key) is None  # not the given items: no order hint
+    assert part.judge({"values": {name: key}}, 0).passed
+
+
+@pytest.mark.parametrize("unit,doubles", [("GB", True), ("ms", True), ("micro-batches", True), ("%", True),
+                                          ("ratio", True), ("$", False)])
+def test_a_factor_of_two_is_hinted_where_phases_or_directions_can_double_it(unit, doubles):
+    """A doubled all-reduce volume or time is a known slip (one direction, one phase); a doubled price
+    is not a phase count: it gets the plain hint."""
+    for key in (12.0, 990904.0):
+        hint = unit_hint(2 * key, key, unit)[1]
+        assert ("factor of 2" in hint) is doubles, (unit, hint)
+        if not doubles:
+            assert hint == "not yet: check the formula and the numbers you used"
+
+
+def test_every_quantity_class_has_its_own_hint():
+    """One wrong value per class, each with the hint of its class and never another class's."""
+    cases = {"bytes": (5.536 * GIB, 5.536, "GB", "GiB"), "time": (120.0, 2.0, "min", "minutes"),
+             "percent": (0.33, 33.0, "%", "percent written as a fraction"),
+             "count": (11, 12, "micro-batches", "off by one"), "money": (2000.0, 1000.0, "$", "check the formula")}
+    for quantity, (value, key, unit, words) in cases.items():
+        assert quantity_of(unit) == quantity
+        assert words in unit_hint(value, key, unit)[1], (quantity, unit_hint(value, key, unit))
