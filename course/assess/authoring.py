@@ -354,7 +354,9 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
                f"    ### BEGIN SOLUTION\n{indented_body}\n    ### END SOLUTION")
         return [Cell("markdown", text)] + ([prompt_cell(ex)] if ex.varies else []) + [
                 Cell("answer", f"# buggy_line = ...   (an int: the buggy line's number in {'your' if ex.varies else 'the'} listing)\n"
-                               f"### BEGIN SOLUTION\nbuggy_line = {line_of(s)}   # {bug.strip()}\n### END SOLUTION",
+                               f"### BEGIN SOLUTION\nbuggy_line = {line_of(s)}   # {bug.strip()}"
+                               + ("   (each student's listing numbers this line differently: see their prompt cell)"
+                                  if ex.varies else "") + "\n### END SOLUTION",
                      ex.grade_id("_line_answer")),
                 Cell("answer", fix, ex.grade_id("_fix_answer")),
                 Cell("check", "# Visible check: the line number's range and the worked example\n"

@@ -105,7 +105,7 @@ def test_the_source_notebook_names_the_line_and_the_release_line_hides_it():
     ex = EXERCISES["0.6"]
     answer = next(c for c in ex.cells(_spec("0.6", "student03")) if c.grade_id == ex.grade_id("_line_answer"))
     key = REGISTRY[ex.grade_id("_line")].value.key(_spec("0.6", "student03"))["buggy_line"]
-    assert f"buggy_line = {key}   # total_time = 2 * steps * per_step_time" in answer.source
+    assert f"buggy_line = {key}   # total_time = 2 * steps * per_step_time   (each student's" in answer.source
     markdown = ex.cells(_spec("0.6", "student03"))[0].source
     assert "total_time" not in markdown  # the listing is in the prompt cell, with the student's numbers
 
