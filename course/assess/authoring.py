@@ -16,6 +16,7 @@ student sees, the reference solution and the key all come from one place.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -297,26 +298,125 @@ def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
     return ex
 
 
+def _listing_items(source: str):
+    """``(lines, tags)`` of a Debug listing: ``tags[i]`` is None for a line of the workbook's listing,
+    or the tag of the optional item (a comment, a docstring, a small helper) the line belongs to.
+
+    A line written ``?x|text`` is optional, of item ``x``; lines sharing a tag come and go together.
+    """
+    lines, tags = [], []
+    for raw in source.strip("\n").splitlines():
+        if raw.startswith("?"):
+            tag, sep, text = raw[1:].partition("|")
+            if not sep or not tag:
+                raise ValueError(f"buggy_source: an optional line is written '?tag|text', got {raw!r}")
+            lines.append(text)
+            tags.append(tag)
+        else:
+            lines.append(raw)
+            tags.append(None)
+    return lines, tags
+
+
+def workbook_listing(source: str) -> str:
+    """The workbook's listing of a Debug ``buggy_source``: its optional ``?x|`` lines left out.
+
+    >>> workbook_listing("?a|# a comment\\ndef f(x):\\n?b|    # why\\n    return x")
+    'def f(x):\\n    return x\\n'
+    """
+    lines, tags = _listing_items(source)
+    return "\n".join(line for line, tag in zip(lines, tags) if tag is None) + "\n"
+
+
+def arranged_listing(source: str, arrangement: str) -> List[str]:
+    """The lines of ``source`` shown with the optional items whose tags are in ``arrangement``.
+
+    >>> arranged_listing("?a|# a comment\\ndef f(x):\\n?b|    # why\\n    return x", "b")
+    ['def f(x):', '    # why', '    return x']
+    """
+    lines, tags = _listing_items(source)
+    return [line for line, tag in zip(lines, tags) if tag is None or tag in arrangement]
+
+
+def _arrangements_by_shift(source: str, bug: str) -> Dict[int, List[str]]:
+    """Every arrangement (the tags it shows, in order) of ``source``, grouped by how many lines
+    it puts before the line ``bug``."""
+    lines, tags = _listing_items(source)
+    order = list(dict.fromkeys(t for t in tags if t is not None))
+    before = {t: 0 for t in order}
+    for line, tag in zip(lines[:lines.index(bug)], tags):
+        if tag is not None:
+            before[tag] += 1
+    by_shift: Dict[int, List[str]] = {}
+    for chosen in itertools.product((False, True), repeat=len(order)):
+        arrangement = "".join(t for t, keep in zip(order, chosen) if keep)
+        by_shift.setdefault(sum(before[t] for t in arrangement), []).append(arrangement)
+    return by_shift
+
+
 def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, prompt: Callable[[Spec], str],
                    buggy_source: str, buggy_line: int, function: str, signature: str, docstring: str,
                    body: str, reference: Callable[..., Any], probes: Callable[[int], Dict[str, List[list]]],
                    examples: List[list], derivation: Callable[[Spec], str], line_points: float = 1.0,
                    fix_points: float = 2.0, note: Optional[str] = None,
                    vary: Optional[Callable[[Spec, Any], Spec]] = None) -> Exercise:
-    """A Debug exercise: name the buggy line (part ``_line``), write the fixed function (part ``_fix``)."""
-    lines = buggy_source.strip("\n").splitlines()
-    numbered = "\n".join(f"{i + 1:>2}  {line}" for i, line in enumerate(lines))
+    """A Debug exercise: name the buggy line (part ``_line``), write the fixed function (part ``_fix``).
+
+    ``buggy_source`` is the listing; ``buggy_line`` the number of the buggy line in the workbook's
+    listing (:func:`workbook_listing`). Lines written ``?x|text`` are optional items (comments,
+    a docstring, a small helper that changes nothing the function does): each student's listing
+    shows some of them, so the buggy line has another number for another student. ``spec["arrangement"]``
+    (the tags shown; ``""`` is the workbook's listing) is drawn so that every possible number of the
+    buggy line is equally likely; the prompt cell shows the student's numbered listing, the key is
+    the buggy line's number in it, and ``derivation`` receives the spec with ``buggy_line`` added.
+    """
+    lines, tags = _listing_items(buggy_source)
+    workbook = [line for line, tag in zip(lines, tags) if tag is None]
+    bug = workbook[buggy_line - 1]
+    if lines.count(bug) != 1:
+        raise ValueError(f"buggy_line: line {buggy_line} ({bug.strip()!r}) must occur once in buggy_source")
+    arranges = any(tag is not None for tag in tags)
+    by_shift = _arrangements_by_shift(buggy_source, bug) if arranges else {0: [""]}
+    spec = dict(spec, arrangement="")
+
+    def listing(s: Spec) -> List[str]:
+        return arranged_listing(buggy_source, s["arrangement"])
+
+    def line_of(s: Spec) -> int:
+        return listing(s).index(bug) + 1
+
+    def numbered(s: Spec) -> str:
+        shown = listing(s)
+        width = len(str(len(shown)))
+        return "\n".join(f"{i + 1:>{width}}  {line}".rstrip() for i, line in enumerate(shown))
+
+    def answer_line(s: Spec) -> str:
+        return (f"Assign `buggy_line` (the number of the buggy line, an int from 1 to {len(listing(s))}) "
+                f"and write the fixed `{function}` below.")
+
+    def full_prompt(s: Spec) -> str:
+        return f"{prompt(s)}\n\n```python\n{numbered(s)}\n```\n\n{answer_line(s)}"
+
+    def arranged(s: Spec, rng: Any) -> Spec:
+        s = vary(s, rng) if vary is not None else dict(s)
+        shift = rng.choice(sorted(by_shift))  # every number of the buggy line equally likely
+        return dict(s, arrangement=rng.choice(by_shift[shift]))
 
     def cells(s: Spec) -> List[Cell]:
-        text = (f"{heading(ex)}\n\n{'' if ex.varies else prompt(s)}\n\n```python\n{numbered}\n```\n\n"
-                f"Assign `buggy_line` (the line number, an int from 1 to {len(lines)}) and write the "
-                f"fixed `{function}` below.")
+        if ex.varies:
+            text = (f"{heading(ex)}\n\nThe cell below shows the function, its lines numbered as in "
+                    f"your listing (another student's listing numbers them differently). Assign `buggy_line` "
+                    f"(the number of the buggy line in your listing) and write the fixed `{function}` below.")
+        else:
+            text = f"{heading(ex)}\n\n{full_prompt(s)}"
         indented_body = "\n".join("    " + line if line else line for line in body.splitlines())
         fix = (f"def {function}{signature}:\n    \"\"\"{docstring}\"\"\"\n"
                f"    ### BEGIN SOLUTION\n{indented_body}\n    ### END SOLUTION")
         return [Cell("markdown", text)] + ([prompt_cell(ex)] if ex.varies else []) + [
-                Cell("answer", f"# buggy_line = ...   (an int from 1 to {len(lines)})\n"
-                               f"### BEGIN SOLUTION\nbuggy_line = {buggy_line}\n### END SOLUTION",
+                Cell("answer", f"# buggy_line = ...   (an int: the buggy line's number in {'your' if ex.varies else 'the'} listing)\n"
+                               f"### BEGIN SOLUTION\nbuggy_line = {line_of(s)}   # {bug.strip()}"
+                               + ("   (each student's listing numbers this line differently: see their prompt cell)"
+                                  if ex.varies else "") + "\n### END SOLUTION",
                      ex.grade_id("_line_answer")),
                 Cell("answer", fix, ex.grade_id("_fix_answer")),
                 Cell("check", "# Visible check: the line number's range and the worked example\n"
@@ -327,9 +427,10 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
                      ex.grade_id("_fix"), fix_points)]
 
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Debug", title=title, spec=spec,
-                               cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary,
+                               cells=lambda s: cells(s), derivation=lambda s: derivation(dict(s, buggy_line=line_of(s))),
+                               prompt=full_prompt, vary=arranged if arranges else vary,
                                correction=note))
-    value_part(ex, names={"buggy_line": "line number"}, key=lambda s: {"buggy_line": buggy_line},
+    value_part(ex, names={"buggy_line": "line number"}, key=lambda s: {"buggy_line": line_of(s)},
                points=line_points, kind="debug", suffix="_line", rtol=0.0,
                options={"buggy_line": list(range(1, len(lines) + 1))})
     function_part(ex, name=function, reference=reference, probes=with_student_example(ex, probes),

@@ -13,7 +13,7 @@ from course import core
 from course.core.units import GB, GB_per_s, ms, us
 
 from course.assess.activity import Chapter
-from course.assess.authoring import build_exercise, debug_exercise, values_exercise
+from course.assess.authoring import build_exercise, debug_exercise, values_exercise, workbook_listing
 from course.assess.probes import log_uniform, make_probes
 
 CHAPTER = {
@@ -228,15 +228,42 @@ build_exercise(
 )
 
 # 0.6 ---------------------------------------------------------------------------
-BUGGY_06 = """
+#: the listing; ``?x|`` lines are optional (each student's listing shows some, so the buggy line's number
+#: varies) and change nothing ``all_reduce_time`` does
+LISTING_06 = '''
+?a|"""Bandwidth-only timers for collective communication."""
+?b|# Units: bytes, bytes per second and seconds throughout.
+?c|__all__ = ["all_reduce_time"]
+?c|
+?d|def gigabytes(n_bytes):
+?d|    """n_bytes in GB (10^9 bytes)."""
+?d|    return n_bytes / 1e9
+?d|
+?e|def milliseconds(seconds):
+?e|    """seconds in milliseconds."""
+?e|    return seconds * 1e3
+?e|
+?f|def bytes_per_second(gb_per_s):
+?f|    """A bandwidth in GB/s (10^9 bytes per second) in bytes per second."""
+?f|    return gb_per_s * 1e9
+?f|
 def all_reduce_time(M, N, BW):
+?g|    """Seconds to all-reduce M bytes on each of N GPUs in a ring, links of BW bytes/s."""
+?h|    # M: bytes per GPU, N: GPUs in the ring, BW: link bandwidth in bytes/s
+?i|    # bytes each GPU sends over the whole all-reduce
     data_per_gpu = 2 * M * (N - 1) / N
+?j|    # steps around the ring
     steps = 2 * (N - 1)
+?k|    # bytes each GPU sends in one step
     per_step_data = M / N
+?l|    # seconds per step
     per_step_time = per_step_data / BW
     total_time = 2 * steps * per_step_time
+?m|    # the whole all-reduce, in seconds
     return total_time
-"""
+'''
+#: the workbook's listing (the one a kernel with no student id shows)
+BUGGY_06 = workbook_listing(LISTING_06)
 
 
 def _all_reduce_seconds(M, N, BW):
@@ -251,7 +278,7 @@ debug_exercise(
                       "seconds) returns values twice too large: "
                       f"`all_reduce_time({s['example'][0]:.0e}, {s['example'][1]}, {s['example'][2]:.0e})` should be "
                       f"{_all_reduce_seconds(*s['example']):.6g} s."),
-    buggy_source=BUGGY_06, buggy_line=6,
+    buggy_source=LISTING_06, buggy_line=6,
     function="all_reduce_time", signature="(M, N, BW)",
     docstring="Bandwidth-only ring all-reduce time in seconds (M bytes, BW bytes/s).",
     body=("steps = 2 * (N - 1)\n"
@@ -265,7 +292,8 @@ debug_exercise(
         invalid=[]),
     examples=[[2e9, 8, 50e9]],
     derivation=lambda s: (
-        "Line **6** is the bug: `steps = 2 * (N - 1)` already counts both phases, so multiplying by 2 again "
+        f"Line **{s['buggy_line']}** (`total_time = 2 * steps * per_step_time`) is the bug: "
+        "`steps = 2 * (N - 1)` already counts both phases, so multiplying by 2 again "
         "doubles the time. The fix is `total_time = steps * per_step_time` (equivalently "
         f"`data_per_gpu / BW`). Example: M = {s['example'][0] / GB:g} GB, N = {s['example'][1]}, "
         f"{s['example'][2] / GB_per_s:g} GB/s gives "

@@ -12,7 +12,7 @@ import random
 from course import core
 from course.core import units as u
 from course.assess.activity import Chapter
-from course.assess.authoring import debug_exercise, values_exercise
+from course.assess.authoring import debug_exercise, values_exercise, workbook_listing
 
 CHAPTER = {
     "title": "Chapter 5 \u00b7 Pipeline parallelism",
@@ -173,13 +173,40 @@ values_exercise(
 
 
 # 5.5 -----------------------------------------------------------------------------------
-BUGGY_5_5 = '''\
+#: the listing; ``?x|`` lines are optional (each student's listing shows some, so the buggy line's number
+#: varies) and change nothing ``bubble_fraction`` does
+LISTING_5_5 = '''
+?a|"""Schedule arithmetic for pipeline parallelism."""
+?b|# A slot is the time one stage takes for one micro-batch's forward and backward pass.
+?c|__all__ = ["bubble_fraction"]
+?c|
+?d|def percent(share):
+?d|    """A share in [0, 1] as a percentage."""
+?d|    return 100 * share
+?d|
+?e|def layers_per_stage(layers, pp):
+?e|    """Transformer layers on each of pp pipeline stages (layers divisible by pp)."""
+?e|    return layers // pp
+?e|
+?f|def samples_per_step(samples_per_microbatch, microbatches):
+?f|    """Samples in one step: every micro-batch once."""
+?f|    return samples_per_microbatch * microbatches
+?f|
+?g|def microbatch_size(global_batch, microbatches):
+?g|    """Samples in each micro-batch (global_batch divisible by microbatches)."""
+?g|    return global_batch // microbatches
+?g|
 def bubble_fraction(pp, microbatches, virtual_stages=1):
     """Share of a pipeline step spent in the bubble, in [0, 1)."""
+?h|    # pp: pipeline stages, microbatches: per step, virtual_stages: model chunks per GPU
+?i|    # idle slots per GPU in one step
     bubble_slots = pp
+?j|    # busy slots per GPU in one step
     work_slots = microbatches * virtual_stages
     return bubble_slots / (bubble_slots + work_slots)
 '''
+#: the workbook's listing (the one a kernel with no student id shows)
+BUGGY_5_5 = workbook_listing(LISTING_5_5)
 
 
 def _reference_5_5(pp, microbatches, virtual_stages=1):
@@ -202,7 +229,7 @@ debug_exercise(
                       "single stage return? Worked example: "
                       f"`bubble_fraction({', '.join(map(str, s['example']))})` should be "
                       f"{_reference_5_5(*s['example']):.6g}."),
-    buggy_source=BUGGY_5_5, buggy_line=3, function="bubble_fraction",
+    buggy_source=LISTING_5_5, buggy_line=3, function="bubble_fraction",
     signature="(pp, microbatches, virtual_stages=1)",
     docstring="Share of a pipeline step spent in the bubble, in [0, 1).",
     body=("bubble_slots = pp - 1\n"
@@ -210,7 +237,8 @@ debug_exercise(
           "return bubble_slots / (bubble_slots + work_slots)"),
     reference=_reference_5_5, probes=_probes_5_5, examples=[[4, 12, 1], [1, 8, 1]],
     derivation=lambda s: (
-        "**Line 3 is the bug**: a pipeline of $p$ stages has $p-1$ bubble slots (the warm-up of the "
+        f"**Line {s['buggy_line']} (`bubble_slots = pp`) is the bug**: a pipeline of $p$ stages has $p-1$ "
+        "bubble slots (the warm-up of the "
         "stages after the first), not $p$. The give-away is a single stage: it has no bubble, yet "
         "the buggy function returns $1/(1+m) > 0$. With `bubble_slots = pp - 1` it returns "
         "$(p-1)/(v\\,m+p-1)$, the share that `course.core.bubble_fraction` computes; for "
