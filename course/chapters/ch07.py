@@ -160,8 +160,8 @@ values_exercise(
                              ckpt_seconds=float(rng.choice([30, 60, 98, 120])),
                              mtbf_hours=float(rng.choice([6, 12, 24, 48])), restart_minutes=float(rng.choice([2, 5, 10]))),
     prompt=lambda s: (f"The run uses {s['gpus']} GPUs at \\${s['usd_per_gpu_hour']:g} per GPU-hour and "
-                      f"checkpoints at the Young interval of 7.3 (MTBF {s['mtbf_hours']:g} h, "
-                      f"{s['ckpt_seconds']:g} s per checkpoint). After a crash it needs "
+                      f"checkpoints at the Young interval (7.3's formula, with this run's own numbers: MTBF "
+                      f"{s['mtbf_hours']:g} h, {s['ckpt_seconds']:g} s per checkpoint). After a crash it needs "
                       f"{s['restart_minutes']:g} minutes to reload and restart. On average, how many "
                       "dollars does one crash waste: the work lost since the last checkpoint plus the "
                       "restart time, on all GPUs?"),
