@@ -149,8 +149,7 @@ def validate_exercise(ex: Exercise, namespace: dict) -> None:
     if os.environ.get(VALIDATING[0]) != VALIDATING[1]:
         return
     if not _answered(ex, namespace):
-        raise AssertionError(f"Exercise {ex.number} not answered:\n"
-                             + "\n".join(f"define `{n}`" for n in _answer_names(ex)))
+        raise AssertionError(f"Exercise {ex.number} not answered:\n" + "\n".join(_to_answer(ex)))
     variant = variants.current_variant(ex.assignment)
     exam = variants.exam_mode(ex.assignment)
     lines, shaped, right = assess(ex, namespace, variant, exam)
@@ -180,8 +179,15 @@ def validate_answered(part: Part, namespace: dict) -> None:
 
 
 def _unanswered(ex: Exercise) -> str:
-    names = ", ".join(f"`{n}`" for n in _answer_names(ex))
-    return f"not answered yet: define {names} in the answer cell"
+    return f"not answered yet: {'; '.join(_to_answer(ex))} in the answer cell"
+
+
+def _to_answer(ex: Exercise) -> List[str]:
+    """What answering ``ex`` takes, one line per name: a value to define, or a function whose
+    body (the release's stub, ``pass``) is still to be written."""
+    functions = {part.function.name for part in ex.parts if part.function is not None}
+    return [f"write the body of `{n}`" if n in functions else f"define `{n}`"
+            for n in _answer_names(ex)]
 
 
 def assess(ex: Exercise, namespace: dict, variant: Optional[int], exam: bool) -> Tuple[List[str], bool, bool]:
