@@ -39,6 +39,7 @@ import json
 import os
 import tempfile
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -120,6 +121,29 @@ class Ledger:
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
+    # -- change notification (in this process) -------------------------------
+    #: weak references to bound methods called after this process writes a ledger file, by path
+    _listeners: dict[Path, list] = {}
+
+    def on_write(self, callback: Callable[[], Any]) -> None:
+        """Call the bound method ``callback()`` after any ``Ledger`` of this process writes this
+        file (a lock locked, an attempt counted), so a display of the ledger refreshes itself.
+        Held weakly: a display that is garbage-collected stops being called."""
+        Ledger._listeners.setdefault(self.path, []).append(weakref.WeakMethod(callback))
+
+    def _written(self) -> None:
+        alive = []
+        for ref in Ledger._listeners.get(self.path, []):
+            callback = ref()
+            if callback is not None:
+                alive.append(ref)
+                try:
+                    callback()
+                except Exception:  # noqa: BLE001 (a display's failure must not fail the write)
+                    pass
+        if self.path in Ledger._listeners:
+            Ledger._listeners[self.path] = alive
+
     # -- locking and raw I/O ------------------------------------------------
     @contextlib.contextmanager
     def _locked(self, for_reading: bool = False) -> Iterator[None]:
@@ -198,6 +222,7 @@ class Ledger:
             merged["updated"] = stamp
             data[key] = merged
             atomic_write_json(self.path, data)
+        self._written()
 
     def update(self, key: str, change: Callable[[dict], dict]) -> dict:
         """Atomic read-modify-write of one entry: ``change(old_entry) -> fields to merge``.
@@ -223,7 +248,8 @@ class Ledger:
             merged.setdefault("created", stamp)
             data[key] = merged
             atomic_write_json(self.path, data)
-            return merged
+        self._written()
+        return merged
 
     def record_once(self, key: str, entry: dict) -> dict:
         """Store ``entry`` under ``key`` only if the key is absent; return what is stored.
@@ -243,7 +269,8 @@ class Ledger:
             stamp = _now()
             data[key] = {**entry, "created": stamp, "updated": stamp}
             atomic_write_json(self.path, data)
-            return data[key]
+        self._written()
+        return data[key]
 
     def get(self, key: str) -> dict | None:
         """The entry stored under ``key``, or ``None``."""

@@ -57,7 +57,7 @@ def stakeholder_card(sender: str, message: str, *, role: str = "", act: str = ""
 
 
 class HudFooter:
-    """A one-line heads-up display of the design ledger, refreshed on demand.
+    """A one-line heads-up display of the design ledger, refreshed whenever this kernel writes it.
 
     Parameters
     ----------
@@ -74,6 +74,7 @@ class HudFooter:
         self.ledger = ledger if ledger is not None else Ledger()
         self.widget = widgets.HTML()
         self.widget.add_class("course-hud")
+        self.ledger.on_write(self.refresh)  # a lock locked below updates this line in place
         self.refresh()
 
     def summary(self) -> dict:

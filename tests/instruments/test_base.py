@@ -125,6 +125,17 @@ def test_record_to_ledger_and_hud(tmp_path):
     assert "negative" in hud.widget.value
 
 
+def test_hud_refreshes_itself_when_a_lock_below_it_writes_the_ledger(tmp_path):
+    """The HUD sits above the locks: locking one (another Ledger object on the same file, as a lock
+    makes its own) updates the HUD's line in place, with no re-run of its cell."""
+    hud = HudFooter("lab99/", ledger=Ledger(tmp_path / "l.json"))
+    assert "predictions locked 0" in hud.widget.value
+    Ledger(tmp_path / "l.json").record("lab99/act1", {"prediction": "B"})
+    assert "predictions locked 1" in hud.widget.value
+    Ledger(tmp_path / "other.json").record("lab99/act2", {"prediction": "C"})  # another file: not counted
+    assert "predictions locked 1" in hud.widget.value
+
+
 def test_stakeholder_card_escapes_html():
     card = stakeholder_card("MLOps lead", "Ring <always> wins?", act="Act II")
     assert "&lt;always&gt;" in card.value and "Act II" in card.value
