@@ -224,7 +224,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "            seen.add(row['violations'])\n"
              "            print(f\"TP={row['tp']} CP={row['cp']} PP={row['pp']} DP={row['dp']} ZeRO={row['zero_stage']}: {row['violations']}\")\n"
              "else:\n"
-             "    print('Lock Exercise 1 first to see one infeasible row per reason.')\n"
+             "    print('Lock Exercise 1 first, then run this cell again, to see one infeasible row per reason.')\n"
              "print('\\nWhat each code means:')\n"
              "for code, meaning in core.VIOLATION_CODES.items():\n"
              "    print(f'  {code}: {meaning}')",
