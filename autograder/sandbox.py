@@ -233,6 +233,14 @@ def prlimit_prefix(limits: Limits) -> List[str]:
             f"--nofile={limits.open_files}", "--core=0", "--"]
 
 
+def rlimits(limits: Limits) -> Dict[str, int]:
+    """The limits of :func:`prlimit_prefix` as ``resource`` names (soft = hard), for a sandbox
+    that sets them itself (:mod:`autograder.warm`)."""
+    return {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_NPROC": limits.processes,
+            "RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_FSIZE": limits.file_bytes,
+            "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
+
+
 @functools.lru_cache(maxsize=None)
 def probe() -> Optional[str]:
     """``None`` if bubblewrap sandboxes work here, else why not (for the warning)."""
