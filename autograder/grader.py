@@ -51,6 +51,61 @@ if TYPE_CHECKING:  # the judge's record; imported where judging happens (the cou
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
 
+#: db_url -> the engine every gradebook of that URL opened in this process shares (see :func:`_share_engine`)
+_SHARED_ENGINES: Dict[str, object] = {}
+_SHARE_LOCK = threading.Lock()
+#: nbgrader's preprocessor modules that open their own ``Gradebook(db_url)``
+_GRADEBOOK_USERS = ("getgrades", "latesubmissions", "overwritecells", "overwritekernelspec", "saveautogrades")
+
+
+def _share_engine(db_url: str) -> None:
+    """Make every ``Gradebook(db_url)`` this process opens (ours and those inside nbgrader's
+    preprocessors) reuse one SQLAlchemy engine: nbgrader's constructor creates an engine, inspects
+    the schema, runs ``create_all`` and checks the course each time, and a fresh engine compiles
+    every query anew; a grade cost about a dozen of those. The gradebook stays what nbgrader
+    reads and writes (same tables, same sessions, one per ``with`` block); connections are not
+    pooled (``NullPool``), so nothing holds the file between uses.
+    """
+    import nbgrader.api
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import scoped_session, sessionmaker
+    from sqlalchemy.pool import NullPool
+
+    real = nbgrader.api.Gradebook
+    with _SHARE_LOCK:
+        if db_url in _SHARED_ENGINES:
+            return
+        with real(db_url):  # once: tables, alembic version and course exist
+            pass
+        _SHARED_ENGINES[db_url] = create_engine(db_url, echo=False, future=True, poolclass=NullPool)
+        if getattr(nbgrader.api, "_autograder_shared", None) is None:
+
+            class SharedGradebook(real):
+                """A ``Gradebook`` on the shared engine; ``close`` ends its session only."""
+
+                def __init__(self, engine):
+                    self.engine = engine
+                    self.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))
+                    self.course_id, self.authenticator = "default_course", None
+
+                def close(self):
+                    self.db.remove()
+
+            def opened(db_url, *args, **kwargs):
+                engine = _SHARED_ENGINES.get(db_url)
+                if engine is None or args or kwargs:
+                    return real(db_url, *args, **kwargs)
+                return SharedGradebook(engine)
+
+            nbgrader.api._autograder_shared = opened
+            import importlib
+
+            for name in _GRADEBOOK_USERS:
+                module = importlib.import_module(f"nbgrader.preprocessors.{name}")
+                if getattr(module, "Gradebook", None) is real:
+                    module.Gradebook = opened
+
+
 class PhaseClock:
     """Wall seconds of each phase of one submission, for ``grades.json`` (``phases``) and the benchmark.
 
@@ -118,9 +173,10 @@ class Grader:
 
     # ------------------------------------------------------------------ gradebook
     def _gradebook(self):
-        from nbgrader.api import Gradebook
+        import nbgrader.api
 
-        return Gradebook(self.db_url)
+        _share_engine(self.db_url)
+        return nbgrader.api._autograder_shared(self.db_url)
 
     def _load_assignment(self) -> Assignment:
         from nbgrader.api import MissingEntry
