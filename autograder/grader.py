@@ -17,7 +17,9 @@ Per submission (:meth:`Grader.grade_one`), in this order:
    ``SaveAutoGrades`` and ``AssignLatePenalties`` on the executed notebook,
    then the judged parts' scores overwrite the in-kernel ones. Manually graded
    cells stay for the formgrader.
-5. *feedback* (parent): :mod:`autograder.feedback`.
+5. *feedback*: :mod:`autograder.feedback`, rendered in worker processes while
+   :meth:`Grader.grade_all` runs (each keeps one nbconvert exporter), else in the
+   grading thread.
 
 Only outputs and harvested values come back from the kernel; the cell
 sources written to ``autograded/`` are the sanitized ones from step 1.
@@ -106,6 +108,28 @@ def _share_engine(db_url: str) -> None:
                     module.Gradebook = opened
 
 
+class _FlushOnCommit:
+    """A gradebook whose session's ``commit`` only flushes, so that nbgrader's per-cell commits
+    become one transaction that the caller commits."""
+
+    class _Session:
+        def __init__(self, session):
+            self._session = session
+
+        def commit(self):
+            self._session.flush()
+
+        def __getattr__(self, name):
+            return getattr(self._session, name)
+
+    def __init__(self, gb):
+        self._gb = gb
+        self.db = self._Session(gb.db)
+
+    def __getattr__(self, name):
+        return getattr(self._gb, name)
+
+
 class PhaseClock:
     """Wall seconds of each phase of one submission, for ``grades.json`` (``phases``) and the benchmark.
 
@@ -152,6 +176,7 @@ class Grader:
         self.limits = limits
         self.seed = int(seed)
         self.feedback = feedback
+        self._feedback_pool = None  # worker processes that render feedback during grade_all
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
         self.lock = threading.Lock()  # nbgrader's gradebook is SQLite: one writer at a time
@@ -279,15 +304,25 @@ class Grader:
         nb, resources = CheckCellMetadata().preprocess(restored, resources)
         return nb
 
-    def _record(self, nb, student: str, verdicts: Dict[str, "Verdict"]) -> None:
+    def _record(self, nb, student: str, verdicts: Dict[str, "Verdict"]) -> Dict[str, float]:
+        """nbgrader's ``LimitOutput`` and ``SaveAutoGrades``, then the judged parts' scores over the
+        in-kernel ones, in ONE gradebook transaction (``SaveAutoGrades`` alone commits once per
+        graded cell); returns the in-kernel scores."""
         from nbgrader.preprocessors import AssignLatePenalties, LimitOutput, SaveAutoGrades
 
         resources = self._resources(student)
-        for pp in (LimitOutput(), SaveAutoGrades()):
-            nb, resources = pp.preprocess(nb, resources)
-        in_kernel = {gid: g["score"] for gid, g in self._read_grades(student).items()}
+        nb, resources = LimitOutput().preprocess(nb, resources)
+        save = SaveAutoGrades()
+        save.notebook_id, save.assignment_id = self.assignment.notebook, self.assignment_name
+        save.student_id, save.db_url = student, self.db_url
         with self._gradebook() as gb:
+            save.gradebook = _FlushOnCommit(gb)
+            # SaveAutoGrades.preprocess without its own Gradebook: the cells, as nbgrader runs them
+            nb, resources = super(SaveAutoGrades, save).preprocess(nb, resources)
+            gb.db.flush()
+            gb.db.expire_all()  # scores are computed by the database: read them again
             sub_nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
+            in_kernel = {grade.name: float(grade.score) for grade in sub_nb.grades}
             for grade in sub_nb.grades:
                 if grade.name in verdicts:
                     grade.auto_score = verdicts[grade.name].score * float(grade.max_score)
@@ -509,12 +544,16 @@ class Grader:
         self._copy_exchange_files(sub, out_dir)
         phases.lap("write")
         if self.feedback:
-            from .feedback import feedback_notebook, render_feedback
-
-            # only the scores come from the gradebook (under the lock); the rest runs in parallel
-            fb_nb, fb_resources = feedback_notebook(nb, self._resources(sub.student), verdicts,
-                                                    gradebook_lock=self.lock)
-            html = render_feedback(fb_nb, fb_resources)
+            pool = self._feedback_pool
+            html = None
+            if pool is not None:  # another process renders (its own interpreter lock, its own core)
+                try:
+                    html = pool.render(nb, self._resources(sub.student), verdicts, self.db_url)
+                except Exception as exc:  # noqa: BLE001 (rendered here instead)
+                    self.log(f"feedback worker failed for {sub.student}: {exc}")
+            if html is None:
+                html = _feedback_html(nb, self._resources(sub.student), verdicts, self.db_url,
+                                      gradebook_lock=self.lock)
             fb_dir = self.root / "feedback" / sub.student / self.assignment_name
             fb_dir.mkdir(parents=True, exist_ok=True)
             (fb_dir / f"{self.assignment.notebook}.html").write_text(html)
@@ -597,10 +636,97 @@ class Grader:
 
         results = []
         warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy noise
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            futures = [pool.submit(work, sub) for sub in subs]
-            bar = tqdm(as_completed(futures), total=len(futures), unit="submission",
-                       desc=f"grading {self.assignment_name}", disable=not progress)
-            for future in bar:
-                results.append(future.result())
+        if self.feedback and len(subs) > self.workers:
+            self._feedback_pool = _FeedbackWorkers(self.workers)
+        try:
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                futures = [pool.submit(work, sub) for sub in subs]
+                bar = tqdm(as_completed(futures), total=len(futures), unit="submission",
+                           desc=f"grading {self.assignment_name}", disable=not progress)
+                for future in bar:
+                    results.append(future.result())
+        finally:
+            if self._feedback_pool is not None:
+                self._feedback_pool.close()
+                self._feedback_pool = None
         return sorted(results, key=lambda r: r["student"])
+
+
+class _FeedbackWorkers:
+    """Processes that render feedback (:func:`_feedback_html`), one request at a time each, each
+    keeping its own nbconvert exporter. Fresh interpreters of this Python (this process runs
+    threads, so no fork); requests and answers are pickles over their stdin and stdout, between
+    this process and its own children only (no student code runs there)."""
+
+    def __init__(self, count: int):
+        import subprocess
+
+        code = "from autograder.grader import _feedback_worker; _feedback_worker()"
+        self.idle: "queue.Queue" = queue.Queue()
+        self.procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, cwd=str(Path(__file__).resolve().parent.parent))
+                      for _ in range(count)]
+        for proc in self.procs:
+            self.idle.put(proc)
+
+    def render(self, *args) -> str:
+        import pickle
+
+        proc = self.idle.get()
+        try:
+            data = pickle.dumps(args)
+            proc.stdin.write(len(data).to_bytes(8, "big") + data)
+            proc.stdin.flush()
+            size = int.from_bytes(proc.stdout.read(8), "big")
+            ok, value = pickle.loads(proc.stdout.read(size))
+        finally:
+            self.idle.put(proc)
+        if not ok:
+            raise RuntimeError(value)
+        return value
+
+    def close(self) -> None:
+        for proc in self.procs:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001
+                proc.kill()
+
+
+def _feedback_worker() -> None:
+    """The loop of one :class:`_FeedbackWorkers` process."""
+    import pickle
+
+    from .feedback import _exporter, _preprocessors
+
+    _preprocessors()
+    _exporter()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but answers on the pipe
+    while True:
+        head = stdin.read(8)
+        if len(head) < 8:
+            return
+        args = pickle.loads(stdin.read(int.from_bytes(head, "big")))
+        try:
+            answer = (True, _feedback_html(*args))
+        except Exception as exc:  # noqa: BLE001 (the grader renders it itself then)
+            answer = (False, f"{type(exc).__name__}: {exc}")
+        data = pickle.dumps(answer)
+        stdout.write(len(data).to_bytes(8, "big") + data)
+        stdout.flush()
+
+
+def _feedback_html(nb, resources: dict, verdicts, db_url: str, gradebook_lock=None) -> str:
+    """The feedback HTML of one graded notebook (:mod:`autograder.feedback`): only the scores come
+    from the gradebook (under ``gradebook_lock`` when given); runs in a worker process or thread."""
+    from .feedback import feedback_notebook, render_feedback
+
+    _share_engine(db_url)
+    fb_nb, fb_resources = feedback_notebook(nb, resources, verdicts, gradebook_lock=gradebook_lock)
+    return render_feedback(fb_nb, fb_resources)
