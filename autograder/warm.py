@@ -58,6 +58,8 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+#: environment variables the preloaded modules set when imported (debugpy sets one)
+_IMPORT_ENV: dict = {}
 _KEEP_FLAGS = 8 | 16 | 1024 | 2048 | 4096  # noexec, synchronous, noatime, nodiratime, relatime
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -210,8 +212,8 @@ def _copy_tree(src: str, dest: str) -> None:
 
 
 def _kernel(req: dict) -> None:
-    """C: the kernel, in the sandbox, as the slot's uid; never returns."""
-    os.setsid()
+    """C: the kernel, in the sandbox, as the slot's uid (in B's session, as under bwrap); never
+    returns."""
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -220,6 +222,8 @@ def _kernel(req: dict) -> None:
     os.chdir(req["scratch"])
     os.environ.clear()
     os.environ.update(req["env"], PWD=req["scratch"])
+    for key, value in _IMPORT_ENV.items():  # what the preloaded imports set, as they would have here
+        os.environ.setdefault(key, value)
     import random
 
     random.seed()
@@ -260,6 +264,7 @@ def _pid_one(libc, req: dict, alive_r: int) -> None:
     code = 1
     try:
         _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+        os.setsid()  # a session of its own: no terminal to push input into (TIOCSTI)
         _build_root(libc, req)
         _loopback_up()
         _drop_privileges(libc, int(req["uid"]), req["rlimits"])
@@ -290,8 +295,10 @@ def serve(fd: int) -> None:
     """The zygote: preload, then fork a sandboxed kernel per request on socket ``fd``."""
     import importlib
 
+    before = dict(os.environ)
     for name in PRELOAD:
         importlib.import_module(name)
+    _IMPORT_ENV.update({k: v for k, v in os.environ.items() if before.get(k) != v})
     if threading.active_count() != 1:  # a fork copies only the thread that forks
         raise RuntimeError("a preloaded module started a thread")
     sock = socket.socket(fileno=fd)
