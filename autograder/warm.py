@@ -264,6 +264,8 @@ def _pid_one(libc, req: dict, alive_r: int) -> None:
     code = 1
     try:
         _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+        os.closerange(3, alive_r)  # nothing of the zygote's stays open in the sandbox
+        os.closerange(alive_r + 1, 1 << 16)
         os.setsid()  # a session of its own: no terminal to push input into (TIOCSTI)
         _build_root(libc, req)
         _loopback_up()
@@ -379,6 +381,8 @@ class WarmProcess:
 class Zygote:
     """The grader's handle on one zygote process (started on first use, shared by worker threads)."""
 
+    stamp = 0
+
     def __init__(self, env: dict):
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         code = f"from autograder.warm import serve; serve({child.fileno()})"
@@ -427,7 +431,22 @@ class Zygote:
             self.proc.wait()
 
 
+def _source_stamp() -> int:
+    """The newest modification time of the ``course`` and ``autograder`` sources: a zygote that
+    imported older code is replaced (a long-running server, a course updated in place)."""
+    from . import sandbox
+
+    newest = 0
+    for folder in sandbox._package_dirs():
+        for root, _, files in os.walk(folder):
+            for name in files:
+                if name.endswith(".py"):
+                    newest = max(newest, os.stat(os.path.join(root, name)).st_mtime_ns)
+    return newest
+
+
 _zygote: Optional[Zygote] = None
+_stamp, _stamped_at = 0, -1e9
 _zygote_lock = threading.Lock()
 _failed: Optional[str] = None
 
@@ -441,9 +460,18 @@ def zygote() -> Optional[Zygote]:
         return None
     if os.environ.get("AUTOGRADER_NO_WARM_KERNEL"):
         return None
+    global _stamp, _stamped_at
     with _zygote_lock:
-        if _zygote is not None and _zygote.alive():
+        import time
+
+        if time.monotonic() - _stamped_at > 30:  # looked at twice a minute at most
+            _stamp, _stamped_at = _source_stamp(), time.monotonic()
+        stamp = _stamp
+        if _zygote is not None and _zygote.alive() and _zygote.stamp == stamp:
             return _zygote
+        if _zygote is not None:  # it ended, or the course's code changed since it imported it
+            _zygote.close()
+            _zygote = None
         if _failed is not None:
             return None
         from . import sandbox
@@ -451,6 +479,7 @@ def zygote() -> Optional[Zygote]:
         try:
             env = sandbox.sandbox_env(sandbox.SCRATCH)
             _zygote = Zygote(env)
+            _zygote.stamp = stamp
         except Exception as exc:  # noqa: BLE001 (any failure: the bwrap path still works)
             _failed = f"{type(exc).__name__}: {exc}"
             _zygote = None
