@@ -17,9 +17,9 @@ Per submission (:meth:`Grader.grade_one`), in this order:
    ``SaveAutoGrades`` and ``AssignLatePenalties`` on the executed notebook,
    then the judged parts' scores overwrite the in-kernel ones. Manually graded
    cells stay for the formgrader.
-5. *feedback*: :mod:`autograder.feedback`, rendered in worker processes while
-   :meth:`Grader.grade_all` runs (each keeps one nbconvert exporter), else in the
-   grading thread.
+5. *feedback*: :mod:`autograder.feedback`; during :meth:`Grader.grade_all` rendered by
+   worker processes (each keeps one nbconvert exporter) while the grading threads go
+   on with the next submissions, else in the grading thread.
 
 Only outputs and harvested values come back from the kernel; the cell
 sources written to ``autograded/`` are the sanitized ones from step 1.
@@ -177,6 +177,8 @@ class Grader:
         self.seed = int(seed)
         self.feedback = feedback
         self._feedback_pool = None  # worker processes that render feedback during grade_all
+        self._feedback_dispatch = None  # threads that hand feedback to them, during grade_all
+        self._feedback_pending: list = []  # (student, future) of feedback being rendered
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
         self.lock = threading.Lock()  # nbgrader's gradebook is SQLite: one writer at a time
@@ -543,25 +545,34 @@ class Grader:
         nbformat.write(nb, str(out_dir / f"{self.assignment.notebook}.ipynb"))
         self._copy_exchange_files(sub, out_dir)
         phases.lap("write")
-        if self.feedback:
-            pool = self._feedback_pool
-            html = None
-            if pool is not None:  # another process renders (its own interpreter lock, its own core)
-                try:
-                    html = pool.render(nb, self._resources(sub.student), verdicts, self.db_url)
-                except Exception as exc:  # noqa: BLE001 (rendered here instead)
-                    self.log(f"feedback worker failed for {sub.student}: {exc}")
-            if html is None:
-                html = _feedback_html(nb, self._resources(sub.student), verdicts, self.db_url,
-                                      gradebook_lock=self.lock)
-            fb_dir = self.root / "feedback" / sub.student / self.assignment_name
-            fb_dir.mkdir(parents=True, exist_ok=True)
-            (fb_dir / f"{self.assignment.notebook}.html").write_text(html)
-            self._copy_exchange_files(sub, fb_dir)
-            phases.lap("feedback")
+        if self.feedback and self._feedback_dispatch is not None:
+            # rendered by a worker process while this thread grades the next submission
+            self._feedback_pending.append((sub.student, self._feedback_dispatch.submit(
+                self._write_feedback, sub, nb, verdicts, phases)))
+        elif self.feedback:
+            self._write_feedback(sub, nb, verdicts, phases)
         status = state.get("state", "ok") if problem else "graded"
         reason = "; ".join(([problem] if problem else []) + notes) or "graded"
         return self._rows(sub.student, status, reason, verdicts, grades)
+
+    def _write_feedback(self, sub: Submission, nb, verdicts: Dict[str, "Verdict"], phases: PhaseClock) -> None:
+        """``feedback/<student>/<assignment>/<notebook>.html`` and the exchange files; the render's
+        seconds go to ``phases`` (``feedback``)."""
+        started = time.monotonic()
+        pool, html = self._feedback_pool, None
+        if pool is not None:  # another process renders (its own interpreter lock, its own core)
+            try:
+                html = pool.render(nb, self._resources(sub.student), verdicts, self.db_url)
+            except Exception as exc:  # noqa: BLE001 (rendered here instead)
+                self.log(f"feedback worker failed for {sub.student}: {exc}")
+        if html is None:
+            html = _feedback_html(nb, self._resources(sub.student), verdicts, self.db_url,
+                                  gradebook_lock=self.lock)
+        fb_dir = self.root / "feedback" / sub.student / self.assignment_name
+        fb_dir.mkdir(parents=True, exist_ok=True)
+        (fb_dir / f"{self.assignment.notebook}.html").write_text(html)
+        self._copy_exchange_files(sub, fb_dir)
+        phases.add("feedback", time.monotonic() - started)
 
     @staticmethod
     def _copy_exchange_files(sub: Submission, dest: Path) -> None:
@@ -638,6 +649,7 @@ class Grader:
         warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy noise
         if self.feedback and len(subs) > self.workers:
             self._feedback_pool = _FeedbackWorkers(self.workers)
+            self._feedback_dispatch = ThreadPoolExecutor(max_workers=self.workers)
         try:
             with ThreadPoolExecutor(max_workers=self.workers) as pool:
                 futures = [pool.submit(work, sub) for sub in subs]
@@ -645,7 +657,19 @@ class Grader:
                            desc=f"grading {self.assignment_name}", disable=not progress)
                 for future in bar:
                     results.append(future.result())
+            by_student = {row["student"]: row for row in results}
+            for student, future in self._feedback_pending:
+                exc = future.exception()
+                if exc is not None and student in by_student:  # as grade_one says of any failure
+                    row = by_student[student]
+                    row["status"] = "error"
+                    row["reason"] = (f"the autograder failed on this submission ({type(exc).__name__}: "
+                                     f"{str(exc)[:200]}); your instructor will look at it")
         finally:
+            if self._feedback_dispatch is not None:
+                self._feedback_dispatch.shutdown(wait=True)
+                self._feedback_dispatch = None
+            self._feedback_pending = []
             if self._feedback_pool is not None:
                 self._feedback_pool.close()
                 self._feedback_pool = None
