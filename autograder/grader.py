@@ -79,25 +79,28 @@ def _share_engine(db_url: str) -> None:
             return
         with real(db_url):  # once: tables, alembic version and course exist
             pass
-        _SHARED_ENGINES[db_url] = create_engine(db_url, echo=False, future=True, poolclass=NullPool)
+        engine = create_engine(db_url, echo=False, future=True, poolclass=NullPool)
+        # one session class: each sessionmaker() makes a new Session subclass, and SQLAlchemy's event
+        # registry keeps every one of them, so per-gradebook ones slow every later session down
+        _SHARED_ENGINES[db_url] = (engine, sessionmaker(autoflush=True, bind=engine, future=True))
         if getattr(nbgrader.api, "_autograder_shared", None) is None:
 
             class SharedGradebook(real):
                 """A ``Gradebook`` on the shared engine; ``close`` ends its session only."""
 
-                def __init__(self, engine):
+                def __init__(self, engine, factory):
                     self.engine = engine
-                    self.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))
+                    self.db = scoped_session(factory)
                     self.course_id, self.authenticator = "default_course", None
 
                 def close(self):
                     self.db.remove()
 
             def opened(db_url, *args, **kwargs):
-                engine = _SHARED_ENGINES.get(db_url)
-                if engine is None or args or kwargs:
+                shared = _SHARED_ENGINES.get(db_url)
+                if shared is None or args or kwargs:
                     return real(db_url, *args, **kwargs)
-                return SharedGradebook(engine)
+                return SharedGradebook(*shared)
 
             nbgrader.api._autograder_shared = opened
             import importlib
@@ -106,6 +109,43 @@ def _share_engine(db_url: str) -> None:
                 module = importlib.import_module(f"nbgrader.preprocessors.{name}")
                 if getattr(module, "Gradebook", None) is real:
                     module.Gradebook = opened
+
+
+class _CheckedOnceJsonschema:
+    """``jsonschema`` for nbgrader's cell-metadata checks (``CheckCellMetadata``, run on every
+    submission): ``validate`` checks each schema against its meta-schema and builds its validator
+    once, not once per cell (most of a submission's sanitizing time), and raises the same error
+    (``best_match`` of the same validator's errors)."""
+
+    def __init__(self, module):
+        self._module = module
+        self._validators: Dict[str, object] = {}
+
+    def validate(self, instance, schema, cls=None, *args, **kwargs):
+        import json
+
+        if cls is not None or args or kwargs:
+            return self._module.validate(instance, schema, cls, *args, **kwargs)
+        key = json.dumps(schema, sort_keys=True)
+        validator = self._validators.get(key)
+        if validator is None:
+            kind = self._module.validators.validator_for(schema)
+            kind.check_schema(schema)
+            validator = self._validators[key] = kind(schema)
+        error = self._module.exceptions.best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise error
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def _check_metadata_schema_once() -> None:
+    """Install :class:`_CheckedOnceJsonschema` where nbgrader's metadata validator looks it up."""
+    from nbgrader.nbgraderformat import common
+
+    if not isinstance(common.jsonschema, _CheckedOnceJsonschema):
+        common.jsonschema = _CheckedOnceJsonschema(common.jsonschema)
 
 
 class _FlushOnCommit:
@@ -194,6 +234,7 @@ class Grader:
                 self.log("!" * 78 + "\n" + message + "\n" + "!" * 78)
         self.isolation = "bwrap+rlimits" if self.use_bwrap else "rlimits"
         self.assignment = self._load_assignment()
+        _check_metadata_schema_once()
         from course.exercises import REGISTRY
 
         self.registered = {gid for gid in self.assignment.grade_cells if gid in REGISTRY}
