@@ -689,7 +689,9 @@ class Grader:
         results = []
         warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy noise
         if self.feedback and len(subs) > self.workers:
-            self._feedback_pool = _FeedbackWorkers(self.workers)
+            # one renderer per two grading threads: a render takes a fraction of a grade, and each
+            # renderer costs a start-up (nbconvert, templates) of its own
+            self._feedback_pool = _FeedbackWorkers(max(1, self.workers // 2))
             self._feedback_dispatch = ThreadPoolExecutor(max_workers=self.workers)
         try:
             with ThreadPoolExecutor(max_workers=self.workers) as pool:
