@@ -5,7 +5,10 @@ bubblewrap namespaces and rlimits). nbclient runs here, in the grader's worker
 thread, and talks to the kernel over ZeroMQ IPC sockets in a directory that is
 bound into the sandbox at the same path (the sandbox has no network, so TCP
 cannot reach it). This costs one Python process per submission, the kernel,
-where running nbclient inside the sandbox cost two.
+where running nbclient inside the sandbox cost two. When the grader runs as
+root, that kernel is not started but forked from a pre-warmed interpreter
+(:mod:`autograder.warm`) that builds the same sandbox itself before any
+student code runs; otherwise bwrap starts it.
 
 Everything the kernel sends is hostile, so:
 
@@ -37,12 +40,11 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from queue import Empty
 from typing import List, Optional
 
 import zmq
 import zmq.asyncio
-from queue import Empty
-
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient

@@ -20,7 +20,9 @@ What a sandboxed run gets (see README, "Isolation"):
   submission (the parent kills the whole tree).
 
 If bubblewrap is missing or cannot create namespaces, :func:`probe` says so
-and the grader falls back to rlimits only, with a loud warning.
+and the grader falls back to rlimits only, with a loud warning. A root grader's
+kernels are forked by :mod:`autograder.warm` into a sandbox with the same
+namespaces, allow-list, limits and uid, built in the child instead of by bwrap.
 """
 
 from __future__ import annotations
