@@ -229,6 +229,10 @@ def _kernel(req: dict) -> None:
     random.seed()
     if "numpy.random" in sys.modules:
         sys.modules["numpy.random"].seed()
+    if req.get("probe"):  # the self-test (:func:`_self_test`): the sandbox was built, say so
+        with open(req["probe"], "w") as fh:
+            fh.write("ok")
+        return
     if sys.path and sys.path[0] in ("", os.getcwd()):  # as ipykernel_launcher: ipykernel puts '' back
         del sys.path[0]
     import ipykernel_launcher
@@ -487,4 +491,43 @@ def zygote() -> Optional[Zygote]:
             import atexit
 
             atexit.register(_zygote.close)
+            why = _self_test(_zygote)
+            if why is not None:  # this machine cannot build it: bwrap starts the kernels
+                _failed = why
+                _zygote.close()
+                _zygote = None
         return _zygote
+
+
+def _self_test(z: Zygote) -> Optional[str]:
+    """``None`` if the zygote can build a sandbox here (a fork that only says it got there), else why
+    not."""
+    import tempfile
+    from pathlib import Path
+
+    from . import sandbox
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="autograder-warm-probe-") as tmp:
+            work, sockets, root = (Path(tmp) / name for name in ("work", "sockets", "root"))
+            for folder in (work, sockets, root):
+                folder.mkdir()
+            uid = sandbox.slot_uid(0)
+            sandbox.prepare_scratch(work, 0, use_bwrap=True)
+            os.chown(sockets, uid, uid)
+            process = z.spawn({
+                "root": str(root), "work": str(work), "uid": uid, "scratch": sandbox.SCRATCH,
+                "scratch_input": sandbox.SCRATCH_INPUT, "scratch_bytes": 2**20,
+                "read_only": sandbox.readable_paths(True), "writable": [str(sockets)],
+                "env": sandbox.sandbox_env(sandbox.SCRATCH), "rlimits": sandbox.rlimits(sandbox.Limits()),
+                "probe": str(sockets / "ok"), "connection_file": "", "arguments": []})
+            try:
+                process.wait(timeout=60)
+            finally:
+                process.kill()
+                process.close()
+            if not (sockets / "ok").is_file():
+                return "the warm kernel's sandbox could not be built here"
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -62,7 +62,12 @@ def _facts(tmp_path, name, monkeypatch, warm_kernel: bool, cells=()):
 def test_a_forked_kernel_is_isolated_as_a_bwrap_kernel(tmp_path, monkeypatch):
     spawned = []
     real_spawn = warm.Zygote.spawn
-    monkeypatch.setattr(warm.Zygote, "spawn", lambda self, req: spawned.append(req) or real_spawn(self, req))
+    def spy(self, req):  # the zygote's own self-test (a fork that only builds the sandbox) not counted
+        if not req.get("probe"):
+            spawned.append(req)
+        return real_spawn(self, req)
+
+    monkeypatch.setattr(warm.Zygote, "spawn", spy)
     _, forked = _facts(tmp_path, "forked", monkeypatch, warm_kernel=True)
     assert len(spawned) == 1  # the zygote made this kernel
     _, launched = _facts(tmp_path, "launched", monkeypatch, warm_kernel=False)
@@ -96,3 +101,13 @@ def test_nothing_a_forked_kernel_does_reaches_the_next_one(tmp_path, monkeypatch
     first_random = "".join(o.get("text", "") for o in first["executed"].cells[0].outputs).split()[1]
     assert said[3] != first_random  # each fork draws its own random numbers
     assert warm.zygote() is not None and warm.zygote().alive()  # the zygote itself is untouched
+
+
+def test_a_zygote_that_cannot_build_its_sandbox_leaves_kernels_to_bwrap(monkeypatch):
+    real = sandbox.readable_paths
+    monkeypatch.setattr(sandbox, "readable_paths", lambda course_visible=True: [*real(course_visible), "/nonexistent-x"])
+    monkeypatch.setattr(warm, "_zygote", None)
+    monkeypatch.setattr(warm, "_failed", None)
+    assert warm.zygote() is None  # its self-test found that the mount fails here
+    assert "could not be built" in warm._failed
+    assert warm.zygote() is None  # and it is not tried again for every submission
