@@ -17,7 +17,9 @@ Per submission (:meth:`Grader.grade_one`), in this order:
    ``SaveAutoGrades`` and ``AssignLatePenalties`` on the executed notebook,
    then the judged parts' scores overwrite the in-kernel ones. Manually graded
    cells stay for the formgrader.
-5. *feedback* (parent): :mod:`autograder.feedback`.
+5. *feedback*: :mod:`autograder.feedback`; during :meth:`Grader.grade_all` rendered by
+   worker processes (each keeps one nbconvert exporter) while the grading threads go
+   on with the next submissions, else in the grading thread.
 
 Only outputs and harvested values come back from the kernel; the cell
 sources written to ``autograded/`` are the sanitized ones from step 1.
@@ -62,6 +64,123 @@ def _fresh(path: Path) -> Path:
     except FileNotFoundError:
         pass
     return path
+
+
+#: db_url -> the engine every gradebook of that URL opened in this process shares (see :func:`_share_engine`)
+_SHARED_ENGINES: Dict[str, object] = {}
+_SHARE_LOCK = threading.Lock()
+#: nbgrader's preprocessor modules that open their own ``Gradebook(db_url)``
+_GRADEBOOK_USERS = ("getgrades", "latesubmissions", "overwritecells", "overwritekernelspec", "saveautogrades")
+
+
+def _share_engine(db_url: str) -> None:
+    """Make every ``Gradebook(db_url)`` this process opens (ours and those inside nbgrader's
+    preprocessors) reuse one SQLAlchemy engine: nbgrader's constructor creates an engine, inspects
+    the schema, runs ``create_all`` and checks the course each time, and a fresh engine compiles
+    every query anew; a grade cost about a dozen of those. The gradebook stays what nbgrader
+    reads and writes (same tables, same sessions, one per ``with`` block); connections are not
+    pooled (``NullPool``), so nothing holds the file between uses.
+    """
+    import nbgrader.api
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import scoped_session, sessionmaker
+    from sqlalchemy.pool import NullPool
+
+    real = nbgrader.api.Gradebook
+    with _SHARE_LOCK:
+        if db_url in _SHARED_ENGINES:
+            return
+        with real(db_url):  # once: tables, alembic version and course exist
+            pass
+        engine = create_engine(db_url, echo=False, future=True, poolclass=NullPool)
+        # one session class: each sessionmaker() makes a new Session subclass, and SQLAlchemy's event
+        # registry keeps every one of them, so per-gradebook ones slow every later session down
+        _SHARED_ENGINES[db_url] = (engine, sessionmaker(autoflush=True, bind=engine, future=True))
+        if getattr(nbgrader.api, "_autograder_shared", None) is None:
+
+            class SharedGradebook(real):
+                """A ``Gradebook`` on the shared engine; ``close`` ends its session only."""
+
+                def __init__(self, engine, factory):
+                    self.engine = engine
+                    self.db = scoped_session(factory)
+                    self.course_id, self.authenticator = "default_course", None
+
+                def close(self):
+                    self.db.remove()
+
+            def opened(db_url, *args, **kwargs):
+                shared = _SHARED_ENGINES.get(db_url)
+                if shared is None or args or kwargs:
+                    return real(db_url, *args, **kwargs)
+                return SharedGradebook(*shared)
+
+            nbgrader.api._autograder_shared = opened
+            import importlib
+
+            for name in _GRADEBOOK_USERS:
+                module = importlib.import_module(f"nbgrader.preprocessors.{name}")
+                if getattr(module, "Gradebook", None) is real:
+                    module.Gradebook = opened
+
+
+class _CheckedOnceJsonschema:
+    """``jsonschema`` for nbgrader's cell-metadata checks (``CheckCellMetadata``, run on every
+    submission): ``validate`` checks each schema against its meta-schema and builds its validator
+    once, not once per cell (most of a submission's sanitizing time), and raises the same error
+    (``best_match`` of the same validator's errors)."""
+
+    def __init__(self, module):
+        self._module = module
+        self._validators: Dict[str, object] = {}
+
+    def validate(self, instance, schema, cls=None, *args, **kwargs):
+        import json
+
+        if cls is not None or args or kwargs:
+            return self._module.validate(instance, schema, cls, *args, **kwargs)
+        key = json.dumps(schema, sort_keys=True)
+        validator = self._validators.get(key)
+        if validator is None:
+            kind = self._module.validators.validator_for(schema)
+            kind.check_schema(schema)
+            validator = self._validators[key] = kind(schema)
+        error = self._module.exceptions.best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise error
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def _check_metadata_schema_once() -> None:
+    """Install :class:`_CheckedOnceJsonschema` where nbgrader's metadata validator looks it up."""
+    from nbgrader.nbgraderformat import common
+
+    if not isinstance(common.jsonschema, _CheckedOnceJsonschema):
+        common.jsonschema = _CheckedOnceJsonschema(common.jsonschema)
+
+
+class _FlushOnCommit:
+    """A gradebook whose session's ``commit`` only flushes, so that nbgrader's per-cell commits
+    become one transaction that the caller commits."""
+
+    class _Session:
+        def __init__(self, session):
+            self._session = session
+
+        def commit(self):
+            self._session.flush()
+
+        def __getattr__(self, name):
+            return getattr(self._session, name)
+
+    def __init__(self, gb):
+        self._gb = gb
+        self.db = self._Session(gb.db)
+
+    def __getattr__(self, name):
+        return getattr(self._gb, name)
 
 
 class PhaseClock:
@@ -110,6 +229,9 @@ class Grader:
         self.limits = limits
         self.seed = int(seed)
         self.feedback = feedback
+        self._feedback_pool = None  # worker processes that render feedback during grade_all
+        self._feedback_dispatch = None  # threads that hand feedback to them, during grade_all
+        self._feedback_pending: list = []  # (student, future) of feedback being rendered
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
         self.lock = threading.Lock()  # nbgrader's gradebook is SQLite: one writer at a time
@@ -125,15 +247,17 @@ class Grader:
                 self.log("!" * 78 + "\n" + message + "\n" + "!" * 78)
         self.isolation = "bwrap+rlimits" if self.use_bwrap else "rlimits"
         self.assignment = self._load_assignment()
+        _check_metadata_schema_once()
         from course.exercises import REGISTRY
 
         self.registered = {gid for gid in self.assignment.grade_cells if gid in REGISTRY}
 
     # ------------------------------------------------------------------ gradebook
     def _gradebook(self):
-        from nbgrader.api import Gradebook
+        import nbgrader.api
 
-        return Gradebook(self.db_url)
+        _share_engine(self.db_url)
+        return nbgrader.api._autograder_shared(self.db_url)
 
     def _load_assignment(self) -> Assignment:
         from nbgrader.api import MissingEntry
@@ -236,15 +360,25 @@ class Grader:
         nb, resources = CheckCellMetadata().preprocess(restored, resources)
         return nb
 
-    def _record(self, nb, student: str, verdicts: Dict[str, "Verdict"]) -> None:
+    def _record(self, nb, student: str, verdicts: Dict[str, "Verdict"]) -> Dict[str, float]:
+        """nbgrader's ``LimitOutput`` and ``SaveAutoGrades``, then the judged parts' scores over the
+        in-kernel ones, in ONE gradebook transaction (``SaveAutoGrades`` alone commits once per
+        graded cell); returns the in-kernel scores."""
         from nbgrader.preprocessors import AssignLatePenalties, LimitOutput, SaveAutoGrades
 
         resources = self._resources(student)
-        for pp in (LimitOutput(), SaveAutoGrades()):
-            nb, resources = pp.preprocess(nb, resources)
-        in_kernel = {gid: g["score"] for gid, g in self._read_grades(student).items()}
+        nb, resources = LimitOutput().preprocess(nb, resources)
+        save = SaveAutoGrades()
+        save.notebook_id, save.assignment_id = self.assignment.notebook, self.assignment_name
+        save.student_id, save.db_url = student, self.db_url
         with self._gradebook() as gb:
+            save.gradebook = _FlushOnCommit(gb)
+            # SaveAutoGrades.preprocess without its own Gradebook: the cells, as nbgrader runs them
+            nb, resources = super(SaveAutoGrades, save).preprocess(nb, resources)
+            gb.db.flush()
+            gb.db.expire_all()  # scores are computed by the database: read them again
             sub_nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
+            in_kernel = {grade.name: float(grade.score) for grade in sub_nb.grades}
             for grade in sub_nb.grades:
                 if grade.name in verdicts:
                     grade.auto_score = verdicts[grade.name].score * float(grade.max_score)
@@ -506,21 +640,34 @@ class Grader:
         nbformat.write(nb, str(_fresh(out_dir / f"{self.assignment.notebook}.ipynb")))
         self._copy_exchange_files(sub, out_dir)
         phases.lap("write")
-        if self.feedback:
-            from .feedback import feedback_notebook, render_feedback
-
-            # only the scores come from the gradebook (under the lock); the rest runs in parallel
-            fb_nb, fb_resources = feedback_notebook(nb, self._resources(sub.student), verdicts,
-                                                    gradebook_lock=self.lock)
-            html = render_feedback(fb_nb, fb_resources)
-            fb_dir = self.root / "feedback" / sub.student / self.assignment_name
-            fb_dir.mkdir(parents=True, exist_ok=True)
-            _fresh(fb_dir / f"{self.assignment.notebook}.html").write_text(html)
-            self._copy_exchange_files(sub, fb_dir)
-            phases.lap("feedback")
+        if self.feedback and self._feedback_dispatch is not None:
+            # rendered by a worker process while this thread grades the next submission
+            self._feedback_pending.append((sub.student, self._feedback_dispatch.submit(
+                self._write_feedback, sub, nb, verdicts, phases)))
+        elif self.feedback:
+            self._write_feedback(sub, nb, verdicts, phases)
         status = state.get("state", "ok") if problem else "graded"
         reason = "; ".join(([problem] if problem else []) + notes) or "graded"
         return self._rows(sub.student, status, reason, verdicts, grades)
+
+    def _write_feedback(self, sub: Submission, nb, verdicts: Dict[str, "Verdict"], phases: PhaseClock) -> None:
+        """``feedback/<student>/<assignment>/<notebook>.html`` and the exchange files; the render's
+        seconds go to ``phases`` (``feedback``)."""
+        started = time.monotonic()
+        pool, html = self._feedback_pool, None
+        if pool is not None:  # another process renders (its own interpreter lock, its own core)
+            try:
+                html = pool.render(nb, self._resources(sub.student), verdicts, self.db_url)
+            except Exception as exc:  # noqa: BLE001 (rendered here instead)
+                self.log(f"feedback worker failed for {sub.student}: {exc}")
+        if html is None:
+            html = _feedback_html(nb, self._resources(sub.student), verdicts, self.db_url,
+                                  gradebook_lock=self.lock)
+        fb_dir = self.root / "feedback" / sub.student / self.assignment_name
+        fb_dir.mkdir(parents=True, exist_ok=True)
+        _fresh(fb_dir / f"{self.assignment.notebook}.html").write_text(html)
+        self._copy_exchange_files(sub, fb_dir)
+        phases.add("feedback", time.monotonic() - started)
 
     @staticmethod
     def _copy_exchange_files(sub: Submission, dest: Path) -> None:
@@ -595,10 +742,116 @@ class Grader:
 
         results = []
         warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy noise
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            futures = [pool.submit(work, sub) for sub in subs]
-            bar = tqdm(as_completed(futures), total=len(futures), unit="submission",
-                       desc=f"grading {self.assignment_name}", disable=not progress)
-            for future in bar:
-                results.append(future.result())
+        if self.feedback and len(subs) > self.workers:
+            # one renderer per two grading threads: a render takes a fraction of a grade, and each
+            # renderer costs a start-up (nbconvert, templates) of its own
+            self._feedback_pool = _FeedbackWorkers(max(1, self.workers // 2))
+            self._feedback_dispatch = ThreadPoolExecutor(max_workers=self.workers)
+        try:
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                futures = [pool.submit(work, sub) for sub in subs]
+                bar = tqdm(as_completed(futures), total=len(futures), unit="submission",
+                           desc=f"grading {self.assignment_name}", disable=not progress)
+                for future in bar:
+                    results.append(future.result())
+            by_student = {row["student"]: row for row in results}
+            for student, future in self._feedback_pending:
+                exc = future.exception()
+                if exc is not None and student in by_student:  # as grade_one says of any failure
+                    row = by_student[student]
+                    row["status"] = "error"
+                    row["reason"] = (f"the autograder failed on this submission ({type(exc).__name__}: "
+                                     f"{str(exc)[:200]}); your instructor will look at it")
+        finally:
+            if self._feedback_dispatch is not None:
+                self._feedback_dispatch.shutdown(wait=True)
+                self._feedback_dispatch = None
+            self._feedback_pending = []
+            if self._feedback_pool is not None:
+                self._feedback_pool.close()
+                self._feedback_pool = None
         return sorted(results, key=lambda r: r["student"])
+
+
+class _FeedbackWorkers:
+    """Processes that render feedback (:func:`_feedback_html`), one request at a time each, each
+    keeping its own nbconvert exporter. Fresh interpreters of this Python (this process runs
+    threads, so no fork); requests and answers are pickles over their stdin and stdout, between
+    this process and its own children only (no student code runs there)."""
+
+    def __init__(self, count: int):
+        import subprocess
+
+        code = "from autograder.grader import _feedback_worker; _feedback_worker()"
+        self.idle: "queue.Queue" = queue.Queue()
+        self.procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, cwd=str(Path(__file__).resolve().parent.parent))
+                      for _ in range(count)]
+        for proc in self.procs:
+            self.idle.put(proc)
+
+    def render(self, *args) -> str:
+        import pickle
+
+        proc = self.idle.get()
+        try:
+            data = pickle.dumps(args)
+            proc.stdin.write(len(data).to_bytes(8, "big") + data)
+            proc.stdin.flush()
+            size = int.from_bytes(proc.stdout.read(8), "big")
+            ok, value = pickle.loads(proc.stdout.read(size))
+        finally:
+            self.idle.put(proc)
+        if not ok:
+            raise RuntimeError(value)
+        return value
+
+    def close(self) -> None:
+        for proc in self.procs:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001
+                proc.kill()
+
+
+def _feedback_worker() -> None:
+    """The loop of one :class:`_FeedbackWorkers` process."""
+    import pickle
+
+    from .feedback import _exporter, _preprocessors
+
+    _preprocessors()
+    exporter = _exporter()
+    # nbconvert validates the whole notebook against the schema after each of its own
+    # preprocessors (a check on preprocessors, not on the notebook, which was validated when
+    # read): a sixth of a render. The HTML is the same without it.
+    exporter._validate_preprocessor = lambda nb, preprocessor: None
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but answers on the pipe
+    while True:
+        head = stdin.read(8)
+        if len(head) < 8:
+            return
+        args = pickle.loads(stdin.read(int.from_bytes(head, "big")))
+        try:
+            answer = (True, _feedback_html(*args))
+        except Exception as exc:  # noqa: BLE001 (the grader renders it itself then)
+            answer = (False, f"{type(exc).__name__}: {exc}")
+        data = pickle.dumps(answer)
+        stdout.write(len(data).to_bytes(8, "big") + data)
+        stdout.flush()
+
+
+def _feedback_html(nb, resources: dict, verdicts, db_url: str, gradebook_lock=None) -> str:
+    """The feedback HTML of one graded notebook (:mod:`autograder.feedback`): only the scores come
+    from the gradebook (under ``gradebook_lock`` when given); runs in a worker process or thread."""
+    from .feedback import feedback_notebook, render_feedback
+
+    _share_engine(db_url)
+    fb_nb, fb_resources = feedback_notebook(nb, resources, verdicts, gradebook_lock=gradebook_lock)
+    return render_feedback(fb_nb, fb_resources)

@@ -20,7 +20,9 @@ What a sandboxed run gets (see README, "Isolation"):
   submission (the parent kills the whole tree).
 
 If bubblewrap is missing or cannot create namespaces, :func:`probe` says so
-and the grader falls back to rlimits only, with a loud warning.
+and the grader falls back to rlimits only, with a loud warning. A root grader's
+kernels are forked by :mod:`autograder.warm` into a sandbox with the same
+namespaces, allow-list, limits and uid, built in the child instead of by bwrap.
 """
 
 from __future__ import annotations
@@ -231,6 +233,14 @@ def prlimit_prefix(limits: Limits) -> List[str]:
     return ["prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
             f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_bytes}",
             f"--nofile={limits.open_files}", "--core=0", "--"]
+
+
+def rlimits(limits: Limits) -> Dict[str, int]:
+    """The limits of :func:`prlimit_prefix` as ``resource`` names (soft = hard), for a sandbox
+    that sets them itself (:mod:`autograder.warm`)."""
+    return {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_NPROC": limits.processes,
+            "RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_FSIZE": limits.file_bytes,
+            "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
 
 
 @functools.lru_cache(maxsize=None)

@@ -102,6 +102,14 @@ def bare_execution(nb, cwd: Path, repeats: int) -> float:
     return sum(times) / len(times)
 
 
+def _loadavg() -> str:
+    """The machine's load average (other work skews absolute times; the ratios are what count)."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="submissions (half right, half wrong)")
@@ -110,6 +118,7 @@ def main(argv=None) -> int:
     parser.add_argument("--bare-repeats", type=int, default=3)
     args = parser.parse_args(argv)
     cores = len(os.sched_getaffinity(0))
+    load_before = _loadavg()
     with tempfile.TemporaryDirectory(prefix="bench-autograder-") as tmp:
         plain, ours = Path(tmp) / "plain", Path(tmp) / "ours"
         for root in (plain, ours):
@@ -131,6 +140,7 @@ def main(argv=None) -> int:
     t_plain = t_plain_grade + t_plain_feedback
     print(f"chapter {args.chapter}, {args.n} submissions (half right, half wrong), {cores} cores, "
           f"isolation {data['isolation']}, scores seen {scores}")
+    print(f"load average (1, 5, 15 min) before: {load_before}, after: {_loadavg()}")
     print(f"plain nbgrader autograde:                {t_plain_grade:8.1f} s")
     print(f"plain nbgrader autograde + feedback:     {t_plain:8.1f} s")
     print(f"course-autograde (sandbox, judge, fb):   {t_ours:8.1f} s")
