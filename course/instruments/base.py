@@ -66,7 +66,7 @@ from .cards import banner_html, metric_card_html
 from .charts import describe_figure, legend_html
 from .controls import LogIntSlider, ControlNames
 
-__all__ = ["Instrument", "Card", "figure", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
+__all__ = ["Instrument", "Card", "figure", "same_value", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
 
 
 # -- formatting (not physics) ---------------------------------------------------
@@ -111,6 +111,29 @@ def fmt_bytes(n: float) -> str:
 def fmt_rate(bytes_per_s: float) -> str:
     """'50 GB/s'."""
     return fmt_bytes(bytes_per_s) + "/s"
+
+
+def same_value(old: Any, new: Any) -> bool:
+    """Whether assigning ``new`` over ``old`` would change nothing: equal shapes and values, NaN equal to NaN.
+
+    >>> same_value(np.array([1.0, np.nan]), [1, float("nan")]), same_value([1, 2], [1, 2, 3]), same_value("a", "a")
+    (True, False, True)
+    """
+    if old is new:
+        return True
+    if old is None or new is None:
+        return False
+    try:
+        a, b = np.asarray(old), np.asarray(new)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        if a.dtype.kind in "biuf" or b.dtype.kind in "biuf":  # numbers against text
+            return False
+        return bool(np.array_equal(a, b))
+    except Exception:  # noqa: BLE001 - not comparable: assign it
+        return False
 
 
 def to_plain(value: Any) -> Any:
@@ -285,9 +308,17 @@ class Instrument:
 
     # -- refresh helpers --------------------------------------------------------
     def set_marks(self, mark: bq.Mark, **data: Any) -> None:
-        """Assign new data arrays to one mark, sending one message."""
+        """Assign new data arrays to one mark, sending one message (none when nothing changed).
+
+        Traits that already hold the value are left alone: a NaN-broken series
+        (:func:`~course.instruments.charts.segments`) never compares equal to itself
+        in traitlets, and every re-sent array is a redraw in the browser.
+        """
+        changed = {trait: value for trait, value in data.items() if not same_value(getattr(mark, trait), value)}
+        if not changed:
+            return
         with mark.hold_sync():
-            for trait, value in data.items():
+            for trait, value in changed.items():
                 setattr(mark, trait, value)
 
     def set_card(self, name: str, value: str, detail: str = "", tone: str = "normal") -> None:

@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from course import core
-
-
+from course.instruments.charts import segment_count
 from course.instruments.pipeline_timeline import (
     SCHEDULES, PipelineTimeline, measured_idle_share, measured_peak_in_flight, schedule_columns)
 
@@ -90,7 +89,7 @@ def test_marks_change_in_the_same_figure(timeline):
     timeline.controls["stages"].value = 6
     assert same_figures(timeline, figs, marks)
     assert changed(before, mark_arrays(timeline))
-    assert np.array(timeline.fwd.x).shape == (6 * 8, 2)
+    assert segment_count(timeline.fwd.y) == 6 * 8  # one forward bar per stage and micro-batch, one path
 
 
 def _check(timeline):
