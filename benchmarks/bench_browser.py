@@ -18,7 +18,10 @@ Prints, per instrument, the median and the 95th percentile over all moves of all
 sliders against the 50 ms target, the median time to the *first* chart change (the rest
 of a move is the redraws after it), and the moves that redrew nothing (a slider that
 moves only a card, or a value the chart does not show); ``--per-slider`` adds one line
-per slider. No assertions: figures are for the report (quote them with ``uptime``).
+per slider. ``msgs/move`` counts the widget (``comm_msg``) messages the kernel sent per move, read
+off the kernel's websocket (the slider's echo included; ``widgets``: how many distinct widgets they
+touched): unlike the times it does not depend on the machine's load. No assertions: figures are for
+the report (quote them with ``uptime``).
 """
 
 from __future__ import annotations
