@@ -117,8 +117,13 @@ def parallel_args(extra: list[str]) -> list[str]:
     return ["-n", str(workers), "--dist", "loadgroup", "--no-loadscope-reorder"]
 
 
+def profile_args(extra: list[str]) -> list[str]:
+    """``--durations=30`` unless the caller chose: every run (CI's too) ends with where its time went."""
+    return [] if any(arg.startswith("--durations") for arg in extra) else ["--durations=30"]
+
+
 def run_tests(extra: list[str]) -> None:
-    _exec([str(PYTHON), "-m", "pytest"] + parallel_args(extra) + extra)
+    _exec([str(PYTHON), "-m", "pytest"] + parallel_args(extra) + profile_args(extra) + extra)
 
 
 def run_setup(extra: list[str]) -> None:

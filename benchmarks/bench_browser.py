@@ -18,13 +18,18 @@ Prints, per instrument, the median and the 95th percentile over all moves of all
 sliders against the 50 ms target, the median time to the *first* chart change (the rest
 of a move is the redraws after it), and the moves that redrew nothing (a slider that
 moves only a card, or a value the chart does not show); ``--per-slider`` adds one line
-per slider. No assertions: figures are for the report (quote them with ``uptime``).
+per slider. ``msgs/move`` counts the widget (``comm_msg``) messages the kernel sent per move, read
+off the kernel's websocket (the slider's echo included; ``widgets``: how many distinct widgets they
+touched): unlike the times it does not depend on the machine's load. No assertions: figures are for
+the report (quote them with ``uptime``).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import struct
 import inspect
 import os
 import pkgutil
@@ -78,6 +83,58 @@ SETTLED = """([quiet, nothing]) => {
 }"""
 
 
+class CommCounter:
+    """Counts the widget messages on the kernel's websocket, both ways, as the browser sees them.
+
+    Kernel -> browser ``comm_msg`` frames are what the page has to apply (and bqplot to redraw);
+    browser -> kernel ones are the slider's own update. Independent of the machine's load. Frames are
+    parsed in both of Jupyter's websocket protocols: JSON text (legacy) and
+    ``v1.kernel.websocket.jupyter.org`` binary (offsets, then channel, header, parent header, ...).
+    """
+
+    def __init__(self):
+        self.received = 0
+        self.sent = 0
+        self.widgets: set[str] = set()
+
+    def reset(self):
+        self.received, self.sent, self.widgets = 0, 0, set()
+
+    @staticmethod
+    def _parse(payload):
+        """(msg_type, comm_id) of one frame, or None."""
+        try:
+            if isinstance(payload, str):
+                msg = json.loads(payload)
+                return msg["header"]["msg_type"], msg.get("content", {}).get("comm_id")
+            (count,) = struct.unpack_from("<Q", payload, 0)
+            offsets = struct.unpack_from(f"<{count}Q", payload, 8)
+            header = json.loads(payload[offsets[1]:offsets[2]])
+            content = json.loads(payload[offsets[4]:offsets[5]]) if count > 5 else {}
+            return header["msg_type"], content.get("comm_id")
+        except Exception:  # noqa: BLE001 - a frame we cannot read is not a widget message
+            return None
+
+    def attach(self, page):
+        def on_socket(ws):
+            if "/channels" not in ws.url:
+                return
+            ws.on("framereceived", self._on_received)
+            ws.on("framesent", self._on_sent)
+        page.on("websocket", on_socket)
+
+    def _on_received(self, payload):
+        parsed = self._parse(payload)
+        if parsed and parsed[0] == "comm_msg":
+            self.received += 1
+            self.widgets.add(parsed[1])
+
+    def _on_sent(self, payload):
+        parsed = self._parse(payload)
+        if parsed and parsed[0] == "comm_msg":
+            self.sent += 1
+
+
 def instrument_classes() -> dict[str, type]:
     """Every Instrument subclass in ``course.instruments``, by class name."""
     import course.instruments as package
@@ -113,15 +170,17 @@ def slider_names(page, selector: str) -> list[str]:
                          selector)
 
 
-def move_slider(page, selector: str, control: str, moves: int, quiet_ms: float, nothing_ms: float):
+def move_slider(page, selector: str, control: str, moves: int, quiet_ms: float, nothing_ms: float,
+                counter: CommCounter):
     """``moves`` arrow-key presses on one slider.
 
-    Returns (latencies to the last chart change in ms, latencies to the first one, moves that redrew nothing).
+    Returns (latencies to the last chart change in ms, latencies to the first one, moves that redrew nothing,
+    kernel -> browser widget messages per move, widgets they touched per move).
     """
     handle = page.locator(f"{selector} .course-control-{control} .noUi-handle").first
     handle.scroll_into_view_if_needed()
     handle.focus()
-    latencies, firsts, unchanged = [], [], 0
+    latencies, firsts, unchanged, messages, touched = [], [], 0, [], []
     key = "ArrowRight"
     for _ in range(moves):
         now, low, high = (float(handle.get_attribute(a) or 0) for a in ("aria-valuenow", "aria-valuemin",
@@ -131,15 +190,18 @@ def move_slider(page, selector: str, control: str, moves: int, quiet_ms: float, 
         elif now <= low:
             key = "ArrowRight"
         page.evaluate(ARM)
+        counter.reset()
         page.keyboard.press(key)
         state = page.wait_for_function(SETTLED, arg=[quiet_ms, nothing_ms], polling=5, timeout=60_000).json_value()
+        messages.append(counter.received)
+        touched.append(len(counter.widgets))
         if state == "none":
             unchanged += 1
             continue
         move = page.evaluate("() => window.__move")
         latencies.append(move["last"] - move["start"])
         firsts.append(move["first"] - move["start"])
-    return latencies, firsts, unchanged
+    return latencies, firsts, unchanged, messages, touched
 
 
 def p95(values: list[float]) -> float:
@@ -173,6 +235,8 @@ def main(argv=None):
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            counter = CommCounter()
+            context.on("page", counter.attach)  # before the notebook's page opens its kernel websocket
             page = open_notebook_page(server, context, "bench_instruments.ipynb")
             run_all_cells(page)
             page.evaluate(INSTALL)
@@ -181,35 +245,42 @@ def main(argv=None):
                 page.locator(f"{selector} .bqplot svg").first.wait_for(timeout=60_000)
                 page.evaluate("(sel) => window.__watch(sel)", selector)
                 started = time.perf_counter()
-                latencies, firsts, unchanged, per_slider = [], [], 0, []
+                latencies, firsts, unchanged, per_slider, messages, touched = [], [], 0, [], [], []
                 for control in slider_names(page, selector):
-                    lat, first, none = move_slider(page, selector, control, args.moves, args.quiet_ms,
-                                                   args.nothing_ms)
+                    lat, first, none, msgs, widgets = move_slider(page, selector, control, args.moves,
+                                                                  args.quiet_ms, args.nothing_ms, counter)
                     latencies += lat
                     firsts += first
                     unchanged += none
-                    per_slider.append((control, lat, none))
-                rows.append((name, latencies, firsts, unchanged, per_slider, time.perf_counter() - started))
+                    messages += msgs
+                    touched += widgets
+                    per_slider.append((control, lat, none, msgs))
+                rows.append((name, latencies, firsts, unchanged, per_slider, messages, touched,
+                             time.perf_counter() - started))
                 print(f"  {name}: {len(per_slider)} sliders done in {rows[-1][-1]:.0f} s", file=sys.stderr, flush=True)
         finally:
             browser.close()
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     header = (f"{'instrument':<22}{'sliders':>8}{'moves':>7}{'median ms':>11}{'p95 ms':>9}{'max ms':>9}"
-              f"{'1st change':>12}{'no redraw':>11}  p95<{TARGET_MS:g}ms")
+              f"{'1st change':>12}{'no redraw':>11}{'msgs/move':>11}{'widgets':>9}  p95<{TARGET_MS:g}ms")
     print(header)
     print("-" * len(header))
-    for name, latencies, firsts, unchanged, per_slider, _seconds in rows:
+    for name, latencies, firsts, unchanged, per_slider, messages, touched, _seconds in rows:
+        comm = (f"{statistics.mean(messages):>11.1f}{statistics.mean(touched):>9.1f}" if messages
+                else f"{'-':>11}{'-':>9}")
         if latencies:
             ok = "yes" if p95(latencies) < TARGET_MS else "NO"
             print(f"{name:<22}{len(per_slider):>8}{len(latencies):>7}{statistics.median(latencies):>11.1f}"
-                  f"{p95(latencies):>9.1f}{max(latencies):>9.1f}{statistics.median(firsts):>12.1f}{unchanged:>11}  {ok}")
+                  f"{p95(latencies):>9.1f}{max(latencies):>9.1f}{statistics.median(firsts):>12.1f}{unchanged:>11}"
+                  f"{comm}  {ok}")
         else:
-            print(f"{name:<22}{len(per_slider):>8}{0:>7}{'-':>11}{'-':>9}{'-':>9}{'-':>12}{unchanged:>11}"
+            print(f"{name:<22}{len(per_slider):>8}{0:>7}{'-':>11}{'-':>9}{'-':>9}{'-':>12}{unchanged:>11}{comm}"
                   "  no chart change")
         if args.per_slider:
-            for control, lat, none in per_slider:
+            for control, lat, none, msgs in per_slider:
                 stats = f"{statistics.median(lat):>11.1f}{p95(lat):>9.1f}{max(lat):>9.1f}" if lat else f"{'-':>29}"
-                print(f"  {control:<28}{len(lat):>7}{stats}{none:>11}")
+                mean_msgs = f"{statistics.mean(msgs):>11.1f}" if msgs else f"{'-':>11}"
+                print(f"  {control:<28}{len(lat):>7}{stats}{'':>12}{none:>11}{mean_msgs}")
     return rows
 
 

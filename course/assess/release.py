@@ -18,17 +18,31 @@ def generate_release(names: Iterable[str], course_root: Path = ROOT, *, db: bool
 
     ``db=False`` passes ``--no-db`` so no gradebook is created or changed; ``options`` maps an
     assignment to its extra options (an activity's ``release_options``).
+
+    When ``names`` are all of ``source/`` and share their options (a fresh copy, as
+    ``check-release`` and the release tests make), one nbgrader process generates them
+    all (its assignment id is a glob): each process spends about 2.5 s of CPU in imports.
     """
+    names = list(names)
+    by_options: Dict[tuple, List[str]] = {}
     for name in names:
-        cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force",
+        by_options.setdefault(tuple((options or {}).get(name, ())), []).append(name)
+    source = Path(course_root) / "source"
+    present = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
+    if len(by_options) == 1 and len(names) > 1 and sorted(names) == present:
+        runs = [("*", next(iter(by_options)))]
+    else:
+        runs = [(name, tuple((options or {}).get(name, ()))) for name in names]
+    for pattern, extra in runs:
+        cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", pattern, "--force",
                "--log-level=WARN"]
         if not db:
             cmd.append("--no-db")
-        cmd += list((options or {}).get(name, ()))
+        cmd += list(extra)
         env = dict(os.environ, PYTHONHASHSEED="0")
         result = subprocess.run(cmd, cwd=str(course_root), capture_output=True, text=True, env=env)
         if result.returncode != 0:
-            raise RuntimeError(f"nbgrader generate_assignment {name} failed:\n{result.stdout}\n{result.stderr}")
+            raise RuntimeError(f"nbgrader generate_assignment {pattern} failed:\n{result.stdout}\n{result.stderr}")
 
 
 def comparable_cells(path: Path) -> List[dict]:

@@ -66,7 +66,7 @@ from .cards import banner_html, metric_card_html
 from .charts import describe_figure, legend_html
 from .controls import LogIntSlider, ControlNames
 
-__all__ = ["Instrument", "figure", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
+__all__ = ["Instrument", "Card", "figure", "same_value", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
 
 
 # -- formatting (not physics) ---------------------------------------------------
@@ -113,6 +113,29 @@ def fmt_rate(bytes_per_s: float) -> str:
     return fmt_bytes(bytes_per_s) + "/s"
 
 
+def same_value(old: Any, new: Any) -> bool:
+    """Whether assigning ``new`` over ``old`` would change nothing: equal shapes and values, NaN equal to NaN.
+
+    >>> same_value(np.array([1.0, np.nan]), [1, float("nan")]), same_value([1, 2], [1, 2, 3]), same_value("a", "a")
+    (True, False, True)
+    """
+    if old is new:
+        return True
+    if old is None or new is None:
+        return False
+    try:
+        a, b = np.asarray(old), np.asarray(new)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        if a.dtype.kind in "biuf" or b.dtype.kind in "biuf":  # numbers against text
+            return False
+        return bool(np.array_equal(a, b))
+    except Exception:  # noqa: BLE001 - not comparable: assign it
+        return False
+
+
 def to_plain(value: Any) -> Any:
     """Convert NumPy scalars/arrays (nested in dicts/lists) to plain Python values."""
     if isinstance(value, dict):
@@ -124,6 +147,25 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+class Card:
+    """One metric card of an instrument: its name, label and current HTML (``value``).
+
+    Not a widget: an instrument's cards are drawn together in one ``widgets.HTML``
+    (:attr:`Instrument.cards`), each in a ``course-card-<name>`` slot, so an
+    update that changes every card sends one message.
+    """
+
+    __slots__ = ("name", "_course_label", "value")
+
+    def __init__(self, name: str, label: str):
+        self.name = name
+        self._course_label = label
+        self.value = metric_card_html(label, "…")
+
+    def __repr__(self) -> str:
+        return f"Card({self.name!r}, {self._course_label!r})"
 
 
 def figure(marks: list, x_scale, y_scale, x_label: str, y_label: str, *, title: str = "",
@@ -179,9 +221,13 @@ class Instrument:
         self.last_traceback: str | None = None
         self.update_count = 0
         self.last_update_seconds = 0.0
-        self._cards: dict[str, widgets.HTML] = {}
+        self._cards: dict[str, Card] = {}
         self._pending: dict[str, tuple[str, str]] = {}
         self._suspended = 0
+        self._updating = False
+        #: every metric card in one widget: an update that changes five cards sends one message, not five
+        self.cards = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.cards.add_class("course-card-row")
 
         self.banner = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.math_peek = widgets.HTML()
@@ -222,12 +268,20 @@ class Instrument:
         self.figures.append(fig)
         return fig
 
-    def add_card(self, name: str, label: str) -> widgets.HTML:
-        card = widgets.HTML(metric_card_html(label, "…"))
-        card.add_class(f"course-card-{name}")
-        card._course_label = label  # type: ignore[attr-defined]
+    def add_card(self, name: str, label: str) -> "Card":
+        """A metric card, shown in the instrument's row of cards (all cards are one widget: one message)."""
+        card = Card(name, label)
         self._cards[name] = card
+        self._render_cards()
         return card
+
+    def _render_cards(self) -> None:
+        """Send the row of cards if a card changed: one message for every card of an update."""
+        new = "<div class='course-cards' style='display:flex;flex-flow:row wrap;align-items:stretch'>" + "".join(
+            f"<div class='course-card-slot course-card-{card.name}'>{card.value}</div>"
+            for card in self._cards.values()) + "</div>"
+        if self.cards.value != new:
+            self.cards.value = new
 
     def observe(self, name: str, handler) -> None:
         """Run ``handler(change)`` when control ``name`` changes (presets, linked ranges).
@@ -254,16 +308,25 @@ class Instrument:
 
     # -- refresh helpers --------------------------------------------------------
     def set_marks(self, mark: bq.Mark, **data: Any) -> None:
-        """Assign new data arrays to one mark, sending one message."""
+        """Assign new data arrays to one mark, sending one message (none when nothing changed).
+
+        Traits that already hold the value are left alone: a NaN-broken series
+        (:func:`~course.instruments.charts.segments`) never compares equal to itself
+        in traitlets, and every re-sent array is a redraw in the browser.
+        """
+        changed = {trait: value for trait, value in data.items() if not same_value(getattr(mark, trait), value)}
+        if not changed:
+            return
         with mark.hold_sync():
-            for trait, value in data.items():
+            for trait, value in changed.items():
                 setattr(mark, trait, value)
 
     def set_card(self, name: str, value: str, detail: str = "", tone: str = "normal") -> None:
+        """Change one card; inside :meth:`update` the row is sent once, at the end."""
         card = self._cards[name]
-        new = metric_card_html(card._course_label, value, detail, tone)  # type: ignore[attr-defined]
-        if card.value != new:
-            card.value = new
+        card.value = metric_card_html(card._course_label, value, detail, tone)
+        if not self._updating:
+            self._render_cards()
 
     def set_math(self, html_text: str) -> None:
         new = f"<div class='course-math-peek'>{html_text}</div>"
@@ -298,6 +361,7 @@ class Instrument:
         start = time.perf_counter()
         self._pending = {}
         unsupported = self.track_unsupported(self.track) if self.track is not None else None
+        self._updating = True
         try:
             if unsupported:  # a banner, not numbers computed for hardware the track does not have
                 self.flag("track_not_modelled", unsupported)
@@ -313,6 +377,9 @@ class Instrument:
             self.result = {}
             self.last_traceback = traceback.format_exc()
             self.flag("instrument_error", f"The instrument could not compute this case ({type(exc).__name__}: {exc}).")
+        finally:
+            self._updating = False
+        self._render_cards()
         self.failures = list(self._pending)
         self.failure_messages = {code: msg for code, (msg, _sev) in self._pending.items()}
         self.failures_seen.update(self.failures)
@@ -471,7 +538,7 @@ class Instrument:
         )
         controls = widgets.HBox(list(self.controls.values()),
                                 layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
-        cards = widgets.HBox(list(self._cards.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        cards = widgets.HBox([self.cards], layout=widgets.Layout(flex_flow="row wrap"))
         charts = widgets.HBox([self._chart_box(fig) for fig in self.figures],
                               layout=widgets.Layout(flex_flow="row wrap", width="100%"))
         peek = widgets.Accordion(children=[self.math_peek], titles=("Math peek",), selected_index=0)

@@ -19,7 +19,7 @@ import bqplot as bq
 import numpy as np
 
 __all__ = ["describe_figure", "describe_mark", "legend_entries", "legend_html", "decade_ticks", "integer_ticks",
-           "set_ticks", "js_number_key", "MAX_POINTS_LISTED"]
+           "set_ticks", "js_number_key", "segments", "segment_count", "MAX_POINTS_LISTED"]
 #: A scatter or bar chart lists at most this many values by name; longer series are summarised.
 MAX_POINTS_LISTED = 8
 
@@ -99,6 +99,31 @@ def set_ticks(axis: bq.Axis, values, formatter=None) -> None:
             axis.tick_labels = labels
 
 
+def segments(x0, x1, y0, y1=None) -> tuple[np.ndarray, np.ndarray]:
+    """Segments (x0, y0)-(x1, y1) as ONE series broken by NaN: ``bq.Lines(x=..., y=...)`` draws them as one path.
+
+    A Lines mark given 2-D ``x``/``y`` draws every row as its own curve (an SVG group with a path, an
+    area, a label and a transition each): a 16-stage pipeline of 32 micro-batches is a thousand of
+    them to rebuild on every slider move. bqplot leaves a gap where ``y`` is not finite, so the
+    same picture is one path. ``y1`` defaults to ``y0`` (horizontal bars of a timeline).
+
+    >>> x, y = segments([0, 2], [1, 3], [5, 6])
+    >>> x.tolist(), y.tolist()[:3], int(segment_count(y))
+    ([0.0, 1.0, nan, 2.0, 3.0, nan], [5.0, 5.0, nan], 2)
+    """
+    x0, x1 = np.asarray(x0, dtype=float).ravel(), np.asarray(x1, dtype=float).ravel()
+    y0 = np.asarray(y0, dtype=float).ravel()
+    y1 = y0 if y1 is None else np.asarray(y1, dtype=float).ravel()
+    gap = np.full(x0.size, np.nan)
+    return np.stack([x0, x1, gap], axis=1).ravel(), np.stack([y0, y1, gap], axis=1).ravel()
+
+
+def segment_count(y) -> int:
+    """Runs of finite values in a NaN-separated series (:func:`segments`): how many pieces a line has."""
+    finite = np.isfinite(np.asarray(y, dtype=float).ravel())
+    return int(np.count_nonzero(finite[1:] & ~finite[:-1]) + (1 if finite.size and finite[0] else 0))
+
+
 def _axis_phrases(fig: bq.Figure) -> dict[int, str]:
     """``id(scale) -> "label (log scale)"`` for each axis of ``fig`` (read once per description: traits are slow)."""
     phrases = {}
@@ -128,8 +153,9 @@ def _describe_lines(mark: bq.Lines, x_name: str, y_name: str) -> list[str]:
     ys = y if y.ndim == 2 else y[None, :]
     xs = x if x.ndim == 2 else np.broadcast_to(x, ys.shape)
     labels = _labels(mark)
-    if len(ys) > MAX_POINTS_LISTED:  # segments (a timeline): say how many, not each
-        return [f"{len(ys)} line segments{(' (' + labels[0] + ')') if labels else ''}"]
+    pieces = segment_count(ys[0]) if len(ys) == 1 else len(ys)  # NaN-separated segments (:func:`segments`)
+    if len(ys) > MAX_POINTS_LISTED or (len(ys) == 1 and pieces > 1):  # segments (a timeline): say how many
+        return [f"{pieces} line segments{(' (' + labels[0] + ')') if labels else ''}"]
     parts = []
     for i, (xi, yi) in enumerate(zip(xs, ys)):
         keep = np.isfinite(xi) & np.isfinite(yi)

@@ -24,6 +24,7 @@ import numpy as np
 from .. import core
 from ..theme import mark_color
 from .base import Instrument, figure
+from .charts import segments
 
 __all__ = ["PipelineTimeline", "schedule_columns", "measured_idle_share", "measured_peak_in_flight",
            "SCHEDULES", "MAX_LABELS"]
@@ -150,7 +151,7 @@ class PipelineTimeline(Instrument):
                                                                description="t_b / t_f"))
         xs, self.stage_scale = bq.LinearScale(min=0), bq.LinearScale(reverse=True, min=-0.5, max=3.5)
         ys = self.stage_scale
-        empty = np.zeros((1, 2))
+        empty = np.full(3, np.nan)  # segments(): one NaN-broken series per mark
         self.fwd = bq.Lines(x=empty, y=empty, scales={"x": xs, "y": ys}, colors=[FORWARD_COLOR], stroke_width=14,
                             labels=["forward"])
         self.bwd = bq.Lines(x=empty, y=empty, scales={"x": xs, "y": ys}, colors=[BACKWARD_COLOR], stroke_width=14,
@@ -202,11 +203,12 @@ class PipelineTimeline(Instrument):
         with self.stage_scale.hold_sync():
             self.stage_scale.min, self.stage_scale.max = -0.5, p - 0.5
         self.stage_axis.tick_values = np.arange(p)
-        for mark, rows in ((self.fwd, fwd), (self.bwd, bwd), (self.wgt, wgt)):
-            # an empty pass list is drawn as one zero-length segment (bqplot needs an array)
-            x, y = (segments_x[rows], segments_y[rows]) if rows.any() else (np.zeros((1, 2)), np.zeros((1, 2)))
-            with mark.hold_sync():
-                mark.x, mark.y, mark.stroke_width = x, y, width
+        for mark, passes in ((self.fwd, fwd), (self.bwd, bwd), (self.wgt, wgt)):  # one NaN-broken path per mark
+            if passes.any():
+                x, y = segments(cols["start"][passes], cols["end"][passes], cols["stage"][passes])
+            else:  # no W passes (GPipe, 1F1B, interleaved): an empty series
+                x = y = np.full(3, np.nan)
+            self.set_marks(mark, x=x, y=y, stroke_width=width)
         if cols["stage"].size <= MAX_LABELS:
             self.set_marks(self.numbers, x=segments_x.mean(axis=1), y=segments_y[:, 0],
                            text=[str(int(k) + 1) for k in cols["microbatch"]])

@@ -19,6 +19,7 @@ import numpy as np
 from .. import core
 from ..theme import mark_color
 from .base import Instrument, figure
+from .charts import segments
 
 __all__ = ["RingAllreduceView", "schedule_table", "replay"]
 
@@ -73,9 +74,9 @@ class RingAllreduceView(Instrument):
         rx, ry = bq.LinearScale(min=-1.35, max=1.35), bq.LinearScale(min=-1.35, max=1.35)
         self.nodes = bq.Scatter(x=[0.0], y=[0.0], scales={"x": rx, "y": ry}, default_size=600,
                                 colors=[mark_color("blue")], stroke=mark_color("ink"), names=["0"], display_names=True)
-        self.links = bq.Lines(x=[[0.0, 0.0]], y=[[0.0, 0.0]], scales={"x": rx, "y": ry}, colors=[mark_color("gray")],
+        self.links = bq.Lines(x=[np.nan], y=[np.nan], scales={"x": rx, "y": ry}, colors=[mark_color("gray")],
                               stroke_width=1.5)
-        self.sends = bq.Lines(x=[[0.0, 0.0]], y=[[0.0, 0.0]], scales={"x": rx, "y": ry}, colors=[mark_color("green")],
+        self.sends = bq.Lines(x=[np.nan], y=[np.nan], scales={"x": rx, "y": ry}, colors=[mark_color("green")],
                               stroke_width=3)
         self.heads = bq.Scatter(x=[0.0], y=[0.0], rotation=[0.0], marker="arrow", default_size=90,
                                 scales={"x": rx, "y": ry, "rotation": bq.LinearScale(min=0, max=360)},
@@ -108,12 +109,16 @@ class RingAllreduceView(Instrument):
         self._resize_step({"new": self.controls["gpus"].value})
 
     def _resize_step(self, change):
+        """The step range follows N; no update of its own: the change of N that called it updates once."""
         last = 2 * (int(change["new"]) - 1)
-        with self.batch():
+        self._suspended += 1
+        try:
             step = self.controls["step"]
             step.max = max(last, step.min)
             step.value = min(step.value, last)
             self.play.max = step.max
+        finally:
+            self._suspended -= 1
 
     def _schedule(self, n: int):
         if n not in self._cache:
@@ -144,7 +149,8 @@ class RingAllreduceView(Instrument):
         px, py = np.cos(angles), np.sin(angles)
         nxt = (np.arange(n) + 1) % n
         self.set_marks(self.nodes, x=px, y=py, names=[str(r) for r in range(n)])
-        self.set_marks(self.links, x=np.stack([px, px[nxt]], 1), y=np.stack([py, py[nxt]], 1))
+        x, y = segments(px, px[nxt], py, py[nxt])  # one path, not one curve per link
+        self.set_marks(self.links, x=x, y=y)
         rows = table["step"] == (k - 1)
         phase = "before the first send"
         if k > 0 and rows.any():
@@ -156,13 +162,13 @@ class RingAllreduceView(Instrument):
             x1, y1 = px[dst] - shrink * (px[dst] - px[src]), py[dst] - shrink * (py[dst] - py[src])
             heading = np.degrees(np.arctan2(x1 - x0, y1 - y0)) % 360  # bqplot rotates clockwise from up
             colour = mark_color("green") if reduce else mark_color("blue")
-            self.set_marks(self.sends, x=np.stack([x0, x1], 1), y=np.stack([y0, y1], 1), colors=[colour])
+            x, y = segments(x0, x1, y0, y1)
+            self.set_marks(self.sends, x=x, y=y, colors=[colour])
             self.set_marks(self.heads, x=x1, y=y1, rotation=heading, colors=[colour])
             mid_x, mid_y = (x0 + x1) / 2 * 1.18, (y0 + y1) / 2 * 1.18
             self.set_marks(self.chunk_labels, x=mid_x, y=mid_y, text=[f"c{c}" for c in chunk])
         else:
-            empty = np.zeros((0, 2))
-            self.set_marks(self.sends, x=empty, y=empty)
+            self.set_marks(self.sends, x=[np.nan], y=[np.nan])
             self.set_marks(self.heads, x=np.zeros(0), y=np.zeros(0), rotation=np.zeros(0))
             self.set_marks(self.chunk_labels, x=np.zeros(0), y=np.zeros(0), text=[])
         self.color_scale.max = float(n)

@@ -46,6 +46,6 @@ def graded_workbook(tmp_path_factory):
         course.submit("untouched", name, course.release_notebook(name))
         nb, mutated[name] = wrong_submission(course, name)
         course.submit("wrong", name, nb)
-        course.autograde(name)
+    course.autograde()  # every chapter and student in one nbgrader process
     course.mutated = mutated
     return course
