@@ -7,9 +7,11 @@ autograded with one ``nbgrader autograde`` per assignment.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
+
 import pytest
 
 from course.exercises import REGISTRY
@@ -128,7 +130,9 @@ def test_generated_feedback_has_derivations_and_no_hidden_tests(graded_5_9):
     graded_5_9.generate_feedback(name)
     for student in ("reference", "wrong"):
         html = (graded_5_9.root / "feedback" / student / name / f"{name}.html").read_text()
-        assert "Worked derivation, exercise 5.1" in html and "Line 3 is the bug" in html
+        # 5.5's worked answer names the line of this student's own listing (line numbers vary)
+        assert "Worked derivation, exercise 5.1" in html
+        assert re.search(r"Line \d+ \(<code>bubble_slots = pp</code>\) is the bug", html), student
     reference = (graded_5_9.root / "feedback" / "reference" / name / f"{name}.html").read_text()
     assert "grade_in_kernel" not in reference and "BEGIN HIDDEN TESTS" not in reference
     # a failed hidden test shows its traceback (the judge call only, no keys or probe inputs)
