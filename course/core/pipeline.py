@@ -549,39 +549,54 @@ def _stage_orders(p, m, v, schedule):
     return orders
 
 
-def _simulate(p, m, v, orders, tf, tb):
-    """Run each stage's ops in order, each as soon as its input is ready; no communication cost."""
-    n_virtual = p * v
-    f_end = np.full((m, n_virtual), np.nan)
-    b_end = np.full((m, n_virtual), np.nan)
-    free = [0.0] * p
-    nxt = [0] * p
-    rows = []
+def _list_schedule(orders, ready, finish):
+    """Run each device's ordered list of passes, each as soon as the device is free and its input
+    is ready; no communication cost. ``ready(device, op)`` is the time the op's input exists (NaN:
+    not yet), ``finish(device, op, start, end) -> duration`` records it. Returns
+    ``(device, op, start, end)`` rows sorted by device, then start."""
+    free, nxt, rows = [0.0] * len(orders), [0] * len(orders), []
     remaining = sum(len(o) for o in orders)
     while remaining:
         progressed = False
-        for s in range(p):
-            while nxt[s] < len(orders[s]):
-                i, c, forward = orders[s][nxt[s]]
-                k = c * p + s  # virtual stage: chunk c of stage s
-                if forward:
-                    ready = 0.0 if k == 0 else f_end[i, k - 1]
-                else:
-                    ready = f_end[i, k] if k == n_virtual - 1 else b_end[i, k + 1]
-                if np.isnan(ready):
+        for d, order in enumerate(orders):
+            while nxt[d] < len(order):
+                op = order[nxt[d]]
+                at = ready(d, op)
+                if np.isnan(at):
                     break
-                start = max(free[s], ready)
-                end = start + (tf if forward else tb) / v
-                (f_end if forward else b_end)[i, k] = end
-                free[s] = end
-                rows.append((s, i, c, forward, start, end))
-                nxt[s] += 1
+                start = max(free[d], at)
+                end = free[d] = start + finish(d, op, start)
+                rows.append((d, op, start, end))
+                nxt[d] += 1
                 remaining -= 1
                 progressed = True
         if not progressed:  # pragma: no cover - the orders above never deadlock (tested)
             raise RuntimeError("pipeline schedule deadlocked")
-    rows.sort(key=lambda r: (r[0], r[4]))
+    rows.sort(key=lambda r: (r[0], r[2]))
     return rows
+
+
+def _simulate(p, m, v, orders, tf, tb):
+    """1F1B, interleaved and GPipe: each stage's (micro-batch, chunk, is_forward) list run by
+    :func:`_list_schedule`; chunk ``c`` of stage ``s`` is virtual stage ``c p + s``."""
+    n_virtual = p * v
+    f_end = np.full((m, n_virtual), np.nan)
+    b_end = np.full((m, n_virtual), np.nan)
+
+    def ready(s, op):
+        i, c, forward = op
+        k = c * p + s
+        if forward:
+            return 0.0 if k == 0 else f_end[i, k - 1]
+        return f_end[i, k] if k == n_virtual - 1 else b_end[i, k + 1]
+
+    def finish(s, op, start):
+        i, c, forward = op
+        duration = (tf if forward else tb) / v
+        (f_end if forward else b_end)[i, c * p + s] = start + duration
+        return duration
+
+    return [(s, i, c, forward, start, end) for s, (i, c, forward), start, end in _list_schedule(orders, ready, finish)]
 
 
 def _zb_h1_orders(p, m):
@@ -664,41 +679,30 @@ def _dualpipe_orders(p, m):
 
 
 def _simulate_fbw(p, n, orders, durations, bidirectional):
-    """Run each device's (pass, direction, micro-batch) list in order, each pass as soon as its
-    input is ready (the upstream forward, the downstream input gradient, its own B for a W);
-    no communication cost. Direction 1 runs from device ``p - 1`` to device 0."""
+    """ZB-H1 and DualPipe: each device's (pass, direction, micro-batch) list run by
+    :func:`_list_schedule`, each pass once its input exists (the upstream forward, the downstream
+    input gradient, its own B for a W). Direction 1 runs from device ``p - 1`` to device 0."""
     f_end = np.full((2, n, p), np.nan)
     b_end = np.full((2, n, p), np.nan)
-    free, nxt, rows = [0.0] * p, [0] * p, []
-    remaining = sum(len(o) for o in orders)
-    while remaining:
-        progressed = False
-        for d in range(p):
-            while nxt[d] < len(orders[d]):
-                kind, k, i = orders[d][nxt[d]]
-                step = 1 if k == 0 else -1
-                first, last = (d == 0, d == p - 1) if k == 0 else (d == p - 1, d == 0)
-                if kind == "F":
-                    ready = 0.0 if first else f_end[k, i, d - step]
-                elif kind == "B":
-                    ready = f_end[k, i, d] if last else b_end[k, i, d + step]
-                else:
-                    ready = b_end[k, i, d]
-                if np.isnan(ready):
-                    break
-                start = max(free[d], ready)
-                end = start + durations[kind]
-                if kind != "W":
-                    (f_end if kind == "F" else b_end)[k, i, d] = end
-                free[d] = end
-                rows.append((d, k * n + i if bidirectional else i, k, kind, start, end))
-                nxt[d] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:  # pragma: no cover - the orders above never deadlock (tested)
-            raise RuntimeError("pipeline schedule deadlocked")
-    rows.sort(key=lambda r: (r[0], r[4]))
-    return rows
+
+    def ready(d, op):
+        kind, k, i = op
+        step = 1 if k == 0 else -1
+        first, last = (d == 0, d == p - 1) if k == 0 else (d == p - 1, d == 0)
+        if kind == "F":
+            return 0.0 if first else f_end[k, i, d - step]
+        if kind == "B":
+            return f_end[k, i, d] if last else b_end[k, i, d + step]
+        return b_end[k, i, d]
+
+    def finish(d, op, start):
+        kind, k, i = op
+        if kind != "W":
+            (f_end if kind == "F" else b_end)[k, i, d] = start + durations[kind]
+        return durations[kind]
+
+    return [(d, k * n + i if bidirectional else i, k, kind, start, end)
+            for d, (kind, k, i), start, end in _list_schedule(orders, ready, finish)]
 
 
 def pipeline_schedule(p, m, v=1, schedule="1f1b", t_forward=1.0, t_backward=2.0):
