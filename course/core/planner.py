@@ -576,7 +576,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     seq_len`` sequences; Dubey et al. 2024, section 3.4). Combinations that are not
     configurations are skipped: micro-batch x DP not dividing the global batch, CP not
     splitting the sequence into ``2 x CP`` chunks, interleaving without a pipeline, with
-    more chunks than layers or with micro-batches that PP does not divide.
+    more chunks per stage than the busiest stage has layers (``v > ceil(layers / pp)``) or
+    with micro-batches that PP does not divide.
 
     Parameters
     ----------
@@ -690,7 +691,8 @@ def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):
     folding; combinations that are not configurations are left out: TP x CP x PP not
     dividing the GPUs, CP not splitting the sequence into 2 x CP chunks, b x DP not dividing
     the batch, interleaving without a pipeline, with micro-batches that PP does not divide
-    or more chunks than layers, ETP x EP not dividing TP x CP x DP.
+    or more chunks per stage than the busiest stage's ``ceil(layers / PP)`` layers, ETP x EP
+    not dividing TP x CP x DP.
     """
     fold = np.array(folds, dtype=np.int64).reshape(-1, 2)
     grid = np.meshgrid(np.array(tps, dtype=np.int64), np.array(cps, dtype=np.int64), np.array(pps, dtype=np.int64),
@@ -701,7 +703,9 @@ def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):
     d = np.maximum(n // (t * k * p), 1)
     ok &= batch % (b * d) == 0
     nmb = np.maximum(batch // (b * d), 1)
-    ok &= ~((v > 1) & ((p == 1) | (nmb % p != 0) | (p * v > model.layers)))
+    # a stage's v chunks need a layer each on the busiest stage, ceil(L / p) (Llama 3 405B: 16 x 8 = 128
+    # chunks for 126 layers, the first and last stage one layer short; Dubey et al. 2024, sec. 3.3.2)
+    ok &= ~((v > 1) & ((p == 1) | (nmb % p != 0) | (v > -(-model.layers // p))))
     e, et = fold[f, 0], fold[f, 1]
     ok &= (t * k * d) % (e * et) == 0
     return np.stack([t, k, p, d, b, nmb, v, e, et], axis=1)[ok]
