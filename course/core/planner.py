@@ -273,7 +273,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              first_stage_layers=0, last_stage_layers=0, overlap=True,
              compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
              collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-             cp_algorithm="ring"):
+             cp_algorithm="ring", grad_bytes=2.0):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -301,7 +301,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
         A mode of ``RECOMPUTE_MODES`` or indices into it.
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
+    grad_bytes
         As in :func:`plan`.
 
     Returns
@@ -326,7 +327,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -421,7 +422,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          interleave=1, first_stage_layers=0, last_stage_layers=0,
          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
          collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-         cp_algorithm="ring") -> Plan:
+         cp_algorithm="ring", grad_bytes=2.0) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -484,6 +485,14 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     collective_efficiency : float in (0, 1], optional
         Achieved bus bandwidth over link bandwidth for every collective; by default the
         measured NVLink and network values of :mod:`~course.core.collectives`.
+    grad_bytes : float > 0, optional
+        Bytes per gradient element, held (unsharded below ZeRO-2) and reduced over DP x
+        CP. 2 (default): 16-bit gradients, as ZeRO counts them (Rajbhandari et al. 2020)
+        and as FSDP reduces them in BF16. 4: Megatron-LM in BF16, which accumulates and
+        reduces gradients in FP32 ("bfloat16 requires gradient accumulation and all-reduce
+        to be done in fp32", ``megatron/training/arguments.py``): its distributed optimizer
+        (ZeRO-1) holds ``6 + 12/d`` bytes per parameter, not ``4 + 12/d`` (Megatron-LM
+        README, distributed optimizer table).
     ep, etp : int >= 1, optional
         Expert parallelism (mixtures of experts): the routed experts of each MoE layer
         spread over ``ep`` GPUs, each expert split ``etp`` ways. The experts fold the
@@ -538,14 +547,14 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
                                              fused_attention=fused_attention, cp_algorithm=cp_algorithm,
                                              schedule=schedule, overlap=overlap,
                                              collective_efficiency=collective_efficiency,
-                                             capacity_factor=capacity_factor)
+                                             capacity_factor=capacity_factor, grad_bytes=grad_bytes)
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
                   violations=_sentences(cols, 0, m, c, requested), notes=_note_sentences(cols, 0, m))
@@ -566,7 +575,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
           fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None, cp_algorithm="ring") -> SweepTable:
+          capacity_factor=None, cp_algorithm="ring", grad_bytes=2.0) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -595,7 +604,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         dense model. Pairs whose ``ETP x EP`` does not divide ``TP x CP x DP`` are skipped.
     capacity_factor : float, optional
         As in :func:`plan`.
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
+    grad_bytes
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -652,7 +662,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes)
     cols = _columns(cfg, rates=False)
     feasible = np.broadcast_to(cols["feasible"], cfg.shape).reshape(-1)
     rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
@@ -663,7 +673,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
     settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                     cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
-                    collective_efficiency=collective_efficiency, capacity_factor=capacity_factor)
+                    collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
+                    grad_bytes=grad_bytes)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B,
                             "assumptions": term_assumptions(m, c, **settings)})

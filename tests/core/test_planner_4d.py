@@ -159,7 +159,8 @@ def test_ring_cp_hides_the_exchange_behind_attention_by_hand():
     ring = plan("llama3-8b", H100_1024, **args)
     s, h = 8192, 4096
     a = (64 + 1) / (2 * 64)  # causal tiles of 128 over 8192 tokens
-    attention = (s / 8) / 8 * 3 * 4 * s * h * a / (989e12 * DEFAULT_COMPUTE_EFFICIENCY)
+    # FlashAttention-2 sustains 35 % of the H100's peak (Shah et al. 2024, FlashAttention-3, abstract)
+    attention = (s / 8) / 8 * 3 * 4 * s * h * a / (989e12 * 0.35)
     per_layer = gather.cp_comm / (4 * 32)
     assert per_layer > attention > 0  # this case leaves part of the exchange exposed
     # the hidden part still occupies 20 of 132 SMs (DeepSeek-AI 2024, sec. 3.2.2)
