@@ -137,8 +137,11 @@ class Config:
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
                  collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
-                 grad_bytes=_WIRE_BYTES):
+                 grad_bytes=_WIRE_BYTES, tp_overlap=False):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        if not isinstance(tp_overlap, (bool, np.bool_)):
+            raise ValueError(f"tp_overlap must be True or False; got {tp_overlap!r}")
+        self.tp_overlap = bool(tp_overlap)
         # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
         self.grad_bytes = float(v.positive("grad_bytes", grad_bytes))
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
@@ -377,6 +380,21 @@ def tp_comm_term(*, cfg):
         cfg.seq_local, cfg.micro_batch, m.hidden, cfg.tp, link.bandwidth, link.latency, _WIRE_BYTES,
         recompute=mode))
     return cfg.num_microbatches * cfg.stage_layers * per_layer
+
+
+def tp_exposed(tp_comm, *, cfg):
+    """The TP traffic left exposed: all of it, unless ``tp_overlap`` hides it behind the layer GEMMs it feeds
+    (:func:`~course.core.tensor.tp_overlap_exposed_time`; Transformer Engine needs sequence parallelism for
+    it, so rows without SP keep it exposed). The GEMMs: ``2 P_layer`` FLOPs per token of the GPU's
+    ``b s / (CP x TP)`` tokens, x3 (x4 with full recomputation), at the GEMM peak x ``compute_efficiency``."""
+    if not cfg.tp_overlap:
+        return tp_comm
+    m = cfg.model
+    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    gemm = (cfg.num_microbatches * cfg.stage_layers * 2.0 * m.active_layer_params * cfg.micro_batch
+            * cfg.seq_local / cfg.tp * passes / (cfg.gemm_peak * cfg.compute_efficiency))
+    hidden = _tp.tp_overlap_exposed_time(tp_comm, gemm, cfg.tp, OVERLAP_SM_SHARE)
+    return np.where(cfg.sequence_parallel & (cfg.tp > 1), hidden, tp_comm)
 
 
 def cp_comm_term(*, cfg):
@@ -633,7 +651,7 @@ def columns(cfg, rates=True):
     """
     flops, compute = compute_term(cfg=cfg)
     memory_bound = memory_bound_term(cfg=cfg)
-    tp_comm = tp_comm_term(cfg=cfg)
+    tp_comm = tp_exposed(tp_comm_term(cfg=cfg), cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
     compute = compute + moe_straggler_term(cfg=cfg) + moe_weight_stream_term(cfg=cfg)
     ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute)
@@ -681,7 +699,8 @@ def broadcast_columns(cols, shape):
 
 def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
                      fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
-                     collective_efficiency=None, capacity_factor=None, grad_bytes=_WIRE_BYTES):
+                     collective_efficiency=None, capacity_factor=None, grad_bytes=_WIRE_BYTES,
+                     tp_overlap=False):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -693,7 +712,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     model, cluster
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor, grad_bytes
+    capacity_factor, grad_bytes, tp_overlap
         As in :func:`~course.core.planner.plan`.
 
     Returns
@@ -741,7 +760,10 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         "compute": "; ".join(compute) + "; stages paced by the busiest",
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
                          + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
-        "tp_comm": f"ring all-reduces / SP all-gathers per layer, not overlapped; {links}",
+        "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
+                     "(Transformer Engine userbuffers), one ring step per collective exposed and "
+                     f"{OVERLAP_SM_SHARE:.0%} of the SMs taken; " if tp_overlap
+                     else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links),
         "cp_comm": cp,
         "ep_comm": ep if m.is_moe else "no experts",
         "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",

@@ -22,10 +22,15 @@ compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 
                    :mod:`~course.core.fp8`), paced by the slowest stage and, for an MoE, the
                    busiest expert rank (:func:`~course.core.moe.moe_straggler_factor`); expert
                    GEMMs no faster than streaming their weights from HBM
-                   (:func:`~course.core.moe.expert_weight_stream_time`, roofline)
+                   (:func:`~course.core.moe.expert_weight_stream_time`, roofline); a fused
+                   attention kernel at its measured share of peak where the accelerator has
+                   one (:func:`~course.core.layer_cost.attention_kernel_extra_time`;
+                   FlashAttention-2 on H100: 0.35, Shah et al. 2024)
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
                    roofline), plus FP8 casts
-tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019)
+tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019); with
+                   ``tp_overlap`` hidden behind the layer GEMMs but one ring step
+                   (:func:`~course.core.tensor.tp_overlap_exposed_time`, Wang et al. 2023)
 cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
                    2024); the ring overlaps it with attention (``cp_algorithm``)
 ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3
@@ -33,7 +38,7 @@ ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShar
 bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
                    interleaved, ZB-H1, DualPipe)
 pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
-dp_comm_exposed    ZeRO traffic per micro-batch and per step, overlapped per layer
+dp_comm_exposed    ZeRO traffic per micro-batch and per step (``grad_bytes`` per gradient), overlapped per layer
                    (:mod:`~course.core.zero`; Rajbhandari et al. 2020, Zhao et al. 2023); expert
                    gradients over the expert-DP group
 memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP; experts
@@ -273,7 +278,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              first_stage_layers=0, last_stage_layers=0, overlap=True,
              compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
              collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-             cp_algorithm="ring", grad_bytes=2.0):
+             cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -302,7 +307,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes
+    grad_bytes, tp_overlap
         As in :func:`plan`.
 
     Returns
@@ -327,7 +332,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -422,7 +427,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          interleave=1, first_stage_layers=0, last_stage_layers=0,
          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
          collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-         cp_algorithm="ring", grad_bytes=2.0) -> Plan:
+         cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -493,6 +498,12 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         to be done in fp32", ``megatron/training/arguments.py``): its distributed optimizer
         (ZeRO-1) holds ``6 + 12/d`` bytes per parameter, not ``4 + 12/d`` (Megatron-LM
         README, distributed optimizer table).
+    tp_overlap : bool, optional
+        Overlap the TP all-gathers and reduce-scatters of sequence parallelism with the layer
+        GEMMs they feed (Transformer Engine userbuffers, Megatron-Core ``tp_comm_overlap``):
+        one ring step per collective stays exposed, the rest hides behind the GEMMs and takes
+        ``OVERLAP_SM_SHARE`` of the SMs (:func:`~course.core.tensor.tp_overlap_exposed_time`).
+        Needs ``sequence_parallel``; off by default (not every framework does it).
     ep, etp : int >= 1, optional
         Expert parallelism (mixtures of experts): the routed experts of each MoE layer
         spread over ``ep`` GPUs, each expert split ``etp`` ways. The experts fold the
@@ -547,14 +558,15 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
                                              fused_attention=fused_attention, cp_algorithm=cp_algorithm,
                                              schedule=schedule, overlap=overlap,
                                              collective_efficiency=collective_efficiency,
-                                             capacity_factor=capacity_factor, grad_bytes=grad_bytes)
+                                             capacity_factor=capacity_factor, grad_bytes=grad_bytes,
+                                             tp_overlap=tp_overlap)
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
                   violations=_sentences(cols, 0, m, c, requested), notes=_note_sentences(cols, 0, m))
@@ -575,7 +587,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
           fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None, cp_algorithm="ring", grad_bytes=2.0) -> SweepTable:
+          capacity_factor=None, cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -605,7 +617,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     capacity_factor : float, optional
         As in :func:`plan`.
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes
+    grad_bytes, tp_overlap
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -662,7 +674,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
     cols = _columns(cfg, rates=False)
     feasible = np.broadcast_to(cols["feasible"], cfg.shape).reshape(-1)
     rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
@@ -674,7 +686,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                     cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
                     collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                    grad_bytes=grad_bytes)
+                    grad_bytes=grad_bytes, tp_overlap=tp_overlap)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B,
                             "assumptions": term_assumptions(m, c, **settings)})

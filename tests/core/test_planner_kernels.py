@@ -92,3 +92,30 @@ def test_fp32_gradients_double_the_bytes_the_data_parallel_group_reduces():
 def test_grad_bytes_must_be_positive(bad):
     with pytest.raises(ValueError, match="grad_bytes"):
         plan("llama3-70b", H100_1024, grad_bytes=bad, **LLAMA70)
+
+
+# --------------------------------------------------------------------------- TP communication overlap
+
+
+def test_tp_overlap_hides_all_but_one_ring_step_behind_the_layer_gemms_by_hand():
+    # Transformer Engine's userbuffers overlap (Wang et al. 2023): of T seconds of SP all-gathers and
+    # reduce-scatters over t = 8 ranks, one step in 8 stays exposed; the other 7/8 hide behind the layer
+    # GEMMs (2 P_layer FLOPs per token of the GPU's b s / t tokens, x3 passes, at 0.63 of 989 TFLOP/s)
+    # and take 20 of 132 SMs
+    args = dict(LLAMA70, recompute="none")
+    off = plan("llama3-70b", H100_1024, **args)
+    on = plan("llama3-70b", H100_1024, tp_overlap=True, **args)
+    m = cat.model("llama3-70b")
+    gemm = 16 * 20 * 2 * m.layer_params * 8192 / 8 * 3 / (PEAK * GEMM)  # 16 micro-batches x 20 layers
+    hidden = off.tp_comm * 7 / 8
+    assert hidden < gemm  # at 8K the GEMMs are long enough to hide it
+    assert on.tp_comm == pytest.approx(off.tp_comm / 8 + hidden * 20 / 132, rel=1e-9)
+    assert on.step_time < off.step_time and on.compute == off.compute
+
+
+def test_tp_overlap_needs_sequence_parallelism_and_a_tp_group():
+    args = dict(LLAMA70, recompute="full", sequence_parallel=False)
+    assert (plan("llama3-70b", H100_1024, tp_overlap=True, **args).tp_comm
+            == plan("llama3-70b", H100_1024, **args).tp_comm)
+    with pytest.raises(ValueError, match="tp_overlap"):
+        plan("llama3-70b", H100_1024, tp_overlap="yes", **LLAMA70)
