@@ -298,9 +298,9 @@ H100_MEMORY_BYTES = 81_559 * u.MiB
 
 #: Share of the H100's dense BF16 peak that FlashAttention-2 sustains: "FlashAttention-2 achieving only
 #: 35% utilization on the H100 GPU" (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract),
-#: against about 0.63 for large GEMMs (the planner's compute_efficiency). The kernel of the H100 runs
-#: before July 2024, when FlashAttention-3 (up to 75 % in its forward pass) was released; the H800 has
-#: the same SMs. Pass another accelerator (dataclasses.replace) to plan with a faster kernel.
+#: against about 0.63 for large GEMMs (the planner's compute_efficiency). It was the open fused kernel
+#: for the H100 until FlashAttention-3 (up to 75 % in its forward pass) was released in July 2024; the
+#: H800 has the same SMs. Pass another accelerator (dataclasses.replace) to plan with a faster kernel.
 FLASH_ATTENTION_2_H100 = 0.35
 
 ACCELERATORS: dict[str, Accelerator] = {
