@@ -54,7 +54,10 @@ class Accelerator:
     ``usable_memory_bytes`` what CUDA reports for it where that is known and differs (the
     planner's out-of-memory line, :attr:`memory_capacity`), ``memory_bandwidth`` in
     bytes/s, ``tdp_watts`` the board power limit, ``price_per_hour`` US dollars per
-    device-hour where a public list price exists (else ``None``).
+    device-hour where a public list price exists (else ``None``). ``attention_efficiency`` is
+    the share of the dense 16-bit peak a fused causal attention kernel sustains, where it is
+    measured and differs from the GEMMs' (else ``None``: the planner's ``compute_efficiency``;
+    :func:`~course.core.layer_cost.attention_kernel_extra_time`).
     """
 
     name: str
@@ -67,6 +70,7 @@ class Accelerator:
     price_source: str = ""
     notes: str = ""
     usable_memory_bytes: Optional[float] = None
+    attention_efficiency: Optional[float] = None
 
     def __post_init__(self):
         object.__setattr__(self, "peak_flops", types.MappingProxyType(dict(self.peak_flops)))
@@ -292,6 +296,13 @@ _NV_ORIN = "NVIDIA Jetson Orin NX series data sheet (16GB module), 2023"
 #: context, NCCL buffers and allocator fragmentation (about 1-3 GB) are not modelled.
 H100_MEMORY_BYTES = 81_559 * u.MiB
 
+#: Share of the H100's dense BF16 peak that FlashAttention-2 sustains: "FlashAttention-2 achieving only
+#: 35% utilization on the H100 GPU" (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract),
+#: against about 0.63 for large GEMMs (the planner's compute_efficiency). It was the open fused kernel
+#: for the H100 until FlashAttention-3 (up to 75 % in its forward pass) was released in July 2024; the
+#: H800 has the same SMs. Pass another accelerator (dataclasses.replace) to plan with a faster kernel.
+FLASH_ATTENTION_2_H100 = 0.35
+
 ACCELERATORS: dict[str, Accelerator] = {
     a.name: a
     for a in [
@@ -300,6 +311,7 @@ ACCELERATORS: dict[str, Accelerator] = {
             peak_flops={"fp64": 34e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
             memory_bytes=80 * u.GB, usable_memory_bytes=H100_MEMORY_BYTES, memory_bandwidth=3.35 * u.TB_per_s,
+            attention_efficiency=FLASH_ATTENTION_2_H100,
             tdp_watts=700.0, source=_NV_H100 + ": dense BF16/FP16 989 TFLOPS (1979 only with 2:4 sparsity), "
                    "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W; 81,559 MiB = 85.52e9 bytes "
                    "as NVML reports it (H100_MEMORY_BYTES)",
@@ -319,6 +331,7 @@ ACCELERATORS: dict[str, Accelerator] = {
             peak_flops={"fp64": 1e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
             memory_bytes=80 * u.GB, usable_memory_bytes=H100_MEMORY_BYTES, memory_bandwidth=3.35 * u.TB_per_s,
+            attention_efficiency=FLASH_ATTENTION_2_H100,
             tdp_watts=700.0, source="NVIDIA H800 SXM5 (export variant of H100 SXM5): the H100's tensor-core peaks "
                    "(dense BF16 989, FP8 1979 TFLOPS), 80 GB HBM3 at 3.35 TB/s, 700 W; FP64 cut to "
                    "1 TFLOPS and NVLink to 400 GB/s total. DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1, "

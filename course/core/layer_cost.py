@@ -24,7 +24,8 @@ from . import _validate as v
 
 __all__ = ["RECOMPUTE_MODES", "FLASH_BLOCK", "layer_flops_per_token", "flops_per_sequence", "backward_share",
            "forward_share", "elementwise_traffic_per_layer", "causal_attention_fraction",
-           "model_flops_per_token", "layer_activation_bytes"]
+           "model_flops_per_token", "layer_activation_bytes", "attention_flops_per_token",
+           "attention_kernel_extra_time"]
 
 #: Query/key tile of FlashAttention-2 on Hopper/Ampere (``block_m = block_n = 128``): a causal
 #: kernel skips every tile above the diagonal and computes the diagonal tiles in full.
@@ -241,6 +242,95 @@ def causal_attention_fraction(seq, block=FLASH_BLOCK):
     b = v.integer("block", block)
     n = np.ceil(s / b)
     return v.scalar_or_array((n + 1.0) / (2.0 * n))
+
+
+def attention_flops_per_token(seq, score_width, recompute="none", attention_fraction=1.0):
+    """FLOPs of one layer's score and weighted-sum products per token, all passes: the attention part of
+    :func:`layer_flops_per_token`.
+
+    ``4 s w a`` per forward pass (``Q K^T`` and ``P V``, ``2 s w`` each, ``a`` the share of the score
+    matrix computed), three passes (forward and a backward twice as long), plus one more forward under
+    either recomputation (selective recomputation re-runs exactly this part)::
+
+        F_att = 4 s w a x (3, or 4 with recompute = "selective" / "full")
+
+    Parameters
+    ----------
+    seq, score_width : int or array_like of int, >= 1
+        ``s`` and ``w`` (heads x head dimension; ``h`` for multi-head attention).
+    recompute : {"none", "selective", "full"}
+    attention_fraction : float or array_like in (0, 1], optional
+        ``a`` (:func:`causal_attention_fraction` for a causal block-skipping kernel).
+
+    Returns
+    -------
+    float or ndarray
+        FLOP per token and layer.
+
+    Source: Narayanan et al. 2021 (SC21), eq. 3 (the ``4 s h`` term); Korthikanti et al. 2022, sec. 5.
+
+    Examples
+    --------
+    Llama 3 405B (w = 128 x 128 = 16,384) at 8,192 tokens, causal, no recomputation:
+    4 x 8192 x 16384 x 0.5078125 x 3 = 8.18e8 FLOP per token and layer.
+
+    >>> attention_flops_per_token(8192, 16384, "none", 0.5078125) / 1e8
+    8.178892...
+    >>> attention_flops_per_token(8192, 16384, "full", 0.5) == 4 * 8192 * 16384 * 0.5 * 4
+    True
+    """
+    s = v.integer("seq", seq)
+    w = v.integer("score_width", score_width)
+    a = v.fraction("attention_fraction", attention_fraction, low_open=True)
+    passes = 3.0 if _mode(recompute) == "none" else 4.0
+    return v.scalar_or_array(4.0 * s * w * a * passes)
+
+
+def attention_kernel_extra_time(attention_flops, peak, attention_efficiency, compute_efficiency):
+    """Seconds a fused attention kernel takes beyond what the planner's GEMM efficiency charges for its FLOPs.
+
+    The compute term charges every FLOP at ``compute_efficiency`` of peak. A fused attention kernel
+    (FlashAttention) sustains its own, measured share of peak; the difference is::
+
+        T_extra = F_att / peak x (1 / attention_efficiency - 1 / compute_efficiency)
+
+    negative where the kernel is faster than the GEMMs. On an H100, FlashAttention-2 reaches about 35 %
+    of the BF16 peak, against about 63 % for large GEMMs; FlashAttention-3, released with the Llama 3
+    paper (July 2024), reaches up to 75 % in its forward pass (Shah et al. 2024, abstract). On an A100
+    FlashAttention-2 reaches 50-73 % of peak in its forward pass (Dao 2023, abstract), about what the
+    GEMMs sustain, so the A100 needs no correction (the catalog gives it none).
+
+    Parameters
+    ----------
+    attention_flops : float or array_like, >= 0
+        FLOPs of the attention kernels (:func:`attention_flops_per_token` x tokens x layers).
+    peak : float or array_like, > 0
+        Dense 16-bit peak FLOP/s.
+    attention_efficiency, compute_efficiency : float or array_like in (0, 1]
+        Shares of peak the attention kernel and the GEMMs sustain.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (negative when attention runs faster than the GEMMs).
+
+    Source: Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract ("FlashAttention-2 achieving
+    only 35% utilization on the H100 GPU"; FlashAttention-3 "reaching up to 740 TFLOPs/s (75%
+    utilization)"); Dao 2023, FlashAttention-2, abstract (50-73 % of peak on A100).
+
+    Examples
+    --------
+    1 PFLOP of attention on an H100 (989 TFLOP/s) at 35 % instead of 63 %:
+    1e15 / 989e12 x (1/0.35 - 1/0.63) = 1.0111 x (2.8571 - 1.5873) = 1.2840 s.
+
+    >>> round(attention_kernel_extra_time(1e15, 989e12, 0.35, 0.63), 4)
+    1.284
+    """
+    f = np.asarray(v.non_negative("attention_flops", attention_flops), dtype=float)
+    p = v.positive("peak", peak)
+    ea = v.fraction("attention_efficiency", attention_efficiency, low_open=True)
+    ec = v.fraction("compute_efficiency", compute_efficiency, low_open=True)
+    return v.scalar_or_array(f / p * (1.0 / ea - 1.0 / ec))
 
 
 def model_flops_per_token(model, attention=True):

@@ -136,8 +136,14 @@ class Config:
                  zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
-                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring"):
+                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
+                 grad_bytes=_WIRE_BYTES, tp_overlap=False):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        if not isinstance(tp_overlap, (bool, np.bool_)):
+            raise ValueError(f"tp_overlap must be True or False; got {tp_overlap!r}")
+        self.tp_overlap = bool(tp_overlap)
+        # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
+        self.grad_bytes = float(v.positive("grad_bytes", grad_bytes))
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
         self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
         # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
@@ -151,6 +157,11 @@ class Config:
         # a fused causal kernel skips the score blocks above the diagonal (FlashAttention-2)
         self.attention_fraction = (float(_lc.causal_attention_fraction(self.model.seq_len))
                                    if self.fused_attention else 1.0)
+        # a fused attention kernel runs at its own measured share of peak where the catalog has one
+        # (FlashAttention-2 on Hopper, 0.35); unfused attention is batched GEMMs at compute_efficiency
+        measured = self.cluster.accelerator.attention_efficiency
+        self.attention_efficiency = (float(measured) if self.fused_attention and measured is not None
+                                     else self.compute_efficiency)
         arrays = dict(
             tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
             ep=v.integer("ep", ep), etp=v.integer("etp", etp),
@@ -318,16 +329,36 @@ class Config:
 
 
 def compute_term(*, cfg):
-    """FLOPs per iteration and the compute seconds of the slowest stage (Narayanan et al. eq. 3)."""
+    """FLOPs per iteration and the compute seconds of the slowest stage (Narayanan et al. eq. 3).
+
+    Every FLOP at ``compute_efficiency`` of peak, except that a fused attention kernel runs at the
+    accelerator's measured ``attention_efficiency``
+    (:func:`~course.core.layer_cost.attention_kernel_extra_time`).
+    """
     flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode,
                                                                                 cfg.attention_fraction))
+    extra = attention_kernel_term(cfg=cfg)
     if not cfg.fp8:
-        return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
+        return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance + extra
     m = cfg.model
     passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
     gemm = cfg.global_batch * m.seq_len * passes * _fp8.fp8_gemm_flops_per_token(m.active_layer_params, m.layers)
     seconds = _fp8.fp8_compute_time(gemm, flops - gemm, cfg.gemm_peak, cfg.peak, cfg.compute_efficiency)
-    return flops, seconds / cfg.gpus * cfg.imbalance
+    return flops, seconds / cfg.gpus * cfg.imbalance + extra
+
+
+def attention_kernel_term(*, cfg):
+    """Seconds the slowest stage's fused attention kernels take beyond ``compute_efficiency`` (0 unless the
+    accelerator has a measured ``attention_efficiency``): :func:`~course.core.layer_cost.attention_kernel_extra_time`
+    of :func:`~course.core.layer_cost.attention_flops_per_token` x tokens x layers, per GPU, x the imbalance."""
+    if cfg.attention_efficiency == cfg.compute_efficiency:
+        return np.zeros(())
+    m = cfg.model
+    per_token = cfg.per_mode(lambda mode: _lc.attention_flops_per_token(m.seq_len, m.score_width, mode,
+                                                                        cfg.attention_fraction))
+    flops = cfg.global_batch * m.seq_len * m.layers * per_token / cfg.gpus
+    return _lc.attention_kernel_extra_time(flops, cfg.peak, cfg.attention_efficiency,
+                                           cfg.compute_efficiency) * cfg.imbalance
 
 
 def memory_bound_term(*, cfg):
@@ -351,6 +382,21 @@ def tp_comm_term(*, cfg):
     return cfg.num_microbatches * cfg.stage_layers * per_layer
 
 
+def tp_exposed(tp_comm, *, cfg):
+    """The TP traffic left exposed: all of it, unless ``tp_overlap`` hides it behind the layer GEMMs it feeds
+    (:func:`~course.core.tensor.tp_overlap_exposed_time`; Transformer Engine needs sequence parallelism for
+    it, so rows without SP keep it exposed). The GEMMs: ``2 P_layer`` FLOPs per token of the GPU's
+    ``b s / (CP x TP)`` tokens, x3 (x4 with full recomputation), at the GEMM peak x ``compute_efficiency``."""
+    if not cfg.tp_overlap:
+        return tp_comm
+    m = cfg.model
+    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    gemm = (cfg.num_microbatches * cfg.stage_layers * 2.0 * m.active_layer_params * cfg.micro_batch
+            * cfg.seq_local / cfg.tp * passes / (cfg.gemm_peak * cfg.compute_efficiency))
+    hidden = _tp.tp_overlap_exposed_time(tp_comm, gemm, cfg.tp, OVERLAP_SM_SHARE)
+    return np.where(cfg.sequence_parallel & (cfg.tp > 1), hidden, tp_comm)
+
+
 def cp_comm_term(*, cfg):
     """Seconds of CP key/value all-gathers and reduce-scatters per layer and micro-batch."""
     if not np.any(cfg.cp > 1):
@@ -368,7 +414,7 @@ def cp_comm_term(*, cfg):
         attention_flops = cfg.per_mode(lambda mode: 4.0 * m.score_width * m.seq_len * cfg.attention_fraction
                                        * (4.0 if mode != "none" else 3.0))
         attention = (cfg.micro_batch * cfg.seq_local / cfg.tp * attention_flops
-                     / (cfg.peak * cfg.compute_efficiency))
+                     / (cfg.peak * cfg.attention_efficiency))
         # exposed part, plus the SMs the hidden part takes from attention
         per_layer = np.maximum(per_layer - attention, 0.0) + np.minimum(per_layer, attention) * OVERLAP_SM_SHARE
     return cfg.num_microbatches * cfg.stage_layers * per_layer
@@ -472,7 +518,7 @@ def dp_comm_term(*, cfg, busy):
     layer with the forward / backward pass of one micro-batch of the busiest stage.
     """
     m, c = cfg.model, cfg.cluster
-    grad_bytes = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp) * _WIRE_BYTES
+    grad_bytes = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp) * cfg.grad_bytes
     # overlapped traffic moves one bucket per layer, each paying the collective's latency;
     # without overlap one collective over the whole gradient buffer (Megatron's local DDP)
     buckets = cfg.stage_layers if cfg.overlap else np.ones((), np.int64)
@@ -480,7 +526,7 @@ def dp_comm_term(*, cfg, busy):
         grad_bytes / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
         c.inter_latency)
     if m.is_moe:  # expert gradients reduce over the expert-data-parallel group (parallel folding)
-        expert_bytes = _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp) * _WIRE_BYTES
+        expert_bytes = _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp) * cfg.grad_bytes
         one_allreduce = one_allreduce + buckets * _coll.hierarchical_allreduce_time(
             expert_bytes / buckets, cfg.expert_grad_local, cfg.expert_grad_nodes, cfg.intra_bw, cfg.inter_bw,
             c.intra_latency, c.inter_latency)
@@ -498,11 +544,11 @@ def memory_terms(*, cfg):
     """Per-GPU bytes: model states (ZeRO over DP x CP) and activations of the busiest stage."""
     m = cfg.model
     params_gpu = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp)
-    parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group)
+    parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group, grad_bytes=cfg.grad_bytes)
     if m.is_moe:  # routed experts: sharded ETP x EP x PP, ZeRO over the expert-DP group
         experts = _mem.model_state_breakdown(
             _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp), cfg.zero_stage,
-            cfg.expert_dp)
+            cfg.expert_dp, grad_bytes=cfg.grad_bytes)
         parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
     out = {k: np.asarray(parts[k]) for k in ("weights", "gradients", "optimizer")}
     if cfg.fp8:  # the FP8 copy of the GPU's weights, cast once per step and cached (1 byte each)
@@ -605,7 +651,7 @@ def columns(cfg, rates=True):
     """
     flops, compute = compute_term(cfg=cfg)
     memory_bound = memory_bound_term(cfg=cfg)
-    tp_comm = tp_comm_term(cfg=cfg)
+    tp_comm = tp_exposed(tp_comm_term(cfg=cfg), cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
     compute = compute + moe_straggler_term(cfg=cfg) + moe_weight_stream_term(cfg=cfg)
     ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute)
@@ -653,7 +699,8 @@ def broadcast_columns(cols, shape):
 
 def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
                      fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
-                     collective_efficiency=None, capacity_factor=None):
+                     collective_efficiency=None, capacity_factor=None, grad_bytes=_WIRE_BYTES,
+                     tp_overlap=False):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -665,7 +712,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     model, cluster
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor
+    capacity_factor, grad_bytes, tp_overlap
         As in :func:`~course.core.planner.plan`.
 
     Returns
@@ -681,6 +728,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     "ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p)"
     """
     m, c = _as_model(model), _as_cluster(cluster)
+    grad_bytes = float(v.positive("grad_bytes", grad_bytes))
     eff_in, eff_out = ((_coll.NVLINK_COLLECTIVE_EFFICIENCY, _coll.NETWORK_COLLECTIVE_EFFICIENCY)
                        if collective_efficiency is None else (collective_efficiency, collective_efficiency))
     links = (f"NVLink at {eff_in:.0%} and the network at {eff_out:.0%} of link bandwidth (nccl-tests), "
@@ -690,8 +738,11 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                f"({peak / 1e12:.0f} TFLOP/s; fitted once on Megatron-LM SC21 Table 1)"]
     if precision == "fp8":
         compute.append("layer GEMMs at the FP8 peak; attention, output layer and router in BF16 (DeepSeek-V3)")
-    compute.append("causal FlashAttention-2 skips the masked 128 x 128 score tiles" if fused_attention
-                   else "unfused attention computes the full s x s score matrix")
+    measured = c.accelerator.attention_efficiency
+    compute.append(("causal FlashAttention-2 skips the masked 128 x 128 score tiles"
+                    + (f" and sustains {measured:.2f} of peak on the {c.accelerator.name} (Shah et al. 2024)"
+                       if measured is not None else ""))
+                   if fused_attention else "unfused attention computes the full s x s score matrix")
     if m.is_moe:
         compute.append("dropless routing, busiest EP rank from balls-into-bins with a uniform router"
                        if capacity_factor is None else f"token dropping, experts padded to capacity {capacity_factor}")
@@ -709,14 +760,21 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         "compute": "; ".join(compute) + "; stages paced by the busiest",
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
                          + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
-        "tp_comm": f"ring all-reduces / SP all-gathers per layer, not overlapped; {links}",
+        "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
+                     "(Transformer Engine userbuffers), one ring step per collective exposed and "
+                     f"{OVERLAP_SM_SHARE:.0%} of the SMs taken; " if tp_overlap
+                     else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links),
         "cp_comm": cp,
         "ep_comm": ep if m.is_moe else "no experts",
         "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
         "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
-        "dp_comm_exposed": ("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
-                            else "gradient all-reduce after the pipeline flush, not overlapped"),
-        "memory": ("16-bit weights and gradients, 12 bytes of Adam state per weight, ZeRO over DP x CP"
+        "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
+                             else "gradient all-reduce after the pipeline flush, not overlapped")
+                            + f"; gradients reduced in {grad_bytes * 8:g}-bit"),
+        "memory": ("16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else
+                                          f"{grad_bytes:g}-byte gradients (Megatron's FP32 main grads)" if grad_bytes == 4
+                                          else f"{grad_bytes:g}-byte gradients")
+                   + ", 12 bytes of Adam state per weight, ZeRO over DP x CP"
                    + (" (experts over expert-DP)" if m.is_moe else "")
                    + "; activations: Korthikanti et al.'s per-tensor count for the layer's shape, the fullest stage "
                      "holding p - s micro-batches (1F1B)"),

@@ -22,10 +22,15 @@ compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 
                    :mod:`~course.core.fp8`), paced by the slowest stage and, for an MoE, the
                    busiest expert rank (:func:`~course.core.moe.moe_straggler_factor`); expert
                    GEMMs no faster than streaming their weights from HBM
-                   (:func:`~course.core.moe.expert_weight_stream_time`, roofline)
+                   (:func:`~course.core.moe.expert_weight_stream_time`, roofline); a fused
+                   attention kernel at its measured share of peak where the accelerator has
+                   one (:func:`~course.core.layer_cost.attention_kernel_extra_time`;
+                   FlashAttention-2 on H100: 0.35, Shah et al. 2024)
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
                    roofline), plus FP8 casts
-tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019)
+tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019); with
+                   ``tp_overlap`` hidden behind the layer GEMMs but one ring step
+                   (:func:`~course.core.tensor.tp_overlap_exposed_time`, Wang et al. 2023)
 cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
                    2024); the ring overlaps it with attention (``cp_algorithm``)
 ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3
@@ -33,7 +38,7 @@ ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShar
 bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
                    interleaved, ZB-H1, DualPipe)
 pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
-dp_comm_exposed    ZeRO traffic per micro-batch and per step, overlapped per layer
+dp_comm_exposed    ZeRO traffic per micro-batch and per step (``grad_bytes`` per gradient), overlapped per layer
                    (:mod:`~course.core.zero`; Rajbhandari et al. 2020, Zhao et al. 2023); expert
                    gradients over the expert-DP group
 memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP; experts
@@ -273,7 +278,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              first_stage_layers=0, last_stage_layers=0, overlap=True,
              compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
              collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-             cp_algorithm="ring"):
+             cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -301,7 +306,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
         A mode of ``RECOMPUTE_MODES`` or indices into it.
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
+    grad_bytes, tp_overlap
         As in :func:`plan`.
 
     Returns
@@ -326,7 +332,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -421,7 +427,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          interleave=1, first_stage_layers=0, last_stage_layers=0,
          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
          collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-         cp_algorithm="ring") -> Plan:
+         cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -484,6 +490,20 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     collective_efficiency : float in (0, 1], optional
         Achieved bus bandwidth over link bandwidth for every collective; by default the
         measured NVLink and network values of :mod:`~course.core.collectives`.
+    grad_bytes : float > 0, optional
+        Bytes per gradient element, held (unsharded below ZeRO-2) and reduced over DP x
+        CP. 2 (default): 16-bit gradients, as ZeRO counts them (Rajbhandari et al. 2020)
+        and as FSDP reduces them in BF16. 4: Megatron-LM in BF16, which accumulates and
+        reduces gradients in FP32 ("bfloat16 requires gradient accumulation and all-reduce
+        to be done in fp32", ``megatron/training/arguments.py``): its distributed optimizer
+        (ZeRO-1) holds ``6 + 12/d`` bytes per parameter, not ``4 + 12/d`` (Megatron-LM
+        README, distributed optimizer table).
+    tp_overlap : bool, optional
+        Overlap the TP all-gathers and reduce-scatters of sequence parallelism with the layer
+        GEMMs they feed (Transformer Engine userbuffers, Megatron-Core ``tp_comm_overlap``):
+        one ring step per collective stays exposed, the rest hides behind the GEMMs and takes
+        ``OVERLAP_SM_SHARE`` of the SMs (:func:`~course.core.tensor.tp_overlap_exposed_time`).
+        Needs ``sequence_parallel``; off by default (not every framework does it).
     ep, etp : int >= 1, optional
         Expert parallelism (mixtures of experts): the routed experts of each MoE layer
         spread over ``ep`` GPUs, each expert split ``etp`` ways. The experts fold the
@@ -538,14 +558,15 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
                                              fused_attention=fused_attention, cp_algorithm=cp_algorithm,
                                              schedule=schedule, overlap=overlap,
                                              collective_efficiency=collective_efficiency,
-                                             capacity_factor=capacity_factor)
+                                             capacity_factor=capacity_factor, grad_bytes=grad_bytes,
+                                             tp_overlap=tp_overlap)
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
                   violations=_sentences(cols, 0, m, c, requested), notes=_note_sentences(cols, 0, m))
@@ -566,7 +587,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
           fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None, cp_algorithm="ring") -> SweepTable:
+          capacity_factor=None, cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -576,7 +597,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     seq_len`` sequences; Dubey et al. 2024, section 3.4). Combinations that are not
     configurations are skipped: micro-batch x DP not dividing the global batch, CP not
     splitting the sequence into ``2 x CP`` chunks, interleaving without a pipeline, with
-    more chunks than layers or with micro-batches that PP does not divide.
+    more chunks per stage than the busiest stage has layers (``v > ceil(layers / pp)``) or
+    with micro-batches that PP does not divide.
 
     Parameters
     ----------
@@ -594,7 +616,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         dense model. Pairs whose ``ETP x EP`` does not divide ``TP x CP x DP`` are skipped.
     capacity_factor : float, optional
         As in :func:`plan`.
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
+    grad_bytes, tp_overlap
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -651,7 +674,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
     cols = _columns(cfg, rates=False)
     feasible = np.broadcast_to(cols["feasible"], cfg.shape).reshape(-1)
     rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
@@ -662,7 +685,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
     settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                     cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
-                    collective_efficiency=collective_efficiency, capacity_factor=capacity_factor)
+                    collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
+                    grad_bytes=grad_bytes, tp_overlap=tp_overlap)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B,
                             "assumptions": term_assumptions(m, c, **settings)})
@@ -690,7 +714,8 @@ def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):
     folding; combinations that are not configurations are left out: TP x CP x PP not
     dividing the GPUs, CP not splitting the sequence into 2 x CP chunks, b x DP not dividing
     the batch, interleaving without a pipeline, with micro-batches that PP does not divide
-    or more chunks than layers, ETP x EP not dividing TP x CP x DP.
+    or more chunks per stage than the busiest stage's ``ceil(layers / PP)`` layers, ETP x EP
+    not dividing TP x CP x DP.
     """
     fold = np.array(folds, dtype=np.int64).reshape(-1, 2)
     grid = np.meshgrid(np.array(tps, dtype=np.int64), np.array(cps, dtype=np.int64), np.array(pps, dtype=np.int64),
@@ -701,7 +726,9 @@ def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):
     d = np.maximum(n // (t * k * p), 1)
     ok &= batch % (b * d) == 0
     nmb = np.maximum(batch // (b * d), 1)
-    ok &= ~((v > 1) & ((p == 1) | (nmb % p != 0) | (p * v > model.layers)))
+    # a stage's v chunks need a layer each on the busiest stage, ceil(L / p) (Llama 3 405B: 16 x 8 = 128
+    # chunks for 126 layers, the first and last stage one layer short; Dubey et al. 2024, sec. 3.3.2)
+    ok &= ~((v > 1) & ((p == 1) | (nmb % p != 0) | (v > -(-model.layers // p))))
     e, et = fold[f, 0], fold[f, 1]
     ok &= (t * k * d) % (e * et) == 0
     return np.stack([t, k, p, d, b, nmb, v, e, et], axis=1)[ok]

@@ -23,6 +23,7 @@ from . import _validate as v
 from .collectives import allreduce_time, allreduce_traffic_bytes
 
 __all__ = [
+    "tp_overlap_exposed_time",
     "column_parallel_shard_shape",
     "row_parallel_shard_shape",
     "heads_per_gpu",
@@ -376,6 +377,59 @@ def tp_comm_time_per_layer(seq, micro_batch, hidden, tp, bandwidth, latency=0.0,
     message = tp_allreduce_bytes(seq, micro_batch, hidden, bytes_per_element)
     per = allreduce_time(message, v.integer("tp", tp, minimum=1), bandwidth, latency, algorithm)
     return v.scalar_or_array(tp_allreduces_per_layer(recompute) * np.asarray(per))
+
+
+def tp_overlap_exposed_time(tp_seconds, gemm_seconds, tp, sm_share):
+    """Seconds of tensor-parallel traffic left on the critical path when it is overlapped with the GEMMs it feeds.
+
+    With sequence parallelism each all-gather before a GEMM and each reduce-scatter after one can be
+    decomposed into ``tp`` ring steps, each sending one chunk while the GEMM runs on the chunk already
+    there (Wang et al. 2023; Transformer Engine's userbuffers "TP communication overlap", which
+    Megatron-Core enables with ``tp_comm_overlap``). One step per collective has nothing to overlap
+    with (the first chunk of a reduce-scatter, the last of an all-gather); the other ``tp - 1`` steps
+    hide behind the GEMMs as far as these last, and the hidden traffic still occupies a share of the
+    SMs::
+
+        T_exposed = T / t + max(T (t-1)/t - T_gemm, 0) + min(T (t-1)/t, T_gemm) x sm_share
+
+    with ``T`` the TP traffic, ``t`` the TP size and ``T_gemm`` the time of the layer GEMMs it overlaps.
+
+    Parameters
+    ----------
+    tp_seconds, gemm_seconds : float or array_like, >= 0
+        ``T`` and ``T_gemm`` (any common unit of time: per layer, per step).
+    tp : int or array_like of int, >= 1
+        ``t``; 1 leaves nothing to overlap (no traffic).
+    sm_share : float or array_like in [0, 1]
+        Share of the SMs the communication kernels take while they run.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
+    Source: Wang et al. 2023, "Overlap Communication with Dependent Computation via Decomposition in
+    Large Deep Learning Models", ASPLOS '23, sec. 3 (collective decomposed into ``t - 1`` permute steps,
+    each overlapped with a partial matrix multiplication); NVIDIA Transformer Engine userbuffers and
+    NeMo / Megatron-Bridge ``tp_comm_overlap`` configurations (Llama 3.1 405B on H100:
+    ``userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192``).
+
+    Examples
+    --------
+    1 s of TP traffic over 8 ranks behind 8 s of GEMMs, communication on 20 of 132 SMs:
+    1/8 + 0 + 7/8 x 20/132 = 0.2576 s.
+
+    >>> round(tp_overlap_exposed_time(1.0, 8.0, 8, 20 / 132), 4)
+    0.2576
+    >>> tp_overlap_exposed_time(1.0, 0.5, 2, 0.0)  # 0.5 exposed step + (0.5 - 0.5) left over
+    0.5
+    """
+    t_comm = np.asarray(v.non_negative("tp_seconds", tp_seconds), dtype=float)
+    t_gemm = np.asarray(v.non_negative("gemm_seconds", gemm_seconds), dtype=float)
+    t = v.integer("tp", tp)
+    share = v.fraction("sm_share", sm_share)
+    hidden = t_comm * (t - 1) / t
+    return v.scalar_or_array(t_comm / t + np.maximum(hidden - t_gemm, 0.0) + np.minimum(hidden, t_gemm) * share)
 
 
 def tp_comm_overhead(seq, micro_batch, hidden, layers, tp, bandwidth, compute_seconds, latency=0.0,
