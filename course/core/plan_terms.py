@@ -30,7 +30,7 @@ from . import tensor as _tp
 from . import zero as _zero
 
 __all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
-           "CP_ALGORITHMS"]
+           "CP_ALGORITHMS", "MEMORY_RECIPES"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
 #: configuration: the planner's single calibrated assumption. Fitted once on
@@ -49,6 +49,17 @@ SCHEDULES = ("1f1b", "gpipe", "zb-h1", "dualpipe")
 #: Engine (``cp_comm_type="p2p"``), which sends the next K/V block while attention runs on
 #: the current one (Liu et al. 2023, Ring Attention, sec. 3).
 CP_ALGORITHMS = ("ring", "all_gather")
+#: How weights, optimizer states and activations are stored. ``"standard"``: 16-bit weights and
+#: gradients, FP32 master weights and Adam moments (12 bytes), Korthikanti et al.'s activations.
+#: ``"deepseek-v3"``: DeepSeek-V3's measures (DeepSeek-AI 2024): AdamW moments in BF16 with FP32 master
+#: weights (8 bytes) and FP32 gradients "used for batch size accumulation" (4 bytes; sec. 3.3.3); every
+#: RMSNorm and the MLA up-projections recomputed in the backward pass (sec. 3.2.3); linear-layer inputs
+#: cached in FP8, the attention output in E5M6, SwiGLU inputs in FP8 with the product recomputed (sec.
+#: 3.3.3). Its other measures change nothing the planner counts: the EMA of the weights lives in CPU
+#: memory, and the embedding and output head the multi-token-prediction module shares (sec. 3.2.3) are
+#: not in the planner's model. Needs a model with multi-head latent attention (``Model.mla``).
+MEMORY_RECIPES = ("standard", "deepseek-v3")
+
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
 STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
 
@@ -136,8 +147,13 @@ class Config:
                  zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
-                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring"):
+                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
+                 memory_recipe="standard"):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        self.memory_recipe = v.choice("memory_recipe", memory_recipe, MEMORY_RECIPES)
+        if self.memory_recipe == "deepseek-v3" and not self.model.mla:
+            raise ValueError(f"memory_recipe='deepseek-v3' recomputes MLA up-projections: it needs a model with "
+                             f"multi-head latent attention (deepseek-v3); got {self.model.name}")
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
         self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
         # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
@@ -281,6 +297,30 @@ class Config:
             self.etp, self.moe_straggler)
         return moe - dense_mlp
 
+    def recipe_activation_bytes(self):
+        """Bytes per (average) layer and micro-batch one GPU keeps under ``memory_recipe="deepseek-v3"``.
+
+        MLA with recomputed norms and up-projections
+        (:func:`~course.core.moe.mla_activation_bytes_per_token`), then the MLP block: its norm
+        input (16-bit) and, FP8-cached, the inputs of its GEMMs and SwiGLU
+        (:func:`~course.core.moe.moe_mlp_activation_bytes_per_layer` with ``cached_bytes`` and
+        ``recompute_activation``; a dense layer keeps ``c (h + 2 f)``), averaged over dense and MoE
+        layers. Tensors split over TP and CP (sequence parallelism).
+        """
+        m, c = self.model, _moe.FP8_CACHED_BYTES
+        h = m.hidden
+        tokens = self.micro_batch * m.seq_len / (self.cp * self.tp)
+        q_latent, kv_latent, rope, dv = m.mla
+        attention = _moe.mla_activation_bytes_per_token(h, m.heads, q_latent, kv_latent, rope, dv)
+        dense_mlp = 2.0 * h + c * (h + 2.0 * (m.ffn or 4 * h))
+        moe = 0.0
+        if m.is_moe:
+            moe = np.asarray(_moe.moe_mlp_activation_bytes_per_layer(
+                self.moe_tokens, h, m.expert_ffn, m.top_k, m.shared_experts, m.shared_ffn or None, m.experts,
+                self.etp, self.moe_straggler, cached_bytes=c, recompute_activation=True)) / self.moe_tokens + 2.0 * h
+        mlp = (m.dense_layers * dense_mlp + m.moe_layers * moe) / m.layers if m.is_moe else dense_mlp
+        return tokens * (attention + mlp)
+
     def per_mode(self, fn):
         """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
         return _by_mode(self.recompute_code, fn)
@@ -321,11 +361,18 @@ def compute_term(*, cfg):
     """FLOPs per iteration and the compute seconds of the slowest stage (Narayanan et al. eq. 3)."""
     flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode,
                                                                                 cfg.attention_fraction))
+    m = cfg.model
+    recomputed = 0.0
+    if cfg.memory_recipe == "deepseek-v3":  # the MLA up-projections run again in the backward pass
+        up = _moe.mla_up_projection_params(m.heads, m.head_dim, *m.mla)
+        recomputed = cfg.per_mode(lambda mode: 0.0 if mode == "full" else
+                                  cfg.global_batch * m.seq_len * m.layers * 2.0 * up)
+        flops = flops + recomputed
     if not cfg.fp8:
         return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance
-    m = cfg.model
     passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
     gemm = cfg.global_batch * m.seq_len * passes * _fp8.fp8_gemm_flops_per_token(m.active_layer_params, m.layers)
+    gemm = gemm + recomputed
     seconds = _fp8.fp8_compute_time(gemm, flops - gemm, cfg.gemm_peak, cfg.peak, cfg.compute_efficiency)
     return flops, seconds / cfg.gpus * cfg.imbalance
 
@@ -339,6 +386,13 @@ def memory_bound_term(*, cfg):
     traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
     if cfg.fp8:  # every GEMM operand is cast to FP8 (and transposed) by a memory-bound kernel
         traffic = traffic + cfg.fp8_tokens * _fp8.fp8_cast_bytes_per_token(cfg.fp8_gemm_inputs)
+    if cfg.memory_recipe == "deepseek-v3":  # RMSNorms and SwiGLU products recomputed (sec. 3.2.3, 3.3.3)
+        m = cfg.model
+        widths = ((m.dense_layers * (m.ffn or 4 * m.hidden) + m.moe_layers
+                   * (m.top_k * m.expert_ffn + m.shared_experts * (m.shared_ffn or m.expert_ffn))) / m.layers)
+        recomputed = _moe.recomputed_elementwise_bytes_per_token(m.hidden, m.mla[0], m.mla[1], widths)
+        traffic = traffic + cfg.per_mode(lambda mode: 0.0 if mode == "full" else
+                                         cfg.micro_batch * m.seq_len / (cfg.cp * cfg.tp) * recomputed)
     return cfg.num_microbatches * cfg.stage_layers * traffic / cfg.cluster.accelerator.memory_bandwidth
 
 
@@ -498,11 +552,13 @@ def memory_terms(*, cfg):
     """Per-GPU bytes: model states (ZeRO over DP x CP) and activations of the busiest stage."""
     m = cfg.model
     params_gpu = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp)
-    parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group)
+    # DeepSeek-V3: FP32 gradients, FP32 master weights + BF16 moments (MEMORY_RECIPES)
+    state = dict(grad_bytes=4.0, optimizer_bytes=8.0) if cfg.memory_recipe == "deepseek-v3" else {}
+    parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group, **state)
     if m.is_moe:  # routed experts: sharded ETP x EP x PP, ZeRO over the expert-DP group
         experts = _mem.model_state_breakdown(
             _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp), cfg.zero_stage,
-            cfg.expert_dp)
+            cfg.expert_dp, **state)
         parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
     out = {k: np.asarray(parts[k]) for k in ("weights", "gradients", "optimizer")}
     if cfg.fp8:  # the FP8 copy of the GPU's weights, cast once per step and cached (1 byte each)
@@ -533,12 +589,16 @@ def memory_terms(*, cfg):
                        last_layers * at(cfg.pp - 1))
         held = h if held is None else np.where(kind == code, h, held)
     stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
-    activations = cfg.per_mode(cfg.activation_bytes) * held
-    if cfg.fp8:  # GEMM inputs kept for the backward pass in FP8: one byte saved per element
-        saved = cfg.per_mode(lambda mode: 0.0 if mode == "full" else cfg.fp8_tokens * cfg.fp8_gemm_inputs)
-        activations = activations - saved * held
-    if m.is_moe:
-        activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
+    if cfg.memory_recipe == "deepseek-v3":  # the recipe's own count (Config.recipe_activation_bytes)
+        activations = cfg.per_mode(lambda mode: cfg.activation_bytes(mode) if mode == "full"
+                                   else cfg.recipe_activation_bytes()) * held
+    else:
+        activations = cfg.per_mode(cfg.activation_bytes) * held
+        if cfg.fp8:  # GEMM inputs kept for the backward pass in FP8: one byte saved per element
+            saved = cfg.per_mode(lambda mode: 0.0 if mode == "full" else cfg.fp8_tokens * cfg.fp8_gemm_inputs)
+            activations = activations - saved * held
+        if m.is_moe:
+            activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
     # full recomputation still materialises one layer's activations during its backward
     if np.any(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
@@ -653,7 +713,7 @@ def broadcast_columns(cols, shape):
 
 def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
                      fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
-                     collective_efficiency=None, capacity_factor=None):
+                     collective_efficiency=None, capacity_factor=None, memory_recipe="standard"):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -665,7 +725,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     model, cluster
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor
+    capacity_factor, memory_recipe
         As in :func:`~course.core.planner.plan`.
 
     Returns
@@ -705,6 +765,9 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
           (f", at most {m.routing_node_limit} nodes per token" if m.routing_node_limit else "") +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else "; exposed"))
+    deepseek = memory_recipe == "deepseek-v3"
+    if deepseek:
+        compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")
     return {
         "compute": "; ".join(compute) + "; stages paced by the busiest",
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
@@ -716,8 +779,12 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
         "dp_comm_exposed": ("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
                             else "gradient all-reduce after the pipeline flush, not overlapped"),
-        "memory": ("16-bit weights and gradients, 12 bytes of Adam state per weight, ZeRO over DP x CP"
+        "memory": (("16-bit weights, FP32 gradients, FP32 master weights + BF16 Adam moments (8 bytes), "
+                    "ZeRO over DP x CP" if deepseek else
+                    "16-bit weights and gradients, 12 bytes of Adam state per weight, ZeRO over DP x CP")
                    + (" (experts over expert-DP)" if m.is_moe else "")
-                   + "; activations: Korthikanti et al.'s per-tensor count for the layer's shape, the fullest stage "
-                     "holding p - s micro-batches (1F1B)"),
+                   + ("; activations: DeepSeek-V3's (norms and MLA up-projections recomputed, GEMM and SwiGLU "
+                      "inputs cached in FP8, attention output in E5M6)" if deepseek else
+                      "; activations: Korthikanti et al.'s per-tensor count for the layer's shape")
+                   + ", the fullest stage holding p - s micro-batches (1F1B)"),
     }

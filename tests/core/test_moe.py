@@ -226,3 +226,69 @@ def test_few_tokens_per_expert_make_expert_gemms_memory_bound():
     assert float(moe_weight_stream_term(cfg=small_ep)) > 5.0  # seconds per step
     dense = Config("llama3-70b", h100, tp=8, pp=4, dp=32, num_microbatches=16, **common)
     assert float(moe_weight_stream_term(cfg=dense)) == 0.0
+
+
+# --------------------------------------------------------------------------- DeepSeek-V3's memory measures
+
+
+def test_qwen3_head_dim_is_the_model_cards():
+    # Qwen/Qwen3-235B-A22B config.json: hidden 4096, 64 query heads, 4 KV heads, head_dim 128 (not 4096 / 64)
+    m = catalog.model("qwen3-235b-a22b")
+    assert m.head_dim == 128
+    assert m.attention_layer_params == 4096 * 8192 + 2 * 4096 * 512 + 8192 * 4096  # Q, K, V, O
+    assert m.score_width == 64 * 128
+    # and the card's totals: 235B, 22B activated (embeddings untied)
+    assert m.params / 1e9 == pytest.approx(235, rel=0.02)
+    total = (m.layers * (m.attention_layer_params + m.experts * 3 * 4096 * 1536 + 4096 * 128)
+             + 2 * 151936 * 4096)
+    assert total / 1e9 == pytest.approx(235, rel=0.02)
+    assert m.active_params / 1e9 == pytest.approx(22, abs=0.6)
+
+
+def test_mla_activation_bytes_by_hand():
+    # DeepSeek-V3 sec. 3.2.3 / 3.3.3: norm input (BF16), latents 1536 + 512 + 64 (BF16), attention output
+    # 128 heads x 128 in E5M6 (12 bits), FP32 log-sum-exp per head
+    assert moe.mla_activation_bytes_per_token(7168, 128, 1536, 512, 64, 128) == (
+        2 * 7168 + 2 * 2112 + 1.5 * 16384 + 4 * 128)
+    # without the E5M6 format (BF16 output) it keeps 0.5 byte more per output element
+    assert (moe.mla_activation_bytes_per_token(7168, 128, 1536, 512, 64, 128, output_bytes=2.0)
+            - moe.mla_activation_bytes_per_token(7168, 128, 1536, 512, 64, 128)) == 0.5 * 16384
+
+
+def test_fp8_caching_and_swiglu_recompute_shrink_the_moe_block():
+    bf16 = moe.moe_mlp_activation_bytes_per_layer(1, 7168, 2048, 8, 1, experts=256)
+    fp8 = moe.moe_mlp_activation_bytes_per_layer(1, 7168, 2048, 8, 1, experts=256, cached_bytes=1.03125,
+                                                 recompute_activation=True)
+    # 9 experts x (2h + 6f) in BF16 against 9 x 1.03125 x (h + 2f); both keep 2h + 4E
+    assert bf16 == 9 * (2 * 7168 + 6 * 2048) + 2 * 7168 + 4 * 256
+    assert fp8 == 9 * 1.03125 * (7168 + 2 * 2048) + 2 * 7168 + 4 * 256
+
+
+DEEPSEEK_H800 = dict(tp=1, pp=16, dp=128, ep=64, micro_batch=1, global_batch=15360, zero_stage=1,
+                     recompute="selective", schedule="dualpipe", precision="fp8")
+
+
+def test_deepseek_recipe_fits_the_published_layout_and_states_add_up():
+    m, c = catalog.model("deepseek-v3"), catalog.cluster("h800-2048")
+    standard = core.plan(m, c, **DEEPSEEK_H800)
+    recipe = core.plan(m, c, **DEEPSEEK_H800, memory_recipe="deepseek-v3")
+    assert not standard.feasible and recipe.feasible  # sec. 3.2: the run trained without TP on 80 GB GPUs
+    dense = (m.params - m.routed_expert_params) / 16
+    experts = m.routed_expert_params / (64 * 16)
+    # DualPipe: two copies of the stage (Table 2); FP32 gradients, unsharded under ZeRO-1 (sec. 3.3.3)
+    assert recipe.gradients == pytest.approx(2 * 4 * (dense + experts))
+    # FP32 master + BF16 moments = 8 bytes, ZeRO-1 over DP 128 (dense) and expert-DP 2 (experts)
+    assert recipe.optimizer == pytest.approx(8 * (dense / 128 + experts / 2))
+    assert recipe.weights == standard.weights
+    assert recipe.activations < 0.75 * standard.activations
+    # the recomputed MLA up-projections cost compute: 2 x 54.5M FLOPs per token and layer more
+    extra = 15360 * 4096 * 61 * 2 * moe.mla_up_projection_params(128, 128, 1536, 512, 64, 128)
+    assert recipe.flops_per_iteration - standard.flops_per_iteration == pytest.approx(extra)
+    assert recipe.compute > standard.compute
+
+
+def test_deepseek_recipe_needs_latent_attention():
+    with pytest.raises(ValueError, match="memory_recipe"):
+        core.plan("qwen3-235b-a22b", "h100-1024", tp=1, pp=8, dp=128, ep=8, memory_recipe="deepseek-v3")
+    with pytest.raises(ValueError, match="memory_recipe"):
+        core.plan("deepseek-v3", "h800-2048", tp=1, pp=16, dp=128, ep=64, memory_recipe="fp4")
