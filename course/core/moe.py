@@ -279,7 +279,8 @@ def expected_remote_nodes(top_k, nodes, node_limit=None):
     return v.scalar_or_array(remote)
 
 
-def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=None, bytes_per_element=2.0):
+def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=None, bytes_per_element=2.0,
+                                 per_node=False):
     """Bytes one token's dispatch moves inside the node (NVLink) and between nodes (network).
 
     Without node-limited routing every routed copy whose expert lives on another rank
@@ -300,6 +301,10 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
         As in :func:`expected_remote_nodes`.
     bytes_per_element : float, optional
         2 for BF16; DeepSeek-V3 dispatches in FP8 (about 1 byte plus scales).
+    per_node : bool, optional
+        Hierarchical dispatch without a node limit: one network copy per remote node, then
+        NVLink forwarding (DeepEP's normal kernels, Megatron-Core's ``flex`` dispatcher);
+        implied by ``node_limit``.
 
     Returns
     -------
@@ -308,7 +313,9 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
 
     Source: Lepikhin et al. 2021 (GShard), sec. 2.2; DeepSeek-AI 2024 (DeepSeek-V3),
     sec. 3.2.2 (dispatch over IB once per node, NVLink forwarding) and sec. 3.3.2 (FP8
-    dispatch, BF16 combine).
+    dispatch, BF16 combine); deepseek-ai/DeepEP README ("kernels optimized for the
+    asymmetric-domain bandwidth forwarding, such as forwarding data from NVLink domain to
+    RDMA domain"), which Megatron-Core runs as ``--moe-token-dispatcher-type flex``.
 
     Examples
     --------
@@ -316,6 +323,14 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
 
     >>> moe_dispatch_bytes_per_token(4096, 2, 8, 8)
     (14336.0, 0.0)
+
+    Qwen3-235B-A22B (top-8) over EP 32 on 4 nodes: 8 x 24/32 = 6 network copies, or
+    ``3 (1 - (3/4)^8) = 2.7`` with one copy per remote node (DeepEP).
+
+    >>> [round(x / 8192, 2) for x in moe_dispatch_bytes_per_token(4096, 8, 32, 8)]
+    [1.75, 6.0]
+    >>> [round(x / 8192, 2) for x in moe_dispatch_bytes_per_token(4096, 8, 32, 8, per_node=True)]
+    [7.75, 2.7]
     """
     h = v.integer("hidden", hidden)
     k = v.integer("top_k", top_k)
@@ -323,7 +338,7 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
     r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
     nb = v.positive("bytes_per_element", bytes_per_element)
     copy = h * nb
-    if node_limit is None:
+    if node_limit is None and not per_node:
         inter = k * (1.0 - r / e) * copy
         intra = k * (r - 1.0) / e * copy
     else:
@@ -336,7 +351,7 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
 
 def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,
                                   intra_latency=0.0, inter_latency=0.0, node_limit=None, recompute="none",
-                                  bytes_per_element=2.0):
+                                  bytes_per_element=2.0, per_node=False):
     """Seconds of dispatch and combine all-to-alls of one MoE layer and micro-batch on one GPU.
 
     Per all-to-all the NVLink and network parts run at the same time, so it takes the
@@ -348,7 +363,7 @@ def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, int
     ----------
     tokens : float or array_like, > 0
         Tokens this GPU dispatches per micro-batch.
-    hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element
+    hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element, per_node
         As in :func:`moe_dispatch_bytes_per_token`.
     intra_bandwidth, inter_bandwidth : float or array_like, > 0
         Achieved bytes/s per direction of one GPU on NVLink and on the network.
@@ -371,7 +386,8 @@ def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, int
     652.4
     """
     n = v.positive("tokens", tokens)
-    intra, inter = moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element)
+    intra, inter = moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element,
+                                                per_node)
     e = v.integer("ep", ep)
     r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
     bw_in = v.positive("intra_bandwidth", intra_bandwidth)

@@ -30,7 +30,7 @@ from . import tensor as _tp
 from . import zero as _zero
 
 __all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
-           "CP_ALGORITHMS", "MEMORY_RECIPES"]
+           "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
 #: configuration: the planner's single calibrated assumption. Fitted once on
@@ -59,6 +59,11 @@ CP_ALGORITHMS = ("ring", "all_gather")
 #: memory, and the embedding and output head the multi-token-prediction module shares (sec. 3.2.3) are
 #: not in the planner's model. Needs a model with multi-head latent attention (``Model.mla``).
 MEMORY_RECIPES = ("standard", "deepseek-v3")
+
+#: How MoE tokens reach their experts: Megatron-Core's ``alltoall`` dispatcher (one network copy per
+#: remote expert) or DeepEP (``--moe-token-dispatcher-type flex``: one copy per remote node, forwarded
+#: over NVLink there; deepseek-ai/DeepEP README; DeepSeek-AI 2024 sec. 3.2.2).
+DISPATCHERS = ("alltoall", "deepep")
 
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
 STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
@@ -148,8 +153,10 @@ class Config:
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
                  collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
-                 memory_recipe="standard"):
+                 memory_recipe="standard", dispatcher="alltoall", ep_overlap=False):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        self.dispatcher = v.choice("dispatcher", dispatcher, DISPATCHERS)
+        self.ep_overlap = bool(ep_overlap)
         self.memory_recipe = v.choice("memory_recipe", memory_recipe, MEMORY_RECIPES)
         if self.memory_recipe == "deepseek-v3" and not self.model.mla:
             raise ValueError(f"memory_recipe='deepseek-v3' recomputes MLA up-projections: it needs a model with "
@@ -242,9 +249,11 @@ class Config:
         stage_gpus = self.tp * self.cp * self.dp
         folds = self.etp * self.ep
         self.expert_dp = np.maximum(stage_gpus // folds, 1)
-        # GPUs of one pipeline stage on a node (ranks TP, CP, PP, DP): all g when PP is outside the node
-        stage_local = np.where(self.tp * self.cp * self.pp <= g, np.maximum(g // self.pp, 1),
-                               np.minimum(self.tp * self.cp, g))
+        # GPUs of one pipeline stage on a node. MoE frameworks place PP outermost (Megatron-Core's default
+        # order tp-cp-ep-dp-pp), so a stage's TP x CP x DP GPUs are consecutive ranks and fill whole nodes:
+        # DeepSeek-V3's EP 64 "spanning 8 nodes" on a stage of 128 GPUs (DeepSeek-AI 2024, sec. 3.2) is
+        # possible only so (with PP inside DP, as Llama 3 places it, each of the 64 would sit on its own node)
+        stage_local = np.minimum(self.tp * self.cp * self.dp, g)
         # experts fold ETP innermost, then EP, then EDP (Megatron-Core order)
         self.ep_local = np.clip(stage_local // self.etp, 1, self.ep)
         edp_local = np.clip(stage_local // folds, 1, self.expert_dp)
@@ -445,15 +454,19 @@ def ep_comm_term(*, cfg):
     wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
     per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
         cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, cfg.intra_bw, cfg.inter_bw,
-        c.intra_latency, c.inter_latency, limit, mode, wire))
+        c.intra_latency, c.inter_latency, limit, mode, wire, cfg.dispatcher == "deepep"))
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
 
 
 def ep_exposed(ep_comm, *, cfg, compute):
     """The all-to-all time left exposed: all of it, except under DualPipe, which runs one
     micro-batch's dispatch and combine while another computes (DeepSeek-AI 2024, sec. 3.2.1:
-    "both all-to-all and PP communication can be fully hidden")."""
-    if cfg.schedule != "dualpipe":
+    "both all-to-all and PP communication can be fully hidden"), and with Megatron-Core's 1F1B
+    all-to-all overlap (``ep_overlap``: ``--overlap-moe-expert-parallel-comm``, which runs the forward
+    of one micro-batch beside the backward of another, as DualPipe does, in the steady state of
+    1F1B; Megatron-Core MoE README). The hidden part still takes the SMs the communication kernels
+    occupy (``OVERLAP_SM_SHARE``)."""
+    if cfg.schedule != "dualpipe" and not cfg.ep_overlap:
         return ep_comm
     return np.maximum(ep_comm - compute, 0.0) + np.minimum(ep_comm, compute) * OVERLAP_SM_SHARE
 
@@ -713,7 +726,8 @@ def broadcast_columns(cols, shape):
 
 def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
                      fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
-                     collective_efficiency=None, capacity_factor=None, memory_recipe="standard"):
+                     collective_efficiency=None, capacity_factor=None, memory_recipe="standard",
+                     dispatcher="alltoall", ep_overlap=False):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -725,7 +739,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     model, cluster
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor, memory_recipe
+    capacity_factor, memory_recipe, dispatcher, ep_overlap
         As in :func:`~course.core.planner.plan`.
 
     Returns
@@ -764,7 +778,10 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
           else "all-gather of K/V before attention, exposed (Llama 3)")
     ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
           (f", at most {m.routing_node_limit} nodes per token" if m.routing_node_limit else "") +
-          ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else "; exposed"))
+          ("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_node_limit
+           else "; one network copy per remote expert (all-to-all)") +
+          ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
+           "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed"))
     deepseek = memory_recipe == "deepseek-v3"
     if deepseek:
         compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")

@@ -273,7 +273,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              first_stage_layers=0, last_stage_layers=0, overlap=True,
              compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
              collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-             cp_algorithm="ring", memory_recipe="standard"):
+             cp_algorithm="ring", memory_recipe="standard", dispatcher="alltoall", ep_overlap=False):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -301,7 +301,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
         A mode of ``RECOMPUTE_MODES`` or indices into it.
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, memory_recipe
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, memory_recipe,
+    dispatcher, ep_overlap
         As in :func:`plan`.
 
     Returns
@@ -326,7 +327,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, memory_recipe=memory_recipe)
+                 cp_algorithm=cp_algorithm, memory_recipe=memory_recipe, dispatcher=dispatcher,
+                 ep_overlap=ep_overlap)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -421,7 +423,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          interleave=1, first_stage_layers=0, last_stage_layers=0,
          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
          collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-         cp_algorithm="ring", memory_recipe="standard") -> Plan:
+         cp_algorithm="ring", memory_recipe="standard", dispatcher="alltoall", ep_overlap=False) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -497,6 +499,12 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         (:data:`~course.core.plan_terms.MEMORY_RECIPES`): ``"deepseek-v3"`` is DeepSeek-V3's (BF16
         Adam moments, FP32 gradients, recomputed norms and MLA up-projections, FP8-cached
         activations; DeepSeek-AI 2024 sec. 3.2.3 and 3.3.3), for models with MLA.
+    dispatcher : {"alltoall", "deepep"}, optional
+        MoE token dispatch (:data:`~course.core.plan_terms.DISPATCHERS`): Megatron-Core's all-to-all
+        sends one network copy per remote expert; DeepEP one per remote node, forwarded over NVLink.
+    ep_overlap : bool, optional
+        Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``): the
+        all-to-alls of one micro-batch run beside the computation of another, as under DualPipe.
 
     Returns
     -------
@@ -543,14 +551,16 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, memory_recipe=memory_recipe)
+                 cp_algorithm=cp_algorithm, memory_recipe=memory_recipe, dispatcher=dispatcher,
+                 ep_overlap=ep_overlap)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
                                              fused_attention=fused_attention, cp_algorithm=cp_algorithm,
                                              schedule=schedule, overlap=overlap,
                                              collective_efficiency=collective_efficiency,
-                                             capacity_factor=capacity_factor, memory_recipe=memory_recipe)
+                                             capacity_factor=capacity_factor, memory_recipe=memory_recipe,
+                                             dispatcher=dispatcher, ep_overlap=ep_overlap)
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
                   violations=_sentences(cols, 0, m, c, requested), notes=_note_sentences(cols, 0, m))
@@ -571,7 +581,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
           fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None, cp_algorithm="ring", memory_recipe="standard") -> SweepTable:
+          capacity_factor=None, cp_algorithm="ring", memory_recipe="standard", dispatcher="alltoall",
+          ep_overlap=False) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -599,7 +610,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         dense model. Pairs whose ``ETP x EP`` does not divide ``TP x CP x DP`` are skipped.
     capacity_factor : float, optional
         As in :func:`plan`.
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, memory_recipe
+    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, memory_recipe,
+    dispatcher, ep_overlap
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -656,7 +668,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, memory_recipe=memory_recipe)
+                 cp_algorithm=cp_algorithm, memory_recipe=memory_recipe, dispatcher=dispatcher,
+                 ep_overlap=ep_overlap)
     cols = _columns(cfg, rates=False)
     feasible = np.broadcast_to(cols["feasible"], cfg.shape).reshape(-1)
     rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
@@ -668,7 +681,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                     cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
                     collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                    memory_recipe=memory_recipe)
+                    memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B,
                             "assumptions": term_assumptions(m, c, **settings)})
