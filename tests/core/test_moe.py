@@ -295,3 +295,51 @@ def test_deepseek_recipe_needs_latent_attention():
         core.plan("qwen3-235b-a22b", "h100-1024", tp=1, pp=8, dp=128, ep=8, memory_recipe="deepseek-v3")
     with pytest.raises(ValueError, match="memory_recipe"):
         core.plan("deepseek-v3", "h800-2048", tp=1, pp=16, dp=128, ep=64, memory_recipe="fp4")
+
+
+# --------------------------------------------------------------------------- dispatchers, overlap, placement
+
+
+def test_deepep_sends_one_network_copy_per_remote_node():
+    # EP 32 on 4 nodes of 8, top-8, uniform routing: 8 x 24/32 = 6 copies leave the node with Megatron's
+    # all-to-all; one per remote node with DeepEP: 3 x (1 - (3/4)^8) = 2.7 (expected_remote_nodes)
+    h = 4096
+    _, inter_a2a = moe.moe_dispatch_bytes_per_token(h, 8, 32, 8)
+    _, inter_deepep = moe.moe_dispatch_bytes_per_token(h, 8, 32, 8, per_node=True)
+    assert inter_a2a == pytest.approx(6 * 2 * h)
+    assert inter_deepep == pytest.approx(3 * (1 - 0.75 ** 8) * 2 * h)
+    # inside one node the two dispatchers move the same bytes
+    assert moe.moe_dispatch_bytes_per_token(h, 8, 8, 8) == moe.moe_dispatch_bytes_per_token(h, 8, 8, 8,
+                                                                                             per_node=True)
+
+
+QWEN3_BRIDGE = dict(tp=2, pp=8, interleave=4, dp=16, ep=32, micro_batch=1, global_batch=2048, zero_stage=1,
+                    recompute="none", sequence_parallel=True)
+
+
+def test_dispatcher_and_overlap_change_only_the_all_to_all():
+    m, c = "qwen3-235b-a22b", catalog.make_cluster("DGX H100", 256)
+    a2a = core.plan(m, c, **QWEN3_BRIDGE)
+    deepep = core.plan(m, c, **QWEN3_BRIDGE, dispatcher="deepep")
+    hidden = core.plan(m, c, **QWEN3_BRIDGE, dispatcher="deepep", ep_overlap=True)
+    assert deepep.ep_comm < 0.6 * a2a.ep_comm  # 2.7 network copies instead of 6
+    for term in ("compute", "tp_comm", "pp_comm", "memory_total"):
+        assert getattr(deepep, term) == getattr(a2a, term) == getattr(hidden, term)
+    # overlapped with the other micro-batch's computation: what is hidden costs its SMs (20 / 132)
+    assert deepep.ep_comm < hidden.compute
+    assert hidden.ep_comm == pytest.approx(deepep.ep_comm * 20 / 132)
+    with pytest.raises(ValueError, match="dispatcher"):
+        core.plan(m, c, **QWEN3_BRIDGE, dispatcher="nccl")
+
+
+def test_experts_fill_nodes_with_pp_outermost():
+    # DeepSeek-V3 sec. 3.2: PP 16 x DP 128 on 2,048 GPUs with EP 64 "spanning 8 nodes": a stage's 128 GPUs
+    # are 16 whole nodes, so EP 64 puts 8 ranks on each of 8 nodes, and no EP traffic leaves a node at EP 8
+    m, c = catalog.model("deepseek-v3"), catalog.cluster("h800-2048")
+    cfg = core.planner.Config(m, c, tp=1, pp=16, dp=128, ep=64, num_microbatches=32)
+    assert int(cfg.ep_local) == 8
+    p8 = core.plan(m, c, tp=1, pp=16, dp=128, ep=8, num_microbatches=32)
+    # all on NVLink (H800: 200 GB/s per direction at the NVLink collective efficiency 370/450): 4,096 tokens of
+    # 8 x 7/8 copies of 14,336 bytes, 4 all-to-alls per layer, 7 peers at 1 us, 32 micro-batches, 4 x 58/61 MoE layers
+    one = 4096 * 8 * 7 / 8 * 2 * 7168 / (200e9 * 370 / 450) + 7 * 1e-6
+    assert p8.ep_comm == pytest.approx(32 * 4 * 58 / 61 * 4 * one)
