@@ -29,7 +29,8 @@ tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi e
 cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
                    2024); the ring overlaps it with attention (``cp_algorithm``)
 ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3
-                   node-limited routing); hidden by DualPipe
+                   node-limited routing; DeepEP's one copy per remote node); hidden by DualPipe
+                   and by Megatron-Core's 1F1B all-to-all overlap (``ep_overlap``)
 bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
                    interleaved, ZB-H1, DualPipe)
 pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
@@ -39,7 +40,9 @@ dp_comm_exposed    ZeRO traffic per micro-batch and per step, overlapped per lay
 memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP; experts
                    over expert-DP) + :func:`~course.core.layer_cost.layer_activation_bytes` / CP
                    x the layer-micro-batches of the fullest stage
-                   (:func:`~course.core.pipeline.in_flight_microbatches_at_stage`)
+                   (:func:`~course.core.pipeline.in_flight_microbatches_at_stage`); DeepSeek-V3's
+                   storage (``memory_recipe``: :func:`~course.core.moe.mla_activation_bytes_per_token`,
+                   FP8-cached MoE inputs, BF16 Adam moments; DeepSeek-AI 2024 sec. 3.2.3, 3.3.3)
 =================  ===========================================================================
 
 Every collective runs at its link's bandwidth times a measured collective efficiency
@@ -47,7 +50,9 @@ Every collective runs at its link's bandwidth times a measured collective effici
 :data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`, from nccl-tests).
 Ranks are placed TP innermost, then CP, PP and DP (Dubey et al. 2024, sec. 3.3.2): a
 group stays on NVLink while the ranks it spans fit in a node; experts fold the GPUs of a
-stage ETP innermost, then EP (Liu et al. 2025).
+stage ETP innermost, then EP (Liu et al. 2025), with the stage's GPUs consecutive, as
+Megatron-Core's order tp-cp-ep-dp-pp places them (so DeepSeek-V3's EP 64 spans 8 nodes,
+DeepSeek-AI 2024 sec. 3.2).
 
 No made-up penalty terms (erratum 5 of the source material): step time is compute +
 memory-bound + TP + CP + EP communication + bubble + point-to-point + exposed DP traffic,
