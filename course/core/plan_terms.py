@@ -330,6 +330,21 @@ class Config:
         mlp = (m.dense_layers * dense_mlp + m.moe_layers * moe) / m.layers if m.is_moe else dense_mlp
         return tokens * (attention + mlp)
 
+    def head_width_delta(self, mode):
+        """Bytes per layer and micro-batch that Korthikanti's count misses when ``heads x head_dim != hidden``.
+
+        Korthikanti et al. count the query and the output projection's input as ``2 s b h`` and the
+        keys and values as ``4 s b h kv / a``; their real widths are ``a d`` and ``kv d``
+        (Qwen3-235B-A22B: ``a d = 8,192`` on a 4,096-wide model): ``s b [4 (a d - h) + 4 kv (d - h / a)] / t``
+        more (split over TP, divided by CP). 0 with full recomputation and when ``a d = h``.
+        """
+        m = self.model
+        if mode == "full" or m.head_size is None:
+            return np.zeros(())
+        a, d, h, kv = m.heads, m.head_dim, m.hidden, m.kv_heads or m.heads
+        per_token = 4.0 * (a * d - h) + 4.0 * kv * (d - h / a)
+        return self.micro_batch * m.seq_len / self.cp * per_token / self.tp
+
     def per_mode(self, fn):
         """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
         return _by_mode(self.recompute_code, fn)
@@ -606,7 +621,7 @@ def memory_terms(*, cfg):
         activations = cfg.per_mode(lambda mode: cfg.activation_bytes(mode) if mode == "full"
                                    else cfg.recipe_activation_bytes()) * held
     else:
-        activations = cfg.per_mode(cfg.activation_bytes) * held
+        activations = cfg.per_mode(lambda mode: cfg.activation_bytes(mode) + cfg.head_width_delta(mode)) * held
         if cfg.fp8:  # GEMM inputs kept for the backward pass in FP8: one byte saved per element
             saved = cfg.per_mode(lambda mode: 0.0 if mode == "full" else cfg.fp8_tokens * cfg.fp8_gemm_inputs)
             activations = activations - saved * held

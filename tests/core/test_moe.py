@@ -5,6 +5,8 @@ parameters), from Monte Carlo simulation of the routing the formulas describe, o
 limits the physics fixes (no all-to-all on one rank, no network traffic inside a node).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -343,3 +345,20 @@ def test_experts_fill_nodes_with_pp_outermost():
     # 8 x 7/8 copies of 14,336 bytes, 4 all-to-alls per layer, 7 peers at 1 us, 32 micro-batches, 4 x 58/61 MoE layers
     one = 4096 * 8 * 7 / 8 * 2 * 7168 / (200e9 * 370 / 450) + 7 * 1e-6
     assert p8.ep_comm == pytest.approx(32 * 4 * 58 / 61 * 4 * one)
+
+
+def test_qwen3_activations_count_the_cards_head_width():
+    # Q and the attention output are 64 x 128 = 8,192 wide, K and V 4 x 128 = 512, on a 4,096-wide model:
+    # per token and layer (16-bit, TP 2) 2 x (8192 - 4096) x 2 + 2 x 2 x 4 x (128 - 64) bytes more than a
+    # 64-wide head would keep
+    m = catalog.model("qwen3-235b-a22b")
+    narrow = dataclasses.replace(m, head_size=None, attention_params=m.attention_layer_params,
+                                 attention_width=m.score_width)  # same weights and FLOPs, head_dim 4096 / 64
+    c = catalog.make_cluster("DGX H100", 256)
+    cfg = dict(tp=2, pp=8, dp=16, ep=32, micro_batch=1, num_microbatches=32, zero_stage=1, recompute="none",
+               sequence_parallel=True)
+    wide, thin = core.plan(m, c, **cfg), core.plan(narrow, c, **cfg)
+    per_layer = 4096 * (4 * 4096 + 4 * 4 * 64) / 2
+    # 1F1B: the first stage holds PP = 8 micro-batches of its 12 layers (94 over 8 stages, the busiest)
+    assert wide.activations - thin.activations == pytest.approx(8 * 12 * per_layer)
+    assert wide.compute == thin.compute
