@@ -336,10 +336,12 @@ class Config:
         Korthikanti et al. count the query and the output projection's input as ``2 s b h`` and the
         keys and values as ``4 s b h kv / a``; their real widths are ``a d`` and ``kv d``
         (Qwen3-235B-A22B: ``a d = 8,192`` on a 4,096-wide model): ``s b [4 (a d - h) + 4 kv (d - h / a)] / t``
-        more (split over TP, divided by CP). 0 with full recomputation and when ``a d = h``.
+        more (split over TP, divided by CP). 0 with full recomputation and when ``a d = h``. Not for
+        multi-head latent attention, whose stored tensors depend on what is recomputed (the DeepSeek-V3
+        recipe counts them, :func:`~course.core.moe.mla_activation_bytes_per_token`).
         """
         m = self.model
-        if mode == "full" or m.head_size is None:
+        if mode == "full" or m.head_size is None or m.mla:
             return np.zeros(())
         a, d, h, kv = m.heads, m.head_dim, m.hidden, m.kv_heads or m.heads
         per_token = 4.0 * (a * d - h) + 4.0 * kv * (d - h / a)
