@@ -141,6 +141,12 @@ class Model:
     # width ``heads x (d_qk + d_v) / 2`` that replaces ``h`` in the ``4 s h`` score FLOPs
     attention_params: Optional[float] = None
     attention_width: Optional[int] = None
+    # width of one attention head where the model card gives it (Qwen3: 128 with 64 heads on a 4,096-wide
+    # model, so queries are 8,192 wide); ``None``: ``hidden // heads``
+    head_size: Optional[int] = None
+    # multi-head latent attention (DeepSeek-V2/V3): (query latent, key/value latent, decoupled RoPE width,
+    # value head width); empty for other attention
+    mla: tuple = ()
 
     @property
     def is_transformer(self) -> bool:
@@ -160,14 +166,16 @@ class Model:
         """Weights of one attention block (``attention_params`` when given, else Q, K, V, O)."""
         if self.attention_params is not None:
             return float(self.attention_params)
+        if self.head_size is not None:  # Q and O of heads x head_dim, K and V of kv_heads x head_dim
+            return float(2 * self.hidden * self.head_dim * (self.heads + (self.kv_heads or self.heads)))
         return float(_tensor.transformer_layer_params(self.hidden, self.ffn or self.hidden, False,
                                                       self.heads, self.kv_heads or self.heads)
                      - 2.0 * self.hidden * (self.ffn or self.hidden))
 
     @property
     def score_width(self) -> int:
-        """``h`` of the ``4 s h`` attention-score FLOPs (``attention_width`` for MLA)."""
-        return self.attention_width or self.hidden
+        """``h`` of the ``4 s h`` attention-score FLOPs: ``attention_width`` for MLA, else ``heads x head_dim``."""
+        return self.attention_width or self.heads * self.head_dim
 
     @property
     def routed_expert_params(self) -> float:
@@ -197,7 +205,8 @@ class Model:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        """Width of one attention head: ``head_size`` where the model card gives it, else ``hidden // heads``."""
+        return self.head_size or self.hidden // self.heads
 
     @property
     def layer_params(self) -> int:
@@ -509,7 +518,7 @@ MODELS: dict[str, Model] = {
               layers=61, hidden=7168, heads=128, kv_heads=128, ffn=18432, vocab=129280, seq_len=4096,
               mlp_matrices=3, dropout=False, experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3, routing_node_limit=4,
               attention_params=7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168,
-              attention_width=128 * (192 + 128) // 2),
+              attention_width=128 * (192 + 128) // 2, head_size=128, mla=(1536, 512, 64, 128)),
         Model("mixtral-8x7b", 46.7 * u.billion,
               "Jiang et al. 2024, Mixtral of Experts (arXiv 2401.04088), Table 1 and sec. 2.1: dim 4096, "
               "32 layers, 32 heads of 128, 8 KV heads, expert hidden_dim 14336, 8 experts, top-2, "
@@ -534,11 +543,11 @@ MODELS: dict[str, Model] = {
               "config.json (Qwen/Qwen3-235B-A22B): 94 layers, hidden 4096, 64 query / 4 KV heads of "
               "head_dim 128 (queries 8,192 wide), every layer MoE with 128 routed experts of inner width "
               "1,536 (moe_intermediate_size), 8 per token, no shared experts, vocab 151,936; 235B total, "
-              "22B activated; pre-training sequence 4,096. Attention weights per layer: 4096x8192 + "
-              "2 x 4096x512 + 8192x4096 = 71.3M; score width 64 x 128 = 8,192",
+              "22B activated; pre-training sequence 4,096. head_dim 128 is the card's (not 4096 / 64 = 64): "
+              "attention weights per layer 4096x8192 + 2 x 4096x512 + 8192x4096 = 71.3M; score width "
+              "64 x 128 = 8,192",
               layers=94, hidden=4096, heads=64, kv_heads=4, ffn=1536, vocab=151936, seq_len=4096,
-              mlp_matrices=3, dropout=False, experts=128, top_k=8, expert_ffn=1536,
-              attention_params=4096 * 8192 + 2 * 4096 * 512 + 8192 * 4096, attention_width=64 * 128),
+              mlp_matrices=3, dropout=False, experts=128, top_k=8, expert_ffn=1536, head_size=128),
     ]
 }
 

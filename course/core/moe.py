@@ -36,6 +36,8 @@ __all__ = [
     "expected_max_load_ratio", "dropped_token_fraction", "moe_straggler_factor",
     "expert_data_parallel_size", "expert_params_per_gpu", "moe_mlp_activation_bytes_per_layer",
     "expert_weight_stream_time", "tokens_per_expert", "MOE_ALL_TO_ALLS_PER_LAYER", "EXPERT_WEIGHT_PASSES",
+    "mla_activation_bytes_per_token", "mla_up_projection_params", "FP8_CACHED_BYTES", "E5M6_BYTES",
+    "recomputed_elementwise_bytes_per_token",
 ]
 
 #: All-to-alls per MoE layer and micro-batch: forward dispatch + combine, backward the
@@ -50,6 +52,16 @@ MOE_ALL_TO_ALLS_PER_LAYER = {"none": 4, "selective": 4, "full": 6}
 #: Source: the three GEMMs per linear layer of training (Narayanan et al. 2021, sec. 3.2: backward
 #: = input-gradient + weight-gradient GEMMs); Korthikanti et al. 2022, sec. 5 (recomputation).
 EXPERT_WEIGHT_PASSES = {"none": 3, "selective": 3, "full": 4}
+
+#: Bytes per element of an activation cached in FP8 with one FP32 scale per 1 x 128 tile (1 + 4/128).
+#: Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.3.2 (1 x 128 activation tiles) and sec. 3.3.3
+#: ("cache activations in FP8 format for the backward pass of the Linear operator").
+FP8_CACHED_BYTES = 1.0 + 4.0 / 128
+
+#: Bytes per element of DeepSeek-V3's 12-bit E5M6 format, in which the input of the linear layer after
+#: attention (the attention output) is cached. Source: DeepSeek-AI 2024, sec. 3.3.3 ("a customized
+#: E5M6 data format exclusively for these activations").
+E5M6_BYTES = 1.5
 
 _erfc = np.vectorize(math.erfc, otypes=[float])  # NumPy has no erfc; SciPy is not a dependency
 
@@ -267,7 +279,8 @@ def expected_remote_nodes(top_k, nodes, node_limit=None):
     return v.scalar_or_array(remote)
 
 
-def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=None, bytes_per_element=2.0):
+def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=None, bytes_per_element=2.0,
+                                 per_node=False):
     """Bytes one token's dispatch moves inside the node (NVLink) and between nodes (network).
 
     Without node-limited routing every routed copy whose expert lives on another rank
@@ -288,6 +301,10 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
         As in :func:`expected_remote_nodes`.
     bytes_per_element : float, optional
         2 for BF16; DeepSeek-V3 dispatches in FP8 (about 1 byte plus scales).
+    per_node : bool, optional
+        Hierarchical dispatch without a node limit: one network copy per remote node, then
+        NVLink forwarding (DeepEP's normal kernels, Megatron-Core's ``flex`` dispatcher);
+        implied by ``node_limit``.
 
     Returns
     -------
@@ -296,7 +313,9 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
 
     Source: Lepikhin et al. 2021 (GShard), sec. 2.2; DeepSeek-AI 2024 (DeepSeek-V3),
     sec. 3.2.2 (dispatch over IB once per node, NVLink forwarding) and sec. 3.3.2 (FP8
-    dispatch, BF16 combine).
+    dispatch, BF16 combine); deepseek-ai/DeepEP README ("kernels optimized for the
+    asymmetric-domain bandwidth forwarding, such as forwarding data from NVLink domain to
+    RDMA domain"), which Megatron-Core runs as ``--moe-token-dispatcher-type flex``.
 
     Examples
     --------
@@ -304,6 +323,14 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
 
     >>> moe_dispatch_bytes_per_token(4096, 2, 8, 8)
     (14336.0, 0.0)
+
+    Qwen3-235B-A22B (top-8) over EP 32 on 4 nodes: 8 x 24/32 = 6 network copies, or
+    ``3 (1 - (3/4)^8) = 2.7`` with one copy per remote node (DeepEP).
+
+    >>> [round(x / 8192, 2) for x in moe_dispatch_bytes_per_token(4096, 8, 32, 8)]
+    [1.75, 6.0]
+    >>> [round(x / 8192, 2) for x in moe_dispatch_bytes_per_token(4096, 8, 32, 8, per_node=True)]
+    [7.75, 2.7]
     """
     h = v.integer("hidden", hidden)
     k = v.integer("top_k", top_k)
@@ -311,7 +338,7 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
     r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
     nb = v.positive("bytes_per_element", bytes_per_element)
     copy = h * nb
-    if node_limit is None:
+    if node_limit is None and not per_node:
         inter = k * (1.0 - r / e) * copy
         intra = k * (r - 1.0) / e * copy
     else:
@@ -324,7 +351,7 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
 
 def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,
                                   intra_latency=0.0, inter_latency=0.0, node_limit=None, recompute="none",
-                                  bytes_per_element=2.0):
+                                  bytes_per_element=2.0, per_node=False):
     """Seconds of dispatch and combine all-to-alls of one MoE layer and micro-batch on one GPU.
 
     Per all-to-all the NVLink and network parts run at the same time, so it takes the
@@ -336,7 +363,7 @@ def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, int
     ----------
     tokens : float or array_like, > 0
         Tokens this GPU dispatches per micro-batch.
-    hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element
+    hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element, per_node
         As in :func:`moe_dispatch_bytes_per_token`.
     intra_bandwidth, inter_bandwidth : float or array_like, > 0
         Achieved bytes/s per direction of one GPU on NVLink and on the network.
@@ -359,7 +386,8 @@ def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, int
     652.4
     """
     n = v.positive("tokens", tokens)
-    intra, inter = moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element)
+    intra, inter = moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element,
+                                                per_node)
     e = v.integer("ep", ep)
     r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
     bw_in = v.positive("intra_bandwidth", intra_bandwidth)
@@ -635,7 +663,8 @@ def expert_weight_stream_time(local_expert_params, microbatches, memory_bandwidt
 
 
 def moe_mlp_activation_bytes_per_layer(tokens, hidden, expert_ffn, top_k, shared_experts=0, shared_ffn=None,
-                                       experts=1, etp=1, straggler=1.0):
+                                       experts=1, etp=1, straggler=1.0, cached_bytes=2.0,
+                                       recompute_activation=False):
     """Bytes one MoE MLP block keeps for its backward pass on one GPU (16-bit, SwiGLU).
 
     Per routed copy (``k`` per token, ``x straggler`` on the busiest rank): its dispatched
@@ -644,6 +673,11 @@ def moe_mlp_activation_bytes_per_layer(tokens, hidden, expert_ffn, top_k, shared
     probabilities (``4E``), the combine input (``2h``) and the shared experts' ``2h + 6 f_s/t``.
     This is Korthikanti et al.'s per-GEMM counting applied to the MoE block (the inputs of
     every matrix multiplication kept, element-wise inputs kept once).
+
+    DeepSeek-V3 keeps less (sec. 3.3.3): the expert inputs and the SwiGLU inputs are cached
+    in FP8 (``cached_bytes = 1 + 4/128`` per element, :data:`FP8_CACHED_BYTES`) and the
+    SwiGLU product is recomputed in the backward pass (``recompute_activation``): a routed
+    copy keeps ``c (h + 2 f/t)`` bytes, a shared expert ``c (h + 2 f_s/t)``.
 
     Parameters
     ----------
@@ -659,6 +693,11 @@ def moe_mlp_activation_bytes_per_layer(tokens, hidden, expert_ffn, top_k, shared
         Expert tensor parallelism splits the inner width.
     straggler : float, >= 1, optional
         Load of the busiest rank over the mean (:func:`moe_straggler_factor`).
+    cached_bytes : float, > 0, optional
+        Bytes per element of the cached expert and SwiGLU inputs (2 in BF16,
+        :data:`FP8_CACHED_BYTES` in DeepSeek-V3's FP8 caching).
+    recompute_activation : bool, optional
+        Keep only the SwiGLU inputs and recompute its product in the backward pass.
 
     Returns
     -------
@@ -666,8 +705,9 @@ def moe_mlp_activation_bytes_per_layer(tokens, hidden, expert_ffn, top_k, shared
         Bytes.
 
     Source: Korthikanti et al. 2022, sec. 4.1 (per-GEMM activation counting); Liu et al.
-    2025 (Megatron-Core MoE: routed-token buffers); DeepSeek-AI 2024 sec. 3.2.3 (MoE
-    activations dominate; recomputing SwiGLU saves them).
+    2025 (Megatron-Core MoE: routed-token buffers); DeepSeek-AI 2024 sec. 3.3.3 ("we only
+    cache the inputs of the SwiGLU operator and recompute its output in the backward pass.
+    These activations are also stored in FP8").
 
     Examples
     --------
@@ -675,6 +715,13 @@ def moe_mlp_activation_bytes_per_layer(tokens, hidden, expert_ffn, top_k, shared
 
     >>> moe_mlp_activation_bytes_per_layer(1, 4096, 14336, 2, experts=8)
     196640.0
+
+    DeepSeek-V3's caching, one token, 8 routed + 1 shared expert of 2,048 over 256 experts:
+    ``9 x 1.03125 x (7168 + 2 x 2048) + 2 x 7168 + 4 x 256`` bytes.
+
+    >>> moe_mlp_activation_bytes_per_layer(1, 7168, 2048, 8, 1, experts=256, cached_bytes=1.03125,
+    ...                                    recompute_activation=True)
+    119904.0
     """
     n = v.positive("tokens", tokens)
     h = v.integer("hidden", hidden)
@@ -685,6 +732,121 @@ def moe_mlp_activation_bytes_per_layer(tokens, hidden, expert_ffn, top_k, shared
     E = v.integer("experts", experts)
     t = v.integer("etp", etp)
     sf = v.positive("straggler", straggler)
-    routed = k * sf * (2.0 * h + 6.0 * f / t)
-    shared = np.where(es > 0, 2.0 * h + es * 6.0 * fs / t, 0.0)
+    c = v.positive("cached_bytes", cached_bytes)
+    inner = 2.0 if recompute_activation else 3.0  # gate and up outputs (+ the SwiGLU product)
+    routed = k * sf * c * (h + inner * f / t)
+    shared = np.where(es > 0, c * h + es * inner * c * fs / t, 0.0)
     return v.scalar_or_array(n * (routed + shared + 2.0 * h + 4.0 * E))
+
+
+# --------------------------------------------------------------------------- multi-head latent attention
+
+
+def mla_up_projection_params(heads, head_dim, q_latent, kv_latent, rope_dim, v_head_dim):
+    """Weights of MLA's up-projections per layer: ``d_cq a (d + d_r) + d_c a (d + d_v)``.
+
+    The query latent ``d_cq`` is projected up to ``a`` query heads of ``d`` (no-RoPE) plus
+    ``d_r`` (RoPE) channels; the key/value latent ``d_c`` to ``a`` keys of ``d`` and values
+    of ``d_v``. DeepSeek-V3 recomputes these projections in the backward pass.
+
+    Parameters
+    ----------
+    heads, head_dim, q_latent, kv_latent, rope_dim, v_head_dim : int, >= 1
+
+    Returns
+    -------
+    float
+
+    Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 2.1.1 eq. 1-9 (MLA) and sec. 4.2 (``d_c = 512``,
+    ``d_cq = 1536``, ``d_h = 128``, ``d_h^R = 64``).
+
+    Examples
+    --------
+    >>> mla_up_projection_params(128, 128, 1536, 512, 64, 128) / 1e6
+    54.525952
+    """
+    a, d = int(v.integer("heads", heads)), int(v.integer("head_dim", head_dim))
+    dq, dc = int(v.integer("q_latent", q_latent)), int(v.integer("kv_latent", kv_latent))
+    dr, dv = int(v.integer("rope_dim", rope_dim)), int(v.integer("v_head_dim", v_head_dim))
+    return float(dq * a * (d + dr) + dc * a * (d + dv))
+
+
+def mla_activation_bytes_per_token(hidden, heads, q_latent, kv_latent, rope_dim, v_head_dim,
+                                   output_bytes=E5M6_BYTES):
+    """Bytes one MLA attention block keeps per token when norms and up-projections are recomputed.
+
+    DeepSeek-V3 recomputes every RMSNorm and the MLA up-projections in the backward pass
+    (sec. 3.2.3), so the block keeps: the normalisation's input (16-bit, ``2h``); the query
+    latent, the key/value latent and the decoupled RoPE key (16-bit, ``2 (d_cq + d_c +
+    d_r)``), from which the queries, keys and values are recomputed; the attention output
+    (``a d_v`` elements, the input of the output projection, cached in E5M6, sec. 3.3.3); and
+    the attention kernel's FP32 log-sum-exp per head (``4a``, FlashAttention).
+
+    Parameters
+    ----------
+    hidden, heads, q_latent, kv_latent, rope_dim, v_head_dim : int, >= 1
+    output_bytes : float, > 0, optional
+        Bytes per element of the cached attention output (:data:`E5M6_BYTES`; 2 in BF16).
+
+    Returns
+    -------
+    float
+        Bytes per token and layer (one GPU, no tensor parallelism).
+
+    Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.2.3 ("We recompute all RMSNorm operations and
+    MLA up-projections during back-propagation, thereby eliminating the need to persistently store
+    their output activations") and sec. 3.3.3 (E5M6 for the input of the linear after attention);
+    Dao et al. 2022 (FlashAttention keeps the softmax statistics, not the scores).
+
+    Examples
+    --------
+    DeepSeek-V3: ``2 x 7168 + 2 x (1536 + 512 + 64) + 1.5 x 128 x 128 + 4 x 128``:
+
+    >>> mla_activation_bytes_per_token(7168, 128, 1536, 512, 64, 128)
+    43648.0
+    """
+    h, a = v.integer("hidden", hidden), v.integer("heads", heads)
+    dq, dc = v.integer("q_latent", q_latent), v.integer("kv_latent", kv_latent)
+    dr, dv = v.integer("rope_dim", rope_dim), v.integer("v_head_dim", v_head_dim)
+    ob = v.positive("output_bytes", output_bytes)
+    return float(2.0 * h + 2.0 * (dq + dc + dr) + ob * a * dv + 4.0 * a)
+
+
+
+def recomputed_elementwise_bytes_per_token(hidden, q_latent, kv_latent, swiglu_widths, cached_bytes=FP8_CACHED_BYTES):
+    """HBM bytes per token and layer of the element-wise work DeepSeek-V3 recomputes in the backward pass.
+
+    Every RMSNorm is recomputed (read and write its 16-bit input: ``4w`` bytes for a width
+    ``w``: the two ``h``-wide block norms and MLA's two latent norms), and each SwiGLU
+    product is recomputed from its cached inputs (read ``2 f`` cached elements, write ``f``:
+    ``3 c f`` bytes for each expert a token passes through). Memory-bound kernels: the
+    planner divides these bytes by the HBM bandwidth (roofline).
+
+    Parameters
+    ----------
+    hidden, q_latent, kv_latent : int, >= 1
+    swiglu_widths : float, >= 0
+        Sum of the SwiGLU inner widths one token passes through in the layer (``k f_e + E_s f_s``
+        for an MoE block, ``f`` for a dense one).
+    cached_bytes : float, > 0, optional
+
+    Returns
+    -------
+    float
+        Bytes.
+
+    Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.2.3 (RMSNorm recomputation) and 3.3.3 (SwiGLU
+    recomputed from FP8-cached inputs); Williams et al. 2009 (roofline).
+
+    Examples
+    --------
+    DeepSeek-V3's MoE layer (8 x 2,048 + 2,048 SwiGLU width), FP8 caching:
+    ``4 (2 x 7168 + 1536 + 512) + 3 x 1.03125 x 18432``:
+
+    >>> recomputed_elementwise_bytes_per_token(7168, 1536, 512, 9 * 2048)
+    122560.0
+    """
+    h, dq, dc = v.integer("hidden", hidden), v.integer("q_latent", q_latent), v.integer("kv_latent", kv_latent)
+    f = v.non_negative("swiglu_widths", swiglu_widths)
+    c = v.positive("cached_bytes", cached_bytes)
+    return float(4.0 * (2.0 * h + dq + dc) + 3.0 * c * f)

@@ -30,7 +30,7 @@ from . import tensor as _tp
 from . import zero as _zero
 
 __all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
-           "CP_ALGORITHMS"]
+           "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
 #: configuration: the planner's single calibrated assumption. Fitted once on
@@ -49,6 +49,22 @@ SCHEDULES = ("1f1b", "gpipe", "zb-h1", "dualpipe")
 #: Engine (``cp_comm_type="p2p"``), which sends the next K/V block while attention runs on
 #: the current one (Liu et al. 2023, Ring Attention, sec. 3).
 CP_ALGORITHMS = ("ring", "all_gather")
+#: How weights, optimizer states and activations are stored. ``"standard"``: 16-bit weights and
+#: gradients, FP32 master weights and Adam moments (12 bytes), Korthikanti et al.'s activations.
+#: ``"deepseek-v3"``: DeepSeek-V3's measures (DeepSeek-AI 2024): AdamW moments in BF16 with FP32 master
+#: weights (8 bytes) and FP32 gradients "used for batch size accumulation" (4 bytes; sec. 3.3.3); every
+#: RMSNorm and the MLA up-projections recomputed in the backward pass (sec. 3.2.3); linear-layer inputs
+#: cached in FP8, the attention output in E5M6, SwiGLU inputs in FP8 with the product recomputed (sec.
+#: 3.3.3). Its other measures change nothing the planner counts: the EMA of the weights lives in CPU
+#: memory, and the embedding and output head the multi-token-prediction module shares (sec. 3.2.3) are
+#: not in the planner's model. Needs a model with multi-head latent attention (``Model.mla``).
+MEMORY_RECIPES = ("standard", "deepseek-v3")
+
+#: How MoE tokens reach their experts: Megatron-Core's ``alltoall`` dispatcher (one network copy per
+#: remote expert) or DeepEP (``--moe-token-dispatcher-type flex``: one copy per remote node, forwarded
+#: over NVLink there; deepseek-ai/DeepEP README; DeepSeek-AI 2024 sec. 3.2.2).
+DISPATCHERS = ("alltoall", "deepep")
+
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
 STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
 
@@ -137,8 +153,15 @@ class Config:
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
                  collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
-                 grad_bytes=_WIRE_BYTES, tp_overlap=False):
+                 grad_bytes=_WIRE_BYTES, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
+                 ep_overlap=False):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        self.dispatcher = v.choice("dispatcher", dispatcher, DISPATCHERS)
+        self.ep_overlap = bool(ep_overlap)
+        self.memory_recipe = v.choice("memory_recipe", memory_recipe, MEMORY_RECIPES)
+        if self.memory_recipe == "deepseek-v3" and not self.model.mla:
+            raise ValueError(f"memory_recipe='deepseek-v3' recomputes MLA up-projections: it needs a model with "
+                             f"multi-head latent attention (deepseek-v3); got {self.model.name}")
         if not isinstance(tp_overlap, (bool, np.bool_)):
             raise ValueError(f"tp_overlap must be True or False; got {tp_overlap!r}")
         self.tp_overlap = bool(tp_overlap)
@@ -237,9 +260,11 @@ class Config:
         stage_gpus = self.tp * self.cp * self.dp
         folds = self.etp * self.ep
         self.expert_dp = np.maximum(stage_gpus // folds, 1)
-        # GPUs of one pipeline stage on a node (ranks TP, CP, PP, DP): all g when PP is outside the node
-        stage_local = np.where(self.tp * self.cp * self.pp <= g, np.maximum(g // self.pp, 1),
-                               np.minimum(self.tp * self.cp, g))
+        # GPUs of one pipeline stage on a node. MoE frameworks place PP outermost (Megatron-Core's default
+        # order tp-cp-ep-dp-pp), so a stage's TP x CP x DP GPUs are consecutive ranks and fill whole nodes:
+        # DeepSeek-V3's EP 64 "spanning 8 nodes" on a stage of 128 GPUs (DeepSeek-AI 2024, sec. 3.2) is
+        # possible only so (with PP inside DP, as Llama 3 places it, each of the 64 would sit on its own node)
+        stage_local = np.minimum(self.tp * self.cp * self.dp, g)
         # experts fold ETP innermost, then EP, then EDP (Megatron-Core order)
         self.ep_local = np.clip(stage_local // self.etp, 1, self.ep)
         edp_local = np.clip(stage_local // folds, 1, self.expert_dp)
@@ -292,6 +317,47 @@ class Config:
             self.etp, self.moe_straggler)
         return moe - dense_mlp
 
+    def recipe_activation_bytes(self):
+        """Bytes per (average) layer and micro-batch one GPU keeps under ``memory_recipe="deepseek-v3"``.
+
+        MLA with recomputed norms and up-projections
+        (:func:`~course.core.moe.mla_activation_bytes_per_token`), then the MLP block: its norm
+        input (16-bit) and, FP8-cached, the inputs of its GEMMs and SwiGLU
+        (:func:`~course.core.moe.moe_mlp_activation_bytes_per_layer` with ``cached_bytes`` and
+        ``recompute_activation``; a dense layer keeps ``c (h + 2 f)``), averaged over dense and MoE
+        layers. Tensors split over TP and CP (sequence parallelism).
+        """
+        m, c = self.model, _moe.FP8_CACHED_BYTES
+        h = m.hidden
+        tokens = self.micro_batch * m.seq_len / (self.cp * self.tp)
+        q_latent, kv_latent, rope, dv = m.mla
+        attention = _moe.mla_activation_bytes_per_token(h, m.heads, q_latent, kv_latent, rope, dv)
+        dense_mlp = 2.0 * h + c * (h + 2.0 * (m.ffn or 4 * h))
+        moe = 0.0
+        if m.is_moe:
+            moe = np.asarray(_moe.moe_mlp_activation_bytes_per_layer(
+                self.moe_tokens, h, m.expert_ffn, m.top_k, m.shared_experts, m.shared_ffn or None, m.experts,
+                self.etp, self.moe_straggler, cached_bytes=c, recompute_activation=True)) / self.moe_tokens + 2.0 * h
+        mlp = (m.dense_layers * dense_mlp + m.moe_layers * moe) / m.layers if m.is_moe else dense_mlp
+        return tokens * (attention + mlp)
+
+    def head_width_delta(self, mode):
+        """Bytes per layer and micro-batch that Korthikanti's count misses when ``heads x head_dim != hidden``.
+
+        Korthikanti et al. count the query and the output projection's input as ``2 s b h`` and the
+        keys and values as ``4 s b h kv / a``; their real widths are ``a d`` and ``kv d``
+        (Qwen3-235B-A22B: ``a d = 8,192`` on a 4,096-wide model): ``s b [4 (a d - h) + 4 kv (d - h / a)] / t``
+        more (split over TP, divided by CP). 0 with full recomputation and when ``a d = h``. Not for
+        multi-head latent attention, whose stored tensors depend on what is recomputed (the DeepSeek-V3
+        recipe counts them, :func:`~course.core.moe.mla_activation_bytes_per_token`).
+        """
+        m = self.model
+        if mode == "full" or m.head_size is None or m.mla:
+            return np.zeros(())
+        a, d, h, kv = m.heads, m.head_dim, m.hidden, m.kv_heads or m.heads
+        per_token = 4.0 * (a * d - h) + 4.0 * kv * (d - h / a)
+        return self.micro_batch * m.seq_len / self.cp * per_token / self.tp
+
     def per_mode(self, fn):
         """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
         return _by_mode(self.recompute_code, fn)
@@ -337,12 +403,19 @@ def compute_term(*, cfg):
     """
     flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode,
                                                                                 cfg.attention_fraction))
+    m = cfg.model
+    recomputed = 0.0
+    if cfg.memory_recipe == "deepseek-v3":  # the MLA up-projections run again in the backward pass
+        up = _moe.mla_up_projection_params(m.heads, m.head_dim, *m.mla)
+        recomputed = cfg.per_mode(lambda mode: 0.0 if mode == "full" else
+                                  cfg.global_batch * m.seq_len * m.layers * 2.0 * up)
+        flops = flops + recomputed
     extra = attention_kernel_term(cfg=cfg)
     if not cfg.fp8:
         return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance + extra
-    m = cfg.model
     passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
     gemm = cfg.global_batch * m.seq_len * passes * _fp8.fp8_gemm_flops_per_token(m.active_layer_params, m.layers)
+    gemm = gemm + recomputed
     seconds = _fp8.fp8_compute_time(gemm, flops - gemm, cfg.gemm_peak, cfg.peak, cfg.compute_efficiency)
     return flops, seconds / cfg.gpus * cfg.imbalance + extra
 
@@ -370,6 +443,13 @@ def memory_bound_term(*, cfg):
     traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
     if cfg.fp8:  # every GEMM operand is cast to FP8 (and transposed) by a memory-bound kernel
         traffic = traffic + cfg.fp8_tokens * _fp8.fp8_cast_bytes_per_token(cfg.fp8_gemm_inputs)
+    if cfg.memory_recipe == "deepseek-v3":  # RMSNorms and SwiGLU products recomputed (sec. 3.2.3, 3.3.3)
+        m = cfg.model
+        widths = ((m.dense_layers * (m.ffn or 4 * m.hidden) + m.moe_layers
+                   * (m.top_k * m.expert_ffn + m.shared_experts * (m.shared_ffn or m.expert_ffn))) / m.layers)
+        recomputed = _moe.recomputed_elementwise_bytes_per_token(m.hidden, m.mla[0], m.mla[1], widths)
+        traffic = traffic + cfg.per_mode(lambda mode: 0.0 if mode == "full" else
+                                         cfg.micro_batch * m.seq_len / (cfg.cp * cfg.tp) * recomputed)
     return cfg.num_microbatches * cfg.stage_layers * traffic / cfg.cluster.accelerator.memory_bandwidth
 
 
@@ -437,15 +517,19 @@ def ep_comm_term(*, cfg):
     wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
     per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
         cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, cfg.intra_bw, cfg.inter_bw,
-        c.intra_latency, c.inter_latency, limit, mode, wire))
+        c.intra_latency, c.inter_latency, limit, mode, wire, cfg.dispatcher == "deepep"))
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
 
 
 def ep_exposed(ep_comm, *, cfg, compute):
     """The all-to-all time left exposed: all of it, except under DualPipe, which runs one
     micro-batch's dispatch and combine while another computes (DeepSeek-AI 2024, sec. 3.2.1:
-    "both all-to-all and PP communication can be fully hidden")."""
-    if cfg.schedule != "dualpipe":
+    "both all-to-all and PP communication can be fully hidden"), and with Megatron-Core's 1F1B
+    all-to-all overlap (``ep_overlap``: ``--overlap-moe-expert-parallel-comm``, which runs the forward
+    of one micro-batch beside the backward of another, as DualPipe does, in the steady state of
+    1F1B; Megatron-Core MoE README). The hidden part still takes the SMs the communication kernels
+    occupy (``OVERLAP_SM_SHARE``)."""
+    if cfg.schedule != "dualpipe" and not cfg.ep_overlap:
         return ep_comm
     return np.maximum(ep_comm - compute, 0.0) + np.minimum(ep_comm, compute) * OVERLAP_SM_SHARE
 
@@ -544,11 +628,14 @@ def memory_terms(*, cfg):
     """Per-GPU bytes: model states (ZeRO over DP x CP) and activations of the busiest stage."""
     m = cfg.model
     params_gpu = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp)
-    parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group, grad_bytes=cfg.grad_bytes)
+    # DeepSeek-V3: FP32 gradients, FP32 master weights + BF16 moments (MEMORY_RECIPES)
+    state = (dict(grad_bytes=4.0, optimizer_bytes=8.0) if cfg.memory_recipe == "deepseek-v3"
+             else dict(grad_bytes=cfg.grad_bytes))
+    parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group, **state)
     if m.is_moe:  # routed experts: sharded ETP x EP x PP, ZeRO over the expert-DP group
         experts = _mem.model_state_breakdown(
             _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp), cfg.zero_stage,
-            cfg.expert_dp, grad_bytes=cfg.grad_bytes)
+            cfg.expert_dp, **state)
         parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
     out = {k: np.asarray(parts[k]) for k in ("weights", "gradients", "optimizer")}
     if cfg.fp8:  # the FP8 copy of the GPU's weights, cast once per step and cached (1 byte each)
@@ -579,12 +666,16 @@ def memory_terms(*, cfg):
                        last_layers * at(cfg.pp - 1))
         held = h if held is None else np.where(kind == code, h, held)
     stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
-    activations = cfg.per_mode(cfg.activation_bytes) * held
-    if cfg.fp8:  # GEMM inputs kept for the backward pass in FP8: one byte saved per element
-        saved = cfg.per_mode(lambda mode: 0.0 if mode == "full" else cfg.fp8_tokens * cfg.fp8_gemm_inputs)
-        activations = activations - saved * held
-    if m.is_moe:
-        activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
+    if cfg.memory_recipe == "deepseek-v3":  # the recipe's own count (Config.recipe_activation_bytes)
+        activations = cfg.per_mode(lambda mode: cfg.activation_bytes(mode) if mode == "full"
+                                   else cfg.recipe_activation_bytes()) * held
+    else:
+        activations = cfg.per_mode(lambda mode: cfg.activation_bytes(mode) + cfg.head_width_delta(mode)) * held
+        if cfg.fp8:  # GEMM inputs kept for the backward pass in FP8: one byte saved per element
+            saved = cfg.per_mode(lambda mode: 0.0 if mode == "full" else cfg.fp8_tokens * cfg.fp8_gemm_inputs)
+            activations = activations - saved * held
+        if m.is_moe:
+            activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
     # full recomputation still materialises one layer's activations during its backward
     if np.any(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
@@ -700,7 +791,7 @@ def broadcast_columns(cols, shape):
 def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
                      fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
                      collective_efficiency=None, capacity_factor=None, grad_bytes=_WIRE_BYTES,
-                     tp_overlap=False):
+                     tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -712,7 +803,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     model, cluster
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor, grad_bytes, tp_overlap
+    capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap
         As in :func:`~course.core.planner.plan`.
 
     Returns
@@ -755,7 +846,13 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
           else "all-gather of K/V before attention, exposed (Llama 3)")
     ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
           (f", at most {m.routing_node_limit} nodes per token" if m.routing_node_limit else "") +
-          ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else "; exposed"))
+          ("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_node_limit
+           else "; one network copy per remote expert (all-to-all)") +
+          ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
+           "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed"))
+    deepseek = memory_recipe == "deepseek-v3"
+    if deepseek:
+        compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")
     return {
         "compute": "; ".join(compute) + "; stages paced by the busiest",
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
@@ -771,11 +868,15 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
                              else "gradient all-reduce after the pipeline flush, not overlapped")
                             + f"; gradients reduced in {grad_bytes * 8:g}-bit"),
-        "memory": ("16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else
-                                          f"{grad_bytes:g}-byte gradients (Megatron's FP32 main grads)" if grad_bytes == 4
-                                          else f"{grad_bytes:g}-byte gradients")
-                   + ", 12 bytes of Adam state per weight, ZeRO over DP x CP"
+        "memory": (("16-bit weights, FP32 gradients, FP32 master weights + BF16 Adam moments (8 bytes), "
+                    "ZeRO over DP x CP" if deepseek else
+                    "16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else
+                                          f"{grad_bytes:g}-byte gradients (Megatron's FP32 main grads)"
+                                          if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
+                    + ", 12 bytes of Adam state per weight, ZeRO over DP x CP")
                    + (" (experts over expert-DP)" if m.is_moe else "")
-                   + "; activations: Korthikanti et al.'s per-tensor count for the layer's shape, the fullest stage "
-                     "holding p - s micro-batches (1F1B)"),
+                   + ("; activations: DeepSeek-V3's (norms and MLA up-projections recomputed, GEMM and SwiGLU "
+                      "inputs cached in FP8, attention output in E5M6)" if deepseek else
+                      "; activations: Korthikanti et al.'s per-tensor count for the layer's shape")
+                   + ", the fullest stage holding p - s micro-batches (1F1B)"),
     }

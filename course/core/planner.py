@@ -34,7 +34,8 @@ tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi e
 cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
                    2024); the ring overlaps it with attention (``cp_algorithm``)
 ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3
-                   node-limited routing); hidden by DualPipe
+                   node-limited routing; DeepEP's one copy per remote node); hidden by DualPipe
+                   and by Megatron-Core's 1F1B all-to-all overlap (``ep_overlap``)
 bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
                    interleaved, ZB-H1, DualPipe)
 pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
@@ -44,7 +45,9 @@ dp_comm_exposed    ZeRO traffic per micro-batch and per step (``grad_bytes`` per
 memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over DP x CP; experts
                    over expert-DP) + :func:`~course.core.layer_cost.layer_activation_bytes` / CP
                    x the layer-micro-batches of the fullest stage
-                   (:func:`~course.core.pipeline.in_flight_microbatches_at_stage`)
+                   (:func:`~course.core.pipeline.in_flight_microbatches_at_stage`); DeepSeek-V3's
+                   storage (``memory_recipe``: :func:`~course.core.moe.mla_activation_bytes_per_token`,
+                   FP8-cached MoE inputs, BF16 Adam moments; DeepSeek-AI 2024 sec. 3.2.3, 3.3.3)
 =================  ===========================================================================
 
 Every collective runs at its link's bandwidth times a measured collective efficiency
@@ -52,7 +55,9 @@ Every collective runs at its link's bandwidth times a measured collective effici
 :data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`, from nccl-tests).
 Ranks are placed TP innermost, then CP, PP and DP (Dubey et al. 2024, sec. 3.3.2): a
 group stays on NVLink while the ranks it spans fit in a node; experts fold the GPUs of a
-stage ETP innermost, then EP (Liu et al. 2025).
+stage ETP innermost, then EP (Liu et al. 2025), with the stage's GPUs consecutive, as
+Megatron-Core's order tp-cp-ep-dp-pp places them (so DeepSeek-V3's EP 64 spans 8 nodes,
+DeepSeek-AI 2024 sec. 3.2).
 
 No made-up penalty terms (erratum 5 of the source material): step time is compute +
 memory-bound + TP + CP + EP communication + bubble + point-to-point + exposed DP traffic,
@@ -278,7 +283,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              first_stage_layers=0, last_stage_layers=0, overlap=True,
              compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
              collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-             cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False):
+             cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False, memory_recipe="standard",
+             dispatcher="alltoall", ep_overlap=False):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -307,7 +313,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap
+    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap
         As in :func:`plan`.
 
     Returns
@@ -332,7 +338,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
                  compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
+                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -427,7 +434,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          interleave=1, first_stage_layers=0, last_stage_layers=0,
          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
          collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-         cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False) -> Plan:
+         cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False, memory_recipe="standard",
+         dispatcher="alltoall", ep_overlap=False) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -512,6 +520,17 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     capacity_factor : float > 0, optional
         Token-dropping MoE: each expert computes ``capacity_factor x`` its mean load.
         ``None`` (default, today's practice): dropless, the busiest EP rank is a straggler.
+    memory_recipe : {"standard", "deepseek-v3"}, optional
+        How weights, optimizer states and activations are stored
+        (:data:`~course.core.plan_terms.MEMORY_RECIPES`): ``"deepseek-v3"`` is DeepSeek-V3's (BF16
+        Adam moments, FP32 gradients, recomputed norms and MLA up-projections, FP8-cached
+        activations; DeepSeek-AI 2024 sec. 3.2.3 and 3.3.3), for models with MLA.
+    dispatcher : {"alltoall", "deepep"}, optional
+        MoE token dispatch (:data:`~course.core.plan_terms.DISPATCHERS`): Megatron-Core's all-to-all
+        sends one network copy per remote expert; DeepEP one per remote node, forwarded over NVLink.
+    ep_overlap : bool, optional
+        Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``): the
+        all-to-alls of one micro-batch run beside the computation of another, as under DualPipe.
 
     Returns
     -------
@@ -558,7 +577,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
+                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
@@ -566,7 +586,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                                              schedule=schedule, overlap=overlap,
                                              collective_efficiency=collective_efficiency,
                                              capacity_factor=capacity_factor, grad_bytes=grad_bytes,
-                                             tp_overlap=tp_overlap)
+                                             tp_overlap=tp_overlap, memory_recipe=memory_recipe,
+                                             dispatcher=dispatcher, ep_overlap=ep_overlap)
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
                   violations=_sentences(cols, 0, m, c, requested), notes=_note_sentences(cols, 0, m))
@@ -587,7 +608,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
           fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None, cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False) -> SweepTable:
+          capacity_factor=None, cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False,
+          memory_recipe="standard", dispatcher="alltoall", ep_overlap=False) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -617,7 +639,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     capacity_factor : float, optional
         As in :func:`plan`.
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap
+    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -674,7 +696,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
                  precision=precision, fused_attention=fused_attention,
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap)
+                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
+                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap)
     cols = _columns(cfg, rates=False)
     feasible = np.broadcast_to(cols["feasible"], cfg.shape).reshape(-1)
     rows = np.arange(feasible.size) if include_infeasible else np.flatnonzero(feasible)
@@ -686,7 +709,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
                     cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
                     collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                    grad_bytes=grad_bytes, tp_overlap=tp_overlap)
+                    grad_bytes=grad_bytes, tp_overlap=tp_overlap, memory_recipe=memory_recipe,
+                    dispatcher=dispatcher, ep_overlap=ep_overlap)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B,
                             "assumptions": term_assumptions(m, c, **settings)})

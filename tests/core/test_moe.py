@@ -5,6 +5,8 @@ parameters), from Monte Carlo simulation of the routing the formulas describe, o
 limits the physics fixes (no all-to-all on one rank, no network traffic inside a node).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -160,8 +162,9 @@ def test_ep_shards_expert_states():
 
 
 def test_ep_across_nodes_costs_more_than_inside_one():
-    inside = _mixtral(tp=1, pp=8, dp=128, ep=8)   # 8 stages, one rank of each per node: EP crosses nodes
-    packed = _mixtral(tp=1, pp=1, dp=1024, ep=8, global_batch=1024)  # one stage: EP 8 fills a node
+    # PP outermost (Megatron-Core's order): a stage's ranks fill nodes, so EP 8 with ETP 2 spans 2 nodes
+    inside = _mixtral(tp=2, pp=8, dp=64, ep=8, etp=2)
+    packed = _mixtral(tp=2, pp=8, dp=64, ep=8)  # ETP 1: EP 8 fills a node
     per_layer = lambda p: p.ep_comm / (p.num_microbatches * p.stage_layers)  # noqa: E731
     assert per_layer(packed) * 3 < per_layer(inside)  # NVLink vs the network
 
@@ -184,8 +187,10 @@ def test_sweep_covers_ep_and_explain_names_it():
     t = core.sweep("qwen2-57b-a14b", "h100-1024", tp=(1, 2), cp=(1,), micro_batches=(1,), zero_stages=(1,),
                    recompute=("selective",), sequence_parallel=(True,), interleave=(1,), fused_attention=True)
     assert len(t) and set(np.unique(t["ep"])) >= {1, 2, 4, 8}
-    best = t.row(0)
-    assert best["ep"] > 1  # 64 experts: sharding them beats replicating them
+    ep1 = t.take(np.flatnonzero(t["ep"] == 1)).row(0)
+    best = t.take(np.flatnonzero(t["ep"] > 1)).row(0)
+    assert best["memory_total"] < ep1["memory_total"]  # 64 experts: sharding them frees memory
+    t = t.take(np.flatnonzero(t["ep"] == best["ep"]))
     lines = core.explain(t, k=3)
     assert all(f"EP {best['ep']} ETP 1 EDP {best['expert_dp']}" in line for line in lines)
 
@@ -226,3 +231,134 @@ def test_few_tokens_per_expert_make_expert_gemms_memory_bound():
     assert float(moe_weight_stream_term(cfg=small_ep)) > 5.0  # seconds per step
     dense = Config("llama3-70b", h100, tp=8, pp=4, dp=32, num_microbatches=16, **common)
     assert float(moe_weight_stream_term(cfg=dense)) == 0.0
+
+
+# --------------------------------------------------------------------------- DeepSeek-V3's memory measures
+
+
+def test_qwen3_head_dim_is_the_model_cards():
+    # Qwen/Qwen3-235B-A22B config.json: hidden 4096, 64 query heads, 4 KV heads, head_dim 128 (not 4096 / 64)
+    m = catalog.model("qwen3-235b-a22b")
+    assert m.head_dim == 128
+    assert m.attention_layer_params == 4096 * 8192 + 2 * 4096 * 512 + 8192 * 4096  # Q, K, V, O
+    assert m.score_width == 64 * 128
+    # and the card's totals: 235B, 22B activated (embeddings untied)
+    assert m.params / 1e9 == pytest.approx(235, rel=0.02)
+    total = (m.layers * (m.attention_layer_params + m.experts * 3 * 4096 * 1536 + 4096 * 128)
+             + 2 * 151936 * 4096)
+    assert total / 1e9 == pytest.approx(235, rel=0.02)
+    assert m.active_params / 1e9 == pytest.approx(22, abs=0.6)
+
+
+def test_mla_activation_bytes_by_hand():
+    # DeepSeek-V3 sec. 3.2.3 / 3.3.3: norm input (BF16), latents 1536 + 512 + 64 (BF16), attention output
+    # 128 heads x 128 in E5M6 (12 bits), FP32 log-sum-exp per head
+    assert moe.mla_activation_bytes_per_token(7168, 128, 1536, 512, 64, 128) == (
+        2 * 7168 + 2 * 2112 + 1.5 * 16384 + 4 * 128)
+    # without the E5M6 format (BF16 output) it keeps 0.5 byte more per output element
+    assert (moe.mla_activation_bytes_per_token(7168, 128, 1536, 512, 64, 128, output_bytes=2.0)
+            - moe.mla_activation_bytes_per_token(7168, 128, 1536, 512, 64, 128)) == 0.5 * 16384
+
+
+def test_fp8_caching_and_swiglu_recompute_shrink_the_moe_block():
+    bf16 = moe.moe_mlp_activation_bytes_per_layer(1, 7168, 2048, 8, 1, experts=256)
+    fp8 = moe.moe_mlp_activation_bytes_per_layer(1, 7168, 2048, 8, 1, experts=256, cached_bytes=1.03125,
+                                                 recompute_activation=True)
+    # 9 experts x (2h + 6f) in BF16 against 9 x 1.03125 x (h + 2f); both keep 2h + 4E
+    assert bf16 == 9 * (2 * 7168 + 6 * 2048) + 2 * 7168 + 4 * 256
+    assert fp8 == 9 * 1.03125 * (7168 + 2 * 2048) + 2 * 7168 + 4 * 256
+
+
+DEEPSEEK_H800 = dict(tp=1, pp=16, dp=128, ep=64, micro_batch=1, global_batch=15360, zero_stage=1,
+                     recompute="selective", schedule="dualpipe", precision="fp8")
+
+
+def test_deepseek_recipe_fits_the_published_layout_and_states_add_up():
+    m, c = catalog.model("deepseek-v3"), catalog.cluster("h800-2048")
+    standard = core.plan(m, c, **DEEPSEEK_H800)
+    recipe = core.plan(m, c, **DEEPSEEK_H800, memory_recipe="deepseek-v3")
+    assert not standard.feasible and recipe.feasible  # sec. 3.2: the run trained without TP on 80 GB GPUs
+    dense = (m.params - m.routed_expert_params) / 16
+    experts = m.routed_expert_params / (64 * 16)
+    # DualPipe: two copies of the stage (Table 2); FP32 gradients, unsharded under ZeRO-1 (sec. 3.3.3)
+    assert recipe.gradients == pytest.approx(2 * 4 * (dense + experts))
+    # FP32 master + BF16 moments = 8 bytes, ZeRO-1 over DP 128 (dense) and expert-DP 2 (experts)
+    assert recipe.optimizer == pytest.approx(8 * (dense / 128 + experts / 2))
+    assert recipe.weights == standard.weights
+    assert recipe.activations < 0.75 * standard.activations
+    # the recomputed MLA up-projections cost compute: 2 x 54.5M FLOPs per token and layer more
+    extra = 15360 * 4096 * 61 * 2 * moe.mla_up_projection_params(128, 128, 1536, 512, 64, 128)
+    assert recipe.flops_per_iteration - standard.flops_per_iteration == pytest.approx(extra)
+    assert recipe.compute > standard.compute
+
+
+def test_deepseek_recipe_needs_latent_attention():
+    with pytest.raises(ValueError, match="memory_recipe"):
+        core.plan("qwen3-235b-a22b", "h100-1024", tp=1, pp=8, dp=128, ep=8, memory_recipe="deepseek-v3")
+    with pytest.raises(ValueError, match="memory_recipe"):
+        core.plan("deepseek-v3", "h800-2048", tp=1, pp=16, dp=128, ep=64, memory_recipe="fp4")
+
+
+# --------------------------------------------------------------------------- dispatchers, overlap, placement
+
+
+def test_deepep_sends_one_network_copy_per_remote_node():
+    # EP 32 on 4 nodes of 8, top-8, uniform routing: 8 x 24/32 = 6 copies leave the node with Megatron's
+    # all-to-all; one per remote node with DeepEP: 3 x (1 - (3/4)^8) = 2.7 (expected_remote_nodes)
+    h = 4096
+    _, inter_a2a = moe.moe_dispatch_bytes_per_token(h, 8, 32, 8)
+    _, inter_deepep = moe.moe_dispatch_bytes_per_token(h, 8, 32, 8, per_node=True)
+    assert inter_a2a == pytest.approx(6 * 2 * h)
+    assert inter_deepep == pytest.approx(3 * (1 - 0.75 ** 8) * 2 * h)
+    # inside one node the two dispatchers move the same bytes
+    assert moe.moe_dispatch_bytes_per_token(h, 8, 8, 8) == moe.moe_dispatch_bytes_per_token(h, 8, 8, 8,
+                                                                                             per_node=True)
+
+
+QWEN3_BRIDGE = dict(tp=2, pp=8, interleave=4, dp=16, ep=32, micro_batch=1, global_batch=2048, zero_stage=1,
+                    recompute="none", sequence_parallel=True)
+
+
+def test_dispatcher_and_overlap_change_only_the_all_to_all():
+    m, c = "qwen3-235b-a22b", catalog.make_cluster("DGX H100", 256)
+    a2a = core.plan(m, c, **QWEN3_BRIDGE)
+    deepep = core.plan(m, c, **QWEN3_BRIDGE, dispatcher="deepep")
+    hidden = core.plan(m, c, **QWEN3_BRIDGE, dispatcher="deepep", ep_overlap=True)
+    assert deepep.ep_comm < 0.6 * a2a.ep_comm  # 2.7 network copies instead of 6
+    for term in ("compute", "tp_comm", "pp_comm", "memory_total"):
+        assert getattr(deepep, term) == getattr(a2a, term) == getattr(hidden, term)
+    # overlapped with the other micro-batch's computation: what is hidden costs its SMs (20 / 132)
+    assert deepep.ep_comm < hidden.compute
+    assert hidden.ep_comm == pytest.approx(deepep.ep_comm * 20 / 132)
+    with pytest.raises(ValueError, match="dispatcher"):
+        core.plan(m, c, **QWEN3_BRIDGE, dispatcher="nccl")
+
+
+def test_experts_fill_nodes_with_pp_outermost():
+    # DeepSeek-V3 sec. 3.2: PP 16 x DP 128 on 2,048 GPUs with EP 64 "spanning 8 nodes": a stage's 128 GPUs
+    # are 16 whole nodes, so EP 64 puts 8 ranks on each of 8 nodes, and no EP traffic leaves a node at EP 8
+    m, c = catalog.model("deepseek-v3"), catalog.cluster("h800-2048")
+    cfg = core.planner.Config(m, c, tp=1, pp=16, dp=128, ep=64, num_microbatches=32)
+    assert int(cfg.ep_local) == 8
+    p8 = core.plan(m, c, tp=1, pp=16, dp=128, ep=8, num_microbatches=32)
+    # all on NVLink (H800: 200 GB/s per direction at the NVLink collective efficiency 370/450): 4,096 tokens of
+    # 8 x 7/8 copies of 14,336 bytes, 4 all-to-alls per layer, 7 peers at 1 us, 32 micro-batches, 4 x 58/61 MoE layers
+    one = 4096 * 8 * 7 / 8 * 2 * 7168 / (200e9 * 370 / 450) + 7 * 1e-6
+    assert p8.ep_comm == pytest.approx(32 * 4 * 58 / 61 * 4 * one)
+
+
+def test_qwen3_activations_count_the_cards_head_width():
+    # Q and the attention output are 64 x 128 = 8,192 wide, K and V 4 x 128 = 512, on a 4,096-wide model:
+    # per token and layer (16-bit, TP 2) 2 x (8192 - 4096) x 2 + 2 x 2 x 4 x (128 - 64) bytes more than a
+    # 64-wide head would keep
+    m = catalog.model("qwen3-235b-a22b")
+    narrow = dataclasses.replace(m, head_size=None, attention_params=m.attention_layer_params,
+                                 attention_width=m.score_width)  # same weights and FLOPs, head_dim 4096 / 64
+    c = catalog.make_cluster("DGX H100", 256)
+    cfg = dict(tp=2, pp=8, dp=16, ep=32, micro_batch=1, num_microbatches=32, zero_stage=1, recompute="none",
+               sequence_parallel=True)
+    wide, thin = core.plan(m, c, **cfg), core.plan(narrow, c, **cfg)
+    per_layer = 4096 * (4 * 4096 + 4 * 4 * 64) / 2
+    # 1F1B: the first stage holds PP = 8 micro-batches of its 12 layers (94 over 8 stages, the busiest)
+    assert wide.activations - thin.activations == pytest.approx(8 * 12 * per_layer)
+    assert wide.compute == thin.compute
