@@ -55,3 +55,9 @@ def test_a_blank_release_notebook_scores_zero_with_a_reason_per_part(tmp_path):
     parts = student["parts"]
     assert {p["kind"] for p in parts} >= {"derive", "build"}, parts
     assert all(p["points"] == 0 and p["reason"] for p in parts), parts
+    # a blank value answer says so, not "not defined ... without the course package" (that is for a name
+    # some cell assigns that is lost when the notebook runs again without the package)
+    values = [p for p in parts if p["kind"] != "build"]
+    assert values and all("is not answered: no cell of your notebook assigns it" in p["reason"]
+                          and "course package" not in p["reason"] for p in values), values
+    assert all("is not written yet" in p["reason"] for p in parts if p["kind"] == "build"), parts
