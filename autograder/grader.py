@@ -501,8 +501,9 @@ class Grader:
                                  + (" (see the submission note)" if problem else ""), ())
                 continue
             else:
+                part, bound = REGISTRY[gid], run.get("bound")
                 verdict = judge_json(gid, run["harvested"][gid], seed,
-                                     adjust=lambda h, part=REGISTRY[gid]: cleanroom.with_unbound(part, h, run.get("bound")))
+                                     adjust=lambda h: cleanroom.with_unbound(part, h, bound))
                 if run.get("stopped_cells") and verdict.score < 1 and RAISED in run["harvested"][gid]:
                     cells = ", ".join(str(i + 1) for i in run["stopped_cells"])
                     verdict = replace(verdict, reason=verdict.reason + f" (cell {cells} never finished and was "
