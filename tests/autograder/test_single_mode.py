@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,8 +16,15 @@ pytestmark = pytest.mark.slow
 
 
 def _single(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "autograder", "single", *args, "--course-root", str(ROOT)],
-                          capture_output=True, text=True, timeout=900, cwd=cwd)
+    """Run single mode with a temporary folder of its own under ``cwd``, which it must leave empty (the
+    throw-away course made from source/ is removed)."""
+    tmp = cwd / "tmp"
+    tmp.mkdir(exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "single", *args, "--course-root", str(ROOT)],
+                          capture_output=True, text=True, timeout=900, cwd=cwd,
+                          env=dict(os.environ, TMPDIR=str(tmp)))
+    assert list(tmp.iterdir()) == [], f"left in the temporary folder: {list(tmp.iterdir())}"
+    return proc
 
 
 def test_single_notebook_from_a_clean_checkout(tmp_path):
