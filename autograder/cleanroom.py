@@ -48,9 +48,10 @@ from . import sandbox
 # The clean room's program and stand-in package are the engine's, so the visible check runs the very
 # same program on the student's cells (course.assess.cleanroom).
 from course.assess.cleanroom import (  # noqa: E402,F401
-    MAX_RESULT_BYTES, RAISED, RESULT_MARK, RUNNER, STUB_EXERCISES, harvests_for_parts, numbered_code_cells,
-    request_for_parts, write_room,
+    MAX_RESULT_BYTES, RAISED, RESULT_MARK, RUNNER, STUB_EXERCISES, bound_names, harvests_for_parts,
+    numbered_code_cells, request_for_parts, write_room,
 )
+from course.assess.registry import UNBOUND  # noqa: E402
 
 
 #: added to the reason of a part whose names the clean room did not find
@@ -59,13 +60,28 @@ MISSING_NOTE = (" (your notebook's code is run again to grade it, without the co
 
 
 def names_missing(harvested: Any) -> bool:
-    """True if a clean-room harvest lacks the part's function or one of its names."""
+    """True if a clean-room harvest lacks the part's function or one of its names that some cell of
+    the notebook assigns (a name no cell assigns, listed under ``UNBOUND``, is a blank answer:
+    :func:`with_unbound`)."""
     if type(harvested) is not dict:
         return False
     if harvested.get("missing") is True:
         return True
     values = harvested.get("values")
-    return type(values) is dict and any(type(v) is dict and "__missing__" in v for v in values.values())
+    unbound = harvested.get(UNBOUND) if type(harvested.get(UNBOUND)) is list else []
+    return type(values) is dict and any(type(v) is dict and "__missing__" in v and name not in unbound
+                                        for name, v in values.items())
+
+
+def with_unbound(part: Any, harvested: Any, bound: Any) -> Any:
+    """``harvested`` with the names of value ``part`` that no code cell assigns under ``UNBOUND``.
+
+    ``bound`` is :func:`bound_names` of the notebook's code cells (``None``: not known, nothing
+    added). The grader sets this key itself: one the student's process wrote is replaced.
+    """
+    if part.value is None or type(harvested) is not dict or bound is None:
+        return harvested
+    return {**harvested, UNBOUND: [name for name in part.names if name not in bound]}
 
 
 def split_parts(grade_ids) -> Dict[str, List[str]]:

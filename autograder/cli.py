@@ -8,6 +8,7 @@ not run (bad arguments, no gradebook, unknown assignment, sandbox missing with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator, Optional, Tuple
 
 from . import late, lms, report, sandbox
 from .options import limit_options, limits, temporary_course
@@ -38,26 +40,31 @@ def _record(p: argparse.ArgumentParser, default: str) -> None:
                    help="with --record: replace a student's grades that another run recorded")
 
 
-def _grading_root(root: Path, assignment: str, record: bool):
-    """``(course root to grade in, scratch folder to remove or None)``: the course itself when
-    recording, else a throw-away copy (its gradebook copied, or made from source/)."""
+@contextlib.contextmanager
+def _grading_root(root: Path, assignment: str, record: bool) -> Iterator[Tuple[Path, Optional[Path]]]:
+    """``(course root to grade in, scratch course or None)``: the course itself when recording,
+    else a throw-away copy (its gradebook copied, or made from source/), removed on exit."""
     if record:
         if not _has_assignment(root, assignment):
             raise ValueError(f"--record needs the course's gradebook with {assignment!r} in {root}: "
                              f"run `nbgrader generate_assignment {assignment}` there first")
-        return root, None
+        yield root, None
+        return
     if not _has_assignment(root, assignment):
-        scratch = temporary_course(root, assignment)
-        return scratch, scratch
+        with temporary_course(root, assignment) as scratch:
+            yield scratch, scratch
+        return
     import sqlite3
 
-    scratch = Path(tempfile.mkdtemp(prefix="autograder-course-"))
-    source = root / "source" / assignment
-    if source.is_dir():  # the instructor's data files travel into the sandbox as under nbgrader
-        shutil.copytree(source, scratch / "source" / assignment)
-    with sqlite3.connect(root / "gradebook.db") as live, sqlite3.connect(scratch / "gradebook.db") as copy:
-        live.backup(copy)  # consistent even while another grader writes
-    return scratch, scratch
+    with tempfile.TemporaryDirectory(prefix="autograder-course-") as tmp:
+        scratch = Path(tmp)
+        source = root / "source" / assignment
+        if source.is_dir():  # the instructor's data files travel into the sandbox as under nbgrader
+            shutil.copytree(source, scratch / "source" / assignment)
+        with contextlib.closing(sqlite3.connect(root / "gradebook.db")) as live, \
+                contextlib.closing(sqlite3.connect(scratch / "gradebook.db")) as copy:
+            live.backup(copy)  # consistent even while another grader writes
+        yield scratch, scratch
 
 
 def nbgrader_timestamp(seconds: float) -> str:
@@ -181,47 +188,46 @@ def _class(args, root: Path) -> int:
         args.seed = random.SystemRandom().randrange(2**31)
     policy = late.LatePolicy(args.late_per_day, args.late_grace_minutes, args.late_cap)
     due = _due(args, root, args.assignment)
-    subs = [s for s in discover(folder, args.assignment) if in_shard(s.student, shard, shards)]
-    if args.student:
-        unknown = sorted(set(args.student) - {s.student for s in subs})
-        if unknown:
-            raise ValueError(f"student {unknown[0]!r} has no submission of {args.assignment} in {folder}")
-        subs = [s for s in subs if s.student in set(args.student)]
-    # the course's own submitted/ is what nbgrader collected: its grades belong in the gradebook;
-    # any other folder is recorded only when asked (--record), never by surprise
-    record = args.record or folder.resolve() == (root / "submitted").resolve()
-    submitted_at = {s.student: s.timestamp for s in subs}  # the late policy counts real timestamps only
-    grading_root, scratch = _grading_root(root, args.assignment, record)
-    try:
-        if record:
-            _prepare_record(grading_root, args.assignment, subs, replace=args.replace,
-                            from_collected=folder.resolve() == (root / "submitted").resolve())
-        grader = _make_grader(args, grading_root, args.assignment, args.workers)
-        started = time.monotonic()
-        results = grader.grade_all(subs, progress=not args.no_progress)
-        if scratch is not None and not args.no_feedback:
-            _copy_feedback(scratch, args.assignment, Path(args.out) / "feedback")
-    finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
-    if not record:
-        print(f"graded {folder} without touching the course's gradebook (--record to enter these "
-              f"students there); feedback in {Path(args.out) / 'feedback'}")
-    results = late.apply(results, submitted_at, due, policy)
-    failed = sum(r["status"] != "graded" for r in results)
-    extra = {"shard": f"{shard}/{shards}"}
-    if args.student:
-        kept = {r["student"]: r for r in previous.get("students", [])}
-        kept.update({r["student"]: r for r in results})
-        results, extra = list(kept.values()), {"shard": previous.get("shard", extra["shard"]),
-                                               "regraded": sorted(args.student)}
-    report.write(results, args.out, _meta(grader, args, extra))
-    if args.canvas_csv:
-        lms.write_canvas(results, args.canvas_csv, args.canvas_assignment or args.assignment, args.canvas_roster)
-    print(f"graded {len(subs)} submissions of {args.assignment} in "
-          f"{time.monotonic() - started:.1f} s ({grader.workers} workers, {grader.isolation}); "
-          f"{failed} with a problem; wrote {Path(args.out) / 'grades.csv'}")
-    return 0
+    # zipped submissions are unpacked into a folder that lives as long as their grading
+    with tempfile.TemporaryDirectory(prefix="autograder-unzip-") as unzip:
+        subs = [s for s in discover(folder, args.assignment, Path(unzip)) if in_shard(s.student, shard, shards)]
+        if args.student:
+            unknown = sorted(set(args.student) - {s.student for s in subs})
+            if unknown:
+                raise ValueError(f"student {unknown[0]!r} has no submission of {args.assignment} in {folder}")
+            subs = [s for s in subs if s.student in set(args.student)]
+        # the course's own submitted/ is what nbgrader collected: its grades belong in the gradebook;
+        # any other folder is recorded only when asked (--record), never by surprise
+        record = args.record or folder.resolve() == (root / "submitted").resolve()
+        submitted_at = {s.student: s.timestamp for s in subs}  # the late policy counts real timestamps only
+        with _grading_root(root, args.assignment, record) as (grading_root, scratch):
+            if record:
+                _prepare_record(grading_root, args.assignment, subs, replace=args.replace,
+                                from_collected=folder.resolve() == (root / "submitted").resolve())
+            grader = _make_grader(args, grading_root, args.assignment, args.workers)
+            started = time.monotonic()
+            results = grader.grade_all(subs, progress=not args.no_progress)
+            if scratch is not None and not args.no_feedback:
+                _copy_feedback(scratch, args.assignment, Path(args.out) / "feedback")
+        if not record:
+            print(f"graded {folder} without touching the course's gradebook (--record to enter these "
+                  f"students there); feedback in {Path(args.out) / 'feedback'}")
+        results = late.apply(results, submitted_at, due, policy)
+        failed = sum(r["status"] != "graded" for r in results)
+        extra = {"shard": f"{shard}/{shards}"}
+        if args.student:
+            kept = {r["student"]: r for r in previous.get("students", [])}
+            kept.update({r["student"]: r for r in results})
+            results, extra = list(kept.values()), {"shard": previous.get("shard", extra["shard"]),
+                                                   "regraded": sorted(args.student)}
+        report.write(results, args.out, _meta(grader, args, extra))
+        if args.canvas_csv:
+            lms.write_canvas(results, args.canvas_csv, args.canvas_assignment or args.assignment,
+                             args.canvas_roster)
+        print(f"graded {len(subs)} submissions of {args.assignment} in "
+              f"{time.monotonic() - started:.1f} s ({grader.workers} workers, {grader.isolation}); "
+              f"{failed} with a problem; wrote {Path(args.out) / 'grades.csv'}")
+        return 0
 
 
 def _refresh(args, root: Path) -> int:
@@ -390,12 +396,8 @@ def main(argv=None) -> int:
               + ("recording it in the course's gradebook" if args.record
                  else "the course's gradebook is not touched (--record to enter it)"))
         args.student = student
-        grading_root, scratch = _grading_root(root, assignment, args.record)
-        try:
+        with _grading_root(root, assignment, args.record) as (grading_root, _scratch):
             return _single(args, grading_root, assignment, notebook)
-        finally:
-            if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
     except ValueError as exc:
         print(f"course-autograde: {exc}", file=sys.stderr)
         return 2

@@ -488,7 +488,7 @@ class Grader:
                 verdicts[gid] = Verdict(0.0, failed_room.get(room.get("state"), "your answers could not be read"))
                 continue
             if gid in in_room:
-                harvested = room["harvested"][gid]
+                harvested = cleanroom.with_unbound(REGISTRY[gid], room["harvested"][gid], run.get("bound"))
                 verdict = safe_judge(REGISTRY[gid], harvested, seed)
                 if cleanroom.names_missing(harvested):
                     stopped = ", ".join(str(n) for n in room.get("stopped_cells", []))
@@ -501,7 +501,9 @@ class Grader:
                                  + (" (see the submission note)" if problem else ""), ())
                 continue
             else:
-                verdict = judge_json(gid, run["harvested"][gid], seed)
+                part, bound = REGISTRY[gid], run.get("bound")
+                verdict = judge_json(gid, run["harvested"][gid], seed,
+                                     adjust=lambda h: cleanroom.with_unbound(part, h, bound))
                 if run.get("stopped_cells") and verdict.score < 1 and RAISED in run["harvested"][gid]:
                     cells = ", ".join(str(i + 1) for i in run["stopped_cells"])
                     verdict = replace(verdict, reason=verdict.reason + f" (cell {cells} never finished and was "
@@ -623,6 +625,8 @@ class Grader:
                          "the cells after it ran without it")
         if state.get("output_truncated"):
             notes.append("your notebook printed too much; the rest of its output was dropped")
+        # the names the notebook's code assigns, from its text: a value no cell assigns is not answered
+        run["bound"] = cleanroom.bound_names(cleanroom.code_cells(nb))
         verdicts = self._judge(run, seed, problem)
         phases.lap("judge")
         with self.lock:

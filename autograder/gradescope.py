@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -112,8 +111,7 @@ def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = 
 
     course_root = Path(course_root).resolve()
     source = course_root / "source" / assignment
-    fresh = temporary_course(course_root, assignment)  # a gradebook with this assignment only
-    try:
+    with temporary_course(course_root, assignment) as fresh:  # a gradebook with this assignment only
         settings = bundle_settings(assignment, limits, seed, student_key, require_sandbox,
                                    hidden_parts(source / f"{assignment}.ipynb"))
         out = Path(out)
@@ -130,8 +128,6 @@ def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = 
             zf.write(course_root / "nbgrader_config.py", "course_root/nbgrader_config.py")
             zf.write(fresh / "gradebook.db", "course_root/gradebook.db")
             _write_tree(zf, source, f"course_root/source/{assignment}")
-    finally:
-        shutil.rmtree(fresh, ignore_errors=True)
     return out
 
 
@@ -178,16 +174,17 @@ def student_from_metadata(metadata: dict, key: str) -> tuple:
     return student, note
 
 
-def submission_for(folder: Path, assignment: str, student: str) -> Submission:
+def submission_for(folder: Path, assignment: str, student: str, unzip: Path) -> Submission:
     """The notebook in Gradescope's submission folder (as class mode finds one in a student's folder;
-    a single uploaded zip is opened as class mode opens ``<student>.zip``)."""
+    a single uploaded zip is opened as class mode opens ``<student>.zip``, into ``unzip``, a folder
+    the caller removes once graded)."""
     sub = Submission(student=student, folder=folder)
     if not folder.is_dir():
         return Submission(student=student, status="missing", problem="nothing was submitted")
     zips = sorted(folder.glob("*.zip"))
     if not any(folder.rglob("*.ipynb")) and len(zips) == 1:
         sub = Submission(student=student)
-        _from_zip(zips[0], assignment, sub, Path(tempfile.mkdtemp(prefix="autograder-unzip-")))
+        _from_zip(zips[0], assignment, sub, unzip)
         return sub
     _pick_notebook(folder, assignment, sub)
     return sub
@@ -261,10 +258,11 @@ def grade(root: Path) -> dict:
         warnings.filterwarnings("ignore", message=".*not in session.*")  # as grade_all: nbgrader's SQLAlchemy noise
         grader = Grader(root / "source" / "course_root", settings["assignment"], workers=1,
                         limits=sandbox.Limits(**settings["limits"]), seed=seed, feedback=False)
-        sub = submission_for(root / "submission", settings["assignment"], student)
-        if group_note:
-            sub.notes.append(group_note)
-        result = grader.grade_one(sub)
+        with tempfile.TemporaryDirectory(prefix="autograder-unzip-") as unzip:
+            sub = submission_for(root / "submission", settings["assignment"], student, Path(unzip))
+            if group_note:
+                sub.notes.append(group_note)
+            result = grader.grade_one(sub)
         extra.update(seed=seed, isolation=grader.isolation)
         payload = results_json(result, settings["hidden_parts"], extra)
     except Exception as exc:  # every submission gets a results.json

@@ -8,12 +8,14 @@ gradebook the same way; they live here, below :mod:`autograder.cli` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from . import sandbox
 
@@ -35,19 +37,22 @@ def limit_options(p: argparse.ArgumentParser) -> None:
                    help="size of the in-memory folder a submission may write to (bubblewrap only)")
 
 
-def temporary_course(root: Path, assignment: str) -> Path:
-    """A throw-away course root with a gradebook for ``assignment`` (single mode without one)."""
+@contextlib.contextmanager
+def temporary_course(root: Path, assignment: str) -> Iterator[Path]:
+    """A throw-away course root with a gradebook for ``assignment`` (single mode without one), removed
+    on exit, also when making it fails."""
     source = root / "source" / assignment
     if not source.is_dir() or not (root / "nbgrader_config.py").is_file():
         raise ValueError(f"course_root {str(root)!r} has neither a gradebook with {assignment!r} "
                          f"nor source/{assignment} and nbgrader_config.py to make one")
-    tmp = Path(tempfile.mkdtemp(prefix="autograder-course-"))
-    shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
-    shutil.copytree(source, tmp / "source" / assignment)
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    result = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
-                             "--force", "--log-level=ERROR"], cwd=tmp, capture_output=True, text=True,
-                            env=dict(os.environ, PATH=path), timeout=600)
-    if result.returncode != 0:
-        raise ValueError(f"nbgrader generate_assignment failed: {result.stderr[-500:]}")
-    return tmp
+    with tempfile.TemporaryDirectory(prefix="autograder-course-") as scratch:
+        tmp = Path(scratch)
+        shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
+        shutil.copytree(source, tmp / "source" / assignment)
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        result = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
+                                 "--force", "--log-level=ERROR"], cwd=tmp, capture_output=True, text=True,
+                                env=dict(os.environ, PATH=path), timeout=600)
+        if result.returncode != 0:
+            raise ValueError(f"nbgrader generate_assignment failed: {result.stderr[-500:]}")
+        yield tmp

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +86,8 @@ def discover(path: Path, assignment: str, workdir: Optional[Path] = None) -> Lis
     """All submissions of ``assignment`` under ``path``, sorted by student id.
 
     ``path`` is either nbgrader's ``submitted/`` folder (``<student>/<assignment>/``)
-    or a folder of ``<student>.ipynb`` / ``<student>.zip`` files.
+    or a folder of ``<student>.ipynb`` / ``<student>.zip`` files. Zips are unpacked into
+    ``workdir``, a folder the caller removes once graded; a zip found without one is an error.
     """
     path = Path(path)
     if not path.is_dir():
@@ -102,9 +102,9 @@ def discover(path: Path, assignment: str, workdir: Optional[Path] = None) -> Lis
         elif entry.suffix == ".ipynb":
             sub = Submission(student=entry.stem, notebook=entry, folder=None)
         elif entry.suffix == ".zip":
-            sub = Submission(student=entry.stem)
             if workdir is None:
-                workdir = Path(tempfile.mkdtemp(prefix="autograder-unzip-"))
+                raise ValueError(f"{entry.name} is a zip: discover() needs a workdir to unpack it into")
+            sub = Submission(student=entry.stem)
             _from_zip(entry, assignment, sub, workdir)
         else:
             continue

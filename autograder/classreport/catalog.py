@@ -160,7 +160,7 @@ def classify_wrong(row: dict) -> List[str]:
             if accepted:
                 matched = f"{NOT_ACCEPTED}: {accepted.group(1)}"
             elif ("is not defined" in fragment or "could not be read" in fragment or "define a function" in fragment
-                  or "is not written yet" in fragment
+                  or "is not written yet" in fragment or "is not answered" in fragment
                   or "no locked prediction" in fragment or "see the submission note" in fragment):
                 matched = NOT_ANSWERED
             elif "must be" in fragment or "expected a plain" in fragment or "raised" in fragment:

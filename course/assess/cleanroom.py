@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 #: prefix of the single result line
 RESULT_MARK = "CLEANROOM-RESULT"
@@ -259,6 +259,70 @@ def numbered_code_cells(nb) -> List[tuple]:
         if isinstance(source, str):
             cells.append((number, source))
     return cells
+
+
+def bound_names(sources: Sequence[str], depth: int = 0) -> Set[str]:
+    r"""The names the code ``sources`` (a notebook's student code cells) may assign, read from the text.
+
+    A name none of them assigns is a blank answer (the release's stub assigns nothing); one that some
+    cell assigns but that is missing when the cells run was lost to a failing cell. Erring towards
+    "assigned": a cell that does not parse (even after IPython's transforms) counts every word in it,
+    a string that is a name (``globals()["x"] = ...``) counts it, and a string that is code (``exec``)
+    counts what that code assigns; the words of a docstring or a message do not count.
+
+    >>> sorted(bound_names(["x = 1\nfor i in y: pass", "import numpy as np\ndef f(): global z; z = 2",
+    ...                     "# w = ...   (GB)\n# YOUR CODE HERE\npass", "exec('v = 3')",
+    ...                     "def g(a_b):\n    'Samples: a_b * c.'\n    pass", "globals()['k'] = 1"]))
+    ['f', 'g', 'i', 'k', 'np', 'v', 'x', 'z']
+    >>> sorted(bound_names(["u = = 1", "%time t = 4"]))
+    ['t', 'time', 'u']
+    """
+    import ast
+    import re
+
+    names: Set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            try:
+                from IPython.core.inputtransformer2 import TransformerManager
+                tree = ast.parse(TransformerManager().transform_cell(source))
+            except Exception:  # a cell that cannot run: count every word, comments left out
+                names.update(re.findall(r"[^\W\d]\w*", re.sub(r"#.*", "", source)))
+                continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[0])
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names.update(node.names)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                names.add(node.name)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                names.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                names.add(node.rest)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value.strip()
+                if text.isidentifier():  # globals()["x"] = ..., setattr(module, "x", ...)
+                    names.add(text)
+                elif text and depth < 3 and _parses(text):  # exec("x = 1")
+                    names.update(bound_names([text], depth + 1))
+    return names
+
+
+def _parses(text: str) -> bool:
+    import ast
+
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def request_for_parts(function_parts: Sequence, value_parts: Sequence, seed: int) -> Dict[str, Any]:

@@ -16,7 +16,7 @@ import types
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .items import Function, Value
-from .registry import RAISED, Check, Part, Verdict, judge_plain, to_plain
+from .registry import RAISED, Check, Part, Verdict, judge_plain, to_plain, unanswered_reason
 from .spec import Exercise, spec_for
 from .variants import split_seed
 
@@ -59,6 +59,10 @@ def value_part(ex: Exercise, *, names: Dict[str, str], key: Callable[[dict], Dic
         wrong = []
         for n in names:
             got = values.get(n, {MISSING: n})
+            blank = unanswered_reason(n, got, harvested)
+            if blank:  # the release's stub (nothing assigned) or `n = None`: a blank answer, not a wrong one
+                wrong.append(blank)
+                continue
             if type(got) is dict and MISSING in got:
                 wrong.append(f"`{n}` is not defined")
                 continue

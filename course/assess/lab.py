@@ -39,7 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from .activity import Activity, _points
 from .authoring import hidden_test
 from .items import KERNEL, Lock, Value, Written
-from .registry import RAISED, Part, Verdict, judge_plain, to_plain
+from .registry import RAISED, Part, Verdict, judge_plain, to_plain, unanswered_reason
 from .spec import Cell
 from .variants import split_seed, vary_spec
 
@@ -261,6 +261,9 @@ class Lab(Activity):
         def judge(harvested: dict, seed: int = 0) -> Verdict:
             value = harvested.get("value")
             spec = self.spec_for(split_seed(seed)[1])  # this student's numbers
+            blank = unanswered_reason(name, value, harvested)
+            if blank:  # the release's stub (nothing assigned) or `name = None`: a blank answer
+                return Verdict(0.0, blank)
             if answer.kind == "derive":
                 if type(value) is dict:
                     return Verdict(0.0, f"`{name}` is not defined")

@@ -38,6 +38,33 @@ KINDS = ("derive", "trace", "build", "debug", "design", "lock", "choice")
 UNPLAIN = "__unplain__"
 #: marker for a call that raised; the value is the exception's class name
 RAISED = "__raised__"
+#: key the trusted grader adds to a value part's harvest: the part's names that no code cell of the
+#: submitted notebook assigns (its answer cell is still the release's blank stub), computed from the
+#: notebook's text (:func:`course.assess.cleanroom.bound_names`), never read from the student's process
+UNBOUND = "__unbound__"
+
+
+def unanswered_reason(name: str, value: Any, harvested: dict) -> Optional[str]:
+    """Why the answer ``name`` counts as not answered, or ``None`` if it was answered (rightly or not).
+
+    ``value`` is what was read for ``name``: ``None`` (the student left ``name = None``) is no answer;
+    a name that is missing is not answered if no cell assigns it (``harvested[UNBOUND]``).
+    A missing name that some cell assigns is *not defined* instead (that cell failed): not this.
+
+    >>> unanswered_reason("x", None, {})
+    '`x` is not answered: it is None'
+    >>> unanswered_reason("x", {"__missing__": "x"}, {UNBOUND: ["x"]})
+    '`x` is not answered: no cell of your notebook assigns it'
+    >>> unanswered_reason("x", {"__missing__": "x"}, {UNBOUND: []}) is None, unanswered_reason("x", 3.0, {})
+    (True, None)
+    """
+    if value is None:
+        return f"`{name}` is not answered: it is None"
+    unbound = harvested.get(UNBOUND)
+    missing = type(value) is dict and ("__missing__" in value or RAISED in value)
+    if missing and type(unbound) is list and name in unbound:
+        return f"`{name}` is not answered: no cell of your notebook assigns it"
+    return None
 
 
 @dataclass(frozen=True)

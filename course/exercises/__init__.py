@@ -88,8 +88,9 @@ def harvest_json(grade_id: str, namespace: dict, seed: int = 0) -> str:
     return json.dumps(to_plain(harvested), allow_nan=True)
 
 
-def judge_json(grade_id: str, text: str, seed: int = 0) -> Verdict:
-    """Judge harvested JSON ``text`` for ``grade_id`` (in a trusted process)."""
+def judge_json(grade_id: str, text: str, seed: int = 0, adjust=None) -> Verdict:
+    """Judge harvested JSON ``text`` for ``grade_id`` (in a trusted process); ``adjust(harvested)``,
+    if given, returns the harvest to judge (the grader adds what it knows from the notebook's text)."""
     import json
 
     part = REGISTRY.get(grade_id)
@@ -99,7 +100,7 @@ def judge_json(grade_id: str, text: str, seed: int = 0) -> Verdict:
         harvested = json.loads(text)
     except (TypeError, ValueError):
         return Verdict(0.0, "the answer could not be read back from the notebook")
-    return safe_judge(part, harvested, seed)
+    return safe_judge(part, adjust(harvested) if adjust else harvested, seed)
 
 
 def grade_in_kernel(grade_id: str, namespace: dict, seed: "int | None" = None) -> None:

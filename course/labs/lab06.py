@@ -10,8 +10,9 @@ Variants (:func:`vary`): Act I's graded ratio is asked for the student's own
 GPU count; Act II's graded time is asked for the student's own update (message
 size, GPU count and link, drawn so that recursive doubling wins for some students
 and Rabenseifner's algorithm for others). The story and the locks keep 128 GPUs
-and the 0.5 MB update, so the locks' reveals are about the story's numbers; the
-student's own question shows the alpha-beta costs with the student's numbers.
+and the 0.5 MB update, so the locks' reveals are about the story's numbers (Act II's says
+so, since the student's own N and link move its crossovers); the student's own question
+shows the alpha-beta costs with the student's numbers.
 """
 
 from __future__ import annotations
@@ -155,7 +156,10 @@ def _act2_reveal(s: Spec) -> str:
         f"(N = {n}, α = {x['alpha_us']:g} µs, B = {x['bandwidth_gbs']:g} GB/s): a race between two losers. "
         "The crossover the dashboard marks is where the *fastest* algorithm changes: below "
         f"{x['winner_crossover'] / 1e3:.0f} kB recursive doubling (⌈log₂N⌉ steps, the whole message each) "
-        f"wins, above it Rabenseifner; {small:g} MB lies above it.")
+        f"wins, above it Rabenseifner; {small:g} MB lies above it.\n\n"
+        f"**These are the story's numbers** (N = {n} on {s['link']}). The question below asks about your own "
+        "update: its N and link move both crossovers and its size may fall on either side, so set the "
+        "dashboard to your numbers and read the fastest algorithm there.")
 
 
 ACT1 = Act(

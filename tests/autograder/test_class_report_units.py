@@ -30,6 +30,11 @@ def test_wrong_numbers_fall_in_the_hint_classes_the_judge_words():
         "a factor of 1000 off"]
     assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", '{"value": {"__raised__": "NameError"}}'))) == [
         "not answered"]
+    # a blank answer (the release's stub assigns nothing, as the grader reads the notebook's text) or None
+    unbound = lambda harvested: {**harvested, "__unbound__": ["naive_over_ring"]}
+    blank = lambda text: row(judge_json("lab06_act1_ratio", text, adjust=unbound))
+    assert catalog.classify_wrong(blank('{"value": {"__raised__": "NameError"}}')) == ["not answered"]
+    assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", '{"value": null}'))) == ["not answered"]
     small = lab06.LAB.key("act2_small")  # µs
     assert catalog.classify_wrong(row(judge_json("lab06_act2_small", f'{{"value": {small / 1000}}}'))) == [
         "a factor of 1000 off"]

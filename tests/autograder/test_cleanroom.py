@@ -113,3 +113,25 @@ def test_a_name_the_clean_room_did_not_find_is_explained():
     assert cleanroom.names_missing(harvested["ch02_ex2_1"])
     assert not cleanroom.names_missing(harvested["ch02_ex2_4"])
     assert cleanroom.names_missing({"missing": True}) and "without the course package" in cleanroom.MISSING_NOTE
+
+
+def test_a_blank_answer_is_not_answered_and_a_lost_one_is_explained():
+    """The release's stub assigns nothing: "not answered", without the note about the course package,
+    which stays for a name some cell assigns that the clean room did not get (the cell failed there)."""
+    from course.exercises import REGISTRY, safe_judge
+
+    request, part = _request(), REGISTRY["ch02_ex2_1"]
+    data = cleanroom.parse(_answer(request, values={}), "n0", request)
+    missing = cleanroom.harvests(data, SPLIT)["ch02_ex2_1"]
+    stub = ["# accum_steps = ...   (steps)\n# YOUR CODE HERE\npass", "def effective_batch(m, a, d):\n    pass"]
+    blank = cleanroom.with_unbound(part, missing, cleanroom.bound_names(stub))
+    assert safe_judge(part, blank, 3).reason == "`accum_steps` is not answered: no cell of your notebook assigns it"
+    assert not cleanroom.names_missing(blank)
+    lost = cleanroom.with_unbound(part, missing, cleanroom.bound_names(
+        ["import course.core as cc\naccum_steps = cc.required_accum_steps(512, 8, 4)"]))
+    assert safe_judge(part, lost, 3).reason == "`accum_steps` is not defined" and cleanroom.names_missing(lost)
+    # the student's process cannot make a lost name look blank: the grader sets the key itself
+    forged = {**missing, "__unbound__": ["accum_steps"]}
+    assert cleanroom.with_unbound(part, forged, {"accum_steps"})["__unbound__"] == []
+    none = cleanroom.harvests(cleanroom.parse(_answer(request, values={"accum_steps": None}), "n0", request), SPLIT)
+    assert safe_judge(part, none["ch02_ex2_1"], 3).reason == "`accum_steps` is not answered: it is None"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -15,10 +16,13 @@ from .course_dir import CHAPTER, make_course, release, solution
 pytestmark = pytest.mark.slow
 
 
-def _cli(*args):
+def _cli(*args, tmp):
+    """Run the CLI with ``tmp`` as its temporary folder: it must leave nothing there (no unzipped
+    submissions, no throw-away course)."""
     proc = subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, env=dict(os.environ, TMPDIR=str(tmp)))
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list(tmp.iterdir()) == [], f"left in the temporary folder: {list(tmp.iterdir())}"
     return proc
 
 
@@ -35,10 +39,12 @@ def flat_class(tmp_path_factory):
     (inbox / "dee.zip").write_bytes(b"not a zip")
     common = [CHAPTER, str(inbox), "--course-root", str(root), "--seed", "3", "--workers", "2",
               "--no-progress", "--no-feedback"]
-    _cli("class", *common, "--out", str(root / "all"))
+    tmp = root.parent / "tmp"
+    tmp.mkdir()
+    _cli("class", *common, "--out", str(root / "all"), tmp=tmp)
     for k in (1, 2, 3):
-        _cli("class", *common, "--shard", f"{k}/3", "--out", str(root / f"shard{k}"))
-    _cli("merge", *[str(root / f"shard{k}") for k in (1, 2, 3)], "--out", str(root / "merged"))
+        _cli("class", *common, "--shard", f"{k}/3", "--out", str(root / f"shard{k}"), tmp=tmp)
+    _cli("merge", *[str(root / f"shard{k}") for k in (1, 2, 3)], "--out", str(root / "merged"), tmp=tmp)
     return root
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,8 +16,15 @@ pytestmark = pytest.mark.slow
 
 
 def _single(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "autograder", "single", *args, "--course-root", str(ROOT)],
-                          capture_output=True, text=True, timeout=900, cwd=cwd)
+    """Run single mode with a temporary folder of its own under ``cwd``, which it must leave empty (the
+    throw-away course made from source/ is removed)."""
+    tmp = cwd / "tmp"
+    tmp.mkdir(exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "single", *args, "--course-root", str(ROOT)],
+                          capture_output=True, text=True, timeout=900, cwd=cwd,
+                          env=dict(os.environ, TMPDIR=str(tmp)))
+    assert list(tmp.iterdir()) == [], f"left in the temporary folder: {list(tmp.iterdir())}"
+    return proc
 
 
 def test_single_notebook_from_a_clean_checkout(tmp_path):
@@ -55,3 +63,9 @@ def test_a_blank_release_notebook_scores_zero_with_a_reason_per_part(tmp_path):
     parts = student["parts"]
     assert {p["kind"] for p in parts} >= {"derive", "build"}, parts
     assert all(p["points"] == 0 and p["reason"] for p in parts), parts
+    # a blank value answer says so, not "not defined ... without the course package" (that is for a name
+    # some cell assigns that is lost when the notebook runs again without the package)
+    values = [p for p in parts if p["kind"] != "build"]
+    assert values and all("is not answered: no cell of your notebook assigns it" in p["reason"]
+                          and "course package" not in p["reason"] for p in values), values
+    assert all("is not written yet" in p["reason"] for p in parts if p["kind"] == "build"), parts

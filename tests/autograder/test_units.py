@@ -51,6 +51,46 @@ def test_discover_renamed_notebook_is_graded_with_a_note(tmp_path):
     assert sub.notebook.name == "hw (1).ipynb" and "expected the name hw.ipynb" in sub.notes[0]
 
 
+def test_a_zip_is_unpacked_into_the_callers_folder_and_nothing_is_left_in_tmp(tmp_path, monkeypatch):
+    """Zipped submissions go into the folder the caller removes (class mode: a temporary one for the
+    run); discover() makes no folder of its own in the system's temporary folder."""
+    import tempfile
+    import zipfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    with zipfile.ZipFile(inbox / "ann.zip", "w") as zf:
+        zf.writestr("hw.ipynb", nbformat.writes(new_notebook()))
+    with pytest.raises(ValueError, match="needs a workdir"):
+        discover(inbox, "hw")
+    unzip = tmp_path / "unzip"
+    unzip.mkdir()
+    (sub,) = discover(inbox, "hw", unzip)
+    assert sub.notebook.is_file() and unzip in sub.notebook.parents
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_throw_away_course_is_removed_also_when_making_it_fails(tmp_path, monkeypatch):
+    import tempfile
+
+    from autograder.options import temporary_course
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    root = tmp_path / "course"
+    (root / "source" / "hw").mkdir(parents=True)
+    (root / "source" / "hw" / "hw.ipynb").write_text("{not a notebook")  # nbgrader cannot release it
+    (root / "nbgrader_config.py").write_text("")
+    with pytest.raises(ValueError, match="generate_assignment failed"):
+        with temporary_course(root, "hw"):
+            pass
+    assert list(tmp.iterdir()) == []
+
+
 def test_discover_requires_a_folder(tmp_path):
     with pytest.raises(ValueError, match="submissions must be an existing folder"):
         discover(tmp_path / "nope", "hw")

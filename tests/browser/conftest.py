@@ -45,6 +45,30 @@ CHROMIUM_ARGS = [
 ]
 
 
+#: JavaScript for WCAG 2.1 contrast, pasted at the top of a page function's body (``"() => {" + CONTRAST_JS +
+#: "..."``): ``parse`` (a CSS rgb()/rgba() colour -> [r, g, b, a]), ``over`` (a colour composited over an opaque
+#: one), ``background`` (the backgrounds of ``el`` and its ancestors composited up to the first opaque one, over
+#: white), ``lum`` (relative luminance) and ``ratio`` (the contrast ratio of two opaque colours).
+CONTRAST_JS = """
+    const parse = c => { const m = /rgba?\\(([^)]+)\\)/.exec(c || ''); if (!m) return null;
+        const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+    const over = (fg, bg) => [0, 1, 2].map(i => fg[i] * fg[3] + bg[i] * (1 - fg[3])).concat([1]);
+    const background = el => {
+        const layers = [];
+        for (let e = el; e; e = e.parentElement) {
+            const c = parse(getComputedStyle(e).backgroundColor);
+            if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+        }
+        let bg = [255, 255, 255, 1];
+        for (let i = layers.length - 1; i >= 0; i--) bg = over(layers[i], bg);
+        return bg;
+    };
+    const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+    const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+"""
+
+
 @dataclass
 class LabServer:
     url: str

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, CONTRAST_JS
 from .test_labs_browser import (LAB05, LAB06, THEMES, TUTORIAL, card_number, expect_no_traceback, run_all_or_fail,
                                 screenshot_on_failure, set_theme, wait_until)
 
@@ -38,29 +38,13 @@ MARK_CONTRAST = 3.0
 #: course's charts against the chart's background: the plot area's fill if it paints one, else the page's
 #: backgrounds composited up to the first opaque one. Charts drawn over a heat map (the parallelism map's
 #: markers sit on its own cells) are left out: their background is the cells, not the page.
-MARKS = """() => {
-    const parse = c => { const m = /rgba?\\(([^)]+)\\)/.exec(c || ''); if (!m) return null;
-        const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
-    const over = (fg, bg) => [0, 1, 2].map(i => fg[i] * fg[3] + bg[i] * (1 - fg[3])).concat([1]);
-    const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
-        return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
-    const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
-    const pageBackground = el => {
-        const layers = [];
-        for (let e = el; e; e = e.parentElement) {
-            const c = parse(getComputedStyle(e).backgroundColor);
-            if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
-        }
-        let bg = [255, 255, 255, 1];
-        for (let i = layers.length - 1; i >= 0; i--) bg = over(layers[i], bg);
-        return bg;
-    };
+MARKS = "() => {" + CONTRAST_JS + """
     const out = [];
     let index = -1;
     for (const fig of document.querySelectorAll('.course-instrument .bqplot')) {
         if (fig.querySelector('.heatmapcell, .heatmap') || !fig.getBoundingClientRect().width) continue;
         index += 1;
-        let bg = pageBackground(fig);
+        let bg = background(fig);
         const plot = fig.querySelector('.plotarea_background');
         const fill = plot && parse(getComputedStyle(plot).fill);
         if (fill && fill[3] > 0 && parseFloat(getComputedStyle(plot).fillOpacity || 1) > 0) bg = over(fill, bg);

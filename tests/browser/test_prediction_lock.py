@@ -21,13 +21,18 @@ CELLS = [
 ]
 
 
-def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+def open_cells(lab_notebook, jupyterlab, path, cells: list[str]):
+    """Write a notebook of code ``cells`` to ``path`` and open it (all cells run) with no prediction saved yet
+    in the server's root, where the locks of a notebook opened there keep ``predictions.json``."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = tmp_path / "lock_in_browser.ipynb"
     nbformat.write(nb, path)
     (jupyterlab.root / "predictions.json").unlink(missing_ok=True)
-    page = lab_notebook(path)
+    return lab_notebook(path)
+
+
+def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_path):
+    page = open_cells(lab_notebook, jupyterlab, tmp_path / "lock_in_browser.ipynb", CELLS)
 
     lock = page.locator(".course-prediction-lock").first
     lock.wait_for(timeout=60_000)
@@ -90,12 +95,7 @@ def test_a_lock_is_one_labelled_radio_group_the_arrow_keys_move_through(lab_note
 
     from .test_accessibility import UNCLIP, axe_violations
 
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in GROUP_CELLS])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = tmp_path / "lock_radio_group.ipynb"
-    nbformat.write(nb, path)
-    (jupyterlab.root / "predictions.json").unlink(missing_ok=True)
-    page = lab_notebook(path)
+    page = open_cells(lab_notebook, jupyterlab, tmp_path / "lock_radio_group.ipynb", GROUP_CELLS)
     lock = page.locator(".course-prediction-lock").first
     lock.wait_for(timeout=60_000)
 

@@ -69,6 +69,8 @@ def test_math_peek_reveal_and_dashboard_name_the_same_winner_and_crossover():
     assert f"below {crossing['message_bytes'] / 1e3:.0f} kB recursive doubling" in reveal
     assert f"{2 * (n - 1)} latencies" in lock.explanation and f"only {2 * log}" in lock.explanation
     assert crossing["message_bytes"] < m  # the 0.5 MB update lies above it, as the reveal says
+    # the graded question is about each student's own update (N, M, link): the reveal says whose numbers it states
+    assert f"These are the story's numbers** (N = {n} on InfiniBand NDR)" in reveal
 
 
 def test_the_tutorial_reflection_names_the_sweeps_best_row():
