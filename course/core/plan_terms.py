@@ -839,6 +839,9 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                        if capacity_factor is None else f"token dropping, experts padded to capacity {capacity_factor}")
         compute.append("expert GEMMs take at least the time to stream their weights from HBM three times per "
                        "micro-batch (roofline; few tokens per expert make them memory-bound)")
+        compute.append("not modelled: host and kernel-launch time per layer and micro-batch, part of what "
+                       "Megatron-Core calls MoE's compute-efficiency wall (small expert GEMMs and host overhead); "
+                       "NVIDIA's measured layouts with many thin micro-batches run slower than planned")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
