@@ -72,7 +72,10 @@ activation memory); the optimizer step, kernel launch and framework overheads ar
 costs only the SMs it occupies.
 
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
-uneven stages are *notes*, not violations.
+uneven stages are *notes*, not violations. So is an MoE layout outside the planner's validated
+range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default:
+NVIDIA's measured Qwen3-235B-A22B layouts on H100, Megatron-MoE-ModelZoo, ran 43-53 % slower than
+planned at 1,024-512 tokens per expert); :func:`sweep` leaves such layouts out unless asked.
 
 Example (GPT-3 175B on 1,024 H100s)::
 
@@ -108,7 +111,8 @@ from .sweep_table import GridRows, SweepTable
 
 __all__ = [
     "Plan", "SweepTable", "Config", "plan", "sweep", "evaluate", "explain", "iteration_flops",
-    "DEFAULT_COMPUTE_EFFICIENCY", "DEFAULT_MIN_TOKENS_PER_EXPERT", "RECOMPUTE_MODES", "SCHEDULES", "VIOLATION_CODES", "NOTE_CODES",
+    "DEFAULT_COMPUTE_EFFICIENCY", "DEFAULT_MIN_TOKENS_PER_EXPERT", "RECOMPUTE_MODES", "SCHEDULES", "VIOLATION_CODES",
+    "NOTE_CODES",
     "STEP_TERMS", "megatron_table1", "format_megatron_table1",
 ]
 
@@ -193,7 +197,8 @@ class Plan:
     The step time is the sum of its parts (:data:`STEP_TERMS`): ``compute +
     memory_bound + tp_comm + cp_comm + bubble + pp_comm + dp_comm_exposed``; the memory
     total the sum of ``weights + gradients + optimizer + activations``. ``violations``
-    make a plan infeasible; ``notes`` (uneven stages, framework rules) do not.
+    make a plan infeasible; ``notes`` (uneven stages, framework rules, an MoE layout outside the
+    validated range of ``tokens_per_expert``) do not.
     """
 
     model: str
@@ -251,7 +256,8 @@ class Plan:
     expert_dp: int = 1
     ep_comm: float = 0.0
     moe_straggler: float = 1.0
-    #: tokens each expert's GEMMs multiply per micro-batch (:func:`~course.core.moe.tokens_per_expert`); 0 without experts
+    #: tokens each expert's GEMMs multiply per micro-batch (:func:`~course.core.moe.tokens_per_expert`);
+    #: 0 without experts
     tokens_per_expert: float = 0.0
     #: MFU with attention counted (PaLM, Appendix B: 6N + 12 l h s per token); ``mfu`` is 6N per token
     mfu_attention: float = 0.0
