@@ -457,3 +457,32 @@ def test_min_tokens_per_expert_rejects_bad_input():
 def test_assumptions_name_the_validated_range():
     assert "validated down to 4,096 tokens per expert" in _qwen3().assumptions["compute"]
     assert "no validated-range limit" in _qwen3(min_tokens_per_expert=None).assumptions["compute"]
+
+
+def test_the_validated_range_note_quotes_nvidias_measurements():
+    # NVIDIA's measured Qwen3-235B-A22B steps on 256 H100, BF16, batch 2,048 (Megatron-MoE-ModelZoo,
+    # best_practice/Qwen3/readme.md): (seconds, settings); the note's numbers must be what the planner gives
+    h100 = core.make_cluster("DGX H100", 256)
+    common = dict(global_batch=2048, sequence_parallel=True, micro_batch=1)
+    at_4096 = [(19.7, dict(tp=2, pp=8, interleave=4, dp=16, ep=32, zero_stage=1, recompute="selective",
+                           dispatcher="deepep")),
+               (17.6, dict(tp=2, pp=1, dp=128, ep=8, zero_stage=3, micro_batch=4, recompute="full",
+                           dispatcher="deepep"))]
+    thin = [(24.2, dict(tp=2, pp=32, interleave=3, dp=4, ep=8, zero_stage=1, recompute="selective",
+                        dispatcher="alltoall")),
+            (29.0, dict(tp=4, pp=8, interleave=4, dp=8, ep=8, zero_stage=1, recompute="none", dispatcher="deepep"))]
+    plans = [(s, core.plan("qwen3-235b-a22b", h100, **{**common, **kw})) for s, kw in at_4096 + thin]
+    assert [p.tokens_per_expert for _, p in plans] == [4096, 4096, 1024, 512]
+    within = max(abs(p.step_time / s - 1) for s, p in plans[:2])
+    (s1, p1), (s2, p2) = plans[2:]
+    note = dict(p2.notes)["few_tokens_per_expert"]
+    assert f"{s1 / p1.step_time:.1f} and {s2 / p2.step_time:.1f} times the planned step" in note
+    assert f"{1 - p1.step_time / s1:.0%} and {1 - p2.step_time / s2:.0%} short".replace("%", " %") in note
+    assert f"within {within:.0%} at 4,096".replace("%", " %") in note
+    # the range starts where the planner matched: both 4,096 layouts inside, within 20 %
+    assert within < 0.2 and all("few_tokens_per_expert" not in dict(p.notes) for _, p in plans[:2])
+    assert core.DEFAULT_MIN_TOKENS_PER_EXPERT == 4096
+    low = min(abs(p.step_time / s - 1) for s, p in plans[:2])
+    words = f"{low * 100:.0f}-{within * 100:.0f} % short at 4,096 tokens per expert, " \
+            f"{(1 - p1.step_time / s1) * 100:.0f}-{(1 - p2.step_time / s2) * 100:.0f} % at 1,024-512"
+    assert words in p2.assumptions["compute"]
