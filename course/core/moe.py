@@ -36,6 +36,7 @@ __all__ = [
     "expected_max_load_ratio", "dropped_token_fraction", "moe_straggler_factor",
     "expert_data_parallel_size", "expert_params_per_gpu", "moe_mlp_activation_bytes_per_layer",
     "expert_weight_stream_time", "tokens_per_expert", "MOE_ALL_TO_ALLS_PER_LAYER", "EXPERT_WEIGHT_PASSES",
+    "VALIDATED_MIN_TOKENS_PER_EXPERT",
     "mla_activation_bytes_per_token", "mla_up_projection_params", "FP8_CACHED_BYTES", "E5M6_BYTES",
     "recomputed_elementwise_bytes_per_token",
 ]
@@ -52,6 +53,16 @@ MOE_ALL_TO_ALLS_PER_LAYER = {"none": 4, "selective": 4, "full": 6}
 #: Source: the three GEMMs per linear layer of training (Narayanan et al. 2021, sec. 3.2: backward
 #: = input-gradient + weight-gradient GEMMs); Korthikanti et al. 2022, sec. 5 (recomputation).
 EXPERT_WEIGHT_PASSES = {"none": 3, "selective": 3, "full": 4}
+
+#: Fewest tokens per expert and micro-batch (:func:`tokens_per_expert`, the ``M`` of an expert GEMM) at
+#: which the planner's MoE step time has been checked against measurements. NVIDIA measured five layouts
+#: of Qwen3-235B-A22B on 256 H100 in BF16 (Megatron-MoE-ModelZoo, ``best_practice/Qwen3/readme.md``,
+#: compared in ``notebooks/validation.ipynb``, "Measured alternatives"): without the all-to-all overlap the
+#: planner's step is 4 and 13 % short at 4,096 tokens per expert, 43 % at 1,024 and 53 % at 512. NVIDIA
+#: names the cost it lacks there MoE's "compute efficiency wall": small expert GEMMs and host overhead
+#: (Megatron-Bridge documentation, "MoE Training Optimization"). Below this many tokens per expert a plan
+#: is outside the validated range and likely optimistic; measured on H100 (BF16) only.
+VALIDATED_MIN_TOKENS_PER_EXPERT = 4096
 
 #: Bytes per element of an activation cached in FP8 with one FP32 scale per 1 x 128 tile (1 + 4/128).
 #: Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.3.2 (1 x 128 activation tiles) and sec. 3.3.3

@@ -30,7 +30,7 @@ from . import tensor as _tp
 from . import zero as _zero
 
 __all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
-           "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS"]
+           "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
 #: configuration: the planner's single calibrated assumption. Fitted once on
@@ -65,6 +65,12 @@ MEMORY_RECIPES = ("standard", "deepseek-v3")
 #: over NVLink there; deepseek-ai/DeepEP README; DeepSeek-AI 2024 sec. 3.2.2).
 DISPATCHERS = ("alltoall", "deepep")
 
+#: Fewest tokens per expert and micro-batch at which an MoE plan is inside the planner's validated range
+#: (:data:`~course.core.moe.VALIDATED_MIN_TOKENS_PER_EXPERT`: NVIDIA's measured Qwen3-235B-A22B layouts on
+#: H100, Megatron-MoE-ModelZoo). Below it a plan carries the note ``few_tokens_per_expert`` and
+#: :func:`~course.core.planner.sweep` leaves the layout out unless asked to keep it.
+DEFAULT_MIN_TOKENS_PER_EXPERT = _moe.VALIDATED_MIN_TOKENS_PER_EXPERT
+
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
 STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
 
@@ -81,6 +87,19 @@ _WIRE_BYTES = 2.0
 
 
 # --------------------------------------------------------------------------- configuration record
+
+
+def min_tokens_setting(value):
+    """``min_tokens_per_expert`` as a float: ``None`` or 0 turn the validated-range check off.
+
+    >>> min_tokens_setting(None), min_tokens_setting(4096)
+    (0.0, 4096.0)
+    """
+    if value is None:
+        return 0.0
+    if isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0:
+        raise ValueError(f"min_tokens_per_expert must be one number >= 0 or None; got {value!r}")
+    return float(v.non_negative("min_tokens_per_expert", value))
 
 
 def _as_model(model):
@@ -154,8 +173,9 @@ class Config:
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
                  collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
                  grad_bytes=_WIRE_BYTES, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
-                 ep_overlap=False):
+                 ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        self.min_tokens_per_expert = min_tokens_setting(min_tokens_per_expert)
         self.dispatcher = v.choice("dispatcher", dispatcher, DISPATCHERS)
         self.ep_overlap = bool(ep_overlap)
         self.memory_recipe = v.choice("memory_recipe", memory_recipe, MEMORY_RECIPES)
@@ -277,7 +297,12 @@ class Config:
             self.moe_straggler = np.asarray(_moe.moe_straggler_factor(
                 self.moe_tokens * self.ep, m.top_k, self.ep, self.capacity_factor))
             self.moe_stage_layers = self.stage_layers * m.moe_layers / m.layers
+            # the M of an expert GEMM: an EP group's tokens x k / E; with ETP each expert's shard multiplies the
+            # tokens its ETP group gathers (Megatron-Core's dispatcher all-gathers them over expert-TP)
+            self.tokens_per_expert = np.asarray(_moe.tokens_per_expert(
+                self.moe_tokens * self.etp, m.top_k, m.experts, self.ep))
         else:
+            self.tokens_per_expert = np.zeros(())  # no experts: the column reads 0
             self.moe_tokens = np.zeros(())
             self.moe_straggler = np.ones(())
             self.moe_stage_layers = np.zeros(())
@@ -706,10 +731,18 @@ def violation_terms(*, cfg, memory_total):
 
 
 def note_terms(*, cfg):
-    """One boolean array per code of :data:`NOTE_CODES`."""
+    """One boolean array per code of :data:`NOTE_CODES`.
+
+    ``few_tokens_per_expert``: an MoE layout whose experts multiply fewer tokens per micro-batch
+    (``Config.tokens_per_expert``) than ``min_tokens_per_expert``, the fewest at which the planner was
+    checked against measurements (:data:`DEFAULT_MIN_TOKENS_PER_EXPERT`); never for a dense model.
+    """
+    few = (np.asarray(cfg.model.is_moe and cfg.min_tokens_per_expert > 0)
+           & (cfg.tokens_per_expert < cfg.min_tokens_per_expert))
     return {
         "uneven_stages": (cfg.pp > 1) & (cfg.stage_layers * cfg.pp != cfg.model.layers),
         "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
+        "few_tokens_per_expert": few,
     }
 
 
@@ -764,6 +797,7 @@ def columns(cfg, rates=True):
         first_stage_layers=cfg.first_stage_layers, last_stage_layers=cfg.last_stage_layers,
         stage_layers=cfg.stage_layers,
         ep=cfg.ep, etp=cfg.etp, expert_dp=cfg.expert_dp, moe_straggler=cfg.moe_straggler,
+        tokens_per_expert=cfg.tokens_per_expert,
         compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
         bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
@@ -791,7 +825,8 @@ def broadcast_columns(cols, shape):
 def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
                      fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
                      collective_efficiency=None, capacity_factor=None, grad_bytes=_WIRE_BYTES,
-                     tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False):
+                     tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
+                     min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -803,7 +838,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     model, cluster
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap
+    capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert
         As in :func:`~course.core.planner.plan`.
 
     Returns
@@ -842,6 +877,14 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         compute.append("not modelled: host and kernel-launch time per layer and micro-batch, part of what "
                        "Megatron-Core calls MoE's compute-efficiency wall (small expert GEMMs and host overhead); "
                        "NVIDIA's measured layouts with many thin micro-batches run slower than planned")
+        limit = min_tokens_setting(min_tokens_per_expert)
+        compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
+                       "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
+                       "Megatron-MoE-ModelZoo: 4-13 % short at 4,096 tokens per expert, 43-53 % at 1,024-512), so "
+                       "plans there carry a note and sweeps leave them out" if limit > 0 else
+                       "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
+                       "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
+                       "layouts, Megatron-MoE-ModelZoo: 43-53 % short at 1,024-512)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "

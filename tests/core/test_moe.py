@@ -184,8 +184,10 @@ def test_model_flops_count_active_weights():
 
 
 def test_sweep_covers_ep_and_explain_names_it():
+    # every EP degree, the layouts outside the validated range included (EP 1 gives each expert 512 tokens)
     t = core.sweep("qwen2-57b-a14b", "h100-1024", tp=(1, 2), cp=(1,), micro_batches=(1,), zero_stages=(1,),
-                   recompute=("selective",), sequence_parallel=(True,), interleave=(1,), fused_attention=True)
+                   recompute=("selective",), sequence_parallel=(True,), interleave=(1,), fused_attention=True,
+                   min_tokens_per_expert=None)
     assert len(t) and set(np.unique(t["ep"])) >= {1, 2, 4, 8}
     ep1 = t.take(np.flatnonzero(t["ep"] == 1)).row(0)
     best = t.take(np.flatnonzero(t["ep"] > 1)).row(0)
@@ -372,3 +374,115 @@ def test_moe_plans_say_host_overhead_is_not_modelled():
     assert "not modelled: host and kernel-launch time" in q.assumptions["compute"]
     dense = core.plan("llama3-70b", "h100-1024", tp=8, pp=4, dp=32, global_batch=1024)
     assert "host" not in dense.assumptions["compute"]
+
+
+# --------------------------------------------------------------------------- the validated range (tokens per expert)
+
+
+def _qwen3(**kw):
+    h100 = core.make_cluster("DGX H100", 256)
+    settings = dict(tp=2, pp=8, dp=16, ep=32, interleave=4, global_batch=2048, zero_stage=1, sequence_parallel=True)
+    return core.plan("qwen3-235b-a22b", h100, **{**settings, **kw})
+
+
+def test_tokens_per_expert_column_by_hand():
+    # Qwen3-235B-A22B: 4,096-token sequences, k = 8 of 128 experts. TP 2, b 1: a GPU dispatches 2,048 tokens;
+    # EP 32 -> 2048 x 32 x 8 / 128 = 4,096 per expert (NVIDIA's cross-node layout); EP 16 -> 2,048
+    assert _qwen3().tokens_per_expert == 4096
+    assert _qwen3(ep=16).tokens_per_expert == 2048
+    # b 4 with EP 8 and no pipeline (NVIDIA's FSDP layout): 4 x 2048 x 8 x 8 / 128 = 4,096
+    assert _qwen3(pp=1, dp=128, ep=8, interleave=1, micro_batch=4, zero_stage=3).tokens_per_expert == 4096
+    # CP 2 halves the tokens a GPU dispatches; ETP 2 gathers them back over the expert-TP pair
+    assert _qwen3(cp=2, dp=8).tokens_per_expert == 2048
+    assert _qwen3(pp=1, dp=128, ep=8, etp=2, interleave=1, zero_stage=3).tokens_per_expert == 2048 * 2 * 8 * 8 / 128
+
+
+def test_layouts_just_below_the_validated_range_get_a_note_at_it_none():
+    at, below = _qwen3(), _qwen3(ep=16)  # 4,096 and 2,048 tokens per expert
+    assert "few_tokens_per_expert" not in dict(at.notes)
+    sentence = dict(below.notes)["few_tokens_per_expert"]
+    assert "2,048" in sentence and "4,096" in sentence and "Megatron-MoE-ModelZoo" in sentence
+    assert "optimistic" in sentence and below.feasible  # outside the validated range, not infeasible
+    # a lower limit admits it; None or 0 turn the check off
+    assert "few_tokens_per_expert" not in dict(_qwen3(ep=16, min_tokens_per_expert=2048).notes)
+    assert "few_tokens_per_expert" in dict(_qwen3(ep=16, min_tokens_per_expert=2049).notes)
+    for off in (None, 0):
+        assert "few_tokens_per_expert" not in dict(_qwen3(ep=16, min_tokens_per_expert=off).notes)
+    # the note changes no number
+    assert below.step_time == _qwen3(ep=16, min_tokens_per_expert=None).step_time
+
+
+def test_dense_models_are_unaffected_by_the_validated_range():
+    p = core.plan("llama3-70b", "h100-1024", tp=8, pp=4, dp=32, num_microbatches=16, recompute="full")
+    assert p.tokens_per_expert == 0 and "few_tokens_per_expert" not in dict(p.notes)
+    assert "tokens per expert" not in " ".join(p.assumptions.values())
+    kw = dict(zero_stages=(1,), recompute=("full",), sequence_parallel=(True,))
+    on, off = core.sweep("llama3-70b", "research-256", **kw), core.sweep("llama3-70b", "research-256",
+                                                                       min_tokens_per_expert=None, **kw)
+    assert len(on) == len(off) and np.array_equal(on["step_time"], off["step_time"])
+    assert on.meta["unvalidated_left_out"] == 0 and "tokens per expert" not in " ".join(core.explain(on, k=2))
+
+
+def test_sweep_leaves_out_layouts_below_the_validated_range_unless_asked():
+    h100 = core.make_cluster("DGX H100", 256)
+    kw = dict(global_batch=2048, tp=(2,), cp=(1,), micro_batches=(1,), zero_stages=(1,), recompute=("selective",),
+              sequence_parallel=(True,), interleave=(1,))
+    kept = core.sweep("qwen3-235b-a22b", h100, **kw)
+    every = core.sweep("qwen3-235b-a22b", h100, include_unvalidated=True, **kw)
+    # TP 2, b 1: 2,048 tokens per GPU x EP x 8 / 128 >= 4,096 needs EP >= 32
+    assert len(kept) and set(np.unique(kept["ep"])) == {32, 64, 128}
+    assert (kept["tokens_per_expert"] >= 4096).all()
+    assert len(every) - len(kept) == kept.meta["unvalidated_left_out"] > 0
+    few = every["tokens_per_expert"] < 4096
+    assert few.any() and all("few_tokens_per_expert" in n for n in every["notes"][few])
+    assert not any("few_tokens_per_expert" in n for n in every["notes"][~few])
+    assert len(core.sweep("qwen3-235b-a22b", h100, min_tokens_per_expert=None, **kw)) == len(every)
+    line = core.explain(kept, k=2)[0]
+    assert "4,096" in line and "validated range" in line and f"{kept.meta['unvalidated_left_out']:,}" in line
+    # a table that kept them says where its best sits: EP 2 gives each expert 2048 x 2 x 8 / 128 = 256 tokens
+    line = core.explain(every.take(np.flatnonzero(every["ep"] == 2)), k=2)[0]
+    assert "256 tokens per micro-batch, below the planner's validated range" in line
+
+
+def test_min_tokens_per_expert_rejects_bad_input():
+    for bad in (-1, "many", True, [4096], float("nan")):
+        with pytest.raises(ValueError, match="min_tokens_per_expert"):
+            _qwen3(min_tokens_per_expert=bad)
+        with pytest.raises(ValueError, match="min_tokens_per_expert"):
+            core.sweep("qwen3-235b-a22b", "research-256", min_tokens_per_expert=bad)
+    with pytest.raises(ValueError, match="include_unvalidated"):
+        core.sweep("qwen3-235b-a22b", "research-256", include_unvalidated="yes")
+
+
+def test_assumptions_name_the_validated_range():
+    assert "validated down to 4,096 tokens per expert" in _qwen3().assumptions["compute"]
+    assert "no validated-range limit" in _qwen3(min_tokens_per_expert=None).assumptions["compute"]
+
+
+def test_the_validated_range_note_quotes_nvidias_measurements():
+    # NVIDIA's measured Qwen3-235B-A22B steps on 256 H100, BF16, batch 2,048 (Megatron-MoE-ModelZoo,
+    # best_practice/Qwen3/readme.md): (seconds, settings); the note's numbers must be what the planner gives
+    h100 = core.make_cluster("DGX H100", 256)
+    common = dict(global_batch=2048, sequence_parallel=True, micro_batch=1)
+    at_4096 = [(19.7, dict(tp=2, pp=8, interleave=4, dp=16, ep=32, zero_stage=1, recompute="selective",
+                           dispatcher="deepep")),
+               (17.6, dict(tp=2, pp=1, dp=128, ep=8, zero_stage=3, micro_batch=4, recompute="full",
+                           dispatcher="deepep"))]
+    thin = [(24.2, dict(tp=2, pp=32, interleave=3, dp=4, ep=8, zero_stage=1, recompute="selective",
+                        dispatcher="alltoall")),
+            (29.0, dict(tp=4, pp=8, interleave=4, dp=8, ep=8, zero_stage=1, recompute="none", dispatcher="deepep"))]
+    plans = [(s, core.plan("qwen3-235b-a22b", h100, **{**common, **kw})) for s, kw in at_4096 + thin]
+    assert [p.tokens_per_expert for _, p in plans] == [4096, 4096, 1024, 512]
+    within = max(abs(p.step_time / s - 1) for s, p in plans[:2])
+    (s1, p1), (s2, p2) = plans[2:]
+    note = dict(p2.notes)["few_tokens_per_expert"]
+    assert f"{s1 / p1.step_time:.1f} and {s2 / p2.step_time:.1f} times the planned step" in note
+    assert f"{1 - p1.step_time / s1:.0%} and {1 - p2.step_time / s2:.0%} short".replace("%", " %") in note
+    assert f"within {within:.0%} at 4,096".replace("%", " %") in note
+    # the range starts where the planner matched: both 4,096 layouts inside, within 20 %
+    assert within < 0.2 and all("few_tokens_per_expert" not in dict(p.notes) for _, p in plans[:2])
+    assert core.DEFAULT_MIN_TOKENS_PER_EXPERT == 4096
+    low = min(abs(p.step_time / s - 1) for s, p in plans[:2])
+    words = f"{low * 100:.0f}-{within * 100:.0f} % short at 4,096 tokens per expert, " \
+            f"{(1 - p1.step_time / s1) * 100:.0f}-{(1 - p2.step_time / s2) * 100:.0f} % at 1,024-512"
+    assert words in p2.assumptions["compute"]
