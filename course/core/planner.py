@@ -887,6 +887,8 @@ def explain(table, k=3, terms=2):
         assumptions behind the terms it names (:func:`~course.core.plan_terms.term_assumptions`)
         and, for a mixture of experts, #1's tokens per expert against the validated range
         (``min_tokens_per_expert`` of :func:`sweep`) and how many layouts the range left out.
+        An empty mixture-of-experts sweep whose layouts were all below that range gets one
+        sentence saying so.
 
     Source: the terms of :func:`evaluate`.
 
@@ -902,6 +904,12 @@ def explain(table, k=3, terms=2):
     """
     k = int(v.integer("k", k, minimum=2))
     terms = int(v.integer("terms", terms, minimum=1))
+    left_out = table.meta.get("unvalidated_left_out", 0)
+    if len(table) == 0 and left_out:  # say why a mixture-of-experts search came back empty
+        return [f"No layout to rank: all {left_out:,} feasible layouts give each expert fewer than "
+                f"{table.meta['min_tokens_per_expert']:,.0f} tokens per micro-batch, below the planner's validated "
+                f"range (NVIDIA's measured Qwen3-235B-A22B layouts, Megatron-MoE-ModelZoo), where its estimates "
+                f"are optimistic; sweep(..., min_tokens_per_expert=None) ranks them anyway."]
     if len(table) < 2:
         return []
     best = table.row(0)

@@ -444,6 +444,19 @@ def test_sweep_leaves_out_layouts_below_the_validated_range_unless_asked():
     assert "256 tokens per micro-batch, below the planner's validated range" in line
 
 
+def test_an_empty_moe_sweep_says_the_validated_range_left_every_layout_out():
+    # TP 1, CP 2, EP 2, b 1: 4,096 / 2 tokens per GPU x EP 2 x top-8 / 128 experts = 256 per expert, all below 4,096
+    h100 = core.make_cluster("DGX H100", 256)
+    kw = dict(global_batch=2048, tp=(1,), pp=(16,), cp=(2,), ep=(2,), micro_batches=(1,))
+    empty = core.sweep("qwen3-235b-a22b", h100, **kw)
+    assert len(empty) == 0 and empty.meta["unvalidated_left_out"] > 0
+    (line,) = core.explain(empty)
+    assert f"all {empty.meta['unvalidated_left_out']:,} feasible layouts" in line and "4,096" in line
+    assert "min_tokens_per_expert=None" in line
+    assert len(core.sweep("qwen3-235b-a22b", h100, min_tokens_per_expert=None, **kw)) == \
+        empty.meta["unvalidated_left_out"]
+
+
 def test_min_tokens_per_expert_rejects_bad_input():
     for bad in (-1, "many", True, [4096], float("nan")):
         with pytest.raises(ValueError, match="min_tokens_per_expert"):
