@@ -173,10 +173,8 @@ class RingAllreduceView(Instrument):
             self.set_marks(self.chunk_labels, x=np.zeros(0), y=np.zeros(0), text=[])
         self.color_scale.max = float(n)
         # rows, columns and colours change shape together: validate them only as a set
-        with self.grid.hold_sync(), self.grid.hold_trait_notifications():
-            self.grid.color = counts.astype(float)
-            self.grid.row = np.arange(n)
-            self.grid.column = np.arange(n)
+        with self.grid.hold_trait_notifications():  # only what changed is sent: a step move sends the colours only
+            self.set_marks(self.grid, color=counts.astype(float), row=np.arange(n), column=np.arange(n))
 
         complete = int((counts == n).sum())
         self.set_card("phase", phase, tone="good" if phase == "reduce-scatter" else "normal")
