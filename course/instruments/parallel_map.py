@@ -93,7 +93,8 @@ class ParallelMap(Instrument):
         # GPU 0's three groups, marked on their cells: which GPUs it talks to, and over which link
         self.group_marks = {
             kind: bq.Scatter(x=[0.5], y=[0.5], scales={"x": xs, "y": ys}, marker=marker, colors=[color],
-                             default_size=size, stroke="var(--jp-layout-color0)", labels=[label])
+                             default_size=size, stroke="var(--jp-layout-color0)", labels=[label],
+                             display_names=False)  # no (empty) text element per point to lay out on every move
             for kind, marker, color, size, label in (
                 ("data", "square", "#f97316", 30, "GPU 0's DP group"),
                 ("context", "diamond", "#ec4899", 40, "GPU 0's CP group"),
@@ -143,7 +144,7 @@ class ParallelMap(Instrument):
         rack_edges = np.arange(0, shown_nodes + 1, int(v["nodes_per_rack"]))
         with self.colors.hold_sync():
             self.colors.min, self.colors.max = unused, top
-        with self.grid.hold_trait_notifications():  # x, y and color change shape together: validated as a set
+        with self.grid.hold_sync(), self.grid.hold_trait_notifications():  # x, y and color change shape together: validated as a set
             self.set_marks(self.grid, color=color, x=np.arange(shown_nodes) + 0.5, y=np.arange(g) + 0.5)
         x, y = segments(np.r_[np.zeros(g + 1), np.arange(shown_nodes + 1)],
                         np.r_[np.full(g + 1, shown_nodes), np.arange(shown_nodes + 1)],

@@ -80,7 +80,7 @@ class RingAllreduceView(Instrument):
                               stroke_width=3)
         self.heads = bq.Scatter(x=[0.0], y=[0.0], rotation=[0.0], marker="arrow", default_size=90,
                                 scales={"x": rx, "y": ry, "rotation": bq.LinearScale(min=0, max=360)},
-                                colors=[mark_color("green")])
+                                colors=[mark_color("green")], display_names=False)  # no empty text per arrow
         self.chunk_labels = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": rx, "y": ry},
                                      font_weight="bold", colors=[mark_color("ink")], align="middle")
         ring_fig = figure([self.links, self.sends, self.heads, self.nodes, self.chunk_labels], rx, ry, "", "",
@@ -173,7 +173,7 @@ class RingAllreduceView(Instrument):
             self.set_marks(self.chunk_labels, x=np.zeros(0), y=np.zeros(0), text=[])
         self.color_scale.max = float(n)
         # rows, columns and colours change shape together: validate them only as a set
-        with self.grid.hold_trait_notifications():  # only what changed is sent: a step move sends the colours only
+        with self.grid.hold_sync(), self.grid.hold_trait_notifications():  # only what changed is sent: a step move sends the colours only
             self.set_marks(self.grid, color=counts.astype(float), row=np.arange(n), column=np.arange(n))
 
         complete = int((counts == n).sum())
