@@ -153,11 +153,14 @@ def _describe_lines(mark: bq.Lines, x_name: str, y_name: str) -> list[str]:
     ys = y if y.ndim == 2 else y[None, :]
     xs = x if x.ndim == 2 else np.broadcast_to(x, ys.shape)
     labels = _labels(mark)
-    pieces = segment_count(ys[0]) if len(ys) == 1 else len(ys)  # NaN-separated segments (:func:`segments`)
-    if len(ys) > MAX_POINTS_LISTED or (len(ys) == 1 and pieces > 1):  # segments (a timeline): say how many
-        return [f"{pieces} line segments{(' (' + labels[0] + ')') if labels else ''}"]
+    if len(ys) > MAX_POINTS_LISTED:
+        return [f"{len(ys)} line segments{(' (' + labels[0] + ')') if labels else ''}"]
     parts = []
     for i, (xi, yi) in enumerate(zip(xs, ys)):
+        pieces = segment_count(yi)  # NaN-separated segments (:func:`segments`): a timeline says how many
+        if pieces > 1:
+            parts.append(f"{pieces} line segments{(' (' + labels[i] + ')') if i < len(labels) else ''}")
+            continue
         keep = np.isfinite(xi) & np.isfinite(yi)
         xi, yi = xi[keep], yi[keep]
         if yi.size == 0:
