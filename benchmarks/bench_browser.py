@@ -16,8 +16,11 @@ every widget message the browser sent (its ``status`` messages, read off the web
 the page has dispatched every websocket frame received, and neither a message nor a chart
 change came for ``--quiet-ms``. That span holds the widget message to the kernel, the
 instrument's update, the messages back and every redraw bqplot makes. One JupyterLab
-server, one page and one kernel serve all instruments; each slider prints a progress line
-(to stderr) as it finishes.
+server, one page and one kernel serve all instruments; while one is measured the cells of the
+others are hidden (``display: none``; ``--all-visible`` keeps them), so that its figures are those of
+a notebook of one instrument, not of ten: JupyterLab restyles and lays out the whole page on every
+move (its toolbar reads the layout on each kernel busy/idle). Each slider prints a progress line (to
+stderr) as it finishes.
 
 Prints, per instrument, the median and the 95th percentile over all moves of all its
 sliders against the 50 ms target, the median time to the *first* chart change (the rest
@@ -93,6 +96,16 @@ INSTALL = """() => {
             window.__observer.observe(chart, {attributes: true, subtree: true, childList: true, characterData: true});
         }
     };
+}"""
+
+# Show only the instrument being measured (its cell), the others' cells display:none: a student's notebook holds
+# one instrument or a few, and every style recalculation and forced layout of a move (JupyterLab's toolbar
+# reads the layout on each kernel busy/idle) grows with what the page shows.
+ISOLATE = """(sel) => {
+    for (const cell of document.querySelectorAll('.jp-Notebook .jp-Cell')) {
+        if (!cell.querySelector('.course-instrument')) continue;
+        cell.style.display = cell.querySelector(sel) ? '' : 'none';
+    }
 }"""
 
 ARM = "() => { window.__move = {start: null, first: null, last: null, mutations: 0}; }"
@@ -320,6 +333,9 @@ def main(argv=None):
                         help="a key press that sent no widget message within this long moved nothing")
     parser.add_argument("--only", default="", help="comma-separated instrument class names")
     parser.add_argument("--per-slider", action="store_true", help="print one line per slider too")
+    parser.add_argument("--all-visible", action="store_true",
+                        help="keep every instrument shown while one is measured (default: only the measured one's "
+                             "cell is displayed, as in a notebook of one instrument)")
     args = parser.parse_args(argv)
     if not CHROMIUM.exists():
         sys.exit("/usr/bin/chromium is missing (apt-get install -y chromium)")
@@ -351,6 +367,8 @@ def main(argv=None):
                   file=sys.stderr, flush=True)
             for name in classes:
                 selector = f".bench-{name}"
+                if not args.all_visible:
+                    page.evaluate(ISOLATE, selector)
                 page.locator(f"{selector} .bqplot svg").first.wait_for(timeout=60_000)
                 page.evaluate("(sel) => window.__watch(sel)", selector)
                 started = time.perf_counter()
