@@ -151,7 +151,6 @@ class PipelineTimeline(Instrument):
                                                                description="t_b / t_f"))
         xs, self.stage_scale = bq.LinearScale(min=0), bq.LinearScale(reverse=True, min=-0.5, max=3.5)
         ys = self.stage_scale
-        empty = np.full(3, np.nan)  # segments(): one NaN-broken series per mark
         # forward, backward (B) and weight-gradient (W) passes: one mark of three NaN-broken rows, so that a move
         # sends one message and bqplot redraws once, not three times
         self.passes = bq.Lines(x=np.full((3, 3), np.nan), y=np.full((3, 3), np.nan), scales={"x": xs, "y": ys},
