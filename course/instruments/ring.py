@@ -67,7 +67,10 @@ class RingAllreduceView(Instrument):
         self.add_control("gpus", widgets.IntSlider(value=4, min=2, max=self.MAX_N, description="ranks N"))
         self.add_control("step", widgets.IntSlider(value=0, min=0, max=6, description="after step"))
         self.play = widgets.Play(value=0, min=0, max=6, interval=900, description="play")
-        widgets.jslink((self.play, "value"), (self.controls["step"], "value"))
+        # linked in the kernel, not in the browser (jslink): a key press on the step slider then sends one widget
+        # message, not two (the Play's own), and the kernel goes busy and idle once per move; JupyterLab redraws
+        # its kernel status on each of those
+        self._play_link = widgets.link((self.play, "value"), (self.controls["step"], "value"))
         self.extra.children = [self.play]
         self.observe("gpus", self._resize_step)
 
