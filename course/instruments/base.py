@@ -232,6 +232,7 @@ class Instrument:
         self.banner = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.math_peek = widgets.HTML()
         self.extra = widgets.VBox()  # room for subclass-specific widgets (legend, notes)
+        self.extra.add_class("course-extra")
         #: per figure: its legend under the plot and its text alternative (what it shows, in words)
         self.figure_legends: dict[int, widgets.HTML] = {}
         self.figure_texts: dict[int, widgets.HTML] = {}
@@ -538,6 +539,7 @@ class Instrument:
         )
         controls = widgets.HBox(list(self.controls.values()),
                                 layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
+        controls.add_class("course-controls")  # what ControlNames watches
         cards = widgets.HBox([self.cards], layout=widgets.Layout(flex_flow="row wrap"))
         charts = widgets.HBox([self._chart_box(fig) for fig in self.figures],
                               layout=widgets.Layout(flex_flow="row wrap", width="100%"))

@@ -153,11 +153,14 @@ def _describe_lines(mark: bq.Lines, x_name: str, y_name: str) -> list[str]:
     ys = y if y.ndim == 2 else y[None, :]
     xs = x if x.ndim == 2 else np.broadcast_to(x, ys.shape)
     labels = _labels(mark)
-    pieces = segment_count(ys[0]) if len(ys) == 1 else len(ys)  # NaN-separated segments (:func:`segments`)
-    if len(ys) > MAX_POINTS_LISTED or (len(ys) == 1 and pieces > 1):  # segments (a timeline): say how many
-        return [f"{pieces} line segments{(' (' + labels[0] + ')') if labels else ''}"]
+    if len(ys) > MAX_POINTS_LISTED:
+        return [f"{len(ys)} line segments{(' (' + labels[0] + ')') if labels else ''}"]
     parts = []
     for i, (xi, yi) in enumerate(zip(xs, ys)):
+        pieces = segment_count(yi)  # NaN-separated segments (:func:`segments`): a timeline says how many
+        if pieces > 1:
+            parts.append(f"{pieces} line segments{(' (' + labels[i] + ')') if i < len(labels) else ''}")
+            continue
         keep = np.isfinite(xi) & np.isfinite(yi)
         xi, yi = xi[keep], yi[keep]
         if yi.size == 0:
@@ -206,12 +209,17 @@ def _describe_bars(mark: bq.Bars, x_name: str, y_name: str) -> list[str]:
             for name, v in zip(names[:MAX_POINTS_LISTED], y)]
 
 
-def _describe_grid(mark: bq.GridHeatMap, x_name: str, y_name: str) -> list[str]:
+def _describe_grid(mark, x_name: str, y_name: str) -> list[str]:
+    """A GridHeatMap or HeatMap; cells holding the mark's ``_course_empty`` value (if set) are counted as empty."""
     color = np.asarray(mark.color, dtype=float)
-    if color.size == 0 or not np.isfinite(color).any():
+    empty_value = getattr(mark, "_course_empty", None)
+    empty = color == empty_value if empty_value is not None else np.zeros(color.shape, dtype=bool)
+    shown = np.where(empty, np.nan, color)
+    if color.size == 0 or not np.isfinite(shown).any():
         return []
     return [f"a grid of {color.shape[0]} rows by {color.shape[1]} columns, values from "
-            f"{_num(np.nanmin(color))} to {_num(np.nanmax(color))}"]
+            f"{_num(np.nanmin(shown))} to {_num(np.nanmax(shown))}"
+            + (f", {int(empty.sum())} cells empty" if empty.any() else "")]
 
 
 def _describe_label(mark: bq.Label, x_name: str, y_name: str) -> list[str]:
@@ -231,7 +239,7 @@ def describe_mark(fig: bq.Figure, mark, phrases: dict[int, str] | None = None) -
     x_name = phrases.get(id(scales.get("x") or scales.get("column")), "") or "x"
     y_name = phrases.get(id(scales.get("y") or scales.get("row")), "") or "y"
     for kind, describe in ((bq.Bars, _describe_bars), (bq.Lines, _describe_lines), (bq.Scatter, _describe_scatter),
-                           (bq.GridHeatMap, _describe_grid), (bq.Label, _describe_label)):
+                           (bq.GridHeatMap, _describe_grid), (bq.HeatMap, _describe_grid), (bq.Label, _describe_label)):
         if isinstance(mark, kind):
             return describe(mark, x_name.split(" (")[0], y_name.split(" (")[0])
     return []

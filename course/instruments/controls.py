@@ -13,7 +13,8 @@
   small front-end module (anywidget) that gives each handle in its instrument
   the ``aria-label`` of its slider's description and each Play button its
   action, and again whenever a control is redrawn or renamed ("GPUs N" becomes
-  "Devices N" on the Edge track).
+  "Devices N" on the Edge track). It watches the row of controls and the extra
+  widgets (a Play) only: a chart's redraw on every slider move is none of its business.
 """
 
 from __future__ import annotations
@@ -132,18 +133,31 @@ function nameHandles(root) {
 }
 export default {
   render({ el }) {
-    let observer = null;
+    const observers = [];
     let tries = 0;
     const attach = () => {
       // the view is rendered before it is attached: wait until it sits in its instrument
       const root = el.closest('.course-instrument') || el.closest('.jp-OutputArea-output');
-      if (!root) { if (tries++ < 100) setTimeout(attach, 100); return; }
+      // watch the controls only (a chart's redraw is no reason to look again): the row of controls (a renamed
+      // or redrawn slider) and the extra widgets under the charts (a Play widget may be rendered there later)
+      const controls = root && root.querySelector('.course-controls');
+      const extra = root && root.querySelector('.course-extra');
+      if (!root || (root.classList.contains('course-instrument') && !(controls && extra))) {
+        if (tries++ < 100) setTimeout(attach, 100);
+        return;
+      }
       nameHandles(root);
-      observer = new MutationObserver(() => nameHandles(root));
-      observer.observe(root, { childList: true, subtree: true, characterData: true });
+      const watch = (target, options) => {
+        const observer = new MutationObserver(() => nameHandles(root));
+        observer.observe(target, options);
+        observers.push(observer);
+      };
+      if (!controls) { watch(root, { childList: true, subtree: true, characterData: true }); return; }
+      watch(controls, { childList: true, subtree: true, characterData: true });
+      watch(extra, { childList: true, subtree: true });
     };
     attach();
-    return () => observer && observer.disconnect();
+    return () => observers.forEach(o => o.disconnect());
   }
 };
 """

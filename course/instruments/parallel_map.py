@@ -27,6 +27,7 @@ from ..core import catalog
 from ._layout import GROUP_KINDS, rank_layout
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_rate
+from .charts import segments
 from .context import gpu_cluster_only
 from .configurator import CLUSTER_CHOICES, MODEL_CHOICES, TP_CHOICES
 
@@ -37,6 +38,11 @@ MAX_NODES_SHOWN = 128
 COLOR_BY = {"pipeline stage": "pp_stage", "tensor shard": "tp_rank", "context shard": "cp_rank",
             "data replica": "dp_rank"}
 CP_CHOICES = (1, 2, 4, 8, 16)
+#: Viridis at 0, 1/9, ..., 1 (matplotlib's), from the first rank (dark) to the last (yellow).
+VIRIDIS = ("#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b",
+           "#fde725")
+#: A GPU that holds no rank (the degrees do not divide the cluster).
+UNUSED_COLOR = "#e2e8f0"
 #: Settings the map passes to ``plan`` for its feasibility check (the map has no
 #: controls for them): ZeRO-1, selective recompute, m = 4 x PP micro-batches.
 PLAN_SETTINGS = {"zero_stage": 1, "recompute": "selective"}
@@ -73,16 +79,22 @@ class ParallelMap(Instrument):
         self.add_control("color_by", widgets.ToggleButtons(options=list(COLOR_BY), value="pipeline stage",
                                                            description="Colour"))
         xs, ys = bq.LinearScale(min=0), bq.LinearScale(min=0, reverse=True)
-        self.colors = bq.ColorScale(scheme="viridis", min=0, max=1)
-        self.grid = bq.GridHeatMap(row=np.arange(9), column=np.arange(3), color=np.zeros((8, 2)),
-                                   scales={"row": ys, "column": xs, "color": self.colors}, null_color="#e2e8f0",
-                                   stroke="var(--jp-layout-color0)", tooltip=bq.Tooltip(fields=["color"], labels=["value"]))
-        self.racks = bq.Lines(x=np.zeros((1, 2)), y=np.zeros((1, 2)), scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
+        # UNUSED_COLOR at the scale's minimum, one step below 0, then viridis from 0 to the largest value
+        self.colors = bq.ColorScale(colors=[UNUSED_COLOR, *VIRIDIS], min=-1 / (len(VIRIDIS) - 1), max=1)
+        # One canvas-drawn image (bqplot's HeatMap), not GridHeatMap's SVG rect and label per GPU: 1,024 GPUs
+        # were 2,048 elements re-laid out on every slider move.
+        self.grid = bq.HeatMap(x=np.arange(2) + 0.5, y=np.arange(8) + 0.5, color=np.zeros((8, 2)),
+                               scales={"x": xs, "y": ys, "color": self.colors})
+        # the cell borders GridHeatMap stroked, in the page's colour: one NaN-broken path, redrawn only with the shape
+        self.cells = bq.Lines(x=[np.nan], y=[np.nan], scales={"x": xs, "y": ys}, colors=["var(--jp-layout-color0)"],
+                              stroke_width=1)
+        self.racks = bq.Lines(x=[np.nan], y=[np.nan], scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
                               stroke_width=2.5)
         # GPU 0's three groups, marked on their cells: which GPUs it talks to, and over which link
         self.group_marks = {
             kind: bq.Scatter(x=[0.5], y=[0.5], scales={"x": xs, "y": ys}, marker=marker, colors=[color],
-                             default_size=size, stroke="var(--jp-layout-color0)", labels=[label])
+                             default_size=size, stroke="var(--jp-layout-color0)", labels=[label],
+                             display_names=False)  # no (empty) text element per point to lay out on every move
             for kind, marker, color, size, label in (
                 ("data", "square", "#f97316", 30, "GPU 0's DP group"),
                 ("context", "diamond", "#ec4899", 40, "GPU 0's CP group"),
@@ -90,7 +102,7 @@ class ParallelMap(Instrument):
                 ("tensor", "circle", "#ffffff", 30, "GPU 0's TP group"),
             )
         }
-        fig = figure([self.grid, self.racks, *self.group_marks.values()], xs, ys, "node (thick lines: rack boundaries)", "GPU slot",
+        fig = figure([self.grid, self.cells, self.racks, *self.group_marks.values()], xs, ys, "node (thick lines: rack boundaries)", "GPU slot",
                      title="GPUs coloured by pipeline stage", height="320px")
         self.map_figure = self.add_figure(fig)
         self.table = widgets.HTML()
@@ -119,18 +131,28 @@ class ParallelMap(Instrument):
         plan = core.plan(model, cluster, tp=tp, cp=cp, pp=pp, dp=dp, **PLAN_SETTINGS)
         lay = rank_layout(tp, pp, dp, g, int(v["nodes_per_rack"]), cp=cp)
 
-        shown_nodes = min(max(lay.nodes, 1), MAX_NODES_SHOWN, max(cluster.nodes, 1))
+        # the whole cluster (up to MAX_NODES_SHOWN): GPUs no rank reaches show as unused, and the axes stay put
+        shown_nodes = min(MAX_NODES_SHOWN, max(cluster.nodes, 1))
         field = COLOR_BY[v["color_by"]]
         values = getattr(lay, field).astype(float)
-        color = np.full((g, shown_nodes), np.nan)
+        top = float(max(values.max(), 1.0))
+        unused = -top / (len(VIRIDIS) - 1)  # the scale's minimum: UNUSED_COLOR (the canvas draws NaN in no colour)
+        color = np.full((g, shown_nodes), unused)
+        self.grid._course_empty = unused  # its text alternative counts these cells as empty
         visible = lay.node < shown_nodes
         color[lay.slot[visible], lay.node[visible]] = values[visible]
         rack_edges = np.arange(0, shown_nodes + 1, int(v["nodes_per_rack"]))
         with self.colors.hold_sync():
-            self.colors.min, self.colors.max = 0.0, float(max(values.max(), 1.0))
-        self.set_marks(self.grid, color=color, row=np.arange(g + 1), column=np.arange(shown_nodes + 1))  # color first: bqplot validates row/column against it
-        self.set_marks(self.racks, x=np.stack([rack_edges, rack_edges], axis=1).astype(float),
-                       y=np.tile([0.0, float(g)], (rack_edges.size, 1)))
+            self.colors.min, self.colors.max = unused, top
+        with self.grid.hold_sync(), self.grid.hold_trait_notifications():  # x, y and color change shape together: validated as a set
+            self.set_marks(self.grid, color=color, x=np.arange(shown_nodes) + 0.5, y=np.arange(g) + 0.5)
+        x, y = segments(np.r_[np.zeros(g + 1), np.arange(shown_nodes + 1)],
+                        np.r_[np.full(g + 1, shown_nodes), np.arange(shown_nodes + 1)],
+                        np.r_[np.arange(g + 1), np.zeros(shown_nodes + 1)],
+                        np.r_[np.arange(g + 1), np.full(shown_nodes + 1, g)])
+        self.set_marks(self.cells, x=x, y=y)
+        x, y = segments(rack_edges, rack_edges, np.zeros(rack_edges.size), np.full(rack_edges.size, float(g)))
+        self.set_marks(self.racks, x=x, y=y)  # one NaN-broken path, not one curve per rack boundary
         origin = {"tensor": lay.tp_rank == 0, "context": lay.cp_rank == 0, "pipeline": lay.pp_stage == 0,
                   "data": lay.dp_rank == 0}
         first = {kind: np.logical_and.reduce([origin[other] for other in origin if other != kind])

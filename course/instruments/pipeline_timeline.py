@@ -151,16 +151,14 @@ class PipelineTimeline(Instrument):
                                                                description="t_b / t_f"))
         xs, self.stage_scale = bq.LinearScale(min=0), bq.LinearScale(reverse=True, min=-0.5, max=3.5)
         ys = self.stage_scale
-        empty = np.full(3, np.nan)  # segments(): one NaN-broken series per mark
-        self.fwd = bq.Lines(x=empty, y=empty, scales={"x": xs, "y": ys}, colors=[FORWARD_COLOR], stroke_width=14,
-                            labels=["forward"])
-        self.bwd = bq.Lines(x=empty, y=empty, scales={"x": xs, "y": ys}, colors=[BACKWARD_COLOR], stroke_width=14,
-                            labels=["backward (B: input gradient)"])
-        self.wgt = bq.Lines(x=empty, y=empty, scales={"x": xs, "y": ys}, colors=[WEIGHT_COLOR], stroke_width=14,
-                            labels=["weight gradient (W)"])
+        # forward, backward (B) and weight-gradient (W) passes: one mark of three NaN-broken rows, so that a move
+        # sends one message and bqplot redraws once, not three times
+        self.passes = bq.Lines(x=np.full((3, 3), np.nan), y=np.full((3, 3), np.nan), scales={"x": xs, "y": ys},
+                               colors=[FORWARD_COLOR, BACKWARD_COLOR, WEIGHT_COLOR], stroke_width=14,
+                               labels=["forward", "backward (B: input gradient)", "weight gradient (W)"])
         self.numbers = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": xs, "y": ys}, colors=[NUMBER_COLOR],
                                 align="middle", font_weight="bold", default_size=10, y_offset=4)
-        self.add_figure(figure([self.fwd, self.bwd, self.wgt, self.numbers], xs, ys, "time (units of one forward pass)",
+        self.add_figure(figure([self.passes, self.numbers], xs, ys, "time (units of one forward pass)",
                                "stage", title="Schedule (blue forward, orange backward, green weight gradient; "
                                               "gaps are bubble)",
                                y_tick_format="d", height="340px"))
@@ -203,12 +201,17 @@ class PipelineTimeline(Instrument):
         with self.stage_scale.hold_sync():
             self.stage_scale.min, self.stage_scale.max = -0.5, p - 0.5
         self.stage_axis.tick_values = np.arange(p)
-        for mark, passes in ((self.fwd, fwd), (self.bwd, bwd), (self.wgt, wgt)):  # one NaN-broken path per mark
+        rows = []
+        for passes in (fwd, bwd, wgt):  # one NaN-broken path per row
             if passes.any():
-                x, y = segments(cols["start"][passes], cols["end"][passes], cols["stage"][passes])
-            else:  # no W passes (GPipe, 1F1B, interleaved): an empty series
-                x = y = np.full(3, np.nan)
-            self.set_marks(mark, x=x, y=y, stroke_width=width)
+                rows.append(segments(cols["start"][passes], cols["end"][passes], cols["stage"][passes]))
+            else:  # no W passes (GPipe, 1F1B, interleaved): an empty row
+                rows.append((np.full(3, np.nan), np.full(3, np.nan)))
+        length = max(x.size for x, _ in rows)
+        x, y = np.full((3, length), np.nan), np.full((3, length), np.nan)
+        for i, (row_x, row_y) in enumerate(rows):
+            x[i, :row_x.size], y[i, :row_y.size] = row_x, row_y
+        self.set_marks(self.passes, x=x, y=y, stroke_width=width)
         if cols["stage"].size <= MAX_LABELS:
             self.set_marks(self.numbers, x=segments_x.mean(axis=1), y=segments_y[:, 0],
                            text=[str(int(k) + 1) for k in cols["microbatch"]])

@@ -67,7 +67,10 @@ class RingAllreduceView(Instrument):
         self.add_control("gpus", widgets.IntSlider(value=4, min=2, max=self.MAX_N, description="ranks N"))
         self.add_control("step", widgets.IntSlider(value=0, min=0, max=6, description="after step"))
         self.play = widgets.Play(value=0, min=0, max=6, interval=900, description="play")
-        widgets.jslink((self.play, "value"), (self.controls["step"], "value"))
+        # linked in the kernel, not in the browser (jslink): a key press on the step slider then sends one widget
+        # message, not two (the Play's own), and the kernel goes busy and idle once per move; JupyterLab redraws
+        # its kernel status on each of those
+        self._play_link = widgets.link((self.play, "value"), (self.controls["step"], "value"))
         self.extra.children = [self.play]
         self.observe("gpus", self._resize_step)
 
@@ -80,7 +83,7 @@ class RingAllreduceView(Instrument):
                               stroke_width=3)
         self.heads = bq.Scatter(x=[0.0], y=[0.0], rotation=[0.0], marker="arrow", default_size=90,
                                 scales={"x": rx, "y": ry, "rotation": bq.LinearScale(min=0, max=360)},
-                                colors=[mark_color("green")])
+                                colors=[mark_color("green")], display_names=False)  # no empty text per arrow
         self.chunk_labels = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": rx, "y": ry},
                                      font_weight="bold", colors=[mark_color("ink")], align="middle")
         ring_fig = figure([self.links, self.sends, self.heads, self.nodes, self.chunk_labels], rx, ry, "", "",
@@ -173,10 +176,8 @@ class RingAllreduceView(Instrument):
             self.set_marks(self.chunk_labels, x=np.zeros(0), y=np.zeros(0), text=[])
         self.color_scale.max = float(n)
         # rows, columns and colours change shape together: validate them only as a set
-        with self.grid.hold_sync(), self.grid.hold_trait_notifications():
-            self.grid.color = counts.astype(float)
-            self.grid.row = np.arange(n)
-            self.grid.column = np.arange(n)
+        with self.grid.hold_sync(), self.grid.hold_trait_notifications():  # only what changed is sent: a step move sends the colours only
+            self.set_marks(self.grid, color=counts.astype(float), row=np.arange(n), column=np.arange(n))
 
         complete = int((counts == n).sum())
         self.set_card("phase", phase, tone="good" if phase == "reduce-scatter" else "normal")

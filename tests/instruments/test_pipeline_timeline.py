@@ -89,7 +89,7 @@ def test_marks_change_in_the_same_figure(timeline):
     timeline.controls["stages"].value = 6
     assert same_figures(timeline, figs, marks)
     assert changed(before, mark_arrays(timeline))
-    assert segment_count(timeline.fwd.y) == 6 * 8  # one forward bar per stage and micro-batch, one path
+    assert segment_count(timeline.passes.y[0]) == 6 * 8  # one forward bar per stage and micro-batch, one path
 
 
 def _check(timeline):
@@ -136,7 +136,7 @@ def test_zb_h1_draws_weight_passes_and_a_third_of_the_bubble(timeline, p, m):
     assert r["measured_idle_share"] == pytest.approx((p - 1) / (3 * m + p - 1), abs=1e-12)
     assert r["bubble_fraction"] == pytest.approx(r["measured_idle_share"], abs=1e-12)
     assert r["bubble_overhead"] == pytest.approx(one_f_one_b["bubble_overhead"] / 3)
-    assert r["weight_passes"] == p * m == segment_count(timeline.wgt.y)
+    assert r["weight_passes"] == p * m == segment_count(timeline.passes.y[2])
     assert r["peak_in_flight"] == one_f_one_b["peak_in_flight"] == min(p, m)  # 1F1B's memory
 
 
@@ -155,7 +155,7 @@ def test_dualpipe_draws_two_directions(timeline, p, m):
     first = table["start"][(table["microbatch"] == m // 2) & (table["phase"] == "forward")].min()
     row = table["stage"][(table["microbatch"] == m // 2) & (table["phase"] == "forward") & (table["start"] == first)]
     assert row.tolist() == [p - 1]
-    assert segment_count(timeline.fwd.y) == p * m
+    assert segment_count(timeline.passes.y[0]) == p * m
 
 
 def test_dualpipe_refuses_what_deepseek_refuses(timeline):
@@ -173,7 +173,7 @@ def test_chunks_slider_redraws_from_any_schedule(timeline):
     assert timeline.update_count == updates + 1  # one move, one redraw
     assert timeline.result["schedule"] == "interleaved" and timeline.result["chunks"] == 2
     assert changed(before, mark_arrays(timeline))
-    assert segment_count(timeline.fwd.y) == 4 * 8 * 2
+    assert segment_count(timeline.passes.y[0]) == 4 * 8 * 2
     before = mark_arrays(timeline)
     timeline.controls["chunks"].value = 4
     assert timeline.result["chunks"] == 4 and changed(before, mark_arrays(timeline))

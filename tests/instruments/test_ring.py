@@ -65,6 +65,14 @@ def test_changing_n_resizes_and_clamps_the_step(view):
     assert view.grid.color.shape == (3, 3)
 
 
+def test_play_and_step_move_together(view):
+    view.controls["gpus"].value = 4
+    view.controls["step"].value = 3
+    assert view.play.value == 3
+    view.play.value = 5  # the Play button's tick, as the browser sends it
+    assert view.controls["step"].value == 5 and view.result["step"] == 5
+
+
 def test_marks_change_in_the_same_figures(view):
     view.controls["gpus"].value = 5
     view.controls["step"].value = 1
