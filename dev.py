@@ -55,11 +55,31 @@ def install_nbgrader_env_config() -> None:
         target.write_text(wanted)
 
 
+#: packages pip installs as dependencies that nothing here uses and that cost every process time:
+#: ``rfc3987-syntax`` (pulled in by ``jsonschema[format-nongpl]``, which jupyter-events requires)
+#: builds about 30 Earley parsers when imported, and ``jsonschema`` imports it on its own import,
+#: which every ``import nbformat`` does: 1.1 s of CPU in each nbgrader, autograder, Jupyter server
+#: and test process. It only adds jsonschema's "iri" format check, which no schema installed here
+#: uses (jupyter-events validates its event schemas with the draft-7 format checker; none has an
+#: "iri" format). ``pip check`` stays clean without it (the requirement is an extra's).
+UNUSED = {"rfc3987-syntax": "rfc3987_syntax"}
+
+
+def remove_unused() -> None:
+    """Uninstall :data:`UNUSED` if present (a quick look in site-packages otherwise)."""
+    sites = list(VENV.glob("lib/python*/site-packages")) + list(VENV.glob("Lib/site-packages"))
+    present = [name for name, module in UNUSED.items() if any((site / module).exists() for site in sites)]
+    if present:
+        subprocess.run([str(PYTHON), "-m", "pip", "--disable-pip-version-check", "uninstall", "-y", "-q", *present],
+                       check=True)
+
+
 def ensure_environment() -> None:
     """Create ``.venv`` and install the pinned requirements if they changed."""
     wanted = _inputs_hash()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         install_nbgrader_env_config()
+        remove_unused()
         return
     if not PYTHON.exists():
         print("dev.py: creating virtual environment in .venv", flush=True)
@@ -69,6 +89,7 @@ def ensure_environment() -> None:
     subprocess.run(pip + ["install", "-q", "-r", str(ROOT / "requirements.txt")], check=True)
     subprocess.run(pip + ["install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
     install_nbgrader_env_config()
+    remove_unused()
     STAMP.write_text(wanted + "\n")
 
 
