@@ -13,7 +13,8 @@ The environment is reinstalled only when ``requirements.txt`` or
 Extra arguments are passed through: ``python3 dev.py test -k ring`` or
 ``python3 dev.py lab --no-browser --port 8899``. ``test`` runs on one pytest-xdist
 worker per core (at most 4, ``--dist loadgroup``: tests that share state stay on one
-worker, see ``tests/conftest.py``); ``python3 dev.py test -n 0`` runs in one process.
+worker, see ``tests/conftest.py``); ``python3 dev.py test -n 0`` runs in one process,
+``python3 dev.py test -n 3`` on 3 workers with the same groups.
 
 This file uses only the standard library on purpose: it must run before any
 dependency exists.
@@ -131,11 +132,31 @@ def parallel_args(extra: list[str]) -> list[str]:
     process) or asked for something one process does (``--pdb``, ``--collect-only``...).
     """
     workers = min(os.cpu_count() or 1, 4)
-    chosen = any(arg.split("=", 1)[0] in _SERIAL_ARGS or (arg.startswith("-n") and arg[2:].isdigit())
-                 for arg in extra)
+    given = _workers_given(extra)
+    if given is not None and given >= 2 and not any(arg.split("=", 1)[0] == "--dist" for arg in extra):
+        return ["--dist", "loadgroup", "--no-loadscope-reorder"]  # ``-n 3``: the caller's count, our groups
+    chosen = given is not None or any(arg.split("=", 1)[0] in _SERIAL_ARGS for arg in extra)
     if workers < 2 or chosen:
         return []
     return ["-n", str(workers), "--dist", "loadgroup", "--no-loadscope-reorder"]
+
+
+def _workers_given(extra: list[str]):
+    """The worker count of ``-n N`` / ``-nN`` / ``--numprocesses[=]N`` in ``extra`` (None: none given or not a number).
+
+    >>> _workers_given(["-n", "3"]), _workers_given(["-n0"]), _workers_given(["--numprocesses=2"]), _workers_given(["-k", "x"])
+    (3, 0, 2, None)
+    """
+    for i, arg in enumerate(extra):
+        name, _, value = arg.partition("=")
+        if name in ("-n", "--numprocesses"):
+            value = value or (extra[i + 1] if i + 1 < len(extra) else "")
+        elif arg.startswith("-n") and arg[2:].isdigit():
+            value = arg[2:]
+        else:
+            continue
+        return int(value) if value.isdigit() else None
+    return None
 
 
 def profile_args(extra: list[str]) -> list[str]:
