@@ -13,7 +13,8 @@ The environment is reinstalled only when ``requirements.txt`` or
 Extra arguments are passed through: ``python3 dev.py test -k ring`` or
 ``python3 dev.py lab --no-browser --port 8899``. ``test`` runs on one pytest-xdist
 worker per core (at most 4, ``--dist loadgroup``: tests that share state stay on one
-worker, see ``tests/conftest.py``); ``python3 dev.py test -n 0`` runs in one process.
+worker, see ``tests/conftest.py``); ``python3 dev.py test -n 0`` runs in one process,
+``python3 dev.py test -n 3`` on 3 workers with the same groups.
 
 This file uses only the standard library on purpose: it must run before any
 dependency exists.
@@ -55,11 +56,31 @@ def install_nbgrader_env_config() -> None:
         target.write_text(wanted)
 
 
+#: packages pip installs as dependencies that nothing here uses and that cost every process time:
+#: ``rfc3987-syntax`` (pulled in by ``jsonschema[format-nongpl]``, which jupyter-events requires)
+#: builds about 30 Earley parsers when imported, and ``jsonschema`` imports it on its own import,
+#: which every ``import nbformat`` does: 1.1 s of CPU in each nbgrader, autograder, Jupyter server
+#: and test process. It only adds jsonschema's "iri" format check, which no schema installed here
+#: uses (jupyter-events validates its event schemas with the draft-7 format checker; none has an
+#: "iri" format). ``pip check`` stays clean without it (the requirement is an extra's).
+UNUSED = {"rfc3987-syntax": "rfc3987_syntax"}
+
+
+def remove_unused() -> None:
+    """Uninstall :data:`UNUSED` if present (a quick look in site-packages otherwise)."""
+    sites = list(VENV.glob("lib/python*/site-packages")) + list(VENV.glob("Lib/site-packages"))
+    present = [name for name, module in UNUSED.items() if any((site / module).exists() for site in sites)]
+    if present:
+        subprocess.run([str(PYTHON), "-m", "pip", "--disable-pip-version-check", "uninstall", "-y", "-q", *present],
+                       check=True)
+
+
 def ensure_environment() -> None:
     """Create ``.venv`` and install the pinned requirements if they changed."""
     wanted = _inputs_hash()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         install_nbgrader_env_config()
+        remove_unused()
         return
     if not PYTHON.exists():
         print("dev.py: creating virtual environment in .venv", flush=True)
@@ -69,6 +90,7 @@ def ensure_environment() -> None:
     subprocess.run(pip + ["install", "-q", "-r", str(ROOT / "requirements.txt")], check=True)
     subprocess.run(pip + ["install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
     install_nbgrader_env_config()
+    remove_unused()
     STAMP.write_text(wanted + "\n")
 
 
@@ -110,11 +132,31 @@ def parallel_args(extra: list[str]) -> list[str]:
     process) or asked for something one process does (``--pdb``, ``--collect-only``...).
     """
     workers = min(os.cpu_count() or 1, 4)
-    chosen = any(arg.split("=", 1)[0] in _SERIAL_ARGS or (arg.startswith("-n") and arg[2:].isdigit())
-                 for arg in extra)
+    given = _workers_given(extra)
+    if given is not None and given >= 2 and not any(arg.split("=", 1)[0] == "--dist" for arg in extra):
+        return ["--dist", "loadgroup", "--no-loadscope-reorder"]  # ``-n 3``: the caller's count, our groups
+    chosen = given is not None or any(arg.split("=", 1)[0] in _SERIAL_ARGS for arg in extra)
     if workers < 2 or chosen:
         return []
     return ["-n", str(workers), "--dist", "loadgroup", "--no-loadscope-reorder"]
+
+
+def _workers_given(extra: list[str]):
+    """The worker count of ``-n N`` / ``-nN`` / ``--numprocesses[=]N`` in ``extra`` (None: none given or not a number).
+
+    >>> _workers_given(["-n", "3"]), _workers_given(["-n0"]), _workers_given(["--numprocesses=2"]), _workers_given(["-k", "x"])
+    (3, 0, 2, None)
+    """
+    for i, arg in enumerate(extra):
+        name, _, value = arg.partition("=")
+        if name in ("-n", "--numprocesses"):
+            value = value or (extra[i + 1] if i + 1 < len(extra) else "")
+        elif arg.startswith("-n") and arg[2:].isdigit():
+            value = arg[2:]
+        else:
+            continue
+        return int(value) if value.isdigit() else None
+    return None
 
 
 def profile_args(extra: list[str]) -> list[str]:
