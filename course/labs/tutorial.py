@@ -47,12 +47,13 @@ EX1_CASES = cases({"llama2-7b": (1, 2, 4, 8), "llama3-8b": (1, 2, 4, 8), "megatr
 #: Exercise 3: (pipeline stages, micro-batches), at least half as many micro-batches as stages, 34 cases.
 EX3_CASES = cases({2: (4, 6, 8, 12, 16, 24, 32, 48, 64), 3: (4, 6), 4: (4, 8, 16, 32, 64),
                     6: (6, 12, 16, 24, 32, 48, 64), 8: (4, 6, 12, 24, 48, 64), 12: (8, 12, 16, 24, 48)})
-#: Exercise 2: (model, GPUs in DGX H100 nodes on the research cluster's fabric), 49 cases.
+#: Exercise 2: (model, GPUs in DGX H100 nodes on the research cluster's fabric), 46 cases; every key stands more
+#: than 4 % from the next (three cases that came within 4 % once attention ran at its measured speed were dropped).
 EX2_CASES = cases({"llama2-7b": (32, 64, 96, 128, 192, 256, 384, 512),
                     "llama3-8b": (32, 64, 96, 128, 192, 256, 384, 512),
-                    "megatron-1.7b": (32, 64, 96, 128, 192, 256, 384, 512), "megatron-18.4b": (256, 512),
-                    "llama3-70b": (32, 512), "megatron-76.1b": (96, 128, 256, 384, 512),
-                    "megatron-145.6b": (32, 96, 128, 256, 384, 512),
+                    "megatron-1.7b": (32, 64, 96, 128, 192, 256, 384, 512), "megatron-18.4b": (512,),
+                    "llama3-70b": (32, 512), "megatron-76.1b": (96, 128, 256, 384),
+                    "megatron-145.6b": (32, 96, 128, 256, 384),
                     "gpt3-175b": (64, 96, 128, 192, 256, 384, 512), "llama3-405b": (128, 192, 384)})
 
 
