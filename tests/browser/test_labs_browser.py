@@ -452,7 +452,8 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
         # Act II's graded answer, as a student gives it: read the own update off the prompt, set the dashboard
         # to it, assign the fastest algorithm's time in µs; the dashboard and the printed answer show the time
         # of the α-β formulas the prompt states, worked out here
-        prompt = page.locator(".jp-OutputArea-output", has_text="Your own update").first
+        # (has_text with a string ignores case and the reveal above says "your own update" too: match the prompt)
+        prompt = page.locator(".jp-OutputArea-output", has_text=re.compile(r"Your own update: read its time")).first
         own = OWN_UPDATE.search(prompt.inner_text().replace("\xa0", " "))
         assert own, f"Act II's prompt does not show the student's own update: {prompt.inner_text()!r}"
         m, n, link = int(own[1].replace(",", "")), int(own[2]), own[3]
