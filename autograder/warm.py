@@ -49,7 +49,13 @@ from typing import Optional
 PRELOAD = ("numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
            "IPython.core.interactiveshell", "IPython.core.history", "ipykernel.debugger", "ipykernel.control",
            "ipykernel.iostream", "ipykernel.heartbeat", "ipykernel.parentpoller", "tornado.platform.asyncio",
-           "psutil", "sqlite3", "pdb", "faulthandler", "course.exercises")
+           "psutil", "sqlite3", "pdb", "faulthandler", "course.exercises",
+           # ``import course.exercises`` no longer imports the instruments (ipywidgets, bqplot, pandas): a lab
+           # notebook's first cell does, so the zygote still does it once rather than each lab submission
+           *(f"course.instruments.{name}" for name in (
+               "base", "cards", "context", "allreduce", "bubble", "configurator", "efficiency", "parallel_map",
+               "pipeline_timeline", "ring", "scaling", "sync_audit")),
+           "course.labs.activity", "course.labs.tracks")
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000

@@ -117,3 +117,42 @@ def test_the_engine_imports_no_content():
     assert engine, "the engine package is missing"
     offending = {name: sorted(t for t in graph[name] if t.startswith(CONTENT)) for name in engine}
     assert {name: found for name, found in offending.items() if found} == {}
+
+
+#: what draws: a kernel that only checks, validates or grades never needs them
+WIDGET_STACK = ("bqplot", "pandas", "ipywidgets", "anywidget", "matplotlib")
+#: what every grading or checking kernel (and the grader's judge) imports
+LEAN_ENTRY_POINTS = ("course.exercises", "course.activities", "course.core", "course.assess.checks",
+                     "course.labs.activity", "autograder.cleanroom")
+
+
+@pytest.mark.parametrize("module", LEAN_ENTRY_POINTS)
+def test_checking_and_grading_import_no_widget_stack(module):
+    """``import course.exercises`` (every notebook's check and test cells, nbgrader's validator, the
+    autograder's kernels and judge) must not pay for ipywidgets, bqplot and pandas (about 0.35 s of CPU);
+    the instruments import them when a lab draws. Run in a fresh interpreter: this one has them already."""
+    import subprocess
+    import sys
+
+    code = ("import importlib, json, sys; importlib.import_module(sys.argv[1]); "
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    out = subprocess.run([sys.executable, "-c", code, module], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    loaded = set(__import__("json").loads(out.splitlines()[-1]))
+    assert loaded & set(WIDGET_STACK) == set(), f"import {module} imports {sorted(loaded & set(WIDGET_STACK))}"
+
+
+def test_instruments_package_names_resolve_on_first_use():
+    """``course.instruments`` imports its views on first use: every public name, and a submodule as an
+    attribute, still resolve to the defining module's object."""
+    import importlib
+
+    import course.instruments as package
+
+    for name in package.__all__:
+        source = importlib.import_module(f"course.instruments.{package._SOURCES[name]}")
+        assert getattr(package, name) is getattr(source, name)
+    assert set(package.__all__) == set(package._SOURCES)
+    assert package.ring is importlib.import_module("course.instruments.ring")
+    with pytest.raises(AttributeError):
+        package.no_such_instrument

@@ -376,7 +376,16 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
     if lines.count(bug) != 1:
         raise ValueError(f"buggy_line: line {buggy_line} ({bug.strip()!r}) must occur once in buggy_source")
     arranges = any(tag is not None for tag in tags)
-    by_shift = _arrangements_by_shift(buggy_source, bug) if arranges else {0: [""]}
+    known: Dict[str, Dict[int, List[str]]] = {} if arranges else {"by_shift": {0: [""]}}
+
+    def by_shift() -> Dict[int, List[str]]:
+        # 2^k arrangements of k optional items (8192 for ch00's): made when a variant is first drawn, not
+        # when the chapter is declared (every kernel that imports course.exercises declares every chapter);
+        # stored whole in one assignment, so a grader thread never sees half of it
+        if "by_shift" not in known:
+            known["by_shift"] = _arrangements_by_shift(buggy_source, bug)
+        return known["by_shift"]
+
     spec = dict(spec, arrangement="")
 
     def listing(s: Spec) -> List[str]:
@@ -399,8 +408,8 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
 
     def arranged(s: Spec, rng: Any) -> Spec:
         s = vary(s, rng) if vary is not None else dict(s)
-        shift = rng.choice(sorted(by_shift))  # every number of the buggy line equally likely
-        return dict(s, arrangement=rng.choice(by_shift[shift]))
+        shift = rng.choice(sorted(by_shift()))  # every number of the buggy line equally likely
+        return dict(s, arrangement=rng.choice(by_shift()[shift]))
 
     def cells(s: Spec) -> List[Cell]:
         if ex.varies:

@@ -69,18 +69,61 @@ In a notebook::
     comparator
 """
 
-from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time, to_plain
-from .cards import HudFooter, banner_html, metric_card_html, stakeholder_card
-from .context import TrackSelector, link_options
-from .allreduce import AlgorithmDashboard, AllreduceComparator
-from .bubble import BubbleChart
-from .configurator import Configurator
-from .efficiency import EfficiencyPlot
-from .parallel_map import ParallelMap
-from .pipeline_timeline import PipelineTimeline
-from .ring import RingAllreduceView
-from .scaling import ScalingExplorer
-from .sync_audit import SyncAudit
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names below are imported on first use (``__getattr__``); listed here for readers and tools
+    from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time, to_plain
+    from .cards import HudFooter, banner_html, metric_card_html, stakeholder_card
+    from .context import TrackSelector, link_options
+    from .allreduce import AlgorithmDashboard, AllreduceComparator
+    from .bubble import BubbleChart
+    from .configurator import Configurator
+    from .efficiency import EfficiencyPlot
+    from .parallel_map import ParallelMap
+    from .pipeline_timeline import PipelineTimeline
+    from .ring import RingAllreduceView
+    from .scaling import ScalingExplorer
+    from .sync_audit import SyncAudit
+
+#: public name -> the submodule that defines it. Importing this package imports none of them (nor
+#: ipywidgets, bqplot and, through bqplot, pandas): a grading or checking kernel imports the activity
+#: list, whose Lab 06 declaration reads :mod:`.workloads`, and never draws.
+_SOURCES = {
+    "Instrument": "base", "figure": "base", "fmt_time": "base", "fmt_bytes": "base", "fmt_rate": "base",
+    "to_plain": "base",
+    "HudFooter": "cards", "banner_html": "cards", "metric_card_html": "cards", "stakeholder_card": "cards",
+    "TrackSelector": "context", "link_options": "context",
+    "AllreduceComparator": "allreduce", "AlgorithmDashboard": "allreduce",
+    "RingAllreduceView": "ring",
+    "ScalingExplorer": "scaling",
+    "EfficiencyPlot": "efficiency",
+    "Configurator": "configurator",
+    "ParallelMap": "parallel_map",
+    "SyncAudit": "sync_audit",
+    "PipelineTimeline": "pipeline_timeline",
+    "BubbleChart": "bubble",
+}
+
+
+def __getattr__(name: str):
+    """Import a public name (or a submodule, ``course.instruments.ring``) on first use (PEP 562)."""
+    if name in _SOURCES:
+        value = getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # once: later lookups do not come back here
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SOURCES))
+
 
 __all__ = [
     "Instrument",

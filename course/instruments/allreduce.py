@@ -21,6 +21,7 @@ from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
 from .charts import decade_ticks, integer_ticks, set_ticks
 from .context import find_link, link_options
 from .controls import LogIntSlider
+from .workloads import LARGE_WORKLOAD, WORKLOADS, _gradient_bytes  # noqa: F401 (re-exported)
 
 __all__ = ["AllreduceComparator", "AlgorithmDashboard", "WORKLOADS", "ALGORITHM_COLORS", "best_and_crossovers"]
 
@@ -88,20 +89,8 @@ def _time_axis(scale, axis, low: float, high: float, max_ticks: int = 8) -> None
             scale.min, scale.max = float(lo), float(hi)
     set_ticks(axis, decade_ticks(lo, hi, max_ticks=max_ticks), _time_tick)
 
-def _gradient_bytes(params: float) -> float:
-    """bf16 gradients of ``params`` parameters (``core.precision_bytes``: 2 bytes each)."""
-    return params * core.precision_bytes("bf16")
 
-
-#: Lab 06 Act II workloads: gradient bytes per step (bf16 gradients of 175B and 7B
-#: parameters, from the core) and a small parameter-server update.
-WORKLOADS = {
-    f"175B gradients ({_gradient_bytes(175e9) / GB:.0f} GB)": _gradient_bytes(175e9),
-    f"7B gradients ({_gradient_bytes(7e9) / GB:.0f} GB)": _gradient_bytes(7e9),
-    "small update (< 1 MB)": 0.5e-3 * GB,
-}
-#: the preset the dashboard opens on
-LARGE_WORKLOAD = next(iter(WORKLOADS))
+#: the preset the dashboard shows once its message slider leaves every preset
 CUSTOM = "custom"
 #: Ties: algorithms within this relative time of the best are named with it.
 TIE = 0.01

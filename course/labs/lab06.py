@@ -26,7 +26,7 @@ from course.core.units import GB
 from course.assess.items import Lock
 from course.assess.lab import Act, Answer, Lab, Reflection, Spec
 from course.assess.spec import Cell
-from course.instruments.allreduce import LARGE_WORKLOAD
+from course.instruments.workloads import LARGE_WORKLOAD
 
 
 NAME = "lab06_bandwidth_invariant"
