@@ -178,6 +178,13 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
 
 
 #: the checks of a function part, in the order they are reported; each is an equal share
+def _inputs_of(label: str, count: int) -> str:
+    """``label`` (a check of :data:`FUNCTION_CHECKS`) in the number ``count`` asks for:
+    "worked example" / "worked examples", "edge case" / "edge cases"."""
+    one = label[:-1] if label.endswith("s") else label
+    return one if count == 1 else one + "s"
+
+
 FUNCTION_CHECKS = ("worked example", "edge cases", "random inputs", "invalid inputs")
 
 
@@ -216,10 +223,10 @@ def partial_verdict(name: str, findings: List[tuple]) -> Verdict:
     for label, count, failures in findings:
         if not failures:
             why = (f"raises ValueError for all {count} invalid inputs" if label == "invalid inputs"
-                   else f"right on {'the' if count == 1 else f'all {count}'} {label.rstrip('s') if count == 1 else label}")
+                   else f"right on {'the' if count == 1 else f'all {count}'} {_inputs_of(label, count)}")
         else:
             kinds = sorted(set(failures))
-            why = f"{', '.join(kinds)} for {len(failures)} of {count} {label}"
+            why = f"{', '.join(kinds)} for {len(failures)} of {count} {_inputs_of(label, count)}"
         earned = share if (not failures and formula_there) else 0.0
         if not failures and not formula_there:
             why += " (not counted while most random inputs are wrong: the formula is what is graded)"
