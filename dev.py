@@ -128,7 +128,9 @@ def run_lab(extra: list[str]) -> None:
     settings = VENV / "share" / "jupyter" / "lab" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "overrides.json").write_bytes((ROOT / "jupyterlab-overrides.json").read_bytes())
-    argv = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}"]
+    argv = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}",
+            # kernel websockets with TCP_NODELAY: course/lab_server.py (a redraw otherwise waits ~40 ms for an ACK)
+            "--ServerApp.kernel_websocket_connection_class=course.lab_server.NoDelayKernelConnection"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-root")  # JupyterLab refuses to start as root otherwise
     # Land on the course map; a path given by the user wins.

@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/bench_browser.py [--moves 50] [--only ScalingExplorer,SyncAudit]
 
 Starts a JupyterLab server of its own (the browser tests' ``start_lab_server``: free
-port, random token, temporary root, config and ledger), writes a notebook with one cell
+port, random token, temporary root, config and ledger; configured as ``dev.py lab`` and the hub configure a
+student's, kernel websockets with ``TCP_NODELAY``, see ``course/lab_server.py``: without it Nagle's algorithm and the
+browser's delayed ACK held a third of all moves ~35 ms, which was every instrument's p95), writes a notebook with one cell
 per :class:`~course.instruments.Instrument` subclass (found automatically, as
 ``bench_instruments.py`` finds them), runs it in Debian's ``/usr/bin/chromium`` through
 Playwright (never ``playwright install``), then, for every slider of every instrument,

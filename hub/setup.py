@@ -26,6 +26,8 @@ PROXY_PACKAGE = "configurable-http-proxy@5.3.0"
 COURSE_ID = "distributed-training"
 #: nbgrader pieces only instructors get (server extensions and JupyterLab plugins)
 INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
+#: kernel websockets with TCP_NODELAY (course/lab_server.py: Nagle + delayed ACK held a redraw ~40 ms)
+KERNEL_CONNECTION = "course.lab_server.NoDelayKernelConnection"
 INSTRUCTOR_LAB_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list",
                           "@jupyter/nbgrader:create-assignment")
 
@@ -63,7 +65,8 @@ def configure_person(name: str, instructor: bool) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, account.pw_uid, account.pw_gid)
     home.chmod(0o700)  # a student's answers are theirs: nobody else on the machine reads them
-    server = {"ServerApp": {"jpserver_extensions": {ext: instructor for ext in INSTRUCTOR_SERVER_EXTENSIONS}}}
+    server = {"ServerApp": {"jpserver_extensions": {ext: instructor for ext in INSTRUCTOR_SERVER_EXTENSIONS},
+                            "kernel_websocket_connection_class": KERNEL_CONNECTION}}
     if instructor:
         # the Formgrader opens in a JupyterLab tab (a frame of the same server); jupyterhub-singleuser
         # forbids every frame ('none'). Only instructors allow 'self': every user's server shares the

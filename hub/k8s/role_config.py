@@ -18,14 +18,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from hub.setup import INSTRUCTOR_LAB_PLUGINS, INSTRUCTOR_SERVER_EXTENSIONS  # noqa: E402
+from hub.setup import INSTRUCTOR_LAB_PLUGINS, INSTRUCTOR_SERVER_EXTENSIONS, KERNEL_CONNECTION  # noqa: E402
 
 ROLES = ("student", "instructor")
 
 
 def role_files(instructor: bool) -> dict:
     """``{relative path: JSON text}`` of one role's Jupyter config folder."""
-    server = {"ServerApp": {"jpserver_extensions": {ext: instructor for ext in INSTRUCTOR_SERVER_EXTENSIONS}}}
+    server = {"ServerApp": {"jpserver_extensions": {ext: instructor for ext in INSTRUCTOR_SERVER_EXTENSIONS},
+                            "kernel_websocket_connection_class": KERNEL_CONNECTION}}
     page = {"disabledExtensions": {plugin: not instructor for plugin in INSTRUCTOR_LAB_PLUGINS}}
     page["disabledExtensions"]["@jupyterlab/apputils-extension:announcements"] = True
     return {"jupyter_server_config.json": json.dumps(server, indent=1),

@@ -139,6 +139,8 @@ def start_lab_server(base: Path, *, autopredict: bool = True):
         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.news_url=", f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        # as dev.py lab and the hub configure it: kernel websockets with TCP_NODELAY (course/lab_server.py)
+        "--ServerApp.kernel_websocket_connection_class=course.lab_server.NoDelayKernelConnection",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
