@@ -177,6 +177,8 @@ class Config:
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
         self.min_tokens_per_expert = min_tokens_setting(min_tokens_per_expert)
         self.dispatcher = v.choice("dispatcher", dispatcher, DISPATCHERS)
+        if not isinstance(ep_overlap, (bool, np.bool_)):
+            raise ValueError(f"ep_overlap must be True or False; got {ep_overlap!r}")
         self.ep_overlap = bool(ep_overlap)
         self.memory_recipe = v.choice("memory_recipe", memory_recipe, MEMORY_RECIPES)
         if self.memory_recipe == "deepseek-v3" and not self.model.mla:

@@ -499,3 +499,10 @@ def test_the_validated_range_note_quotes_nvidias_measurements():
     words = f"{low * 100:.0f}-{within * 100:.0f} % short at 4,096 tokens per expert, " \
             f"{(1 - p1.step_time / s1) * 100:.0f}-{(1 - p2.step_time / s2) * 100:.0f} % at 1,024-512"
     assert words in p2.assumptions["compute"]
+
+
+def test_ep_overlap_must_be_a_bool():
+    for bad in ("yes", 1, None):
+        with pytest.raises(ValueError, match="ep_overlap"):
+            core.plan("qwen3-235b-a22b", core.make_cluster("DGX H100", 256), tp=2, pp=8, dp=16, ep=32,
+                      global_batch=2048, ep_overlap=bad)
