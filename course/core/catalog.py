@@ -135,8 +135,10 @@ class Model:
     shared_experts: int = 0
     shared_ffn: int = 0
     dense_layers: int = 0
-    # node-limited routing: each token's experts on at most this many nodes (0: no limit)
-    routing_node_limit: int = 0
+    # group-limited routing: experts split into this many equal groups, each token picks its experts from
+    # ``routing_group_topk`` of them (0: no limit); DeepSeek-V3's "node-limited routing" where a group is a node
+    routing_groups: int = 0
+    routing_group_topk: int = 0
     # attention that is not plain multi-head / GQA (DeepSeek's MLA): weights per layer, and the
     # width ``heads x (d_qk + d_v) / 2`` that replaces ``h`` in the ``4 s h`` score FLOPs
     attention_params: Optional[float] = None
@@ -510,13 +512,15 @@ MODELS: dict[str, Model] = {
               "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv 2412.19437), sec. 4.2: 61 layers, "
               "hidden 7168, 128 heads of 128, MLA with KV compression 512, query compression 1536, "
               "decoupled RoPE 64; every FFN but the first 3 is MoE with 1 shared and 256 routed "
-              "experts of inner width 2048, 8 routed per token, at most 4 nodes per token; 671B total, "
+              "experts of inner width 2048, 8 routed per token, at most 4 nodes per token (released "
+              "config.json: n_group 8, topk_group 4, i.e. 4 of 8 expert groups); 671B total, "
               "37B activated; pre-training sequence 4K; vocabulary 128K (129,280 in the released "
               "config.json, whose intermediate_size 18432 is the dense layers' FFN). MLA weights per "
               "layer: 7168x1536 + 1536x128x192 + 7168x576 + 512x128x256 + 128x128x7168 = 187.1M; "
               "score width 128 x (192 + 128) / 2 = 20,480",
               layers=61, hidden=7168, heads=128, kv_heads=128, ffn=18432, vocab=129280, seq_len=4096,
-              mlp_matrices=3, dropout=False, experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3, routing_node_limit=4,
+              mlp_matrices=3, dropout=False, experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3,
+              routing_groups=8, routing_group_topk=4,
               attention_params=7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168,
               attention_width=128 * (192 + 128) // 2, head_size=128, mla=(1536, 512, 64, 128)),
         Model("mixtral-8x7b", 46.7 * u.billion,

@@ -75,6 +75,7 @@ FP8_CACHED_BYTES = 1.0 + 4.0 / 128
 E5M6_BYTES = 1.5
 
 _erfc = np.vectorize(math.erfc, otypes=[float])  # NumPy has no erfc; SciPy is not a dependency
+_lgamma = np.vectorize(math.lgamma, otypes=[float])
 
 
 # --------------------------------------------------------------------------- parameters and FLOPs
@@ -249,56 +250,95 @@ def all_to_all_time(message_bytes, n, bandwidth, latency=0.0):
     return v.scalar_or_array((p - 1) * a + (p - 1) / p * M / bw)
 
 
-def expected_remote_nodes(top_k, nodes, node_limit=None):
-    """Expected other nodes a token's ``k`` experts live on (uniform routing over ``nodes``).
+def _log_comb(n, r):
+    """``log C(n, r)`` for real ``n >= r >= 0`` (the Gamma function extends it to fractional counts)."""
+    return _lgamma(n + 1.0) - _lgamma(r + 1.0) - _lgamma(n - r + 1.0)
 
-    Each of the ``k`` experts lands on a node uniformly; the expected count of *other*
-    nodes hit is ``(N - 1)(1 - (1 - 1/N)^k)``. Node-limited routing (DeepSeek-V3: each
-    token goes to at most ``M = 4`` nodes) caps it at ``M``; a token sent to a node once
-    is forwarded to its experts there over NVLink, so the network carries one copy per node.
+
+def expected_remote_nodes(top_k, nodes, groups=None, group_topk=None):
+    """Expected other nodes a token's ``k`` experts live on, under plain or group-limited routing.
+
+    The EP group spans ``N`` nodes, each holding an equal, contiguous range of the experts.
+    Without a group limit each of the ``k`` experts lands on a node uniformly, so each other
+    node is hit with probability ``1 - (1 - 1/N)^k``.
+
+    Group-limited routing divides the experts into ``G`` equal, contiguous groups; a token
+    first picks ``g`` groups, then its ``k`` experts among theirs (DeepSeek-V3: ``G = 8``,
+    ``g = 4``). It limits a token to ``g`` nodes only where a group is a node. Taking the
+    ``g`` groups uniformly and the ``k`` experts uniformly over their experts:
+
+    - ``N >= G`` (a group spans ``N/G`` nodes): a node is hit if its group is picked and one
+      of the ``k`` experts falls on its ``1/(gN/G)`` share: ``(g/G)(1 - (1 - G/(gN))^k)``;
+      with EP over 32 nodes DeepSeek-V3's tokens reach about 6 other nodes, not 3.
+    - ``N < G`` (a node holds ``G/N`` groups): ``J`` of its groups are picked
+      (hypergeometric) and it is hit with probability ``1 - (1 - J/g)^k``, averaged over ``J``.
+
+    The expected count of *other* nodes is ``(N - 1)`` times that probability; a token sent
+    to a node once is forwarded to its experts there over NVLink, so the network carries one
+    copy per remote node.
 
     Parameters
     ----------
     top_k : int or array_like of int, >= 1
     nodes : int or array_like of int, >= 1
         Nodes the EP group spans ``N``.
-    node_limit : int, optional
-        ``M``; ``None``: no limit and no per-node deduplication (each of the remote experts
-        receives its own copy over the network; see :func:`moe_dispatch_bytes_per_token`).
+    groups, group_topk : int, optional
+        ``G`` and ``g`` of group-limited routing (``1 <= g <= G``); ``None``: no limit.
 
     Returns
     -------
     float or ndarray
 
-    Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 2.1.2 "node-limited routing" and sec.
-    3.2.2 (IB to the target node once, then NVLink forwarding; ``M = 4``).
+    Source: DeepSeek-AI 2024 (DeepSeek-V3), sec. 2.1.2 "node-limited routing" (at most
+    ``M = 4`` nodes per token, on the 8 nodes of its EP 64, sec. 3.2) and sec. 3.2.2 (IB to
+    the target node once, then NVLink forwarding); the released ``config.json`` and
+    Megatron-Core implement it as group-limited routing, ``n_group 8, topk_group 4``
+    (``--moe-router-num-groups``: "Set equal to number of nodes in EP group to limit each
+    token to experts on a subset of nodes", Megatron-LM ``arguments.py``).
 
     Examples
     --------
-    DeepSeek-V3: 8 experts over EP 64 on 8 nodes, at most 4 nodes per token.
+    DeepSeek-V3: 8 experts over EP 64 on 8 nodes, 4 of 8 groups per token, then EP over 32 nodes.
 
-    >>> round(float(expected_remote_nodes(8, 8)), 3), expected_remote_nodes(8, 8, node_limit=4)
-    (4.595, 3.0)
+    >>> [round(float(expected_remote_nodes(8, n, 8, 4)), 2) for n in (8, 32)], round(float(expected_remote_nodes(8, 8)), 2)
+    ([3.15, 6.25], 4.6)
     """
-    k = v.integer("top_k", top_k)
-    N = v.integer("nodes", nodes)
-    remote = (N - 1) * (1.0 - (1.0 - 1.0 / N) ** k)
-    if node_limit is not None:
-        M = v.integer("node_limit", node_limit)
-        # the token's own node is one of its M nodes when it hosts one of its experts; cap at M - 1 remote
-        remote = np.minimum(remote, M - 1)
-    return v.scalar_or_array(remote)
+    k = np.asarray(v.integer("top_k", top_k), dtype=float)
+    N = np.asarray(v.integer("nodes", nodes), dtype=float)
+    if groups is None and group_topk is None:
+        hit = 1.0 - (1.0 - 1.0 / N) ** k
+    else:
+        if groups is None or group_topk is None:
+            raise ValueError("groups and group_topk go together: give both or neither")
+        G = float(v.integer("groups", groups))
+        g = float(v.integer("group_topk", group_topk))
+        if g > G:
+            raise ValueError(f"group_topk must not exceed groups ({groups}); got {group_topk!r}")
+        spread = (g / G) * (1.0 - np.maximum(1.0 - G / (g * N), 0.0) ** k)
+        # a node holding q = G/N whole groups: sum over the J of them the token picks
+        q = G / np.minimum(N, G)
+        packed = np.zeros_like(spread)
+        for j in range(int(g) + 1):
+            possible = (q >= j) & (G - q >= g - j)
+            # hypergeometric P(J = j) = C(q, j) C(G - q, g - j) / C(G, g); safe arguments where impossible
+            log_h = (_log_comb(np.where(possible, q, j), j) + _log_comb(np.where(possible, G - q, g - j), g - j)
+                     - _log_comb(G, g))
+            packed = packed + np.where(possible, np.exp(log_h), 0.0) * (1.0 - (1.0 - j / g) ** k)
+        hit = np.where(N >= G, spread, packed)
+    return v.scalar_or_array((N - 1.0) * hit)
 
 
-def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=None, bytes_per_element=2.0,
-                                 per_node=False):
+def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, groups=None, group_topk=None,
+                                 bytes_per_element=2.0, per_node=False):
     """Bytes one token's dispatch moves inside the node (NVLink) and between nodes (network).
 
     Without node-limited routing every routed copy whose expert lives on another rank
     travels on its own: ``k (1 - 1/ep)`` copies, of which ``k (1 - r/ep)`` leave the node
     (``r`` EP ranks per node). With node-limited, deduplicated dispatch (DeepSeek-V3) the
     network carries one copy per remote node (:func:`expected_remote_nodes`) and NVLink
-    the forwarding to the experts of each node. A copy is ``h x bytes_per_element`` bytes.
+    the forwarding to the experts of each node; group-limited routing (``groups``,
+    ``group_topk``) lowers that count where its groups fall on few nodes. A copy is
+    ``h x bytes_per_element`` bytes.
     The combine moves the same bytes back.
 
     Parameters
@@ -308,14 +348,14 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
         Expert-parallel size.
     ranks_per_node : int or array_like of int, >= 1
         EP ranks on one node (``<= ep``).
-    node_limit : int, optional
-        As in :func:`expected_remote_nodes`.
+    groups, group_topk : int, optional
+        Group-limited routing, as in :func:`expected_remote_nodes`.
     bytes_per_element : float, optional
         2 for BF16; DeepSeek-V3 dispatches in FP8 (about 1 byte plus scales).
     per_node : bool, optional
         Hierarchical dispatch without a node limit: one network copy per remote node, then
         NVLink forwarding (DeepEP's normal kernels, Megatron-Core's ``flex`` dispatcher);
-        implied by ``node_limit``.
+        implied by group-limited routing, which DeepSeek-V3 pairs with it (sec. 3.2.2).
 
     Returns
     -------
@@ -349,20 +389,20 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit=N
     r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
     nb = v.positive("bytes_per_element", bytes_per_element)
     copy = h * nb
-    if node_limit is None and not per_node:
+    if groups is None and not per_node:
         inter = k * (1.0 - r / e) * copy
         intra = k * (r - 1.0) / e * copy
     else:
         nodes = np.maximum(e // r, 1)
-        inter = np.asarray(expected_remote_nodes(k, nodes, node_limit)) * copy
+        inter = np.asarray(expected_remote_nodes(k, nodes, groups, group_topk)) * copy
         # every routed copy not on this rank reaches its expert over NVLink once (locally or forwarded)
         intra = k * (1.0 - 1.0 / e) * copy
     return v.scalar_or_array(intra), v.scalar_or_array(inter)
 
 
 def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,
-                                  intra_latency=0.0, inter_latency=0.0, node_limit=None, recompute="none",
-                                  bytes_per_element=2.0, per_node=False):
+                                  intra_latency=0.0, inter_latency=0.0, groups=None, group_topk=None,
+                                  recompute="none", bytes_per_element=2.0, per_node=False):
     """Seconds of dispatch and combine all-to-alls of one MoE layer and micro-batch on one GPU.
 
     Per all-to-all the NVLink and network parts run at the same time, so it takes the
@@ -374,7 +414,7 @@ def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, int
     ----------
     tokens : float or array_like, > 0
         Tokens this GPU dispatches per micro-batch.
-    hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element, per_node
+    hidden, top_k, ep, ranks_per_node, groups, group_topk, bytes_per_element, per_node
         As in :func:`moe_dispatch_bytes_per_token`.
     intra_bandwidth, inter_bandwidth : float or array_like, > 0
         Achieved bytes/s per direction of one GPU on NVLink and on the network.
@@ -397,8 +437,8 @@ def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, int
     652.4
     """
     n = v.positive("tokens", tokens)
-    intra, inter = moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, node_limit, bytes_per_element,
-                                                per_node)
+    intra, inter = moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, groups, group_topk,
+                                                bytes_per_element, per_node)
     e = v.integer("ep", ep)
     r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
     bw_in = v.positive("intra_bandwidth", intra_bandwidth)

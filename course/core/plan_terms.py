@@ -30,7 +30,8 @@ from . import tensor as _tp
 from . import zero as _zero
 
 __all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
-           "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting"]
+           "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
+           "grad_bytes_setting", "RECOMPUTE_MODULES", "recompute_modules_setting"]
 
 #: Share of dense peak that the matrix multiplications sustain, one number for every
 #: configuration: the planner's single calibrated assumption. Fitted once on
@@ -65,6 +66,12 @@ MEMORY_RECIPES = ("standard", "deepseek-v3")
 #: over NVLink there; deepseek-ai/DeepEP README; DeepSeek-AI 2024 sec. 3.2.2).
 DISPATCHERS = ("alltoall", "deepep")
 
+#: Submodules Megatron-Core can recompute beside ``recompute`` (``--recompute-modules``) that the planner
+#: charges: ``"mla_up_proj"``, "the MLA up projection and RoPE applying parts" (models with MLA), and
+#: ``"mlp"``, "the dense MLP submodule" (the dense layers of a mixture of experts, or every layer of a dense
+#: model). Source: Megatron-Core ``TransformerConfig.recompute_modules``.
+RECOMPUTE_MODULES = ("mla_up_proj", "mlp")
+
 #: Fewest tokens per expert and micro-batch at which an MoE plan is inside the planner's validated range
 #: (:data:`~course.core.moe.VALIDATED_MIN_TOKENS_PER_EXPERT`: NVIDIA's measured Qwen3-235B-A22B layouts on
 #: H100, Megatron-MoE-ModelZoo). Below it a plan carries the note ``few_tokens_per_expert`` and
@@ -87,6 +94,41 @@ _WIRE_BYTES = 2.0
 
 
 # --------------------------------------------------------------------------- configuration record
+
+
+def grad_bytes_setting(grad_bytes, memory_recipe="standard"):
+    """``grad_bytes`` as a float: ``None`` takes the memory recipe's (``deepseek-v3``: FP32, 4; else 2).
+
+    DeepSeek-V3 keeps "master weights and gradients (used for the optimizer)" in FP32
+    (DeepSeek-AI 2024, sec. 3.3.3), so its gradients are held and reduced in 4 bytes.
+
+    >>> grad_bytes_setting(None), grad_bytes_setting(None, "deepseek-v3"), grad_bytes_setting(2, "deepseek-v3")
+    (2.0, 4.0, 2.0)
+    """
+    if grad_bytes is None:
+        return 4.0 if memory_recipe == "deepseek-v3" else _WIRE_BYTES
+    return float(v.positive("grad_bytes", grad_bytes))
+
+
+def recompute_modules_setting(modules, model, memory_recipe="standard"):
+    """``recompute_modules`` as a sorted tuple of :data:`RECOMPUTE_MODULES` names (``None``: none).
+
+    >>> recompute_modules_setting(["mlp", "mla_up_proj"], "deepseek-v3")
+    ('mla_up_proj', 'mlp')
+    """
+    if modules is None:
+        return ()
+    if isinstance(modules, str) or not all(isinstance(x, str) for x in modules):
+        raise ValueError(f"recompute_modules must be a list of names from {RECOMPUTE_MODULES}; got {modules!r}")
+    chosen = tuple(sorted(set(modules)))
+    for name in chosen:
+        if name not in RECOMPUTE_MODULES:
+            raise ValueError(f"recompute_modules names one of {RECOMPUTE_MODULES}; got {name!r}")
+    m = _as_model(model)
+    if "mla_up_proj" in chosen and not m.mla:
+        raise ValueError(f"recompute_modules 'mla_up_proj' needs a model with multi-head latent attention; "
+                         f"got {m.name}")
+    return chosen
 
 
 def min_tokens_setting(value):
@@ -172,9 +214,10 @@ class Config:
                  first_stage_layers=0, last_stage_layers=0, overlap=True,
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
                  collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
-                 grad_bytes=_WIRE_BYTES, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
-                 ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT):
+                 grad_bytes=None, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
+                 ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=()):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        self.recompute_modules = recompute_modules_setting(recompute_modules, self.model, memory_recipe)
         self.min_tokens_per_expert = min_tokens_setting(min_tokens_per_expert)
         self.dispatcher = v.choice("dispatcher", dispatcher, DISPATCHERS)
         if not isinstance(ep_overlap, (bool, np.bool_)):
@@ -188,7 +231,7 @@ class Config:
             raise ValueError(f"tp_overlap must be True or False; got {tp_overlap!r}")
         self.tp_overlap = bool(tp_overlap)
         # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
-        self.grad_bytes = float(v.positive("grad_bytes", grad_bytes))
+        self.grad_bytes = grad_bytes_setting(grad_bytes, self.memory_recipe)
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
         self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
         # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
@@ -431,11 +474,17 @@ def compute_term(*, cfg):
     flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode,
                                                                                 cfg.attention_fraction))
     m = cfg.model
+    # submodules recomputed beside the mode (a full recomputation already re-runs them): 2 FLOPs per weight
+    # and token of the MLA up-projections (DeepSeek-V3's recipe recomputes them too) and of the dense MLPs
+    weights = 0.0
+    if cfg.memory_recipe == "deepseek-v3" or "mla_up_proj" in cfg.recompute_modules:
+        weights = m.layers * _moe.mla_up_projection_params(m.heads, m.head_dim, *m.mla)
+    if "mlp" in cfg.recompute_modules:
+        dense = m.dense_layers if m.is_moe else m.layers
+        weights = weights + dense * m.mlp_matrices * m.hidden * (m.ffn or 4 * m.hidden)
     recomputed = 0.0
-    if cfg.memory_recipe == "deepseek-v3":  # the MLA up-projections run again in the backward pass
-        up = _moe.mla_up_projection_params(m.heads, m.head_dim, *m.mla)
-        recomputed = cfg.per_mode(lambda mode: 0.0 if mode == "full" else
-                                  cfg.global_batch * m.seq_len * m.layers * 2.0 * up)
+    if weights:
+        recomputed = cfg.per_mode(lambda mode: 0.0 if mode == "full" else cfg.global_batch * m.seq_len * 2.0 * weights)
         flops = flops + recomputed
     extra = attention_kernel_term(cfg=cfg)
     if not cfg.fp8:
@@ -539,12 +588,12 @@ def ep_comm_term(*, cfg):
     if not m.is_moe or not np.any(cfg.ep > 1):
         return np.zeros(())
     c = cfg.cluster
-    limit = m.routing_node_limit or None
+    groups = (m.routing_groups, m.routing_group_topk) if m.routing_groups else (None, None)
     # FP8 dispatch (1 byte + a 4-byte scale per 128) and BF16 combine (DeepSeek-AI 2024, sec. 3.3.3)
     wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
     per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
         cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, cfg.intra_bw, cfg.inter_bw,
-        c.intra_latency, c.inter_latency, limit, mode, wire, cfg.dispatcher == "deepep"))
+        c.intra_latency, c.inter_latency, *groups, mode, wire, cfg.dispatcher == "deepep"))
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
 
 
@@ -656,7 +705,7 @@ def memory_terms(*, cfg):
     m = cfg.model
     params_gpu = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp)
     # DeepSeek-V3: FP32 gradients, FP32 master weights + BF16 moments (MEMORY_RECIPES)
-    state = (dict(grad_bytes=4.0, optimizer_bytes=8.0) if cfg.memory_recipe == "deepseek-v3"
+    state = (dict(grad_bytes=cfg.grad_bytes, optimizer_bytes=8.0) if cfg.memory_recipe == "deepseek-v3"
              else dict(grad_bytes=cfg.grad_bytes))
     parts = _mem.model_state_breakdown(params_gpu, cfg.zero_stage, cfg.grad_group, **state)
     if m.is_moe:  # routed experts: sharded ETP x EP x PP, ZeRO over the expert-DP group
@@ -826,9 +875,9 @@ def broadcast_columns(cols, shape):
 
 def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
                      fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
-                     collective_efficiency=None, capacity_factor=None, grad_bytes=_WIRE_BYTES,
+                     collective_efficiency=None, capacity_factor=None, grad_bytes=None,
                      tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
-                     min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT):
+                     min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=()):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -840,7 +889,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     model, cluster
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert
+    capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert,
+    recompute_modules
         As in :func:`~course.core.planner.plan`.
 
     Returns
@@ -856,7 +906,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     "ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p)"
     """
     m, c = _as_model(model), _as_cluster(cluster)
-    grad_bytes = float(v.positive("grad_bytes", grad_bytes))
+    grad_bytes = grad_bytes_setting(grad_bytes, memory_recipe)
+    modules = recompute_modules_setting(recompute_modules, m, memory_recipe)
     eff_in, eff_out = ((_coll.NVLINK_COLLECTIVE_EFFICIENCY, _coll.NETWORK_COLLECTIVE_EFFICIENCY)
                        if collective_efficiency is None else (collective_efficiency, collective_efficiency))
     links = (f"NVLink at {eff_in:.0%} and the network at {eff_out:.0%} of link bandwidth (nccl-tests), "
@@ -871,6 +922,11 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                     + (f" and sustains {measured:.2f} of peak on the {c.accelerator.name} (Shah et al. 2024)"
                        if measured is not None else ""))
                    if fused_attention else "unfused attention computes the full s x s score matrix")
+    if modules:
+        compute.append("recomputed beside the recomputation mode, charged in FLOPs (their activations still "
+                       "counted as stored): " + ", ".join({"mla_up_proj": "the MLA up-projections",
+                                                         "mlp": "the dense MLPs"}[x] for x in modules)
+                       + " (Megatron-Core recompute_modules)")
     if m.is_moe:
         compute.append("dropless routing, busiest EP rank from balls-into-bins with a uniform router"
                        if capacity_factor is None else f"token dropping, experts padded to capacity {capacity_factor}")
@@ -893,8 +949,9 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
           f"the hidden part still takes {OVERLAP_SM_SHARE:.0%} of the SMs" if cp_algorithm == "ring"
           else "all-gather of K/V before attention, exposed (Llama 3)")
     ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
-          (f", at most {m.routing_node_limit} nodes per token" if m.routing_node_limit else "") +
-          ("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_node_limit
+          (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited routing: "
+           f"at most {m.routing_group_topk} nodes per token only where a group is a node)" if m.routing_groups else "") +
+          ("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_groups
            else "; one network copy per remote expert (all-to-all)") +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
            "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed"))
@@ -916,8 +973,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
                              else "gradient all-reduce after the pipeline flush, not overlapped")
                             + f"; gradients reduced in {grad_bytes * 8:g}-bit"),
-        "memory": (("16-bit weights, FP32 gradients, FP32 master weights + BF16 Adam moments (8 bytes), "
-                    "ZeRO over DP x CP" if deepseek else
+        "memory": (("16-bit weights, " + ("FP32 gradients" if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
+                    + ", FP32 master weights + BF16 Adam moments (8 bytes), ZeRO over DP x CP" if deepseek else
                     "16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else
                                           f"{grad_bytes:g}-byte gradients (Megatron's FP32 main grads)"
                                           if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")

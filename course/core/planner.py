@@ -293,8 +293,9 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              first_stage_layers=0, last_stage_layers=0, overlap=True,
              compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
              collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-             cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False, memory_recipe="standard",
-             dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT):
+             cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
+             dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
+             recompute_modules=()):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -323,7 +324,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert
+    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert, recompute_modules
         As in :func:`plan`.
 
     Returns
@@ -350,7 +351,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert)
+                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -457,8 +458,9 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          interleave=1, first_stage_layers=0, last_stage_layers=0,
          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
          collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-         cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False, memory_recipe="standard",
-         dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT) -> Plan:
+         cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
+         dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
+             recompute_modules=()) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -523,7 +525,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         measured NVLink and network values of :mod:`~course.core.collectives`.
     grad_bytes : float > 0, optional
         Bytes per gradient element, held (unsharded below ZeRO-2) and reduced over DP x
-        CP. 2 (default): 16-bit gradients, as ZeRO counts them (Rajbhandari et al. 2020)
+        CP. ``None`` (default): the memory recipe's, 4 for ``"deepseek-v3"`` (FP32 gradients,
+        sec. 3.3.3), else 2. 2: 16-bit gradients, as ZeRO counts them (Rajbhandari et al. 2020)
         and as FSDP reduces them in BF16. 4: Megatron-LM in BF16, which accumulates and
         reduces gradients in FP32 ("bfloat16 requires gradient accumulation and all-reduce
         to be done in fp32", ``megatron/training/arguments.py``): its distributed optimizer
@@ -554,6 +557,11 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     ep_overlap : bool, optional
         Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``): the
         all-to-alls of one micro-batch run beside the computation of another, as under DualPipe.
+    recompute_modules : sequence of {"mla_up_proj", "mlp"}, optional
+        Submodules recomputed beside ``recompute``, as Megatron-Core's ``--recompute-modules``
+        (:data:`~course.core.plan_terms.RECOMPUTE_MODULES`): the MLA up-projections (models
+        with MLA) and the dense MLPs. Charged in FLOPs (2 per weight and token); their
+        activations are still counted as stored, so memory is an upper bound.
     min_tokens_per_expert : float >= 0 or None, optional
         The planner's validated range for mixtures of experts: the fewest tokens each expert
         multiplies per micro-batch (``Plan.tokens_per_expert``, :func:`~course.core.moe.tokens_per_expert`
@@ -612,7 +620,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert)
+                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
@@ -622,7 +630,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                                              capacity_factor=capacity_factor, grad_bytes=grad_bytes,
                                              tp_overlap=tp_overlap, memory_recipe=memory_recipe,
                                              dispatcher=dispatcher, ep_overlap=ep_overlap,
-                                             min_tokens_per_expert=cfg.min_tokens_per_expert)
+                                             min_tokens_per_expert=cfg.min_tokens_per_expert,
+                                             recompute_modules=cfg.recompute_modules)
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
                   violations=_sentences(cols, 0, m, c, requested),
@@ -644,9 +653,10 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
           fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None, cp_algorithm="ring", grad_bytes=2.0, tp_overlap=False,
+          capacity_factor=None, cp_algorithm="ring", grad_bytes=None, tp_overlap=False,
           memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
-          min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, include_unvalidated=False) -> SweepTable:
+          min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, include_unvalidated=False,
+          recompute_modules=()) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -676,7 +686,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     capacity_factor : float, optional
         As in :func:`plan`.
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap
+    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, recompute_modules
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -750,7 +760,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=limit)
+                 min_tokens_per_expert=limit, recompute_modules=recompute_modules)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
     left_out = 0
@@ -768,7 +778,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                     cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
                     collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
                     grad_bytes=grad_bytes, tp_overlap=tp_overlap, memory_recipe=memory_recipe,
-                    dispatcher=dispatcher, ep_overlap=ep_overlap, min_tokens_per_expert=limit)
+                    dispatcher=dispatcher, ep_overlap=ep_overlap, min_tokens_per_expert=limit,
+                    recompute_modules=recompute_modules)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,

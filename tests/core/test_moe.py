@@ -64,7 +64,40 @@ def test_remote_nodes_match_simulated_uniform_routing():
     simulated = np.mean([len(set(row) - {own}) for row in picks[:20_000]])
     assert moe.expected_remote_nodes(k, nodes) == pytest.approx(simulated, rel=0.02)
     assert moe.expected_remote_nodes(k, 1) == 0
-    assert moe.expected_remote_nodes(k, nodes, node_limit=4) == 3
+
+
+def _simulated_group_limited_remote_nodes(rng, experts, top_k, groups, group_topk, nodes, tokens=4000):
+    # the router as DeepSeek-V3 runs it: 256 experts in 8 contiguous groups, a token picks 4 groups, then its
+    # 8 distinct experts among theirs; experts sit contiguously on the EP group's nodes; the token lives on node 0
+    per_group, per_node = experts // groups, experts // nodes
+    counts = []
+    for _ in range(tokens):
+        chosen = rng.choice(groups, group_topk, replace=False)
+        candidates = (chosen[:, None] * per_group + np.arange(per_group)).ravel()
+        hit = set(rng.choice(candidates, top_k, replace=False) // per_node)
+        counts.append(len(hit - {0}))
+    return np.mean(counts)
+
+
+@pytest.mark.parametrize("nodes", [2, 4, 8, 16, 32])
+def test_group_limited_remote_nodes_match_a_simulated_router(nodes):
+    rng = np.random.default_rng(nodes)
+    simulated = _simulated_group_limited_remote_nodes(rng, 256, 8, 8, 4, nodes)
+    assert moe.expected_remote_nodes(8, nodes, 8, 4) == pytest.approx(simulated, rel=0.04)
+
+
+def test_group_limit_binds_only_where_a_group_is_a_node():
+    # EP over 8 nodes: 4 of 8 groups = 4 of 8 nodes; over 32 nodes a group spans 4 nodes and tokens reach ~6 others
+    on_eight = moe.expected_remote_nodes(8, 8, 8, 4)
+    on_thirty_two = moe.expected_remote_nodes(8, 32, 8, 4)
+    assert on_eight < 4 - 0.5 + 1e-9  # at most 4 nodes, the own node among them half the time
+    assert on_thirty_two > 1.9 * on_eight
+    # with as many groups picked as there are, the limit is no limit
+    assert moe.expected_remote_nodes(8, 16, 8, 8) == pytest.approx(moe.expected_remote_nodes(8, 16))
+    with pytest.raises(ValueError, match="group_topk"):
+        moe.expected_remote_nodes(8, 8, 8, 9)
+    with pytest.raises(ValueError, match="group_topk"):
+        moe.expected_remote_nodes(8, 8, groups=8)
 
 
 def test_ep_inside_a_node_sends_nothing_over_the_network():
@@ -73,9 +106,9 @@ def test_ep_inside_a_node_sends_nothing_over_the_network():
 
 
 def test_node_limited_dispatch_moves_fewer_network_bytes():
-    # DeepSeek-V3: 8 routed experts per token, EP 64 over 8 nodes
+    # DeepSeek-V3: 8 routed experts per token, EP 64 over 8 nodes, 4 of 8 groups
     _, flat = moe.moe_dispatch_bytes_per_token(7168, 8, 64, 8)
-    _, limited = moe.moe_dispatch_bytes_per_token(7168, 8, 64, 8, node_limit=4)
+    _, limited = moe.moe_dispatch_bytes_per_token(7168, 8, 64, 8, groups=8, group_topk=4)
     assert limited < flat / 2
 
 

@@ -88,10 +88,25 @@ def test_fp32_gradients_double_the_bytes_the_data_parallel_group_reduces():
     assert four.compute == two.compute and four.tp_comm == two.tp_comm
 
 
-@pytest.mark.parametrize("bad", [0, -2.0, float("nan"), "four", None])
+@pytest.mark.parametrize("bad", [0, -2.0, float("nan"), "four"])
 def test_grad_bytes_must_be_positive(bad):
     with pytest.raises(ValueError, match="grad_bytes"):
         plan("llama3-70b", H100_1024, grad_bytes=bad, **LLAMA70)
+
+
+def test_deepseek_memory_recipe_holds_and_reduces_fp32_gradients():
+    # DeepSeek-V3 keeps gradients in FP32 (sec. 3.3.3): the recipe's default gradient is 4 bytes, in memory
+    # and on the wire; an explicit grad_bytes still wins
+    layout = dict(tp=1, pp=16, dp=128, ep=64, micro_batch=1, num_microbatches=120, zero_stage=1,
+                  schedule="dualpipe", precision="fp8")
+    recipe = plan("deepseek-v3", "h800-2048", memory_recipe="deepseek-v3", **layout)
+    four = plan("deepseek-v3", "h800-2048", memory_recipe="deepseek-v3", grad_bytes=4.0, **layout)
+    two = plan("deepseek-v3", "h800-2048", memory_recipe="deepseek-v3", grad_bytes=2.0, **layout)
+    assert recipe.dp_comm == four.dp_comm and recipe.memory_total == four.memory_total
+    assert 1.9 * two.dp_comm < recipe.dp_comm < 2 * two.dp_comm
+    # ZeRO-1 keeps the whole gradient: twice the bytes, and nothing else in memory moves
+    assert recipe.gradients == pytest.approx(2 * two.gradients, rel=1e-9)
+    assert recipe.memory_total - two.memory_total == pytest.approx(two.gradients, rel=1e-9)
 
 
 # --------------------------------------------------------------------------- TP communication overlap
@@ -119,3 +134,39 @@ def test_tp_overlap_needs_sequence_parallelism_and_a_tp_group():
             == plan("llama3-70b", H100_1024, **args).tp_comm)
     with pytest.raises(ValueError, match="tp_overlap"):
         plan("llama3-70b", H100_1024, tp_overlap="yes", **LLAMA70)
+
+
+# --------------------------------------------------------------------------- recompute_modules
+
+
+def test_recompute_modules_charge_two_flops_per_recomputed_weight_and_token_by_hand():
+    # NVIDIA's DeepSeek-V3 H100 recipe: recompute_modules = ["mla_up_proj", "mlp"] (Megatron-Bridge)
+    layout = dict(tp=2, pp=8, interleave=4, dp=64, ep=64, micro_batch=1, global_batch=8192, zero_stage=1,
+                  sequence_parallel=True, dispatcher="deepep")
+    base = plan("deepseek-v3", "h100-1024", **layout)
+    both = plan("deepseek-v3", "h100-1024", recompute_modules=["mla_up_proj", "mlp"], **layout)
+    # MLA up-projections: q 1536 x 128 x (128 + 64), kv 512 x 128 x (128 + 128), in each of 61 layers;
+    # dense MLPs: 3 SwiGLU matrices of 7168 x 18432 in each of the 3 dense layers
+    up = 1536 * 128 * 192 + 512 * 128 * 256
+    dense = 3 * 7168 * 18432
+    per_token = 2 * (61 * up + 3 * dense)
+    assert both.flops_per_iteration - base.flops_per_iteration == pytest.approx(8192 * 4096 * per_token, rel=1e-9)
+    assert both.compute > base.compute and both.memory_total == base.memory_total
+    assert "the MLA up-projections, the dense MLPs" in both.assumptions["compute"]
+    # a full recomputation already re-runs them: nothing more is charged
+    full = plan("deepseek-v3", "h100-1024", recompute="full", **layout)
+    full_both = plan("deepseek-v3", "h100-1024", recompute="full", recompute_modules=["mlp", "mla_up_proj"], **layout)
+    assert full_both.flops_per_iteration == full.flops_per_iteration
+
+
+@pytest.mark.parametrize("bad, match", [("mlp", "list of names"), (["core_attn"], "core_attn"), ([3], "list of names")])
+def test_recompute_modules_reject_what_they_do_not_know(bad, match):
+    with pytest.raises(ValueError, match=match):
+        plan("deepseek-v3", "h100-1024", tp=2, pp=8, dp=64, ep=64, recompute_modules=bad)
+
+
+def test_mla_up_proj_needs_multi_head_latent_attention():
+    with pytest.raises(ValueError, match="mla_up_proj.*latent"):
+        plan("llama3-70b", H100_1024, recompute_modules=["mla_up_proj"], **LLAMA70)
+    dense = plan("llama3-70b", H100_1024, recompute_modules=["mlp"], **LLAMA70)
+    assert dense.compute > plan("llama3-70b", H100_1024, **LLAMA70).compute
