@@ -305,6 +305,10 @@ def expected_remote_nodes(top_k, nodes, groups=None, group_topk=None):
     """
     k = np.asarray(v.integer("top_k", top_k), dtype=float)
     N = np.asarray(v.integer("nodes", nodes), dtype=float)
+    if k.ndim == 0 and N.ndim > 0 and N.size > 64:
+        # a sweep asks for a handful of node counts over a large grid: compute each once
+        unique, where = np.unique(N, return_inverse=True)
+        return np.asarray(expected_remote_nodes(top_k, unique.astype(np.int64), groups, group_topk))[where].reshape(N.shape)
     if groups is None and group_topk is None:
         hit = 1.0 - (1.0 - 1.0 / N) ** k
     else:

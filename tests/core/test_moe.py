@@ -539,3 +539,12 @@ def test_ep_overlap_must_be_a_bool():
         with pytest.raises(ValueError, match="ep_overlap"):
             core.plan("qwen3-235b-a22b", core.make_cluster("DGX H100", 256), tp=2, pp=8, dp=16, ep=32,
                       global_batch=2048, ep_overlap=bad)
+
+
+def test_remote_nodes_over_a_large_grid_equal_the_scalar_answers():
+    # a sweep passes one node count per configuration; each must equal its own scalar call
+    nodes = np.random.default_rng(3).choice([1, 2, 4, 8, 16, 32, 64], size=(400, 3))
+    for groups in ((None, None), (8, 4)):
+        grid = moe.expected_remote_nodes(8, nodes, *groups)
+        one_by_one = np.array([[moe.expected_remote_nodes(8, int(n), *groups) for n in row] for row in nodes])
+        assert grid.shape == nodes.shape and np.array_equal(grid, one_by_one)
