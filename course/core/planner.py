@@ -913,6 +913,9 @@ def explain(table, k=3, terms=2):
     >>> print(explain(t, k=2)[0].split(";")[0])  # doctest: +ELLIPSIS
     #1 beats #2 because its step is ... ms shorter (... s vs ... s): pipeline bubble -... ms, ...
     """
+    if not isinstance(table, SweepTable):
+        raise ValueError(f"table must be a sweep() result to rank; got {type(table).__name__} (one plan's terms and "
+                         f"the assumptions behind each are in its .assumptions)")
     k = int(v.integer("k", k, minimum=2))
     terms = int(v.integer("terms", terms, minimum=1))
     left_out = table.meta.get("unvalidated_left_out", 0)

@@ -548,3 +548,19 @@ def test_remote_nodes_over_a_large_grid_equal_the_scalar_answers():
         grid = moe.expected_remote_nodes(8, nodes, *groups)
         one_by_one = np.array([[moe.expected_remote_nodes(8, int(n), *groups) for n in row] for row in nodes])
         assert grid.shape == nodes.shape and np.array_equal(grid, one_by_one)
+
+
+def test_explain_of_one_plan_says_what_it_takes():
+    p = core.plan("mixtral-8x7b", "h100-1024", tp=2, pp=4, dp=128, ep=8, num_microbatches=8)
+    with pytest.raises(ValueError, match="sweep.*assumptions"):
+        core.explain(p)
+
+
+def test_deepseek_sweep_assumptions_name_group_limited_routing():
+    t = core.sweep("deepseek-v3", "h800-2048", tp=(1,), cp=(1,), pp=(16,), micro_batches=(1,), zero_stages=(1,),
+                   recompute=("none",), sequence_parallel=(False,), interleave=(1,), ep=(32, 64, 128),
+                   include_infeasible=True)
+    assert "picks 4 of 8 expert groups" in t.meta["assumptions"]["ep_comm"]
+    # EP 128 over 16 nodes spreads each group over 2 nodes: more network copies per token than EP 64 over 8
+    by_ep = {int(e): t.take(np.flatnonzero(t["ep"] == e)).row(0)["ep_comm"] for e in (64, 128)}
+    assert by_ep[128] > by_ep[64]
