@@ -33,8 +33,9 @@ tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi e
                    (:func:`~course.core.tensor.tp_overlap_exposed_time`, Wang et al. 2023)
 cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
                    2024); the ring overlaps it with attention (``cp_algorithm``)
-ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3
-                   node-limited routing; DeepEP's one copy per remote node); hidden by DualPipe
+ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3's
+                   group-limited routing, a node limit where a group is a node; DeepEP's one copy
+                   per remote node); hidden by DualPipe
                    and by Megatron-Core's 1F1B all-to-all overlap (``ep_overlap``)
 bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
                    interleaved, ZB-H1, DualPipe)
