@@ -92,7 +92,7 @@ def _hud_after(lab, instruments, tmp_path, monkeypatch):
     return namespace["hud"]
 
 
-@pytest.mark.parametrize("lab", [lab06.LAB], ids=lambda lab: lab.prefix)
+@pytest.mark.parametrize("lab", [lab05.LAB, lab06.LAB], ids=lambda lab: lab.prefix)
 def test_every_gated_instrument_is_saved_to_the_ledger(lab):
     # the HUD only knows the failure states of the instruments the lab records
     import re
@@ -112,6 +112,22 @@ def test_lab06_hud_lists_the_comm_bound_state_the_dashboard_showed(tmp_path, mon
                                      dashboard=dashboard), tmp_path, monkeypatch)
     assert hud.summary()["failures_hit"] == ["comm_bound"]
     assert "failure states hit: comm_bound" in hud.widget.value
+
+
+def test_lab05_hud_lists_the_bubble_chart_warning(tmp_path, monkeypatch):
+    # the lab asks for the bubble chart's warning (PP = 8 with few micro-batches: (8-1)/(m+7) > 10 %)
+    from course.instruments import (AllreduceComparator, BubbleChart, Configurator, ScalingExplorer,
+                                    SyncAudit)
+    from course.instruments.context import TrackSelector
+
+    configurator = Configurator(model="gpt3-175b", cluster="h100-1024", tp=4, pp=8)
+    bubbles = BubbleChart().follow_controls(configurator)
+    bubbles.controls["pp"].value, bubbles.controls["microbatches"].value = 8, 8  # 7/15 = 47 %
+    hud = _hud_after(lab05.LAB, dict(explorer=ScalingExplorer(params_b=7, gpus=512), track=TrackSelector(),
+                                     fleet=AllreduceComparator(gpus=512, message_gb=14),
+                                     configurator=configurator, bubbles=bubbles, audit=SyncAudit()),
+                     tmp_path, monkeypatch)
+    assert "bubble_over_ceiling" in hud.summary()["failures_hit"]
 
 
 # --- real nbgrader ----------------------------------------------------------------
