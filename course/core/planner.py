@@ -808,9 +808,12 @@ def _fastest_first(speed, memory=None):
     run = np.concatenate(([0], np.cumsum(ranked[1:] != ranked[:-1])))
     if run[-1] + 1 == run.size:  # no ties
         return order
-    if memory is not None:
-        return order[np.lexsort((order, np.asarray(memory)[order], run))]
-    return order[np.argsort(run * run.size + order)]
+    if memory is None:
+        return order[np.argsort(run * run.size + order)]
+    tied = np.flatnonzero(np.bincount(run)[run] > 1)  # only the runs of equal speed are sorted again
+    rows = order[tied]
+    order[tied] = rows[np.lexsort((rows, np.asarray(memory)[rows], run[tied]))]
+    return order
 
 
 def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):

@@ -349,3 +349,6 @@ def test_fastest_first_is_the_stable_descending_order():
     for n in (1, 2, 7, 1000, 50_000):
         for x in (rng.random(n), rng.integers(0, max(n // 5, 1), n).astype(float), np.ones(n)):
             assert np.array_equal(_fastest_first(x), np.argsort(-x, kind="stable"))
+            # with memory: ties in speed by lower memory, then in the original order
+            memory = rng.integers(0, 3, n).astype(float)
+            assert np.array_equal(_fastest_first(x, memory), np.lexsort((np.arange(n), memory, -x)))
