@@ -156,3 +156,16 @@ def test_instruments_package_names_resolve_on_first_use():
     assert package.ring is importlib.import_module("course.instruments.ring")
     with pytest.raises(AttributeError):
         package.no_such_instrument
+
+
+def test_instruments_names_for_type_checkers_are_the_lazy_ones():
+    """Type checkers and IDEs read the ``if TYPE_CHECKING:`` imports of ``course.instruments``, the
+    running package ``_SOURCES``: both must list the same names from the same submodules, or one of
+    them offers a name the other does not have."""
+    import course.instruments as package
+
+    tree = ast.parse((ROOT / "course" / "instruments" / "__init__.py").read_text())
+    (block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    assert all(isinstance(node, ast.ImportFrom) and node.level == 1 for node in block.body)
+    static = [(alias.asname or alias.name, node.module) for node in block.body for alias in node.names]
+    assert sorted(static) == sorted(package._SOURCES.items())

@@ -668,7 +668,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     configurations are skipped: micro-batch x DP not dividing the global batch, CP not
     splitting the sequence into ``2 x CP`` chunks, interleaving without a pipeline, with
     more chunks per stage than the busiest stage has layers (``v > ceil(layers / pp)``) or
-    with micro-batches that PP does not divide.
+    with micro-batches that PP does not divide. Sequence parallelism splits nothing without
+    TP, so a TP = 1 layout appears once, with SP off, when ``sequence_parallel`` includes False.
 
     Parameters
     ----------
@@ -711,8 +712,9 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         column of mode names, ``violations`` and ``notes`` (``;``-joined codes, in place of
         :func:`evaluate`'s boolean ``viol_*`` / ``note_*`` columns) and ``feasible``.
         Only feasible rows unless ``include_infeasible``, and only rows inside the validated range
-        unless ``include_unvalidated``; sorted by tokens/s. ``meta["min_tokens_per_expert"]`` is the
-        limit applied (0: none) and ``meta["unvalidated_left_out"]`` the rows it left out.
+        unless ``include_unvalidated``; sorted by tokens/s, exact ties by lower ``memory_total``.
+        ``meta["min_tokens_per_expert"]`` is the limit applied (0: none) and
+        ``meta["unvalidated_left_out"]`` the rows it left out.
 
     Examples
     --------
@@ -764,6 +766,9 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  min_tokens_per_expert=limit, recompute_modules=recompute_modules)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
+    sp = np.array(sequence_parallel, dtype=bool)
+    if not sp.all():  # SP splits nothing without TP: TP = 1 layouts only once, with SP off
+        keep = keep & ~((b(0) == 1) & on(sp, 3))
     left_out = 0
     if m.is_moe and limit > 0 and not include_unvalidated:  # outside the validated range: left out as well
         few = np.broadcast_to(cols["note_few_tokens_per_expert"], cfg.shape)
@@ -771,7 +776,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         keep = keep & ~few
     rows = np.flatnonzero(keep.reshape(-1))
     speed = np.broadcast_to(cols["tokens_per_second"], cfg.shape).reshape(-1)[rows]
-    rows = rows[_fastest_first(speed)]  # fastest first; ties keep the grid's order
+    memory = np.broadcast_to(cols["memory_total"], cfg.shape).reshape(-1)[rows]
+    rows = rows[_fastest_first(speed, memory)]  # fastest first; ties: less memory first, then the grid's order
     derived = {"violations": lambda t: _joined_codes(t, "viol_"), "notes": lambda t: _joined_codes(t, "note_"),
                "recompute": lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]],
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
@@ -788,19 +794,27 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                             "assumptions": term_assumptions(m, c, **settings)})
 
 
-def _fastest_first(speed):
+def _fastest_first(speed, memory=None):
     """``np.argsort(-speed, kind="stable")`` in a quarter of the time: an unstable sort, then the
     runs of equal speed put back in their original order by a sort of unique integer keys.
+    With ``memory``, exact ties in speed go lowest memory first (then original order).
 
     >>> _fastest_first(np.array([1.0, 3.0, 2.0, 3.0, 1.0])).tolist()
     [1, 3, 2, 0, 4]
+    >>> _fastest_first(np.array([1.0, 3.0, 2.0, 3.0, 1.0]), memory=np.array([5.0, 9.0, 1.0, 8.0, 4.0])).tolist()
+    [3, 1, 2, 4, 0]
     """
     order = np.argsort(-speed)
     ranked = speed[order]
     run = np.concatenate(([0], np.cumsum(ranked[1:] != ranked[:-1])))
     if run[-1] + 1 == run.size:  # no ties
         return order
-    return order[np.argsort(run * run.size + order)]
+    if memory is None:
+        return order[np.argsort(run * run.size + order)]
+    tied = np.flatnonzero(np.bincount(run)[run] > 1)  # only the runs of equal speed are sorted again
+    rows = order[tied]
+    order[tied] = rows[np.lexsort((rows, np.asarray(memory)[rows], run[tied]))]
+    return order
 
 
 def _layouts(n, batch, model, tps, cps, pps, micro_batches, interleave, folds):

@@ -75,7 +75,9 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the names below are imported on first use (``__getattr__``); listed here for readers and tools
+# the names below are imported on first use (``__getattr__``, from ``_SOURCES``); listed here for readers and
+# type checkers, which cannot follow ``__getattr__``. tests/test_import_graph.py keeps the two lists equal.
+if TYPE_CHECKING:
     from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time, to_plain
     from .cards import HudFooter, banner_html, metric_card_html, stakeholder_card
     from .context import TrackSelector, link_options

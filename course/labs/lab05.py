@@ -370,9 +370,13 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.answer_cells("part3_async_saves", s),
         *lab.answer_cells("part3_zero_saves", s),
         *lab.reflection_cells("part3_why"),
-        Cell("markdown", "## Ledger and HUD\n\nSave your final design and audit (with the track you ended on) to the "
-                         "design ledger; the HUD sums up this lab's entries."),
-        Cell("code", "configurator.record('lab05/design', track=track.value)\n"
+        Cell("markdown", "## Ledger and HUD\n\nSave your instruments, final design and audit (with the track you "
+                         "ended on and the failure states they showed) to the design ledger; the HUD sums up this "
+                         "lab's entries."),
+        Cell("code", "explorer.record('lab05/explorer', track=track.value)\n"
+                     "fleet.record('lab05/fleet', track=track.value)\n"
+                     "configurator.record('lab05/design', track=track.value)\n"
+                     "bubbles.record('lab05/bubbles', track=track.value)\n"
                      "audit.record('lab05/audit', track=track.value)\n"
                      "hud.refresh()\nhud", "lab05_hud"),
     ]

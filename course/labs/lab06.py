@@ -285,7 +285,11 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         lab.reveal_cell("act2"),
         *lab.answer_cells("act2_small", s),
         *lab.reflection_cells("act2_why"),
-        Cell("code", "hud.refresh()\nhud", "lab06_hud"),
+        Cell("markdown", "## Ledger and HUD\n\nSave the comparator and the dashboard as you left them (with the failure "
+                         "states they showed) to the design ledger; the HUD sums up this lab's entries."),
+        Cell("code", "comparator.record('lab06/comparator')\n"
+                     "dashboard.record('lab06/dashboard')\n"
+                     "hud.refresh()\nhud", "lab06_hud"),
     ]
 
 

@@ -172,6 +172,8 @@ def test_bundle_layout(graded):
         assert zf.read("requirements.txt").decode() == (ROOT / "requirements.txt").read_text()
         setup = zf.read("setup.sh").decode()
         assert "bubblewrap" in setup and 'pip install' in setup and "requirements.txt" in setup
+        (uninstall,) = [line.split() for line in setup.splitlines() if " pip uninstall " in line]
+        assert [a for a in uninstall[uninstall.index("uninstall") + 1:] if not a.startswith("-")] == _dev_unused()
         assert not any("__pycache__" in n for n in names)
         db = graded["bundle"].parent / "bundled.db"
         db.write_bytes(zf.read("course_root/gradebook.db"))
@@ -179,6 +181,38 @@ def test_bundle_layout(graded):
         assert con.execute("select name from assignment").fetchall() == [(CHAPTER,)]
         assert con.execute("select count(*) from student").fetchone() == (0,)
     subprocess.run(["bash", "-n", str(graded["roots"]["ada@uni.edu"] / "source" / "setup.sh")], check=True)
+
+
+def _dev_unused():
+    """``dev.py``'s ``UNUSED``: the packages it uninstalls from the venv after installing the pins."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("course_dev_py", ROOT / "dev.py")
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)  # dev.py only acts under __main__
+    return sorted(dev.UNUSED)
+
+
+def test_setup_sh_leaves_the_venv_as_dev_py_does(tmp_path):
+    """setup.sh, run with apt-get and python3 stubbed, uninstalls what dev.py uninstalls, after the installs."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir.mkdir()
+    stub = f'#!/bin/sh\necho "$(basename "$0") $*" >> {log}\n'
+    # python3 -m venv DIR makes DIR/bin/python, a stub like the others
+    venv = stub + ('[ "$1 $2" = "-m venv" ] && mkdir -p "$3/bin" && cp "$0" "$3/bin/python"\n'
+                   'exit 0\n')
+    for name, text in (("apt-get", stub), ("python3", venv)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    script = tmp_path / "source" / "setup.sh"
+    script.parent.mkdir()
+    script.write_text(gradescope.SETUP_SH)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "AUTOGRADER_ROOT": str(tmp_path)}
+    subprocess.run(["bash", str(script)], check=True, env=env, capture_output=True)
+    pip = [line.split()[3:] for line in log.read_text().splitlines() if line.startswith("python -m pip")]
+    assert [args[0] for args in pip] == ["install", "install", "uninstall"]
+    assert [a for a in pip[2][1:] if not a.startswith("-")] == _dev_unused() != []
+    assert log.read_text().splitlines()[-1].endswith("--check")  # the check runs in the final venv
 
 
 def test_group_and_bad_metadata():

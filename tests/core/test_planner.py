@@ -250,6 +250,29 @@ def test_sweep_default_is_feasible_and_sorted():
     assert list(df["step_time"]) == list(t["step_time"])
 
 
+def test_sweep_lists_a_layout_without_tp_once(table):
+    # SP shards the activations TP already splits; with TP = 1 there is nothing to split, so a
+    # TP = 1 layout with SP on is the same run as with SP off and must not be listed twice
+    assert len(table) and not (table["sequence_parallel"] & (table["tp"] == 1)).any()
+    assert (table["tp"] == 1).any() and (table["sequence_parallel"] & (table["tp"] > 1)).any()
+    kw = dict(global_batch=512, include_infeasible=True)
+    off = sweep("llama3-70b", "research-256", sequence_parallel=(False,), **kw)
+    on = sweep("llama3-70b", "research-256", sequence_parallel=(True,), **kw)
+    assert (on["tp"] == 1).any()  # asked for SP alone, a TP = 1 layout is still listed (once)
+    assert len(table) == len(off) + np.count_nonzero(on["tp"] > 1)
+
+
+def test_sweep_breaks_exact_ties_by_lower_memory():
+    # ZeRO-1 runs as fast as ZeRO-0 (a reduce-scatter and an all-gather move the bytes of one
+    # all-reduce) but holds a DP-th of the optimizer state: of two equally fast rows, the lighter first
+    t = sweep("llama3-70b", "research-256", zero_stages=(0, 1), recompute=("none",))
+    speed, memory = t["tokens_per_second"], t["memory_total"]
+    tied = np.flatnonzero(speed[1:] == speed[:-1])
+    assert np.count_nonzero(memory[tied] != memory[tied + 1]) > 0  # ties that differ in memory exist
+    assert np.all(memory[tied] <= memory[tied + 1])
+    assert np.all(np.diff(speed) <= 0)
+
+
 # --------------------------------------------------------------------------- invalid input
 
 
@@ -326,3 +349,6 @@ def test_fastest_first_is_the_stable_descending_order():
     for n in (1, 2, 7, 1000, 50_000):
         for x in (rng.random(n), rng.integers(0, max(n // 5, 1), n).astype(float), np.ones(n)):
             assert np.array_equal(_fastest_first(x), np.argsort(-x, kind="stable"))
+            # with memory: ties in speed by lower memory, then in the original order
+            memory = rng.integers(0, 3, n).astype(float)
+            assert np.array_equal(_fastest_first(x, memory), np.lexsort((np.arange(n), memory, -x)))

@@ -81,6 +81,55 @@ def test_lab06_comm_over_half_warning_from_the_workload_control():
     assert dashboard.result["crossovers"], "the dashboard shows a crossover size"
 
 
+def _hud_after(lab, instruments, tmp_path, monkeypatch):
+    """Run ``lab``'s HUD cell with ``instruments`` as the student left them; return the HUD."""
+    from course.instruments.cards import HudFooter
+
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    (cell,) = [c for c in lab.cells() if c.grade_id == f"{lab.prefix}_hud"]
+    namespace = dict(instruments, hud=HudFooter(prefix=lab.prefix))
+    exec(cell.source, namespace)
+    return namespace["hud"]
+
+
+@pytest.mark.parametrize("lab", [lab05.LAB, lab06.LAB], ids=lambda lab: lab.prefix)
+def test_every_gated_instrument_is_saved_to_the_ledger(lab):
+    # the HUD only knows the failure states of the instruments the lab records
+    import re
+
+    source = "\n".join(c.source for c in lab.cells())
+    gated = re.findall(r"^(\w+) = lab\.gate\(", source, flags=re.M)
+    assert gated and all(f"{name}.record(" in source for name in gated), gated
+
+
+def test_lab06_hud_lists_the_comm_bound_state_the_dashboard_showed(tmp_path, monkeypatch):
+    from course.instruments import AlgorithmDashboard, AllreduceComparator
+
+    dashboard = AlgorithmDashboard(gpus=128)
+    dashboard.controls["workload"].value = "175B gradients (350 GB)"  # the banner of Act II
+    dashboard.controls["workload"].value = "7B gradients (14 GB)"  # gone again, but it was hit
+    hud = _hud_after(lab06.LAB, dict(comparator=AllreduceComparator(gpus=128, message_gb=14),
+                                     dashboard=dashboard), tmp_path, monkeypatch)
+    assert hud.summary()["failures_hit"] == ["comm_bound"]
+    assert "failure states hit: comm_bound" in hud.widget.value
+
+
+def test_lab05_hud_lists_the_bubble_chart_warning(tmp_path, monkeypatch):
+    # the lab asks for the bubble chart's warning (PP = 8 with few micro-batches: (8-1)/(m+7) > 10 %)
+    from course.instruments import (AllreduceComparator, BubbleChart, Configurator, ScalingExplorer,
+                                    SyncAudit)
+    from course.instruments.context import TrackSelector
+
+    configurator = Configurator(model="gpt3-175b", cluster="h100-1024", tp=4, pp=8)
+    bubbles = BubbleChart().follow_controls(configurator)
+    bubbles.controls["pp"].value, bubbles.controls["microbatches"].value = 8, 8  # 7/15 = 47 %
+    hud = _hud_after(lab05.LAB, dict(explorer=ScalingExplorer(params_b=7, gpus=512), track=TrackSelector(),
+                                     fleet=AllreduceComparator(gpus=512, message_gb=14),
+                                     configurator=configurator, bubbles=bubbles, audit=SyncAudit()),
+                     tmp_path, monkeypatch)
+    assert "bubble_over_ceiling" in hud.summary()["failures_hit"]
+
+
 # --- real nbgrader ----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
