@@ -300,15 +300,18 @@ def expected_remote_nodes(top_k, nodes, groups=None, group_topk=None):
     --------
     DeepSeek-V3: 8 experts over EP 64 on 8 nodes, 4 of 8 groups per token, then EP over 32 nodes.
 
-    >>> [round(float(expected_remote_nodes(8, n, 8, 4)), 2) for n in (8, 32)], round(float(expected_remote_nodes(8, 8)), 2)
-    ([3.15, 6.25], 4.6)
+    >>> [round(float(expected_remote_nodes(8, n, 8, 4)), 2) for n in (8, 32)]
+    [3.15, 6.25]
+    >>> round(float(expected_remote_nodes(8, 8)), 2)  # without the group limit
+    4.6
     """
     k = np.asarray(v.integer("top_k", top_k), dtype=float)
     N = np.asarray(v.integer("nodes", nodes), dtype=float)
     if k.ndim == 0 and N.ndim > 0 and N.size > 64:
         # a sweep asks for a handful of node counts over a large grid: compute each once
         unique, where = np.unique(N, return_inverse=True)
-        return np.asarray(expected_remote_nodes(top_k, unique.astype(np.int64), groups, group_topk))[where].reshape(N.shape)
+        per_count = np.asarray(expected_remote_nodes(top_k, unique.astype(np.int64), groups, group_topk))
+        return per_count[where].reshape(N.shape)
     if groups is None and group_topk is None:
         hit = 1.0 - (1.0 - 1.0 / N) ** k
     else:

@@ -949,8 +949,9 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
           f"the hidden part still takes {OVERLAP_SM_SHARE:.0%} of the SMs" if cp_algorithm == "ring"
           else "all-gather of K/V before attention, exposed (Llama 3)")
     ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
-          (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited routing: "
-           f"at most {m.routing_group_topk} nodes per token only where a group is a node)" if m.routing_groups else "") +
+          (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
+           f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
+           if m.routing_groups else "") +
           ("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_groups
            else "; one network copy per remote expert (all-to-all)") +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
