@@ -594,9 +594,12 @@ class Grader:
                 self._zero_all(sub.student)
                 grades = self._read_grades(sub.student)
             detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-            return self._rows(sub.student, "unreadable",
-                              f"your notebook file could not be read as a notebook ({detail}); open it "
-                              "in Jupyter, save it and submit again", {}, grades)
+            reason = (f"your notebook file could not be read as a notebook ({detail}); open it "
+                      "in Jupyter, save it and submit again")
+            result = self._rows(sub.student, "unreadable", reason, {}, grades)
+            if self.feedback:
+                self._write_problem_feedback(sub, result)
+            return result
         notes = list(sub.notes) + self._structure_notes(nb)
         with self.lock:
             nb = self._sanitize(nb, sub.student)
@@ -672,6 +675,24 @@ class Grader:
         _fresh(fb_dir / f"{self.assignment.notebook}.html").write_text(html)
         self._copy_exchange_files(sub, fb_dir)
         phases.add("feedback", time.monotonic() - started)
+
+    def _write_problem_feedback(self, sub: Submission, result: dict) -> None:
+        """A short feedback page for a submission that could not be graded at all (its notebook file
+        is not a notebook): without it the student fetches no feedback and never learns why."""
+        import html as _html
+
+        esc = _html.escape
+        rows = "".join(f"<tr><td>{esc(p['part'])}</td><td>{p['points'] or 0:g} / {p['max_points']:g}</td></tr>"
+                       for p in result["parts"])
+        page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(self.assignment_name)}"
+                f"</title></head><body><h1>{esc(self.assignment_name)} (Score: {result['score']:g} / "
+                f"{result['max_score']:g})</h1><p><strong>Your submission could not be graded:</strong> "
+                f"{esc(result['reason'])}.</p><table><tr><th>part</th><th>points</th></tr>{rows}</table>"
+                "</body></html>")
+        fb_dir = self.root / "feedback" / sub.student / self.assignment_name
+        fb_dir.mkdir(parents=True, exist_ok=True)
+        _fresh(fb_dir / f"{self.assignment.notebook}.html").write_text(page)
+        self._copy_exchange_files(sub, fb_dir)
 
     @staticmethod
     def _copy_exchange_files(sub: Submission, dest: Path) -> None:

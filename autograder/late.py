@@ -81,6 +81,10 @@ def apply(results: Iterable[dict], timestamps: Dict[str, Optional[str]], due: Op
         stamp = timestamps.get(res["student"])
         if due is None:
             info["note"] = "no due date"
+            try:  # the submission time is still worth keeping
+                info["submitted"] = parse_time(stamp).isoformat() if stamp else None
+            except ValueError:
+                pass
         elif not stamp:
             info["note"] = "no submission timestamp: not penalised"
         else:

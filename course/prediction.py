@@ -113,7 +113,13 @@ export default {
         input.name = name;  // one group: one Tab stop, the arrow keys move the choice (the browser's own)
         input.value = key;
         input.addEventListener('change', () => {
-          if (input.checked) { model.set('value', key); model.save_changes(); }
+          if (!input.checked) return;
+          model.set('value', key); model.save_changes();
+          // ipywidgets holds back a state update while an earlier one is unanswered (a busy kernel),
+          // but sends a custom message (the Lock button's click) at once: a choice changed just before
+          // the click would reach the kernel after it, and the old choice would be locked. The choice
+          // also goes as a custom message, so the kernel sees it before the click.
+          model.send({ choose: key });
         });
         row.appendChild(input);
         row.appendChild(document.createTextNode(label));
@@ -176,6 +182,16 @@ class RadioGroup(anywidget.AnyWidget):
     value = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     disabled = traitlets.Bool(False).tag(sync=True)
     label = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.on_msg(self._on_choose)
+
+    def _on_choose(self, _widget, content, _buffers) -> None:
+        """A choice the browser sent as a custom message (in order with the Lock button's click)."""
+        key = content.get("choose") if isinstance(content, dict) else None
+        if not self.disabled and key in [k for _label, k in self.options]:
+            self.value = key
 
     @traitlets.validate("options")
     def _validate_options(self, proposal):

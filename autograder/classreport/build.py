@@ -10,8 +10,8 @@ Inputs, all written by the package or nbgrader:
 
 What exists (locks, options, parts, acts, kinds) comes from :mod:`.catalog`; this module
 only counts. The students counted in the item statistics are those with a submission the
-grader could run or read (``status`` neither ``missing`` nor ``error``); the others are listed
-per student and counted in ``excluded``.
+grader could run or read (``status`` none of ``missing``, ``unreadable``, a file that is not a
+notebook, and ``error``); the others are listed per student and counted in ``excluded``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Dict, Iterable, List, Optional
 
 from . import catalog, stats
 
-#: submission states left out of the item statistics: nothing was submitted, or the grader failed
-EXCLUDED_STATES = ("missing", "error")
+#: submission states left out of the item statistics: nothing (readable) was submitted, or the grader failed
+EXCLUDED_STATES = ("missing", "unreadable", "error")
 
 
 def load_grades(path) -> dict:
@@ -314,5 +314,5 @@ def build_report(grades: Dict[str, dict], *, course_root=None, submissions=None,
             "anonymised": False, "course_root": str(course_root) if course_root else None,
             "ledgers_shared": len(shared), "assignments": reports, "term": term_view(reports),
             "method": {"discrimination": stats.__doc__.strip().split("\n\n")[1].replace("\n", " "),
-                       "counted": "students whose submission the grader ran or read (status neither "
-                                  "missing nor error)"}}
+                       "counted": "students whose submission the grader ran or read (status none of "
+                                  "missing, unreadable and error)"}}

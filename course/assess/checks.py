@@ -39,6 +39,7 @@ from __future__ import annotations
 import datetime as _dt
 import dis
 import math
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import variants
@@ -68,6 +69,10 @@ def whoami(assignment: str, source: str = "workbook") -> None:
         print(f"{assignment}: {NO_STUDENT}, so these are the {source}'s numbers. Run "
               "`course student <your nbgrader id>` (or set COURSE_STUDENT) and restart the kernel: "
               "you are graded on the numbers of your id.")
+    elif os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        # the grader's kernel: its COURSE_STUDENT is the grader's doing, and feedback shows this line
+        print(f"{assignment}: numbers for student {student!r} (this is the grading run: the grader "
+              "names the student whose submission it grades).")
     else:
         print(f"{assignment}: numbers for student {student!r} (identity from: {found_in}; "
               f"{variants.IDENTITY_SOURCES.get(found_in, '')}). You are graded on the numbers of "

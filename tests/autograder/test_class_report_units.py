@@ -55,3 +55,25 @@ def test_locks_and_parts_come_from_the_declarations():
 def test_a_short_salt_is_refused():
     with pytest.raises(ValueError, match="salt"):
         anonymise({"assignments": []}, "short")
+
+
+def test_a_notebook_the_grader_could_not_read_is_left_out_of_the_item_statistics(tmp_path):
+    """Counted are the students whose submission the grader could run or read: a file that is not a
+    notebook has no answers, like a missing one, and its zeros would only lower every part's share right."""
+    from autograder.classreport.build import assignment_report
+
+    parts = catalog.parts("ch02_gradient_accumulation")
+
+    def row(student, status, points):
+        return {"student": student, "status": status, "reason": status, "score": points * len(parts),
+                "max_score": float(len(parts)), "variant": 1,
+                "parts": [{"part": p, "points": points, "max_points": 1.0, "status": "judged", "reason": "",
+                           "checks": [], "kernel_points": points} for p in parts]}
+
+    grades = {"assignment": "ch02_gradient_accumulation",
+              "students": [row("ada", "graded", 1.0), row("bo", "graded", 0.0), row("hank", "unreadable", 0.0),
+                           row("mo", "missing", 0.0)]}
+    report = assignment_report(grades, {}, {}, None, tmp_path)
+    assert report["counted"] == 2 and report["excluded"] == 2
+    assert [s["student"] for s in report["students"] if not s["counted"]] == ["hank", "mo"]
+    assert all(p["share_right"] == 0.5 for p in report["parts"])

@@ -87,3 +87,21 @@ def test_formgrader_autograde_then_feedback_hides_them_too(course):
         html = _html(root, student)
         assert not _leaks(html, root), (student, _leaks(html, root))
     assert "does not match" in _html(root, "bo") and "does not match" not in _html(root, "ada")
+
+
+def test_a_notebook_file_that_is_not_a_notebook_still_gets_a_feedback_page(tmp_path):
+    """A corrupted file earns 0 with a reason in grades.json; the student, who reads only feedback,
+    gets a page that says why and what to do (before, no feedback was written for them at all)."""
+    root = make_course(tmp_path / "course")
+    inbox = root / "inbox"
+    inbox.mkdir()
+    (inbox / "hank.ipynb").write_text('{\n "cells": [\n  {\n   "cell_type": "mark')  # cut half-way
+    proc = subprocess.run([sys.executable, "-m", "autograder", "class", CHAPTER, str(inbox), "--course-root",
+                           str(root), "--out", str(root / "out"), "--seed", "1", "--workers", "1",
+                           "--no-progress"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = root / "out" / "feedback" / "hank" / CHAPTER / f"{CHAPTER}.html"
+    assert page.is_file()
+    text = page.read_text()
+    assert "could not be read as a notebook" in text and "submit again" in text and "Score: 0 /" in text
+    assert _leaks(text, root) == []

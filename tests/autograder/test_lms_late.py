@@ -129,3 +129,13 @@ def test_regrading_a_student_without_a_submission_is_refused(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "autograder", "class", CHAPTER, "--course-root", str(root),
                            "--out", str(root), "--student", "zed"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "student 'zed' has no submission" in proc.stderr
+
+
+def test_apply_without_a_due_date_still_records_the_submission_time():
+    results = [{"student": "ada", "score": 3.0}, {"student": "bo", "score": 2.0}, {"student": "cy", "score": 1.0}]
+    stamps = {"ada": "2026-11-27 00:49:06.713387 UTC", "bo": None, "cy": "next tuesday-ish"}
+    out = {r["student"]: r["late"] for r in late.apply(results, stamps, None, late.LatePolicy(per_day=0.1))}
+    assert out["ada"]["submitted"] == "2026-11-27T00:49:06.713387+00:00"
+    assert out["ada"]["note"] == "no due date" and out["ada"]["final_score"] == 3.0
+    assert out["bo"]["submitted"] is None and out["cy"]["submitted"] is None
+    assert all(o["days_charged"] == 0 and o["points_deducted"] == 0.0 for o in out.values())

@@ -76,3 +76,13 @@ def test_feedback_drops_check_outputs_computed_for_another_students_id(monkeypat
     insert_derivations(nb, "ada")
     assert "not yet" not in by_id["ch02_ex2_1_check"].outputs[0]["text"]
     assert "without your student id" in by_id["ch02_ex2_1_check"].outputs[0]["text"]
+
+
+def test_whoami_in_the_grading_run_does_not_tell_the_student_to_unset_the_graders_variable(monkeypatch, capsys):
+    """The autograder's kernel sets COURSE_STUDENT itself; its setup-cell line is in the student's feedback."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.setenv("COURSE_STUDENT", "ada")
+    checks.whoami("ch02_gradient_accumulation")
+    out = capsys.readouterr().out
+    assert "numbers for student 'ada'" in out and "grading run" in out  # feedback still reads the id
+    assert "COURSE_STUDENT" not in out and "restart the kernel" not in out

@@ -173,3 +173,19 @@ def test_views_render_once_locked_and_update_in_place():
     lock.answer("C")
     assert reveal.correct is True and "master port" in reveal.widget.value and "grows like N" in passage.widget.value
     assert Ledger().get("lab06/act1")["correct"] is True
+
+
+def test_a_choice_sent_just_before_the_click_is_the_one_locked():
+    """Under a busy kernel ipywidgets holds back the radio group's state update but sends the Lock
+    button's click at once; the group also sends each choice as a custom message, which arrives in
+    order with the click. Here the kernel got A as state, then B as the custom message, then the click."""
+    lock = choice_lock()
+    lock.input.value = "A"  # the first choice's state update, answered
+    lock.input._handle_custom_msg({"choose": "B"}, [])  # the second choice: its state update is still held back
+    lock.button.click()
+    assert lock.value == "B" and read_predictions(".")["lab06/act1"]["value"] == "B"
+    # a choice message for a locked (disabled) group or an unknown option changes nothing
+    lock.input._handle_custom_msg({"choose": "C"}, [])
+    lock.input._handle_custom_msg({"choose": "Z"}, [])
+    assert lock.value == "B" and lock.input.value == "B"
+    assert "model.send({ choose: key })" in course.prediction._RADIO_GROUP  # the browser half sends it
