@@ -20,7 +20,7 @@ from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
 from .charts import decade_ticks, integer_ticks, set_ticks
 from .context import find_link, link_options
-from .controls import LogIntSlider
+from .controls import LogFloatSlider, LogIntSlider
 from .workloads import LARGE_WORKLOAD, WORKLOADS, _gradient_bytes  # noqa: F401 (re-exported)
 
 __all__ = ["AllreduceComparator", "AlgorithmDashboard", "WORKLOADS", "ALGORITHM_COLORS", "best_and_crossovers"]
@@ -139,6 +139,15 @@ def best_and_crossovers(sizes: np.ndarray, times: np.ndarray, algorithms, n=None
     return best, crossings
 
 
+#: Message sizes a lab names, in GB: the comparator's 140 GB (70B bf16 gradients) and every dashboard preset.
+MESSAGE_PRESETS_GB = (140.0, *(m / GB for m in WORKLOADS.values()))
+
+
+def _message_slider(value_gb: float) -> LogFloatSlider:
+    """M in GB from 1 kB to 1 TB on a log scale, every preset of :data:`MESSAGE_PRESETS_GB` a stop."""
+    return LogFloatSlider(value=value_gb, min=1e-6, max=1e3, presets=MESSAGE_PRESETS_GB, description="M (GB)")
+
+
 def _link_dropdown(default_name: str = "InfiniBand NDR") -> widgets.Dropdown:
     options = link_options()
     return widgets.Dropdown(options=options, value=find_link(options, default_name), description="Link",
@@ -168,9 +177,10 @@ class AllreduceComparator(Instrument):
     def build(self):
         self.algorithms = _algorithms()
         self.add_control("gpus", LogIntSlider(value=128, min=2, max=4096, description="GPUs N"))
-        # step 0.001 of a decade: the handle sits on 140 GB, not on 141 (10^2.15) as with 0.01
-        self.add_control("message_gb", widgets.FloatLogSlider(value=140, base=10, min=-6, max=3, step=0.001,
-                                                              description="M (GB)", readout_format=".3g"))
+        # 1 kB .. 1 TB through 1-1.4-2-3-4-5-7 x 10^k: one arrow press is 25-50 %, and 140 GB, the presets'
+        # 350 GB, 14 GB and 0.5 MB are stops of their own (a FloatLogSlider step fine enough to hold them moved
+        # 0.23 % per press)
+        self.add_control("message_gb", _message_slider(140.0))
         self.add_control("link", _link_dropdown())
 
         xs, ys = bq.OrdinalScale(reverse=True), bq.LogScale()  # reversed: the first algorithm on top
@@ -311,12 +321,10 @@ class AlgorithmDashboard(Instrument):
                                                            style={"button_width": "auto"},
                                                            layout=widgets.Layout(width="auto", max_width="100%")),
                          triggers_update=False)
-        self.add_control("message_gb", widgets.FloatLogSlider(value=WORKLOADS[LARGE_WORKLOAD] / GB, base=10, min=-6, max=3, step=0.001,
-                                                              description="M (GB)", readout_format=".3g"))
+        self.add_control("message_gb", _message_slider(WORKLOADS[LARGE_WORKLOAD] / GB))
         self.add_control("gpus", LogIntSlider(value=128, min=2, max=4096, description="GPUs N"))
         self.add_control("link", _link_dropdown())
-        self.add_control("compute_s", widgets.FloatLogSlider(value=1.0, base=10, min=-3, max=2, step=0.01,
-                                                             description="compute (s)", readout_format=".3g"))
+        self.add_control("compute_s", LogFloatSlider(value=1.0, min=1e-3, max=1e2, description="compute (s)"))
         self.observe("workload", self._apply_preset)
         self.observe("message_gb", self._maybe_custom)
 
@@ -364,7 +372,7 @@ class AlgorithmDashboard(Instrument):
 
     def _maybe_custom(self, change):
         preset = self.controls["workload"].value
-        # 1 %: the browser snaps the log slider to its step, which must not count as leaving the preset
+        # every preset is a stop of the slider; 1 % spares a value set from Python with float noise
         if preset in WORKLOADS and not np.isclose(change["new"] * GB, WORKLOADS[preset], rtol=1e-2):
             self.controls["workload"].value = CUSTOM  # steers nothing: no extra update
 

@@ -115,7 +115,8 @@ class ScalingExplorer(Instrument):
     def build(self):
         # 1B to 175B spans two decades: a log slider through the sizes of published models
         self.add_control("params_b", LogIntSlider(value=7, min=1, max=175, stops=MODEL_SIZES_B, description="Model (B)"))
-        self.add_control("gpus", widgets.SelectionSlider(options=GPU_CHOICES, value=8, description="GPUs N"))
+        self.add_control("gpus", widgets.SelectionSlider(options=[(f"{n:,}", n) for n in GPU_CHOICES], value=8,
+                                                         description="GPUs N"))  # "1,024" as every count
         self.add_control("micro_batch", widgets.IntSlider(value=1, min=1, max=64, description="Seqs/GPU"))
         # opens on the node's own fabric: any GPU count is a working configuration (NVLink only is the
         # what-if that fails beyond one node)
