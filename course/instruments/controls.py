@@ -18,7 +18,8 @@
   Play widget's buttons hold only an icon (axe-core: ``button-name``,
   critical). No trait reaches those elements, so this invisible widget runs a
   small front-end module (anywidget) that gives each handle in its instrument
-  the ``aria-label`` of its slider's description and each Play button its
+  the ``aria-label`` of its slider's description, the ``aria-valuetext`` of its
+  readout (noUiSlider announces a selection slider's index: "53", not "40") and each Play button its
   action, and again whenever a control is redrawn or renamed ("GPUs N" becomes
   "Devices N" on the Edge track). It watches the row of controls and the extra
   widgets (a Play) only: a chart's redraw on every slider move is none of its business.
@@ -280,8 +281,12 @@ function nameHandles(root) {
   for (const slider of root.querySelectorAll('.widget-slider, .widget-hslider, .widget-vslider')) {
     const label = slider.querySelector('.widget-label');
     const name = label ? label.textContent.trim() : '';
+    // noUiSlider says the handle's position: a selection slider's index ("53" for 40 GB); say the readout
+    const readout = slider.querySelector('.widget-readout');
+    const shown = readout ? readout.textContent.trim() : '';
     for (const handle of slider.querySelectorAll('[role="slider"]')) {
       if (name && handle.getAttribute('aria-label') !== name) handle.setAttribute('aria-label', name);
+      if (shown && handle.getAttribute('aria-valuetext') !== shown) handle.setAttribute('aria-valuetext', shown);
     }
   }
   // ipywidgets' Play: play/pause, stop and repeat buttons that hold only an icon
@@ -314,7 +319,9 @@ export default {
         observers.push(observer);
       };
       if (!controls) { watch(root, { childList: true, subtree: true, characterData: true }); return; }
-      watch(controls, { childList: true, subtree: true, characterData: true });
+      // aria-valuetext: noUiSlider writes the index back on every move
+      watch(controls, { childList: true, subtree: true, characterData: true, attributes: true,
+                        attributeFilter: ['aria-valuetext'] });
       watch(extra, { childList: true, subtree: true });
     };
     attach();

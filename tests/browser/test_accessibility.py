@@ -169,6 +169,7 @@ def expect_m_steps_visibly(page) -> None:
         handle.focus()
         page.keyboard.press("ArrowRight")
         expect(readout).to_have_text(right, timeout=30_000)
+        expect(handle).to_have_attribute("aria-valuetext", right)  # a screen reader says 20, not the index
         expect(inst.locator(".course-math-peek")).to_contain_text(f"M = {right} GB", timeout=30_000)
         page.keyboard.press("ArrowLeft")
         page.keyboard.press("ArrowLeft")
