@@ -220,7 +220,7 @@ class AllreduceComparator(Instrument):
         if r["hierarchical_seconds"] is not None:
             times["hierarchical"] = r["hierarchical_seconds"]
         order = sorted(times, key=times.get)
-        return (f"Chart: {fig.title}, one bar per algorithm on a log time axis, for N = {r['gpus']} GPUs and "
+        return (f"Chart: {fig.title}, one bar per algorithm on a log time axis, for N = {r['gpus']:,} GPUs and "
                 f"M = {fmt_bytes(r['message_bytes'])} on {self.controls['link'].value.name}, fastest first: "
                 + "; ".join(f"{_label(a)} {fmt_time(times[a])}" for a in order)
                 + f". The slowest, {_label(order[-1])}, takes {times[order[-1]] / times[order[0]]:.0f} times as long "
@@ -277,14 +277,14 @@ class AllreduceComparator(Instrument):
         self.set_card("ratio", f"{ratio:.1f}×", "time ratio", "bad" if ratio > 10 else "normal")
         self.set_card("efficiency", f"{efficiency:.1f} %", "bus bandwidth / link", "good" if efficiency > 90 else "warn")
         self.set_math(
-            f"N = {n}, M = {fmt_bytes(message)}, α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}<br>"
+            f"N = {n:,}, M = {fmt_bytes(message)}, α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}<br>"
             f"Ring: T = 2(N−1)α + 2(N−1)/N · Mβ = {fmt_time(ring - ring_bw_only)} + {fmt_time(ring_bw_only)}"
             f" = <b>{fmt_time(ring)}</b><br>"
             f"Naive: one rank receives (N−1)·M, then sends (N−1)·M: bandwidth term "
             f"{fmt_time(naive_bw_only)}, total <b>{fmt_time(by_name['naive'])}</b><br>"
             f"Naive / ring = {fmt_time(by_name['naive'])} / {fmt_time(ring)} = <b>{ratio:.1f}×</b> (≈ N for large M)<br>"
             f"Ring efficiency = busbw / B = [M/T · 2(N−1)/N] / B = <b>{efficiency:.1f} %</b><br>"
-            + (f"Hierarchical (g = {per_node} per node, {n // per_node} nodes): 2[(g−1)α<sub>i</sub> + (g−1)/g·Mβ<sub>i</sub>]"
+            + (f"Hierarchical (g = {per_node} per node, {n // per_node:,} nodes): 2[(g−1)α<sub>i</sub> + (g−1)/g·Mβ<sub>i</sub>]"
                f" + 2(n−1)α + 2(n−1)/n·(M/g)β = <b>{fmt_time(hierarchical)}</b>"
                if hierarchical is not None else f"Hierarchical: needs N to be a multiple of {per_node} GPUs per node")
         )
@@ -359,7 +359,7 @@ class AlgorithmDashboard(Instrument):
         crossings = "; ".join(f"{fmt_bytes(c['message_bytes'])} ({_label(c['from'])} to {_label(c['to'])})"
                               for c in r["crossovers"]) or "nowhere between 1 kB and 3 TB"
         return (f"Chart: {fig.title}: all-reduce time of each algorithm against message size (1 kB to 3 TB, both axes "
-                f"log) for N = {r['gpus']} GPUs on {self.controls['link'].value.name}. The fastest algorithm changes "
+                f"log) for N = {r['gpus']:,} GPUs on {self.controls['link'].value.name}. The fastest algorithm changes "
                 f"at {crossings}. At your message of {fmt_bytes(r['message_bytes'])} the fastest is "
                 f"{_label(r['best'])}, {fmt_time(r['best_seconds'])}. The dashed line at {fmt_time(r['compute_s'])} "
                 f"marks half of the step: above it, communication takes longer than compute.")
@@ -414,7 +414,7 @@ class AlgorithmDashboard(Instrument):
                       "the all-reduce with the backward pass, accumulate gradients so each sync serves more "
                       "compute, or buy bandwidth.")
         self.set_math(
-            f"α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}, N = {n}, M = {fmt_bytes(message)}<br>"
+            f"α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}, N = {n:,}, M = {fmt_bytes(message)}<br>"
             "ring 2(N−1)α + 2(N−1)/N·Mβ · recursive doubling ⌈lg N⌉(α + Mβ) · "
             "Rabenseifner 2⌈lg N⌉α + 2(N−1)/N·Mβ · tree 2⌈lg N⌉(α + Mβ)<br>"
             + "<br>".join(f"{html.escape(a)}: {fmt_time(float(t))}" + (" ← fastest" if a == best_name else "")

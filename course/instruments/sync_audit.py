@@ -186,7 +186,7 @@ class SyncAudit(Instrument):
         self.set_card("throughput", f"{chosen:,.0f} /s", f"{v['mode']}; async/sync = {speedup:.2f}x")
         self.set_card("idle", f"{100 * idle:.1f} %", f"{_money(costs[0, 1])} / month waiting",
                       "bad" if idle > 0.1 else "warn" if idle > 0.02 else "good")
-        self.set_card("staleness", f"{staleness} updates", f"a straggler's: {slow_staleness:.0f}")
+        self.set_card("staleness", f"{staleness:,} updates", f"a straggler's: {slow_staleness:,.0f}")
         self.set_card("async_saves", _money(async_saves), f"break-even at {100 * (speedup - 1):.0f} % extra steps",
                       "good" if async_saves > zero_saves else "normal")
         self.set_card("zero_saves", _money(zero_saves), f"checkpoint {fmt_time(delta)} -> {fmt_time(delta_zero)}",
@@ -195,11 +195,11 @@ class SyncAudit(Instrument):
 
         self.set_math(
             f"<b>Sync step</b> E[T] = t(1 + (s&minus;1)(1 &minus; (1&minus;f)<sup>N</sup>)) = 1 &times; (1 + {s - 1:.2f} &times; "
-            f"(1 &minus; {1 - f:.3f}<sup>{n}</sup>)) = {float(core.sync_step_time(STEP_SECONDS, n, f, s)):.3f} s;"
+            f"(1 &minus; {1 - f:.3f}<sup>{n:,}</sup>)) = {float(core.sync_step_time(STEP_SECONDS, n, f, s)):.3f} s;"
             f" async worker t(1 + (s&minus;1)f) = {float(core.async_worker_step_time(STEP_SECONDS, f, s)):.3f} s<br>"
             f"<b>Idle share</b> 1 &minus; T<sub>async</sub>/T<sub>sync</sub> = {100 * idle:.1f} %; async speed-up {speedup:.3f}x;"
-            f" mean staleness N&minus;1 = {staleness}<br>"
-            f"<b>Checkpoints</b> MTBF = {GPU_MTBF_SECONDS / 3600:,.0f} h / {n} = {fmt_time(mtbf)}; Young &tau; = &radic;(2&delta;M) ="
+            f" mean staleness N&minus;1 = {staleness:,}<br>"
+            f"<b>Checkpoints</b> MTBF = {GPU_MTBF_SECONDS / 3600:,.0f} h / {n:,} = {fmt_time(mtbf)}; Young &tau; = &radic;(2&delta;M) ="
             f" {fmt_time(intervals[0])}; waste = &delta;/&tau; + (&tau;/2 + R)/M = {100 * wastes[0]:.2f} %"
             f" (ZeRO shards: &delta; = {fmt_time(delta_zero)}, waste {100 * wastes[1]:.3f} %)<br>"
             f"<b>Bill</b> N &times; ${self.accelerator.price_per_hour:.2f}/h &times; {HOURS_PER_MONTH} h = {_money(bill)};"

@@ -13,6 +13,7 @@ declarations and the dashboard's preset list, never from the slider under test.
 from __future__ import annotations
 
 import math
+import re
 import random
 
 import ipywidgets as widgets
@@ -258,3 +259,15 @@ def test_the_gpu_count_readouts_agree():
     labels = {AllreduceComparator(gpus=1024).controls["gpus"].label, SyncAudit().controls["workers"].label,
               instruments.ScalingExplorer(gpus=1024).controls["gpus"].label}
     assert labels == {"1,024"}
+
+
+@pytest.mark.parametrize("make", [lambda: AllreduceComparator(gpus=1024), lambda: AlgorithmDashboard(gpus=1024),
+                                  lambda: SyncAudit(workers=1024), lambda: instruments.ScalingExplorer(gpus=1024),
+                                  lambda: instruments.Configurator()],
+                         ids=["comparator", "dashboard", "audit", "explorer", "configurator"])
+def test_cards_math_and_chart_words_write_1024_gpus_with_a_separator(make):
+    inst = make()
+    texts = [inst.cards.value, inst.math_peek.value, *(t.value for t in inst.figure_texts.values())]
+    unseparated = [m.group(0) for text in texts for m in re.finditer(r"(?<![\d,.#])10[0-9]{2}(?![\d.])", text)]
+    assert not unseparated, f"{type(inst).__name__}: counts without a separator: {unseparated}"
+    assert any("1,02" in text for text in texts)
