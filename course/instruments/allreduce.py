@@ -20,7 +20,7 @@ from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
 from .charts import decade_ticks, integer_ticks, set_ticks
 from .context import find_link, link_options
-from .controls import LogIntSlider
+from .controls import LogFloatSlider, LogIntSlider
 from .workloads import LARGE_WORKLOAD, WORKLOADS, _gradient_bytes  # noqa: F401 (re-exported)
 
 __all__ = ["AllreduceComparator", "AlgorithmDashboard", "WORKLOADS", "ALGORITHM_COLORS", "best_and_crossovers"]
@@ -139,6 +139,15 @@ def best_and_crossovers(sizes: np.ndarray, times: np.ndarray, algorithms, n=None
     return best, crossings
 
 
+#: Message sizes a lab names, in GB: the comparator's 140 GB (70B bf16 gradients) and every dashboard preset.
+MESSAGE_PRESETS_GB = (140.0, *(m / GB for m in WORKLOADS.values()))
+
+
+def _message_slider(value_gb: float) -> LogFloatSlider:
+    """M in GB from 1 kB to 1 TB on a log scale, every preset of :data:`MESSAGE_PRESETS_GB` a stop."""
+    return LogFloatSlider(value=value_gb, min=1e-6, max=1e3, presets=MESSAGE_PRESETS_GB, description="M (GB)")
+
+
 def _link_dropdown(default_name: str = "InfiniBand NDR") -> widgets.Dropdown:
     options = link_options()
     return widgets.Dropdown(options=options, value=find_link(options, default_name), description="Link",
@@ -168,9 +177,10 @@ class AllreduceComparator(Instrument):
     def build(self):
         self.algorithms = _algorithms()
         self.add_control("gpus", LogIntSlider(value=128, min=2, max=4096, description="GPUs N"))
-        # step 0.001 of a decade: the handle sits on 140 GB, not on 141 (10^2.15) as with 0.01
-        self.add_control("message_gb", widgets.FloatLogSlider(value=140, base=10, min=-6, max=3, step=0.001,
-                                                              description="M (GB)", readout_format=".3g"))
+        # 1 kB .. 1 TB through 1-1.4-2-3-4-5-7 x 10^k: one arrow press is 25-50 %, and 140 GB, the presets'
+        # 350 GB, 14 GB and 0.5 MB are stops of their own (a FloatLogSlider step fine enough to hold them moved
+        # 0.23 % per press)
+        self.add_control("message_gb", _message_slider(140.0))
         self.add_control("link", _link_dropdown())
 
         xs, ys = bq.OrdinalScale(reverse=True), bq.LogScale()  # reversed: the first algorithm on top
@@ -210,7 +220,7 @@ class AllreduceComparator(Instrument):
         if r["hierarchical_seconds"] is not None:
             times["hierarchical"] = r["hierarchical_seconds"]
         order = sorted(times, key=times.get)
-        return (f"Chart: {fig.title}, one bar per algorithm on a log time axis, for N = {r['gpus']} GPUs and "
+        return (f"Chart: {fig.title}, one bar per algorithm on a log time axis, for N = {r['gpus']:,} GPUs and "
                 f"M = {fmt_bytes(r['message_bytes'])} on {self.controls['link'].value.name}, fastest first: "
                 + "; ".join(f"{_label(a)} {fmt_time(times[a])}" for a in order)
                 + f". The slowest, {_label(order[-1])}, takes {times[order[-1]] / times[order[0]]:.0f} times as long "
@@ -267,14 +277,14 @@ class AllreduceComparator(Instrument):
         self.set_card("ratio", f"{ratio:.1f}×", "time ratio", "bad" if ratio > 10 else "normal")
         self.set_card("efficiency", f"{efficiency:.1f} %", "bus bandwidth / link", "good" if efficiency > 90 else "warn")
         self.set_math(
-            f"N = {n}, M = {fmt_bytes(message)}, α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}<br>"
+            f"N = {n:,}, M = {fmt_bytes(message)}, α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}<br>"
             f"Ring: T = 2(N−1)α + 2(N−1)/N · Mβ = {fmt_time(ring - ring_bw_only)} + {fmt_time(ring_bw_only)}"
             f" = <b>{fmt_time(ring)}</b><br>"
             f"Naive: one rank receives (N−1)·M, then sends (N−1)·M: bandwidth term "
             f"{fmt_time(naive_bw_only)}, total <b>{fmt_time(by_name['naive'])}</b><br>"
             f"Naive / ring = {fmt_time(by_name['naive'])} / {fmt_time(ring)} = <b>{ratio:.1f}×</b> (≈ N for large M)<br>"
             f"Ring efficiency = busbw / B = [M/T · 2(N−1)/N] / B = <b>{efficiency:.1f} %</b><br>"
-            + (f"Hierarchical (g = {per_node} per node, {n // per_node} nodes): 2[(g−1)α<sub>i</sub> + (g−1)/g·Mβ<sub>i</sub>]"
+            + (f"Hierarchical (g = {per_node} per node, {n // per_node:,} nodes): 2[(g−1)α<sub>i</sub> + (g−1)/g·Mβ<sub>i</sub>]"
                f" + 2(n−1)α + 2(n−1)/n·(M/g)β = <b>{fmt_time(hierarchical)}</b>"
                if hierarchical is not None else f"Hierarchical: needs N to be a multiple of {per_node} GPUs per node")
         )
@@ -311,12 +321,10 @@ class AlgorithmDashboard(Instrument):
                                                            style={"button_width": "auto"},
                                                            layout=widgets.Layout(width="auto", max_width="100%")),
                          triggers_update=False)
-        self.add_control("message_gb", widgets.FloatLogSlider(value=WORKLOADS[LARGE_WORKLOAD] / GB, base=10, min=-6, max=3, step=0.001,
-                                                              description="M (GB)", readout_format=".3g"))
+        self.add_control("message_gb", _message_slider(WORKLOADS[LARGE_WORKLOAD] / GB))
         self.add_control("gpus", LogIntSlider(value=128, min=2, max=4096, description="GPUs N"))
         self.add_control("link", _link_dropdown())
-        self.add_control("compute_s", widgets.FloatLogSlider(value=1.0, base=10, min=-3, max=2, step=0.01,
-                                                             description="compute (s)", readout_format=".3g"))
+        self.add_control("compute_s", LogFloatSlider(value=1.0, min=1e-3, max=1e2, description="compute (s)"))
         self.observe("workload", self._apply_preset)
         self.observe("message_gb", self._maybe_custom)
 
@@ -351,7 +359,7 @@ class AlgorithmDashboard(Instrument):
         crossings = "; ".join(f"{fmt_bytes(c['message_bytes'])} ({_label(c['from'])} to {_label(c['to'])})"
                               for c in r["crossovers"]) or "nowhere between 1 kB and 3 TB"
         return (f"Chart: {fig.title}: all-reduce time of each algorithm against message size (1 kB to 3 TB, both axes "
-                f"log) for N = {r['gpus']} GPUs on {self.controls['link'].value.name}. The fastest algorithm changes "
+                f"log) for N = {r['gpus']:,} GPUs on {self.controls['link'].value.name}. The fastest algorithm changes "
                 f"at {crossings}. At your message of {fmt_bytes(r['message_bytes'])} the fastest is "
                 f"{_label(r['best'])}, {fmt_time(r['best_seconds'])}. The dashed line at {fmt_time(r['compute_s'])} "
                 f"marks half of the step: above it, communication takes longer than compute.")
@@ -364,7 +372,7 @@ class AlgorithmDashboard(Instrument):
 
     def _maybe_custom(self, change):
         preset = self.controls["workload"].value
-        # 1 %: the browser snaps the log slider to its step, which must not count as leaving the preset
+        # every preset is a stop of the slider; 1 % spares a value set from Python with float noise
         if preset in WORKLOADS and not np.isclose(change["new"] * GB, WORKLOADS[preset], rtol=1e-2):
             self.controls["workload"].value = CUSTOM  # steers nothing: no extra update
 
@@ -406,7 +414,7 @@ class AlgorithmDashboard(Instrument):
                       "the all-reduce with the backward pass, accumulate gradients so each sync serves more "
                       "compute, or buy bandwidth.")
         self.set_math(
-            f"α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}, N = {n}, M = {fmt_bytes(message)}<br>"
+            f"α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}, N = {n:,}, M = {fmt_bytes(message)}<br>"
             "ring 2(N−1)α + 2(N−1)/N·Mβ · recursive doubling ⌈lg N⌉(α + Mβ) · "
             "Rabenseifner 2⌈lg N⌉α + 2(N−1)/N·Mβ · tree 2⌈lg N⌉(α + Mβ)<br>"
             + "<br>".join(f"{html.escape(a)}: {fmt_time(float(t))}" + (" ← fastest" if a == best_name else "")

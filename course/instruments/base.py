@@ -64,7 +64,7 @@ import numpy as np
 from ..theme import theme_css
 from .cards import banner_html, metric_card_html
 from .charts import describe_figure, legend_html
-from .controls import LogIntSlider, ControlNames
+from .controls import LogFloatSlider, LogIntSlider, ControlNames
 
 __all__ = ["Instrument", "Card", "figure", "same_value", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
 
@@ -450,8 +450,9 @@ class Instrument:
         """
         if not hasattr(self, "_cloud_values"):
             self._cloud_values = self.values()
-            # a LogIntSlider keeps the stops it gained (its max cannot shrink back)
-            self._cloud_ranges = {name: (c.description, None if isinstance(c, LogIntSlider) else getattr(c, "max", None))
+            # a LogIntSlider keeps the stops it gained (its max cannot shrink back); a LogFloatSlider's range is fixed
+            self._cloud_ranges = {name: (c.description, None if isinstance(c, (LogIntSlider, LogFloatSlider))
+                                         else getattr(c, "max", None))
                                   for name, c in self.controls.items()}
             self._cloud_options = {name: c.options for name, c in self.controls.items()
                                    if name == self.track_controls.get("link")}

@@ -203,7 +203,7 @@ class Configurator(Instrument):
 
         total = shown["memory_total"]
         whole = tp * cp * pp * dp == gpus
-        self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {cp} x {pp})" + ("" if whole else " (not whole)"),
+        self.set_card("dp", f"{dp:,}", f"{gpus:,} / ({tp} x {cp} x {pp})" + ("" if whole else " (not whole)"),
                       "normal" if whole else "bad")
         self.set_card("memory", fmt_bytes(total), f"of {fmt_bytes(capacity)}", "bad" if total > capacity else "good")
         self.set_card("bubble", f"{100 * bubble:.1f} %", "(p-1)/(v m+p-1); ceiling 10 %",
@@ -214,7 +214,7 @@ class Configurator(Instrument):
         self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s")
         mem, br = shown["memory"], shown["breakdown"]
         self.set_math(
-            f"<b>Degrees</b> DP = GPUs / (TP &middot; CP &middot; PP) = {gpus} / ({tp} &times; {cp} &times; {pp})"
+            f"<b>Degrees</b> DP = GPUs / (TP &middot; CP &middot; PP) = {gpus:,} / ({tp} &times; {cp} &times; {pp})"
             f" = {gpus / (tp * cp * pp):g}<br>"
             f"<b>Memory per GPU</b> = weights {fmt_bytes(mem['weights'])} + gradients {fmt_bytes(mem['gradients'])}"
             f" + optimizer {fmt_bytes(mem['optimizer'])} (ZeRO-{v['zero_stage']}) + activations {fmt_bytes(mem['activations'])}"

@@ -119,16 +119,16 @@ class EfficiencyPlot(Instrument):
 
         link = mine["link"]
         comm_ratio = float(core.comm_compute_ratio(mine["comm_seconds"][i], mine["compute_seconds"]))
-        self.set_card("throughput", f"{x[i]:,.0f} /s", f"{n} GPUs, ideal {ideal[i]:,.0f}")
-        self.set_card("speedup", f"{speedups[i]:.1f}x", f"of {n}x ideal")
+        self.set_card("throughput", f"{x[i]:,.0f} /s", f"{n:,} GPUs, ideal {ideal[i]:,.0f}")
+        self.set_card("speedup", f"{speedups[i]:.1f}x", f"of {n:,}x ideal")
         self.set_card("efficiency", f"{100 * efficiency[i]:.1f} %", "speed-up / N",
                       "good" if efficiency[i] >= 0.8 else "warn" if efficiency[i] >= 0.5 else "bad")
         self.set_card("knee", "beyond the chart" if knee is None else f"{knee} GPUs",
                       "" if knee is None else f"{-(-knee // GPUS_PER_NODE)} node(s)", "normal" if knee is None else "warn")
         self.set_card("comm", f"{comm_ratio:.2f}", f"{link.name}, {fmt_rate(link.bandwidth)} per GPU")
         self.set_math(
-            f"Throughput X(N) = N &middot; b / T<sub>step</sub>(N) = {n} &times; {b} / {fmt_time(mine['step_seconds'][i])}"
-            f" = {x[i]:,.1f} samples/s; ideal N &middot; X(1) = {n} &times; {one:,.2f} = {ideal[i]:,.0f}<br>"
+            f"Throughput X(N) = N &middot; b / T<sub>step</sub>(N) = {n:,} &times; {b} / {fmt_time(mine['step_seconds'][i])}"
+            f" = {x[i]:,.1f} samples/s; ideal N &middot; X(1) = {n:,} &times; {one:,.2f} = {ideal[i]:,.0f}<br>"
             f"Speed-up S = X(N)/X(1) = {speedups[i]:.2f}; efficiency S/N = {100 * efficiency[i]:.1f} %<br>"
             f"Diminishing returns: first N where (S(N') &minus; S(N))/(N' &minus; N) &lt; {MARGINAL_THRESHOLD} between"
             f" neighbouring points: {'none up to ' + str(CURVE_GPUS[-1]) + ' GPUs' if knee is None else str(knee) + ' GPUs'}"

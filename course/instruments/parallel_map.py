@@ -187,7 +187,7 @@ class ParallelMap(Instrument):
             " group.</div>"
             f"<div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
 
-        self.set_card("dp", f"{dp}", f"{gpus} / ({tp} x {cp} x {pp})",
+        self.set_card("dp", f"{dp:,}", f"{gpus:,} / ({tp} x {cp} x {pp})",
                       "normal" if tp * cp * pp * dp == gpus else "bad")
         racks = -(-cluster.nodes // int(v["nodes_per_rack"]))
         self.set_card("nodes", f"{cluster.nodes} / {racks}", f"{g} GPUs per node")

@@ -115,7 +115,8 @@ class ScalingExplorer(Instrument):
     def build(self):
         # 1B to 175B spans two decades: a log slider through the sizes of published models
         self.add_control("params_b", LogIntSlider(value=7, min=1, max=175, stops=MODEL_SIZES_B, description="Model (B)"))
-        self.add_control("gpus", widgets.SelectionSlider(options=GPU_CHOICES, value=8, description="GPUs N"))
+        self.add_control("gpus", widgets.SelectionSlider(options=[(f"{n:,}", n) for n in GPU_CHOICES], value=8,
+                                                         description="GPUs N"))  # "1,024" as every count
         self.add_control("micro_batch", widgets.IntSlider(value=1, min=1, max=64, description="Seqs/GPU"))
         # opens on the node's own fabric: any GPU count is a working configuration (NVLink only is the
         # what-if that fails beyond one node)
@@ -175,17 +176,17 @@ class ScalingExplorer(Instrument):
 
         self.set_marks(self.curve, y=100 * mfu_curve)
         self.set_marks(self.current, x=[n], y=[100 * mfu])
-        self.set_card("mfu", f"{100 * mfu:.1f} %", f"at N = {n}", "good" if mfu >= 0.4 else "warn" if mfu >= 0.25 else "bad")
+        self.set_card("mfu", f"{100 * mfu:.1f} %", f"at N = {n:,}", "good" if mfu >= 0.4 else "warn" if mfu >= 0.25 else "bad")
         self.set_card("ratio", f"{ratio:.2f}", "T_comm / T_compute", "good" if ratio <= 0.3 else "warn" if ratio <= 1 else "bad")
         self.set_card("comm", fmt_time(t_comm[i]), f"exposed {fmt_time(exposed[i])}")
         self.set_card("compute", fmt_time(t_compute), f"{b} x {SEQ_LEN} tokens")
         self.set_card("memory", fmt_bytes(state_bytes), f"of {fmt_bytes(capacity)}", "bad" if state_bytes > capacity else "normal")
 
-        path = "ring on " + intra.name if n <= GPUS_PER_NODE else f"hierarchical: {intra.name} in node, {inter.name} across {n // GPUS_PER_NODE} nodes"
+        path = "ring on " + intra.name if n <= GPUS_PER_NODE else f"hierarchical: {intra.name} in node, {inter.name} across {n // GPUS_PER_NODE:,} nodes"
         self.set_math(
             f"<b>Compute</b> T<sub>c</sub> = 6&middot;P&middot;b&middot;s / (&eta;&middot;peak) = 6 &times; {params:.3g} &times; {b} &times; {SEQ_LEN}"
             f" / ({curve['efficiency']:.2f} &times; {self.peak / 1e12:g} TFLOP/s) = {fmt_time(t_compute)}<br>"
-            f"<b>All-reduce</b> of 2P = {fmt_bytes(grad_bytes)} over N = {n} ({path}): T<sub>comm</sub> = {fmt_time(t_comm[i])}"
+            f"<b>All-reduce</b> of 2P = {fmt_bytes(grad_bytes)} over N = {n:,} ({path}): T<sub>comm</sub> = {fmt_time(t_comm[i])}"
             + (f"; ring inside the node: 2(N&minus;1)/N &middot; M / B = 2&times;{n - 1}/{n} &times; {fmt_bytes(grad_bytes)} / {fmt_rate(intra.bandwidth)}" if 1 < n <= GPUS_PER_NODE else "")
             + (f"; across nodes each GPU's NIC carries 2(k&minus;1)/k &middot; (M/{GPUS_PER_NODE}) at {fmt_rate(inter.bandwidth)}" if n > GPUS_PER_NODE else "")
             + f"<br><b>Step</b> T = T<sub>c</sub> + exposed comm = {fmt_time(t_compute)} + {fmt_time(exposed[i])} = {fmt_time(t_step[i])}"
@@ -195,14 +196,14 @@ class ScalingExplorer(Instrument):
         )
         if forced:
             self.flag("forced_onto_infiniband",
-                      f"NVLink only connects the {GPUS_PER_NODE} GPUs inside one node. With {n} GPUs the gradient "
-                      f"all-reduce crosses {n // GPUS_PER_NODE} nodes over {inter.name} at {fmt_rate(inter.bandwidth)} "
+                      f"NVLink only connects the {GPUS_PER_NODE} GPUs inside one node. With {n:,} GPUs the gradient "
+                      f"all-reduce crosses {n // GPUS_PER_NODE:,} nodes over {inter.name} at {fmt_rate(inter.bandwidth)} "
                       f"per GPU, {intra.bandwidth / inter.bandwidth:.0f}x less than NVLink's {fmt_rate(intra.bandwidth)}.",
                       severity="warn")
         if state_bytes > capacity:
             self.flag("out_of_memory",
                       f"Weights, gradients and Adam states alone need {fmt_bytes(state_bytes)} per GPU with ZeRO-{zero} "
-                      f"on {n} GPUs, more than the {fmt_bytes(capacity)} of one {self.accelerator.name} "
+                      f"on {n:,} GPUs, more than the {fmt_bytes(capacity)} of one {self.accelerator.name} "
                       f"(before any activations). Raise the ZeRO stage, add GPUs, or shard the model (Act II).")
         return {
             "gpus": n, "node": node.name, "accelerator": self.accelerator.name, "params": params, "micro_batch": b, "fabric": v["fabric"], "inter_link": inter.name,

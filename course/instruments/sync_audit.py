@@ -42,6 +42,7 @@ from ..core import catalog, units
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_time
 from .context import gpu_cluster_only
+from .controls import LogFloatSlider
 
 __all__ = ["SyncAudit", "HOURS_PER_MONTH", "GPU_MTBF_SECONDS", "STORAGE_BANDWIDTH", "STRAGGLER_GRID"]
 
@@ -63,6 +64,10 @@ STRAGGLER_GRID = np.linspace(0.0, 0.20, 81)
 STRATEGIES = core.SYNC_STRATEGIES
 COMPONENTS = core.COST_COMPONENTS
 COMPONENT_COLORS = tuple(mark_color(c) for c in ("green", "red", "purple", "orange"))
+#: The GPU counts the slider steps through (8 .. 16,384), read out with thousands separators like every count.
+WORKER_CHOICES = tuple((f"{2 ** k:,}", 2 ** k) for k in range(3, 15))
+#: Checkpoint times (s) Lab 05 Part 3 names: the same 980 GB written at 10 to 20 GB/s (98 s: workbook 7.2).
+CHECKPOINT_PRESETS = (98.0, 82.0, 70.0, 58.0, 49.0)
 
 
 def _money(dollars: float) -> str:
@@ -95,17 +100,17 @@ class SyncAudit(Instrument):
     def build(self):
         self.accelerator = catalog.accelerator("H100")
         self.add_control("mode", widgets.ToggleButtons(options=["sync", "async"], value="sync", description="SGD"))
-        self.add_control("workers", widgets.SelectionSlider(options=tuple(2**k for k in range(3, 15)), value=1024,
-                                                            description="GPUs N"))
+        self.add_control("workers", widgets.SelectionSlider(options=WORKER_CHOICES, value=1024, description="GPUs N"))
         self.add_control("stragglers_pct", widgets.FloatSlider(value=5.0, min=0.0, max=20.0, step=0.5,
                                                                description="Stragglers %",
                                                                style={"description_width": "initial"}))
         self.add_control("slowdown", widgets.FloatSlider(value=1.15, min=1.0, max=4.0, step=0.05,
                                                          description="Slowdown x"))
-        # step 0.001 of a decade: the handle sits on 98 s (workbook 7.2), not 97.7 s (10^1.99)
-        self.add_control("checkpoint_s", widgets.FloatLogSlider(value=98.0, base=10, min=0, max=3.5, step=0.001,
-                                                                description="Checkpoint s", readout_format=".3g",
-                                                                style={"description_width": "initial"}))
+        # 1 s .. 50 min through 1-1.4-2-3-4-5-7 x 10^k (one arrow press: 25-50 %), every checkpoint time of
+        # the lab a stop of its own (a FloatLogSlider step fine enough to hold 98 s moved 0.23 % per press)
+        self.add_control("checkpoint_s", LogFloatSlider(value=98.0, min=1.0, max=3000.0, presets=CHECKPOINT_PRESETS,
+                                                        description="Checkpoint s",
+                                                        style={"description_width": "initial"}))
         self.add_control("staleness_pct", widgets.FloatSlider(value=0.0, min=0.0, max=100.0, step=1.0,
                                                               description="Async extra steps %",
                                                               style={"description_width": "initial"}))
@@ -181,7 +186,7 @@ class SyncAudit(Instrument):
         self.set_card("throughput", f"{chosen:,.0f} /s", f"{v['mode']}; async/sync = {speedup:.2f}x")
         self.set_card("idle", f"{100 * idle:.1f} %", f"{_money(costs[0, 1])} / month waiting",
                       "bad" if idle > 0.1 else "warn" if idle > 0.02 else "good")
-        self.set_card("staleness", f"{staleness} updates", f"a straggler's: {slow_staleness:.0f}")
+        self.set_card("staleness", f"{staleness:,} updates", f"a straggler's: {slow_staleness:,.0f}")
         self.set_card("async_saves", _money(async_saves), f"break-even at {100 * (speedup - 1):.0f} % extra steps",
                       "good" if async_saves > zero_saves else "normal")
         self.set_card("zero_saves", _money(zero_saves), f"checkpoint {fmt_time(delta)} -> {fmt_time(delta_zero)}",
@@ -190,11 +195,11 @@ class SyncAudit(Instrument):
 
         self.set_math(
             f"<b>Sync step</b> E[T] = t(1 + (s&minus;1)(1 &minus; (1&minus;f)<sup>N</sup>)) = 1 &times; (1 + {s - 1:.2f} &times; "
-            f"(1 &minus; {1 - f:.3f}<sup>{n}</sup>)) = {float(core.sync_step_time(STEP_SECONDS, n, f, s)):.3f} s;"
+            f"(1 &minus; {1 - f:.3f}<sup>{n:,}</sup>)) = {float(core.sync_step_time(STEP_SECONDS, n, f, s)):.3f} s;"
             f" async worker t(1 + (s&minus;1)f) = {float(core.async_worker_step_time(STEP_SECONDS, f, s)):.3f} s<br>"
             f"<b>Idle share</b> 1 &minus; T<sub>async</sub>/T<sub>sync</sub> = {100 * idle:.1f} %; async speed-up {speedup:.3f}x;"
-            f" mean staleness N&minus;1 = {staleness}<br>"
-            f"<b>Checkpoints</b> MTBF = {GPU_MTBF_SECONDS / 3600:,.0f} h / {n} = {fmt_time(mtbf)}; Young &tau; = &radic;(2&delta;M) ="
+            f" mean staleness N&minus;1 = {staleness:,}<br>"
+            f"<b>Checkpoints</b> MTBF = {GPU_MTBF_SECONDS / 3600:,.0f} h / {n:,} = {fmt_time(mtbf)}; Young &tau; = &radic;(2&delta;M) ="
             f" {fmt_time(intervals[0])}; waste = &delta;/&tau; + (&tau;/2 + R)/M = {100 * wastes[0]:.2f} %"
             f" (ZeRO shards: &delta; = {fmt_time(delta_zero)}, waste {100 * wastes[1]:.3f} %)<br>"
             f"<b>Bill</b> N &times; ${self.accelerator.price_per_hour:.2f}/h &times; {HOURS_PER_MONTH} h = {_money(bill)};"

@@ -111,12 +111,21 @@ def act2_fastest_us(s: Spec) -> float:
     return min(allreduce_times(s, s["act2_bytes"], s["act2_gpus"], s["act2_link"]).values()) * 1e6
 
 
+def _gb_as_on_the_slider(message_bytes: float) -> str:
+    """``message_bytes`` in GB as the dashboard's M slider reads it: no exponent (0.00002, not 2e-05).
+
+    >>> [_gb_as_on_the_slider(b) for b in (20e3, 0.5e6, 4e6)]
+    ['0.00002', '0.0005', '0.004']
+    """
+    return f"{message_bytes / GB:.12f}".rstrip("0").rstrip(".")
+
+
 def _act2_prompt(s: Spec) -> str:
     link = catalog.link(s["act2_link"])
     n, m = s["act2_gpus"], s["act2_bytes"]
     lg = (n - 1).bit_length()  # ceil(log2 N)
     return ("**Your own update: read its time off the dashboard.** Your team's job all-reduces a "
-            f"{m / 1e6:g} MB update (M = {m:,.0f} bytes, {m / GB:g} GB on the dashboard's slider) on "
+            f"{m / 1e6:g} MB update (M = {m:,.0f} bytes, {_gb_as_on_the_slider(m)} GB on the dashboard's slider) on "
             f"N = {n} GPUs over {link.name} (B = {link.bandwidth / GB:g} GB/s, \u03b1 = {link.latency * 1e6:g} \u00b5s). "
             "Set the dashboard's GPUs, link and M to yours, find the fastest algorithm and assign "
             "`small_update_us`, its time in microseconds (`dashboard.result['best_seconds']` holds it in "

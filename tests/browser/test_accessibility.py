@@ -130,6 +130,7 @@ def test_no_serious_axe_violation_and_every_mark_shows_in_both_themes(lab_notebo
         assert not any(failing.values()), f"{assignment}: {failing}"
         if assignment == LAB06:
             expect_n_steps_by_powers_of_two(page)
+            expect_m_steps_visibly(page)
 
 
 def expect_n_steps_by_powers_of_two(page) -> None:
@@ -150,3 +151,27 @@ def expect_n_steps_by_powers_of_two(page) -> None:
     # naive / ring = N (hand computation): the kernel got the new N
     wait_until(page, lambda: abs(card_number(comparator, "ratio") / (2 * start) - 1) < 0.02,
                f"the naive / ring card to show about {2 * start}")
+
+
+def expect_m_steps_visibly(page) -> None:
+    """The M sliders from the keyboard (student trial: 350 -> 351 GB per press, the readout unchanged): one
+    ArrowRight on the comparator's 14 GB reads 20, on the dashboard's 350 GB preset 400, and the kernel follows."""
+    from playwright.sync_api import expect
+
+    for title, start, right, left in (("All-reduce comparator", "14", "20", "10"),
+                                      ("Algorithm selection dashboard", "350", "400", "300")):
+        inst = page.locator(".course-instrument").filter(has=page.get_by_text(title, exact=True)).first
+        handle = inst.locator(".course-control-message_gb [role=slider]").first
+        readout = inst.locator(".course-control-message_gb .widget-readout").first
+        handle.scroll_into_view_if_needed()
+        expect(handle).to_have_attribute("aria-label", "M (GB)")
+        expect(readout).to_have_text(start, timeout=30_000)
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+        expect(readout).to_have_text(right, timeout=30_000)
+        expect(handle).to_have_attribute("aria-valuetext", right)  # a screen reader says 20, not the index
+        expect(inst.locator(".course-math-peek")).to_contain_text(f"M = {right} GB", timeout=30_000)
+        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("ArrowLeft")
+        expect(readout).to_have_text(left, timeout=30_000)
+        expect(inst.locator(".course-math-peek")).to_contain_text(f"M = {left} GB", timeout=30_000)

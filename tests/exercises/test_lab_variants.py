@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import nbformat
+import numpy as np
 import pytest
 
 from course.core import catalog
@@ -176,8 +177,9 @@ def test_lab06_act2_asks_each_student_about_their_own_update_and_the_winner_chan
         winners.add(fastest)
         assert lab.key("act2_small", s) == pytest.approx(by_hand[fastest] * 1e6, rel=0.01)
         prompt = lab.question_markdown("act2_small", s)
-        for shown in (f"N = {n} GPUs", f"M = {m:,.0f} bytes", f"{m / 1e9:g} GB", link.name,
-                      f"B = {b / 1e9:g} GB/s", f"\u03b1 = {alpha * 1e6:g} \u00b5s", f"= {lg})"):
+        on_the_slider = np.format_float_positional(m / 1e9, trim="-")  # as the M slider reads it: 0.00002, not 2e-05
+        for shown in (f"N = {n} GPUs", f"M = {m:,.0f} bytes", f"{on_the_slider} GB on the dashboard's slider",
+                      link.name, f"B = {b / 1e9:g} GB/s", f"\u03b1 = {alpha * 1e6:g} \u00b5s", f"= {lg})"):
             assert shown in prompt, (student, shown)
         # a copied time is another update's: right only when the two keys agree within the 2 %
         seed = student_seed(lab.name, student)
