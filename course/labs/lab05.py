@@ -338,7 +338,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
                      "explorer", "lab05_act1_explorer"),
         Cell("markdown",
              "The all-reduce comparator times the job's gradient sum on its own: on Cloud the lead's 14 GB of "
-             "bf16 gradients on 512 GPUs (64 nodes of 8); on the other tracks the track's fleet, link and model "
+             "bf16 gradients on 512 GPUs; on the other tracks the track's fleet, link and model "
              "(FP32 gradients)."),
         Cell("code", "fleet = lab.gate('act1', AllreduceComparator(gpus=512, message_gb=14))\ntrack.link_to(fleet)\n"
                      "fleet", "lab05_act1_fleet"),

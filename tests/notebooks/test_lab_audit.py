@@ -159,3 +159,20 @@ def test_the_sweep_table_shows_five_rows_that_differ():
     assert len(set(lines)) == 5, lines
     real = _run(_cell("tut_sweep"), tutorial.SPEC).splitlines()[1:6]
     assert len(set(real)) == 5, real
+
+
+@pytest.mark.parametrize("variant", [None, *range(40)])
+def test_the_walk_through_sweep_does_not_print_the_graded_answer(variant):
+    """Exercise 3 asks for the best tokens/s of the student's own case; the walk-through's sweep table (the
+    tutorial's model on its 256 GPUs) must not be that case, or its top row is the answer."""
+    spec = tutorial.LAB.spec_for(variant)
+    walk_through = core.catalog.cluster(spec["cluster"])
+    assert (spec["ex3_model"], spec["ex3_gpus"]) != (spec["model"], walk_through.nodes * walk_through.node.gpus_per_node)
+    if variant is not None:  # another model may land within 2 % of a row by chance (2 of 40 do): not the same case
+        return
+    cluster = core.catalog.make_cluster(spec["ex3_node"], spec["ex3_gpus"], fabric=spec["ex3_fabric"])
+    key = float(core.sweep(spec["ex3_model"], cluster).row(0)["tokens_per_second"])
+    lines = _run(_cell("tut_sweep"), spec).splitlines()[1:6]
+    printed = [float(x.replace(",", "")) for line in lines for x in re.findall(r"\b\d{1,3}(?:,\d{3})+\b", line)]
+    assert len(printed) == 5
+    assert all(abs(x - key) > 0.02 * key for x in printed), (spec["ex3_model"], spec["ex3_gpus"], key)
