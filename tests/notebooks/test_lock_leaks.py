@@ -16,6 +16,9 @@ own question and options. For every lock of every lab this checks:
     (e.g. ``Configurator(tp=8, pp=4)`` when the correct layout is TP=8, PP=4).
 (c) **length**: the correct option is at most 1.5x the median option length, so the longest,
     most qualified option is not a tell.
+
+(a)-(c) only see wording; (e) and (f), below, see numbers: the race a lock asks about is computed here from
+``course.core`` and must not stand evaluated on the page, nor be run by a question shown before the lock.
 """
 
 from __future__ import annotations
