@@ -131,7 +131,7 @@ values_exercise(
     CH, "5.3", "Interleaved 1F1B", kind="Derive", spec={"p": 4, "m": 12, "v": 4},
     vary=lambda s, rng: dict(s, p=rng.choice([4, 6, 8]), m=rng.choice([8, 12, 16, 24]), v=rng.choice([2, 3, 4])),
     prompt=lambda s: (f"A pipeline of $p = {s['p']}$ stages runs $m = {s['m']}$ micro-batches per step "
-                      "(this exercise's own numbers, not 5.1's), but each GPU now holds "
+                      "(this exercise's own numbers, set independently of 5.1's), but each GPU now holds "
                       f"$v = {s['v']}$ virtual stages (interleaved 1F1B). What is the bubble "
                       "overhead in percent?"),
     answers={"interleaved_overhead_pct": "%"}, key=_key_5_3,
@@ -141,7 +141,7 @@ values_exercise(
         f"Overhead $=(p-1)/(v\\,m) = {s['p'] - 1}/({s['v']}\\times{s['m']})$ = "
         f"**{_key_5_3(s)['interleaved_overhead_pct']:.4g} %**, {s['v']} times less than without "
         f"interleaving. The price: each micro-batch crosses $p\\,v-1 = {s['p'] * s['v'] - 1}$ chunk "
-        f"boundaries instead of $p-1 = {s['p'] - 1}$ (counts for this exercise's own numbers, not 5.4's; "
+        f"boundaries instead of $p-1 = {s['p'] - 1}$ (counts for this exercise's own numbers, set independently of 5.4's; "
         "exercise 5.4 turns counts like these into traffic)."))
 
 

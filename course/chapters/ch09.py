@@ -136,7 +136,7 @@ values_exercise(
     CH, "9.3", "Weight memory per GPU", kind="Derive", spec=dict(_MODEL), vary=lambda s, rng: _vary_model(s, rng),
     prompt=lambda s: (f"A layer of a Llama-style model has $4d^2$ attention and $3\\,d\\,d_{{ff}}$ SwiGLU "
                       f"parameters with $d = {s['d']}$ and $d_{{ff}} = {s['d_ff']}$. In this exercise's own "
-                      f"layout (not 9.2's), a fuller pipeline stage holds {s['layers_per_stage']} layers, "
+                      f"layout (set independently of 9.2's), a fuller pipeline stage holds {s['layers_per_stage']} layers, "
                       f"split TP = {s['tp']} ways. How many GB of FP16 weights does one GPU hold?"),
     answers={"weights_per_gpu_gb": "GB"}, key=_key_9_3,
     solution=lambda s: (f"d, d_ff, layers_per_stage, tp = {s['d']}, {s['d_ff']}, {s['layers_per_stage']}, {s['tp']}\n"
@@ -250,7 +250,7 @@ values_exercise(
     vary=lambda s, rng: dict(_vary_model(s, rng), dp=rng.choice([8, 16, 32, 64, 128, 256])),
     prompt=lambda s: (f"A GPU holds {s['layers_per_stage']} layers of a Llama-style model ($4d^2$ attention and "
                       f"$3\\,d\\,d_{{ff}}$ SwiGLU parameters per layer, $d = {s['d']}$, $d_{{ff}} = {s['d_ff']}$), "
-                      f"split TP = {s['tp']} ways (this exercise's own model and layout, not 9.3's). Its FP16 "
+                      f"split TP = {s['tp']} ways (this exercise's own model and layout, set independently of 9.3's). Its FP16 "
                       "gradients (the same "
                       f"size as its FP16 weights) are all-reduced over DP = {s['dp']} GPUs with a ring. How many "
                       "GB does each GPU send per step?"),

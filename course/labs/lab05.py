@@ -127,10 +127,11 @@ def part3_savings(s: Spec) -> dict:
 def _act1_prompt(s: Spec) -> str:
     link = catalog.link(s["act1_link"])
     return (f"**Your team's next job (Cloud track).** A {s['act1_params_b']:g} B-parameter model trained with pure "
-            f"data parallelism on {s['act1_gpus']:,} GPUs; the gradient all-reduce runs over {link.name} "
-            f"({link.bandwidth / GB:g} GB/s per direction, α = {link.latency * 1e6:.0f} µs). Assign "
+            f"data parallelism on {s['act1_gpus']:,} H100s, eight per node, the nodes joined by {link.name} "
+            f"(B = {link.bandwidth / GB:g} GB/s per direction per GPU, α = {link.latency * 1e6:.0f} µs). Assign "
             "`act1_allreduce_s`: the time in seconds of one ring all-reduce of its bf16 gradients "
-            f"(2 bytes per parameter, {act1_gradient_bytes(s) / GB:g} GB). Use `core.allreduce_time` or "
+            f"(2 bytes per parameter, M = {act1_gradient_bytes(s) / GB:g} GB) across all {s['act1_gpus']:,} GPUs, "
+            f"with the B and α of {link.name}. Use `core.allreduce_time` or "
             "2(N−1)α + 2(N−1)/N · M/B; the comparator above gives the same number once you set N, M and "
             "the link to yours.")
 
@@ -240,11 +241,17 @@ ACT2 = Act(
     "act2", "GPT-3 175B on 1,024 H100s",
     lock=Lock(
         question="Which layout balances memory, compute and communication best?",
-        options={"A": "TP=128, PP=1, DP=8", "B": "TP=8, PP=4, DP=32", "C": "TP=1, PP=1024, DP=1",
-                 "D": "TP=4, PP=256, DP=1"},
+        options={"A": "TP=16, PP=2, DP=32", "B": "TP=8, PP=4, DP=32", "C": "TP=8, PP=1, DP=128",
+                 "D": "TP=2, PP=32, DP=16"},
         correct="B",
-        explanation="TP stays inside the 8-GPU NVLink node, PP splits the 96 layers across nodes, DP takes the "
-                    "rest. But B only fits with ZeRO or recomputation (below).",
+        explanation="TP = 8 keeps the all-reduces of every layer inside one 8-GPU NVLink node; TP = 16 (A) spans "
+                    "two nodes and sends them over InfiniBand. PP = 4 splits the 96 layers across nodes: with no "
+                    "pipeline (C) each GPU keeps 175B / 8 ≈ 22 B parameters, about 350 GB of weights, gradients "
+                    "and Adam state; it fits only once ZeRO-2 or ZeRO-3 shards the gradients too (ZeRO-2: 78 of the "
+                    "80 GB), and then reaches a lower MFU than B for the same batch. "
+                    "32 stages (D) idle (p−1)/(m+p−1) of the step, 49 % at m = 32 against 9 % for 4 stages, and "
+                    "need at least 32 micro-batches. DP takes the rest. But B only fits with ZeRO or "
+                    "recomputation (below).",
         reveal=(
             "**B is the right shape, but not yet a plan that fits.** With plain mixed-precision Adam (16 bytes "
             "per parameter: no ZeRO) and no recomputation it needs about "
@@ -330,8 +337,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         Cell("code", "explorer = lab.gate('act1', ScalingExplorer(params_b=7, gpus=512))\ntrack.link_to(explorer)\n"
                      "explorer", "lab05_act1_explorer"),
         Cell("markdown",
-             "The all-reduce comparator runs the same gradient sum on its own: on Cloud the 14 GB of bf16 "
-             "gradients on 512 GPUs over InfiniBand NDR; on the other tracks the track's fleet, link and model "
+             "The all-reduce comparator times the job's gradient sum on its own: on Cloud the lead's 14 GB of "
+             "bf16 gradients on 512 GPUs; on the other tracks the track's fleet, link and model "
              "(FP32 gradients)."),
         Cell("code", "fleet = lab.gate('act1', AllreduceComparator(gpus=512, message_gb=14))\ntrack.link_to(fleet)\n"
                      "fleet", "lab05_act1_fleet"),

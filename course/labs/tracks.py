@@ -60,8 +60,9 @@ SCENES: Dict[str, Dict[str, Scene]] = {
             "Training infrastructure lead",
             "Same 7B model, same batch per GPU. MFU was 52 % on 8 GPUs, 38 % on 64 and 19 % on 512. "
             "We only added GPUs and it got worse. Why?",
-            "The scaling explorer draws MFU against the GPU count; the all-reduce comparator below it shows one "
-            "ring all-reduce of the {gradient} of bf16 gradients on {devices} GPUs over {link}."),
+            "The scaling explorer draws MFU against the GPU count, for the fabric you pick; the comparator below "
+            "it times the job's gradient sum ({gradient} of bf16 gradients on {devices} GPUs) algorithm by "
+            "algorithm."),
         "act2": Scene(
             "MLOps architect",
             "GPT-3 175B needs {state} of weights, gradients and Adam state (16 bytes per parameter): "
@@ -81,7 +82,7 @@ SCENES: Dict[str, Dict[str, Scene]] = {
             "AV systems lead",
             "We learn from the logs of {devices} cars. One synchronous round all-reduces {gradient} of FP32 "
             "{model} gradients over {link} uplinks ({bandwidth}, {latency} per message): a ring takes {ring}, "
-            "{ring_latency} of it just the 2(N-1) latency hops. Our wall is the radio, not the GPU.",
+            "{ring_latency} of it just the 2(N-1) latency hops. How much of a round is that?",
             "The scaling explorer models DGX clusters and shows a banner here. The all-reduce comparator below "
             "runs this fleet: N = {devices} devices over {link}. Compare the ring with the tree algorithms."),
         "act2": Scene(

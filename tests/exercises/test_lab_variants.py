@@ -60,7 +60,7 @@ def test_lab06_ratio_is_about_the_students_own_n():
 def test_tutorial_bubble_by_hand_for_a_students_pipeline():
     s = _spec(tutorial.LAB, "cy")
     p, m = s["bubble_stages"], s["bubble_microbatches"]
-    assert tutorial.LAB.key("ex3_bubble", s) == pytest.approx((p - 1) / (m + p - 1))
+    assert tutorial.LAB.key("ex2_bubble", s) == pytest.approx((p - 1) / (m + p - 1))
 
 
 @pytest.mark.parametrize("variant", range(0, 4000, 37))
@@ -73,7 +73,7 @@ def test_every_draw_is_a_valid_case_that_keeps_the_reveals_true(variant):
     assert savings["async_saves"] > savings["zero_saves"] > 0  # Part 3's reveal (async wins) stays right
     assert 2 <= lab06.LAB.spec_for(variant)["act1_gpus"] <= 4096  # within the comparator's slider
     t = tutorial.LAB.spec_for(variant)
-    assert t["bubble_microbatches"] >= t["bubble_stages"] // 2 and t["ex2_gpus"] % 8 == 0
+    assert t["bubble_microbatches"] >= t["bubble_stages"] // 2 and t["ex3_gpus"] % 8 == 0
 
 
 def test_part3_zero_saves_has_many_keys_each_outside_the_others_tolerance():
@@ -85,7 +85,7 @@ def test_part3_zero_saves_has_many_keys_each_outside_the_others_tolerance():
 
 @pytest.mark.parametrize("lab, answer_id, at_least", [
     (lab05.LAB, "act1_allreduce", 44), (lab05.LAB, "act2_memory", 29), (tutorial.LAB, "ex1_memory", 31),
-    (tutorial.LAB, "ex3_bubble", 34), (tutorial.LAB, "ex2_best", 45)])
+    (tutorial.LAB, "ex2_bubble", 34), (tutorial.LAB, "ex3_best", 45)])
 def test_drawn_cases_have_many_keys_none_within_twice_the_tolerance_of_another(lab, answer_id, at_least):
     # a handful of cases let about one pair of students in 10 share a key; the cases are chosen so that
     # every key stands more than 4 % (twice the 2 % tolerance) from the next at the same draw of the rest
@@ -233,10 +233,10 @@ def test_feedback_renders_the_students_prompts_and_worked_answers():
     nb = nbformat.read(f"release/{tutorial.NAME}/{tutorial.NAME}.ipynb", 4)
     insert_derivations(nb, "cy")
     s = _spec(tutorial.LAB, "cy")
-    prompt = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "tutorial_ex3_bubble_prompt")
+    prompt = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "tutorial_ex2_bubble_prompt")
     assert (f"a pipeline of {s['bubble_stages']} stages with {s['bubble_microbatches']} micro-batches"
             in prompt.outputs[0]["data"]["text/markdown"])
-    worked = next(c.source for c in nb.cells if c.metadata.get("course", {}).get("derivation") == "tutorial_ex3_bubble")
+    worked = next(c.source for c in nb.cells if c.metadata.get("course", {}).get("derivation") == "tutorial_ex2_bubble")
     assert f"pipeline_bubble = {s['bubble_stages'] - 1} / ({s['bubble_microbatches']} + {s['bubble_stages'] - 1})" in worked
     insert_derivations(nb, "cy")  # idempotent
-    assert sum(c.metadata.get("course", {}).get("derivation") == "tutorial_ex3_bubble" for c in nb.cells) == 1
+    assert sum(c.metadata.get("course", {}).get("derivation") == "tutorial_ex2_bubble" for c in nb.cells) == 1

@@ -186,10 +186,10 @@ def test_release_is_in_sync_with_source(tmp_path):
 
 def test_tutorial_keys_by_hand():
     # (p-1)/(m+p-1) = 7/39
-    assert tutorial.LAB.key('ex3_bubble') == pytest.approx(7 / 39)
+    assert tutorial.LAB.key('ex2_bubble') == pytest.approx(7 / 39)
     # pure DP: at least 16 bytes per parameter of mixed-precision Adam (70.6e9 params -> > 1100 GB) > 80 GB
     assert tutorial.LAB.key('ex1_memory') > 16 * 70e9 / 1e9
-    assert tutorial.LAB.key('ex2_best') > 0
+    assert tutorial.LAB.key('ex3_best') > 0
 
 
 def test_lab05_keys_by_hand():

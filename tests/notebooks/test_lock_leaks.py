@@ -16,6 +16,9 @@ own question and options. For every lock of every lab this checks:
     (e.g. ``Configurator(tp=8, pp=4)`` when the correct layout is TP=8, PP=4).
 (c) **length**: the correct option is at most 1.5x the median option length, so the longest,
     most qualified option is not a tell.
+
+(a)-(c) only see wording; (e) and (f), below, see numbers: the race a lock asks about is computed here from
+``course.core`` and must not stand evaluated on the page, nor be run by a question shown before the lock.
 """
 
 from __future__ import annotations
@@ -159,3 +162,148 @@ def test_a_question_shown_before_the_lock_does_not_name_the_correct_option(prefi
             continue
         for spec in specs:
             assert option not in _squashed(answer.prompt(spec)), (answer.id, option)
+
+
+# -- evaluated races (the Lab 06 Act II audit) ------------------------------------------------------
+#
+# (e) **numbers**: a lock asks the student to predict a race between its options; the numbers that
+#     decide it (each option's time, memory or dollars) are computed here from ``course.core`` for the
+#     lock's own scenario. Before locking, the page a student reads (every markdown and code cell, the
+#     locks' questions and options, every question rendered before its lock for the student with no id
+#     and for 40 variants, Lab 05's track scenes on every track) must not carry the numbers of two
+#     options (one for a race with a single decisive number), in any unit a page would print them in.
+# (f) **questions**: a graded question shown before its lock whose key, for the student with no id, is the
+#     winning option's own number runs the lock's race: it must be declared ``after_lock``.
+
+from course import core  # noqa: E402
+from course.core import catalog  # noqa: E402
+from course.core.units import GB  # noqa: E402
+from course.labs.activity import QUESTION_BEFORE_LOCK, REFLECTION_BEFORE_LOCK  # noqa: E402
+from course.labs.tracks import ACTS as TRACK_ACTS, scene_text  # noqa: E402
+
+VARIANTS = range(40)
+
+
+def _ring(message, gpus, link, algorithm="ring"):
+    link = catalog.link(link)
+    return float(core.allreduce_time(message, gpus, link.bandwidth, link.latency, algorithm=algorithm))
+
+
+def _plain_memory(tp, pp, dp):
+    return core.plan("gpt3-175b", "h100-1024", tp=tp, pp=pp, dp=dp, micro_batch=1, num_microbatches=8).memory_total
+
+
+def _part3():
+    s = LABS["lab05"].spec
+    n = s["workers"]
+    bill = core.monthly_bill(n, catalog.accelerator(s["accelerator"]).price_per_hour, s["hours_per_month"])
+    mtbf = core.cluster_mtbf(s["gpu_mtbf_seconds"], n)
+    return {"A": float(core.async_monthly_savings(bill, n, s["straggler_fraction"], s["slowdown"])),
+            "B": float(core.sharded_checkpoint_monthly_savings(bill, s["checkpoint_seconds"], n, mtbf,
+                                                                s["restart_seconds"]))}
+
+
+#: Per lock: what decides it, option (or side) -> number in base units (s, bytes, dollars), for the
+#: lock's own scenario. A new lock must say what its race is.
+RACES = {
+    # Act I: 14 GB of bf16 gradients on 128 GPUs over NDR, gathered at GPU 0 or passed round a ring
+    ("lab06", "act1"): lambda: {"naive": _ring(14e9, 128, "InfiniBand NDR", "naive"),
+                                "ring": _ring(14e9, 128, "InfiniBand NDR")},
+    # Act II: the 0.5 MB update on 128 GPUs over NDR, one time per option
+    ("lab06", "act2"): lambda: {opt: _ring(0.5e6, 128, "InfiniBand NDR", algorithm) for opt, algorithm in
+                                (("A", "ring"), ("B", "tree"), ("C", "rabenseifner"), ("D", "naive"))},
+    # Act I: the 7B job's gradient sum inside one node (NVLink, 8 GPUs) and across 64 (NDR, 512 GPUs)
+    ("lab05", "act1"): lambda: {"one node": _ring(14e9, 8, "NVLink 4"),
+                                "512 GPUs": _ring(14e9, 512, "InfiniBand NDR")},
+    # Act II: memory per GPU of each layout with plain mixed-precision Adam
+    ("lab05", "act2"): lambda: {"A": _plain_memory(16, 2, 32), "B": _plain_memory(8, 4, 32),
+                                "C": _plain_memory(8, 1, 128), "D": _plain_memory(2, 32, 16)},
+    ("lab05", "part3"): _part3,
+    # Exercise 1: the memory pure data parallelism needs per GPU
+    ("tutorial", "ex1"): lambda: {"C": core.plan("llama3-70b", "research-256", tp=1, pp=1, dp=256).memory_total},
+}
+
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
+
+
+def numbers_on(text: str):
+    """``(value, half a unit of its last digit)`` of every number printed in ``text``.
+
+    >>> numbers_on("ring 1,290 µs, tree 0.21 ms")
+    [(1290.0, 0.5), (0.21, 0.005)]
+    """
+    found = []
+    for whole, decimals in _NUMBER.findall(text.replace("\u202f", "").replace("\u00a0", "")):
+        digits = len(decimals) - 1 if decimals else 0
+        found.append((float(whole.replace(",", "") + (decimals or "")), 0.5 * 10 ** -digits))
+    return found
+
+
+def printed(value: float, on_page) -> bool:
+    """Whether ``value`` (base units) stands among ``on_page`` in some unit (x1000 steps, or as a percentage),
+    printed to at least two significant digits."""
+    scales = [10.0 ** (3 * k) for k in range(-5, 6)] + [0.01]
+    for x, half_unit in on_page:
+        if x == 0 or half_unit / x > 0.05:  # "2" or "0.5": too coarse to stand for a computed number
+            continue
+        for scale in scales:
+            shown = value / scale
+            if abs(x - shown) <= max(0.005 * shown, half_unit):
+                return True
+    return False
+
+
+def before_lock_texts(lab) -> list:
+    """Everything a student can read on the page before locking any of ``lab``'s locks."""
+    markdown, code = _page(lab)
+    texts = markdown + code + [QUESTION_BEFORE_LOCK, REFLECTION_BEFORE_LOCK]
+    for act in lab.acts:
+        if act.lock is not None:
+            texts += [act.lock.question, *act.lock.options.values()]
+        for answer in act.answers:
+            if not (answer.after_lock and act.lock is not None):
+                texts += {answer.prompt(spec) for spec in [lab.spec] + [lab.spec_for(v) for v in VARIANTS]}
+    if lab.prefix == "lab05":
+        for track in ("Cloud", "Edge", "Mobile", "Tiny"):
+            for act in TRACK_ACTS:
+                texts += list(scene_text(track, act)[:])
+    return texts
+
+
+def test_every_lock_declares_its_race():
+    assert sorted(RACES) == sorted(LOCKS)
+
+
+@pytest.mark.parametrize("prefix,act_id", LOCKS)
+def test_the_race_of_a_lock_is_not_evaluated_on_the_page(prefix, act_id):
+    lab = LABS[prefix]
+    race = RACES[(prefix, act_id)]()
+    on_page = numbers_on("\n".join(before_lock_texts(lab)))
+    shown = sorted(side for side, value in race.items() if printed(value, on_page))
+    assert len(shown) < min(2, len(race)), (
+        f"{prefix}/{act_id}: the page shows the race's numbers for {shown}: {race}")
+
+
+@pytest.mark.parametrize("prefix,act_id", LOCKS)
+def test_a_question_before_the_lock_does_not_run_its_race(prefix, act_id):
+    lab = LABS[prefix]
+    act = lab.act(act_id)
+    race = RACES[(prefix, act_id)]()
+    winner = race.get(act.lock.correct)
+    if winner is None or len(race) < 2:
+        return
+    for answer in act.answers:
+        if answer.after_lock or answer.kind != "derive":
+            continue
+        key = float(answer.key(lab.spec))
+        assert not printed(winner, [(key, 0.0)]), (
+            f"{prefix}/{act_id}: `{answer.name}`, asked before the lock, is for the student with no id the number "
+            f"of the winning option {act.lock.correct} ({key:g} {answer.unit}): working it out runs the race")
+
+
+def test_the_number_check_sees_the_race_of_the_audit():
+    # Lab 06 Act II as the audit found it: "Rabenseifner 90 us vs recursive doubling 105, tree 210, ring 1290 us"
+    race = RACES[("lab06", "act2")]()
+    on_page = numbers_on("Rabenseifner 90 us vs recursive doubling 105, tree 210, ring 1290 us")
+    assert sorted(side for side, value in race.items() if printed(value, on_page)) == ["A", "B", "C"]
+    assert not printed(race["C"], numbers_on("N = 128 GPUs, M = 0.5 MB, B = 50 GB/s, alpha = 5 us"))
