@@ -383,7 +383,8 @@ class Instrument:
         self._render_cards()
         self.failures = list(self._pending)
         self.failure_messages = {code: msg for code, (msg, _sev) in self._pending.items()}
-        self.failures_seen.update(self.failures)
+        if not self.gated:  # a student hits only the failure states of an instrument they can see
+            self.failures_seen.update(self.failures)
         new_banner = "".join(banner_html(code, msg, sev) for code, (msg, sev) in self._pending.items())
         if self.banner.value != new_banner:
             self.banner.value = new_banner
@@ -510,7 +511,16 @@ class Instrument:
 
     # -- gating, display, ledger --------------------------------------------------
     def set_gated(self, gated: bool) -> None:
-        """Hide and disable the instrument until a prediction lock is locked."""
+        """Hide and disable the instrument until a prediction lock is locked.
+
+        Failure states count as hit (``failures_seen``, the HUD's "failure states hit") only while the
+        instrument shows: a lab gates an instrument right after building it, before the cell shows it,
+        so what its first update flagged was never on screen; the failures it shows when the lock opens are.
+        """
+        if gated:
+            self.failures_seen.clear()
+        else:
+            self.failures_seen.update(self.failures)
         self._body.layout.display = "none" if gated else None
         self._gate_note.layout.display = None if gated else "none"
         for control in self.controls.values():
@@ -526,7 +536,8 @@ class Instrument:
 
     @property
     def gated(self) -> bool:
-        return self._body.layout.display == "none"
+        body = getattr(self, "_body", None)  # the first update runs before the layout exists
+        return body is not None and body.layout.display == "none"
 
     def _layout(self) -> widgets.VBox:
         head = widgets.HTML(

@@ -189,3 +189,17 @@ def test_a_choice_sent_just_before_the_click_is_the_one_locked():
     lock.input._handle_custom_msg({"choose": "Z"}, [])
     assert lock.value == "B" and lock.input.value == "B"
     assert "model.send({ choose: key })" in course.prediction._RADIO_GROUP  # the browser half sends it
+
+
+def test_a_gated_instrument_has_hit_no_failure_state_until_the_lock_opens():
+    # Lab 06 Act II: the dashboard's 350 GB preset is comm bound; hidden behind the unlocked lock the student
+    # has not seen that banner, so the HUD must not list it; once locked, it shows and counts
+    from course.instruments import AlgorithmDashboard
+
+    dashboard = AlgorithmDashboard(gpus=128)
+    assert "comm_bound" in dashboard.failures  # the preset really is in that state
+    lock = choice_lock()
+    lock.gate(dashboard)
+    assert dashboard.ledger_entry()["failures_hit"] == []
+    lock.answer("A")
+    assert "comm_bound" in dashboard.ledger_entry()["failures_hit"]
