@@ -386,8 +386,9 @@ class PredictionLock:
             value=None, label=question, layout=widgets.Layout(width="auto"),
         )
         self.button = widgets.Button(
+            # enabled from the start: a keyboard user who chooses and presses Tab at once must land on it (a
+            # button enabled only once the kernel has seen the choice was skipped); with nothing chosen it says so
             description="Lock prediction", icon="lock",  # the theme's own button colours: legible in both
-            disabled=True,  # until an option is chosen
         )
         self.status = widgets.HTML(self._status_html("Choose, then lock. You cannot change it afterwards."))
         header = widgets.HTML(
@@ -490,8 +491,6 @@ class PredictionLock:
             # A frozen lock ignores edits (from a browser that still shows it enabled, or code).
             self.input.value = self._value
             self.status.value = self._status_html("This prediction is locked and cannot be changed.", "bad")
-        elif not self.locked:
-            self.button.disabled = change["new"] is None
 
     def _autopredict(self) -> None:
         setting = os.environ.get(AUTOPREDICT_ENV, "").strip()

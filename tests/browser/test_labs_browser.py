@@ -226,11 +226,10 @@ def lock_prediction(page, lock, option: str, gated_instrument) -> None:
 
     lock.scroll_into_view_if_needed()
     button = lock.get_by_role("button", name="Lock prediction")
-    expect(button).to_be_disabled(timeout=30_000)  # nothing chosen yet
+    expect(button).to_be_enabled(timeout=30_000)  # a Tab stop before anything is chosen
     click_every_option(lock)
     lock.locator("label", has_text=option).locator("input[type=radio]").click()
-    # the kernel saw the choice (it enables the button); the instrument must still be gated
-    expect(button).to_be_enabled(timeout=30_000)
+    # choosing alone unlocks nothing: the instrument must still be gated
     expect(gated_instrument.get_by_text(GATE_NOTE)).to_be_visible()
     expect(gated_instrument.locator(".bqplot").first).to_be_hidden()
     button.click()

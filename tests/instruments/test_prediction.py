@@ -27,9 +27,10 @@ def test_doctests(tmp_path):
 def test_choice_lock_freezes_and_cannot_be_unlocked():
     lock = choice_lock()
     assert not lock.locked and lock.value is None
-    assert lock.button.disabled  # nothing chosen yet
+    assert not lock.button.disabled  # focusable from the start, so a keyboard user never skips it
+    lock.button.click()  # nothing chosen yet: it says so and locks nothing
+    assert not lock.locked and "Pick an option first" in lock.status.value
     lock.input.value = "B"
-    assert not lock.button.disabled
     lock.button.click()
     assert lock.locked and lock.value == "B"
     assert lock.input.disabled and lock.button.disabled
