@@ -28,7 +28,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from ..theme import mark_color
-from .base import Instrument, figure, fmt_bytes, fmt_time
+from .base import Instrument, figure, fmt_bytes, fmt_memory, fmt_time
 from .bubble import BUBBLE_CEILING  # Lab 05's design rule, written once
 from .context import gpu_cluster_only
 
@@ -202,7 +202,8 @@ class Configurator(Instrument):
         invalid = [code for code, _ in shown["violations"] if code not in STEP_STILL_DEFINED]
         self.memory_scale.max = 1.1 * float(max(bars.sum(axis=0).max(), capacity / 1e9))  # the legend is under the chart
         self.set_marks(self.memory_bars, y=bars)
-        self.set_marks(self.capacity, y=[capacity / 1e9] * 2)
+        self.set_marks(self.capacity, y=[capacity / 1e9] * 2,
+                       labels=[f"GPU memory, {fmt_memory(cluster.node.accelerator)}"])
         self.set_marks(self.bubble_lines, y=100 * curves)
         # an invalid layout has no step to break down: no bars
         self.set_marks(self.step_bars, y=[0.0 if invalid else shown["breakdown"].get(part, 0.0) for part in STEP_PARTS])
@@ -214,7 +215,8 @@ class Configurator(Instrument):
         self.set_card("dp", f"{dp:,}" if whole else f"{gpus / (tp * cp * pp):,.3g}",
                       f"{gpus:,} / ({tp} x {cp} x {pp})" + ("" if whole else ": not whole"),
                       "normal" if whole else "bad")
-        self.set_card("memory", fmt_bytes(total), f"of {fmt_bytes(capacity)}", "bad" if total > capacity else "good")
+        memory_name = fmt_memory(cluster.node.accelerator)  # "80 GB (85.5e9 bytes)": the name, then the line
+        self.set_card("memory", fmt_bytes(total), f"of {memory_name}", "bad" if total > capacity else "good")
         self.set_card("bubble", f"{100 * bubble:.1f} %", "(p-1)/(v m+p-1); ceiling 10 %",
                       "bad" if bubble > BUBBLE_CEILING else "good")
         if invalid:  # no step exists: the failure, and dashes where the numbers of a valid layout would be
@@ -245,7 +247,7 @@ class Configurator(Instrument):
             f" = {gpus / (tp * cp * pp):g}<br>"
             f"<b>Memory per GPU</b> = weights {fmt_bytes(mem['weights'])} + gradients {fmt_bytes(mem['gradients'])}"
             f" + optimizer {fmt_bytes(mem['optimizer'])} (ZeRO-{v['zero_stage']}) + activations {fmt_bytes(mem['activations'])}"
-            f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {fmt_bytes(capacity)}<br>"
+            f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {memory_name}<br>"
             f"<b>Bubble</b> (p&minus;1)/(v&middot;m + p&minus;1) = {pp - 1}/({v['interleave']}&times;{m} + {pp - 1})"
             f" = {100 * bubble:.2f} %"
             "<br>" + step_math
