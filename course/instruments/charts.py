@@ -89,14 +89,20 @@ def integer_ticks(low: float, high: float, count: int = 7) -> list[int]:
 
 
 def set_ticks(axis: bq.Axis, values, formatter=None) -> None:
-    """Put ticks at ``values``, each labelled ``formatter(value)`` (default: the number, 1,024 style)."""
+    """Put ticks at ``values``, each labelled ``formatter(value)`` (default: the number, 1,024 style).
+
+    The labels go first, in a message of their own, and keep the labels of earlier ticks: bqplot
+    draws new ``tick_values`` with the label table it holds at that moment (in a transition that
+    lands after any later redraw), so ticks sent with, or before, their labels were drawn in d3's
+    default format ("1e+1" beside "1 s") after a few slider moves.
+    """
     formatter = formatter or (lambda v: f"{v:,.0f}" if float(v).is_integer() else f"{v:g}")
     values = [float(v) for v in values]
-    labels = {js_number_key(v): formatter(v) for v in values}
-    if list(axis.tick_values if axis.tick_values is not None else []) != values or axis.tick_labels != labels:
-        with axis.hold_sync():
-            axis.tick_values = values
-            axis.tick_labels = labels
+    labels = {**(axis.tick_labels or {}), **{js_number_key(v): formatter(v) for v in values}}
+    if axis.tick_labels != labels:
+        axis.tick_labels = labels  # one message, before the ticks that need them
+    if list(axis.tick_values if axis.tick_values is not None else []) != values:
+        axis.tick_values = values
 
 
 def segments(x0, x1, y0, y1=None) -> tuple[np.ndarray, np.ndarray]:
