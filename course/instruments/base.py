@@ -554,7 +554,8 @@ class Instrument:
             "Lock your prediction above to unlock this instrument.</div>",
             layout=widgets.Layout(display="none"),
         )
-        controls = widgets.HBox(list(self.controls.values()),
+        # a control with an entry box (LogFloatSlider) is laid out with it
+        controls = widgets.HBox([getattr(c, "course_box", c) for c in self.controls.values()],
                                 layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
         controls.add_class("course-controls")  # what ControlNames watches
         cards = widgets.HBox([self.cards], layout=widgets.Layout(flex_flow="row wrap"))
