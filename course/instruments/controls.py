@@ -225,14 +225,19 @@ class LogFloatSlider(widgets.SelectionSlider):
                                        layout=widgets.Layout(align_items="center", flex_flow="row wrap"))
         self.course_box.add_class("course-log-box")
         self.entry.observe(self._typed, names="value")
-        self.observe(self._moved, names="index")
+        # "value" too: a new stop that takes the place of the current one (37.5 crowding out 40) changes the value
+        # but not the index, and ipywidgets then leaves ``label`` on the old stop's text
+        self.observe(self._moved, names=["index", "value"])
         self.observe(self._follow_disabled, names="disabled")
 
     def _show_entry(self, message: str = "") -> None:
         """Write the current value into the entry box (without reading it back) and show ``message``."""
+        shown = stop_label(self.value)
+        if self.label != shown:
+            self.label = shown  # the same stop (ipywidgets moves the index by label): only the text was stale
         self._echo = True
         try:
-            self.entry.value = self.label or ""
+            self.entry.value = shown
         finally:
             self._echo = False
         self.entry_message = message

@@ -205,3 +205,12 @@ def test_typed_entry_clamps_refuses_nonsense_and_follows_the_handle():
     assert "instrument_error" not in comparator.failures
     m.value = 14.0  # the handle (or code) moves the value: the entry follows, the message goes
     assert m.entry.value == "14" and not m.entry_message and text_of(m.note.value) == ""
+
+
+def test_a_typed_stop_that_crowds_out_the_current_one_is_shown():
+    """At 40 GB, 37.5 typed replaces the 40 stop (within 10 %): the index stays, the value and every readout move."""
+    m = AllreduceComparator(message_gb=40).controls["message_gb"]
+    index = m.index
+    m.entry.value = "37.5"
+    assert m.value == 37.5 and 40.0 not in m.stops and m.index == index
+    assert m.label == "37.5" and m.entry.value == "37.5" and m._options_labels[m.index] == "37.5"
