@@ -55,20 +55,22 @@ def js_number_key(value: float) -> str:
     return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
-def decade_ticks(low: float, high: float, max_ticks: int = 7) -> list[float]:
-    """Powers of ten from ``low`` to ``high`` (inside the range), every 1st, 3rd or 6th decade so that at most
-    ``max_ticks`` show (every 3rd: 1 kB, 1 MB, 1 GB).
+def decade_ticks(low: float, high: float, max_ticks: int = 7, strides=(1, 3, 6, 12)) -> list[float]:
+    """Powers of ten from ``low`` to ``high`` (inside the range), every 1st, 3rd or 6th decade (``strides``) so
+    that at most ``max_ticks`` show (every 3rd: 1 kB, 1 MB, 1 GB).
 
     >>> decade_ticks(3e3, 2e6)
     [10000.0, 100000.0, 1000000.0]
     >>> decade_ticks(1e3, 3e12)
     [1000.0, 1000000.0, 1000000000.0, 1000000000000.0]
+    >>> decade_ticks(1e-2, 1e3, max_ticks=5, strides=(1, 2, 3))  # a time axis: 10 ms, 1 s, 100 s
+    [0.01, 1.0, 100.0]
     """
     if not (low > 0 and high >= low):
         raise ValueError(f"low and high must satisfy 0 < low <= high, got {low!r}, {high!r}")
     first = math.ceil(math.log10(low) - 1e-9)
     last = math.floor(math.log10(high) + 1e-9)
-    for stride in (1, 3, 6, 12):
+    for stride in strides:
         ks = [k for k in range(first, last + 1) if k % stride == 0]
         if len(ks) <= max_ticks:
             break
