@@ -36,6 +36,9 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; } td.num
 .explanation { background: var(--panel); padding: 6px 10px; margin: 0 0 8px; border-left: 4px solid var(--good); }
 nav ul { columns: 2; } code { font-size: 0.92em; }
 .scroll { overflow-x: auto; max-width: 100%; } .scroll:focus { outline: 2px solid var(--brand); }
+/* the classified wrong answers: a column wide enough for "3 × a factor of 1000 off" on one line (at 1,200 px
+   the auto layout squeezed it to a few words a line); one class a line, a long one wraps under its text */
+td.wrong, th.wrong { min-width: 24ch; } .wrong-item { padding-left: 1.2em; text-indent: -1.2em; }
 """
 
 
@@ -56,9 +59,11 @@ def _bar(fraction: Optional[float], tone: str = "") -> str:
     return f'<span class="bar {tone}" style="width:{width:.0f}px" aria-hidden="true"></span>'
 
 
-def _table(caption: str, headers: Iterable[str], rows: Iterable[Iterable[str]], numeric=()) -> str:
-    head = "".join(f'<th scope="col"{" class=num" if i in numeric else ""}>{_e(h)}</th>'
-                   for i, h in enumerate(headers))
+def _table(caption: str, headers: Iterable[str], rows: Iterable[Iterable[str]], numeric=(), classes=None) -> str:
+    """``numeric``: indices of right-aligned number columns; ``classes``: index -> CSS class of a column."""
+    classes = {**{i: "num" for i in numeric}, **(classes or {})}
+    attr = lambda i: f' class="{classes[i]}"' if i in classes else ""  # noqa: E731
+    head = "".join(f'<th scope="col"{attr(i)}>{_e(h)}</th>' for i, h in enumerate(headers))
     body = []
     for row in rows:
         cells = []
@@ -66,7 +71,7 @@ def _table(caption: str, headers: Iterable[str], rows: Iterable[Iterable[str]], 
             if i == 0:
                 cells.append(f'<th scope="row">{cell}</th>')
             else:
-                cells.append(f'<td{" class=num" if i in numeric else ""}>{cell}</td>')
+                cells.append(f'<td{attr(i)}>{cell}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     if not body:
         return f"<p class='muted'>{_e(caption)}: nothing to show.</p>"
@@ -103,7 +108,7 @@ def _parts(rep: dict) -> str:
             continue
         low = p["discrimination"] is not None and p["discrimination"] < 0.2
         dist = ", ".join(f"{k} pts: {v}" for k, v in p["distribution"].items())
-        wrong = "<br>".join(f"{w['count']} × {_e(w['class'])}" for w in p["wrong"]) or "none"
+        wrong = "".join(f"<div class='wrong-item'>{w['count']} × {_e(w['class'])}</div>" for w in p["wrong"]) or "none"
         rows.append([_e(p["grade_id"]), _e(p["title"]), _e(p["kind"]), f"{p['max_points']:g}",
                      _bar(p["share_right"], "good") + _pct(p["share_right"]),
                      (f"<span class='flag'>{_r(p['discrimination'])}</span>" if low else _r(p["discrimination"])),
@@ -111,7 +116,8 @@ def _parts(rep: dict) -> str:
     return _table(f"Graded parts of {rep['assignment']} over {rep['counted']} students "
                   f"(discrimination below +0.20 is marked)",
                   ["part", "title", "kind", "max", "share right", "discrimination (part vs rest)",
-                   "item-total r", "points distribution", "classified wrong answers"], rows, numeric=(3, 4, 5, 6))
+                   "item-total r", "points distribution", "classified wrong answers"], rows, numeric=(3, 4, 5, 6),
+                  classes={8: "wrong"})
 
 
 def _versus(rep: dict) -> str:

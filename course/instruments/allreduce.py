@@ -87,7 +87,8 @@ def _time_axis(scale, axis, low: float, high: float, max_ticks: int = 8) -> None
     if (scale.min, scale.max) != (lo, hi):
         with scale.hold_sync():
             scale.min, scale.max = float(lo), float(hi)
-    set_ticks(axis, decade_ticks(lo, hi, max_ticks=max_ticks), _time_tick)
+    # every 2nd decade before every 3rd: a narrow axis over 6 decades reads 10 ms, 1 s, 100 s, not only 1 s, 1,000 s
+    set_ticks(axis, decade_ticks(lo, hi, max_ticks=max_ticks, strides=(1, 2, 3, 6, 12)), _time_tick)
 
 
 #: the preset the dashboard shows once its message slider leaves every preset
@@ -400,24 +401,24 @@ class AlgorithmDashboard(Instrument):
         self.set_marks(self.current, x=[message], y=[max(best_time, floor)])
         _time_axis(self.time_scale, self.time_axis, min(floor, compute), max(float(curves.max()), compute))
 
-        self.set_card("best", best_name, ("ties: " + ", ".join(ties)) if ties else "", "good")
+        self.set_card("best", _label(best_name), ("ties: " + ", ".join(map(_label, ties))) if ties else "", "good")
         self.set_card("time", fmt_time(best_time))
         self.set_card("ring", fmt_time(float(here[self.algorithms.index("ring")])))
         self.set_card("share", f"{100 * share:.1f} %", f"compute {fmt_time(compute)}",
                       "bad" if share > 0.5 else "good")
         self.set_card("crossover", "; ".join(f"{fmt_bytes(c['message_bytes'])}" for c in crossings) or "none",
-                      " · ".join(f"{c['from']}→{c['to']}" for c in crossings))
+                      " · ".join(f"{_label(c['from'])} → {_label(c['to'])}" for c in crossings))
         if share > 0.5:
             self.flag("comm_bound",
                       f"Communication takes {100 * share:.0f} % of the step ({fmt_time(best_time)} of all-reduce with "
-                      f"{best_name} against {fmt_time(compute)} of compute). A better algorithm cannot fix this: overlap "
+                      f"{_label(best_name)} against {fmt_time(compute)} of compute). A better algorithm cannot fix this: overlap "
                       "the all-reduce with the backward pass, accumulate gradients so each sync serves more "
                       "compute, or buy bandwidth.")
         self.set_math(
             f"α = {fmt_time(latency)}, β = 1/B with B = {fmt_rate(bandwidth)}, N = {n:,}, M = {fmt_bytes(message)}<br>"
             "ring 2(N−1)α + 2(N−1)/N·Mβ · recursive doubling ⌈lg N⌉(α + Mβ) · "
             "Rabenseifner 2⌈lg N⌉α + 2(N−1)/N·Mβ · tree 2⌈lg N⌉(α + Mβ)<br>"
-            + "<br>".join(f"{html.escape(a)}: {fmt_time(float(t))}" + (" ← fastest" if a == best_name else "")
+            + "<br>".join(f"{html.escape(_label(a))}: {fmt_time(float(t))}" + (" ← fastest" if a == best_name else "")
                           for a, t in zip(self.algorithms, here))
             + f"<br>Share of step = T / (T + compute) = {fmt_time(best_time)} / ({fmt_time(best_time)} + "
               f"{fmt_time(compute)}) = <b>{100 * share:.1f} %</b> (failure above 50 %)"

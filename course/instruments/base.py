@@ -66,7 +66,7 @@ from .cards import banner_html, metric_card_html
 from .charts import describe_figure, legend_html
 from .controls import LogFloatSlider, LogIntSlider, ControlNames
 
-__all__ = ["Instrument", "Card", "figure", "same_value", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate"]
+__all__ = ["Instrument", "Card", "figure", "same_value", "to_plain", "fmt_time", "fmt_bytes", "fmt_rate", "fmt_memory"]
 
 
 # -- formatting (not physics) ---------------------------------------------------
@@ -106,6 +106,20 @@ def fmt_bytes(n: float) -> str:
         if abs(n) >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n:.3g} B"
+
+
+def fmt_memory(accelerator) -> str:
+    """An accelerator's memory as every instrument writes it: the data sheet's name, then the bytes a process can
+    allocate (``memory_capacity``, the planner's out-of-memory line) where they differ.
+
+    >>> from course.core import catalog
+    >>> fmt_memory(catalog.accelerator("H100")), fmt_memory(catalog.accelerator("A100"))
+    ('80 GB (85.5e9 bytes)', '80 GB')
+    """
+    named, usable = float(accelerator.memory_bytes), float(accelerator.memory_capacity)
+    if math.isclose(named, usable, rel_tol=1e-9):
+        return fmt_bytes(named)
+    return f"{fmt_bytes(named)} ({usable / 1e9:.3g}e9 bytes)"
 
 
 def fmt_rate(bytes_per_s: float) -> str:
@@ -322,9 +336,11 @@ class Instrument:
             for trait, value in changed.items():
                 setattr(mark, trait, value)
 
-    def set_card(self, name: str, value: str, detail: str = "", tone: str = "normal") -> None:
-        """Change one card; inside :meth:`update` the row is sent once, at the end."""
+    def set_card(self, name: str, value: str, detail: str = "", tone: str = "normal", label: str | None = None) -> None:
+        """Change one card (and its ``label``, if given); inside :meth:`update` the row is sent once, at the end."""
         card = self._cards[name]
+        if label is not None:
+            card._course_label = label
         card.value = metric_card_html(card._course_label, value, detail, tone)
         if not self._updating:
             self._render_cards()
@@ -549,7 +565,8 @@ class Instrument:
             "Lock your prediction above to unlock this instrument.</div>",
             layout=widgets.Layout(display="none"),
         )
-        controls = widgets.HBox(list(self.controls.values()),
+        # a control with an entry box (LogFloatSlider) is laid out with it
+        controls = widgets.HBox([getattr(c, "course_box", c) for c in self.controls.values()],
                                 layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
         controls.add_class("course-controls")  # what ControlNames watches
         cards = widgets.HBox([self.cards], layout=widgets.Layout(flex_flow="row wrap"))

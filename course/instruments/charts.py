@@ -55,20 +55,22 @@ def js_number_key(value: float) -> str:
     return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
-def decade_ticks(low: float, high: float, max_ticks: int = 7) -> list[float]:
-    """Powers of ten from ``low`` to ``high`` (inside the range), every 1st, 3rd or 6th decade so that at most
-    ``max_ticks`` show (every 3rd: 1 kB, 1 MB, 1 GB).
+def decade_ticks(low: float, high: float, max_ticks: int = 7, strides=(1, 3, 6, 12)) -> list[float]:
+    """Powers of ten from ``low`` to ``high`` (inside the range), every 1st, 3rd or 6th decade (``strides``) so
+    that at most ``max_ticks`` show (every 3rd: 1 kB, 1 MB, 1 GB).
 
     >>> decade_ticks(3e3, 2e6)
     [10000.0, 100000.0, 1000000.0]
     >>> decade_ticks(1e3, 3e12)
     [1000.0, 1000000.0, 1000000000.0, 1000000000000.0]
+    >>> decade_ticks(1e-2, 1e3, max_ticks=5, strides=(1, 2, 3))  # a time axis: 10 ms, 1 s, 100 s
+    [0.01, 1.0, 100.0]
     """
     if not (low > 0 and high >= low):
         raise ValueError(f"low and high must satisfy 0 < low <= high, got {low!r}, {high!r}")
     first = math.ceil(math.log10(low) - 1e-9)
     last = math.floor(math.log10(high) + 1e-9)
-    for stride in (1, 3, 6, 12):
+    for stride in strides:
         ks = [k for k in range(first, last + 1) if k % stride == 0]
         if len(ks) <= max_ticks:
             break
@@ -89,14 +91,20 @@ def integer_ticks(low: float, high: float, count: int = 7) -> list[int]:
 
 
 def set_ticks(axis: bq.Axis, values, formatter=None) -> None:
-    """Put ticks at ``values``, each labelled ``formatter(value)`` (default: the number, 1,024 style)."""
+    """Put ticks at ``values``, each labelled ``formatter(value)`` (default: the number, 1,024 style).
+
+    The labels go first, in a message of their own, and keep the labels of earlier ticks: bqplot
+    draws new ``tick_values`` with the label table it holds at that moment (in a transition that
+    lands after any later redraw), so ticks sent with, or before, their labels were drawn in d3's
+    default format ("1e+1" beside "1 s") after a few slider moves.
+    """
     formatter = formatter or (lambda v: f"{v:,.0f}" if float(v).is_integer() else f"{v:g}")
     values = [float(v) for v in values]
-    labels = {js_number_key(v): formatter(v) for v in values}
-    if list(axis.tick_values if axis.tick_values is not None else []) != values or axis.tick_labels != labels:
-        with axis.hold_sync():
-            axis.tick_values = values
-            axis.tick_labels = labels
+    labels = {**(axis.tick_labels or {}), **{js_number_key(v): formatter(v) for v in values}}
+    if axis.tick_labels != labels:
+        axis.tick_labels = labels  # one message, before the ticks that need them
+    if list(axis.tick_values if axis.tick_values is not None else []) != values:
+        axis.tick_values = values
 
 
 def segments(x0, x1, y0, y1=None) -> tuple[np.ndarray, np.ndarray]:
@@ -275,7 +283,12 @@ def describe_figure(fig: bq.Figure) -> str:
 
 
 def legend_entries(marks) -> list[tuple[str, str, str]]:
-    """``(label, css colour, swatch kind)`` for each labelled series of ``marks`` (kind: line, dashed, dot, box)."""
+    """``(label, css colour, swatch kind)`` for each labelled series of ``marks``.
+
+    The kind is what the chart draws: ``line`` or ``dashed`` for a Lines mark (dotted and dash-dotted
+    lines are ``dashed``), ``box`` for bars, and a Scatter mark's own ``marker`` ("circle", "diamond",
+    "cross"...), so the legend draws a cross where the chart draws one.
+    """
     entries = []
     for mark in marks:
         labels = _labels(mark)
@@ -283,7 +296,7 @@ def legend_entries(marks) -> list[tuple[str, str, str]]:
         if isinstance(mark, bq.Bars):
             kind = "box"
         elif isinstance(mark, bq.Scatter):
-            kind = "dot"
+            kind = str(mark.marker)
         else:
             kind = "dashed" if getattr(mark, "line_style", "solid") in ("dashed", "dotted", "dash_dotted") else "line"
         for i, label in enumerate(labels):
@@ -291,10 +304,38 @@ def legend_entries(marks) -> list[tuple[str, str, str]]:
     return entries
 
 
+#: A swatch's shape for each bqplot Scatter marker (SVG inside a 16 x 14 box), drawn as d3's symbols are:
+#: the diamond is taller than wide, the cross is a plus of five squares. Other markers are drawn as circles.
+_MARKER_SHAPES = {
+    "circle": "<circle cx='8' cy='7' r='4.5'{style}/>",
+    "diamond": "<path d='M8 1.5 L11.5 7 L8 12.5 L4.5 7 Z'{style}/>",
+    "cross": "<path d='M6.3 2 H9.7 V5.3 H13 V8.7 H9.7 V12 H6.3 V8.7 H3 V5.3 H6.3 Z'{style}/>",
+    "square": "<rect x='3.5' y='2.5' width='9' height='9'{style}/>",
+    "triangle-up": "<path d='M8 2 L13 12 L3 12 Z'{style}/>",
+    "triangle-down": "<path d='M3 2 L13 2 L8 12 Z'{style}/>",
+}
+
+
+def _swatch(kind: str, colour: str, stroke: str | None = None) -> str:
+    """An inline SVG that draws one legend entry as the chart draws its mark (theme colours as CSS)."""
+    c = html.escape(colour, quote=True)
+    if kind in ("line", "dashed"):
+        dash = " stroke-dasharray='4 3'" if kind == "dashed" else ""
+        body = f"<line x1='0' y1='7' x2='16' y2='7' stroke-width='3'{dash} style='stroke:{c}'/>"
+    elif kind == "box":
+        body = f"<rect x='2.5' y='1.5' width='11' height='11' style='fill:{c}'/>"
+    else:
+        outline = f";stroke:{html.escape(stroke, quote=True)};stroke-width:1.5" if stroke else ""
+        body = _MARKER_SHAPES.get(kind, _MARKER_SHAPES["circle"]).format(style=f" style='fill:{c}{outline}'")
+    return (f"<svg class='course-legend-svg course-legend-{html.escape(kind, quote=True)}' width='16' height='14' "
+            f"viewBox='0 0 16 14' aria-hidden='true' focusable='false' style='flex:none;overflow:visible'>{body}</svg>")
+
+
 def legend_html(marks) -> str:
-    """A legend (swatch + label per series) to show under a figure, in the theme's colours."""
-    items = "".join(
-        f"<span class='course-legend-item'><span class='course-legend-swatch course-legend-{kind}' "
-        f"style='color:{html.escape(color, quote=True)}' aria-hidden='true'></span>{html.escape(label)}</span>"
-        for label, color, kind in legend_entries(marks))
-    return f"<div class='course-legend'>{items}</div>" if items else ""
+    """A legend (a swatch drawn like the mark, then its label, per series) to show under a figure, in the theme's colours."""
+    items = []
+    for mark in marks:
+        stroke = getattr(mark, "stroke", None) if isinstance(mark, bq.Scatter) else None
+        for label, colour, kind in legend_entries([mark]):
+            items.append(f"<span class='course-legend-item'>{_swatch(kind, colour, stroke)}{html.escape(label)}</span>")
+    return f"<div class='course-legend'>{''.join(items)}</div>" if items else ""

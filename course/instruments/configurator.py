@@ -28,7 +28,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from ..theme import mark_color
-from .base import Instrument, figure, fmt_bytes, fmt_time
+from .base import Instrument, figure, fmt_bytes, fmt_memory, fmt_time
 from .bubble import BUBBLE_CEILING  # Lab 05's design rule, written once
 from .context import gpu_cluster_only
 
@@ -50,6 +50,12 @@ MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 #: Parts of the planner's step time (``Plan.breakdown()``), in the order they are drawn.
 STEP_PARTS = core.STEP_TERMS
 STEP_LABELS = ("compute", "memory-bound", "TP comm", "CP K/V", "EP all-to-all", "bubble", "PP sends", "DP/ZeRO")
+#: Violations after which the plan still describes a step that runs (slowly, or not in memory): every other
+#: violation means the layout itself is invalid (GPUs without a place, heads or batch that do not divide...),
+#: and the configurator shows no MFU, step time or throughput for it, only the failure and dashes.
+STEP_STILL_DEFINED = ("out_of_memory", "tp_crosses_node")
+#: What a card shows in place of a number that does not exist for this configuration.
+NO_VALUE = "—"
 #: The controls a top result of the sweep sets (named as the keys of its row in ``result["best"]``).
 LOADED_CONTROLS = ("tp", "cp", "pp", "interleave", "micro_batch", "microbatches", "zero_stage", "recompute",
                    "sequence_parallel")
@@ -193,39 +199,58 @@ class Configurator(Instrument):
         curves = np.asarray(core.bubble_fraction(PP_GRID[None, :], ms, chunks), float)  # "your m" with your v
         bars = np.array([[shown["memory"][k], baseline["memory"][k]] for k in MEMORY_PARTS]) / 1e9
 
+        invalid = [code for code, _ in shown["violations"] if code not in STEP_STILL_DEFINED]
         self.memory_scale.max = 1.1 * float(max(bars.sum(axis=0).max(), capacity / 1e9))  # the legend is under the chart
         self.set_marks(self.memory_bars, y=bars)
-        self.set_marks(self.capacity, y=[capacity / 1e9] * 2)
+        self.set_marks(self.capacity, y=[capacity / 1e9] * 2,
+                       labels=[f"GPU memory, {fmt_memory(cluster.node.accelerator)}"])
         self.set_marks(self.bubble_lines, y=100 * curves)
-        self.set_marks(self.step_bars, y=[shown["breakdown"].get(part, 0.0) for part in STEP_PARTS])
+        # an invalid layout has no step to break down: no bars
+        self.set_marks(self.step_bars, y=[0.0 if invalid else shown["breakdown"].get(part, 0.0) for part in STEP_PARTS])
         bubble = float(core.bubble_fraction(pp, m, int(v["interleave"])))
         self.set_marks(self.bubble_point, x=[pp], y=[100 * bubble])
 
         total = shown["memory_total"]
         whole = tp * cp * pp * dp == gpus
-        self.set_card("dp", f"{dp:,}", f"{gpus:,} / ({tp} x {cp} x {pp})" + ("" if whole else " (not whole)"),
+        self.set_card("dp", f"{dp:,}" if whole else f"{gpus / (tp * cp * pp):,.3g}",
+                      f"{gpus:,} / ({tp} x {cp} x {pp})" + ("" if whole else ": not whole"),
                       "normal" if whole else "bad")
-        self.set_card("memory", fmt_bytes(total), f"of {fmt_bytes(capacity)}", "bad" if total > capacity else "good")
+        memory_name = fmt_memory(cluster.node.accelerator)  # "80 GB (85.5e9 bytes)": the name, then the line
+        self.set_card("memory", fmt_bytes(total), f"of {memory_name}", "bad" if total > capacity else "good")
         self.set_card("bubble", f"{100 * bubble:.1f} %", "(p-1)/(v m+p-1); ceiling 10 %",
                       "bad" if bubble > BUBBLE_CEILING else "good")
-        self.set_card("mfu", f"{100 * shown['mfu']:.1f} %", "model FLOPs / peak",
-                      "good" if shown["mfu"] >= 0.4 else "warn" if shown["mfu"] >= 0.25 else "bad")
-        self.set_card("step", fmt_time(shown["step_seconds"]))
-        self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s")
+        if invalid:  # no step exists: the failure, and dashes where the numbers of a valid layout would be
+            why = "invalid layout: " + ", ".join(code.replace("_", " ") for code in invalid)
+            for name in ("mfu", "step", "throughput"):
+                self.set_card(name, NO_VALUE, why, "muted")
+        else:
+            oom = "out_of_memory" in dict(shown["violations"])
+            self.set_card("mfu", f"{100 * shown['mfu']:.1f} %", "if it fitted in memory" if oom else "model FLOPs / peak",
+                          "muted" if oom else
+                          "good" if shown["mfu"] >= 0.4 else "warn" if shown["mfu"] >= 0.25 else "bad")
+            self.set_card("step", fmt_time(shown["step_seconds"]), "if it fitted in memory" if oom else "",
+                          "muted" if oom else "normal")
+            self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s",
+                          "if it fitted in memory" if oom else "", "muted" if oom else "normal")
         mem, br = shown["memory"], shown["breakdown"]
+        if invalid:
+            step_math = (f"<b>Step</b> and <b>MFU</b>: none, the layout is invalid "
+                         f"({html.escape(', '.join(invalid))}): fix the degrees first")
+        else:
+            step_math = (
+                f"<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
+                + f" = {fmt_time(shown['step_seconds'])}<br>"
+                f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = "
+                f"{100 * shown['mfu']:.1f} %, step {fmt_time(shown['step_seconds'])}")
         self.set_math(
             f"<b>Degrees</b> DP = GPUs / (TP &middot; CP &middot; PP) = {gpus:,} / ({tp} &times; {cp} &times; {pp})"
             f" = {gpus / (tp * cp * pp):g}<br>"
             f"<b>Memory per GPU</b> = weights {fmt_bytes(mem['weights'])} + gradients {fmt_bytes(mem['gradients'])}"
             f" + optimizer {fmt_bytes(mem['optimizer'])} (ZeRO-{v['zero_stage']}) + activations {fmt_bytes(mem['activations'])}"
-            f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {fmt_bytes(capacity)}<br>"
+            f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {memory_name}<br>"
             f"<b>Bubble</b> (p&minus;1)/(v&middot;m + p&minus;1) = {pp - 1}/({v['interleave']}&times;{m} + {pp - 1})"
             f" = {100 * bubble:.2f} %"
-            "<br>"
-            f"<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
-            +             f" = {fmt_time(shown['step_seconds'])}<br>"
-            f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = {100 * shown['mfu']:.1f} %,"
-            f" step {fmt_time(shown['step_seconds'])}"
+            "<br>" + step_math
             + "".join(f"<br><b>Note</b> {sentence}" for _, sentence in shown["notes"])
         )
         for code, sentence in shown["violations"]:
@@ -241,9 +266,11 @@ class Configurator(Instrument):
             "sequence_parallel": bool(v["sequence_parallel"]),
             "microbatches": m, "zero_stage": int(v["zero_stage"]), "recompute": v["recompute"],
             "memory": shown["memory"], "memory_total": total, "memory_capacity": capacity,
-            "step_seconds": shown["step_seconds"], "mfu": shown["mfu"], "bubble_fraction": bubble,
-            "step_breakdown": shown["breakdown"],
-            "tokens_per_second": shown["tokens_per_second"], "feasible": shown["feasible"],
+            # None for an invalid layout: the instrument shows no step, MFU or throughput for it
+            "step_seconds": None if invalid else shown["step_seconds"], "mfu": None if invalid else shown["mfu"],
+            "bubble_fraction": bubble, "step_breakdown": None if invalid else shown["breakdown"],
+            "tokens_per_second": None if invalid else shown["tokens_per_second"], "feasible": shown["feasible"],
+            "layout_valid": not invalid,
             "violations": [code for code, _ in shown["violations"]],
             "notes": [code for code, _ in shown["notes"]],
         }

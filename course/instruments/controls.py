@@ -8,7 +8,9 @@
   a checkpoint of 1 s to 50 min) whose handle steps through a 1-1.4-2-3-4-5-7
   series (7 arrow presses per decade, each 25-50 %) plus the presets the labs
   name (140 GB, 350 GB, a 98 s checkpoint), each held exactly; any other number
-  set from Python becomes one more stop, until the next one replaces it.
+  set from Python becomes one more stop, until the next one replaces it. Its readout is an entry box
+  (``slider.entry``): a number typed there is taken as if set from Python (out of range: clamped and
+  said so; not a number: refused with a message in ``slider.note``, never a traceback).
   (ipywidgets' FloatLogSlider steps evenly in log space: a step small enough to
   land on 140 GB and 350 GB moved 0.23 % per arrow press, 1,000 presses a decade.)
 * :class:`ControlNames`: ipywidgets 8 draws a slider's handle as a noUiSlider
@@ -27,7 +29,9 @@
 
 from __future__ import annotations
 
+import html
 import math
+import re
 
 import anywidget
 import ipywidgets as widgets
@@ -201,7 +205,93 @@ class LogFloatSlider(widgets.SelectionSlider):
         self._base = self._without_crowding(log_series(low, high, mantissas), self._presets)
         value = self._clamp(value, low, high)
         stops = self._base if self._find(self._base, value) is not None else self._with_extra(value)
+        kwargs.setdefault("readout", False)  # the entry box beside the handle is the readout (typed entry)
         super().__init__(options=self._labelled(stops), value=self._find(stops, value), **kwargs)
+        self._build_entry()
+
+    # -- typed entry: the readout a student can type into (as ipywidgets' FloatLogSlider's readout was) ---------
+    def _build_entry(self) -> None:
+        #: what was typed last, if it was refused or clamped ("" otherwise); shown in :attr:`note`
+        self.entry_message = ""
+        self._echo = False
+        self.entry = widgets.Text(value=self.label, continuous_update=False, placeholder=self.description,
+                                  tooltip=f"Type {self.description} and press Enter",
+                                  layout=widgets.Layout(width="84px", margin="0 0 0 4px"))
+        self.entry.add_class("course-log-entry")
+        self.note = widgets.HTML(layout=widgets.Layout(margin="0 0 0 6px"))
+        self.note.add_class("course-log-note")
+        #: the slider, its entry box and the note, as the instrument lays them out
+        self.course_box = widgets.HBox([self, self.entry, self.note],
+                                       layout=widgets.Layout(align_items="center", flex_flow="row wrap"))
+        self.course_box.add_class("course-log-box")
+        self.entry.observe(self._typed, names="value")
+        # "value" too: a new stop that takes the place of the current one (37.5 crowding out 40) changes the value
+        # but not the index, and ipywidgets then leaves ``label`` on the old stop's text
+        self.observe(self._moved, names=["index", "value"])
+        self.observe(self._follow_disabled, names="disabled")
+
+    def _show_entry(self, message: str = "") -> None:
+        """Write the current value into the entry box (without reading it back) and show ``message``."""
+        shown = stop_label(self.value)
+        if self.label != shown:
+            self.label = shown  # the same stop (ipywidgets moves the index by label): only the text was stale
+        self._echo = True
+        try:
+            self.entry.value = shown
+        finally:
+            self._echo = False
+        self.entry_message = message
+        note = f"<span class='course-log-note-text' role='status'>{html.escape(message)}</span>" if message else ""
+        if self.note.value != note:
+            self.note.value = note
+
+    def _moved(self, _change) -> None:
+        self._show_entry()
+
+    def _follow_disabled(self, change) -> None:
+        self.entry.disabled = bool(change["new"])
+
+    def parse_typed(self, text: str) -> float:
+        """The number a student typed: '40', ' 1,000 ', '4e-4', '40 GB' (this slider's unit); ``ValueError`` else."""
+        words = str(text).strip().replace(",", "").replace("_", "")
+        unit = re.search(r"\(([^)]+)\)\s*$", self.description or "")
+        if unit and words.lower().endswith(unit.group(1).lower()):
+            words = words[: -len(unit.group(1))].strip()
+        try:
+            number = float(words)
+        except ValueError:
+            raise ValueError(f"“{str(text).strip()}” is not a number: type {self.description} as a number, "
+                             f"e.g. {self.label}") from None
+        if not math.isfinite(number) or number <= 0:
+            raise ValueError(f"{self.description} must be a positive number, not “{str(text).strip()}”")
+        return number
+
+    def set_typed(self, text: str) -> str:
+        """Set the value from typed ``text``; returns the message shown ("" when taken as typed), never raises.
+
+        A number becomes a stop and is held exactly (as a value set from code); one out of range is clamped
+        to it and says so; anything else is refused with a message and the value stays.
+        """
+        try:
+            number = self.parse_typed(text)
+        except ValueError as exc:
+            self._show_entry(str(exc))
+            return self.entry_message
+        clamped = min(max(number, self.min), self.max)
+        try:
+            self.value = clamped  # also moves the handle and rewrites the entry (:meth:`_moved`)
+        except Exception as exc:  # noqa: BLE001 - a student's typing never shows a traceback
+            self._show_entry(f"{self.description} could not take “{str(text).strip()}” ({exc})")
+            return self.entry_message
+        message = "" if clamped == number else (
+            f"{stop_label(number)} is outside {stop_label(self.min)} to {stop_label(self.max)}: "
+            f"set to {self.label}")
+        self._show_entry(message)
+        return message
+
+    def _typed(self, change) -> None:
+        if not self._echo:
+            self.set_typed(change["new"])
 
     @staticmethod
     def _labelled(stops) -> tuple:
@@ -288,6 +378,13 @@ function nameHandles(root) {
       if (name && handle.getAttribute('aria-label') !== name) handle.setAttribute('aria-label', name);
       if (shown && handle.getAttribute('aria-valuetext') !== shown) handle.setAttribute('aria-valuetext', shown);
     }
+  }
+  // a log slider's entry box (LogFloatSlider): named after its slider, since its label is the slider's
+  for (const box of root.querySelectorAll('.course-log-box')) {
+    const label = box.querySelector('.widget-slider .widget-label, .widget-hslider .widget-label');
+    const input = box.querySelector('.course-log-entry input');
+    const name = label ? label.textContent.trim() + ', typed value' : '';
+    if (input && name && input.getAttribute('aria-label') !== name) input.setAttribute('aria-label', name);
   }
   // ipywidgets' Play: play/pause, stop and repeat buttons that hold only an icon
   for (const play of root.querySelectorAll('.widget-play')) {

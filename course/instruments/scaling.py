@@ -26,7 +26,7 @@ import numpy as np
 from .. import core
 from ..core import catalog
 from ..theme import mark_color
-from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
+from .base import Instrument, figure, fmt_bytes, fmt_memory, fmt_rate, fmt_time
 from .charts import integer_ticks, set_ticks
 from .context import gpu_cluster_only
 from .controls import LogIntSlider
@@ -144,8 +144,11 @@ class ScalingExplorer(Instrument):
                                      xs, ys, "GPUs (data-parallel replicas)", "MFU (%)", title="MFU vs GPU count",
                                      legend=True))
         set_ticks(fig.axes[0], integer_ticks(1, 1024, count=11))
+        # "comm" is the all-reduce the step pays (its card says which algorithm); "ring" a flat ring over the
+        # fabric, the all-reduce the lab's graded question and the comparator name
         for name, label in (("mfu", "MFU"), ("ratio", "Comm / compute"), ("comm", "All-reduce time"),
-                            ("compute", "Compute time"), ("memory", "Model states per GPU")):
+                            ("ring", "Flat ring all-reduce"), ("compute", "Compute time"),
+                            ("memory", "Model states per GPU")):
             self.add_card(name, label)
 
     def refresh(self, v):
@@ -172,15 +175,28 @@ class ScalingExplorer(Instrument):
         i = int(np.flatnonzero(CURVE_GPUS == n)[0])
         mfu, ratio = float(mfu_curve[i]), float(ratio_curve[i])
         state_bytes = float(core.model_state_bytes(params, zero_stage=zero, dp=n))
-        capacity = self.accelerator.memory_bytes
+        capacity = self.accelerator.memory_capacity  # what a process can allocate: the planner's line too
+        # a flat ring over the fabric (every GPU on one ring), the algorithm Lab 05's question asks for
+        ring = float(core.allreduce_time(grad_bytes, n, intra.bandwidth if n <= GPUS_PER_NODE else inter.bandwidth,
+                                         intra.latency if n <= GPUS_PER_NODE else inter.latency, algorithm="ring"))
 
         self.set_marks(self.curve, y=100 * mfu_curve)
         self.set_marks(self.current, x=[n], y=[100 * mfu])
         self.set_card("mfu", f"{100 * mfu:.1f} %", f"at N = {n:,}", "good" if mfu >= 0.4 else "warn" if mfu >= 0.25 else "bad")
         self.set_card("ratio", f"{ratio:.2f}", "T_comm / T_compute", "good" if ratio <= 0.3 else "warn" if ratio <= 1 else "bad")
-        self.set_card("comm", fmt_time(t_comm[i]), f"exposed {fmt_time(exposed[i])}")
+        if n <= GPUS_PER_NODE:
+            self.set_card("comm", fmt_time(t_comm[i]), f"exposed {fmt_time(exposed[i])}",
+                          label=f"All-reduce: ring on {intra.name}")
+            self.set_card("ring", fmt_time(ring), f"the same ring, {intra.name}", "muted",
+                          label="Flat ring all-reduce")
+        else:
+            self.set_card("comm", fmt_time(t_comm[i]), f"exposed {fmt_time(exposed[i])}",
+                          label="All-reduce: hierarchical (node, then nodes)")
+            self.set_card("ring", fmt_time(ring), f"all {n:,} GPUs on one ring over {inter.name}",
+                          label="Flat ring all-reduce")
         self.set_card("compute", fmt_time(t_compute), f"{b} x {SEQ_LEN} tokens")
-        self.set_card("memory", fmt_bytes(state_bytes), f"of {fmt_bytes(capacity)}", "bad" if state_bytes > capacity else "normal")
+        self.set_card("memory", fmt_bytes(state_bytes), f"of {fmt_memory(self.accelerator)}",
+                      "bad" if state_bytes > capacity else "normal")
 
         path = "ring on " + intra.name if n <= GPUS_PER_NODE else f"hierarchical: {intra.name} in node, {inter.name} across {n // GPUS_PER_NODE:,} nodes"
         self.set_math(
@@ -189,6 +205,9 @@ class ScalingExplorer(Instrument):
             f"<b>All-reduce</b> of 2P = {fmt_bytes(grad_bytes)} over N = {n:,} ({path}): T<sub>comm</sub> = {fmt_time(t_comm[i])}"
             + (f"; ring inside the node: 2(N&minus;1)/N &middot; M / B = 2&times;{n - 1}/{n} &times; {fmt_bytes(grad_bytes)} / {fmt_rate(intra.bandwidth)}" if 1 < n <= GPUS_PER_NODE else "")
             + (f"; across nodes each GPU's NIC carries 2(k&minus;1)/k &middot; (M/{GPUS_PER_NODE}) at {fmt_rate(inter.bandwidth)}" if n > GPUS_PER_NODE else "")
+            + (f"<br><b>Flat ring</b> (every GPU on one ring over {inter.name}, what the comparator and the graded "
+               f"question compute): 2(N&minus;1)&alpha; + 2(N&minus;1)/N &middot; M / B = {fmt_time(ring)}"
+               if n > GPUS_PER_NODE else "")
             + f"<br><b>Step</b> T = T<sub>c</sub> + exposed comm = {fmt_time(t_compute)} + {fmt_time(exposed[i])} = {fmt_time(t_step[i])}"
             + ("" if not v["overlap"] else " (25 MiB buckets overlap the backward pass)")
             + f"<br><b>MFU</b> = 6&middot;P&middot;b&middot;s / (T &middot; peak) = {100 * mfu:.1f} %;"
@@ -203,11 +222,12 @@ class ScalingExplorer(Instrument):
         if state_bytes > capacity:
             self.flag("out_of_memory",
                       f"Weights, gradients and Adam states alone need {fmt_bytes(state_bytes)} per GPU with ZeRO-{zero} "
-                      f"on {n:,} GPUs, more than the {fmt_bytes(capacity)} of one {self.accelerator.name} "
+                      f"on {n:,} GPUs, more than the {fmt_memory(self.accelerator)} of one {self.accelerator.name} "
                       f"(before any activations). Raise the ZeRO stage, add GPUs, or shard the model (Act II).")
         return {
             "gpus": n, "node": node.name, "accelerator": self.accelerator.name, "params": params, "micro_batch": b, "fabric": v["fabric"], "inter_link": inter.name,
             "forced_onto_infiniband": forced, "compute_seconds": float(t_compute), "comm_seconds": float(t_comm[i]),
+            "ring_seconds": ring,
             "exposed_comm_seconds": float(exposed[i]), "step_seconds": float(t_step[i]), "mfu": mfu,
             "comm_compute_ratio": ratio, "model_state_bytes": state_bytes, "memory_bytes": capacity,
             "curve_gpus": CURVE_GPUS, "curve_mfu": mfu_curve,

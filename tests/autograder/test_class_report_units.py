@@ -77,3 +77,41 @@ def test_a_notebook_the_grader_could_not_read_is_left_out_of_the_item_statistics
     assert report["counted"] == 2 and report["excluded"] == 2
     assert [s["student"] for s in report["students"] if not s["counted"]] == ["hank", "mo"]
     assert all(p["share_right"] == 0.5 for p in report["parts"])
+
+
+def test_wrong_answers_read_as_lines_at_1200_px(browser):
+    """At 1,200 px the 'classified wrong answers' column was squeezed to ~160 px, a few words a line (student
+    audit): each class the feedback hints use, with its count, reads on one line, two for the longest."""
+    from autograder.classreport.render import CSS, _parts
+
+    labels = [c["label"] for c in catalog.hint_classes()]
+    long_first = sorted(labels, key=len, reverse=True)[:4] + ["not answered"]
+    part = lambda gid, title, wrong: {
+        "grade_id": gid, "title": title, "kind": "derive", "max_points": 1.0, "graded_by_hand": False,
+        "share_right": 0.62, "discrimination": 0.35, "item_total": 0.73, "distribution": {"0": 8, "1": 13},
+        "pending": 0, "wrong": [{"class": w, "count": 3} for w in wrong]}
+    rep = {"assignment": "lab06_bandwidth_invariant", "counted": 21,
+           "parts": [part("lab06_act1_ratio", "Act I: naive / ring time on your cluster", long_first),
+                     part("lab06_act2_small_update", "Act II: the small update's time with the fastest algorithm",
+                          labels[:3])]}
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.set_content(f"<!DOCTYPE html><html><head><style>{CSS}</style></head><body><main>{_parts(rep)}</main>"
+                     "</body></html>")
+    cells = page.evaluate("""() => {
+      const t = document.querySelector('table');
+      const i = [...t.querySelectorAll('thead th')].findIndex(h => h.textContent === 'classified wrong answers');
+      return [...t.querySelectorAll('tbody tr')].map(r => {
+        // lines of text in the cell (the cell itself is as tall as its row): distinct tops of its text's boxes
+        const c = r.children[i], walk = document.createTreeWalker(c, NodeFilter.SHOW_TEXT), tops = new Set();
+        for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+          const range = document.createRange();
+          range.selectNodeContents(n);
+          for (const b of range.getClientRects()) if (b.width > 0) tops.add(Math.round(b.top / 4));
+        }
+        return {width: c.getBoundingClientRect().width, lines: tops.size};
+      });
+    }""")
+    page.close()
+    for cell, wrong in zip(cells, (long_first, labels[:3])):
+        allowed = len(wrong) + sum(len(w) > 28 for w in wrong)  # one line each, two for a long one
+        assert cell["lines"] <= allowed, (cell, wrong)

@@ -131,6 +131,7 @@ def test_no_serious_axe_violation_and_every_mark_shows_in_both_themes(lab_notebo
         if assignment == LAB06:
             expect_n_steps_by_powers_of_two(page)
             expect_m_steps_visibly(page)
+            expect_m_typed_and_time_ticks_in_words(page)
 
 
 def expect_n_steps_by_powers_of_two(page) -> None:
@@ -175,3 +176,44 @@ def expect_m_steps_visibly(page) -> None:
         page.keyboard.press("ArrowLeft")
         expect(readout).to_have_text(left, timeout=30_000)
         expect(inst.locator(".course-math-peek")).to_contain_text(f"M = {left} GB", timeout=30_000)
+
+
+def expect_m_typed_and_time_ticks_in_words(page) -> None:
+    """Student audit: after arrow presses from 10 to 40 GB every time tick of the comparator reads in words
+    ('100 ms', '1,000 s'), none in d3's default format ('1e+1'); a number typed into the M box is taken (and
+    held: 37.5 GB), nonsense is refused with a note, never a traceback."""
+    import re
+
+    from playwright.sync_api import expect
+
+    comparator = page.locator(".course-instrument").filter(
+        has=page.get_by_text("All-reduce comparator", exact=True)).first
+    entry = comparator.locator(".course-control-message_gb").locator("xpath=..").locator(".course-log-entry input")
+    handle = comparator.locator(".course-control-message_gb [role=slider]").first
+    peek = comparator.locator(".course-math-peek")
+    handle.scroll_into_view_if_needed()
+    expect(peek).to_contain_text("M = 10 GB", timeout=30_000)  # where expect_m_steps_visibly left it
+    handle.focus()
+    for _ in range(4):  # 10 -> 14 -> 20 -> 30 -> 40 GB
+        page.keyboard.press("ArrowRight")
+    expect(peek).to_contain_text("M = 40 GB", timeout=30_000)
+    expect(entry).to_have_value("40")  # the box is the readout
+    page.wait_for_timeout(1500)  # bqplot's axis transition lands after the redraw
+    ticks = comparator.locator(".bqplot").first.evaluate(
+        "f => [...f.querySelectorAll('.axis')].flatMap(a => [...a.querySelectorAll('.tick text')]"
+        ".map(t => t.textContent))")
+    times = [t for t in ticks if re.search(r"\d", t)]
+    assert times and all(re.fullmatch(r"[\d,]+ (ns|µs|ms|s)|10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+ s", t) for t in times), ticks
+
+    entry.scroll_into_view_if_needed()
+    expect(entry).to_have_attribute("aria-label", "M (GB), typed value")
+    entry.fill("37.5")
+    entry.press("Enter")
+    expect(peek).to_contain_text("M = 37.5 GB", timeout=30_000)
+    expect(handle).to_have_attribute("aria-valuetext", "37.5")
+    entry.fill("lots")
+    entry.press("Enter")
+    expect(comparator.locator(".course-log-note")).to_contain_text("is not a number", timeout=30_000)
+    expect(entry).to_have_value("37.5")
+    expect(peek).to_contain_text("M = 37.5 GB")
+    expect_no_traceback(page)
