@@ -126,11 +126,6 @@ _CSS = """
 .course-legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 0.8rem; color: var(--jp-ui-font-color1);
   padding: 0 8px 4px 70px; }
 .course-legend-item { display: inline-flex; align-items: center; gap: 5px; }
-.course-legend-swatch { display: inline-block; width: 16px; height: 0; border-top: 3px solid currentColor; }
-.course-legend-swatch.course-legend-dashed { border-top-style: dashed; }
-.course-legend-swatch.course-legend-dot { width: 9px; height: 9px; border: none; border-radius: 50%;
-  background: currentColor; }
-.course-legend-swatch.course-legend-box { width: 11px; height: 11px; border: none; background: currentColor; }
 .course-prediction-lock .widget-radio-box input { flex: none; order: -1; float: none; margin: 3px 8px 0 1px; }
 """
 
