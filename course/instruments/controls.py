@@ -55,7 +55,35 @@ def powers_of_two(low: int, high: int) -> tuple[int, ...]:
     return tuple(sorted({low, high, *inner}))
 
 
-class LogIntSlider(widgets.SelectionSlider):
+class _StopSlider(widgets.SelectionSlider):
+    """A selection slider over ascending numeric stops: ``stops``, ``min``, ``max``, and new stops in one message."""
+
+    @property
+    def stops(self) -> tuple:
+        return tuple(self._options_values)
+
+    @property
+    def min(self):
+        return self.stops[0]
+
+    @property
+    def max(self):
+        return self.stops[-1]
+
+    def _set_stops(self, stops: tuple) -> None:
+        """New stops, keeping the current value selected and sending one message (no detour through the first stop)."""
+        current = self._options_values[self.index] if self.index is not None else None
+        with self.hold_sync():
+            self._initializing_traits_ = True  # ipywidgets otherwise selects the first option on new options
+            try:
+                self.options = self._labelled(stops)
+            finally:
+                self._initializing_traits_ = False
+            if current is not None and current in stops:
+                self.index = stops.index(current)
+
+
+class LogIntSlider(_StopSlider):
     """Whole numbers from ``min`` to ``max`` on a log scale: the handle steps through powers of two.
 
     ``value`` accepts any whole number in range (it is added to the stops);
@@ -84,34 +112,14 @@ class LogIntSlider(widgets.SelectionSlider):
         return tuple((f"{v:,}", v) for v in stops)
 
     @property
-    def stops(self) -> tuple[int, ...]:
-        return tuple(self._options_values)
-
-    @property
-    def min(self) -> int:
-        return self.stops[0]
-
-    @property
     def max(self) -> int:
         return self.stops[-1]
 
     @max.setter
-    def max(self, high: int) -> None:
+    def max(self, high: int) -> None:  # a fleet larger than the cluster raises it
         high = int(high)
         if high > self.max:
             self._set_stops(tuple(sorted({*self.stops, *powers_of_two(self.max, high)})))
-
-    def _set_stops(self, stops: tuple[int, ...]) -> None:
-        """New stops, keeping the current value and sending one message (no detour through the first stop)."""
-        current = self._options_values[self.index] if self.index is not None else None
-        with self.hold_sync():
-            self._initializing_traits_ = True  # ipywidgets otherwise selects the first option on new options
-            try:
-                self.options = self._labelled(stops)
-            finally:
-                self._initializing_traits_ = False
-            if current is not None:
-                self.index = stops.index(current)
 
     @traitlets.validate("value")
     def _validate_value(self, proposal):
@@ -176,7 +184,7 @@ class _NotNone(traitlets.Any):
     allow_none = False
 
 
-class LogFloatSlider(widgets.SelectionSlider):
+class LogFloatSlider(_StopSlider):
     """A float from ``min`` to ``max`` on a log scale: the handle steps through :func:`log_series` and ``presets``.
 
     ``value`` accepts any number (clamped to the range, as ipywidgets' FloatLogSlider does): a preset or a
@@ -324,32 +332,8 @@ class LogFloatSlider(widgets.SelectionSlider):
         return float(min(max(float(value), low), high))
 
     @property
-    def stops(self) -> tuple[float, ...]:
-        return tuple(self._options_values)
-
-    @property
     def presets(self) -> tuple[float, ...]:
         return self._presets
-
-    @property
-    def min(self) -> float:
-        return self.stops[0]
-
-    @property
-    def max(self) -> float:
-        return self.stops[-1]
-
-    def _set_stops(self, stops: tuple[float, ...]) -> None:
-        """New stops, keeping the current value selected and sending one message (see :class:`LogIntSlider`)."""
-        current = self._options_values[self.index] if self.index is not None else None
-        with self.hold_sync():
-            self._initializing_traits_ = True  # ipywidgets otherwise selects the first option on new options
-            try:
-                self.options = self._labelled(stops)
-            finally:
-                self._initializing_traits_ = False
-            if current is not None and current in stops:
-                self.index = stops.index(current)
 
     @traitlets.validate("value")
     def _validate_value(self, proposal):
