@@ -653,8 +653,8 @@ TRACKS: dict[str, Track] = {
     for t in [
         Track("Cloud", "LLM architect", ACCELERATORS["H100 SXM"], LINKS["InfiniBand NDR"],
               MODELS["llama3-70b"], 1024,
-              "Train Llama 3 70B on a DGX H100 cluster: balance TP, PP and DP so the "
-              "pipeline bubble stops wasting GPUs."),
+              "Train large language models on a DGX H100 cluster: balance data, tensor and pipeline "
+              "parallelism so every GPU you add pays off."),
         Track("Edge", "AV systems lead", ACCELERATORS["Jetson Orin NX 16GB"], LINKS["5G"],
               MODELS["resnet50"], 10000,
               "Learn from the logs of 10,000 cars whose gradients travel over 5G uplinks: "
