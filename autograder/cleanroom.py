@@ -19,11 +19,19 @@ course's implementation:
   in a loop) or forks is killed with its process group, and the cells after it
   run from the state before it; each function part's calls run in a forked copy
   too, so a call that never returns costs that part only;
+* a cell that ends the run itself (it kills or stops the processes that run the
+  cells: its parent, every process it may signal) is found from the progress
+  lines the run writes (which cell started, which cell's checkpoint saw it end),
+  and the notebook runs again in a fresh sandbox without it, so the other answers
+  are graded; a function whose calls end the run loses its part only. At most
+  :data:`MAX_ROOM_RERUNS` times, within the submission's time;
 * the trusted grader sends the probe inputs it made from the per-run seed on
   stdin; the process answers with ONE line ``MARK <nonce> <json>`` of plain
-  values. The nonce is fresh per run; no line, a second line, a wrong nonce, a
-  non-plain value or a wrong shape all earn nothing. The key is computed only in
-  the grader (:func:`course.exercises.judge_json`), never here.
+  values. The nonce is fresh per run; no line, a second line (before the run
+  ends, or within :data:`AFTER_ANSWER` s of the first: a run whose answer came
+  is not waited for longer), a wrong nonce, a non-plain value or a wrong shape
+  all earn nothing. The key is computed only in the grader
+  (:func:`course.exercises.judge_json`), never here.
 
 Anything the student's code does in the clean room (print, patch ``json`` or
 builtins, exit, loop, write forged lines) can only change which plain values

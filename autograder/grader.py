@@ -516,7 +516,7 @@ class Grader:
                     why = f" ({why}, so what it defines is missing)" if why else cleanroom.MISSING_NOTE
                     if run.get("syntax_cells"):
                         cells = ", ".join(str(n) for n in run["syntax_cells"])
-                        why += f" (cell {cells} has a syntax error, so none of it ran)"
+                        why = f" (cell {cells} has a syntax error, so none of it ran)" + why
                     verdicts[gid] = replace(verdict, reason=verdict.reason + why)
                     continue
             elif run["harvested"].get(gid) is None:
@@ -533,6 +533,36 @@ class Grader:
                                                                        "out, so what it defines is missing)")
             verdicts[gid] = verdict
         return verdicts
+
+    @staticmethod
+    def _mark_cells(nb, state: dict, room: dict) -> None:
+        """Under each cell that ended the kernel or a clean-room run, a line saying so, where the student
+        reads it (the feedback and ``autograded/``, so feedback made again later says it too)."""
+        marks: Dict[int, List[str]] = {}
+        cell = state.get("cell")
+        if state.get("state") == "kernel_died" and type(cell) is int and 0 <= cell < len(nb.cells):
+            marks.setdefault(cell + 1, []).append(
+                "the Python kernel stopped while this cell ran (os._exit, a signal such as os.kill, closing the "
+                "kernel's connections, a crash, or too much memory); the cells after it have no outputs")
+        for number in room.get("ended_by", []):
+            marks.setdefault(number, []).append(
+                "when your code was run again to grade it, this cell ended the run (it killed or stopped the "
+                "processes that run your notebook); it was run again without this cell")
+        if room.get("ended_in"):
+            marks.setdefault(room["ended_in"], []).append(
+                "when your code was run again to grade it, this cell ended the run (it killed or stopped the "
+                "processes that run your notebook), and your answers could not be read")
+        for number in room.get("stopped_cells", []):
+            marks.setdefault(number, []).append(
+                "when your code was run again to grade it, this cell ended its own process; the cells after it "
+                "ran without it" if number in room.get("exited_cells", []) else
+                "when your code was run again to grade it, this cell never finished and was stopped; the cells "
+                "after it ran without it")
+        for number, texts in marks.items():
+            if 1 <= number <= len(nb.cells) and nb.cells[number - 1].cell_type == "code":
+                nb.cells[number - 1].outputs = list(nb.cells[number - 1].get("outputs", [])) + [
+                    nbformat.v4.new_output("stream", name="stderr", text=f"[autograder: {text}]\n")
+                    for text in texts]
 
     @staticmethod
     def _merge_outputs(nb, executed) -> None:
@@ -675,6 +705,7 @@ class Grader:
         for gid in room.get("ended_by_calls", []):
             notes.append(f"calling your function for {gid} ended the grading run: it was run again without "
                          "those calls")
+        self._mark_cells(nb, state, room)
         if state.get("output_truncated"):
             notes.append("your notebook printed too much; the rest of its output was dropped")
         # the names the notebook's code assigns, from its text: a value no cell assigns is not answered

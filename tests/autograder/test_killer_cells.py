@@ -53,12 +53,12 @@ def graded(tmp_path_factory):
     grader = Grader(root, CHAPTER, workers=2, feedback=False, seed=3,
                     limits=sandbox.Limits(cell_timeout=3, submission_timeout=90), log=lambda m: None)
     rows = {r["student"]: r for r in grader.grade_all(discover(root / "submitted", CHAPTER), progress=False)}
-    return rows, numbers
+    return rows, numbers, root
 
 
 @pytest.mark.parametrize("student", ["kill_parent", "kill_all", "stop_all"])
 def test_a_cell_that_ends_the_clean_room_is_named_and_the_rest_is_graded(graded, student):
-    rows, numbers = graded
+    rows, numbers, _ = graded
     assert rows["honest"]["score"] == rows["honest"]["max_score"] == 8.0, rows["honest"]
     row = rows[student]
     assert f"cell {numbers[student]} ended the grading run" in row["reason"], row["reason"]
@@ -68,7 +68,7 @@ def test_a_cell_that_ends_the_clean_room_is_named_and_the_rest_is_graded(graded,
 
 @pytest.mark.parametrize("student", ["os_exit", "close_channels"])
 def test_a_cell_that_ends_the_kernel_is_named(graded, student):
-    rows, numbers = graded
+    rows, numbers, _ = graded
     row = rows[student]
     assert row["status"] == "kernel_died", row
     assert f"kernel stopped while running cell {numbers[student]} " in row["reason"], row["reason"]
@@ -77,7 +77,7 @@ def test_a_cell_that_ends_the_kernel_is_named(graded, student):
 
 
 def test_a_function_that_kills_its_caller_costs_its_own_part_only(graded):
-    rows, _ = graded
+    rows, _, _ = graded
     row = rows["kill_in_call"]
     parts = {p["part"]: p for p in row["parts"]}
     assert parts["ch02_ex2_4"]["points"] == 0
@@ -86,8 +86,20 @@ def test_a_function_that_kills_its_caller_costs_its_own_part_only(graded):
 
 
 def test_a_syntax_error_is_named_with_pythons_message(graded):
-    rows, numbers = graded
+    rows, numbers, _ = graded
     row = rows["syntax"]
     assert f"cell {numbers['syntax']} has a syntax error (line 1: invalid syntax), so none of it ran" in row["reason"]
     assert row["score"] == 8.0
     assert "syntax error" not in rows["honest"]["reason"]
+
+
+@pytest.mark.parametrize("student, words", [("kill_parent", "this cell ended the run"),
+                                            ("os_exit", "the Python kernel stopped while this cell ran")])
+def test_the_student_reads_it_under_the_cell(graded, student, words):
+    """The row is the instructor's; the student reads the autograded notebook's feedback."""
+    import nbformat
+
+    _, numbers, root = graded
+    nb = nbformat.read(str(root / "autograded" / student / CHAPTER / f"{CHAPTER}.ipynb"), 4)
+    texts = [o.get("text", "") for o in nb.cells[numbers[student] - 1].outputs]
+    assert any(words in t for t in texts), texts
