@@ -69,6 +69,30 @@ MAX_PART_BYTES = 2**20
 ACK_WAIT = 10
 
 
+def chain_broken(pids):
+    """True if one of ``pids`` (the processes this one descends from, which carry the run) is gone,
+    dying, stopped, or has a SIGKILL or SIGSTOP on its way: a cell killed or stopped it. Read from
+    /proc (a signal sent is pending there before its process ends); without /proc (not Linux: the
+    visible check on a laptop) nothing is known and the run goes on."""
+    if not os.path.exists("/proc/self/status"):
+        return False
+    for pid in pids:
+        try:
+            with open("/proc/%d/status" % pid) as fh:
+                fields = dict(line.split(":", 1) for line in fh.read().splitlines() if ":" in line)
+        except (OSError, ValueError):
+            return True
+        if fields.get("State", "").strip()[:1] in ("Z", "X", "T", "t"):
+            return True
+        for key in ("ShdPnd", "SigPnd"):
+            try:
+                if int(fields.get(key, "0").strip(), 16) & ((1 << (signal.SIGKILL - 1)) | (1 << (signal.SIGSTOP - 1))):
+                    return True
+            except ValueError:
+                return True
+    return False
+
+
 def kill_group(pgid):
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -149,9 +173,11 @@ def main():
     # that ends hands over: its copy carries on with the next cells and the answer; this one waits
     # for it, then kills what the cells left in its group.
     stopped, exited = [], []
+    ancestors = []  # the checkpoints this process descends from, which carry the run to its answer
     index = 0
     while index < len(cells):
         progress("cell", index)
+        me = os.getpid()
         try:
             ready_r, ready_w = os.pipe()
             try:
@@ -175,6 +201,7 @@ def main():
             os.close(ready_r)
             os.close(ack_w)
             os.setpgid(0, 0)
+            ancestors = ancestors + [me]
             run_cell(cells[index], index)
             try:
                 os.write(ready_w, b"+")
@@ -197,6 +224,9 @@ def main():
         ready, _, _ = select.select([ready_r], [], [], cell_timeout + GRACE)
         ended = bool(ready) and os.read(ready_r, 1) == b"+"
         os.close(ready_r)
+        if chain_broken(ancestors):  # the cell killed or stopped a process before this one: the run is over
+            kill_group(child)
+            os._exit(0)
         progress("done", index)  # this checkpoint outlived the cell: the cell did not end the run
         if ended:
             try:
@@ -285,6 +315,8 @@ def main():
             continue
         progress("calls", gid)
         functions[gid] = calls_of_part(fn, job)
+        if chain_broken(ancestors):  # a call killed or stopped a process the run needs
+            os._exit(0)
         progress("called", gid)
     values = {name: plain(namespace[name]) for name in request["values"] if name in namespace}
     results = {"functions": functions, "values": values, "stopped": stopped, "exited": exited}

@@ -26,6 +26,10 @@ pytestmark = pytest.mark.slow
 AFTER_FIRST_ANSWER = {
     "kill_parent": "import os\nos.kill(os.getppid(), 9)\n",
     "kill_all": "import os\nos.kill(-1, 9)\n",
+    # the process the parent descends from (the run goes on in the parent: it must not hide the cell)
+    "kill_grandparent": "import os\nwith open(f'/proc/{os.getppid()}/stat') as fh:\n"
+                        "    os.kill(int(fh.read().rsplit(')', 1)[1].split()[1]), 9)\n",
+    "kill_first": "import os\nos.kill(2, 9)\n",  # under bwrap, the clean room's first process
     "stop_all": "import os, signal\nos.kill(-1, signal.SIGSTOP)\nos.kill(os.getpid(), signal.SIGSTOP)\n",
     "os_exit": "import os\nos._exit(0)\n",
     "close_channels": "import os\nfor fd in range(3, 1024):\n    try:\n        os.close(fd)\n    except OSError:\n"
@@ -56,7 +60,7 @@ def graded(tmp_path_factory):
     return rows, numbers, root
 
 
-@pytest.mark.parametrize("student", ["kill_parent", "kill_all", "stop_all"])
+@pytest.mark.parametrize("student", ["kill_parent", "kill_all", "stop_all", "kill_grandparent", "kill_first"])
 def test_a_cell_that_ends_the_clean_room_is_named_and_the_rest_is_graded(graded, student):
     rows, numbers, _ = graded
     assert rows["honest"]["score"] == rows["honest"]["max_score"] == 8.0, rows["honest"]
