@@ -19,11 +19,19 @@ course's implementation:
   in a loop) or forks is killed with its process group, and the cells after it
   run from the state before it; each function part's calls run in a forked copy
   too, so a call that never returns costs that part only;
+* a cell that ends the run itself (it kills or stops the processes that run the
+  cells: its parent, every process it may signal) is found from the progress
+  lines the run writes (which cell started, which cell's checkpoint saw it end),
+  and the notebook runs again in a fresh sandbox without it, so the other answers
+  are graded; a function whose calls end the run loses its part only. At most
+  :data:`MAX_ROOM_RERUNS` times, within the submission's time;
 * the trusted grader sends the probe inputs it made from the per-run seed on
   stdin; the process answers with ONE line ``MARK <nonce> <json>`` of plain
-  values. The nonce is fresh per run; no line, a second line, a wrong nonce, a
-  non-plain value or a wrong shape all earn nothing. The key is computed only in
-  the grader (:func:`course.exercises.judge_json`), never here.
+  values. The nonce is fresh per run; no line, a second line (before the run
+  ends, or within :data:`AFTER_ANSWER` s of the first: a run whose answer came
+  is not waited for longer), a wrong nonce, a non-plain value or a wrong shape
+  all earn nothing. The key is computed only in the grader
+  (:func:`course.exercises.judge_json`), never here.
 
 Anything the student's code does in the clean room (print, patch ``json`` or
 builtins, exit, loop, write forged lines) can only change which plain values
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import subprocess
 import threading
 import time
@@ -48,8 +57,8 @@ from . import sandbox
 # The clean room's program and stand-in package are the engine's, so the visible check runs the very
 # same program on the student's cells (course.assess.cleanroom).
 from course.assess.cleanroom import (  # noqa: E402,F401
-    MAX_RESULT_BYTES, RAISED, RESULT_MARK, RUNNER, STUB_EXERCISES, bound_names, harvests_for_parts,
-    numbered_code_cells, request_for_parts, write_room,
+    MAX_RESULT_BYTES, PROGRESS_MARK, RAISED, RESULT_MARK, RUNNER, STUB_EXERCISES, bound_names, harvests_for_parts,
+    numbered_code_cells, request_for_parts, syntax_errors, write_room,
 )
 from course.assess.registry import UNBOUND  # noqa: E402
 
@@ -143,10 +152,14 @@ def parse(stdout: bytes, nonce: str, request: Dict[str, Any]) -> Optional[Dict[s
         data = json.loads(lines[0][len(head):])
     except ValueError:
         return None
-    if type(data) is not dict or set(data) != {"functions", "values", "stopped"}:
+    if type(data) is not dict or set(data) not in ({"functions", "values", "stopped"},
+                                                   {"functions", "values", "stopped", "exited"}):
         return None
     functions, values, stopped = data["functions"], data["values"], data["stopped"]
     if type(stopped) is not list or not all(type(i) is int and i >= 0 for i in stopped) or len(stopped) > 10**4:
+        return None
+    exited = data.get("exited", [])
+    if type(exited) is not list or not all(type(i) is int and i in stopped for i in exited):
         return None
     if (type(functions) is not dict or set(functions) != set(request["functions"])
             or type(values) is not dict or not set(values) <= set(request["values"])
@@ -175,31 +188,123 @@ def harvests(data: Dict[str, Any], split: Dict[str, List[str]]) -> Dict[str, dic
     return harvests_for_parts(data, [REGISTRY[g] for g in split["functions"]], [REGISTRY[g] for g in split["values"]])
 
 
+#: how many times a notebook is run again without a cell (or a part's calls) that ended the run
+MAX_ROOM_RERUNS = 2
+#: seconds past a cell's limit (and the runner's own grace) without a word from the clean room before
+#: the grader takes the run as stopped (a cell that stopped the processes that run it: SIGSTOP)
+STALL_MARGIN = 10
+#: seconds a run may go on after its answer came (a process of the chain the cell stopped keeps it open)
+AFTER_ANSWER = 2
+
+
 def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: sandbox.Limits, slot: int,
              use_bwrap: bool, timeout: float) -> Dict[str, Any]:
     """Run the student's code cells of ``nb`` in a fresh sandbox over ``work``; call the functions
     and read the values of the parts in ``split`` (:func:`split_parts`).
 
+    A run that ends without an answer, or stops saying where it is, while a cell runs (the cell killed
+    or stopped the processes that run the notebook: ``os.kill(os.getppid(), 9)``, ``os.kill(-1, 9)``,
+    SIGSTOP) is run again in a fresh sandbox without that cell; one that ends while a function part's
+    functions are called is run again without those calls (that part is lost). At most
+    :data:`MAX_ROOM_RERUNS` times.
+
     Returns ``{"harvested": {grade_id: harvest dict} or None, "state": ok|timeout|no_result,
-    "stopped_cells": [notebook cell numbers, from 1, of cells killed for never ending], "seconds": float}``. ``work`` is a prepared scratch folder (:func:`sandbox.prepare_scratch`).
+    "stopped_cells": [notebook cell numbers, from 1, of cells killed for never ending],
+    "exited_cells": [those of them whose process ended before its time was up (an exit, a signal, a
+    crash)], "ended_by": [notebook cell numbers of cells that ended the whole run, left out of the run
+    that was judged], "ended_by_calls": [grade ids of function parts whose calls ended the run],
+    "seconds": float}``. ``work`` is a prepared scratch folder (:func:`sandbox.prepare_scratch`).
     """
     started = time.monotonic()
-    inside = Path(sandbox.SCRATCH) if use_bwrap else work
-    room = work / ".cleanroom"
     numbered = numbered_code_cells(nb)
-    write_room(room, [source for _, source in numbered])
+    sources = [source for _, source in numbered]
+    split = {key: list(value) for key, value in split.items()}
+    ended_by: List[int] = []
+    ended_by_calls: List[str] = []
+    attempt = 0
+    while True:
+        left = timeout - (time.monotonic() - started)
+        result = _run_room(sources, work, attempt, split=split, seed=seed, limits=limits, slot=slot,
+                           use_bwrap=use_bwrap, timeout=max(1.0, left))
+        where = result["where"]
+        if result["data"] is not None or where is None or attempt >= MAX_ROOM_RERUNS or left < 5:
+            break
+        if where[0] == "cell" and where[1] < len(sources) and sources[where[1]]:
+            ended_by.append(numbered[where[1]][0])
+            sources[where[1]] = ""  # the cells after it run without it
+        elif where[0] == "calls" and where[1] in split["functions"]:
+            ended_by_calls.append(where[1])
+            split["functions"].remove(where[1])
+        else:
+            break
+        attempt += 1
+    data, state = result["data"], result["state"]
+    harvested = harvests(data, split) if data is not None else None
+    stopped = sorted({numbered[i][0] for i in data["stopped"] if i < len(numbered)}) if data else []
+    exited = sorted({numbered[i][0] for i in data.get("exited", []) if i < len(numbered)}) if data else []
+    out = {"harvested": harvested, "state": state, "stopped_cells": stopped, "exited_cells": exited,
+           "ended_by": ended_by, "ended_by_calls": ended_by_calls,
+           "seconds": round(time.monotonic() - started, 3)}
+    if data is None and result["where"] is not None and result["where"][0] == "cell":
+        index = result["where"][1]  # the run still ended in a cell: named, though not left out (no more reruns)
+        out["ended_in"] = numbered[index][0] if index < len(numbered) else None
+    return out
+
+
+def _progress(received: bytes, nonce: str) -> Optional[tuple]:
+    """What a run that gave no answer never got past: ``("cell", index)`` of the first cell that
+    started and whose checkpoint never said it ended (the cell killed or stopped it, and with it the
+    run; the cells after it may have run on in the orphaned process), else ``("calls", grade id)`` of
+    the first part whose calls never came back, else ``None``. The lines come from the student's
+    process, so a forged one can only make the grader leave out another cell of that student's
+    notebook (or the calls of one of their functions), or none."""
+    head = f"{PROGRESS_MARK} {nonce} "
+    started, done, calls, called = [], set(), [], set()
+    for line in received.decode("utf-8", "replace").split("\n")[:-1]:  # complete lines only
+        if not line.startswith(head):
+            continue
+        words = line[len(head):].split(" ")
+        if len(words) != 2:
+            continue
+        what, which = words
+        if what in ("cell", "done") and which.isdigit() and len(which) < 7:
+            (started.append if what == "cell" else done.add)(int(which))
+        elif what == "calls":
+            calls.append(which)
+        elif what == "called":
+            called.add(which)
+    for index in started:
+        if index not in done:
+            return ("cell", index)
+    for gid in calls:
+        if gid not in called:
+            return ("calls", gid)
+    return None
+
+
+def _run_room(sources: List[str], work: Path, attempt: int, *, split: Dict[str, List[str]], seed: int,
+              limits: sandbox.Limits, slot: int, use_bwrap: bool, timeout: float) -> Dict[str, Any]:
+    """One run of the clean room over ``sources``; ``{"data": parsed answer or None, "state",
+    "where": last progress (:func:`_progress`) of a run that gave no answer, else None}``."""
+    name = ".cleanroom" if attempt == 0 else f".cleanroom-{attempt}"
+    inside = Path(sandbox.SCRATCH) if use_bwrap else work
+    room = work / name
+    for earlier in work.glob(".cleanroom*"):  # an earlier run's room (its cells) is not this run's
+        shutil.rmtree(earlier, ignore_errors=True)
+    write_room(room, sources)
     sandbox.prepare_scratch(work, slot, use_bwrap)  # hands the new files to the slot's uid
     nonce = secrets.token_hex(16)
     parts = request_for(split, seed)
-    request = {"mark": RESULT_MARK, "nonce": nonce, **parts}
-    inner = [sandbox.python_executable(), "-I", str(inside / ".cleanroom" / "runner.py"),
-             str(inside / ".cleanroom" / "cells.json"), str(inside / ".cleanroom" / "stub"),
-             str(max(1, int(min(limits.cell_timeout, timeout))))]
+    request = {"mark": RESULT_MARK, "progress": PROGRESS_MARK, "nonce": nonce, **parts}
+    cell_timeout = max(1, int(min(limits.cell_timeout, timeout)))
+    inner = [sandbox.python_executable(), "-I", str(inside / name / "runner.py"),
+             str(inside / name / "cells.json"), str(inside / name / "stub"), str(cell_timeout)]
     cmd = sandbox.command(str(work), inner, limits, slot, use_bwrap, course_visible=False)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} if use_bwrap else sandbox.sandbox_env(str(work))
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             cwd=str(work), env=env, start_new_session=True)
     received = bytearray()
+    heard = [time.monotonic()]  # when the clean room last wrote anything
 
     def read() -> None:
         while True:
@@ -212,6 +317,7 @@ def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: 
                 received.extend(b"!")
                 return
             received.extend(chunk)
+            heard[0] = time.monotonic()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -221,19 +327,33 @@ def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: 
         proc.stdin.close()
     except OSError:  # it exited before reading: no result
         pass
-    try:
-        proc.wait(timeout=max(1.0, timeout))
-    except subprocess.TimeoutExpired:
-        state = "timeout"
+    deadline = time.monotonic() + max(1.0, timeout)
+    answer_head = f"{RESULT_MARK} {nonce} ".encode()
+    answered_at = None
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now > deadline:
+            state = "timeout"
+            break
+        snapshot = bytes(received)
+        if answered_at is None and answer_head in snapshot and snapshot.endswith(b"\n"):
+            answered_at = now  # the answer is in; the chain that carried it may not end (a stopped parent)
+        if answered_at is not None and now - answered_at > AFTER_ANSWER:
+            break
+        where = _progress(snapshot, nonce)
+        if where is not None and where[0] == "cell" and now - heard[0] > cell_timeout + 2 + STALL_MARGIN:
+            state = "stalled"  # the checkpoint would have killed the cell by now: it was stopped
+            break
+        time.sleep(0.05)
     _kill(proc)
     reader.join(timeout=5)
-    data = parse(bytes(received), nonce, parts) if state == "ok" else None
-    if state == "ok" and data is None:
+    data = parse(bytes(received), nonce, parts) if state != "timeout" or answered_at else None
+    if data is None and state != "timeout":
         state = "no_result"
-    harvested = harvests(data, split) if data is not None else None
-    stopped = sorted({numbered[i][0] for i in data["stopped"] if i < len(numbered)}) if data else []
-    return {"harvested": harvested, "state": state, "stopped_cells": stopped,
-            "seconds": round(time.monotonic() - started, 3)}
+    if data is not None:
+        state = "ok"
+    where = _progress(bytes(received), nonce) if data is None else None
+    return {"data": data, "state": state, "where": where}
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -431,14 +431,17 @@ class Grader:
                                  seed=seed, limits=self.limits, slot=slot, use_bwrap=self.use_bwrap,
                                  student=sub.student)
             stopped: List[int] = []
+            how: Dict[int, str] = {}
             # parts read from the kernel (a lab's answers and locks) need a kernel that reaches the
-            # end: a cell that ignored the interrupt (a bare except in a loop) hung it, so run the
-            # notebook again in a fresh sandbox without that cell, as the clean room does
+            # end: a cell that ignored the interrupt (a bare except in a loop) hung it, or one that
+            # ended it (os._exit, a signal, closing its channels), so run the notebook again in a fresh
+            # sandbox without that cell, as the clean room does
             while split["kernel"] and len(stopped) < MAX_KERNEL_RERUNS:
                 stuck = self._stuck_cell(run, len(nb.cells))
                 if stuck is None or stuck in stopped or nb.cells[stuck].cell_type != "code":
                     break
                 stopped.append(stuck)
+                how[stuck] = "died" if run["status"].get("state") == "kernel_died" else "hung"
                 without = copy.deepcopy(nb)
                 for index in stopped:
                     without.cells[index].source = ""  # nbclient skips an empty cell
@@ -446,6 +449,7 @@ class Grader:
                                      grade_ids=split["kernel"], seed=seed, limits=self.limits, slot=slot,
                                      use_bwrap=self.use_bwrap, student=sub.student)
             run["stopped_cells"] = sorted(stopped)
+            run["stopped_how"] = how
             if split["functions"] or split["values"]:
                 room_thread.join()
             run["cleanroom"], run["split"] = (room or None), split
@@ -456,8 +460,12 @@ class Grader:
     @staticmethod
     def _stuck_cell(run: dict, cells: int) -> Optional[int]:
         """Index of the cell that hung the kernel (it ran past the cell limit and ignored the
-        interrupt), or ``None`` if the kernel reached the end or nothing names such a cell."""
+        interrupt) or ended it (the kernel died while it ran), or ``None`` if the kernel reached the
+        end or nothing names such a cell."""
         status = run["status"]
+        if status.get("state") == "kernel_died" and not status.get("state_during_harvest"):
+            cell = status.get("cell")
+            return cell if type(cell) is int and 0 <= cell < cells else None
         if status.get("state") != "timeout":
             return None
         cell = status.get("cell")
@@ -482,18 +490,33 @@ class Grader:
                                   "it (look for a cell that never ends)",
                        "no_result": "your answers could not be read: the notebook's code stopped the "
                                     "grading run (an exit, a crash, too much memory or a forged result)"}
+        if room.get("ended_in"):
+            failed_room["no_result"] = failed_room["timeout"] = (
+                f"your answers could not be read: cell {room['ended_in']} ended the grading run when your "
+                "code was run again to grade it (it killed or stopped the processes that run your notebook)")
         verdicts = {}
         for gid in sorted(self.registered):
             if gid in in_room and room.get("harvested") is None:
                 verdicts[gid] = Verdict(0.0, failed_room.get(room.get("state"), "your answers could not be read"))
                 continue
+            if gid in room.get("ended_by_calls", []):
+                name = REGISTRY[gid].function.name
+                verdicts[gid] = Verdict(0.0, f"calling your function `{name}` ended the grading run (it killed or "
+                                             "stopped the processes that run your code), so it could not be checked")
+                continue
             if gid in in_room:
                 harvested = cleanroom.with_unbound(REGISTRY[gid], room["harvested"][gid], run.get("bound"))
                 verdict = safe_judge(REGISTRY[gid], harvested, seed)
                 if cleanroom.names_missing(harvested):
-                    stopped = ", ".join(str(n) for n in room.get("stopped_cells", []))
-                    why = (f" (cell {stopped} never finished and was stopped, so what it defines is missing)"
-                           if stopped else cleanroom.MISSING_NOTE)
+                    hung = [n for n in room.get("stopped_cells", []) if n not in room.get("exited_cells", [])]
+                    lost = sorted(set(room.get("exited_cells", [])) | set(room.get("ended_by", [])))
+                    why = "; ".join(
+                        ([f"cell {', '.join(map(str, hung))} never finished and was stopped"] if hung else [])
+                        + ([f"cell {', '.join(map(str, lost))} ended its run and was left out"] if lost else []))
+                    why = f" ({why}, so what it defines is missing)" if why else cleanroom.MISSING_NOTE
+                    if run.get("syntax_cells"):
+                        cells = ", ".join(str(n) for n in run["syntax_cells"])
+                        why = f" (cell {cells} has a syntax error, so none of it ran)" + why
                     verdicts[gid] = replace(verdict, reason=verdict.reason + why)
                     continue
             elif run["harvested"].get(gid) is None:
@@ -506,10 +529,40 @@ class Grader:
                                      adjust=lambda h: cleanroom.with_unbound(part, h, bound))
                 if run.get("stopped_cells") and verdict.score < 1 and RAISED in run["harvested"][gid]:
                     cells = ", ".join(str(i + 1) for i in run["stopped_cells"])
-                    verdict = replace(verdict, reason=verdict.reason + f" (cell {cells} never finished and was "
-                                                                       "stopped, so what it defines is missing)")
+                    verdict = replace(verdict, reason=verdict.reason + f" (cell {cells} was stopped and left "
+                                                                       "out, so what it defines is missing)")
             verdicts[gid] = verdict
         return verdicts
+
+    @staticmethod
+    def _mark_cells(nb, state: dict, room: dict) -> None:
+        """Under each cell that ended the kernel or a clean-room run, a line saying so, where the student
+        reads it (the feedback and ``autograded/``, so feedback made again later says it too)."""
+        marks: Dict[int, List[str]] = {}
+        cell = state.get("cell")
+        if state.get("state") == "kernel_died" and type(cell) is int and 0 <= cell < len(nb.cells):
+            marks.setdefault(cell + 1, []).append(
+                "the Python kernel stopped while this cell ran (os._exit, a signal such as os.kill, closing the "
+                "kernel's connections, a crash, or too much memory); the cells after it have no outputs")
+        for number in room.get("ended_by", []):
+            marks.setdefault(number, []).append(
+                "when your code was run again to grade it, this cell ended the run (it killed or stopped the "
+                "processes that run your notebook); it was run again without this cell")
+        if room.get("ended_in"):
+            marks.setdefault(room["ended_in"], []).append(
+                "when your code was run again to grade it, this cell ended the run (it killed or stopped the "
+                "processes that run your notebook), and your answers could not be read")
+        for number in room.get("stopped_cells", []):
+            marks.setdefault(number, []).append(
+                "when your code was run again to grade it, this cell ended its own process; the cells after it "
+                "ran without it" if number in room.get("exited_cells", []) else
+                "when your code was run again to grade it, this cell never finished and was stopped; the cells "
+                "after it ran without it")
+        for number, texts in marks.items():
+            if 1 <= number <= len(nb.cells) and nb.cells[number - 1].cell_type == "code":
+                nb.cells[number - 1].outputs = list(nb.cells[number - 1].get("outputs", [])) + [
+                    nbformat.v4.new_output("stream", name="stderr", text=f"[autograder: {text}]\n")
+                    for text in texts]
 
     @staticmethod
     def _merge_outputs(nb, executed) -> None:
@@ -527,7 +580,7 @@ class Grader:
                 count = done.get("execution_count")
                 cell.execution_count = count if type(count) is int else None
 
-    def _submission_problem(self, state: dict, kernel_parts: bool = True) -> Optional[str]:
+    def _submission_problem(self, state: dict, kernel_parts: bool = True, cells: int = 0) -> Optional[str]:
         """What stopped the notebook's run in its kernel, for the student (``None``: nothing did).
 
         Without parts read from the kernel (a workbook chapter, whose parts are all judged in the
@@ -546,8 +599,12 @@ class Grader:
             return (f"your notebook did not finish: {where} kept running past the {self.limits.cell_timeout} s "
                     f"limit even when interrupted; {lost}")
         if kind == "kernel_died":
-            return ("the Python kernel stopped while running your notebook (os._exit, a crash, "
-                    f"or using too much memory or too many processes); {lost}")
+            cell = state.get("cell")
+            where = (f"cell {cell + 1} of your notebook" if type(cell) is int and 0 <= cell < cells
+                     else "your notebook")
+            return (f"the Python kernel stopped while running {where} (os._exit, a signal such as "
+                    f"os.kill, closing the kernel's connections, a crash, or using too much memory or too "
+                    f"many processes); {lost}")
         if state.get("cell") == -1:  # no cell ever started: the kernel did not come up
             return (f"the grader could not start a Python kernel for your notebook "
                     f"({state.get('detail') or kind}); exercises score 0 until your instructor regrades it")
@@ -610,26 +667,55 @@ class Grader:
         phases.add("kernel", run["status"].get("seconds"))
         phases.add("cleanroom", (run.get("cleanroom") or {}).get("seconds"))
         state = run["status"]
-        problem = self._submission_problem(state, kernel_parts=bool(run["split"]["kernel"]))
+        problem = self._submission_problem(state, kernel_parts=bool(run["split"]["kernel"]), cells=len(nb.cells))
         self._merge_outputs(nb, run["executed"])
         for index in state.get("timed_out_cells", []):
             notes.append(f"cell {index + 1} ran longer than {self.limits.cell_timeout} s and was stopped")
         for index in run.get("stopped_cells", []):
-            notes.append(f"cell {index + 1} never finished (it ran past {self.limits.cell_timeout} s and ignored "
-                         "the interrupt, which stopped the kernel): it was stopped and your notebook was run "
-                         "again without it")
+            if run.get("stopped_how", {}).get(index) == "died":
+                notes.append(f"cell {index + 1} ended the Python kernel (os._exit, a signal such as os.kill, "
+                             "closing the kernel's connections, a crash, or too much memory): your notebook was "
+                             "run again without it")
+                text = "[autograder: this cell ended the kernel; the notebook was run again without it]\n"
+            else:
+                notes.append(f"cell {index + 1} never finished (it ran past {self.limits.cell_timeout} s and "
+                             "ignored the interrupt, which stopped the kernel): it was stopped and your notebook "
+                             "was run again without it")
+                text = "[autograder: this cell never finished and was stopped; the notebook was run again without it]\n"
             if nb.cells[index].cell_type == "code":
-                nb.cells[index].outputs = [nbformat.v4.new_output(
-                    "stream", name="stderr", text="[autograder: this cell never finished and was stopped; the "
-                                                  "notebook was run again without it]\n")]
-        for number in (run.get("cleanroom") or {}).get("stopped_cells", []):
-            notes.append(f"cell {number} never finished when your code was run again to grade it (it ran "
-                         f"past {self.limits.cell_timeout} s and ignored the interrupt): it was stopped and "
-                         "the cells after it ran without it")
+                nb.cells[index].outputs = [nbformat.v4.new_output("stream", name="stderr", text=text)]
+        room = run.get("cleanroom") or {}
+        for number in room.get("stopped_cells", []):
+            if number in room.get("exited_cells", []):
+                notes.append(f"cell {number} ended its own process when your code was run again to grade it "
+                             "(os._exit, a signal such as os.kill, a crash, or too much memory): the cells after it "
+                             "ran without it")
+            else:
+                notes.append(f"cell {number} never finished when your code was run again to grade it (it ran "
+                             f"past {self.limits.cell_timeout} s and ignored the interrupt): it was stopped and "
+                             "the cells after it ran without it")
+        for number in room.get("ended_by", []):
+            notes.append(f"cell {number} ended the grading run when your code was run again to grade it (it killed "
+                         "or stopped the processes that run your notebook): your notebook was run again without it, "
+                         "and your other answers were graded")
+        if room.get("ended_in"):
+            notes.append(f"cell {room['ended_in']} ended the grading run when your code was run again to grade it "
+                         "(it killed or stopped the processes that run your notebook), and your answers could not "
+                         "be read")
+        for gid in room.get("ended_by_calls", []):
+            notes.append(f"calling your function for {gid} ended the grading run: it was run again without "
+                         "those calls")
+        self._mark_cells(nb, state, room)
         if state.get("output_truncated"):
             notes.append("your notebook printed too much; the rest of its output was dropped")
         # the names the notebook's code assigns, from its text: a value no cell assigns is not answered
         run["bound"] = cleanroom.bound_names(cleanroom.code_cells(nb))
+        # a cell Python cannot compile runs nothing: named with Python's message, read here from the
+        # text (the student's own cells only, never the test cells, so nothing hidden is shown)
+        run["syntax_cells"] = []
+        for number, message in cleanroom.syntax_errors(cleanroom.numbered_code_cells(nb)):
+            run["syntax_cells"].append(number)
+            notes.append(f"cell {number} has a syntax error ({message}), so none of it ran")
         verdicts = self._judge(run, seed, problem)
         phases.lap("judge")
         with self.lock:

@@ -132,6 +132,14 @@ def readable_paths(course_visible: bool = True) -> List[str]:
 
     With ``course_visible=False`` (the clean room, :mod:`autograder.cleanroom`)
     the ``course`` and ``autograder`` packages are left out.
+
+    Each path is bound at its real path, so student code sees where Python, the virtual
+    environment and the packages were installed (``course.__file__``, ``sys.path``, ``PATH``,
+    ``/proc/self/mountinfo``): with an editable install, the instructor's clone. Not moved to a
+    neutral path: a root grader's kernels are forked from an interpreter that imported the course
+    from its real path (:mod:`autograder.warm`), and an editable install's finder and metadata in
+    site-packages name the clone anyway. Nothing else of the host is there (README, "Isolation":
+    grade from a non-editable install in a neutral venv to show no home folder).
     """
     paths = [p for p in _SYSTEM_DIRS if os.path.exists(p)]
     for prefix in (sys.base_prefix, sys.prefix, sys.exec_prefix):

@@ -9,6 +9,12 @@ runs the cells in order in one namespace, a stand-in ``course`` package shadowin
 the real one (visible checks are no-ops there, ``course.core`` does not exist),
 then answers with one line ``MARK <nonce> <json>``: the function parts' results on
 the probe inputs it was sent and the values of the names it was asked for. With
+``"progress": <prefix>`` in its request (grading) it also writes ``<prefix> <nonce> cell <i>``
+before each cell, ``<prefix> <nonce> done <i>`` from the cell's checkpoint once the cell ended or was
+stopped, and ``calls``/``called <grade id>`` around each part's calls, so the grader knows which cell
+(or calls) a run that ended without an answer never got past (one that killed or stopped the
+processes that run it: the cells after it may still have run, in its orphaned process) and can run
+the notebook again without it. With
 ``"report": true`` in its request (the visible check only) the answer also lists
 the cells that failed and why.
 
@@ -29,6 +35,8 @@ from typing import Any, Dict, List, Optional, Sequence, Set
 
 #: prefix of the single result line
 RESULT_MARK = "CLEANROOM-RESULT"
+#: prefix of the lines that say which cell (or which part's calls) the clean room is at
+PROGRESS_MARK = "CLEANROOM-PROGRESS"
 #: the most bytes read back from the clean room (results of a few hundred calls fit easily)
 MAX_RESULT_BYTES = 4 * 2**20
 #: marker of a call that raised (same as course.assess.registry.RAISED)
@@ -56,6 +64,33 @@ import json, os, select, signal, sys
 GRACE = 2
 #: the most bytes one function part's calls may send back
 MAX_PART_BYTES = 2**20
+#: seconds a cell's process waits for its checkpoint to say it saw the cell end: no word means the
+#: cell killed or stopped its checkpoint, and with it the run, so this process ends too
+ACK_WAIT = 10
+
+
+def chain_broken(pids):
+    """True if one of ``pids`` (the processes this one descends from, which carry the run) is gone,
+    dying, stopped, or has a SIGKILL or SIGSTOP on its way: a cell killed or stopped it. Read from
+    /proc (a signal sent is pending there before its process ends); without /proc (not Linux: the
+    visible check on a laptop) nothing is known and the run goes on."""
+    if not os.path.exists("/proc/self/status"):
+        return False
+    for pid in pids:
+        try:
+            with open("/proc/%d/status" % pid) as fh:
+                fields = dict(line.split(":", 1) for line in fh.read().splitlines() if ":" in line)
+        except (OSError, ValueError):
+            return True
+        if fields.get("State", "").strip()[:1] in ("Z", "X", "T", "t"):
+            return True
+        for key in ("ShdPnd", "SigPnd"):
+            try:
+                if int(fields.get(key, "0").strip(), 16) & ((1 << (signal.SIGKILL - 1)) | (1 << (signal.SIGSTOP - 1))):
+                    return True
+            except ValueError:
+                return True
+    return False
 
 
 def kill_group(pgid):
@@ -114,6 +149,14 @@ def main():
     report = request.get("report") is True
     failed = []
 
+    progress_mark = request.get("progress")
+
+    def progress(what, which):
+        """Say where the run is (grading only): a run that ends without an answer ended here."""
+        if type(progress_mark) is str:
+            out.write(progress_mark + " " + request["nonce"] + " " + what + " " + str(which) + "\n")
+            out.flush()
+
     def run_cell(source, index):
         try:
             run(lambda: exec(transformed(source), namespace), cell_timeout)
@@ -129,38 +172,77 @@ def main():
     # process group after cell_timeout + GRACE, and this copy goes on from the state before it. A cell
     # that ends hands over: its copy carries on with the next cells and the answer; this one waits
     # for it, then kills what the cells left in its group.
-    stopped = []
+    stopped, exited = [], []
+    ancestors = []  # the checkpoints this process descends from, which carry the run to its answer
     index = 0
     while index < len(cells):
+        progress("cell", index)
+        me = os.getpid()
         try:
             ready_r, ready_w = os.pipe()
-            child = os.fork()
+            try:
+                ack_r, ack_w = os.pipe()
+            except OSError:
+                os.close(ready_r)
+                os.close(ready_w)
+                raise
+            try:
+                child = os.fork()
+            except OSError:
+                for fd in (ready_r, ready_w, ack_r, ack_w):
+                    os.close(fd)
+                raise
         except OSError:  # no more processes (a notebook of hundreds of cells): the alarm alone
             run_cell(cells[index], index)
+            progress("done", index)
             index += 1
             continue
         if child == 0:
             os.close(ready_r)
+            os.close(ack_w)
             os.setpgid(0, 0)
+            ancestors = ancestors + [me]
             run_cell(cells[index], index)
             try:
                 os.write(ready_w, b"+")
                 os.close(ready_w)
             except OSError:  # the cell closed it: the checkpoint takes the cell as never ending
                 pass
+            # go on only once the checkpoint has seen the cell end (and said so): a checkpoint that is
+            # gone or stopped (the cell killed it) says nothing, and the run it belonged to is over
+            try:
+                acked = bool(select.select([ack_r], [], [], ACK_WAIT)[0]) and os.read(ack_r, 1) == b"+"
+                os.close(ack_r)
+            except (OSError, ValueError):
+                acked = False
+            if not acked:
+                os._exit(0)
             index += 1
             continue
         os.close(ready_w)
+        os.close(ack_r)
         ready, _, _ = select.select([ready_r], [], [], cell_timeout + GRACE)
         ended = bool(ready) and os.read(ready_r, 1) == b"+"
         os.close(ready_r)
+        if chain_broken(ancestors):  # the cell killed or stopped a process before this one: the run is over
+            kill_group(child)
+            os._exit(0)
+        progress("done", index)  # this checkpoint outlived the cell: the cell did not end the run
         if ended:
+            try:
+                os.write(ack_w, b"+")
+            except OSError:
+                pass
+            os.close(ack_w)
             _, status = os.waitpid(child, 0)
             kill_group(child)
             os._exit(0)
+        os.close(ack_w)
         kill_group(child)
         os.waitpid(child, 0)
         stopped.append(index)
+        if ready:  # its process ended (an exit, a signal, a crash) or closed the pipe before its time was up
+            exited.append(index)
         index += 1
 
     def plain(value, depth=0):
@@ -231,9 +313,13 @@ def main():
         if not callable(fn):
             functions[gid] = {"missing": True}
             continue
+        progress("calls", gid)
         functions[gid] = calls_of_part(fn, job)
+        if chain_broken(ancestors):  # a call killed or stopped a process the run needs
+            os._exit(0)
+        progress("called", gid)
     values = {name: plain(namespace[name]) for name in request["values"] if name in namespace}
-    results = {"functions": functions, "values": values, "stopped": stopped}
+    results = {"functions": functions, "values": values, "stopped": stopped, "exited": exited}
     if report:
         results["failed"] = failed
     out.write(request["mark"] + " " + request["nonce"] + " " + json.dumps(results) + "\n")
@@ -259,6 +345,38 @@ def numbered_code_cells(nb) -> List[tuple]:
         if isinstance(source, str):
             cells.append((number, source))
     return cells
+
+
+def syntax_errors(numbered: Sequence[tuple]) -> List[tuple]:
+    r"""``(cell number, message)`` of each cell of ``numbered`` (:func:`numbered_code_cells`) that Python
+    cannot compile, even after IPython's transforms (``%magic``, ``!shell``): such a cell runs nothing,
+    in the kernel or in the clean room. Read from the text by the trusted side (compiling runs nothing),
+    so naming the cell and Python's message reveals nothing but the student's own code.
+
+    >>> syntax_errors([(3, "x = 1"), (5, "y = = 2"), (6, "%time z = 3"), (8, "def f(:\n    pass")])
+    [(5, 'line 1: invalid syntax'), (8, 'line 1: invalid syntax')]
+    """
+    found = []
+    for number, source in numbered:
+        try:
+            compile(source, "<cell>", "exec", dont_inherit=True)
+            continue
+        except SyntaxError as exc:
+            error = exc
+        except (ValueError, MemoryError, RecursionError, OverflowError) as exc:  # NUL bytes, absurd nesting
+            found.append((number, type(exc).__name__))
+            continue
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+
+            compile(TransformerManager().transform_cell(source), "<cell>", "exec", dont_inherit=True)
+            continue
+        except Exception:  # noqa: BLE001 (still not Python: the first error is the one to show)
+            pass
+        message = str(getattr(error, "msg", "") or "invalid syntax").splitlines()[0][:160]
+        line = getattr(error, "lineno", None)
+        found.append((number, f"line {line}: {message}" if type(line) is int else message))
+    return found
 
 
 def bound_names(sources: Sequence[str], depth: int = 0) -> Set[str]:

@@ -135,3 +135,17 @@ def test_a_blank_answer_is_not_answered_and_a_lost_one_is_explained():
     assert cleanroom.with_unbound(part, forged, {"accum_steps"})["__unbound__"] == []
     none = cleanroom.harvests(cleanroom.parse(_answer(request, values={"accum_steps": None}), "n0", request), SPLIT)
     assert safe_judge(part, none["ch02_ex2_1"], 3).reason == "`accum_steps` is not answered: it is None"
+
+
+def test_a_run_without_answer_is_placed_at_the_first_cell_its_checkpoint_never_saw_end():
+    """Cells after the one that killed its checkpoint may still run in the orphaned process; the
+    grader leaves out the first cell that started and never ended, and ignores other nonces."""
+    mark = cleanroom.PROGRESS_MARK
+    lines = [f"{mark} n0 cell 0", f"{mark} n0 done 0", f"{mark} n0 cell 1", f"{mark} n0 cell 2",
+             f"{mark} n0 done 2", f"{mark} other done 1", f"{mark} n0 cell 3"]
+    assert cleanroom._progress(("\n".join(lines) + "\n").encode(), "n0") == ("cell", 1)
+    calls = [f"{mark} n0 cell 0", f"{mark} n0 done 0", f"{mark} n0 calls ch02_ex2_4", f"{mark} n0 called ch02_ex2_4",
+             f"{mark} n0 calls ch02_ex2_4_required_accum_steps"]
+    assert cleanroom._progress(("\n".join(calls) + "\n").encode(), "n0") == ("calls", "ch02_ex2_4_required_accum_steps")
+    assert cleanroom._progress(f"{mark} n0 cell 4".encode(), "n0") is None  # an unfinished line says nothing
+    assert cleanroom._progress(b"", "n0") is None

@@ -98,6 +98,9 @@ def lab_graded(tmp_path_factory):
     nb, cells["bare_in_answer"] = _appended_to(solution(root, LAB, student="bare_in_answer"), second_answer,
                                                FORK_AND_SLEEP)
     submit(root, "bare_in_answer", nb, assignment=LAB)
+    nb, cells["exit_extra"] = _with_extra_cell_after(solution(root, LAB, student="exit_extra"), first_answer,
+                                                     "import os\nos._exit(0)\n")
+    submit(root, "exit_extra", nb, assignment=LAB)
     for student in cells.keys() | {"honest"}:
         session = LabSession("lab05", folder=root / "submitted" / student / LAB,
                              ledger=Ledger(base / f"{student}.json"))
@@ -130,3 +133,14 @@ def test_lab_runaway_in_an_answer_costs_that_answer_only(lab_graded):
     broken = next(p for p in row["parts"] if p["part"] == part)
     assert f"cell {cells['bare_in_answer']}" in broken["reason"], broken
     assert f"cell {cells['bare_in_answer']} never finished" in row["reason"], row["reason"]
+
+
+def test_lab_cell_that_ends_the_kernel_costs_no_kernel_read_part(lab_graded):
+    """A cell that ends the kernel (os._exit) used to cost every lock and lab answer; now the
+    notebook runs again without it and the row names it."""
+    rows, cells, _ = lab_graded
+    honest = {p["part"]: p["points"] for p in rows["honest"]["parts"]}
+    row = rows["exit_extra"]
+    assert {p["part"]: p["points"] for p in row["parts"]} == honest, row
+    assert f"cell {cells['exit_extra']} ended the Python kernel" in row["reason"], row["reason"]
+    assert "score 0" not in row["reason"]
