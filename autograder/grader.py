@@ -55,6 +55,20 @@ MAX_NOTEBOOK_BYTES = 50 * 2**20
 MAX_KERNEL_RERUNS = 2
 
 
+def cells_words(numbers, one: str, many: str) -> str:
+    """``"cell 7 " + one`` or ``"cells 22 and 23 " + many``: a reason's cells, the verb agreeing.
+
+    >>> cells_words([7], "has a syntax error", "have a syntax error")
+    'cell 7 has a syntax error'
+    >>> cells_words([1, 22, 23], "was stopped", "were stopped")
+    'cells 1, 22 and 23 were stopped'
+    """
+    numbers = [str(n) for n in numbers]
+    if len(numbers) == 1:
+        return f"cell {numbers[0]} {one}"
+    return f"cells {', '.join(numbers[:-1])} and {numbers[-1]} {many}"
+
+
 def _fresh(path: Path) -> Path:
     """``path``, its old file removed: nbgrader leaves ``autograded/`` read-only (0444), which a
     grader that is not root (an instructor on a hub, after the formgrader's Autograde button)
@@ -511,12 +525,15 @@ class Grader:
                     hung = [n for n in room.get("stopped_cells", []) if n not in room.get("exited_cells", [])]
                     lost = sorted(set(room.get("exited_cells", [])) | set(room.get("ended_by", [])))
                     why = "; ".join(
-                        ([f"cell {', '.join(map(str, hung))} never finished and was stopped"] if hung else [])
-                        + ([f"cell {', '.join(map(str, lost))} ended its run and was left out"] if lost else []))
-                    why = f" ({why}, so what it defines is missing)" if why else cleanroom.MISSING_NOTE
+                        ([cells_words(hung, "never finished and was stopped", "never finished and were stopped")]
+                         if hung else [])
+                        + ([cells_words(lost, "ended its run and was left out", "ended their runs and were left out")]
+                           if lost else []))
+                    defines = "it defines is" if len(hung) + len(lost) == 1 else "they define is"
+                    why = f" ({why}, so what {defines} missing)" if why else cleanroom.MISSING_NOTE
                     if run.get("syntax_cells"):
-                        cells = ", ".join(str(n) for n in run["syntax_cells"])
-                        why = f" (cell {cells} has a syntax error, so none of it ran)" + why
+                        why = (" (" + cells_words(run["syntax_cells"], "has a syntax error, so none of it ran",
+                                                  "have a syntax error, so none of them ran") + ")" + why)
                     verdicts[gid] = replace(verdict, reason=verdict.reason + why)
                     continue
             elif run["harvested"].get(gid) is None:
@@ -528,9 +545,10 @@ class Grader:
                 verdict = judge_json(gid, run["harvested"][gid], seed,
                                      adjust=lambda h: cleanroom.with_unbound(part, h, bound))
                 if run.get("stopped_cells") and verdict.score < 1 and RAISED in run["harvested"][gid]:
-                    cells = ", ".join(str(i + 1) for i in run["stopped_cells"])
-                    verdict = replace(verdict, reason=verdict.reason + f" (cell {cells} was stopped and left "
-                                                                       "out, so what it defines is missing)")
+                    stopped = cells_words([i + 1 for i in run["stopped_cells"]],
+                                          "was stopped and left out, so what it defines is missing",
+                                          "were stopped and left out, so what they define is missing")
+                    verdict = replace(verdict, reason=verdict.reason + f" ({stopped})")
             verdicts[gid] = verdict
         return verdicts
 

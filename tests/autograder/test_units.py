@@ -161,3 +161,15 @@ def test_feedback_says_what_the_visible_check_compared(monkeypatch):
     monkeypatch.setattr(variants, "exam_mode", lambda assignment: True)
     assert "type and units only (exam mode)" in part_summary("ch02_ex2_1", 1.0, Verdict(1.0, "correct"))
     assert "visible check" not in part_summary("lab05_part3_async_saves", 1.0, Verdict(1.0, "correct")).lower()
+
+
+@pytest.mark.parametrize("numbers, expected", [
+    ([7], "cell 7 has a syntax error"),
+    ([22, 23], "cells 22 and 23 have a syntax error"),
+    ([1, 22, 23], "cells 1, 22 and 23 have a syntax error"),
+])
+def test_a_reason_names_its_cells_with_a_verb_that_agrees(numbers, expected):
+    # a student read "cell 22, 23 has a syntax error" in a grading run with two broken cells
+    from autograder.grader import cells_words
+
+    assert cells_words(numbers, "has a syntax error", "have a syntax error") == expected
