@@ -82,6 +82,20 @@ def names_missing(harvested: Any) -> bool:
                                         for name, v in values.items())
 
 
+def missing_names(part: Any, harvested: Any) -> set:
+    """The names a clean-room harvest of ``part`` lacks: its function's name, or the value names that
+    came back missing (blank answers, under ``UNBOUND``, left out)."""
+    if type(harvested) is not dict:
+        return set()
+    if harvested.get("missing") is True:
+        return {part.function.name} if part.function is not None else set()
+    values = harvested.get("values")
+    unbound = harvested.get(UNBOUND) if type(harvested.get(UNBOUND)) is list else []
+    if type(values) is not dict:
+        return set()
+    return {name for name, v in values.items() if type(v) is dict and "__missing__" in v and name not in unbound}
+
+
 def with_unbound(part: Any, harvested: Any, bound: Any) -> Any:
     """``harvested`` with the names of value ``part`` that no code cell assigns under ``UNBOUND``.
 
@@ -242,8 +256,12 @@ def evaluate(nb, work: Path, *, split: Dict[str, List[str]], seed: int, limits: 
     harvested = harvests(data, split) if data is not None else None
     stopped = sorted({numbered[i][0] for i in data["stopped"] if i < len(numbered)}) if data else []
     exited = sorted({numbered[i][0] for i in data.get("exited", []) if i < len(numbered)}) if data else []
+    # what each cell left out of the judged run may have defined (read from its text), so a part's reason
+    # blames only cells that could have defined what the part misses
+    source_of = dict(numbered)
+    defines = {n: sorted(bound_names([source_of[n]])) for n in {*stopped, *exited, *ended_by} if n in source_of}
     out = {"harvested": harvested, "state": state, "stopped_cells": stopped, "exited_cells": exited,
-           "ended_by": ended_by, "ended_by_calls": ended_by_calls,
+           "ended_by": ended_by, "ended_by_calls": ended_by_calls, "defines": defines,
            "seconds": round(time.monotonic() - started, 3)}
     if data is None and result["where"] is not None and result["where"][0] == "cell":
         index = result["where"][1]  # the run still ended in a cell: named, though not left out (no more reruns)

@@ -522,8 +522,13 @@ class Grader:
                 harvested = cleanroom.with_unbound(REGISTRY[gid], room["harvested"][gid], run.get("bound"))
                 verdict = safe_judge(REGISTRY[gid], harvested, seed)
                 if cleanroom.names_missing(harvested):
-                    hung = [n for n in room.get("stopped_cells", []) if n not in room.get("exited_cells", [])]
-                    lost = sorted(set(room.get("exited_cells", [])) | set(room.get("ended_by", [])))
+                    # blame only the left-out cells that could have defined what the part misses
+                    missing, defines = cleanroom.missing_names(REGISTRY[gid], harvested), room.get("defines", {})
+                    could = lambda n: n not in defines or bool(missing & set(defines[n]))  # noqa: E731
+                    hung = [n for n in room.get("stopped_cells", []) if n not in room.get("exited_cells", [])
+                            and could(n)]
+                    lost = sorted(n for n in set(room.get("exited_cells", [])) | set(room.get("ended_by", []))
+                                  if could(n))
                     why = "; ".join(
                         ([cells_words(hung, "never finished and was stopped", "never finished and were stopped")]
                          if hung else [])

@@ -51,6 +51,20 @@ def graded(tmp_path_factory):
         nb.cells.insert(index + 1, new_code_cell(code))
         numbers[student] = index + 2
         submit(root, student, nb)
+    # the killer is the answer cell itself: what it defines is lost, and the part says so
+    nb = copy.deepcopy(solution(root, student="kill_in_answer"))
+    index = next(i for i, c in enumerate(nb.cells) if grade_id(c).endswith("_answer"))
+    nb.cells[index].source += "\nimport os\nos.kill(os.getppid(), 9)\n"
+    numbers["kill_in_answer"] = index + 1
+    submit(root, "kill_in_answer", nb)
+    # a killer that defines nothing, and a later answer lost for another reason (it imports course.core,
+    # which the clean room does not have): that part's reason must not blame the killer
+    nb = copy.deepcopy(solution(root, student="kill_and_core"))
+    answers = [i for i, c in enumerate(nb.cells) if grade_id(c).endswith("_answer")]
+    nb.cells[answers[1]].source = "import course.core\n" + nb.cells[answers[1]].source
+    nb.cells.insert(answers[0] + 1, new_code_cell(AFTER_FIRST_ANSWER["kill_parent"]))
+    numbers["kill_and_core"] = answers[0] + 2
+    submit(root, "kill_and_core", nb)
     nb = copy.deepcopy(solution(root, student="kill_in_call"))
     nb.cells.append(new_code_cell(KILLING_FUNCTION))
     submit(root, "kill_in_call", nb)
@@ -107,3 +121,15 @@ def test_the_student_reads_it_under_the_cell(graded, student, words):
     nb = nbformat.read(str(root / "autograded" / student / CHAPTER / f"{CHAPTER}.ipynb"), 4)
     texts = [o.get("text", "") for o in nb.cells[numbers[student] - 1].outputs]
     assert any(words in t for t in texts), texts
+
+
+def test_a_part_blames_only_a_left_out_cell_that_could_define_what_it_misses(graded):
+    rows, numbers, _ = graded
+    lost = [p for p in rows["kill_in_answer"]["parts"] if p["points"] < p["max_points"]]
+    assert len(lost) == 1, rows["kill_in_answer"]
+    assert f"cell {numbers['kill_in_answer']} ended its run and was left out, so what it defines is missing" \
+        in lost[0]["reason"], lost[0]["reason"]
+    other = [p for p in rows["kill_and_core"]["parts"] if p["points"] < p["max_points"]]
+    assert len(other) == 1, rows["kill_and_core"]
+    assert f"cell {numbers['kill_and_core']}" not in other[0]["reason"], other[0]["reason"]
+    assert "without the course package" in other[0]["reason"], other[0]["reason"]
