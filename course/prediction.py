@@ -191,7 +191,11 @@ class RadioGroup(anywidget.AnyWidget):
         """A choice the browser sent as a custom message (in order with the Lock button's click)."""
         key = content.get("choose") if isinstance(content, dict) else None
         if not self.disabled and key in [k for _label, k in self.options]:
-            self.value = key
+            # the browser has this choice already: no echo back (as ipywidgets' own set_state locks the
+            # property). An echo arrives after the student may have moved on, re-checks the older option
+            # for a moment and moves the keyboard focus to it
+            with self._lock_property(value=key):
+                self.value = key
 
     @traitlets.validate("options")
     def _validate_options(self, proposal):

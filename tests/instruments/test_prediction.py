@@ -204,3 +204,17 @@ def test_a_gated_instrument_has_hit_no_failure_state_until_the_lock_opens():
     assert dashboard.ledger_entry()["failures_hit"] == []
     lock.answer("A")
     assert "comm_bound" in dashboard.ledger_entry()["failures_hit"]
+
+
+def test_a_choice_sent_as_a_message_is_not_echoed_back_to_the_browser():
+    # the browser already shows the choice; an echo arriving after the student moved on re-checked the older
+    # option and moved the keyboard focus to it (seen in CI: ArrowLeft to B, then Tab landed on "radio C")
+    lock = choice_lock()
+    sent = []
+    lock.input._send = lambda msg, buffers=None: sent.append(msg)
+    lock.input._on_choose(lock.input, {"choose": "C"}, [])
+    assert lock.input.value == "C"
+    assert not [m for m in sent if "value" in m.get("state", {})], sent
+    # a value set by the kernel itself (a restored lock) still reaches the browser
+    lock.input.value = "B"
+    assert [m for m in sent if m.get("state", {}).get("value") == "B"], sent
