@@ -55,6 +55,11 @@ MAX_NOTEBOOK_BYTES = 50 * 2**20
 MAX_KERNEL_RERUNS = 2
 
 
+#: Why a cell ended a clean-room run, as a row's reason and its notes say it.
+ENDED_RUN = "ended the grading run when your code was run again to grade it (it killed or stopped the processes " \
+            "that run your notebook)"
+
+
 def cells_words(numbers, one: str, many: str) -> str:
     """``"cell 7 " + one`` or ``"cells 22 and 23 " + many``: a reason's cells, the verb agreeing.
 
@@ -506,8 +511,7 @@ class Grader:
                                     "grading run (an exit, a crash, too much memory or a forged result)"}
         if room.get("ended_in"):
             failed_room["no_result"] = failed_room["timeout"] = (
-                f"your answers could not be read: cell {room['ended_in']} ended the grading run when your "
-                "code was run again to grade it (it killed or stopped the processes that run your notebook)")
+                f"your answers could not be read: cell {room['ended_in']} {ENDED_RUN}")
         verdicts = {}
         for gid in sorted(self.registered):
             if gid in in_room and room.get("harvested") is None:
@@ -718,13 +722,10 @@ class Grader:
                              f"past {self.limits.cell_timeout} s and ignored the interrupt): it was stopped and "
                              "the cells after it ran without it")
         for number in room.get("ended_by", []):
-            notes.append(f"cell {number} ended the grading run when your code was run again to grade it (it killed "
-                         "or stopped the processes that run your notebook): your notebook was run again without it, "
-                         "and your other answers were graded")
+            notes.append(f"cell {number} {ENDED_RUN}: your notebook was run again without it, and your other "
+                         "answers were graded")
         if room.get("ended_in"):
-            notes.append(f"cell {room['ended_in']} ended the grading run when your code was run again to grade it "
-                         "(it killed or stopped the processes that run your notebook), and your answers could not "
-                         "be read")
+            notes.append(f"cell {room['ended_in']} {ENDED_RUN}, and your answers could not be read")
         for gid in room.get("ended_by_calls", []):
             notes.append(f"calling your function for {gid} ended the grading run: it was run again without "
                          "those calls")
