@@ -404,7 +404,7 @@ debug_exercise(
                       f"{_capacity_reference(*s['example'])}."),
     buggy_source=LISTING_10_6, buggy_line=3, function="expert_capacity",
     signature="(tokens, top_k, experts, capacity_factor)",
-    docstring="Routed copies one expert accepts: ceil(capacity_factor * tokens * top_k / experts).",
+    docstring="Routed copies one expert accepts from a micro-batch, rounded up to a whole token.",
     body=("import math\n"
           "per_expert = tokens * top_k / experts\n"
           "return math.ceil(capacity_factor * per_expert)"),
