@@ -265,3 +265,18 @@ def test_the_class_report_covers_chapter_10(graded):
     (chapter,) = report["assignments"]
     listed = {p["grade_id"] for p in chapter["parts"]}
     assert listed == {gid for gid, p in REGISTRY.items() if p.assignment == NAME}
+
+
+@pytest.mark.slow
+def test_generated_feedback_has_each_students_derivations_and_no_hidden_tests(graded):
+    import re
+
+    graded["course"].generate_feedback(NAME)
+    for student in ("ada", "wrong"):
+        html = (graded["root"] / "feedback" / student / NAME / f"{NAME}.html").read_text()
+        for number in NUMBERS:
+            assert f"Worked derivation, exercise {number}" in html, (student, number)
+        assert "grade_in_kernel" not in html and "BEGIN HIDDEN TESTS" not in html
+        # 10.6's worked answer names the buggy line of this student's own listing
+        line = _key("10.6", student, "_line")["buggy_line"]
+        assert re.search(rf"Line <strong>{line}</strong> \(<code>per_expert = tokens / experts</code>\)", html), student
