@@ -5,7 +5,7 @@ Mastery (:func:`mastery`, shown on the index by :func:`show_mastery`)
 An exercise is **mastered** when a visible check found every part right for
 the student's *current* variant (the check runs the hidden tests' own judge,
 so this is hidden-test-equivalent, never "plausible magnitude"), or when it
-was graded with full points. Counted out of all workbook exercises (58), per
+was graded with full points. Counted out of all workbook exercises (65), per
 chapter and per kind, with the day streak (consecutive local dates with a
 check, current and best), the last activity and the points once graded.
 

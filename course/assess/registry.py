@@ -310,7 +310,7 @@ _UNIT_SLIPS = [
 #: what a number is, from the unit its item declares (:func:`quantity_of`)
 QUANTITIES = ("bytes", "time", "percent", "count", "money", "other")
 _BYTES_UNIT = re.compile(r"(?<![A-Za-z])(?:[KMGTP]i?B|bytes?)(?![A-Za-z])")
-_TIME_UNIT = re.compile(r"^(?:ms|s|min|minutes?|h|hours?|days?)(?![A-Za-z-])")
+_TIME_UNIT = re.compile(r"^(?:ms|\u00b5s|us|s|min|minutes?|h|hours?|days?)(?![A-Za-z-])")
 _MONEY_UNIT = re.compile(r"^(?:\$|USD|dollars?)(?![A-Za-z])")
 _COUNT_UNIT = re.compile(r"^(?:GPUs|layers|heads|micro-batches|(?:optimizer )?steps|stages|columns|count)\b")
 #: the slips that only make sense for some quantities; any other slip applies to every number

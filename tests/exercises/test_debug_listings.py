@@ -16,6 +16,7 @@ from course.assess.spec import derivation_markdown, spec_for
 from course.assess.variants import grading_seed, variant_of
 from course.chapters.ch00 import LISTING_06
 from course.chapters.ch05 import LISTING_5_5
+from course.chapters.ch10 import LISTING_10_6
 
 STUDENTS = [f"student{i:02d}" for i in range(40)]
 
@@ -26,6 +27,9 @@ DEBUG = {
             [[2e9, 8, 50e9], [1e6, 2, 1e9], [3e10, 1024, 4e11], [7.0, 3, 11.0]]),
     "5.5": (LISTING_5_5, "bubble_fraction", "    bubble_slots = pp", "    bubble_slots = pp - 1",
             [[4, 12, 1], [1, 8, 1], [16, 4, 2], [6, 32, 4], [2, 1, 1]]),
+    "10.6": (LISTING_10_6, "expert_capacity", "    per_expert = tokens / experts",
+             "    per_expert = tokens * top_k / experts",
+             [[4096, 2, 8, 1.25], [1, 1, 1, 1.0], [1000, 8, 256, 1.5], [65536, 6, 64, 1.125]]),
 }
 
 
@@ -82,7 +86,7 @@ def test_the_key_is_the_number_the_student_s_prompt_shows_next_to_the_bug(number
         assert not line.grade({"buggy_line": key + 1}, seed).passed
 
 
-@pytest.mark.parametrize("number,workbook_line", [("0.6", 6), ("5.5", 3)])
+@pytest.mark.parametrize("number,workbook_line", [("0.6", 6), ("5.5", 3), ("10.6", 3)])
 def test_a_kernel_with_no_student_shows_the_workbook_s_listing(number, workbook_line):
     source = DEBUG[number][0]
     spec = _spec(number, None)

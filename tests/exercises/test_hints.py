@@ -58,6 +58,7 @@ def test_every_declared_unit_of_the_workbook_is_classified():
                     seen[unit] = quantity_of(unit)
     assert seen["GB"] == seen["MB"] == seen["GB per GPU"] == "bytes"
     assert seen["ms"] == seen["s"] == seen["days"] == seen["min"] == "time"
+    assert seen["\u00b5s"] == "time"  # 10.7's fastest layout
     assert seen["%"] == seen["% of peak"] == "percent"
     assert seen["micro-batches"] == seen["stages"] == seen["layers"] == "count"
 

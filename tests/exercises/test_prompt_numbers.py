@@ -24,6 +24,7 @@ WORDED = {
     ("5.6", "v"): {1: "no interleaving"},
     ("6.2", "bytes_per_element"): {2: "FP16"},
     ("9.7", "bytes_per_param"): {2: "FP16"},
+    ("10.1", "shared"): {0: "no shared expert"},
 }
 
 
