@@ -406,7 +406,7 @@ class Grader:
                 if cleanroom.names_missing(harvested):
                     # blame only the left-out cells that could have defined what the part misses
                     missing, defines = cleanroom.missing_names(REGISTRY[gid], harvested), room.get("defines", {})
-                    could = lambda n: n not in defines or bool(missing & set(defines[n]))  # noqa: E731
+                    could = lambda n: n not in defines or bool(missing & set(defines[n]))  # noqa: E731 -- a one-line helper local to this function
                     hung = [n for n in room.get("stopped_cells", []) if n not in room.get("exited_cells", [])
                             and could(n)]
                     lost = sorted(n for n in set(room.get("exited_cells", [])) | set(room.get("ended_by", []))
@@ -829,7 +829,7 @@ class _FeedbackWorkers:
         for proc in self.procs:
             try:
                 proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 -- any failure ends the same way
                 proc.kill()
 
 
