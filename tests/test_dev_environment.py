@@ -33,7 +33,8 @@ def test_the_lock_holds_every_top_level_pin_and_only_exact_pins():
     text = dev.LOCK.read_text()
     assert "://" not in text and "--index" not in text and "--extra-index" not in text  # never a registry
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
-    assert lines == sorted(lines) and all(re.fullmatch(r"[a-z0-9-]+==\S+", line) for line in lines)
+    assert lines == sorted(lines, key=lambda line: line.split("==")[0])
+    assert all(re.fullmatch(r"[a-z0-9-]+==\S+", line) for line in lines)
     names = {line.split("==")[0] for line in lines}
     assert not names & set(dev.UNUSED) and not names & set(dev.INSTALLER) and dev.PROJECT not in names
     # the runtime dependencies of pyproject.toml are pinned at the same version
