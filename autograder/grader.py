@@ -123,6 +123,7 @@ class Grader:
     def __init__(self, course_root, assignment: str, *, workers: Optional[int] = None,
                  limits: sandbox.Limits = sandbox.Limits(), seed: int = 0,
                  feedback: bool = True, isolate: bool = True, log=None):
+        compat.require()  # the library internals grading relies on are the ones checked (autograder/compat.py)
         self.root = Path(course_root).resolve()
         self.assignment_name = assignment
         self.workers = workers or len(os.sched_getaffinity(0))
@@ -134,7 +135,6 @@ class Grader:
         self._feedback_pool = None  # worker processes that render feedback during grade_all
         self._feedback_dispatch = None  # threads that hand feedback to them, during grade_all
         self._feedback_pending: list = []  # (student, future) of feedback being rendered
-        compat.require()  # the library internals grading relies on are the ones checked (autograder/compat.py)
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
         self.lock = threading.Lock()  # nbgrader's gradebook is SQLite: one writer at a time

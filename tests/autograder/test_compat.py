@@ -111,3 +111,15 @@ def test_cached_metadata_schema_applies_only_while_active_and_raises_as_jsonsche
     with pytest.raises(jsonschema.ValidationError) as stock:
         jsonschema.validate({"points": "two"}, schema)
     assert str(cached.value) == str(stock.value)
+
+
+def test_the_cli_says_why_grading_stopped(tmp_path, monkeypatch, capsys):
+    from autograder import cli
+
+    # the class mode as far as it makes its Grader (what every grading mode does first)
+    monkeypatch.setattr(cli, "_class", lambda args, root: cli._make_grader(args, root, args.assignment) and 0)
+    monkeypatch.setattr(compat, "_VERIFIED", False)
+    monkeypatch.setattr(compat, "installed_version", lambda library: "0.0.1")
+    assert cli.main(["class", "ch01", "--course-root", str(tmp_path), "--no-progress"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("course-autograde: grading stopped: nbgrader 0.0.1 is installed") and "Traceback" not in err
