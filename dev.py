@@ -68,7 +68,7 @@ def canonical(name: str) -> str:
 
 
 def read_pins(path: Path) -> dict:
-    """``name==version`` lines of a requirements file as {canonical name: version}; anything else is refused.
+    """``name==version`` lines (``name[extra]==version`` too) of a requirements file as {canonical name: version}.
 
     Comments, blank lines and ``--hash`` continuations are skipped; a line that is not an exact pin
     (a range, a URL, an index option) stops with the line, because the lock must pin everything.
@@ -78,7 +78,8 @@ def read_pins(path: Path) -> dict:
         line = line.split("#", 1)[0].strip().rstrip("\\").strip()
         if not line or line.startswith("--hash"):
             continue
-        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)(\s+--hash=\S+)*", line)
+        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[A-Za-z0-9,._ -]+\])?==([A-Za-z0-9.+!_-]+)"
+                             r"(\s+--hash=\S+)*", line)
         if match is None:
             sys.exit(f"dev.py: {path.name} line {number} is not a name==version pin: {line!r}")
         pins[canonical(match[1])] = match[2]

@@ -70,5 +70,5 @@ def test_read_pins_refuses_what_is_not_an_exact_pin(tmp_path):
     loose.write_text("--extra-index-url https://example.org/simple\n")
     with pytest.raises(SystemExit, match="line 1"):
         dev.read_pins(loose)
-    loose.write_text("Jupyter_Client==8.10.0 \\\n    --hash=sha256:abc\n")
-    assert dev.read_pins(loose) == {"jupyter-client": "8.10.0"}
+    loose.write_text("Jupyter_Client==8.10.0 \\\n    --hash=sha256:abc\nmyst-parser[linkify]==4.0.1\n")
+    assert dev.read_pins(loose) == {"jupyter-client": "8.10.0", "myst-parser": "4.0.1"}
