@@ -96,7 +96,14 @@ GUARDS: Tuple[Guard, ...] = (
         ("jupyter_client.manager:KernelManager._connect_control_socket", "a0c7c9b00269be1f"),
         ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.launch_kernel", "5a5d3e639018fd53"),
         ("jupyter_client.connect:ConnectionFileMixin._reconcile_connection_info", "5392d13edc8b96ab"),
-    ), "an adopted process is set on the provisioner as launch_kernel sets its own"),
+        # what the provisioner then does with an adopted process (autograder.warm.WarmProcess)
+        ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.poll", "12ca1197bc501486"),
+        ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.wait", "4f17103ed4cb9bd3"),
+        ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.send_signal", "66b39929d07b84e9"),
+        ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.kill", "1a9af1a2443a6bc4"),
+        ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.terminate", "f65bd4b412574919"),
+        ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.cleanup", "bbe4e1c870ac4c34"),
+    ), "an adopted process is set on the provisioner as launch_kernel sets its own, and used as its own"),
     Guard("notebook client budget", "nbclient", (
         ("nbclient.client:NotebookClient.output", "8ac7ba61fc598f51"),
         ("nbclient.client:NotebookClient.async_execute_cell", "366a0d406d758da2"),
