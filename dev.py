@@ -3,13 +3,18 @@
 
     python3 dev.py lab     # open the course in JupyterLab
     python3 dev.py test    # run the whole test suite (on one pytest-xdist worker per core)
-    python3 dev.py setup   # only create or update .venv
+    python3 dev.py setup   # only create or update .venv (and check it is exactly the locked set)
     python3 dev.py hub     # JupyterHub with an instructor and two students (as root)
+    python3 dev.py lock    # rewrite requirements.lock from requirements.txt (--upgrade: newest of all)
+    python3 dev.py lint    # ruff, with the rules of pyproject.toml
 
-Both commands create (or reuse) a virtual environment in ``.venv`` from the
-pinned ``requirements.txt`` and install this package into it in editable mode.
-The environment is reinstalled only when ``requirements.txt`` or
-``pyproject.toml`` changes (a hash of both is kept in ``.venv/.course-stamp``).
+Every command creates (or reuses) a virtual environment in ``.venv`` holding exactly
+the packages of ``requirements.lock`` (every package, pinned, made by ``python3 dev.py
+lock`` from the top-level pins in ``requirements.txt``) and this package in editable
+mode. The environment is reinstalled only when ``requirements.txt``,
+``requirements.lock`` or ``pyproject.toml`` changes (a hash of the three is kept in
+``.venv/.course-stamp``); then, and on every ``setup``, the installed set is compared
+with the lock and ``pip check`` runs, and a difference stops with what to do.
 Extra arguments are passed through: ``python3 dev.py test -k ring`` or
 ``python3 dev.py lab --no-browser --port 8899``. ``test`` runs on one pytest-xdist
 worker per core (at most 4, ``--dist loadgroup``: tests that share state stay on one
@@ -23,9 +28,12 @@ dependency exists.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -34,13 +42,98 @@ VENV = ROOT / ".venv"
 STAMP = VENV / ".course-stamp"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+#: the top-level pins (what the course asks for) and the lock (every package installed, pinned)
+REQUIREMENTS = ROOT / "requirements.txt"
+LOCK = ROOT / "requirements.lock"
+#: this checkout's distribution (installed editable, not in the lock) and the installer's own
+#: packages (``pip freeze`` leaves them out too; nothing here needs them at run time)
+PROJECT = "distributed-training-course"
+INSTALLER = ("pip", "setuptools", "wheel")
 
 
 def _inputs_hash() -> str:
     digest = hashlib.sha256()
-    for name in ("requirements.txt", "pyproject.toml"):
-        digest.update((ROOT / name).read_bytes())
+    for path in (REQUIREMENTS, LOCK, ROOT / "pyproject.toml"):
+        digest.update(path.read_bytes() if path.exists() else b"")
     return digest.hexdigest()
+
+
+def canonical(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503).
+
+    >>> canonical("Jupyter_Client"), canonical("ruamel.yaml")
+    ('jupyter-client', 'ruamel-yaml')
+    """
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_pins(path: Path) -> dict:
+    """``name==version`` lines (``name[extra]==version`` too) of a requirements file as {canonical name: version}.
+
+    Comments, blank lines and ``--hash`` continuations are skipped; a line that is not an exact pin
+    (a range, a URL, an index option) stops with the line, because the lock must pin everything.
+    """
+    pins = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip().rstrip("\\").strip()
+        if not line or line.startswith("--hash"):
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[A-Za-z0-9,._ -]+\])?==([A-Za-z0-9.+!_-]+)"
+                             r"(\s+--hash=\S+)*", line)
+        if match is None:
+            sys.exit(f"dev.py: {path.name} line {number} is not a name==version pin: {line!r}")
+        pins[canonical(match[1])] = match[2]
+    return pins
+
+
+_LIST_INSTALLED = ("import importlib.metadata as m, json; "
+                   "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
+
+
+def installed(python: Path) -> dict:
+    """{canonical name: version} of every distribution in the environment of ``python``."""
+    out = subprocess.run([str(python), "-I", "-c", _LIST_INSTALLED], check=True, capture_output=True, text=True).stdout
+    return {canonical(name): version for name, version in json.loads(out).items()}
+
+
+def lock_problems(python: Path = PYTHON) -> list:
+    """How the environment of ``python`` differs from :data:`LOCK`, and what ``pip check`` says ([]: none).
+
+    The project (editable) and :data:`INSTALLER` are not compared; everything else must be
+    exactly the locked set: no package missing, none at another version, none more.
+    """
+    locked, present = read_pins(LOCK), installed(python)
+    for name in (PROJECT, *INSTALLER):
+        present.pop(name, None)
+    problems = [f"{name}=={version} is locked but not installed"
+                for name, version in sorted(locked.items()) if name not in present]
+    problems += [f"{name} is {present[name]}, locked at {version}"
+                 for name, version in sorted(locked.items()) if name in present and present[name] != version]
+    problems += [f"{name}=={version} is installed but not locked"
+                 for name, version in sorted(present.items()) if name not in locked]
+    check = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "check"],
+                           capture_output=True, text=True)
+    if check.returncode != 0:
+        problems += [f"pip check: {line}" for line in check.stdout.splitlines() if line.strip()]
+    return problems
+
+
+def stale_lock() -> list:
+    """Top-level pins of ``requirements.txt`` the lock does not hold at the same version ([]: none)."""
+    if not LOCK.exists():
+        return [f"{LOCK.name} does not exist"]
+    locked = read_pins(LOCK)
+    return [f"requirements.txt pins {name}=={version}, {LOCK.name} "
+            + (f"has {locked[name]}" if name in locked else "lacks it")
+            for name, version in sorted(read_pins(REQUIREMENTS).items()) if locked.get(name) != version]
+
+
+def verify_environment() -> None:
+    """Stop with every difference between ``.venv`` and the lock (CI runs this through ``setup``)."""
+    problems = lock_problems()
+    if problems:
+        sys.exit("dev.py: .venv is not the locked set:\n  " + "\n  ".join(problems)
+                 + "\nrun `python3 dev.py setup` again; if the lock itself is wrong, `python3 dev.py lock`")
 
 
 def install_nbgrader_env_config() -> None:
@@ -56,23 +149,37 @@ def install_nbgrader_env_config() -> None:
         target.write_text(wanted)
 
 
-#: packages pip installs as dependencies that nothing here uses and that cost every process time:
+#: packages pip would install as dependencies that nothing here uses and that cost every process time,
+#: left out of the lock (so no installer ever installs them, since all install with ``--no-deps``):
 #: ``rfc3987-syntax`` (pulled in by ``jsonschema[format-nongpl]``, which jupyter-events requires)
 #: builds about 30 Earley parsers when imported, and ``jsonschema`` imports it on its own import,
 #: which every ``import nbformat`` does: 1.1 s of CPU in each nbgrader, autograder, Jupyter server
 #: and test process. It only adds jsonschema's "iri" format check, which no schema installed here
 #: uses (jupyter-events validates its event schemas with the draft-7 format checker; none has an
 #: "iri" format). ``pip check`` stays clean without it (the requirement is an extra's).
-UNUSED = {"rfc3987-syntax": "rfc3987_syntax"}
+UNUSED = ("rfc3987-syntax",)
 
 
-def remove_unused() -> None:
-    """Uninstall :data:`UNUSED` if present (a quick look in site-packages otherwise)."""
-    sites = list(VENV.glob("lib/python*/site-packages")) + list(VENV.glob("Lib/site-packages"))
-    present = [name for name, module in UNUSED.items() if any((site / module).exists() for site in sites)]
-    if present:
-        subprocess.run([str(PYTHON), "-m", "pip", "--disable-pip-version-check", "uninstall", "-y", "-q", *present],
-                       check=True)
+def install_locked() -> None:
+    """Make ``.venv`` exactly :data:`LOCK` plus this package (editable), then check it.
+
+    ``--no-deps``: pip installs the lines of the lock and nothing it would resolve on its own; a
+    package installed before and no longer locked (an upgrade dropped it, someone ran pip by
+    hand) is uninstalled; :func:`verify_environment` then compares and runs ``pip check``.
+    """
+    stale = stale_lock()
+    if stale:
+        sys.exit("dev.py: the lock does not match requirements.txt:\n  " + "\n  ".join(stale)
+                 + "\nrun `python3 dev.py lock` (and commit requirements.lock)")
+    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check"]
+    subprocess.run(pip + ["install", "-q", "--no-deps", "-r", str(LOCK)], check=True)
+    subprocess.run(pip + ["install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
+    locked, present = read_pins(LOCK), installed(PYTHON)
+    extra = sorted(set(present) - set(locked) - {PROJECT, *INSTALLER})
+    if extra:
+        print(f"dev.py: removing packages that are not locked: {', '.join(extra)}", flush=True)
+        subprocess.run(pip + ["uninstall", "-y", "-q", *extra], check=True)
+    verify_environment()
 
 
 #: the packages installed in editable mode, read from this checkout by every process
@@ -98,18 +205,14 @@ def ensure_environment() -> None:
     wanted = _inputs_hash()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         install_nbgrader_env_config()
-        remove_unused()
         compile_packages()
         return
     if not PYTHON.exists():
         print("dev.py: creating virtual environment in .venv", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check"]
-    print("dev.py: installing pinned requirements (first run takes a few minutes)", flush=True)
-    subprocess.run(pip + ["install", "-q", "-r", str(ROOT / "requirements.txt")], check=True)
-    subprocess.run(pip + ["install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
+    print(f"dev.py: installing {LOCK.name} (first run takes a few minutes)", flush=True)
+    install_locked()
     install_nbgrader_env_config()
-    remove_unused()
     compile_packages()
     STAMP.write_text(wanted + "\n")
 
@@ -191,8 +294,63 @@ def run_tests(extra: list[str]) -> None:
 
 
 def run_setup(extra: list[str]) -> None:
-    """Only create or update ``.venv`` (``ensure_environment`` has run by now)."""
-    print(f"dev.py: environment ready in {VENV}", flush=True)
+    """Only create or update ``.venv`` (``ensure_environment`` has run by now), and check it against the lock."""
+    verify_environment()
+    print(f"dev.py: environment ready in {VENV}: exactly {LOCK.name}, pip check clean", flush=True)
+
+
+def run_lint(extra: list[str]) -> None:
+    """``ruff check`` over the repository with the rules of ``pyproject.toml`` (extra arguments go to ruff)."""
+    _exec([str(BIN / "ruff"), "check", *(extra or ["."])])
+
+
+LOCK_HEADER = """\
+# Every package the course installs, pinned. Generated by `python3 dev.py lock` from the top-level
+# pins in requirements.txt (Python {python}); do not edit: change requirements.txt and run it again,
+# or `python3 dev.py lock --upgrade` for the newest releases of everything that is not pinned there.
+# dev.py, .ci/run, the Gradescope bundle, the Kubernetes image and the CI templates install exactly
+# these lines (pip install --no-deps -r requirements.lock) and run pip check.
+# Left out: pip, setuptools, wheel (the installer's) and {unused} (unused: dev.py's UNUSED).
+"""
+
+
+def run_lock(extra: list[str]) -> None:
+    """Resolve ``requirements.txt`` in a throwaway venv and write every installed package to :data:`LOCK`.
+
+    Without ``--upgrade`` the packages already locked keep their versions (given to pip as
+    constraints) unless ``requirements.txt`` pins them itself, so adding or bumping a top-level
+    pin changes only what it needs; ``--upgrade`` resolves everything afresh.
+    """
+    upgrade = "--upgrade" in extra
+    top = read_pins(REQUIREMENTS)
+    with tempfile.TemporaryDirectory(prefix="course-lock-") as tmp:
+        env = Path(tmp) / "venv"
+        venv.EnvBuilder(with_pip=True).create(env)
+        python = env / ("Scripts" if os.name == "nt" else "bin") / ("python.exe" if os.name == "nt" else "python")
+        pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
+        command = pip + ["install", "-q", "--no-compile", "-r", str(REQUIREMENTS)]
+        if LOCK.exists() and not upgrade:
+            kept = Path(tmp) / "kept.txt"
+            kept.write_text("".join(f"{name}=={version}\n" for name, version in read_pins(LOCK).items()
+                                    if name not in top and name not in UNUSED))
+            command += ["-c", str(kept)]
+        print(f"dev.py: resolving {REQUIREMENTS.name} in a throwaway venv"
+              + (" (everything afresh)" if upgrade else " (locked versions kept)"), flush=True)
+        if subprocess.run(command).returncode != 0:
+            sys.exit("dev.py lock: pip could not install requirements.txt"
+                     + ("" if upgrade else " with the versions locked now; try `python3 dev.py lock --upgrade`"))
+        subprocess.run(pip + ["uninstall", "-y", "-q", *UNUSED], check=True)
+        found = {name: version for name, version in installed(python).items() if name not in (PROJECT, *INSTALLER)}
+        check = subprocess.run(pip + ["check"], capture_output=True, text=True)
+        if check.returncode != 0:
+            sys.exit(f"dev.py lock: pip check fails on the resolved set:\n{check.stdout}")
+    old = read_pins(LOCK) if LOCK.exists() else {}
+    LOCK.write_text(LOCK_HEADER.format(python="%d.%d" % sys.version_info[:2], unused=", ".join(UNUSED))
+                    + "".join(f"{name}=={found[name]}\n" for name in sorted(found)))
+    changes = [f"  {name}: {old.get(name, '-')} -> {found.get(name, '-')}"
+               for name in sorted(set(old) | set(found)) if old.get(name) != found.get(name)]
+    print(f"dev.py: wrote {LOCK.name}: {len(found)} packages, {len(changes)} changed"
+          + "".join("\n" + line for line in changes), flush=True)
 
 
 def _free_port() -> int:
@@ -255,13 +413,17 @@ def run_hub(extra: list[str]) -> None:
     _exec([str(BIN / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")])
 
 
-COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub, "setup": run_setup}
+COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub, "setup": run_setup, "lock": run_lock,
+            "lint": run_lint}
 
 
 def main(argv: list[str]) -> None:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__)
         sys.exit(2)
+    if argv[0] == "lock":  # needs no .venv: it resolves in a throwaway one
+        run_lock(argv[1:])
+        return
     ensure_environment()
     COMMANDS[argv[0]](argv[1:])
 

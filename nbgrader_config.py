@@ -49,11 +49,11 @@ c.Autograde.autograde_preprocessors = ["autograder.formgrader.SandboxedAutograde
 # course-autograde left in autograded/ (autograder.feedback.ScrubTestOutputs). The list is the
 # autograder's own, so `nbgrader generate_feedback`, the formgrader's Generate Feedback button and
 # `course-autograde` render alike (tests/autograder/test_feedback_paths.py).
-from autograder.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402
+from autograder.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402 -- below the settings it explains
 
 c.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
 # ... and its maths is MathML, so it reads offline: no MathJax from a CDN (autograder/templates)
-from autograder.feedback import template_basedirs  # noqa: E402
+from autograder.feedback import template_basedirs  # noqa: E402 -- below the settings it explains
 
 c.HTMLExporter.extra_template_basedirs = template_basedirs()
 
@@ -66,8 +66,8 @@ c.HTMLExporter.preprocessors = ["autograder.handgrading.ShowMarkingGuide", "auto
 # release/ (which `course build-release` makes). Answer cells get the activity's ``code_stub``
 # instead of nbgrader's `raise NotImplementedError()`, so "Run All" does not stop at the first
 # answer: a lab's is a comment, a chapter's a comment and `pass` (a Build function's body stays valid).
-from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
-from nbgrader.preprocessors import ClearSolutions  # noqa: E402
+from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402 -- below the settings it explains
+from nbgrader.preprocessors import ClearSolutions  # noqa: E402 -- below the settings it explains
 
 
 class ClearSolutionsPerAssignment(ClearSolutions):

@@ -24,15 +24,17 @@ from pathlib import Path
 from textwrap import indent
 from typing import Dict
 
-#: the environment of the course, exactly as ``dev.py`` builds it (pins from requirements.txt)
+#: the environment of the course, exactly as ``dev.py`` builds it: the lock (every package, pinned, from
+#: ``python3 dev.py lock``) with ``--no-deps``, the course, then ``pip check``
 SETUP = """\
 sudo -n true 2>/dev/null && SUDO=sudo || SUDO=
 $SUDO apt-get update -q && $SUDO apt-get install -y -q bubblewrap util-linux
 # Ubuntu 24.04 restricts unprivileged user namespaces, which bubblewrap needs
 $SUDO sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
 python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q -r requirements.txt
+"$VENV/bin/python" -m pip install -q --no-deps -r requirements.lock
 "$VENV/bin/python" -m pip install -q --no-deps -e .
+"$VENV/bin/python" -m pip check
 """
 
 #: one shard: gradebook, grading, this shard's feedback kept beside its grades
@@ -103,7 +105,7 @@ jobs:
         with:
           python-version: "3.11"
       - id: setup
-        name: environment from requirements.txt and the sandbox
+        name: environment from requirements.lock and the sandbox
         run: |
 {_block(SETUP, 10)}
       - id: grade
@@ -126,7 +128,7 @@ jobs:
         with:
           python-version: "3.11"
       - id: setup
-        name: environment from requirements.txt
+        name: environment from requirements.lock
         run: |
 {_block(SETUP, 10)}
       - uses: actions/download-artifact@v4

@@ -401,6 +401,13 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"course-autograde: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        from .compat import CompatError  # the installed libraries are not the checked ones: say which, no traceback
+
+        if not isinstance(exc, CompatError):
+            raise
+        print(f"course-autograde: {exc}", file=sys.stderr)
+        return 3
 
 
 def _report(args) -> int:

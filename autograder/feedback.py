@@ -23,7 +23,6 @@ import os
 import threading
 from typing import TYPE_CHECKING, Dict
 
-import nbformat
 from nbformat.v4 import new_output
 
 if TYPE_CHECKING:

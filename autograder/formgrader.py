@@ -32,7 +32,7 @@ from nbgrader.preprocessors.base import NbGraderPreprocessor
 #: ``Execute``, in the grader's account, trusting the kernel): only for comparing with plain nbgrader
 #: (``benchmarks/bench_autograder.py``) and for testing the hidden test cells themselves
 PLAIN_NBGRADER_CONFIG = """
-from nbgrader.converters import Autograde as _Autograde  # noqa: E402
+from nbgrader.converters import Autograde as _Autograde  # noqa: E402 -- in a config file after its c = get_config()
 
 c.Autograde.sanitize_preprocessors = _Autograde.class_traits()["sanitize_preprocessors"].default()
 c.Autograde.autograde_preprocessors = _Autograde.class_traits()["autograde_preprocessors"].default()

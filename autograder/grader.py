@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 import nbformat
 
-from . import cleanroom, kernel, sandbox
+from . import cleanroom, compat, kernel, sandbox
 from .submissions import Submission
 
 if TYPE_CHECKING:  # the judge's record; imported where judging happens (the course package loads lazily)
@@ -85,123 +85,6 @@ def _fresh(path: Path) -> Path:
     return path
 
 
-#: db_url -> the engine every gradebook of that URL opened in this process shares (see :func:`_share_engine`)
-_SHARED_ENGINES: Dict[str, object] = {}
-_SHARE_LOCK = threading.Lock()
-#: nbgrader's preprocessor modules that open their own ``Gradebook(db_url)``
-_GRADEBOOK_USERS = ("getgrades", "latesubmissions", "overwritecells", "overwritekernelspec", "saveautogrades")
-
-
-def _share_engine(db_url: str) -> None:
-    """Make every ``Gradebook(db_url)`` this process opens (ours and those inside nbgrader's
-    preprocessors) reuse one SQLAlchemy engine: nbgrader's constructor creates an engine, inspects
-    the schema, runs ``create_all`` and checks the course each time, and a fresh engine compiles
-    every query anew; a grade cost about a dozen of those. The gradebook stays what nbgrader
-    reads and writes (same tables, same sessions, one per ``with`` block); connections are not
-    pooled (``NullPool``), so nothing holds the file between uses.
-    """
-    import nbgrader.api
-    from sqlalchemy import create_engine
-    from sqlalchemy.orm import scoped_session, sessionmaker
-    from sqlalchemy.pool import NullPool
-
-    real = nbgrader.api.Gradebook
-    with _SHARE_LOCK:
-        if db_url in _SHARED_ENGINES:
-            return
-        with real(db_url):  # once: tables, alembic version and course exist
-            pass
-        engine = create_engine(db_url, echo=False, future=True, poolclass=NullPool)
-        # one session class: each sessionmaker() makes a new Session subclass, and SQLAlchemy's event
-        # registry keeps every one of them, so per-gradebook ones slow every later session down
-        _SHARED_ENGINES[db_url] = (engine, sessionmaker(autoflush=True, bind=engine, future=True))
-        if getattr(nbgrader.api, "_autograder_shared", None) is None:
-
-            class SharedGradebook(real):
-                """A ``Gradebook`` on the shared engine; ``close`` ends its session only."""
-
-                def __init__(self, engine, factory):
-                    self.engine = engine
-                    self.db = scoped_session(factory)
-                    self.course_id, self.authenticator = "default_course", None
-
-                def close(self):
-                    self.db.remove()
-
-            def opened(db_url, *args, **kwargs):
-                shared = _SHARED_ENGINES.get(db_url)
-                if shared is None or args or kwargs:
-                    return real(db_url, *args, **kwargs)
-                return SharedGradebook(*shared)
-
-            nbgrader.api._autograder_shared = opened
-            import importlib
-
-            for name in _GRADEBOOK_USERS:
-                module = importlib.import_module(f"nbgrader.preprocessors.{name}")
-                if getattr(module, "Gradebook", None) is real:
-                    module.Gradebook = opened
-
-
-class _CheckedOnceJsonschema:
-    """``jsonschema`` for nbgrader's cell-metadata checks (``CheckCellMetadata``, run on every
-    submission): ``validate`` checks each schema against its meta-schema and builds its validator
-    once, not once per cell (most of a submission's sanitizing time), and raises the same error
-    (``best_match`` of the same validator's errors)."""
-
-    def __init__(self, module):
-        self._module = module
-        self._validators: Dict[str, object] = {}
-
-    def validate(self, instance, schema, cls=None, *args, **kwargs):
-        import json
-
-        if cls is not None or args or kwargs:
-            return self._module.validate(instance, schema, cls, *args, **kwargs)
-        key = json.dumps(schema, sort_keys=True)
-        validator = self._validators.get(key)
-        if validator is None:
-            kind = self._module.validators.validator_for(schema)
-            kind.check_schema(schema)
-            validator = self._validators[key] = kind(schema)
-        error = self._module.exceptions.best_match(validator.iter_errors(instance))
-        if error is not None:
-            raise error
-
-    def __getattr__(self, name):
-        return getattr(self._module, name)
-
-
-def _check_metadata_schema_once() -> None:
-    """Install :class:`_CheckedOnceJsonschema` where nbgrader's metadata validator looks it up."""
-    from nbgrader.nbgraderformat import common
-
-    if not isinstance(common.jsonschema, _CheckedOnceJsonschema):
-        common.jsonschema = _CheckedOnceJsonschema(common.jsonschema)
-
-
-class _FlushOnCommit:
-    """A gradebook whose session's ``commit`` only flushes, so that nbgrader's per-cell commits
-    become one transaction that the caller commits."""
-
-    class _Session:
-        def __init__(self, session):
-            self._session = session
-
-        def commit(self):
-            self._session.flush()
-
-        def __getattr__(self, name):
-            return getattr(self._session, name)
-
-    def __init__(self, gb):
-        self._gb = gb
-        self.db = self._Session(gb.db)
-
-    def __getattr__(self, name):
-        return getattr(self._gb, name)
-
-
 class PhaseClock:
     """Wall seconds of each phase of one submission, for ``grades.json`` (``phases``) and the benchmark.
 
@@ -240,6 +123,7 @@ class Grader:
     def __init__(self, course_root, assignment: str, *, workers: Optional[int] = None,
                  limits: sandbox.Limits = sandbox.Limits(), seed: int = 0,
                  feedback: bool = True, isolate: bool = True, log=None):
+        compat.require()  # the library internals grading relies on are the ones checked (autograder/compat.py)
         self.root = Path(course_root).resolve()
         self.assignment_name = assignment
         self.workers = workers or len(os.sched_getaffinity(0))
@@ -266,17 +150,13 @@ class Grader:
                 self.log("!" * 78 + "\n" + message + "\n" + "!" * 78)
         self.isolation = "bwrap+rlimits" if self.use_bwrap else "rlimits"
         self.assignment = self._load_assignment()
-        _check_metadata_schema_once()
         from course.exercises import REGISTRY
 
         self.registered = {gid for gid in self.assignment.grade_cells if gid in REGISTRY}
 
     # ------------------------------------------------------------------ gradebook
     def _gradebook(self):
-        import nbgrader.api
-
-        _share_engine(self.db_url)
-        return nbgrader.api._autograder_shared(self.db_url)
+        return compat.open_gradebook(self.db_url)
 
     def _load_assignment(self) -> Assignment:
         from nbgrader.api import MissingEntry
@@ -376,24 +256,22 @@ class Grader:
             # nbgrader 0.9.6 fails when a neighbour of the deleted cell is gone too; registered parts
             # are judged from the harvest anyway, so grade without the missing cells
             restored, resources = OverwriteCells().preprocess(nb, resources)
-        nb, resources = CheckCellMetadata().preprocess(restored, resources)
+        with compat.cached_metadata_schema():
+            nb, resources = CheckCellMetadata().preprocess(restored, resources)
         return nb
 
     def _record(self, nb, student: str, verdicts: Dict[str, "Verdict"]) -> Dict[str, float]:
         """nbgrader's ``LimitOutput`` and ``SaveAutoGrades``, then the judged parts' scores over the
         in-kernel ones, in ONE gradebook transaction (``SaveAutoGrades`` alone commits once per
         graded cell); returns the in-kernel scores."""
-        from nbgrader.preprocessors import AssignLatePenalties, LimitOutput, SaveAutoGrades
+        from nbgrader.preprocessors import AssignLatePenalties, LimitOutput
 
         resources = self._resources(student)
         nb, resources = LimitOutput().preprocess(nb, resources)
-        save = SaveAutoGrades()
-        save.notebook_id, save.assignment_id = self.assignment.notebook, self.assignment_name
-        save.student_id, save.db_url = student, self.db_url
         with self._gradebook() as gb:
-            save.gradebook = _FlushOnCommit(gb)
-            # SaveAutoGrades.preprocess without its own Gradebook: the cells, as nbgrader runs them
-            nb, resources = super(SaveAutoGrades, save).preprocess(nb, resources)
+            nb, resources = compat.SaveAutoGradesInto().preprocess_into(
+                gb, nb, resources, notebook_id=self.assignment.notebook, assignment_id=self.assignment_name,
+                student_id=student, db_url=self.db_url)
             gb.db.flush()
             gb.db.expire_all()  # scores are computed by the database: read them again
             sub_nb = gb.find_submission_notebook(self.assignment.notebook, self.assignment_name, student)
@@ -528,7 +406,7 @@ class Grader:
                 if cleanroom.names_missing(harvested):
                     # blame only the left-out cells that could have defined what the part misses
                     missing, defines = cleanroom.missing_names(REGISTRY[gid], harvested), room.get("defines", {})
-                    could = lambda n: n not in defines or bool(missing & set(defines[n]))  # noqa: E731
+                    could = lambda n: n not in defines or bool(missing & set(defines[n]))  # noqa: E731 -- a one-line helper local to this function
                     hung = [n for n in room.get("stopped_cells", []) if n not in room.get("exited_cells", [])
                             and could(n)]
                     lost = sorted(n for n in set(room.get("exited_cells", [])) | set(room.get("ended_by", []))
@@ -643,7 +521,8 @@ class Grader:
         started = time.monotonic()
         phases = PhaseClock()
         try:
-            result = self._grade_one(sub, slot, phases)
+            with compat.shared_gradebooks():  # nbgrader's preprocessors on the shared engine, while grading
+                result = self._grade_one(sub, slot, phases)
         except Exception as exc:  # an internal failure still gives the student a row
             result = self._rows(sub.student, "error",
                                 f"the autograder failed on this submission ({type(exc).__name__}: "
@@ -950,7 +829,7 @@ class _FeedbackWorkers:
         for proc in self.procs:
             try:
                 proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 -- any failure ends the same way
                 proc.kill()
 
 
@@ -987,6 +866,7 @@ def _feedback_html(nb, resources: dict, verdicts, db_url: str, gradebook_lock=No
     from the gradebook (under ``gradebook_lock`` when given); runs in a worker process or thread."""
     from .feedback import feedback_notebook, render_feedback
 
-    _share_engine(db_url)
-    fb_nb, fb_resources = feedback_notebook(nb, resources, verdicts, gradebook_lock=gradebook_lock)
+    compat.open_gradebook(db_url)  # the shared engine for db_url exists before GetGrades opens it
+    with compat.shared_gradebooks():
+        fb_nb, fb_resources = feedback_notebook(nb, resources, verdicts, gradebook_lock=gradebook_lock)
     return render_feedback(fb_nb, fb_resources)

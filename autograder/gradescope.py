@@ -11,9 +11,9 @@ files in ``/autograder/submission`` and ``/autograder/submission_metadata.json``
 :func:`build_bundle` writes the zip:
 
 * ``setup.sh``: Debian/Ubuntu packages of the sandbox (``bubblewrap``, ``util-linux``), a venv in
-  ``/autograder/venv`` with ``requirements.txt`` (the repository's pins, verbatim, as ``dev.py``
-  installs them, and without :data:`UNUSED`, as ``dev.py`` leaves its venv) and the course package
-  (``package/``, not editable);
+  ``/autograder/venv`` with exactly ``requirements.lock`` (the repository's lock, verbatim, installed
+  as ``dev.py`` installs it: ``--no-deps``, then ``pip check``) and the course package (``package/``,
+  not editable);
 * ``run_autograder``: ``python -m autograder.gradescope --root /autograder``;
 * ``course_root/``: ``nbgrader_config.py``, ``source/<assignment>/`` and a fresh ``gradebook.db``
   holding only that assignment (no student of the instructor's own gradebook);
@@ -55,10 +55,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE_FILES = ("pyproject.toml", "README.md")
 PACKAGE_DIRS = ("course", "autograder")
 
-#: pip packages the requirements pull in that nothing here uses, uninstalled after installing them as
-#: ``dev.py`` does (its ``UNUSED``, where the why is): ``rfc3987-syntax``, from
-#: ``jsonschema[format-nongpl]``, costs every process that imports nbformat 1.1 s of CPU
-UNUSED = ("rfc3987-syntax",)
+#: the lock of the repository (every package, pinned; ``python3 dev.py lock`` writes it)
+LOCK = "requirements.lock"
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image (base image: Ubuntu 24.04;
@@ -70,13 +68,13 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap util-linux
 python3 -m venv "$ROOT/venv"
-"$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -q -r "$HERE/requirements.txt"
+# exactly the lock (--no-deps: nothing pip would resolve beyond it), then the course, then pip check
+"$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps -r "$HERE/@LOCK@"
 "$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps "$HERE/package"
-# unused, and 1.1 s of CPU in every grading process that imports nbformat (see dev.py's UNUSED)
-"$ROOT/venv/bin/python" -m pip uninstall --disable-pip-version-check -y -q @UNUSED@
+"$ROOT/venv/bin/python" -m pip check --disable-pip-version-check
 # fail the image build, not every student's run, if the sandbox cannot work in this container
 "$ROOT/venv/bin/python" -m autograder.gradescope --root "$ROOT" --check
-""".replace("@UNUSED@", " ".join(UNUSED))
+""".replace("@LOCK@", LOCK)
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this once per submission, in a fresh container, from /autograder.
@@ -127,7 +125,7 @@ def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = 
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
             _write_text(zf, "setup.sh", SETUP_SH, executable=True)
             _write_text(zf, "run_autograder", RUN_AUTOGRADER, executable=True)
-            _write_text(zf, "requirements.txt", (REPO / "requirements.txt").read_text())
+            _write_text(zf, LOCK, (REPO / LOCK).read_text())
             _write_text(zf, "settings.json", json.dumps(settings, indent=1) + "\n")
             for name in PACKAGE_FILES:
                 zf.write(REPO / name, f"package/{name}")

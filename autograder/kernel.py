@@ -40,18 +40,15 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from queue import Empty
 from typing import List, Optional
 
 import zmq
 import zmq.asyncio
-from jupyter_client.asynchronous import AsyncKernelClient
-from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_output
 
-from . import sandbox, warm
+from . import compat, sandbox, warm
 
 #: prefix of the line a harvest cell prints; read from that cell's stdout only
 HARVEST_MARK = "AUTOGRADER-HARVEST:"
@@ -105,45 +102,7 @@ def output_cap_source(chars: int) -> str:
     ).replace("{CUT_NOTE!r}", repr(CUT_NOTE))
 
 
-class QuickReadyClient(AsyncKernelClient):
-    """jupyter_client's client, whose ``wait_for_ready`` polls in 50 ms steps, not 200 ms.
-
-    The stock one waits 0.2 s for an IOPub message after each kernel_info reply (if the
-    subscription was not in place yet, it asks again) and then drains IOPub until it has been
-    quiet for 0.2 s: about 0.4 s of every kernel start. Leftover status messages of the
-    kernel_info requests are harmless: nbclient reads only messages whose parent is the cell's
-    own request.
-    """
-
-    async def wait_for_ready(self, timeout: Optional[float] = None) -> None:
-        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
-        while True:
-            self.kernel_info()
-            try:
-                msg = await self.shell_channel.get_msg(timeout=1)
-            except Empty:
-                pass
-            else:
-                if msg["msg_type"] == "kernel_info_reply":
-                    try:  # IOPub subscribed: the kernel's status for this request came through
-                        await self.iopub_channel.get_msg(timeout=0.05)
-                    except Empty:
-                        pass
-                    else:
-                        self._handle_kernel_info_reply(msg)
-                        break
-            if not await self._async_is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
-        while True:
-            try:
-                await self.iopub_channel.get_msg(timeout=0.02)
-            except Empty:
-                break
-
-
-class SandboxedKernelManager(AsyncKernelManager):
+class SandboxedKernelManager(compat.HookedKernelManager):
     """A kernel manager whose kernel command runs behind the sandbox's command prefix.
 
     Connection file and IPC sockets live in ``sockets_dir``, which the sandbox
@@ -154,7 +113,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                  warm_request: Optional[dict] = None, **kwargs):
         super().__init__(kernel_name="python3", transport="ipc", ip=str(sockets_dir / "kernel"),
                          connection_file=str(sockets_dir / "kernel.json"), context=context,
-                         client_class="autograder.kernel.QuickReadyClient", **kwargs)
+                         client_class="autograder.compat.QuickReadyClient", **kwargs)
         self._sandbox_prefix = list(prefix)
         self._sockets_dir = sockets_dir
         self._uid = uid
@@ -165,31 +124,23 @@ class SandboxedKernelManager(AsyncKernelManager):
         kwargs.setdefault("context", self.context)  # the context that caps message sizes
         return super().client(**kwargs)
 
-    def _connect_control_socket(self) -> None:
-        # jupyter_client lingers 100 ms on close for the interrupt it sends before killing the
-        # kernel; the kernel is killed with its sandbox anyway, so nothing waits for it
-        super()._connect_control_socket()
-        self._control_socket.linger = 0
-
-    async def _async_launch_kernel(self, kernel_cmd, **kw):
+    def adopt_process(self, kernel_cmd: list):
+        """The kernel forked by the zygote (:mod:`autograder.warm`) when warm; None: launch it sandboxed."""
         if self._uid is not None:  # the kernel runs as the worker slot's user: hand it its files
             for path in [self._sockets_dir, *self._sockets_dir.iterdir()]:
                 os.chown(path, self._uid, self._uid)
-        if self._warm_request is not None:
-            zygote = warm.zygote()
-            if zygote is None:
-                raise RuntimeError("the kernel zygote is not running")
-            cmd = list(kernel_cmd)
-            request = dict(self._warm_request, connection_file=self.connection_file,
-                           arguments=cmd[cmd.index("-f") + 2:] if "-f" in cmd else [])
-            self._warm_process = process = zygote.spawn(request)
-            self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, process.pid, None
-            self._reconcile_connection_info(self.provisioner.connection_info)
-            return
-        await super()._async_launch_kernel(self._sandbox_prefix + list(kernel_cmd), **kw)
-        self.launched_pid = self.provisioner.pid  # kept after nbclient's clean-up drops the provisioner
+        if self._warm_request is None:
+            return None
+        zygote = warm.zygote()
+        if zygote is None:
+            raise RuntimeError("the kernel zygote is not running")
+        request = dict(self._warm_request, connection_file=self.connection_file,
+                       arguments=kernel_cmd[kernel_cmd.index("-f") + 2:] if "-f" in kernel_cmd else [])
+        self._warm_process = zygote.spawn(request)
+        return self._warm_process
 
-    launched_pid: Optional[int] = None
+    def wrap_command(self, kernel_cmd: list) -> list:
+        return self._sandbox_prefix + kernel_cmd
 
     def kill_tree(self) -> None:
         """SIGKILL the launcher's whole process group (its own session; the sandbox dies with it)."""

@@ -85,7 +85,7 @@ def _check(result: int, what: str) -> int:
 
 
 def _mount(libc, source, target, fstype, flags, data=None) -> None:
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731 -- a one-line helper local to this function
     _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {target}")
 
@@ -534,6 +534,6 @@ def _self_test(z: Zygote) -> Optional[str]:
                 process.close()
             if not (sockets / "ok").is_file():
                 return "the warm kernel's sandbox could not be built here"
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 -- any failure is a reason to report
         return f"{type(exc).__name__}: {exc}"
     return None

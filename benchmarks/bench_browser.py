@@ -56,7 +56,7 @@ import nbformat
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.browser.conftest import (CHROMIUM, CHROMIUM_ARGS, open_notebook_page, run_all_cells,  # noqa: E402
+from tests.browser.conftest import (CHROMIUM, CHROMIUM_ARGS, open_notebook_page, run_all_cells,  # noqa: E402 -- after the repository is put on sys.path
                                     start_lab_server)
 
 TARGET_MS = 50.0

@@ -43,8 +43,8 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.autograder import attacks  # noqa: E402
-from tests.autograder.course_dir import (CHAPTER, grade_id, make_course, release, solution, submit,  # noqa: E402
+from tests.autograder import attacks  # noqa: E402 -- after the repository is put on sys.path
+from tests.autograder.course_dir import (CHAPTER, grade_id, make_course, release, solution, submit,  # noqa: E402 -- after the repository is put on sys.path
                                          with_first_answer, with_wrong_first_answer)
 
 HOSTILE = [("first", attacks.MONKEYPATCH), ("first", attacks.OS_EXIT), ("first", attacks.ALWAYS_EQUAL),

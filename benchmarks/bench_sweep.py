@@ -42,10 +42,10 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np  # noqa: E402 -- after the repository is put on sys.path
 
-from course.core import catalog as cat  # noqa: E402
-from course.core.planner import DEFAULT_COMPUTE_EFFICIENCY, evaluate, explain, sweep  # noqa: E402
+from course.core import catalog as cat  # noqa: E402 -- after the repository is put on sys.path
+from course.core.planner import DEFAULT_COMPUTE_EFFICIENCY, evaluate, explain, sweep  # noqa: E402 -- after the repository is put on sys.path
 
 CASES = [("llama3-70b", "h100-1024"), ("llama3-70b", "h100-16384"),
          ("llama3-405b", "h100-1024"), ("llama3-405b", "h100-16384")]
@@ -117,13 +117,13 @@ def issue27_targets(repeat):
 
     print("\ndefault sweeps of issue 27 (feasible rows, fastest first, best row read):")
     for model_name, cluster_name, target_ms in TARGETS:
-        run = lambda: sweep(model_name, cluster_name).row(0)  # noqa: E731
+        run = lambda: sweep(model_name, cluster_name).row(0)  # noqa: E731 -- a one-line helper local to this function
         run()
         best, median, top = best_of(run, repeat)
         cpu = best_cpu_of(run, repeat)
         args = {k: top[k] for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "num_microbatches", "zero_stage",
                                      "recompute", "sequence_parallel", "interleave")}
-        one = lambda: plan(model_name, cluster_name, **args)  # noqa: E731
+        one = lambda: plan(model_name, cluster_name, **args)  # noqa: E731 -- a one-line helper local to this function
         one()
         single, _, _ = best_of(one, 50)
         rows = len(sweep(model_name, cluster_name, include_infeasible=True, include_unvalidated=True))
@@ -154,7 +154,7 @@ def main(argv=None):
     ratios = []
     for model_name, cluster_name in CASES:
         cluster = cat.cluster(cluster_name)
-        run = lambda: sweep(model_name, cluster, include_infeasible=True)  # noqa: E731
+        run = lambda: sweep(model_name, cluster, include_infeasible=True)  # noqa: E731 -- a one-line helper local to this function
         run()  # warm-up (imports, caches)
         ours, _, table = best_of(run, args.repeat)
         n = len(table)
@@ -177,7 +177,7 @@ def main(argv=None):
 
     # one instrument-sized evaluation: a 256-point curve (DP = 1..256 at TP=8, PP=4)
     dp = np.arange(1, 257)
-    curve = lambda: evaluate("llama3-70b", "h100-1024", tp=8, pp=4, dp=dp,  # noqa: E731
+    curve = lambda: evaluate("llama3-70b", "h100-1024", tp=8, pp=4, dp=dp,  # noqa: E731 -- a one-line helper local to this function
                              num_microbatches=16, zero_stage=1, recompute="full")
     curve()
     best, median, cols = best_of(curve, 200)

@@ -81,7 +81,7 @@ def configure_person(name: str, instructor: bool) -> Path:
         course = prepare_course_root(home, *owner)
         # the formgrader and every nbgrader the instructor runs find the course root from here
         _write_owned(home, ".jupyter/nbgrader_config.py",
-                     f"load_subconfig({str(course / 'nbgrader_config.py')!r})  # noqa: F821\n", *owner)
+                     f"load_subconfig({str(course / 'nbgrader_config.py')!r})  # noqa: F821 -- provided by Jupyter's config loader\n", *owner)
     return home
 
 

@@ -62,7 +62,7 @@ def _bar(fraction: Optional[float], tone: str = "") -> str:
 def _table(caption: str, headers: Iterable[str], rows: Iterable[Iterable[str]], numeric=(), classes=None) -> str:
     """``numeric``: indices of right-aligned number columns; ``classes``: index -> CSS class of a column."""
     classes = {**{i: "num" for i in numeric}, **(classes or {})}
-    attr = lambda i: f' class="{classes[i]}"' if i in classes else ""  # noqa: E731
+    attr = lambda i: f' class="{classes[i]}"' if i in classes else ""  # noqa: E731 -- a one-line helper local to this function
     head = "".join(f'<th scope="col"{attr(i)}>{_e(h)}</th>' for i, h in enumerate(headers))
     body = []
     for row in rows:

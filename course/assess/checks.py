@@ -170,7 +170,7 @@ def validate_answered(part: Part, namespace: dict) -> None:
     graded on submission) and records nothing. Elsewhere nothing."""
     import os
 
-    __tracebackhide__ = True  # noqa: F841
+    __tracebackhide__ = True  # noqa: F841 -- pytest reads it to hide this frame from a student's traceback
     if os.environ.get(VALIDATING[0]) != VALIDATING[1]:
         return
     if part.kind == "lock":

@@ -7,7 +7,7 @@ Keys come from :func:`course.core.allreduce_time`, :func:`course.core.overlap_fr
 from __future__ import annotations
 
 from course import core
-from course.core.units import GB, GB_per_s, TFLOPS, billion, ms
+from course.core.units import GB_per_s, TFLOPS, billion, ms
 
 from course.assess.activity import Chapter
 from course.assess.authoring import build_exercise, rounded, values_exercise

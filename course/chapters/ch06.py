@@ -174,7 +174,7 @@ values_exercise(
         f"{s['q_heads'] // s['kv_heads']}:1 grouping: its {s['q_heads'] // s['tp']} query heads share "
         f"its KV head{'s' if s['kv_heads'] > s['tp'] else ''}. Beyond TP = {s['kv_heads']} there would be more GPUs "
         "than KV heads, so KV heads would have to be replicated."),
-    manual={"prompt": (f"What changes at TP = 16, with only 8 KV heads? Answer in one or two sentences."),
+    manual={"prompt": ("What changes at TP = 16, with only 8 KV heads? Answer in one or two sentences."),
             "answer": ("**Model answer.** 16 GPUs but 8 KV heads: each KV head is replicated on 2 GPUs "
                        "(each GPU holds one KV head shared by its 4 query heads), so KV weights and KV "
                        "cache are stored twice; alternatively keep TP at 8 and use another dimension.\n\n"

@@ -17,7 +17,6 @@ instead of two); DeepSeek-V3 dispatches MoE tokens in FP8 and combines in BF16.
 
 from __future__ import annotations
 
-import numpy as np
 
 from . import _validate as v
 

@@ -733,9 +733,9 @@ def memory_terms(*, cfg):
         if not np.any(kind == code):
             continue
         if name == "dualpipe":  # both ends of the pipeline on every device: p + 1 everywhere
-            at = lambda s: _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]  # noqa: E731
+            at = lambda s: _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]  # noqa: E731 -- a one-line helper local to this function
         else:
-            at = lambda s, name=name: _pipe.in_flight_microbatches_at_stage(  # noqa: E731
+            at = lambda s, name=name: _pipe.in_flight_microbatches_at_stage(  # noqa: E731 -- a one-line helper local to this function
                 cfg.pp, cfg.num_microbatches, s, name, cfg.interleave)
         middle = np.minimum(1, cfg.pp - 1)
         h = np.maximum(np.maximum(first_layers * at(0), cfg.stage_layers * at(middle)),

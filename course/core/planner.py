@@ -93,8 +93,6 @@ Example (GPT-3 175B on 1,024 H100s)::
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from itertools import product
-from typing import Optional
 
 import numpy as np
 
@@ -361,9 +359,9 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
 
 def _sentences(cols, i, m, c, requested_batch):
     """Student-facing sentences for the violations of row ``i``."""
-    g = lambda k: cols[k][i].item()  # noqa: E731
+    g = lambda k: cols[k][i].item()  # noqa: E731 -- a one-line helper local to this function
     tp, cp, pp, dp = g("tp"), g("cp"), g("pp"), g("dp")
-    b, nmb, v_ = g("micro_batch"), g("num_microbatches"), g("interleave")
+    b, nmb = g("micro_batch"), g("num_microbatches")
     out = []
     if g("viol_gpus_mismatch"):
         out.append(("gpus_mismatch",
@@ -413,7 +411,7 @@ def _sentences(cols, i, m, c, requested_batch):
                     f"micro-batches must both be even, with at least 2 x PP = {2 * pp} micro-batches (DeepSeek-AI "
                     f"2024, sec. 3.2.1; DeepSeek's dualpipe.py asserts num_chunks >= num_ranks * 2)."))
     if g("viol_out_of_memory"):
-        gbs = lambda k: g(k) / 1e9  # noqa: E731
+        gbs = lambda k: g(k) / 1e9  # noqa: E731 -- a one-line helper local to this function
         out.append(("out_of_memory",
                     f"Out of memory: {gbs('memory_total'):.1f} GB per GPU needed (weights "
                     f"{gbs('weights'):.1f} + gradients {gbs('gradients'):.1f} + optimizer "
@@ -424,7 +422,7 @@ def _sentences(cols, i, m, c, requested_batch):
 
 def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT):
     """Sentences for the notes of row ``i`` (true, costed, not a reason to reject)."""
-    g = lambda k: cols[k][i].item()  # noqa: E731
+    g = lambda k: cols[k][i].item()  # noqa: E731 -- a one-line helper local to this function
     out = []
     if g("note_uneven_stages"):
         pp, busiest = g("pp"), g("stage_layers")
@@ -753,8 +751,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     rc_codes = np.array([RECOMPUTE_MODES.index(r) for r in recompute], dtype=np.int64)
     # one axis per setting (base layouts, ZeRO stage, recompute, SP): every term computes on the axes
     # it depends on, and only the sums broadcast to the whole grid
-    on = lambda values, axis: np.reshape(values, [-1 if a == axis else 1 for a in range(4)])  # noqa: E731
-    b = lambda j: on(base[:, j], 0)  # noqa: E731
+    on = lambda values, axis: np.reshape(values, [-1 if a == axis else 1 for a in range(4)])  # noqa: E731 -- a one-line helper local to this function
+    b = lambda j: on(base[:, j], 0)  # noqa: E731 -- a one-line helper local to this function
     cfg = Config(m, c, tp=b(0), cp=b(1), pp=b(2), dp=b(3), micro_batch=b(4), num_microbatches=b(5),
                  interleave=b(6), ep=b(7), etp=b(8), zero_stage=on(np.array(zero_stages, dtype=np.int64), 1),
                  recompute=on(rc_codes, 2), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 3),

@@ -40,11 +40,11 @@ and exercises declared through :mod:`course.assess.authoring`), add one line to
 ``course build-release <assignment>``.
 """
 
-from course.activities import REGISTRY, SYLLABUS  # noqa: F401
-from course.assess.checks import (  # noqa: F401
+from course.activities import REGISTRY, SYLLABUS  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
+from course.assess.checks import (  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
     check_exercise, show_exercise, validate_answered as _validate_answered, validate_exercise, whoami,
 )
-from course.assess.registry import (  # noqa: F401
+from course.assess.registry import (  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
     KINDS, Check, NotPlain, Part, Verdict, judge_plain, plain_number, roundtrip, safe_judge, to_plain,
 )
 
@@ -57,14 +57,14 @@ def check(exercise: str, namespace: dict) -> None:
 def validate(exercise: str, namespace: dict) -> None:
     """A test cell's visible part: under ``nbgrader validate``, fail naming what is unanswered or not yet
     right by exercise ``exercise``'s visible check; elsewhere nothing (no attempt, no derivation)."""
-    __tracebackhide__ = True  # noqa: F841
+    __tracebackhide__ = True  # noqa: F841 -- pytest reads it to hide this frame from a student's traceback
     validate_exercise(SYLLABUS.exercise(exercise), namespace)
 
 
 def validate_answered(grade_id: str, namespace: dict) -> None:
     """A lab test cell's visible part: under ``nbgrader validate``, fail if part ``grade_id`` is not
     answered (or its prediction not locked); elsewhere nothing."""
-    __tracebackhide__ = True  # noqa: F841
+    __tracebackhide__ = True  # noqa: F841 -- pytest reads it to hide this frame from a student's traceback
     _validate_answered(REGISTRY[grade_id], namespace)
 
 

@@ -238,7 +238,7 @@ class Configurator(Instrument):
                          f"({html.escape(', '.join(invalid))}): fix the degrees first")
         else:
             step_math = (
-                f"<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
+                "<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
                 + f" = {fmt_time(shown['step_seconds'])}<br>"
                 f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = "
                 f"{100 * shown['mfu']:.1f} %, step {fmt_time(shown['step_seconds'])}")

@@ -205,7 +205,7 @@ class LogFloatSlider(_StopSlider):
     #: never None: ipywidgets' selection value allows None, which no validator sees and leaves no option selected
     value = _NotNone(help="Selected value")
 
-    def __init__(self, value: float, min: float, max: float, presets=(), mantissas=LOG_MANTISSAS,  # noqa: A002
+    def __init__(self, value: float, min: float, max: float, presets=(), mantissas=LOG_MANTISSAS,  # noqa: A002 -- ipywidgets' own names for the bounds
                  **kwargs):
         """``presets``: numbers the labs name, each a stop for good (default: the series only)."""
         low, high = float(min), float(max)

@@ -23,7 +23,7 @@ from typing import Dict, NamedTuple
 import ipywidgets as widgets
 
 from course import core
-from course.core import catalog, units
+from course.core import catalog
 
 from .lab05 import SPEC as LAB05_SPEC, part3_savings
 

@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from hub.setup import INSTRUCTOR_LAB_PLUGINS, INSTRUCTOR_SERVER_EXTENSIONS, KERNEL_CONNECTION  # noqa: E402
+from hub.setup import INSTRUCTOR_LAB_PLUGINS, INSTRUCTOR_SERVER_EXTENSIONS, KERNEL_CONNECTION  # noqa: E402 -- after the repository is put on sys.path
 
 ROLES = ("student", "instructor")
 

@@ -30,7 +30,7 @@ def test_each_derivation_appears_once_in_feedback(tmp_path):
     path = sn.write(nb, tmp_path / f"{NAME}.ipynb")
     said = sn.run_visible(nb, path.parent, sn.kernel_env(STUDENT, tmp_path / "ledger.json"))
     assert set(said.values()) == {"right"}
-    text = lambda n: "".join(str(o.get("data", {}).get("text/markdown", "")) for c in n.cells  # noqa: E731
+    text = lambda n: "".join(str(o.get("data", {}).get("text/markdown", "")) for c in n.cells  # noqa: E731 -- a one-line helper local to this function
                              for o in c.get("outputs", [])) + "".join(c.source for c in n.cells
                                                                       if c.cell_type == "markdown")
     # the student saw each derivation in the check's output ...

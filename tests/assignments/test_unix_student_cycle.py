@@ -19,7 +19,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from . import student_notebooks as sn

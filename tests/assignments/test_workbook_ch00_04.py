@@ -14,7 +14,7 @@ from course.exercises.feedback import insert_derivations
 from course.activities import ACTIVITIES, EXERCISES
 from course.assess.spec import spec_for
 
-from .conftest import WORKBOOK_0_4, WORKBOOK_5_9
+from .conftest import WORKBOOK_0_4
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER_EXERCISES = {"ch00": 6, "ch01": 6, "ch02": 5, "ch03": 5, "ch04": 5}

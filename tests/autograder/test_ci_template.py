@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 import yaml
 
@@ -98,7 +97,8 @@ def test_templates_parse_and_name_the_same_scripts(ci):
     assert gitlab["merge"]["script"][0].strip() == ci_template.MERGE.strip()
     assert gitlab["default"]["before_script"][0].strip() == ci_template.SETUP.strip()
     assert _step(github["jobs"]["grade"], "setup").strip() == ci_template.SETUP.strip()
-    assert "-r requirements.txt" in ci_template.SETUP and "bubblewrap" in ci_template.SETUP
+    assert "--no-deps -r requirements.lock" in ci_template.SETUP and "bubblewrap" in ci_template.SETUP
+    assert "-m pip check" in ci_template.SETUP.splitlines()[-1]
     assert github["jobs"]["merge"]["needs"] == "grade" and gitlab["merge"]["needs"] == ["grade"]
     assert github["env"]["SANDBOX"] == gitlab["variables"]["SANDBOX"] == "--require-sandbox"
 

@@ -164,16 +164,14 @@ def test_variant_from_metadata_and_hidden_parts_after_published(graded):
 def test_bundle_layout(graded):
     with zipfile.ZipFile(graded["bundle"]) as zf:
         names = set(zf.namelist())
-        assert {"setup.sh", "run_autograder", "requirements.txt", "settings.json",
+        assert {"setup.sh", "run_autograder", "requirements.lock", "settings.json",
                 "package/pyproject.toml", "package/autograder/gradescope.py",
                 "course_root/gradebook.db", f"course_root/source/{CHAPTER}/{CHAPTER}.ipynb"} <= names
         for script in ("setup.sh", "run_autograder"):
             assert stat.S_IMODE(zf.getinfo(script).external_attr >> 16) == 0o755
-        assert zf.read("requirements.txt").decode() == (ROOT / "requirements.txt").read_text()
+        assert zf.read("requirements.lock").decode() == (ROOT / "requirements.lock").read_text()
         setup = zf.read("setup.sh").decode()
-        assert "bubblewrap" in setup and 'pip install' in setup and "requirements.txt" in setup
-        (uninstall,) = [line.split() for line in setup.splitlines() if " pip uninstall " in line]
-        assert [a for a in uninstall[uninstall.index("uninstall") + 1:] if not a.startswith("-")] == _dev_unused()
+        assert "bubblewrap" in setup and 'pip install' in setup and "requirements.lock" in setup
         assert not any("__pycache__" in n for n in names)
         db = graded["bundle"].parent / "bundled.db"
         db.write_bytes(zf.read("course_root/gradebook.db"))
@@ -183,18 +181,8 @@ def test_bundle_layout(graded):
     subprocess.run(["bash", "-n", str(graded["roots"]["ada@uni.edu"] / "source" / "setup.sh")], check=True)
 
 
-def _dev_unused():
-    """``dev.py``'s ``UNUSED``: the packages it uninstalls from the venv after installing the pins."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("course_dev_py", ROOT / "dev.py")
-    dev = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dev)  # dev.py only acts under __main__
-    return sorted(dev.UNUSED)
-
-
-def test_setup_sh_leaves_the_venv_as_dev_py_does(tmp_path):
-    """setup.sh, run with apt-get and python3 stubbed, uninstalls what dev.py uninstalls, after the installs."""
+def test_setup_sh_installs_exactly_the_lock_as_dev_py_does(tmp_path):
+    """setup.sh, run with apt-get and python3 stubbed: the lock with --no-deps, the package, pip check, the check."""
     bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
     bin_dir.mkdir()
     stub = f'#!/bin/sh\necho "$(basename "$0") $*" >> {log}\n'
@@ -210,8 +198,9 @@ def test_setup_sh_leaves_the_venv_as_dev_py_does(tmp_path):
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "AUTOGRADER_ROOT": str(tmp_path)}
     subprocess.run(["bash", str(script)], check=True, env=env, capture_output=True)
     pip = [line.split()[3:] for line in log.read_text().splitlines() if line.startswith("python -m pip")]
-    assert [args[0] for args in pip] == ["install", "install", "uninstall"]
-    assert [a for a in pip[2][1:] if not a.startswith("-")] == _dev_unused() != []
+    assert [args[0] for args in pip] == ["install", "install", "check"]
+    assert pip[0][-3:] == ["--no-deps", "-r", f"{script.parent}/requirements.lock"]
+    assert "--no-deps" in pip[1] and pip[1][-1] == f"{script.parent}/package"
     assert log.read_text().splitlines()[-1].endswith("--check")  # the check runs in the final venv
 
 

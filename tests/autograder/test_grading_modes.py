@@ -9,7 +9,6 @@ only students who were collected or whose grades were recorded on purpose (``--r
 from __future__ import annotations
 
 import csv
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -1,6 +1,6 @@
 """hub/k8s/: what can be checked without Kubernetes (this machine has none).
 
-The manifests and Helm values parse; the image installs exactly requirements.txt; the grading
+The manifests and Helm values parse; the image installs exactly requirements.lock; the grading
 Jobs run the CI templates' scripts (which test_ci_template.py runs as a matrix); the hub's role
 hook gives instructors and students what hub/setup.py gives them; and the grading pod's script,
 with the volume paths pointed at folders here, grades and merges a small class.
@@ -59,9 +59,10 @@ def test_image_installs_exactly_the_pins():
     text = (K8S / "Dockerfile").read_text()
     commands = [c for c in re.split(r"&&|\n", text.replace("\\\n", " ")) if "pip install" in c]
     assert [c.split("pip install", 1)[1].split() for c in commands] == [
-        ["--no-cache-dir", "--disable-pip-version-check", "-r", "/opt/course/requirements.txt"],
+        ["--no-cache-dir", "--disable-pip-version-check", "--no-deps", "-r", "/opt/course/requirements.lock"],
         ["--no-cache-dir", "--disable-pip-version-check", "--no-deps", "/opt/course"]]  # nothing beyond the pins
-    assert "COPY requirements.txt /opt/course/requirements.txt" in text
+    assert "COPY requirements.lock /opt/course/requirements.lock" in text
+    assert re.search(r"pip install .*/opt/course \\\n && /opt/venv/bin/python -m pip check", text)
     base = re.search(r"^FROM python:(\d+)\.(\d+)", text, re.M)
     assert (int(base[1]), int(base[2])) == sys.version_info[:2]  # the Python the pins are tested on
 

@@ -198,7 +198,7 @@ def test_ep_across_nodes_costs_more_than_inside_one():
     # PP outermost (Megatron-Core's order): a stage's ranks fill nodes, so EP 8 with ETP 2 spans 2 nodes
     inside = _mixtral(tp=2, pp=8, dp=64, ep=8, etp=2)
     packed = _mixtral(tp=2, pp=8, dp=64, ep=8)  # ETP 1: EP 8 fills a node
-    per_layer = lambda p: p.ep_comm / (p.num_microbatches * p.stage_layers)  # noqa: E731
+    per_layer = lambda p: p.ep_comm / (p.num_microbatches * p.stage_layers)  # noqa: E731 -- a one-line helper local to this function
     assert per_layer(packed) * 3 < per_layer(inside)  # NVLink vs the network
 
 

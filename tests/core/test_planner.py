@@ -306,8 +306,8 @@ def test_invalid_model_and_cluster():
 
 # --------------------------------------------------------------------------- properties
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402 -- with the property tests it serves, at the end
+from hypothesis import strategies as st  # noqa: E402 -- with the property tests it serves, at the end
 
 
 @settings(max_examples=40, deadline=None)

@@ -68,7 +68,7 @@ def test_zero3_exposed_traffic_grows_with_microbatches_zero1_does_not():
     z1 = {m: plan("llama3-70b", H100_1024, num_microbatches=m, zero_stage=1, **args) for m in (1, 16)}
     assert z3[16].dp_comm_exposed == pytest.approx(16 * z3[1].dp_comm_exposed, rel=1e-9)
     assert z1[16].dp_comm_exposed == pytest.approx(z1[1].dp_comm_exposed, rel=1e-9)
-    extra = lambda m: z3[m].step_time - z1[m].step_time  # noqa: E731
+    extra = lambda m: z3[m].step_time - z1[m].step_time  # noqa: E731 -- a one-line helper local to this function
     assert extra(16) > 10 * extra(1) > 0
 
 
@@ -252,8 +252,8 @@ def test_sweep_rejects_bad_values_naming_the_setting(kwargs, name):
         sweep("llama3-70b", "research-256", **kwargs)
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402 -- with the property tests it serves, at the end
+from hypothesis import strategies as st  # noqa: E402 -- with the property tests it serves, at the end
 
 
 @settings(max_examples=40, deadline=None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pwd
 
 import nbformat
-import pytest
 from nbformat.v4 import new_output
 
 from course.assess import checks, variants

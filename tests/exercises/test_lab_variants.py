@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from course.core import catalog
-from course.exercises import REGISTRY, judge_json
+from course.exercises import judge_json
 from course.assess.variants import student_seed, variant_of
 from course.labs import lab05, lab06, tutorial
 from course.labs.activity import labs

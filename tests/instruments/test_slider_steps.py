@@ -23,7 +23,7 @@ import pytest
 import course.instruments as instruments
 from course.core import catalog, memory, units
 from course.instruments import AlgorithmDashboard, AllreduceComparator, SyncAudit
-from course.instruments.controls import LogFloatSlider, LogIntSlider, log_series, stop_label
+from course.instruments.controls import LogFloatSlider, log_series, stop_label
 from course.instruments.workloads import WORKLOADS
 from course.labs import lab05, lab06
 

@@ -14,7 +14,7 @@ import pytest
 from course import core
 from course.labs import lab05, lab06, tutorial
 from course.labs.activity import labs
-from course.labs.tracks import ACTS, scene_text
+from course.labs.tracks import scene_text
 
 LABS = labs()
 

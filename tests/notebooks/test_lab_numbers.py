@@ -7,13 +7,11 @@ in the text the student reads (release markdown, the lock's explanation and reve
 
 from __future__ import annotations
 
-import re
 
 import nbformat
 
 from course import core
 from course.core import catalog
-from course.core.units import GB
 from course.labs import lab06
 from course.instruments import AlgorithmDashboard
 from course.instruments.allreduce import WORKLOADS

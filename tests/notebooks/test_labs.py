@@ -264,7 +264,6 @@ def test_lab05_failure_states_from_the_configurator_controls():
 def test_sandboxed_autograder_reads_locks_from_the_submission(tmp_path, name, expected):
     """The real autograder (sandboxed harvest, trusted judge) gives the reference lab every automatic point."""
     import json
-    import shutil
     import subprocess
     import sys
     from pathlib import Path

@@ -175,11 +175,10 @@ def test_a_question_shown_before_the_lock_does_not_name_the_correct_option(prefi
 # (f) **questions**: a graded question shown before its lock whose key, for the student with no id, is the
 #     winning option's own number runs the lock's race: it must be declared ``after_lock``.
 
-from course import core  # noqa: E402
-from course.core import catalog  # noqa: E402
-from course.core.units import GB  # noqa: E402
-from course.labs.activity import QUESTION_BEFORE_LOCK, REFLECTION_BEFORE_LOCK  # noqa: E402
-from course.labs.tracks import ACTS as TRACK_ACTS, scene_text  # noqa: E402
+from course import core  # noqa: E402 -- below the rules it implements
+from course.core import catalog  # noqa: E402 -- below the rules it implements
+from course.labs.activity import QUESTION_BEFORE_LOCK, REFLECTION_BEFORE_LOCK  # noqa: E402 -- below the rules it implements
+from course.labs.tracks import ACTS as TRACK_ACTS, scene_text  # noqa: E402 -- below the rules it implements
 
 VARIANTS = range(40)
 
