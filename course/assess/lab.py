@@ -23,7 +23,7 @@ whose prompt changes with them gets a read-only prompt cell
 number that varies. The judge recomputes the key for the graded student's
 variant (:meth:`Lab.parts`).
 
-In the student's kernel a :class:`course.labs.activity.LabSession` hands out the
+In the student's kernel a :class:`course.notebook_api.lab_session.LabSession` hands out the
 locks by id, so a release notebook's lock cell is ``lab.lock('act1')``: the
 correct option, the explanation and the lock's reveal stay in this package
 until the student has locked.

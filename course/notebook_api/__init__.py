@@ -1,6 +1,9 @@
 """What notebooks, hidden tests and the autograder call: the assessment engine
 (:mod:`course.assess`) bound to the one activity list (:mod:`course.activities`).
 
+Notebooks import it by its older name, ``course.exercises`` (an alias: :mod:`course._moved`); the lab
+session is :mod:`course.notebook_api.lab_session` (old name ``course.labs.activity``).
+
 Contract for the autograder
 ---------------------------
 ``REGISTRY`` maps every autograded nbgrader ``grade_id`` to a
