@@ -44,6 +44,7 @@ and exercises declared through :mod:`course.assess.authoring`), add one line to
 """
 
 from course.activities import REGISTRY, SYLLABUS  # noqa: F401
+from course.assess import codes
 from course.assess.checks import (  # noqa: F401
     check_exercise, show_exercise, validate_answered as _validate_answered, validate_exercise, whoami,
 )
@@ -98,11 +99,11 @@ def judge_json(grade_id: str, text: str, seed: int = 0, adjust=None) -> Verdict:
 
     part = REGISTRY.get(grade_id)
     if part is None:
-        return Verdict(0.0, f"unknown exercise {grade_id!r}")
+        return Verdict(0.0, f"unknown exercise {grade_id!r}", code=codes.JUDGE_ERROR)
     try:
         harvested = json.loads(text)
     except (TypeError, ValueError):
-        return Verdict(0.0, "the answer could not be read back from the notebook")
+        return Verdict(0.0, "the answer could not be read back from the notebook", code=codes.UNREADABLE)
     return safe_judge(part, adjust(harvested) if adjust else harvested, seed)
 
 
