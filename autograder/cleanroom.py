@@ -57,7 +57,7 @@ from . import sandbox
 # The clean room's program and stand-in package are the engine's, so the visible check runs the very
 # same program on the student's cells (course.assess.cleanroom).
 from course.assess.cleanroom import (  # noqa: E402,F401
-    MAX_RESULT_BYTES, PROGRESS_MARK, RAISED, RESULT_MARK, RUNNER, STUB_EXERCISES, bound_names, harvests_for_parts,
+    MAX_RESULT_BYTES, PROGRESS_MARK, RAISED, RESULT_MARK, RUNNER_PATH, STUB_EXERCISES, bound_names, harvests_for_parts,
     numbered_code_cells, request_for_parts, syntax_errors, write_room,
 )
 from course.assess.registry import UNBOUND  # noqa: E402

@@ -10,6 +10,7 @@ the module it now names.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Dict, Iterable, List, Set, Tuple
 
@@ -289,17 +290,19 @@ def test_instruments_package_names_resolve_on_first_use():
         package.no_such_instrument
 
 
-def test_instruments_names_for_type_checkers_are_the_lazy_ones():
-    """Type checkers and IDEs read the ``if TYPE_CHECKING:`` imports of ``course.instruments``, the
-    running package ``_SOURCES``: both must list the same names from the same submodules, or one of
-    them offers a name the other does not have."""
+def test_instruments_names_are_listed_once():
+    """``course.instruments`` names each public name once, in its ``if TYPE_CHECKING:`` imports (what type
+    checkers read); the lazy table and ``__all__`` are read from those lines, not written again."""
     import course.instruments as package
 
-    tree = ast.parse((ROOT / "course" / "instruments" / "__init__.py").read_text())
+    source = (ROOT / "course" / "instruments" / "__init__.py").read_text()
+    tree = ast.parse(source)
     (block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
-    assert all(isinstance(node, ast.ImportFrom) and node.level == 1 for node in block.body)
-    static = [(alias.asname or alias.name, node.module) for node in block.body for alias in node.names]
-    assert sorted(static) == sorted(package._SOURCES.items())
+    static = {alias.asname or alias.name: node.module for node in block.body for alias in node.names}
+    assert package._SOURCES == static and package.__all__ == list(static)
+    assert "AllreduceComparator" in static and "SyncAudit" in static
+    for name in static:
+        assert len(re.findall(rf"\b{name}\b", source.split('"""', 2)[2])) == 1, name  # the docstring may name it
 
 
 def test_old_import_paths_are_the_moved_modules():
@@ -332,3 +335,21 @@ def test_old_import_paths_are_the_moved_modules():
     for old in MOVED:
         path = ROOT.joinpath(*old.split("."))
         assert not path.with_suffix(".py").exists() and not (path / "__init__.py").exists(), old
+
+
+def test_the_clean_rooms_program_needs_only_the_standard_library():
+    """``course/assess/cleanroom_runner.py`` is copied into a sandbox that holds no course package: it imports
+    the standard library only (and IPython's input transformer, for a cell with magics: the kernel's own), and
+    importing it runs nothing (it runs as ``__main__``)."""
+    import importlib
+    import sys
+
+    path = ROOT / "course" / "assess" / "cleanroom_runner.py"
+    imported = {alias.name.split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ImportFrom)}
+    allowed = set(sys.stdlib_module_names) | {"IPython"}
+    assert imported and imported <= allowed, imported - allowed
+    module = importlib.import_module("course.assess.cleanroom_runner")
+    assert callable(module.main) and module.GRACE > 0
