@@ -353,3 +353,11 @@ def test_the_clean_rooms_program_needs_only_the_standard_library():
     assert imported and imported <= allowed, imported - allowed
     module = importlib.import_module("course.assess.cleanroom_runner")
     assert callable(module.main) and module.GRACE > 0
+
+
+def test_every_folder_of_modules_is_a_package():
+    """A folder of modules without ``__init__.py`` is a namespace package: not found by setuptools'
+    ``packages.find`` (so missing from an installed course) and easy to shadow."""
+    folders = {path.parent for package in PACKAGES for path in (ROOT / package).rglob("*.py")
+               if "__pycache__" not in path.parts}
+    assert sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file()) == []
