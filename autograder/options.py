@@ -44,7 +44,8 @@ def limits(args) -> sandbox.Limits:
     """The limits to grade with: each flag given on the command line, else what the course's
     ``nbgrader_config.py`` sets, else the declared default (:class:`~autograder.limits.GradingLimits`)."""
     configured = course_limits(getattr(args, "course_root", None))
-    return sandbox.Limits.of(configured.override(**{name: getattr(args, name, None) for name in GradingLimits.names()}))
+    given = {name: getattr(args, name, None) for name in GradingLimits.names()}
+    return sandbox.Limits.of(configured.override(**given))
 
 
 def limit_options(p: argparse.ArgumentParser) -> None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from .limits import MiB, GradingLimits
+from .limits import GradingLimits, MiB
 
 #: where the scratch copy appears inside the sandbox (a tmpfs of ``Limits.scratch_bytes``)
 SCRATCH = "/scratch"

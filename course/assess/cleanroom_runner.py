@@ -4,7 +4,8 @@ Not imported by the course: :func:`course.assess.cleanroom.write_room` copies th
 room as ``runner.py``, and grading runs it there (``python -I runner.py CELLS STUB CELL_TIMEOUT``)
 inside the sandbox, which holds no course package (:mod:`autograder.cleanroom`); the visible check
 runs it the same way, unsandboxed. It reads its settings from argv and the request from stdin, and
-uses the standard library only (and IPython's input transformer for a cell with magics). :mod:`course.assess.cleanroom` describes what it answers.
+uses the standard library only (and IPython's input transformer for a cell with magics).
+:mod:`course.assess.cleanroom` describes what it answers.
 """
 
 import json

@@ -43,7 +43,8 @@ def test_wrong_numbers_fall_in_the_hint_classes_the_judge_words():
     small = lab06.LAB.key("act2_small")  # µs
     assert judge_json("lab06_act2_small", f'{{"value": {small / 1000}}}').code == "factor_of_1000"
     labels = catalog.class_labels()
-    assert labels["bits_for_bytes"] == "a factor of 8 off" and labels["order_of_magnitude"] == "wrong order of magnitude"
+    assert labels["bits_for_bytes"] == "a factor of 8 off"
+    assert labels["order_of_magnitude"] == "wrong order of magnitude"
 
 
 def test_the_report_reads_codes_never_the_reason():

@@ -259,5 +259,6 @@ def test_partial_credit_reasons_count_their_inputs_in_words():
     assert reasons[:3] == ["right on all 2 worked examples", "right on the edge case", "right on all 40 random inputs"]
     assert reasons[3] == "does not raise ValueError for 5 of 5 invalid inputs"
     assert verdict.code == "partial" and [c.codes for c in verdict.checks] == [(), (), (), ("no_value_error",)]
-    one = partial_verdict("f", [("worked example", 1, [("returns_wrong_value", "wrong value")]), ("random inputs", 4, [])])
+    one = partial_verdict("f", [("worked example", 1, [("returns_wrong_value", "wrong value")]),
+                                ("random inputs", 4, [])])
     assert one.checks[0].reason == "wrong value for 1 of 1 worked example"
