@@ -139,3 +139,14 @@ def test_wrong_answers_read_as_lines_at_1200_px(browser):
     for cell, wrong in zip(cells, (long_first, labels[:3])):
         allowed = len(wrong) + sum(len(w) > 28 for w in wrong)  # one line each, two for a long one
         assert cell["lines"] <= allowed, (cell, wrong)
+
+
+def test_counts_read_in_the_number_they_ask_for():
+    from autograder.classreport.render import _parts, counted
+
+    assert [counted(1, "part"), counted(2, "part"), counted(0, "student"), counted(1.0, "pt", "pts")] == [
+        "1 part", "2 parts", "0 students", "1 pt"]
+    one = {"grade_id": "ch02_ex2_1", "title": "2.1", "kind": "derive", "max_points": 1.0, "graded_by_hand": False,
+           "share_right": 1.0, "discrimination": None, "item_total": None, "distribution": {"1": 1}, "wrong": []}
+    html = _parts({"assignment": "ch02_gradient_accumulation", "counted": 1, "parts": [one]})
+    assert "over 1 student " in html and "1 pt: 1" in html and "1 students" not in html
