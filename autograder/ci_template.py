@@ -39,6 +39,7 @@ python3 -m venv "$VENV"
 
 #: one shard: gradebook, grading, this shard's feedback kept beside its grades
 GRADE = """\
+# limits per submission: c.GradingLimits in nbgrader_config.py (course-autograde reads it; a flag overrides)
 "$VENV/bin/nbgrader" generate_assignment "$ASSIGNMENT" --force --log-level=ERROR
 "$VENV/bin/course-autograde" class "$ASSIGNMENT" "$SUBMISSIONS" --shard "$SHARD/$SHARDS" --seed "$SEED" --workers "$WORKERS" $SANDBOX --no-progress --out "shards/$SHARD"
 mkdir -p "shards/$SHARD/feedback"

@@ -31,7 +31,7 @@ course's implementation:
   ends, or within :data:`AFTER_ANSWER` s of the first: a run whose answer came
   is not waited for longer), a wrong nonce, a non-plain value or a wrong shape
   all earn nothing. The key is computed only in the grader
-  (:func:`course.exercises.judge_json`), never here.
+  (:func:`course.notebook_api.judge_json`), never here.
 
 Anything the student's code does in the clean room (print, patch ``json`` or
 builtins, exit, loop, write forged lines) can only change which plain values
@@ -56,8 +56,8 @@ from . import sandbox
 
 # The clean room's program and stand-in package are the engine's, so the visible check runs the very
 # same program on the student's cells (course.assess.cleanroom).
-from course.assess.cleanroom import (  # noqa: E402,F401 -- re-exported (autograder.cleanroom.RUNNER ...), below the comment that says why
-    MAX_RESULT_BYTES, PROGRESS_MARK, RAISED, RESULT_MARK, RUNNER, STUB_EXERCISES, bound_names, harvests_for_parts,
+from course.assess.cleanroom import (  # noqa: E402,F401 -- re-exported (autograder.cleanroom.RUNNER_PATH ...), below the comment that says why
+    MAX_RESULT_BYTES, PROGRESS_MARK, RAISED, RESULT_MARK, RUNNER_PATH, STUB_EXERCISES, bound_names, harvests_for_parts,
     numbered_code_cells, request_for_parts, syntax_errors, write_room,
 )
 from course.assess.registry import UNBOUND  # noqa: E402 -- below the comment that says why the engine's program is used
@@ -118,7 +118,7 @@ def split_parts(grade_ids) -> Dict[str, List[str]]:
     kernel: a forged harvest there can only produce what the course package in
     the same kernel lets an honest answer cell produce.
     """
-    from course.exercises import REGISTRY
+    from course.notebook_api import REGISTRY
 
     split = {"functions": [], "values": [], "kernel": []}
     for gid in sorted(g for g in grade_ids if g in REGISTRY):
@@ -136,7 +136,7 @@ def code_cells(nb) -> List[str]:
 def request_for(split: Dict[str, List[str]], seed: int) -> Dict[str, Any]:
     """What the grader asks: per function part its name and the probe inputs for ``seed``;
     the names of every value part."""
-    from course.exercises import REGISTRY
+    from course.notebook_api import REGISTRY
 
     return request_for_parts([REGISTRY[g] for g in split["functions"]], [REGISTRY[g] for g in split["values"]], seed)
 
@@ -197,7 +197,7 @@ def harvests(data: Dict[str, Any], split: Dict[str, List[str]]) -> Dict[str, dic
     Value parts run their own ``harvest`` here, in the trusted grader, on a
     namespace of the plain values that came back.
     """
-    from course.exercises import REGISTRY
+    from course.notebook_api import REGISTRY
 
     return harvests_for_parts(data, [REGISTRY[g] for g in split["functions"]], [REGISTRY[g] for g in split["values"]])
 

@@ -412,13 +412,14 @@ def main(argv=None) -> int:
 
 def _report(args) -> int:
     from .classreport import make_report
+    from .classreport.render import counted
 
     if args.anonymise != (args.salt is not None):
         raise ValueError("--anonymise and --salt go together")
     report = make_report(args.assignments, course_root=args.course_root, grades=args.grades,
                          submissions=args.submissions, ledgers=args.ledgers, out_dir=args.out, salt=args.salt)
     students = sum(r["students_total"] for r in report["assignments"])
-    print(f"report of {len(report['assignments'])} assignment(s), {students} student rows"
+    print(f"report of {counted(len(report['assignments']), 'assignment')}, {counted(students, 'student row')}"
           f"{' (anonymised)' if report['anonymised'] else ''}: wrote {Path(args.out) / 'report.html'}")
     return 0
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 import random
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 from traitlets import Bool, Integer
 
 from nbgrader.preprocessors.base import NbGraderPreprocessor
+
+from .limits import GradingLimits
 
 #: lines for a copy of ``nbgrader_config.py`` that put nbgrader's own autograde steps back (its
 #: ``Execute``, in the grader's account, trusting the kernel): only for comparing with plain nbgrader
@@ -55,8 +56,11 @@ def _release_slot(slot: int) -> None:
         _slots_in_use.discard(slot)
 
 
-class SandboxedAutograde(NbGraderPreprocessor):
+class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
     """Grades the collected submission with the course's sandboxed grader, in place of ``Execute``.
+
+    Its limits are :class:`~autograder.limits.GradingLimits` (``c.GradingLimits.*`` in
+    ``nbgrader_config.py``, or the older ``c.SandboxedAutograde.*``), the same the command line reads.
 
     The notebook nbgrader hands in is its copy of ``submitted/<student>/<assignment>/``; the grader
     reads the collected folder itself (as ``course-autograde class`` does), writes the graded
@@ -68,11 +72,6 @@ class SandboxedAutograde(NbGraderPreprocessor):
                                       "code (False: grade with rlimits only, in this account)").tag(config=True)
     seed = Integer(None, allow_none=True, help="Probe seed of the judge (default: random per run, "
                                                "logged)").tag(config=True)
-    cell_timeout = Integer(60, help="seconds per cell").tag(config=True)
-    timeout = Integer(300, help="seconds per submission").tag(config=True)
-    memory_mb = Integer(4096, help="address-space limit per process (MiB)").tag(config=True)
-    max_processes = Integer(256, help="process limit per submission").tag(config=True)
-    scratch_mb = Integer(512, help="size of the in-memory folder a submission may write to").tag(config=True)
 
     def _coursedir(self):
         """The converter's CourseDirectory (this preprocessor's parent is its exporter, whose parent
@@ -89,7 +88,6 @@ class SandboxedAutograde(NbGraderPreprocessor):
 
         from . import sandbox
         from .grader import Grader
-        from .options import limits
         from .submissions import collected
 
         info = resources["nbgrader"]
@@ -105,9 +103,7 @@ class SandboxedAutograde(NbGraderPreprocessor):
         folder = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
         sub = collected(student, folder, assignment)
         grader = Grader(coursedir.root, assignment, workers=1, seed=seed, feedback=False,
-                        limits=limits(SimpleNamespace(cell_timeout=self.cell_timeout, timeout=self.timeout,
-                                                      memory_mb=self.memory_mb, max_processes=self.max_processes,
-                                                      scratch_mb=self.scratch_mb)),
+                        limits=sandbox.Limits.of(self),
                         isolate=True, log=self.log.warning)
         slot = _claim_slot()
         try:

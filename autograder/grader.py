@@ -378,6 +378,7 @@ class Grader:
         Returns ``{grade_id: Verdict}``: the judge's one record (score in [0, 1], reason, and the
         partial-credit checks) that the gradebook, ``grades.json``, feedback and the LMS export read.
         """
+        from course.assess import codes
         from course.assess.registry import RAISED, Verdict
         from course.exercises import REGISTRY, judge_json, safe_judge
 
@@ -393,12 +394,14 @@ class Grader:
         verdicts = {}
         for gid in sorted(self.registered):
             if gid in in_room and room.get("harvested") is None:
-                verdicts[gid] = Verdict(0.0, failed_room.get(room.get("state"), "your answers could not be read"))
+                verdicts[gid] = Verdict(0.0, failed_room.get(room.get("state"), "your answers could not be read"),
+                                        code=codes.ENDED_RUN if room.get("ended_in") else codes.UNREADABLE)
                 continue
             if gid in room.get("ended_by_calls", []):
                 name = REGISTRY[gid].function.name
                 verdicts[gid] = Verdict(0.0, f"calling your function `{name}` ended the grading run (it killed or "
-                                             "stopped the processes that run your code), so it could not be checked")
+                                             "stopped the processes that run your code), so it could not be checked",
+                                        code=codes.ENDED_RUN)
                 continue
             if gid in in_room:
                 harvested = cleanroom.with_unbound(REGISTRY[gid], room["harvested"][gid], run.get("bound"))
@@ -425,7 +428,7 @@ class Grader:
                     continue
             elif run["harvested"].get(gid) is None:
                 verdicts[gid] = Verdict(0.0, "this exercise could not be read from your notebook"
-                                 + (" (see the submission note)" if problem else ""), ())
+                                 + (" (see the submission note)" if problem else ""), (), code=codes.UNREADABLE)
                 continue
             else:
                 part, bound = REGISTRY[gid], run.get("bound")
@@ -703,33 +706,39 @@ class Grader:
 
     def _rows(self, student: str, status: str, reason: str, verdicts: Dict[str, "Verdict"],
               grades: Dict[str, dict]) -> dict:
+        from course.assess import codes
         from course.exercises import REGISTRY
 
         parts = []
         for gid, info in sorted(self.assignment.grade_cells.items()):
             part = REGISTRY.get(gid)
             grade = grades.get(gid, {})
-            checks = []
+            checks, findings = [], None
             if gid in verdicts:
-                part_status, why = "judged", verdicts[gid].reason
+                part_status, why, code = "judged", verdicts[gid].reason, verdicts[gid].code
+                findings = list(verdicts[gid].findings)
                 # partial credit: each check's points and reason (never the hidden inputs or the key)
                 checks = [{"check": c.name, "points": round(c.earned * info["max_score"], 6),
-                           "max_points": round(c.share * info["max_score"], 6), "reason": c.reason}
+                           "max_points": round(c.share * info["max_score"], 6), "reason": c.reason,
+                           "codes": list(c.codes)}
                           for c in verdicts[gid].checks]
             elif status in ("missing", "unreadable", "error"):
-                part_status, why = "not_graded", "see the submission note"
+                part_status, why, code = "not_graded", "see the submission note", codes.NOT_GRADED
             elif grade.get("needs_manual"):
-                part_status, why = "manual", "graded by hand by your instructor"
+                part_status, why, code = "manual", "graded by hand by your instructor", codes.AWAITING_HAND_GRADE
             elif info["solution"] and grade.get("manual") is None and not grade.get("score"):
                 # nbgrader scores a hand-graded answer left as released 0 and asks nobody to grade it
-                part_status, why = "nbgrader", "not answered"
+                part_status, why, code = "nbgrader", "not answered", codes.NOT_ANSWERED
             else:
                 part_status = "nbgrader"
-                why = "passed" if grade.get("score", 0) >= info["max_score"] else "the test cell failed"
+                passed = grade.get("score", 0) >= info["max_score"]
+                why, code = ("passed", codes.CORRECT) if passed else ("the test cell failed", codes.TEST_CELL_FAILED)
             parts.append({
                 "part": gid, "exercise": part.exercise if part else "", "kind": part.kind if part else "",
                 "points": None if part_status == "manual" else round(grade.get("score", 0.0), 6),
                 "max_points": info["max_score"], "status": part_status, "reason": why, "checks": checks,
+                # what the reason says, machine-readable (course.assess.codes): what reports read
+                "code": code, "findings": findings or [code],
                 # what nbgrader's in-kernel test cell said; differs from points under tampering
                 "kernel_points": grade.get("kernel")})
         from course.assess.variants import variant_of

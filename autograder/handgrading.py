@@ -124,6 +124,8 @@ def gradebook_scores(db_url: str, assignment: str) -> Dict[str, dict]:
 
 def refreshed_rows(previous: List[dict], scores: Dict[str, dict]) -> List[dict]:
     """``previous`` grades.json rows with every part's points from the gradebook (hand grades too)."""
+    from course.assess import codes
+
     rows = []
     for res in previous:
         res = copy.deepcopy(res)
@@ -133,13 +135,16 @@ def refreshed_rows(previous: List[dict], scores: Dict[str, dict]) -> List[dict]:
             if grade is None:
                 continue
             if grade["needs_manual"]:
-                part.update(points=None, status="manual", reason="not graded by hand yet")
+                part.update(points=None, status="manual", reason="not graded by hand yet",
+                            code=codes.AWAITING_HAND_GRADE, findings=[codes.AWAITING_HAND_GRADE])
                 continue
             if grade["manual"] is not None:
                 comment = (grade.get("comment") or "").strip()
-                part.update(status="hand", reason="graded by hand" + (f": {comment}" if comment else ""))
+                part.update(status="hand", reason="graded by hand" + (f": {comment}" if comment else ""),
+                            code=codes.GRADED_BY_HAND, findings=[codes.GRADED_BY_HAND])
             elif grade.get("hand"):  # nbgrader scores an answer left as released 0, for nobody to grade
-                part.update(status="hand", reason="not answered")
+                part.update(status="hand", reason="not answered", code=codes.NOT_ANSWERED,
+                            findings=[codes.NOT_ANSWERED])
             part["points"] = round(grade["score"], 6)
         res["score"] = round(sum(p["points"] or 0.0 for p in res["parts"]), 6)
         rows.append(res)

@@ -18,23 +18,45 @@ from pathlib import Path
 from typing import Iterator
 
 from . import sandbox
+from .limits import GradingLimits
+
+
+def course_limits(course_root) -> GradingLimits:
+    """The limits ``nbgrader_config.py`` in ``course_root`` sets (``c.GradingLimits.*``, or the formgrader's
+    older names ``c.SandboxedAutograde.*``), the declared defaults for the others."""
+    from traitlets.config import Config
+    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+    config = Config()
+    if course_root is not None and (Path(course_root) / "nbgrader_config.py").is_file():
+        try:
+            config = PyFileConfigLoader("nbgrader_config.py", path=str(course_root)).load_config()
+        except ConfigFileNotFound:
+            pass
+    configured = GradingLimits(config=config)
+    if "SandboxedAutograde" in config:  # the formgrader's names set the same limits
+        configured.override(**{name: config.SandboxedAutograde[name] for name in GradingLimits.names()
+                               if name in config.SandboxedAutograde})
+    return configured
 
 
 def limits(args) -> sandbox.Limits:
-    return sandbox.Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
-                          memory_bytes=args.memory_mb * 2**20, processes=args.max_processes,
-                          cpu_seconds=max(args.timeout, 1), scratch_bytes=args.scratch_mb * 2**20)
+    """The limits to grade with: each flag given on the command line, else what the course's
+    ``nbgrader_config.py`` sets, else the declared default (:class:`~autograder.limits.GradingLimits`)."""
+    configured = course_limits(getattr(args, "course_root", None))
+    given = {name: getattr(args, name, None) for name in GradingLimits.names()}
+    return sandbox.Limits.of(configured.override(**given))
 
 
 def limit_options(p: argparse.ArgumentParser) -> None:
-    """The probe seed and the limits (class and single mode, and the Gradescope bundle)."""
+    """The probe seed and one flag per limit of :class:`~autograder.limits.GradingLimits` (class and single
+    mode, and the Gradescope bundle)."""
     p.add_argument("--seed", type=int, default=None, help="probe seed (default: random, recorded)")
-    p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
-    p.add_argument("--timeout", type=int, default=300, help="seconds per submission")
-    p.add_argument("--memory-mb", type=int, default=4096, help="address-space limit per process")
-    p.add_argument("--max-processes", type=int, default=256, help="process limit per submission")
-    p.add_argument("--scratch-mb", type=int, default=512,
-                   help="size of the in-memory folder a submission may write to (bubblewrap only)")
+    for name in GradingLimits.names():
+        trait = GradingLimits.class_traits()[name]
+        p.add_argument(GradingLimits.flag(name), type=int, default=None, dest=name,
+                       help=f"{trait.help} (default: c.GradingLimits.{name} in nbgrader_config.py, "
+                            f"else {trait.default_value})")
 
 
 @contextlib.contextmanager

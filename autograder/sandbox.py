@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from .limits import GradingLimits, MiB
+
 #: where the scratch copy appears inside the sandbox (a tmpfs of ``Limits.scratch_bytes``)
 SCRATCH = "/scratch"
 #: the read-only view of the prepared scratch folder that /scratch is filled from
@@ -94,17 +96,21 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one submission (seconds, bytes, counts)."""
+    """Resource limits of one submission (seconds, bytes, counts), as the sandbox applies them.
 
-    cell_timeout: int = 60
-    submission_timeout: int = 300
-    memory_bytes: int = 4 * 2**30
-    processes: int = 256
+    The limits an instructor sets are declared once, in :class:`autograder.limits.GradingLimits`
+    (:meth:`Limits.of` makes this record from them; its defaults are the declared ones); the others
+    are fixed here."""
+
+    cell_timeout: int = GradingLimits.default("cell_timeout")
+    submission_timeout: int = GradingLimits.default("timeout")
+    memory_bytes: int = GradingLimits.default("memory_mb") * MiB
+    processes: int = GradingLimits.default("max_processes")
     cpu_seconds: int = 600
     file_bytes: int = 256 * 2**20
     open_files: int = 1024
     output_bytes: int = 2_000_000
-    scratch_bytes: int = 512 * 2**20
+    scratch_bytes: int = GradingLimits.default("scratch_mb") * MiB
 
     def __post_init__(self):
         for name in ("cell_timeout", "submission_timeout", "memory_bytes", "processes",
@@ -112,6 +118,13 @@ class Limits:
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
+    @classmethod
+    def of(cls, grading: GradingLimits) -> "Limits":
+        """The limits ``grading`` sets, in seconds and bytes (CPU time: the submission's time)."""
+        return cls(cell_timeout=grading.cell_timeout, submission_timeout=grading.timeout,
+                   memory_bytes=grading.memory_mb * MiB, processes=grading.max_processes,
+                   cpu_seconds=max(grading.timeout, 1), scratch_bytes=grading.scratch_mb * MiB)
 
 
 def python_executable() -> str:

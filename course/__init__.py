@@ -1,10 +1,34 @@
 """Distributed training systems: a course package.
 
-Layers (arrows point from user to used)::
+Layers (arrows point from user to used; a package may import what its arrows reach, directly or
+through other packages, and nothing else)::
 
-    course.core  <-  course.instruments  <-  notebooks/, source/ (labs)
-    course.core  <-  course.exercises    <-  source/ (workbook), hidden tests
-    nbgrader     <-  autograder          <-  CI, instructors
+    course                  ->  course._moved
+    course.instruments      ->  course.core, course.theme, course.ledger
+    course.prediction       ->  course.theme, course.ledger
+    course.assess           ->  course.prediction
+    course.chapters         ->  course.assess, course.core
+    course.labs             ->  course.assess, course.instruments
+    course.activities       ->  course.chapters, course.labs
+    course.notebook_api     ->  course.activities
+    course.labs.__main__    ->  course.activities
+    course.progress         ->  course.activities
+    course.cli              ->  course.notebook_api
+    course.lab_server       ->
+    autograder              ->  course.notebook_api, course
+    hub                     ->
+
+``course.core`` is the numerical core (it imports nothing of the course); ``course.instruments``
+the ipywidgets/bqplot views over it; ``course.assess`` the assessment engine, which knows no
+content; ``course.chapters`` and ``course.labs`` the content (one declaration per activity), listed
+once in ``course.activities``; ``course.notebook_api`` what notebooks and hidden tests call (the
+engine bound to the list, and the lab session); ``autograder`` grades with nbgrader in a sandbox.
+tests/test_import_graph.py parses this diagram and fails if the import graph (lazy imports
+included) has an import no arrow allows, an arrow no import uses, or a package the diagram omits.
 """
 
 __version__ = "0.1.0"
+
+from course import _moved  # noqa: E402
+
+_moved.install()  # old import paths (course.exercises, course.labs.activity) keep working

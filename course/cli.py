@@ -109,7 +109,7 @@ def cmd_check_release(args) -> int:
 
 
 def cmd_exercises(args) -> int:
-    from course.exercises import REGISTRY
+    from course.notebook_api import REGISTRY
 
     for gid, part in sorted(REGISTRY.items()):
         if args.name and part.assignment != args.name:
@@ -137,7 +137,7 @@ def cmd_derivations(args) -> int:
 
 
 def cmd_import_grades(args) -> int:
-    from course.exercises.mastery import import_grades
+    from course.notebook_api.mastery import import_grades
 
     recorded = import_grades(args.file, args.student)
     for key, entry in sorted(recorded.items()):

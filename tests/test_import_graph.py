@@ -1,23 +1,41 @@
-"""The package is a tree of layers (DESIGN.md "Layers"): no import cycle, lazy imports included,
-and the assessment engine imports no content module.
+"""The package is a tree of layers (DESIGN.md "Layers"): no import cycle, lazy imports included; the
+layer diagram in ``course/__init__.py`` is the import graph; and the engine imports no content.
 
 The graph is read from the source with :mod:`ast` (every ``import`` statement, at module level or
-inside a function), so a cycle hidden in a lazy import is found without running anything.
+inside a function), so a cycle hidden in a lazy import is found without running anything. An old
+module name (``course.exercises``, ``course.labs.activity``: :data:`course._moved.MOVED`) counts as
+the module it now names.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, Iterable, List, Set, Tuple
 
 import pytest
 
+from course._moved import MOVED
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("course", "autograder", "hub")
-#: the assessment engine and the content it must never import
-ENGINE = "course.assess"
-CONTENT = ("course.exercises.chapters", "course.labs", "course.activities")
+#: the content: every chapter, every lab, and the list of them
+CONTENT = ("course.chapters", "course.labs", "course.activities")
+#: what must never import a chapter or a lab: the core, the instruments, the assessment engine, the
+#: notebook API (which may import only the list, :mod:`course.activities`) and what they stand on
+ENGINE = ("course.core", "course.instruments", "course.assess", "course.notebook_api", "course.prediction",
+          "course.ledger", "course.theme")
+#: the one content module the notebook API may import: the list binds the engine to the content
+API, LIST = "course.notebook_api", "course.activities"
+
+
+def moved_to(name: str) -> str:
+    """``name`` with an old (moved) module name replaced by the module's new name."""
+    for old in sorted(MOVED, key=len, reverse=True):
+        if name == old or name.startswith(old + "."):
+            return MOVED[old] + name[len(old):]
+    return name
 
 
 def module_files() -> Dict[str, Path]:
@@ -44,10 +62,11 @@ def imports_of(name: str, path: Path, known: Set[str]) -> Set[str]:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+            targets = [f"{base}.{alias.name}" if moved_to(f"{base}.{alias.name}") in known else base
+                       for alias in node.names]
         else:
             continue
-        for target in targets:
+        for target in map(moved_to, targets):
             while target and target not in known:  # ``import a.b.c`` of a name inside a.b
                 target = target.rpartition(".")[0]
             if target and target != name:
@@ -92,7 +111,9 @@ def test_the_graph_sees_lazy_and_relative_imports():
     graph = import_graph()
     assert "course.ledger" in graph["course.assess.checks"]  # imported inside a function
     assert "course.assess.registry" in graph["course.assess.kinds"]  # ``from .registry import ...``
-    assert "course.activities" in graph["course.labs.activity"]  # lazily, inside labs()
+    assert "course.activities" in graph["course.notebook_api.lab_session"]  # lazily, inside labs()
+    # an old name counts as the module it now names
+    assert "course.notebook_api" in graph["autograder.grader"]  # ``from course.exercises import REGISTRY``
 
 
 def test_find_cycle_finds_a_cycle_and_accepts_a_tree():
@@ -111,19 +132,130 @@ def test_no_import_cycle():
     assert find_cycle(import_graph()) == []
 
 
-def test_the_engine_imports_no_content():
+def content_imports(graph: Dict[str, Set[str]]) -> Dict[str, List[str]]:
+    """``{engine module: the chapters, labs or list it imports}`` (the API may import the list)."""
+    found = {}
+    for name, targets in graph.items():
+        if not within(name, ENGINE):
+            continue
+        allowed = (LIST,) if within(name, (API,)) else ()
+        offending = sorted(t for t in targets if within(t, CONTENT) and not within(t, allowed))
+        if offending:
+            found[name] = offending
+    return found
+
+
+def within(name: str, packages: Iterable[str]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def test_the_engine_imports_no_chapter_or_lab():
     graph = import_graph()
-    engine = [name for name in graph if name == ENGINE or name.startswith(ENGINE + ".")]
-    assert engine, "the engine package is missing"
-    offending = {name: sorted(t for t in graph[name] if t.startswith(CONTENT)) for name in engine}
-    assert {name: found for name, found in offending.items() if found} == {}
+    assert [p for p in ENGINE + CONTENT if p not in graph] == [], "a guarded package no longer exists"
+    assert content_imports(graph) == {}
+
+
+def test_the_content_guard_trips():
+    """An engine (or API) module that imports a chapter or a lab is found, lazily too."""
+    for engine in ("course.assess.checks", "course.core.collectives", "course.instruments.ring",
+                   "course.notebook_api", "course.notebook_api.lab_session"):
+        for content in ("course.chapters.ch01", "course.labs.lab05"):
+            assert content_imports({engine: {content, "course.core"}}) == {engine: [content]}
+    assert content_imports({"course.assess.checks": {"course.activities"}}) == {
+        "course.assess.checks": ["course.activities"]}
+    assert content_imports({"course.notebook_api": {"course.activities"}}) == {}
+
+
+def test_every_content_package_is_guarded():
+    """What the list imports, apart from the engine, is content: each such package is in CONTENT, so a
+    new content package (course/moe/, listed in course.activities) fails here until it is guarded."""
+    graph = import_graph()
+    listed = {".".join(t.split(".")[:2]) for t in graph[LIST] if not within(t, ENGINE)}
+    assert listed <= set(CONTENT), f"add {sorted(listed - set(CONTENT))} to CONTENT"
+    assert {"course.chapters", "course.labs"} <= listed
+
+
+# -- the layer diagram in course/__init__.py ------------------------------------------------------
+
+
+def diagram(doc: str) -> Dict[str, Set[str]]:
+    """The arrows of the layer diagram in ``doc``: ``{user: {used, ...}}`` (every package it names)."""
+    block = doc.split("::", 1)[1].split("\n\n", 2)[1]
+    arrows: Dict[str, Set[str]] = {}
+    for line in block.splitlines():
+        user, sep, used = line.partition("->")
+        assert sep, f"not an arrow: {line!r}"
+        targets = {name.strip() for name in used.split(",") if name.strip()}
+        arrows.setdefault(user.strip(), set()).update(targets)
+        for target in targets:
+            arrows.setdefault(target, set())
+    return arrows
+
+
+def unit_of(module: str, units: Iterable[str]) -> str:
+    """The diagram's package that holds ``module`` (the longest that is a prefix of it; ``course`` itself
+    holds only ``course/__init__.py``), or ``""``."""
+    if module in units:
+        return module
+    holders = [unit for unit in units if unit != "course" and module.startswith(unit + ".")]
+    return max(holders, key=len, default="")
+
+
+def reach(arrows: Dict[str, Set[str]], start: str) -> Set[str]:
+    seen: Set[str] = set()
+    todo = list(arrows.get(start, ()))
+    while todo:
+        unit = todo.pop()
+        if unit not in seen:
+            seen.add(unit)
+            todo.extend(arrows.get(unit, ()))
+    return seen
+
+
+def diagram_errors(arrows: Dict[str, Set[str]], graph: Dict[str, Set[str]]) -> List[str]:
+    """Where ``arrows`` and ``graph`` disagree: a module outside every package the diagram names, an import
+    no arrow allows, an arrow no import uses."""
+    errors = [f"{module} is in no package of the diagram" for module in sorted(graph)
+              if not unit_of(module, arrows)]
+    used: Set[Tuple[str, str]] = set()
+    for module, targets in sorted(graph.items()):
+        user = unit_of(module, arrows)
+        for target in sorted(targets):
+            used_unit = unit_of(target, arrows)
+            if not user or not used_unit or used_unit == user:
+                continue
+            used.add((user, used_unit))
+            if used_unit not in reach(arrows, user):
+                errors.append(f"{module} imports {target}: no arrow from {user} reaches {used_unit}")
+    errors += [f"the arrow {user} -> {target} is used by no import" for user, targets in sorted(arrows.items())
+               for target in sorted(targets) if (user, target) not in used]
+    return errors
+
+
+def test_the_layer_diagram_is_the_import_graph():
+    import course
+
+    errors = diagram_errors(diagram(course.__doc__), import_graph())
+    assert errors == [], "course/__init__.py's layer diagram is out of date:\n" + "\n".join(errors)
+
+
+def test_the_diagram_check_trips():
+    arrows = diagram("Layers::\n\n    a  ->  b\n    b  ->  c\n    d  ->\n\nprose")
+    assert arrows == {"a": {"b"}, "b": {"c"}, "c": set(), "d": set()}
+    graph = {"a": {"b.x"}, "b.x": {"c"}, "c": set(), "d": set()}
+    assert diagram_errors(arrows, graph) == []
+    assert diagram_errors(arrows, {**graph, "c": {"a"}}) == ["c imports a: no arrow from c reaches a"]
+    assert diagram_errors(arrows, {**graph, "e.y": set()}) == ["e.y is in no package of the diagram"]
+    assert diagram_errors(arrows, {**graph, "b.x": set()}) == ["the arrow b -> c is used by no import"]
+    assert diagram_errors(arrows, {**graph, "d": {"c"}}) == ["d imports c: no arrow from d reaches c"]
 
 
 #: what draws: a kernel that only checks, validates or grades never needs them
 WIDGET_STACK = ("bqplot", "pandas", "ipywidgets", "anywidget", "matplotlib")
 #: what every grading or checking kernel (and the grader's judge) imports
-LEAN_ENTRY_POINTS = ("course.exercises", "course.activities", "course.core", "course.assess.checks",
-                     "course.labs.activity", "autograder.cleanroom")
+LEAN_ENTRY_POINTS = ("course.notebook_api", "course.exercises", "course.activities", "course.core",
+                     "course.assess.checks", "course.notebook_api.lab_session", "course.labs.activity",
+                     "autograder.cleanroom")
 
 
 @pytest.mark.parametrize("module", LEAN_ENTRY_POINTS)
@@ -158,14 +290,74 @@ def test_instruments_package_names_resolve_on_first_use():
         package.no_such_instrument
 
 
-def test_instruments_names_for_type_checkers_are_the_lazy_ones():
-    """Type checkers and IDEs read the ``if TYPE_CHECKING:`` imports of ``course.instruments``, the
-    running package ``_SOURCES``: both must list the same names from the same submodules, or one of
-    them offers a name the other does not have."""
+def test_instruments_names_are_listed_once():
+    """``course.instruments`` names each public name once, in its ``if TYPE_CHECKING:`` imports (what type
+    checkers read); the lazy table and ``__all__`` are read from those lines, not written again."""
     import course.instruments as package
 
-    tree = ast.parse((ROOT / "course" / "instruments" / "__init__.py").read_text())
+    source = (ROOT / "course" / "instruments" / "__init__.py").read_text()
+    tree = ast.parse(source)
     (block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
-    assert all(isinstance(node, ast.ImportFrom) and node.level == 1 for node in block.body)
-    static = [(alias.asname or alias.name, node.module) for node in block.body for alias in node.names]
-    assert sorted(static) == sorted(package._SOURCES.items())
+    static = {alias.asname or alias.name: node.module for node in block.body for alias in node.names}
+    assert package._SOURCES == static and package.__all__ == list(static)
+    assert "AllreduceComparator" in static and "SyncAudit" in static
+    for name in static:
+        assert len(re.findall(rf"\b{name}\b", source.split('"""', 2)[2])) == 1, name  # the docstring may name it
+
+
+def test_old_import_paths_are_the_moved_modules():
+    """Released notebooks, hidden tests and ``nbgrader_config.py`` import ``course.exercises`` and
+    ``course.labs.activity``: in a fresh interpreter each old name (imported every way a notebook does)
+    is the very module object of its new home, and no file is left at an old path."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        import importlib, sys
+        from course.exercises import check, grade_in_kernel, judge_json, show
+        from course.exercises.feedback import InsertDerivations
+        from course.labs.activity import LabSession
+        from course.labs import activity
+        import course.exercises.mastery
+        import course.notebook_api as api
+        assert check is api.check and judge_json is api.judge_json and show is api.show
+        assert grade_in_kernel is api.grade_in_kernel
+        assert InsertDerivations is importlib.import_module("course.notebook_api.feedback").InsertDerivations
+        assert activity is importlib.import_module("course.notebook_api.lab_session")
+        assert LabSession.__module__ == "course.notebook_api.lab_session"
+        assert course.exercises.mastery is importlib.import_module("course.notebook_api.mastery")
+        for old, new in sorted(importlib.import_module("course._moved").MOVED.items()):
+            assert importlib.import_module(old) is sys.modules[old] is sys.modules[new], old
+        print("same modules")
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.split() == ["same", "modules"], out.stderr
+    for old in MOVED:
+        path = ROOT.joinpath(*old.split("."))
+        assert not path.with_suffix(".py").exists() and not (path / "__init__.py").exists(), old
+
+
+def test_the_clean_rooms_program_needs_only_the_standard_library():
+    """``course/assess/cleanroom_runner.py`` is copied into a sandbox that holds no course package: it imports
+    the standard library only (and IPython's input transformer, for a cell with magics: the kernel's own), and
+    importing it runs nothing (it runs as ``__main__``)."""
+    import importlib
+    import sys
+
+    path = ROOT / "course" / "assess" / "cleanroom_runner.py"
+    imported = {alias.name.split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ImportFrom)}
+    allowed = set(sys.stdlib_module_names) | {"IPython"}
+    assert imported and imported <= allowed, imported - allowed
+    module = importlib.import_module("course.assess.cleanroom_runner")
+    assert callable(module.main) and module.GRACE > 0
+
+
+def test_every_folder_of_modules_is_a_package():
+    """A folder of modules without ``__init__.py`` is a namespace package: not found by setuptools'
+    ``packages.find`` (so missing from an installed course) and easy to shadow."""
+    folders = {path.parent for package in PACKAGES for path in (ROOT / package).rglob("*.py")
+               if "__pycache__" not in path.parts}
+    assert sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file()) == []

@@ -5,18 +5,18 @@ Everything else in :mod:`autograder.classreport` works on plain data (``grades.j
 correct option and explanation, graded parts and their kind, chapter and act) and how a wrong
 answer is classified is read here, and only here, from today's declarations:
 :data:`course.activities.ACTIVITIES` (titles; a lab's acts, locks and answers),
-:data:`course.activities.REGISTRY` (graded parts) and the feedback hints of
-:func:`course.assess.registry.unit_hint`. When the activity model changes, this file changes.
+:data:`course.activities.REGISTRY` (graded parts), the codes of :mod:`course.assess.codes` and the
+feedback hints of :data:`course.assess.registry.NUMBER_HINTS`. When the activity model changes, this
+file changes.
 
 Every function returns plain dicts, lists and strings.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional
 
-#: class of a wrong part that is not a number off by a recognisable factor
+#: classes of a wrong part that is not a number off by a recognisable factor
 NOT_ANSWERED = "not answered"
 NOT_PLAIN = "not a plain value of the asked type"
 NOT_ACCEPTED = "not an accepted answer"
@@ -112,68 +112,40 @@ def part_info(assignment: str, grade_id: str, row: Optional[dict] = None) -> dic
 
 
 # ---------------------------------------------------------------------------
-# wrong answers, in the classes the feedback hints use
+# wrong answers, by the codes the grader wrote (course.assess.codes), in the feedback hints' words
 # ---------------------------------------------------------------------------
 
-def hint_classes() -> List[dict]:
-    """The classes of a wrong number, as :func:`course.assess.registry.unit_hint` words them.
+def class_labels() -> Dict[str, str]:
+    """``{code: class}``: the class of a wrong answer in the report, by its code.
 
-    Each: ``label`` (the hint's head, e.g. ``a factor of 2 off``) and ``hint`` (its text as a
-    student reads it in feedback). The texts come from calling the classifier itself, so a
-    new factor there is a new class here.
+    A wrong number's class is the head of the hint a student reads for its code
+    (:data:`course.assess.registry.NUMBER_HINTS`, e.g. ``a factor of 2 off``), so a new slip
+    there is a new class here; the other codes are grouped as the report has always shown them.
     """
-    from course.assess.registry import _UNIT_SLIPS, unit_hint
+    from course.assess import codes
+    from course.assess.registry import NUMBER_HINTS, ORDER_HINTS
 
-    texts = [unit_hint(factor, 1.0)[1] for factor, _ in _UNIT_SLIPS]
-    # the three hints for a number that is no recognisable slip: sign or zero, close, far off
-    texts += [unit_hint(-1.0, 1.0)[1], unit_hint(1.5, 1.0)[1], unit_hint(50.0, 1.0)[1]]
-    texts.append(unit_hint(7.0, 8.0, "stages")[1])  # a count one off (the hint for counts)
-    out, seen = [], set()
-    for text in texts:
-        hint = text.removeprefix("not yet: ")
-        if hint not in seen:
-            seen.add(hint)
-            out.append({"label": hint.split(":")[0].strip(), "hint": hint})
-    return out
-
-
-_ACCEPTED = re.compile(r"`[^`]*` = ('.*'|\".*\") is not an accepted answer")
+    labels = {code: hint.split(":")[0].strip() for code, hint in {**NUMBER_HINTS, **ORDER_HINTS}.items()}
+    for code in (codes.NOT_ANSWERED, codes.ERROR_IN_CELL, codes.UNREADABLE, codes.NOT_GRADED, codes.ENDED_RUN):
+        labels[code] = NOT_ANSWERED
+    labels.update({codes.NOT_PLAIN: NOT_PLAIN, codes.NOT_ACCEPTED: NOT_ACCEPTED,
+                   codes.WRONG_VALUE: "does not match",
+                   codes.RETURNS_WRONG_VALUE: "returns a wrong value", codes.RAISES: "raises an exception",
+                   codes.RETURNS_NOT_PLAIN: "does not return a plain number",
+                   codes.NO_VALUE_ERROR: "does not raise ValueError"})
+    return labels
 
 
 def classify_wrong(row: dict) -> List[str]:
     """The classes of what is wrong in one ``grades.json`` part row that lost points.
 
-    A value part's ``reason`` carries the feedback hint of each wrong name (joined by
-    ``; ``); a function part's ``checks`` say which checks failed. Never a key: the
-    reasons name what is wrong, not the expected value (the grader's contract).
+    Read from the row's codes, never its English: a value part's ``findings`` (one code per
+    wrong name), a function part's failed ``checks`` (each with the ``codes`` of what failed).
+    A row without codes (graded before they existed) is ``other``.
     """
+    labels = class_labels()
     if row.get("checks"):
-        return [f"{c['check']}: {_failure_kinds(c.get('reason', ''))}" for c in row["checks"]
-                if (c.get("points") or 0) < (c.get("max_points") or 0)] or [OTHER]
-    reason = row.get("reason") or ""
-    classes = []
-    hints = hint_classes()
-    for fragment in reason.split("; "):
-        matched = next((h["label"] for h in hints if fragment.endswith(h["hint"])), None)
-        if matched is None:
-            accepted = _ACCEPTED.search(fragment)
-            if accepted:
-                matched = f"{NOT_ACCEPTED}: {accepted.group(1)}"
-            elif ("is not defined" in fragment or "could not be read" in fragment or "define a function" in fragment
-                  or "is not written yet" in fragment or "is not answered" in fragment
-                  or "no locked prediction" in fragment or "see the submission note" in fragment):
-                matched = NOT_ANSWERED
-            elif "must be" in fragment or "expected a plain" in fragment or "raised" in fragment:
-                matched = NOT_PLAIN
-            elif "does not match the expected value" in fragment:
-                matched = "does not match"
-            else:
-                matched = OTHER
-        classes.append(matched)
-    return classes
-
-
-def _failure_kinds(reason: str) -> str:
-    """``"returns a wrong value for 3 of 5 random inputs"`` -> ``"returns a wrong value"``."""
-    head = re.split(r" for \d+ of \d+ ", reason)[0]
-    return head.split(" (not counted")[0] if head else "wrong"
+        return [f"{c['check']}: " + ", ".join(labels.get(code, OTHER) for code in c.get("codes") or ("",))
+                for c in row["checks"] if (c.get("points") or 0) < (c.get("max_points") or 0)] or [OTHER]
+    found = row.get("findings") or [row.get("code")]
+    return [labels.get(code, OTHER) for code in found]

@@ -50,6 +50,15 @@ def _pct(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{100 * value:.0f} %"
 
 
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """``n`` and ``noun`` in the number ``n`` asks for: "1 part", "2 parts", "0 students".
+
+    >>> counted(1, "part"), counted(3, "part"), counted(1, "pt", "pts"), counted(2, "pt", "pts")
+    ('1 part', '3 parts', '1 pt', '2 pts')
+    """
+    return f"{n:g} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _r(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{value:+.2f}"
 
@@ -107,13 +116,13 @@ def _parts(rep: dict) -> str:
                          "graded by hand", "", "", f"{p['pending']} awaiting a grade", ""])
             continue
         low = p["discrimination"] is not None and p["discrimination"] < 0.2
-        dist = ", ".join(f"{k} pts: {v}" for k, v in p["distribution"].items())
+        dist = ", ".join(f"{counted(float(k), 'pt', 'pts')}: {v}" for k, v in p["distribution"].items())
         wrong = "".join(f"<div class='wrong-item'>{w['count']} × {_e(w['class'])}</div>" for w in p["wrong"]) or "none"
         rows.append([_e(p["grade_id"]), _e(p["title"]), _e(p["kind"]), f"{p['max_points']:g}",
                      _bar(p["share_right"], "good") + _pct(p["share_right"]),
                      (f"<span class='flag'>{_r(p['discrimination'])}</span>" if low else _r(p["discrimination"])),
                      _r(p["item_total"]), _e(dist), wrong])
-    return _table(f"Graded parts of {rep['assignment']} over {rep['counted']} students "
+    return _table(f"Graded parts of {rep['assignment']} over {counted(rep['counted'], 'student')} "
                   f"(discrimination below +0.20 is marked)",
                   ["part", "title", "kind", "max", "share right", "discrimination (part vs rest)",
                    "item-total r", "points distribution", "classified wrong answers"], rows, numeric=(3, 4, 5, 6),
@@ -158,7 +167,7 @@ def _ledger(rep: dict) -> str:
     rows = [[_e(e["key"]), str(e["students"]), "n/a" if e["mean_attempts"] is None else f"{e['mean_attempts']:.1f}",
              _pct(e["share_passed"]), str(e["predictions"]),
              _e(", ".join(f"{k} ({v})" for k, v in e["failures_hit"].items()) or "none")] for e in led["entries"]]
-    return _table(f"From the design ledgers {led['students']} students shared",
+    return _table(f"From the design ledgers {counted(led['students'], 'student')} shared",
                   ["ledger key", "students", "visible-check attempts (mean)", "passed a visible check",
                    "predictions recorded", "failure states hit (students)"], rows, numeric=(1, 2, 3, 4))
 
@@ -190,7 +199,7 @@ def render(report: dict) -> str:
         sections.append(
             f"<section aria-labelledby='{anchor}'><h2 id='{anchor}'>{_e(rep['title'])} "
             f"<span class='muted'>({anchor})</span></h2>"
-            f"<p>{rep['students_total']} students; {rep['counted']} counted in the statistics"
+            f"<p>{counted(rep['students_total'], 'student')}; {rep['counted']} counted in the statistics"
             f"{excluded}"
             f". Graded run: seed {_e(rep['seed'])}, shard {_e(rep['shard'])}.</p>"
             f"<h3>What the class predicted</h3>{_locks(rep)}"

@@ -1,9 +1,9 @@
 """Visible checks: run in the student's kernel, say right or not yet, record mastery.
 
-``check("0.1", globals())`` (:func:`course.exercises.check`, which finds the
+``check("0.1", globals())`` (:func:`course.notebook_api.check`, which finds the
 exercise in the activity list and calls :func:`check_exercise`) looks at what the student defined for exercise 0.1
 and prints one line per finding, against **this student's own numbers**
-(:mod:`course.exercises.variants`):
+(:mod:`course.assess.variants`):
 
 * Derive / Trace / Design values: missing name, wrong type, non-finite value;
   then **right** (within the tolerance the prompt states) or **not yet**,
@@ -24,7 +24,7 @@ check in a test cell, acting only under ``nbgrader validate``; under grading
 Exam mode (``feedback: "exam"`` in :data:`course.assess.variants.SETTINGS`)
 falls back to type and unit checks and offers no derivation.
 
-After a right answer, or after :data:`~course.exercises.variants.DERIVATION_AFTER_ATTEMPTS`
+After a right answer, or after :data:`~course.assess.variants.DERIVATION_AFTER_ATTEMPTS`
 attempts, the check prints the worked derivation for the student's numbers.
 
 Every call records an attempt in the design ledger under the exercise's key

@@ -11,7 +11,7 @@ a call to the trusted judge, no test data).
 
 Two ways to use it:
 
-* nbgrader: ``nbgrader_config.py`` puts :class:`course.exercises.feedback.InsertDerivations`
+* nbgrader: ``nbgrader_config.py`` puts :class:`course.notebook_api.feedback.InsertDerivations`
   (this module's preprocessor bound to the activity list) into
   ``GenerateFeedback.preprocessors``, so ``nbgrader generate_feedback`` includes them.
 * the autograder calls the same preprocessor on the autograded notebook before it

@@ -15,6 +15,7 @@ import sys
 import types
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from . import codes
 from .items import Function, Value
 from .registry import RAISED, Check, Part, Verdict, judge_plain, to_plain, unanswered_reason
 from .spec import Exercise, spec_for
@@ -54,24 +55,24 @@ def value_part(ex: Exercise, *, names: Dict[str, str], key: Callable[[dict], Dic
     def judge(harvested: dict, seed: int = 0) -> Verdict:
         values = harvested.get("values")
         if type(values) is not dict:
-            return Verdict(0.0, "no answers could be read")
+            return Verdict(0.0, "no answers could be read", code=codes.UNREADABLE)
         keys = key(spec_for(ex, split_seed(seed)[1]))  # this student's numbers
-        wrong = []
+        wrong = []  # (reason, code) of each wrong name
         for n in names:
             got = values.get(n, {MISSING: n})
             blank = unanswered_reason(n, got, harvested)
             if blank:  # the release's stub (nothing assigned) or `n = None`: a blank answer, not a wrong one
-                wrong.append(blank)
+                wrong.append((blank, codes.NOT_ANSWERED))
                 continue
             if type(got) is dict and MISSING in got:
-                wrong.append(f"`{n}` is not defined")
+                wrong.append((f"`{n}` is not defined", codes.ERROR_IN_CELL))
                 continue
             verdict = judge_plain(got, keys[n], rtol=tolerances.get(n, rtol), name=f"`{n}`", unit=names[n])
             if not verdict.passed:
-                wrong.append(verdict.reason)
+                wrong.append((verdict.reason, verdict.code))
         if wrong:
-            return Verdict(0.0, "; ".join(wrong))
-        return Verdict(1.0, "correct")
+            return Verdict(0.0, "; ".join(reason for reason, _ in wrong), findings=tuple(c for _, c in wrong))
+        return Verdict(1.0, "correct", code=codes.CORRECT)
 
     part = Part(grade_id=ex.grade_id(suffix), exercise=ex.number, kind=kind, points=points,
                 names=tuple(names), harvest=harvest, judge=judge,
@@ -119,25 +120,26 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
             out["invalid"] = [call_plain(fn, args) for args in probe_inputs["invalid"]]
         return out
 
-    def outcome(got: Any, expected: Any) -> Optional[str]:
-        """``None`` if ``got`` is right for a valid input, else what is wrong (no values named)."""
+    def outcome(got: Any, expected: Any) -> Optional[tuple]:
+        """``None`` if ``got`` is right for a valid input, else ``(code, what is wrong)`` (no values named)."""
         if type(got) is dict and RAISED in got:
-            return f"raises {str(got[RAISED])[:60]}"
+            return codes.RAISES, f"raises {str(got[RAISED])[:60]}"
+        wrong = (codes.RETURNS_WRONG_VALUE, "returns a wrong value")
         if returns == "numbers":  # a tuple of numbers, e.g. (interval_minutes, waste_pct)
             if type(got) is not list or len(got) != len(expected) or not all(
                     type(g) in (int, float) and math.isfinite(g) for g in got):
-                return "does not return a tuple of plain numbers"
+                return codes.RETURNS_NOT_PLAIN, "does not return a tuple of plain numbers"
             ok = all(math.isclose(float(g), float(e), rel_tol=rtol, abs_tol=atol) for g, e in zip(got, expected))
-            return None if ok else "returns a wrong value"
+            return None if ok else wrong
         if returns == "int" and type(got) is not int:
-            return "does not return a plain int"
+            return codes.RETURNS_NOT_PLAIN, "does not return a plain int"
         if type(got) not in (int, float) or not math.isfinite(got):
-            return "does not return a plain number (int or float)"
-        return None if math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol) else "returns a wrong value"
+            return codes.RETURNS_NOT_PLAIN, "does not return a plain number (int or float)"
+        return None if math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol) else wrong
 
     def judge(harvested: dict, seed: int = 0) -> Verdict:
         if harvested.get("missing"):
-            return Verdict(0.0, f"define a function named `{name}`")
+            return Verdict(0.0, f"define a function named `{name}`", code=codes.NOT_ANSWERED)
         problems = []
         uses = harvested.get("uses_course")
         if type(uses) is not list or uses:
@@ -146,15 +148,16 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
         if type(source) is str and imports_course(source):
             problems.append("it imports the course package; write the formula yourself")
         if problems:
-            return Verdict(0.0, "; ".join(problems))
+            return Verdict(0.0, "; ".join(problems), code=codes.USES_COURSE)
         inputs = probes(seed)
         got_valid, got_invalid = harvested.get("valid"), harvested.get("invalid")
         if (type(got_valid) is not list or len(got_valid) != len(inputs["valid"])
                 or type(got_invalid) is not list or len(got_invalid) != len(inputs["invalid"])):
-            return Verdict(0.0, "the function could not be evaluated")
+            return Verdict(0.0, "the function could not be evaluated", code=codes.UNREADABLE)
         if got_valid and all(got is None for got in got_valid + got_invalid):
             # the release's stub (``pass``): a blank answer, not a wrong one
-            return Verdict(0.0, f"`{name}` is not written yet: it returns None for every input")
+            return Verdict(0.0, f"`{name}` is not written yet: it returns None for every input",
+                           code=codes.NOT_ANSWERED)
         groups = probe_groups(inputs["valid"], probes(seed + 1)["valid"], examples)
         findings = []  # (check name, number of inputs, what failed per input)
         for label, indices in groups:
@@ -162,7 +165,7 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
             findings.append((label, len(indices), [w for w in wrong if w]))
         if inputs["invalid"]:
             findings.append(("invalid inputs", len(got_invalid), [
-                "does not raise ValueError" for got in got_invalid
+                (codes.NO_VALUE_ERROR, "does not raise ValueError") for got in got_invalid
                 if not (type(got) is dict and got.get(RAISED) == "ValueError")]))
         return partial_verdict(name, findings)
 
@@ -204,7 +207,7 @@ def probe_groups(valid: List[list], other_seed_valid: List[list],
 
 
 def partial_verdict(name: str, findings: List[tuple]) -> Verdict:
-    """Partial credit over ``findings`` = ``[(check, inputs, [failure, ...]), ...]``.
+    """Partial credit over ``findings`` = ``[(check, inputs, [(code, failure), ...]), ...]``.
 
     Each check present is an equal share and earns it when every one of its
     inputs is right. Shares count only if the formula is there: at least half of
@@ -225,19 +228,19 @@ def partial_verdict(name: str, findings: List[tuple]) -> Verdict:
             why = (f"raises ValueError for all {count} invalid inputs" if label == "invalid inputs"
                    else f"right on {'the' if count == 1 else f'all {count}'} {_inputs_of(label, count)}")
         else:
-            kinds = sorted(set(failures))
+            kinds = sorted({text for _, text in failures})
             why = f"{', '.join(kinds)} for {len(failures)} of {count} {_inputs_of(label, count)}"
         earned = share if (not failures and formula_there) else 0.0
         if not failures and not formula_there:
             why += " (not counted while most random inputs are wrong: the formula is what is graded)"
-        checks.append(Check(label, earned, share, why))
+        checks.append(Check(label, earned, share, why, tuple(sorted({code for code, _ in failures}))))
     score = sum(c.earned for c in checks)
     if all(c.earned == c.share for c in checks):
         return Verdict(1.0, f"`{name}` is right on the worked example, edge cases, random and invalid "
-                       "inputs", tuple(checks))
+                       "inputs", tuple(checks), code=codes.CORRECT)
     wrong = "; ".join(c.reason for c in checks if c.earned < c.share)
     return Verdict(min(1.0, score), f"`{name}` earns {sum(c.earned == c.share for c in checks)} of "
-                   f"{len(checks)} checks: {wrong}", tuple(checks))
+                   f"{len(checks)} checks: {wrong}", tuple(checks), code=codes.PARTIAL)
 
 
 def call_plain(fn: Callable, args: Sequence[Any]) -> Any:

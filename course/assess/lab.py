@@ -23,7 +23,7 @@ whose prompt changes with them gets a read-only prompt cell
 number that varies. The judge recomputes the key for the graded student's
 variant (:meth:`Lab.parts`).
 
-In the student's kernel a :class:`course.labs.activity.LabSession` hands out the
+In the student's kernel a :class:`course.notebook_api.lab_session.LabSession` hands out the
 locks by id, so a release notebook's lock cell is ``lab.lock('act1')``: the
 correct option, the explanation and the lock's reveal stay in this package
 until the student has locked.
@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from .activity import Activity, _points
 from .authoring import hidden_test
 from .items import KERNEL, Lock, Value, Written
+from . import codes
 from .registry import RAISED, Part, Verdict, judge_plain, to_plain, unanswered_reason
 from .spec import Cell
 from .variants import split_seed, vary_spec
@@ -242,8 +243,9 @@ class Lab(Activity):
 
         def judge(harvested: dict, seed: int = 0) -> Verdict:
             if harvested.get("locked") is True:
-                return Verdict(1.0, f"prediction {key} is locked (completion point)")
-            return Verdict(0.0, f"no locked prediction {key} in predictions.json: lock it before exploring")
+                return Verdict(1.0, f"prediction {key} is locked (completion point)", code=codes.CORRECT)
+            return Verdict(0.0, f"no locked prediction {key} in predictions.json: lock it before exploring",
+                           code=codes.NOT_ANSWERED)
 
         return Part(grade_id=self.lock_grade_id(act.id), exercise=act.id, kind="lock", points=1.0, names=(),
                     harvest=harvest, judge=judge, assignment=self.name, ledger_key=key,
@@ -263,16 +265,16 @@ class Lab(Activity):
             spec = self.spec_for(split_seed(seed)[1])  # this student's numbers
             blank = unanswered_reason(name, value, harvested)
             if blank:  # the release's stub (nothing assigned) or `name = None`: a blank answer
-                return Verdict(0.0, blank)
+                return Verdict(0.0, blank, code=codes.NOT_ANSWERED)
             if answer.kind == "derive":
                 if type(value) is dict:
-                    return Verdict(0.0, f"`{name}` is not defined")
+                    return Verdict(0.0, f"`{name}` is not defined", code=codes.ERROR_IN_CELL)
                 return judge_plain(value, answer.key(spec), rtol=answer.rtol, name=f"`{name}`", unit=answer.unit)
             if type(value) is not str:
-                return Verdict(0.0, f"`{name}` must be a str")
+                return Verdict(0.0, f"`{name}` must be a str", code=codes.NOT_PLAIN)
             if value.strip().lower() in [a.lower() for a in answer.key(spec)]:
-                return Verdict(1.0, "correct")
-            return Verdict(0.0, f"`{name}` = {value!r} is not an accepted answer")
+                return Verdict(1.0, "correct", code=codes.CORRECT)
+            return Verdict(0.0, f"`{name}` = {value!r} is not an accepted answer", code=codes.NOT_ACCEPTED)
 
         item = Value(units={name: answer.unit}, key=lambda spec: {name: answer.key(spec)}, rtol=answer.rtol,
                      judged_in=KERNEL)

@@ -12,7 +12,7 @@ check, current and best), the last activity and the points once graded.
 Points
 ------
 Visible checks record ``attempted``/``attempts``/``passed`` (see
-:mod:`course.exercises.checks`). After grading, :func:`record_points` adds
+:mod:`course.assess.checks`). After grading, :func:`record_points` adds
 ``points`` and ``max_points`` per exercise (its parts summed), which
 :mod:`course.progress` shows per chapter. ``course import-grades FILE`` reads
 any JSON that holds rows with a grade id and points (the autograder's

@@ -30,6 +30,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, Union
 
+from . import codes
 from .items import Function, Lock, Value
 
 KINDS = ("derive", "trace", "build", "debug", "design", "lock", "choice")
@@ -72,29 +73,47 @@ class Check:
     """One graded aspect of a part (partial credit): its share of the part and a one-line reason.
 
     ``earned`` and ``share`` are fractions of the part's points; the reason names
-    what is right or wrong, never the hidden inputs or the key.
+    what is right or wrong, never the hidden inputs or the key; ``codes`` the kinds of failure
+    (:mod:`course.assess.codes`, one per kind, sorted), empty when the check is right.
     """
 
     name: str
     earned: float
     share: float
     reason: str
+    codes: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The judgement of one part: ``score`` in [0, 1], a reason a student understands and,
-    for parts with partial credit, the :class:`Check` s whose ``earned`` add up to ``score``."""
+    """The judgement of one part: ``score`` in [0, 1], a reason a student understands, its ``code``
+    (:mod:`course.assess.codes`: what the class report, feedback and tests read, never the reason)
+    and, for parts with partial credit, the :class:`Check` s whose ``earned`` add up to ``score``.
+
+    ``findings`` holds one code per thing the reason names, in its order (a value part with two
+    wrong names has two); it defaults to ``(code,)``. Without a ``code``, a verdict that passed is
+    :data:`~course.assess.codes.CORRECT` and one that did not is
+    :data:`~course.assess.codes.WRONG_VALUE`.
+    """
 
     score: float
     reason: str
     checks: Tuple[Check, ...] = ()
+    code: str = ""
+    findings: Tuple[str, ...] = ()
 
     def __post_init__(self):
         if type(self.score) not in (int, float) or not 0.0 <= self.score <= 1.0:
             raise ValueError(f"score must be a number in [0, 1], got {self.score!r}")
         if self.checks and not math.isclose(sum(c.earned for c in self.checks), self.score, abs_tol=1e-9):
             raise ValueError(f"checks must add up to score {self.score!r}")
+        code = self.code or (self.findings[0] if self.findings else
+                             codes.CORRECT if self.score >= 1.0 else codes.WRONG_VALUE)
+        unknown = [c for c in (code, *self.findings) if c not in codes.MEANING]
+        if unknown:
+            raise ValueError(f"code must be one of course.assess.codes.MEANING, got {unknown[0]!r}")
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "findings", tuple(self.findings) or (code,))
 
     @property
     def passed(self) -> bool:
@@ -194,13 +213,13 @@ def index_parts(parts: Iterable[Part]) -> Dict[str, Part]:
 def safe_judge(part: Part, harvested: Any, seed: int = 0) -> Verdict:
     """Run ``part.judge(harvested, seed)`` and turn any crash into a zero with a reason."""
     if type(harvested) is not dict:
-        return Verdict(0.0, "nothing could be read from the notebook for this exercise")
+        return Verdict(0.0, "nothing could be read from the notebook for this exercise", code=codes.UNREADABLE)
     try:
         verdict = part.judge(harvested, seed)
     except Exception as exc:  # a malformed harvest must not crash grading
-        return Verdict(0.0, f"answer could not be checked ({type(exc).__name__})")
+        return Verdict(0.0, f"answer could not be checked ({type(exc).__name__})", code=codes.JUDGE_ERROR)
     if type(verdict) is not Verdict:
-        return Verdict(0.0, "internal error: judge returned no verdict")
+        return Verdict(0.0, "internal error: judge returned no verdict", code=codes.JUDGE_ERROR)
     return verdict
 
 
@@ -292,18 +311,18 @@ def plain_number(value: Any, name: str = "answer") -> float:
     return result
 
 
-#: (factor, hint) pairs tried in order when a value is off by a recognisable factor
+#: (factor, code) pairs tried in order when a value is off by a recognisable factor
 _UNIT_SLIPS = [
-    (1e3, "a factor of 1000 off: check the unit prefix (e.g. ms vs s, MB vs GB)"),
-    (1e6, "a factor of 10^6 off: check the unit prefix"),
-    (1e9, "a factor of 10^9 off: check the unit (bytes vs GB, FLOP vs GFLOP)"),
-    (1e12, "a factor of 10^12 off: check the unit (e.g. FLOP vs TFLOP)"),
-    (100.0, "a factor of 100 off: a percent written as a fraction (or the reverse)?"),
-    (1.073741824, "about 7 % off: GiB instead of GB? This course uses decimal GB = 10^9 bytes"),
-    (60.0, "a factor of 60 off: seconds vs minutes, or minutes vs hours?"),
-    (3600.0, "a factor of 3600 off: seconds vs hours?"),
-    (8.0, "a factor of 8 off: bits instead of bytes?"),
-    (2.0, "a factor of 2 off: count the phases / directions again"),
+    (1e3, codes.FACTOR_OF_1000),
+    (1e6, codes.FACTOR_OF_1E6),
+    (1e9, codes.FACTOR_OF_1E9),
+    (1e12, codes.FACTOR_OF_1E12),
+    (100.0, codes.FACTOR_OF_100),
+    (1.073741824, codes.GIB_FOR_GB),
+    (60.0, codes.FACTOR_OF_60),
+    (3600.0, codes.FACTOR_OF_3600),
+    (8.0, codes.FACTOR_OF_8),
+    (2.0, codes.FACTOR_OF_2),
 ]
 
 
@@ -319,6 +338,29 @@ _SLIP_QUANTITIES = {1.073741824: ("bytes",), 8.0: ("bytes",), 60.0: ("time",), 3
                     # phases and directions double bytes, times and counts; a price has neither
                     2.0: ("bytes", "time", "percent", "count", "other")}
 OFF_BY_ONE = "off by one: count the ends again (n items have n - 1 gaps between them)"
+#: what a student reads for each code of a wrong number (after "not yet: ")
+NUMBER_HINTS = {
+    codes.FACTOR_OF_1000: "a factor of 1000 off: check the unit prefix (e.g. ms vs s, MB vs GB)",
+    codes.FACTOR_OF_1E6: "a factor of 10^6 off: check the unit prefix",
+    codes.FACTOR_OF_1E9: "a factor of 10^9 off: check the unit (bytes vs GB, FLOP vs GFLOP)",
+    codes.FACTOR_OF_1E12: "a factor of 10^12 off: check the unit (e.g. FLOP vs TFLOP)",
+    codes.FACTOR_OF_100: "a factor of 100 off: a percent written as a fraction (or the reverse)?",
+    codes.GIB_FOR_GB: "about 7 % off: GiB instead of GB? This course uses decimal GB = 10^9 bytes",
+    codes.FACTOR_OF_60: "a factor of 60 off: seconds vs minutes, or minutes vs hours?",
+    codes.FACTOR_OF_3600: "a factor of 3600 off: seconds vs hours?",
+    codes.FACTOR_OF_8: "a factor of 8 off: bits instead of bytes?",
+    codes.FACTOR_OF_2: "a factor of 2 off: count the phases / directions again",
+    codes.OFF_BY_ONE: OFF_BY_ONE,
+    codes.WRONG_SIGN: "wrong sign or zero, check the formula",
+    codes.CLOSE: "check the formula and the numbers you used",
+    codes.ORDER_OF_MAGNITUDE: "wrong order of magnitude",
+}
+#: what a student reads for each code of a wrong ordering
+ORDER_HINTS = {
+    codes.REVERSED_ORDER: "the reverse order: check which end comes first",
+    codes.TWO_SWAPPED: "all but two are in place: two of them are swapped",
+    codes.OTHER_ORDER: "the right items, in another order",
+}
 
 
 def quantity_of(unit: Optional[str]) -> Optional[str]:
@@ -359,23 +401,37 @@ def unit_hint(value: float, key: float, unit: Optional[str] = None) -> Tuple[boo
     >>> unit_hint(5.1 * 1.073741824, 5.1, "%")[1], unit_hint(7, 8, "stages")[1]
     ('not yet: check the formula and the numbers you used', 'not yet: off by one: count the ends again (n items have n - 1 gaps between them)')
     """
+    code = number_code(value, key, unit)
+    return code in _SLIP_CODES, "not yet: " + NUMBER_HINTS[code]
+
+
+_SLIP_CODES = frozenset(code for _, code in _UNIT_SLIPS)
+
+
+def number_code(value: float, key: float, unit: Optional[str] = None) -> str:
+    """The code (:mod:`course.assess.codes`) of a number ``value`` that is not the right ``key``: the
+    slip :func:`unit_hint` names to the student, for an answer in ``unit``.
+
+    >>> number_code(1750.0, 1.75), number_code(2.0, 1.75), number_code(7, 8, "stages")
+    ('factor_of_1000', 'close', 'off_by_one')
+    """
     quantity = quantity_of(unit)
     if key == 0 or value == 0 or (value > 0) != (key > 0):
         if quantity == "count" and float(key).is_integer() and abs(value - key) == 1:
-            return False, "not yet: " + OFF_BY_ONE
-        return False, "not yet: wrong sign or zero, check the formula"
+            return codes.OFF_BY_ONE
+        return codes.WRONG_SIGN
     if quantity == "count" and float(key).is_integer() and abs(value - key) == 1:
-        return False, "not yet: " + OFF_BY_ONE
+        return codes.OFF_BY_ONE
     ratio = abs(value / key)
-    for factor, hint in _UNIT_SLIPS:
+    for factor, code in _UNIT_SLIPS:
         if quantity is not None and quantity not in _SLIP_QUANTITIES.get(factor, QUANTITIES):
             continue
         for r in (factor, 1.0 / factor):
             if math.isclose(ratio, r, rel_tol=0.02):
-                return True, "not yet: " + hint
+                return code
     if 1 / 3 <= ratio <= 3:
-        return False, "not yet: check the formula and the numbers you used"
-    return False, "not yet: wrong order of magnitude"
+        return codes.CLOSE
+    return codes.ORDER_OF_MAGNITUDE
 
 
 def judge_plain(value: Any, key: Any, *, rtol: float = 0.01, atol: float = 0.0,
@@ -397,17 +453,17 @@ def judge_plain(value: Any, key: Any, *, rtol: float = 0.01, atol: float = 0.0,
     try:
         ok = _matches(value, key, rtol, atol, name)
     except NotPlain as exc:
-        return Verdict(0.0, str(exc))
+        return Verdict(0.0, str(exc), code=codes.NOT_PLAIN)
     if ok:
-        return Verdict(1.0, f"{name} is correct")
+        return Verdict(1.0, f"{name} is correct", code=codes.CORRECT)
     if type(key) in (int, float) and type(key) is not bool:
         # a graded number that is wrong says how (a unit slip, a factor of 2, the magnitude), never the key
-        hint = unit_hint(float(value), float(key), unit)[1].removeprefix("not yet: ")
-        return Verdict(0.0, f"{name} does not match the expected value: {hint}")
-    hint = order_hint(value, key) if type(key) in (list, tuple) else None
-    if hint:
-        return Verdict(0.0, f"{name} does not match the expected value: {hint}")
-    return Verdict(0.0, f"{name} does not match the expected value")
+        code = number_code(float(value), float(key), unit)
+        return Verdict(0.0, f"{name} does not match the expected value: {NUMBER_HINTS[code]}", code=code)
+    code = order_code(value, key) if type(key) in (list, tuple) else None
+    if code:
+        return Verdict(0.0, f"{name} does not match the expected value: {ORDER_HINTS[code]}", code=code)
+    return Verdict(0.0, f"{name} does not match the expected value", code=codes.WRONG_VALUE)
 
 
 def order_hint(value: Any, key: Sequence[Any]) -> Optional[str]:
@@ -422,6 +478,16 @@ def order_hint(value: Any, key: Sequence[Any]) -> Optional[str]:
     >>> order_hint(["a", "x"], ["a", "b"]) is None
     True
     """
+    code = order_code(value, key)
+    return ORDER_HINTS[code] if code else None
+
+
+def order_code(value: Any, key: Sequence[Any]) -> Optional[str]:
+    """The code of a wrong order (:func:`order_hint` words it), or ``None`` if it is no reordering of the key.
+
+    >>> order_code(["c", "b", "a"], ["a", "b", "c"]), order_code(["a", "x"], ["a", "b"])
+    ('reversed_order', None)
+    """
     if type(value) not in (list, tuple) or len(value) != len(key) or len(key) < 2:
         return None
     norm = [str(v).strip().casefold() for v in value]
@@ -429,10 +495,10 @@ def order_hint(value: Any, key: Sequence[Any]) -> Optional[str]:
     if sorted(norm) != sorted(want) or norm == want:
         return None
     if norm == want[::-1]:
-        return "the reverse order: check which end comes first"
+        return codes.REVERSED_ORDER
     if sum(a != b for a, b in zip(norm, want)) == 2:
-        return "all but two are in place: two of them are swapped"
-    return "the right items, in another order"
+        return codes.TWO_SWAPPED
+    return codes.OTHER_ORDER
 
 
 def _matches(value: Any, key: Any, rtol: float, atol: float, name: str) -> bool:

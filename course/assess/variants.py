@@ -22,7 +22,7 @@ Identity (first that applies wins)
 A variant is an integer derived from ``(COURSE_ID, assignment, student)`` by
 SHA-256 (:func:`variant_of`); no seed a student supplies is ever used. The
 exercise's ``vary(spec, rng)`` turns it into that student's numbers
-(:func:`course.exercises.spec.spec_for`).
+(:func:`course.assess.spec.spec_for`).
 
 Grading seed
 ------------

@@ -1,4 +1,4 @@
-"""Lab 05 · The parallelism paradox, declared once (:mod:`course.labs.activity`).
+"""Lab 05 · The parallelism paradox, declared once (a :class:`~course.assess.lab.Lab`).
 
 Story (materials 000 and 004): Act I, a 7B data-parallel job whose MFU falls
 52 % -> 38 % -> 19 % from 8 to 512 GPUs; Act II, a TP x PP x DP design for

@@ -1,4 +1,4 @@
-"""Lab 06 · The bandwidth invariant, declared once (:mod:`course.labs.activity`).
+"""Lab 06 · The bandwidth invariant, declared once (a :class:`~course.assess.lab.Lab`).
 
 Story (material 002): a 7B model's bf16 gradients (14 GB, which an 80 GB H100
 holds next to its weights; Adam's state is sharded with ZeRO-1) must be summed on

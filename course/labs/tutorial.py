@@ -1,4 +1,4 @@
-"""Tutorial · 3D parallelism with the planner, declared once (:mod:`course.labs.activity`).
+"""Tutorial · 3D parallelism with the planner, declared once (a :class:`~course.assess.lab.Lab`).
 
 Story (material 001, the solver tutorial): Llama-3 70B on the 256-GPU research
 cluster (32 DGX H100 nodes). Pure data parallelism first, then the fabric, then

@@ -85,4 +85,4 @@ def test_a_blank_answer_scores_nothing_with_a_reason():
         verdict = part.grade(dict(namespace), 0)
         assert verdict.score == 0 and verdict.reason, (gid, verdict)
         if part.function is not None:  # a stub function is a blank answer, and the reason says so
-            assert "is not written yet" in verdict.reason, (gid, verdict)
+            assert verdict.code == "not_answered" and "is not written yet" in verdict.reason, (gid, verdict)

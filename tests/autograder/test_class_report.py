@@ -252,6 +252,8 @@ def test_wrong_answers_are_counted_in_the_feedback_hints_classes(graded):
     # that one is s19, who handed in the release as it came: the reason says the answer is blank
     untouched = {p["part"]: p["reason"] for p in graded["grades"]["s19"]["parts"]}
     assert untouched["lab06_act2_small"] == "`small_update_us` is not answered: no cell of your notebook assigns it"
+    codes = {p["part"]: (p["code"], p["findings"]) for p in graded["grades"]["s19"]["parts"]}
+    assert codes["lab06_act2_small"] == ("not_answered", ["not_answered"])  # what the report counts, not the words
     assert sum(copied.values()) == sum(not _same_update(s) for s, r in ROLES.items() if r == "copied")
     ch02 = {p["grade_id"]: p for p in graded["ch02"]["parts"]}
     # s03's step count is 8x the key: a count, so no bits-for-bytes hint, just the magnitude

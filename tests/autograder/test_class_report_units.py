@@ -20,26 +20,50 @@ def test_discrimination_is_the_correlation_with_the_rest():
 
 
 def test_wrong_numbers_fall_in_the_hint_classes_the_judge_words():
-    """Reasons as the real judge writes them for Lab 06 Act I (key about N = 128 for the lab's own numbers)."""
-    row = lambda verdict: {"points": 0.0, "max_points": 1.0, "reason": verdict.reason, "checks": []}
+    """Verdicts as the real judge makes them for Lab 06 Act I (key about N = 128 for the lab's own numbers):
+    each carries a code, and the report classes the row by it."""
+    row = lambda verdict: {"points": 0.0, "max_points": 1.0, "reason": verdict.reason, "checks": [],
+                           "code": verdict.code, "findings": list(verdict.findings)}
     from course.labs import lab06
 
     key = lab06.LAB.key("act1_ratio")
-    assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", f'{{"value": {2 * key}}}'))) == ["a factor of 2 off"]
-    assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", f'{{"value": {key / 1000}}}'))) == [
-        "a factor of 1000 off"]
-    assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", '{"value": {"__raised__": "NameError"}}'))) == [
-        "not answered"]
+    judged = lambda text, **kw: judge_json("lab06_act1_ratio", text, **kw)
+    assert judged(f'{{"value": {2 * key}}}').code == "factor_of_2"
+    assert catalog.classify_wrong(row(judged(f'{{"value": {2 * key}}}'))) == ["a factor of 2 off"]
+    assert judged(f'{{"value": {key / 1000}}}').code == "factor_of_1000"
+    assert catalog.classify_wrong(row(judged(f'{{"value": {key / 1000}}}'))) == ["a factor of 1000 off"]
+    # assigned by a cell that failed: an error in a cell, which the report counts as not answered
+    assert judged('{"value": {"__raised__": "NameError"}}').code == "error_in_cell"
+    assert catalog.classify_wrong(row(judged('{"value": {"__raised__": "NameError"}}'))) == ["not answered"]
     # a blank answer (the release's stub assigns nothing, as the grader reads the notebook's text) or None
     unbound = lambda harvested: {**harvested, "__unbound__": ["naive_over_ring"]}
-    blank = lambda text: row(judge_json("lab06_act1_ratio", text, adjust=unbound))
-    assert catalog.classify_wrong(blank('{"value": {"__raised__": "NameError"}}')) == ["not answered"]
-    assert catalog.classify_wrong(row(judge_json("lab06_act1_ratio", '{"value": null}'))) == ["not answered"]
+    assert judged('{"value": {"__raised__": "NameError"}}', adjust=unbound).code == "not_answered"
+    assert judged('{"value": null}').code == "not_answered"
+    assert catalog.classify_wrong(row(judged('{"value": null}'))) == ["not answered"]
     small = lab06.LAB.key("act2_small")  # µs
-    assert catalog.classify_wrong(row(judge_json("lab06_act2_small", f'{{"value": {small / 1000}}}'))) == [
-        "a factor of 1000 off"]
-    labels = [c["label"] for c in catalog.hint_classes()]
-    assert "a factor of 8 off" in labels and "wrong order of magnitude" in labels
+    assert judge_json("lab06_act2_small", f'{{"value": {small / 1000}}}').code == "factor_of_1000"
+    labels = catalog.class_labels()
+    assert labels["bits_for_bytes"] == "a factor of 8 off"
+    assert labels["order_of_magnitude"] == "wrong order of magnitude"
+
+
+def test_the_report_reads_codes_never_the_reason():
+    """Rewording a reason moves no answer between classes; a blank reflection (the grader's row for a hand-graded
+    answer left as released) is not answered, not other."""
+    reworded = {"points": 0.0, "max_points": 1.0, "reason": "quite some other words", "checks": [],
+                "code": "factor_of_2", "findings": ["factor_of_2"]}
+    assert catalog.classify_wrong(reworded) == ["a factor of 2 off"]
+    blank_reflection = {"points": 0.0, "max_points": 2.0, "status": "nbgrader", "reason": "not answered",
+                        "checks": [], "code": "not_answered", "findings": ["not_answered"]}
+    assert catalog.classify_wrong(blank_reflection) == ["not answered"]
+    two = {"points": 0.0, "max_points": 1.0, "reason": "", "checks": [], "code": "off_by_one",
+           "findings": ["off_by_one", "not_answered"]}
+    assert catalog.classify_wrong(two) == ["off by one", "not answered"]
+    check = {"check": "random inputs", "points": 0.0, "max_points": 0.5, "reason": "", "codes": ["raises"]}
+    assert catalog.classify_wrong({"points": 1.5, "max_points": 2.0, "checks": [check]}) == [
+        "random inputs: raises an exception"]
+    assert catalog.classify_wrong({"points": 0.0, "max_points": 1.0, "reason": "`x` is not defined",
+                                   "checks": []}) == ["other"]  # no code: graded before codes existed
 
 
 def test_locks_and_parts_come_from_the_declarations():
@@ -84,7 +108,7 @@ def test_wrong_answers_read_as_lines_at_1200_px(browser):
     audit): each class the feedback hints use, with its count, reads on one line, two for the longest."""
     from autograder.classreport.render import CSS, _parts
 
-    labels = [c["label"] for c in catalog.hint_classes()]
+    labels = list(dict.fromkeys(catalog.class_labels().values()))
     long_first = sorted(labels, key=len, reverse=True)[:4] + ["not answered"]
     part = lambda gid, title, wrong: {
         "grade_id": gid, "title": title, "kind": "derive", "max_points": 1.0, "graded_by_hand": False,
@@ -115,3 +139,14 @@ def test_wrong_answers_read_as_lines_at_1200_px(browser):
     for cell, wrong in zip(cells, (long_first, labels[:3])):
         allowed = len(wrong) + sum(len(w) > 28 for w in wrong)  # one line each, two for a long one
         assert cell["lines"] <= allowed, (cell, wrong)
+
+
+def test_counts_read_in_the_number_they_ask_for():
+    from autograder.classreport.render import _parts, counted
+
+    assert [counted(1, "part"), counted(2, "part"), counted(0, "student"), counted(1.0, "pt", "pts")] == [
+        "1 part", "2 parts", "0 students", "1 pt"]
+    one = {"grade_id": "ch02_ex2_1", "title": "2.1", "kind": "derive", "max_points": 1.0, "graded_by_hand": False,
+           "share_right": 1.0, "discrimination": None, "item_total": None, "distribution": {"1": 1}, "wrong": []}
+    html = _parts({"assignment": "ch02_gradient_accumulation", "counted": 1, "parts": [one]})
+    assert "over 1 student " in html and "1 pt: 1" in html and "1 students" not in html

@@ -126,15 +126,18 @@ def test_a_blank_answer_is_not_answered_and_a_lost_one_is_explained():
     stub = ["# accum_steps = ...   (steps)\n# YOUR CODE HERE\npass", "def effective_batch(m, a, d):\n    pass"]
     blank = cleanroom.with_unbound(part, missing, cleanroom.bound_names(stub))
     assert safe_judge(part, blank, 3).reason == "`accum_steps` is not answered: no cell of your notebook assigns it"
+    assert safe_judge(part, blank, 3).code == "not_answered"
     assert not cleanroom.names_missing(blank)
     lost = cleanroom.with_unbound(part, missing, cleanroom.bound_names(
         ["import course.core as cc\naccum_steps = cc.required_accum_steps(512, 8, 4)"]))
     assert safe_judge(part, lost, 3).reason == "`accum_steps` is not defined" and cleanroom.names_missing(lost)
+    assert safe_judge(part, lost, 3).code == "error_in_cell"
     # the student's process cannot make a lost name look blank: the grader sets the key itself
     forged = {**missing, "__unbound__": ["accum_steps"]}
     assert cleanroom.with_unbound(part, forged, {"accum_steps"})["__unbound__"] == []
     none = cleanroom.harvests(cleanroom.parse(_answer(request, values={"accum_steps": None}), "n0", request), SPLIT)
     assert safe_judge(part, none["ch02_ex2_1"], 3).reason == "`accum_steps` is not answered: it is None"
+    assert safe_judge(part, none["ch02_ex2_1"], 3).code == "not_answered"
 
 
 def test_a_run_without_answer_is_placed_at_the_first_cell_its_checkpoint_never_saw_end():

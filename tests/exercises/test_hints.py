@@ -71,7 +71,7 @@ def test_graded_feedback_uses_the_items_unit():
     key = part.value.key(spec_for(ex))[name]
     verdict = part.judge({"values": {name: key * GIB}}, 0)
     assert not verdict.passed and "GiB" not in verdict.reason, (unit, verdict.reason)
-    assert "off by one" in judge_plain(11, 12, unit="micro-batches").reason
+    assert judge_plain(11, 12, unit="micro-batches").code == "off_by_one"
 
 
 def test_a_wrong_order_gets_an_order_hint_never_the_key():

@@ -253,9 +253,12 @@ def test_spec_for_gives_the_workbook_numbers_without_a_variant_and_reproducible_
 def test_partial_credit_reasons_count_their_inputs_in_words():
     from course.assess.kinds import partial_verdict
     verdict = partial_verdict("f", [("worked example", 2, []), ("edge cases", 1, []),
-                                    ("random inputs", 40, []), ("invalid inputs", 5, ["does not raise ValueError"] * 5)])
+                                    ("random inputs", 40, []),
+                                    ("invalid inputs", 5, [("no_value_error", "does not raise ValueError")] * 5)])
     reasons = [c.reason for c in verdict.checks]
     assert reasons[:3] == ["right on all 2 worked examples", "right on the edge case", "right on all 40 random inputs"]
     assert reasons[3] == "does not raise ValueError for 5 of 5 invalid inputs"
-    one = partial_verdict("f", [("worked example", 1, ["wrong value"]), ("random inputs", 4, [])])
+    assert verdict.code == "partial" and [c.codes for c in verdict.checks] == [(), (), (), ("no_value_error",)]
+    one = partial_verdict("f", [("worked example", 1, [("returns_wrong_value", "wrong value")]),
+                                ("random inputs", 4, [])])
     assert one.checks[0].reason == "wrong value for 1 of 1 worked example"

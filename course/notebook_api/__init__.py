@@ -1,6 +1,9 @@
 """What notebooks, hidden tests and the autograder call: the assessment engine
 (:mod:`course.assess`) bound to the one activity list (:mod:`course.activities`).
 
+Notebooks import it by its older name, ``course.exercises`` (an alias: :mod:`course._moved`); the lab
+session is :mod:`course.notebook_api.lab_session` (old name ``course.labs.activity``).
+
 Contract for the autograder
 ---------------------------
 ``REGISTRY`` maps every autograded nbgrader ``grade_id`` to a
@@ -41,6 +44,7 @@ and exercises declared through :mod:`course.assess.authoring`), add one line to
 """
 
 from course.activities import REGISTRY, SYLLABUS  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
+from course.assess import codes
 from course.assess.checks import (  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
     check_exercise, show_exercise, validate_answered as _validate_answered, validate_exercise, whoami,
 )
@@ -95,11 +99,11 @@ def judge_json(grade_id: str, text: str, seed: int = 0, adjust=None) -> Verdict:
 
     part = REGISTRY.get(grade_id)
     if part is None:
-        return Verdict(0.0, f"unknown exercise {grade_id!r}")
+        return Verdict(0.0, f"unknown exercise {grade_id!r}", code=codes.JUDGE_ERROR)
     try:
         harvested = json.loads(text)
     except (TypeError, ValueError):
-        return Verdict(0.0, "the answer could not be read back from the notebook")
+        return Verdict(0.0, "the answer could not be read back from the notebook", code=codes.UNREADABLE)
     return safe_judge(part, adjust(harvested) if adjust else harvested, seed)
 
 
