@@ -29,6 +29,6 @@ included) has an import no arrow allows, an arrow no import uses, or a package t
 
 __version__ = "0.1.0"
 
-from course import _moved  # noqa: E402
+from course import _moved  # noqa: E402 -- after the docstring and __version__, which tools read first
 
 _moved.install()  # old import paths (course.exercises, course.labs.activity) keep working
