@@ -5,6 +5,7 @@
     python3 dev.py test    # run the whole test suite (on one pytest-xdist worker per core)
     python3 dev.py setup   # only create or update .venv
     python3 dev.py hub     # JupyterHub with an instructor and two students (as root)
+    python3 dev.py docs    # build the documentation site into build/docs/html (offline)
 
 Both commands create (or reuse) a virtual environment in ``.venv`` from the
 pinned ``requirements.txt`` and install this package into it in editable mode.
@@ -255,7 +256,27 @@ def run_hub(extra: list[str]) -> None:
     _exec([str(BIN / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")])
 
 
-COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub, "setup": run_setup}
+#: where ``python3 dev.py docs`` writes the site (git-ignored, like every ``build/``)
+DOCS_OUT = ROOT / "build" / "docs"
+
+
+def docs_command(extra: list[str]) -> list[str]:
+    """The ``sphinx-build`` of the documentation site: warnings are errors, every one reported.
+
+    ``-n`` (nitpicky) makes every cross-reference that resolves nowhere a warning; the site's
+    own link check (``docs/_ext/internal_links.py``) does the same for the HTML it wrote.
+    Extra arguments go to ``sphinx-build`` (``-E`` rebuilds every page).
+    """
+    return [str(PYTHON), "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-n",
+            "-d", str(DOCS_OUT / "doctrees"), *extra, str(ROOT / "docs"), str(DOCS_OUT / "html")]
+
+
+def run_docs(extra: list[str]) -> None:
+    """Build the documentation site (``docs/``) into ``build/docs/html``, offline."""
+    _exec(docs_command(extra))
+
+
+COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub, "setup": run_setup, "docs": run_docs}
 
 
 def main(argv: list[str]) -> None:
