@@ -16,6 +16,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+from pathlib import Path
 from unittest import mock
 
 from docutils import nodes
@@ -67,13 +68,23 @@ def autograde_parser() -> argparse.ArgumentParser:
 
 
 def _modules(package: str):
-    """``package`` and every module below it, imported, in name order (private ones left out)."""
+    """``package`` and every module below it, imported, in name order (private ones left out).
+
+    Folders are walked as files, so a namespace package (a folder without ``__init__.py``, such
+    as ``course/assess``) is documented like any other.
+    """
     root = importlib.import_module(package)
     yield root
-    for info in sorted(pkgutil.walk_packages(root.__path__, package + "."), key=lambda i: i.name):
-        if any(part.startswith("_") for part in info.name.split(".")):
-            continue
-        yield importlib.import_module(info.name)
+    names = set()
+    for folder in map(Path, root.__path__):
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if parts and not any(part.startswith("_") for part in parts):
+                names.add(".".join((package, *parts)))
+    for name in sorted(names):
+        yield importlib.import_module(name)
 
 
 def settings_of(packages) -> list:
