@@ -58,6 +58,9 @@ nitpick_ignore_regex = [
     ("py:class", r"(ArrayLike|NDArray|array_like|array-like|ndarray|optional|callable|scalar|Path)"),
 ]
 
+# pages written by hand may skip a heading level (H1 to H3); that is style, not a broken site
+suppress_warnings = ["myst.header"]
+
 # ---- API reference -------------------------------------------------------------------------------
 autodoc_typehints = "none"  # numpydoc's Parameters sections carry the types and units
 autodoc_member_order = "bysource"
