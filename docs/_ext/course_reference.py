@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import pkgutil
 import re
 from pathlib import Path
 from unittest import mock
@@ -105,11 +104,7 @@ def settings_of(packages) -> list:
 
 
 def _default(trait) -> str:
-    try:
-        value = trait.default()
-    except Exception:
-        value = trait.default_value
-    return repr(value)
+    return repr(trait.default())
 
 
 class CourseSettings(SphinxDirective):

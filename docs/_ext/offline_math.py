@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 def _mathml(self, node, tex: str, display: str) -> str:
     try:
         return convert(tex.strip(), display=display)
-    except Exception as error:  # latex2mathml raises many kinds; the page still builds
+    except Exception as error:  # noqa: BLE001 (latex2mathml raises many kinds; the page still builds)
         logger.warning("formula not converted to MathML (%s): %s", error, tex, location=node)
         return f"<code>{self.encode(tex)}</code>"
 
