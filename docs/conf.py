@@ -26,6 +26,7 @@ extensions = [
     "numpydoc",
     "sphinxarg.ext",
     "offline_math",
+    "offline_widgets",
     "course_reference",
     "internal_links",
 ]

@@ -153,3 +153,15 @@ def test_course_autograde_reference_lists_every_option(page):
     assert not missing, missing
     assert _body_contrast(page) >= 4.5
     _shot(page, "reference")
+
+
+def test_validation_notebook_is_a_page(page):
+    """The validation notebook, executed at build time: its comparison with published runs reads
+    offline, and its chart is a note rather than an empty box (no widget JavaScript is loaded)."""
+    page.goto(page.site + "/validation.html")
+    main = page.locator("main")
+    text = main.inner_text()
+    assert "Megatron-LM" in text and "Llama 3 405B" in text
+    assert main.locator("table").count() >= 1
+    assert main.locator("p.widget-note").count() >= 1
+    assert main.locator("script[type='application/vnd.jupyter.widget-view+json']").count() == 0
