@@ -7,6 +7,7 @@
     python3 dev.py hub     # JupyterHub with an instructor and two students (as root)
     python3 dev.py lock    # rewrite requirements.lock from requirements.txt (--upgrade: newest of all)
     python3 dev.py lint    # ruff, with the rules of pyproject.toml
+    python3 dev.py docs    # build the documentation site into build/docs/html (offline)
 
 Every command creates (or reuses) a virtual environment in ``.venv`` holding exactly
 the packages of ``requirements.lock`` (every package, pinned, made by ``python3 dev.py
@@ -413,8 +414,28 @@ def run_hub(extra: list[str]) -> None:
     _exec([str(BIN / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")])
 
 
+#: where ``python3 dev.py docs`` writes the site (git-ignored, like every ``build/``)
+DOCS_OUT = ROOT / "build" / "docs"
+
+
+def docs_command(extra: list[str]) -> list[str]:
+    """The ``sphinx-build`` of the documentation site: warnings are errors, every one reported.
+
+    ``-n`` (nitpicky) makes every cross-reference that resolves nowhere a warning; the site's
+    own link check (``docs/_ext/internal_links.py``) does the same for the HTML it wrote.
+    Extra arguments go to ``sphinx-build`` (``-E`` rebuilds every page).
+    """
+    return [str(PYTHON), "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-n",
+            "-d", str(DOCS_OUT / "doctrees"), *extra, str(ROOT / "docs"), str(DOCS_OUT / "html")]
+
+
+def run_docs(extra: list[str]) -> None:
+    """Build the documentation site (``docs/``) into ``build/docs/html``, offline."""
+    _exec(docs_command(extra))
+
+
 COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub, "setup": run_setup, "lock": run_lock,
-            "lint": run_lint}
+            "lint": run_lint, "docs": run_docs}
 
 
 def main(argv: list[str]) -> None:

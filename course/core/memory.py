@@ -292,15 +292,15 @@ def activation_bytes_per_layer(seq, micro_batch, hidden, heads, tp=1, sequence_p
     With ``s`` = seq, ``b`` = micro_batch, ``h`` = hidden, ``a`` = heads,
     ``t`` = tp, 16-bit activations and 1-byte dropout masks (Table 2):
 
-    ===========================  =====================================
-    case                         bytes per layer
-    ===========================  =====================================
-    no recompute, TP             ``sbh (10 + 24/t + 5as/(ht))``
-    no recompute, TP + SP        ``sbh (34/t + 5as/(ht))``
-    selective recompute, TP      ``sbh (10 + 24/t)``
-    selective recompute, TP + SP ``sbh * 34/t``
-    full recompute               ``2sbh`` (``2sbh/t`` with SP)
-    ===========================  =====================================
+    ============================  =====================================
+    case                          bytes per layer
+    ============================  =====================================
+    no recompute, TP              ``sbh (10 + 24/t + 5as/(ht))``
+    no recompute, TP + SP         ``sbh (34/t + 5as/(ht))``
+    selective recompute, TP       ``sbh (10 + 24/t)``
+    selective recompute, TP + SP  ``sbh * 34/t``
+    full recompute                ``2sbh`` (``2sbh/t`` with SP)
+    ============================  =====================================
 
     With ``t = 1`` the first row is ``sbh (34 + 5as/h)``. Full recomputation
     keeps only the layer's 16-bit input; Table 2 gives ``2sbh`` without

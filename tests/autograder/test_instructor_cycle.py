@@ -1,10 +1,10 @@
-"""The README's instructor guide, run as written: an instructor and two students on a local exchange.
+"""The instructor guide's term, run as written: an instructor and two students on a local exchange.
 
-The ``bash`` block of README.md's "Instructor guide" is cut at its ``# each student`` /
-``# instructor`` comments; the instructor's parts run as root in a copy of the course
-root, each student's part as a real Unix user in a home folder of their own. The shell
-never has ``.venv/bin`` on its PATH (nobody activated the environment), and nothing is
-added to the README's commands.
+The ``bash`` block of ``docs/instructors/cycle.md`` (the site's "A term's cycle, command by
+command") is cut at its ``# each student`` / ``# instructor`` comments; the instructor's parts
+run as root in a copy of the course root, each student's part as a real Unix user in a home
+folder of their own. The shell never has ``.venv/bin`` on its PATH (nobody activated the
+environment), and nothing is added to the guide's commands.
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = str(REPO / ".venv" / "bin")
 
 
-def readme_cycle() -> list[tuple[str, list[str]]]:
+#: the instructor guide's page whose commands this test runs
+GUIDE = REPO / "docs" / "instructors" / "cycle.md"
+
+
+def guide_cycle() -> list[tuple[str, list[str]]]:
     """The instructor guide's bash block as ``[(who, lines)]``, who is "instructor" or "student"."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Instructor guide"):]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    block = re.search(r"```bash\n(.*?)```", GUIDE.read_text(), re.S).group(1)
     parts, who = [("instructor", [])], "instructor"
     for line in block.splitlines():
         if line.startswith("# each student"):
@@ -57,12 +59,12 @@ def plain_path() -> str:
 def run(line: str, cwd: Path, env: dict, prefix=()) -> subprocess.CompletedProcess:
     proc = subprocess.run([*prefix, "bash", "-euo", "pipefail", "-c", line], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"README line failed: {line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"guide line failed: {line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     return proc
 
 
 def exported(line: str, cwd: Path, env: dict) -> dict:
-    """The variables an ``export`` line of the README sets, as the instructor's shell sees them."""
+    """The variables an ``export`` line of the guide sets, as the instructor's shell sees them."""
     out = run(f"{line}\nenv -0", cwd, env).stdout
     after = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
     return {k: v for k, v in after.items() if env.get(k) != v and k not in ("PWD", "SHLVL", "_", "OLDPWD")}
@@ -73,7 +75,7 @@ def cycle():
     if os.geteuid() != 0:
         pytest.skip("the students are real Unix users: creating them needs root (CI runs as root)")
     # students must reach the course's .venv and the exchange: a world-readable base, not pytest's 0700 tmp
-    base = Path(tempfile.mkdtemp(prefix="readme-cycle-"))
+    base = Path(tempfile.mkdtemp(prefix="guide-cycle-"))
     base.chmod(0o755)
     course = base / "course"
     course.mkdir()
@@ -93,7 +95,7 @@ def cycle():
         os.chown(homes[student], account.pw_uid, account.pw_gid)
     make_interpreter_reachable(REPO / ".venv", STUDENTS[0])  # as `dev.py hub` does: students run the course's Python
     answers = {STUDENTS[0]: solution(course, student=STUDENTS[0]), STUDENTS[1]: None}  # the second submits what he fetched
-    for who, lines in readme_cycle():
+    for who, lines in guide_cycle():
         if who == "instructor":
             for line in lines:
                 if line.startswith("export "):
@@ -112,8 +114,8 @@ def cycle():
     shutil.rmtree(base, ignore_errors=True)
 
 
-def test_readme_block_has_every_step():
-    steps = " ".join(line for _, lines in readme_cycle() for line in lines)
+def test_guide_block_has_every_step():
+    steps = " ".join(line for _, lines in guide_cycle() for line in lines)
     for command in ("generate_assignment", "release_assignment", "fetch_assignment", "submit", "collect",
                     "course-autograde class", "course-autograde refresh", "release_feedback", "fetch_feedback",
                     "export"):
