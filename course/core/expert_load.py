@@ -58,7 +58,7 @@ def skewed_expert_loads(experts, skew):
     --------
     >>> skewed_expert_loads(4, 0.0).tolist()
     [1.0, 1.0, 1.0, 1.0]
-    >>> [round(x, 3) for x in skewed_expert_loads(4, 1.0)]   # 4 x (1, 1/2, 1/3, 1/4) / (25/12)
+    >>> [round(float(x), 3) for x in skewed_expert_loads(4, 1.0)]   # 4 x (1, 1/2, 1/3, 1/4) / (25/12)
     [1.92, 0.96, 0.64, 0.48]
     """
     e = int(v.integer("experts", experts))
@@ -103,10 +103,10 @@ def straggler_factor(hottest_load, experts, ep, capacity_factor=None):
     Examples
     --------
     A hot expert at twice its share, 64 experts: alone on its rank (EP 64) it doubles the rank's
-    work; with 8 experts per rank (EP 8) its excess is spread over the rank's 8.
+    work; with 8 experts per rank (EP 8) its excess is spread over the rank's 8: (2 + 7 x 62/63) / 8.
 
     >>> float(straggler_factor(2.0, 64, 64)), round(float(straggler_factor(2.0, 64, 8)), 4)
-    (2.0, 1.123)
+    (2.0, 1.1111)
     >>> straggler_factor(2.0, 64, 8, capacity_factor=1.25)
     1.25
     """
@@ -281,7 +281,7 @@ def moe_mlp_train_flops(tokens, hidden, expert_ffn, experts, top_k, shared_exper
     Examples
     --------
     >>> round(moe_mlp_train_flops(1, 7168, 2048, 256, 8, 1) / 1e9, 3)   # DeepSeek-V3, one token
-    2.387
+    2.389
     """
     t = v.positive("tokens", tokens)
     per_token = _moe.moe_mlp_flops_per_token(hidden, expert_ffn, experts, top_k, shared_experts, shared_ffn,

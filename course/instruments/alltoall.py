@@ -84,7 +84,8 @@ class AllToAllExplorer(Instrument):
         self.add_control("routing", widgets.Dropdown(options=ROUTING_CHOICES, value="plain", description="Routing"))
         self.add_control("node_limit", widgets.IntSlider(value=4, min=1, max=8, description="Node limit M"))
         self.add_control("pp", widgets.SelectionSlider(options=(1, 2, 4, 8, 16), value=1, description="PP"))
-        self.add_control("gpus", widgets.SelectionSlider(options=GPU_CHOICES, value=1024, description="GPUs"))
+        self.add_control("gpus", widgets.SelectionSlider(options=[(f"{g:,}", g) for g in GPU_CHOICES], value=1024,
+                                                         description="GPUs"))
         self.add_control("overlap", widgets.Checkbox(value=False, description="overlap with expert compute"))
 
         xs, ys = bq.OrdinalScale(), bq.LinearScale(min=0)

@@ -47,6 +47,7 @@ class ExpertLoadView(Instrument):
     subtitle = ("How evenly the router spreads tokens over the experts of one layer, what a capacity factor drops, "
                 "and how long every other rank waits for the busiest one.")
     benchmark_control = "skew"
+    _summary = ""
 
     def build(self):
         self.add_control("experts", widgets.SelectionSlider(options=EXPERT_CHOICES, value=64, description="Experts E"))
@@ -74,6 +75,10 @@ class ExpertLoadView(Instrument):
                             ("share", "Waiting for the straggler")):
             self.add_card(name, label)
 
+    def describe(self, fig):
+        """The chart in words, leading with its point (the hottest expert, capacity, the busiest GPU)."""
+        return f"Chart: {fig.title}. {self._summary}"
+
     def refresh(self, v):
         e, ep, s = int(v["experts"]), int(v["ep"]), float(v["skew"])
         capacity = None if v["dropless"] else float(v["capacity"])
@@ -87,10 +92,11 @@ class ExpertLoadView(Instrument):
         self.set_marks(self.loads, x=x, y=loads)
         edge = [0.5, e + 0.5]
         self.set_marks(self.mean_line, x=edge)
-        if capacity is None:
-            self.set_marks(self.capacity_line, x=edge, y=[0.0, 0.0], labels=["capacity C: none (dropless)"])
+        if capacity is None:  # no capacity line to draw (or to describe)
+            self.set_marks(self.capacity_line, x=edge, y=[1.0, 1.0], visible=False)
         else:
-            self.set_marks(self.capacity_line, x=edge, y=[capacity, capacity], labels=[f"capacity C = {capacity:g}"])
+            self.set_marks(self.capacity_line, x=edge, y=[capacity, capacity], labels=[f"capacity C = {capacity:g}"],
+                           visible=True)
         self.set_card("hottest", f"{hottest:.2f}x", "of the mean load", "warn" if hottest > 1.5 else "normal")
         self.set_card("straggler", f"{factor:.2f}x", "padded buffers of C" if capacity else f"EP {ep}: {e // ep if e % ep == 0 else '?'} experts per rank")
         self.set_card("dropped", f"{100 * dropped:.1f} %", "of routed tokens" if capacity else "dropless: none",
@@ -114,6 +120,11 @@ class ExpertLoadView(Instrument):
         if share > STRAGGLER_LIMIT:
             self.flag("straggler_bound", f"Every other rank waits {100 * share:.0f} % of the step for the rank of the "
                                          "hottest expert.")
+        self._summary = (f"{e} experts, most popular first: the hottest carries {hottest:.2f} times the mean load, the "
+                         f"least popular {float(loads[-1]):.2f}; "
+                         + ("dropless, no capacity line" if capacity is None else
+                            f"capacity C = {capacity:g} drops {100 * dropped:.1f} % of the routed tokens")
+                         + f"; the busiest of {ep} GPUs computes {factor:.2f} times the mean.")
         return {"experts": e, "ep": ep, "skew": s, "capacity": capacity, "loads": loads, "hottest": hottest,
                 "straggler": factor, "dropped": dropped, "straggler_share": share,
                 "expert_share": float(v["expert_share"])}
