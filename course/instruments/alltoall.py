@@ -104,6 +104,17 @@ class AllToAllExplorer(Instrument):
                             ("tokens_per_expert", "Tokens per expert"), ("memory", "Expert state per GPU")):
             self.add_card(name, label)
 
+    def describe(self, fig):
+        """The chart in words, leading with the point: which link sets your EP's time, against the compute."""
+        r = self.result
+        if not r:
+            return f"Chart: {fig.title}. No data."
+        parts = "; ".join(f"EP {ep}: NVLink {nv * 1e3:.2f} ms, network {net * 1e3:.2f} ms"
+                          for ep, nv, net in zip(r["curve_ep"], r["curve_nvlink"], r["curve_network"]))
+        return (f"Chart: {fig.title}, milliseconds per MoE layer and micro-batch. Your EP {r['ep']}: NVLink part "
+                f"{r['nvlink_seconds'] * 1e3:.2f} ms, network part {r['network_seconds'] * 1e3:.2f} ms, against "
+                f"{r['compute_seconds'] * 1e3:.2f} ms of expert compute (dashed line). By EP: {parts}.")
+
     def refresh(self, v):
         model = catalog.model(v["model"])
         ep, k, tokens = int(v["ep"]), int(v["top_k"]), float(v["tokens"])
