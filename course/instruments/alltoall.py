@@ -82,13 +82,15 @@ class AllToAllExplorer(Instrument):
         self.add_control("tokens", LogIntSlider(value=8192, min=512, max=65536, description="Tokens/GPU"))
         self.add_control("top_k", widgets.IntSlider(value=8, min=1, max=16, description="Top-k"))
         self.add_control("routing", widgets.Dropdown(options=ROUTING_CHOICES, value="plain", description="Routing"))
-        self.add_control("node_limit", widgets.IntSlider(value=4, min=1, max=8, description="Node limit M"))
+        self.add_control("node_limit", widgets.IntSlider(value=4, min=1, max=8, description="Node limit M",
+                                                         style={"description_width": "initial"}))
         self.add_control("pp", widgets.SelectionSlider(options=(1, 2, 4, 8, 16), value=1, description="PP"))
         self.add_control("gpus", widgets.SelectionSlider(options=[(f"{g:,}", g) for g in GPU_CHOICES], value=1024,
                                                          description="GPUs"))
         self.add_control("overlap", widgets.Checkbox(value=False, description="overlap with expert compute"))
 
-        xs, ys = bq.OrdinalScale(), bq.LinearScale(min=0)
+        xs, ys = bq.OrdinalScale(), bq.LinearScale(min=0, max=1)
+        self.time_scale = ys  # its top follows the tallest bar or the compute line (bqplot clips grouped bars)
         labels = [str(e) for e in EP_CHOICES]
         self.parts = bq.Bars(x=labels, y=np.zeros((2, len(labels))), type="grouped", scales={"x": xs, "y": ys},
                              colors=[mark_color("blue"), mark_color("orange")], labels=["NVLink part", "network part"],
@@ -151,6 +153,9 @@ class AllToAllExplorer(Instrument):
         state = float(core.model_state_bytes(expert_params, zero_stage=1, dp=edp))
         capacity = gpu.memory_capacity
 
+        top = 1.1e3 * float(max(np.max(nv), np.max(net), compute))
+        if top > 0 and not np.isclose(self.time_scale.max, top):
+            self.time_scale.max = top
         self.set_marks(self.parts, y=np.vstack([nv, net]) * 1e3)
         self.set_marks(self.compute, y=np.full(grid.size, compute * 1e3))
         self.set_marks(self.mine, x=[str(ep)], y=[float(a2a[i]) * 1e3])
