@@ -52,6 +52,18 @@ GPU_CHOICES = (64, 128, 256, 512, 1024, 2048, 4096)
 RANKS_PER_NODE_CHOICES = (8, 4, 2, 1)
 
 
+def _nice_top(value: float) -> float:
+    """The next of 1, 2, 5 x 10^n above ``value`` (0 -> 1): an axis top that changes in steps.
+
+    >>> _nice_top(3.2), _nice_top(46.4), _nice_top(0.0)
+    (5.0, 50.0, 1.0)
+    """
+    if value <= 0:
+        return 1.0
+    decade = 10.0 ** np.floor(np.log10(value))
+    return float(next(m * decade for m in (1, 2, 5, 10) if m * decade >= value))
+
+
 class AllToAllExplorer(Instrument):
     """Per-layer all-to-all time of a mixture of experts vs expert parallelism, NVLink and network parts apart.
 
@@ -153,8 +165,8 @@ class AllToAllExplorer(Instrument):
         state = float(core.model_state_bytes(expert_params, zero_stage=1, dp=edp))
         capacity = gpu.memory_capacity
 
-        top = 1.1e3 * float(max(np.max(nv), np.max(net), compute))
-        if top > 0 and not np.isclose(self.time_scale.max, top):
+        top = _nice_top(1e3 * float(max(np.max(nv), np.max(net), compute)))
+        if self.time_scale.max != top:  # a step of 1-2-5: most moves redraw the bars, not the axis
             self.time_scale.max = top
         self.set_marks(self.parts, y=np.vstack([nv, net]) * 1e3)
         self.set_marks(self.compute, y=np.full(grid.size, compute * 1e3))
