@@ -213,3 +213,15 @@ def test_the_load_view_flags_dropped_tokens_and_the_straggler():
     assert load.failures == ["straggler_bound"]
     load.controls["dropless"].value = False
     assert load.failures == ["tokens_dropped"] and load.result["dropped"] > 0.01
+
+
+def test_the_configurator_folds_experts_with_ep_and_etp_for_the_design_question():
+    # the design reflection's DeepSeek-V3 on the 2,048 H800s of its report: EP 64 x PP 16, then ETP 2
+    c = Configurator(model="deepseek-v3", cluster="h800-2048", tp=1, pp=16, ep=64, microbatches=64, recompute="full",
+                     zero_stage=1)
+    for etp in (1, 2):
+        c.controls["etp"].value = etp
+        plan = core.plan("deepseek-v3", "h800-2048", tp=1, pp=16, dp=128, ep=64, etp=etp, num_microbatches=64,
+                         micro_batch=1, recompute="full", zero_stage=1)
+        assert c.failures == [] and (c.result["ep"], c.result["etp"]) == (64, etp)
+        assert c.result["memory_total"] == plan.memory_total and c.result["step_seconds"] == plan.step_time
