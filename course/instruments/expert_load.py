@@ -98,7 +98,8 @@ class ExpertLoadView(Instrument):
             self.set_marks(self.capacity_line, x=edge, y=[capacity, capacity], labels=[f"capacity C = {capacity:g}"],
                            visible=True)
         self.set_card("hottest", f"{hottest:.2f}x", "of the mean load", "warn" if hottest > 1.5 else "normal")
-        self.set_card("straggler", f"{factor:.2f}x", "padded buffers of C" if capacity else f"EP {ep}: {e // ep if e % ep == 0 else '?'} experts per rank")
+        self.set_card("straggler", f"{factor:.2f}x",
+                      "padded buffers of C" if capacity else f"EP {ep}: {e // ep} experts per rank")
         self.set_card("dropped", f"{100 * dropped:.1f} %", "of routed tokens" if capacity else "dropless: none",
                       "bad" if dropped > DROPPED_LIMIT else "good")
         self.set_card("share", f"{100 * share:.1f} %", "of the step", "bad" if share > STRAGGLER_LIMIT else "good")
