@@ -257,6 +257,7 @@ def _act2_solution(s: Spec) -> str:
             f"explorer.controls['model'].value = {s['act2_model']!r}\n"
             f"explorer.controls['ep'].value = {s['act2_ep']}\n"
             "explorer.controls['ranks_per_node'].value = 8\n"
+            f"explorer.controls['nvlink'].value = {s['act2_nvlink']!r}\n"
             f"explorer.controls['network'].value = {s['act2_network']!r}\n"
             f"explorer.controls['tokens'].value = {s['act2_tokens']}\n"
             f"explorer.controls['top_k'].value = {model.top_k}\n"
