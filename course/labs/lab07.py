@@ -523,7 +523,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "factor* C instead gives every expert a buffer of C times its mean load, and the tokens beyond it skip "
              "the expert (the residual connection carries them on).\n\n"
              "The view below models popularity with one knob, a skew s: the i-th most popular expert gets a share "
-             "proportional to i^−s (a Zipf law; s = 0 is a perfectly balanced router). It is a model to think with, "
+             "proportional to 1/iˢ (a Zipf law; s = 0 is a perfectly balanced router). It is a model to think with, "
              "not a measurement."),
         *lab.lock_cells("act3"),
         Cell("code", "load = lab.gate('act3', ExpertLoadView(experts=64, ep=64))\nload", "lab07_act3_load"),
