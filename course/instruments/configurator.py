@@ -101,7 +101,7 @@ class Configurator(Instrument):
 
     Controls: ``model``, ``cluster``, ``tp``, ``cp``, ``pp``, ``interleave``,
     ``micro_batch``, ``microbatches``, ``zero_stage``, ``recompute``,
-    ``sequence_parallel``, ``ep`` and ``etp`` (mixtures of experts only), ``show_best`` and ``load_best`` (index of a top result to
+    ``sequence_parallel``, ``ep``, ``etp``, ``dispatcher`` and ``ep_overlap`` (mixtures of experts only), ``show_best`` and ``load_best`` (index of a top result to
     copy into the others). ``result`` holds the plan's numbers (memory parts in bytes,
     step time, MFU, bubble fraction, tokens/s), ``dp`` (derived), ``feasible``, the
     violation codes and the note codes.
@@ -148,6 +148,11 @@ class Configurator(Instrument):
         self.add_control("etp", widgets.SelectionSlider(
             options=ETP_CHOICES, value=1, description="ETP",
             tooltip="Expert tensor parallelism: each expert's matrices split over ETP GPUs (MoE models only)"))
+        self.add_control("dispatcher", widgets.ToggleButtons(
+            options=(("all-to-all", "alltoall"), ("DeepEP", "deepep")), value="alltoall", description="Dispatch",
+            tooltip="How tokens reach their experts' GPUs: one network copy per remote expert (all-to-all) or one "
+                    "per remote node, forwarded over NVLink there (DeepEP); MoE models only"))
+        self.add_control("ep_overlap", widgets.Checkbox(value=False, description="overlap the EP all-to-all"))
         self.add_control("show_best", widgets.Checkbox(value=False, description="show the planner's top 5"))
         self.add_control("load_best", widgets.Dropdown(options=[("load a top result…", -1)], value=-1,
                                                        description="Load", disabled=True),
@@ -198,8 +203,10 @@ class Configurator(Instrument):
         tp, cp, pp, m = int(v["tp"]), int(v["cp"]), int(v["pp"]), int(v["microbatches"])
         dp = max(gpus // (tp * cp * pp), 1)
         ep, etp = (int(v["ep"]), int(v["etp"])) if model.is_moe else (1, 1)  # a dense model has no experts to fold
+        experts = dict(ep=ep, etp=etp, dispatcher=v["dispatcher"], ep_overlap=bool(v["ep_overlap"])) if model.is_moe \
+            else {}
         common = dict(cp=cp, num_microbatches=m, micro_batch=int(v["micro_batch"]), interleave=int(v["interleave"]),
-                      sequence_parallel=bool(v["sequence_parallel"]), ep=ep, etp=etp)
+                      sequence_parallel=bool(v["sequence_parallel"]), **experts)
         plan = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=int(v["zero_stage"]),
                          recompute=v["recompute"], **common)
         base = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=0, recompute="none", **common)
@@ -274,7 +281,8 @@ class Configurator(Instrument):
         return {
             "best": best,
             "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "cp": cp, "pp": pp, "dp": dp,
-            "ep": ep, "etp": etp,
+            "ep": ep, "etp": etp, "dispatcher": v["dispatcher"] if model.is_moe else None,
+            "ep_overlap": bool(v["ep_overlap"]) and model.is_moe,
             "interleave": int(v["interleave"]), "micro_batch": int(v["micro_batch"]),
             "sequence_parallel": bool(v["sequence_parallel"]),
             "microbatches": m, "zero_stage": int(v["zero_stage"]), "recompute": v["recompute"],

@@ -512,7 +512,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "Ethernet 100G at a large EP) and **experts do not fit** (the experts' state alone exceeds a GPU: try "
              "`deepseek-v3` at a small EP with PP 1). Then see what *one copy per node*, a node limit and *overlap* "
              "do, and where they stop helping. The configurator above shows the same job's whole step as you move "
-             "its EP."),
+             "its EP, its *Dispatch* (all-to-all or DeepEP) and its all-to-all overlap."),
         lab.reveal_cell("act2"),
         *lab.answer_cells("act2_alltoall", s),
         *lab.reflection_cells("act2_why"),

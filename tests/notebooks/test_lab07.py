@@ -202,6 +202,10 @@ def test_the_configurator_opens_as_the_lab_opens_it_out_of_memory_until_ep_sprea
     assert c.failures == ["out_of_memory"] and c.result["memory_total"] == _plan("llama3-8b-moe").memory_total
     c.controls["ep"].value = 8
     assert c.failures == [] and c.result["step_breakdown"]["ep_comm"] == pytest.approx(_plan("llama3-8b-moe", 8).ep_comm)
+    with c.batch():  # Act II's reveal: DeepEP and the overlapped all-to-all at EP 64, as the planner has them
+        c.controls["ep"].value, c.controls["dispatcher"].value, c.controls["ep_overlap"].value = 64, "deepep", True
+    assert c.result["step_seconds"] == _plan("llama3-8b-moe", 64, dispatcher="deepep", ep_overlap=True).step_time
+    assert f"EP 64: {c.result['step_seconds']:.2f} s" in LAB.lock_of("act2").reveal
     c.controls["model"].value = "llama3-8b"  # a dense model ignores EP
     assert c.failures == [] and c.result["ep"] == 1
 
