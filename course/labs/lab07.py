@@ -512,7 +512,9 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "Ethernet 100G at a large EP) and **experts do not fit** (the experts' state alone exceeds a GPU: try "
              "`deepseek-v3` at a small EP with PP 1). Then see what *one copy per node*, a node limit and *overlap* "
              "do, and where they stop helping. The configurator above shows the same job's whole step as you move "
-             "its EP, its *Dispatch* (all-to-all or DeepEP) and its all-to-all overlap."),
+             "its EP, its *Dispatch* (all-to-all or DeepEP) and its all-to-all overlap. (The explorer runs each link at its "
+             "full bandwidth; the configurator's planner at the bandwidth NCCL collectives achieve on it, so its "
+             "all-to-all is somewhat longer.)"),
         lab.reveal_cell("act2"),
         *lab.answer_cells("act2_alltoall", s),
         *lab.reflection_cells("act2_why"),
