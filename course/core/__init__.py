@@ -21,6 +21,7 @@ layer_cost      FLOPs, backward share and element-wise traffic of one layer
 zero            ZeRO traffic per micro-batch and per step, by implementation
 context_parallel  context parallelism: K/V exchange per layer
 moe             mixture of experts: FLOPs, all-to-all, load imbalance, memory under EP
+expert_load     skewed routers: loads per expert, the busiest EP rank, dropped tokens, its step share
 fp8             FP8 training: GEMMs at the FP8 peak, cast traffic, memory effects
 plan_terms      the planner's configuration record and its step-time / memory terms
 planner         4D-parallel plan(), vectorized sweep() and explain()
@@ -43,5 +44,6 @@ from .zero import *  # noqa: F401,F403 -- course.core's API is the union of its 
 from .context_parallel import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .moe import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .moe_capacity import *  # noqa: F401,F403 -- course.core's API is the union of its modules
+from .expert_load import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .fp8 import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .planner import *  # noqa: F401,F403 -- course.core's API is the union of its modules

@@ -488,6 +488,15 @@ MODELS: dict[str, Model] = {
         Model("llama3-8b", 8 * u.billion, _LLAMA3, layers=32, hidden=4096, heads=32,
               kv_heads=8, ffn=14336, vocab=128000, seq_len=8192, mlp_matrices=3,
               dropout=False),
+        # Lab 07's sparse twin of Llama 3 8B: the same attention, each MLP replaced by 64 experts of 1/8 its width,
+        # 8 per token, so a token passes through as many weights as in the dense model
+        Model("llama3-8b-moe", 8 * u.billion + 32 * (4096 * 64 + 64 * 3 * 4096 * 1792 - 3 * 4096 * 14336),
+              "Constructed for Lab 07 (not a released model): Llama 3 8B (" + _LLAMA3 + ") with each SwiGLU MLP "
+              "(inner width 14,336) replaced by a router and 64 fine-grained experts of inner width 1,792, 8 per "
+              "token (fine-grained expert segmentation, Dai et al. 2024, DeepSeekMoE, sec. 3.1): 8x the MLP "
+              "weights, the same active weights plus the router",
+              layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128000, seq_len=8192, mlp_matrices=3,
+              dropout=False, experts=64, top_k=8, expert_ffn=1792),
         Model("llama3-70b", 70 * u.billion, _LLAMA3, layers=80, hidden=8192, heads=64,
               kv_heads=8, ffn=28672, vocab=128000, seq_len=8192, mlp_matrices=3,
               dropout=False),

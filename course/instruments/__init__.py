@@ -15,6 +15,8 @@ parallel_map.py :class:`ParallelMap`, which GPU holds which layers/shards, links
 sync_audit.py  :class:`SyncAudit`, sync vs async SGD, stragglers, checkpoints, dollars
 pipeline_timeline.py :class:`PipelineTimeline`, GPipe / 1F1B / interleaved / ZB-H1 / DualPipe timeline
 bubble.py      :class:`BubbleChart`, bubble share vs micro-batches for one PP (Lab 05 Act II)
+alltoall.py    :class:`AllToAllExplorer`, MoE dispatch/combine time vs EP, NVLink and network parts (Lab 07)
+expert_load.py :class:`ExpertLoadView`, skewed router, capacity, dropped tokens, straggler share (Lab 07)
 
 Prediction locks and the design ledger live one level up
 (:mod:`course.prediction`, :mod:`course.ledger`).
@@ -90,6 +92,8 @@ if TYPE_CHECKING:
     from .ring import RingAllreduceView
     from .scaling import ScalingExplorer
     from .sync_audit import SyncAudit
+    from .alltoall import AllToAllExplorer
+    from .expert_load import ExpertLoadView
 
 
 def _public_names() -> dict:

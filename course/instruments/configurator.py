@@ -35,8 +35,10 @@ from .context import gpu_cluster_only
 __all__ = ["Configurator", "plan_values", "MODEL_CHOICES", "CLUSTER_CHOICES", "BUBBLE_MICROBATCHES",
            "BUBBLE_CEILING", "MEMORY_PARTS"]
 
-MODEL_CHOICES = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-7b")
-CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072")
+MODEL_CHOICES = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-7b",
+                 # mixtures of experts (Lab 07): EP and ETP apply to them only
+                 "llama3-8b-moe", "mixtral-8x7b", "mixtral-8x22b", "qwen3-235b-a22b", "deepseek-v3")
+CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072", "h100-2048", "h800-2048")
 #: Micro-batch counts drawn on the bubble chart (the current one is added).
 BUBBLE_MICROBATCHES = (1, 4, 8, 16, 32)
 PP_GRID = np.arange(1, 65)
@@ -46,6 +48,8 @@ BUBBLE_COLORS = tuple(mark_color(c) for c in ("red", "orange", "blue", "green", 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 CP_CHOICES = (1, 2, 4, 8, 16)
 INTERLEAVE_CHOICES = (1, 2, 4)
+EP_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+ETP_CHOICES = (1, 2, 4, 8)
 MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 #: Parts of the planner's step time (``Plan.breakdown()``), in the order they are drawn.
 STEP_PARTS = core.STEP_TERMS
@@ -97,7 +101,7 @@ class Configurator(Instrument):
 
     Controls: ``model``, ``cluster``, ``tp``, ``cp``, ``pp``, ``interleave``,
     ``micro_batch``, ``microbatches``, ``zero_stage``, ``recompute``,
-    ``sequence_parallel``, ``show_best`` and ``load_best`` (index of a top result to
+    ``sequence_parallel``, ``ep``, ``etp``, ``dispatcher`` and ``ep_overlap`` (mixtures of experts only), ``show_best`` and ``load_best`` (index of a top result to
     copy into the others). ``result`` holds the plan's numbers (memory parts in bytes,
     step time, MFU, bubble fraction, tokens/s), ``dp`` (derived), ``feasible``, the
     violation codes and the note codes.
@@ -137,6 +141,18 @@ class Configurator(Instrument):
             tooltip="Activation recomputation: none keeps every activation for the backward pass; selective "
                     "recomputes only attention's large intermediates; full recomputes each layer from its input"))
         self.add_control("sequence_parallel", widgets.Checkbox(value=False, description="sequence parallel"))
+        # experts (mixtures of experts only; a dense model ignores them): Megatron-Core's parallel folding
+        self.add_control("ep", widgets.SelectionSlider(
+            options=EP_CHOICES, value=1, description="EP",
+            tooltip="Expert parallelism: each MoE layer's routed experts are spread over EP GPUs (MoE models only)"))
+        self.add_control("etp", widgets.SelectionSlider(
+            options=ETP_CHOICES, value=1, description="ETP",
+            tooltip="Expert tensor parallelism: each expert's matrices split over ETP GPUs (MoE models only)"))
+        self.add_control("dispatcher", widgets.ToggleButtons(
+            options=(("all-to-all", "alltoall"), ("DeepEP", "deepep")), value="alltoall", description="Dispatch",
+            tooltip="How tokens reach their experts' GPUs: one network copy per remote expert (all-to-all) or one "
+                    "per remote node, forwarded over NVLink there (DeepEP); MoE models only"))
+        self.add_control("ep_overlap", widgets.Checkbox(value=False, description="overlap the EP all-to-all"))
         self.add_control("show_best", widgets.Checkbox(value=False, description="show the planner's top 5"))
         self.add_control("load_best", widgets.Dropdown(options=[("load a top result…", -1)], value=-1,
                                                        description="Load", disabled=True),
@@ -186,8 +202,11 @@ class Configurator(Instrument):
         gpus = cluster.nodes * cluster.node.gpus_per_node
         tp, cp, pp, m = int(v["tp"]), int(v["cp"]), int(v["pp"]), int(v["microbatches"])
         dp = max(gpus // (tp * cp * pp), 1)
+        ep, etp = (int(v["ep"]), int(v["etp"])) if model.is_moe else (1, 1)  # a dense model has no experts to fold
+        experts = dict(ep=ep, etp=etp, dispatcher=v["dispatcher"], ep_overlap=bool(v["ep_overlap"])) if model.is_moe \
+            else {}
         common = dict(cp=cp, num_microbatches=m, micro_batch=int(v["micro_batch"]), interleave=int(v["interleave"]),
-                      sequence_parallel=bool(v["sequence_parallel"]))
+                      sequence_parallel=bool(v["sequence_parallel"]), **experts)
         plan = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=int(v["zero_stage"]),
                          recompute=v["recompute"], **common)
         base = core.plan(model, cluster, tp=tp, pp=pp, dp=dp, zero_stage=0, recompute="none", **common)
@@ -262,6 +281,8 @@ class Configurator(Instrument):
         return {
             "best": best,
             "model": model.name, "cluster": cluster.name, "gpus": gpus, "tp": tp, "cp": cp, "pp": pp, "dp": dp,
+            "ep": ep, "etp": etp, "dispatcher": v["dispatcher"] if model.is_moe else None,
+            "ep_overlap": bool(v["ep_overlap"]) and model.is_moe,
             "interleave": int(v["interleave"]), "micro_batch": int(v["micro_batch"]),
             "sequence_parallel": bool(v["sequence_parallel"]),
             "microbatches": m, "zero_stage": int(v["zero_stage"]), "recompute": v["recompute"],

@@ -1,4 +1,4 @@
-"""Labs (Lab 05, Lab 06, the 3D-parallelism tutorial) as declared activities.
+"""Labs (Lab 05, Lab 06, the 3D-parallelism tutorial, Lab 07 on mixtures of experts) as declared activities.
 
 Each lab module declares one :class:`~course.assess.lab.Lab` (``ACTIVITY``: inputs, acts,
 locks, graded answers, reflections) and the order of its cells; :mod:`course.activities`

@@ -24,7 +24,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import ARTIFACTS, CONTRAST_JS
-from .test_labs_browser import (LAB05, LAB06, THEMES, TUTORIAL, card_number, expect_no_traceback, run_all_or_fail,
+from .test_labs_browser import (LAB05, LAB06, LAB07, THEMES, TUTORIAL, card_number, expect_no_traceback, run_all_or_fail,
                                 screenshot_on_failure, set_theme, wait_until)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -91,7 +91,7 @@ def axe_violations(page) -> list[dict]:
 
 
 #: every lab a student receives, and the free-play notebooks that hold the other instruments
-NOTEBOOKS = [f"release/{lab}/{lab}.ipynb" for lab in (LAB05, LAB06, TUTORIAL)] + [
+NOTEBOOKS = [f"release/{lab}/{lab}.ipynb" for lab in (LAB05, LAB06, TUTORIAL, LAB07)] + [
     f"notebooks/explore_{topic}.ipynb" for topic in ("collectives", "data_parallel", "pipeline", "3d_parallelism",
                                                      "sync")]
 

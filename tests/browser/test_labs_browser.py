@@ -695,7 +695,7 @@ def notebook_text(page) -> str:
     return page.locator(".jp-Notebook").first.inner_text().replace("\xa0", " ")
 
 
-@pytest.mark.parametrize("assignment", [LAB05, LAB06, TUTORIAL])
+@pytest.mark.parametrize("assignment", [LAB05, LAB06, TUTORIAL, "lab07_expert_wall"])
 def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_release, assignment):
     from playwright.sync_api import expect
 
@@ -749,3 +749,84 @@ def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_releas
                 inst.scroll_into_view_if_needed()
                 page.screenshot(path=str(ARTIFACTS / f"{assignment}_{shade}_instrument{i}.png"))
             assert not low, f"{len(low)} texts below 4.5:1 in {theme}: {low[:12]}"
+
+
+# -- Lab 07 ---------------------------------------------------------------------------------------
+
+LAB07 = "lab07_expert_wall"
+
+
+def test_lab07_locks_gate_each_act_and_the_keyboard_reaches_every_failure_state(open_release, student_server):
+    """Hand computations: the sparse twin holds 47.5 B weights, 190 GB of BF16 weights and gradients on one GPU
+    under pure data parallelism (> 80 GB); EP 8 leaves 1/8 of its 45.1 B expert weights per GPU. At EP 16 half of
+    each token's 8 copies of 8 kB cross 50 GB/s NDR: 4 x 8192 x 4 x 8192 B / 50 GB/s = 21.5 ms per layer, longer
+    than the layer's expert compute (3 x 2 x 8 x 22 M weights x 8192 tokens / (989 TFLOPS x 0.63) = 13.9 ms).
+    One expert of 64 on its own GPU at skew 0.5 carries 64 / sum(i^-0.5) = 4.8x the mean load: with experts
+    40 % of a balanced step, the others wait 3.8 x 0.4 / (1 + 3.8 x 0.4) = 60 % of the step."""
+    from playwright.sync_api import expect
+
+    page, folder = open_release(LAB07, {})
+    with screenshot_on_failure(page, LAB07):
+        expect_no_traceback(page)
+        assert not (folder / "predictions.json").exists(), "a lock locked itself without a click"
+        act1 = lock_box(page, "Trained exactly like the dense 8B")
+        act2 = lock_box(page, "raise EP from 8 (one node)")
+        act3 = lock_box(page, "64 experts, one per GPU, dropless")
+        configurator = instrument(page, "3D-parallelism configurator")
+        explorer, load = instrument(page, "All-to-all explorer"), instrument(page, "Expert load")
+        for inst in (configurator, explorer, load):
+            expect_gated(inst)
+
+        # Act I: pure data parallelism does not fit; three presses on EP (1 -> 2 -> 4 -> 8) spread the experts
+        lock_prediction(page, act1, "B) memory about 5x", configurator)
+        expect_gated(explorer)
+        oom = configurator.locator(".course-failure-out_of_memory")
+        expect(oom).to_be_visible(timeout=30_000)
+        assert card_number(configurator, "memory") > 190  # 4 bytes x 47.5 B weights and gradients alone
+        press_on_slider(page, configurator, "ep", "ArrowRight", 3)
+        expect(readout(configurator, "ep")).to_have_text("8", timeout=30_000)
+        expect(oom).to_have_count(0, timeout=30_000)
+        wait_until(page, lambda: card_number(configurator, "memory") < 40, "the memory card to fall under 40 GB")
+
+        # Act II: EP 8 sits inside one node; one press leaves it and the all-to-all outlasts the expert compute
+        lock_prediction(page, act2, "B) it jumps when the experts first span two nodes", explorer)
+        bound = explorer.locator(".course-failure-all_to_all_bound")
+        expect(explorer.locator(".course-card-alltoall .course-card-value")).to_contain_text("ms", timeout=30_000)
+        expect(bound).to_have_count(0, timeout=30_000)
+        press_on_slider(page, explorer, "ep", "ArrowRight")
+        expect(readout(explorer, "ep")).to_have_text("16", timeout=30_000)
+        expect(bound).to_be_visible(timeout=30_000)
+        wait_until(page, lambda: card_number(explorer, "alltoall") == pytest.approx(4 * 8192 * 4 * 8192 / 50e9 * 1e3,
+                                                                                      rel=0.01),
+                   "the all-to-all card to show 21.5 ms")
+        explorer.locator(".course-control-overlap input[type=checkbox]").click()
+        choose(explorer, "routing", "one copy per node")
+        expect(bound).to_have_count(0, timeout=30_000)  # DeepEP's one copy per node, hidden behind compute
+        choose(explorer, "model", "deepseek-v3")
+        expect(explorer.locator(".course-failure-experts_do_not_fit")).to_be_visible(timeout=30_000)
+        press_on_slider(page, explorer, "pp", "ArrowRight", 4)  # PP 16 shares the layers: the experts fit
+        expect(readout(explorer, "pp")).to_have_text("16", timeout=30_000)
+        expect(explorer.locator(".course-failure-experts_do_not_fit")).to_have_count(0, timeout=30_000)
+
+        # Act III: ten presses on the skew (0 -> 0.5) make the hot expert's GPU the straggler
+        lock_prediction(page, act3, "B) about 40 % longer", load)
+        straggler = load.locator(".course-failure-straggler_bound")
+        expect(straggler).to_have_count(0, timeout=30_000)
+        press_on_slider(page, load, "skew", "ArrowRight", 10)
+        expect(readout(load, "skew")).to_have_text("0.50", timeout=30_000)
+        expect(straggler).to_be_visible(timeout=30_000)
+        weights = [i ** -0.5 for i in range(1, 65)]
+        hot = 64 * weights[0] / sum(weights)
+        wait_until(page, lambda: card_number(load, "share") == pytest.approx(
+            100 * (hot - 1) * 0.4 / (1 + (hot - 1) * 0.4), abs=0.1), "the waiting share to show 60 %")
+        load.locator(".course-control-dropless input[type=checkbox]").click()  # capacity 1.25: drops instead
+        expect(load.locator(".course-failure-tokens_dropped")).to_be_visible(timeout=30_000)
+        expect(straggler).to_have_count(0, timeout=30_000)
+
+        saved = read_json(folder / "predictions.json")
+        assert {k: v["value"] for k, v in saved.items()} == {"lab07/act1": "B", "lab07/act2": "B", "lab07/act3": "B"}
+        expect_no_traceback(page)
+        ARTIFACTS.mkdir(exist_ok=True)
+        for name, inst in (("configurator", configurator), ("alltoall", explorer), ("expert_load", load)):
+            inst.scroll_into_view_if_needed()
+            inst.screenshot(path=str(ARTIFACTS / f"jupyterlab_lab07_{name}.png"))

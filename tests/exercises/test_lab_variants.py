@@ -133,7 +133,7 @@ def test_release_prompt_cells_are_read_only_and_hold_no_numbers(name):
         assert cell.metadata["nbgrader"]["locked"] is True
         assert cell.source.splitlines()[-1].startswith("lab.show(")
         assert not any(ch.isdigit() for ch in cell.source.splitlines()[-1].replace("act1", "").replace(
-            "act2", "").replace("part3", "").replace("ex1", "").replace("ex2", "").replace("ex3", ""))
+            "act2", "").replace("act3", "").replace("part3", "").replace("ex1", "").replace("ex2", "").replace("ex3", ""))
 
 
 def test_the_judge_grades_each_student_against_their_own_key():

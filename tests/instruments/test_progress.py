@@ -68,6 +68,11 @@ def test_locks_and_reveals_counted_per_act(ledger_path, tmp_path):
     assert act2["lock"] == {"key": "lab05/act2", "locked": True, "revealed": True, "correct": False}
     assert [p["grade_id"] for p in act2["parts"]] == ["lab05_act2_memory"]
     assert (s["labs"]["lab06"]["correct"], s["labs"]["tutorial"]["correct"]) == (2, 1)
+    lab07 = s["labs"]["lab07"]  # Lab 07's three acts, each with its lock and its graded number
+    assert (lab07["locks_total"], lab07["locked"], lab07["revealed"], lab07["correct"]) == (3, 3, 3, 3)
+    assert [p["grade_id"] for a in lab07["acts"] for p in a["parts"]] == [
+        "lab07_act1_expert_state", "lab07_act2_alltoall", "lab07_act3_straggler"]
+    assert "Lab 07 · The expert wall · 3/3 predictions locked" in to_html(s)
 
 
 def test_a_lock_without_reveal_is_locked_not_revealed(ledger_path, tmp_path):

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from course.exercises import REGISTRY, judge_json
-from course.labs import lab05, lab06, tutorial
+from course.labs import lab05, lab06, lab07, tutorial
 
-LABS = ["lab05_parallelism_paradox", "lab06_bandwidth_invariant", "tutorial_3d_parallelism"]
+LABS = ["lab05_parallelism_paradox", "lab06_bandwidth_invariant", "tutorial_3d_parallelism", "lab07_expert_wall"]
 
 #: the predictions a student locks with the buttons, as the reference submission's predictions.json
 REFERENCE_PREDICTIONS = {"lab05_parallelism_paradox": {"lab05/act1": "B", "lab05/act2": "B", "lab05/part3": "A"},
                          "lab06_bandwidth_invariant": {"lab06/act1": "C", "lab06/act2": "C"},
-                         "tutorial_3d_parallelism": {"tutorial/ex1": "C"}}
+                         "tutorial_3d_parallelism": {"tutorial/ex1": "C"},
+                         "lab07_expert_wall": {"lab07/act1": "B", "lab07/act2": "B", "lab07/act3": "B"}}
 
 
 def write_predictions(folder, name):
@@ -92,7 +93,7 @@ def _hud_after(lab, instruments, tmp_path, monkeypatch):
     return namespace["hud"]
 
 
-@pytest.mark.parametrize("lab", [lab05.LAB, lab06.LAB], ids=lambda lab: lab.prefix)
+@pytest.mark.parametrize("lab", [lab05.LAB, lab06.LAB, lab07.LAB], ids=lambda lab: lab.prefix)
 def test_every_gated_instrument_is_saved_to_the_ledger(lab):
     # the HUD only knows the failure states of the instruments the lab records
     import re
@@ -112,6 +113,21 @@ def test_lab06_hud_lists_the_comm_bound_state_the_dashboard_showed(tmp_path, mon
                                      dashboard=dashboard), tmp_path, monkeypatch)
     assert hud.summary()["failures_hit"] == ["comm_bound"]
     assert "failure states hit: comm_bound" in hud.widget.value
+
+
+def test_lab07_hud_lists_the_failure_states_of_act2_and_act3(tmp_path, monkeypatch):
+    from course.instruments import AllToAllExplorer, Configurator, ExpertLoadView
+
+    explorer = AllToAllExplorer(model="llama3-8b-moe", tokens=8192)
+    explorer.controls["ep"].value = 16  # the wall: the exposed all-to-all outlasts the expert compute
+    explorer.controls["model"].value = "deepseek-v3"  # EP 16, PP 1: the experts alone overflow a GPU
+    load = ExpertLoadView(experts=64, ep=64)
+    load.controls["skew"].value = 0.5
+    configurator = Configurator(model="llama3-8b-moe", cluster="h100-1024", tp=1, pp=1, microbatches=2,
+                                recompute="full", zero_stage=1, ep=1)
+    hud = _hud_after(lab07.LAB, dict(configurator=configurator, explorer=explorer, load=load), tmp_path, monkeypatch)
+    hit = hud.summary()["failures_hit"]
+    assert {"all_to_all_bound", "experts_do_not_fit", "straggler_bound", "out_of_memory"} <= set(hit), hit
 
 
 def test_lab05_hud_lists_the_bubble_chart_warning(tmp_path, monkeypatch):

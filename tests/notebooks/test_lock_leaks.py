@@ -192,6 +192,12 @@ def _plain_memory(tp, pp, dp):
     return core.plan("gpt3-175b", "h100-1024", tp=tp, pp=pp, dp=dp, micro_batch=1, num_microbatches=8).memory_total
 
 
+def _lab07_plan(model, ep=1):
+    """Lab 07's story: 1,024 H100s, pure data parallelism, ZeRO-1, full recomputation, 2 micro-batches of one sequence."""
+    return core.plan(model, "h100-1024", tp=1, pp=1, dp=1024, micro_batch=1, num_microbatches=2, zero_stage=1,
+                     recompute="full", ep=ep)
+
+
 def _part3():
     s = LABS["lab05"].spec
     n = s["workers"]
@@ -220,6 +226,14 @@ RACES = {
     ("lab05", "part3"): _part3,
     # Exercise 1: the memory pure data parallelism needs per GPU
     ("tutorial", "ex1"): lambda: {"C": core.plan("llama3-70b", "research-256", tp=1, pp=1, dp=256).memory_total},
+    # Lab 07 Act I: memory and step of the dense 8B and its sparse twin, both pure data parallelism
+    ("lab07", "act1"): lambda: {f"{name} {what}": getattr(_lab07_plan(name), attr)
+                                for name in ("llama3-8b", "llama3-8b-moe")
+                                for what, attr in (("memory", "memory_total"), ("step", "step_time"))},
+    # Act II: the twin's step time as EP leaves the node (8 -> 16) and beyond
+    ("lab07", "act2"): lambda: {f"EP {ep}": _lab07_plan("llama3-8b-moe", ep).step_time for ep in (8, 16, 32, 64)},
+    # Act III: one hot expert at twice its share on one of 64 GPUs; the share of the step spent waiting
+    ("lab07", "act3"): lambda: {"B": float(core.straggler_step_share(core.straggler_factor(2.0, 64, 64), 0.4))},
 }
 
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")

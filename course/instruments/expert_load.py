@@ -1,0 +1,131 @@
+"""Expert-load view (Lab 07, Act III): a skewed router, the capacity factor, dropped tokens, the straggler.
+
+The bars are the load of every expert of one MoE layer relative to the mean (hottest first), for a
+router whose expert popularity falls as a power of its rank (skew ``s``; 0 is a balanced router). A
+dropless MoE computes every token, so the EP rank holding the hottest expert finishes last and every
+other rank waits for it; a capacity factor ``C`` pads each expert's buffer to ``C x`` the mean and
+drops the tokens above it (the dashed line). Cards: the hottest expert's load, the busiest rank's
+factor, the dropped tokens and the share of the step spent waiting for the straggler.
+
+Failure states (design rules of the lab, not physics): ``tokens_dropped`` when more than 1 % of the
+routed tokens are dropped, ``straggler_bound`` when the wait is more than 20 % of the step.
+
+Every number comes from :mod:`course.core.expert_load`.
+"""
+
+from __future__ import annotations
+
+import bqplot as bq
+import ipywidgets as widgets
+import numpy as np
+
+from .. import core
+from ..theme import mark_color
+from .base import Instrument, figure
+
+__all__ = ["ExpertLoadView", "EXPERT_CHOICES", "EP_CHOICES", "DROPPED_LIMIT", "STRAGGLER_LIMIT"]
+
+EXPERT_CHOICES = (8, 16, 32, 64, 128, 256)
+EP_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: more dropped tokens than this share of the routed ones is flagged (Switch Transformer trains with < 1 %
+#: dropped at capacity factor 1.0-1.25: Fedus et al. 2022, sec. 2.2)
+DROPPED_LIMIT = 0.01
+#: a straggler wait longer than this share of the step is flagged
+STRAGGLER_LIMIT = 0.20
+
+
+class ExpertLoadView(Instrument):
+    """Loads of the experts of one layer under a skewed router, capacity, dropped tokens, the straggler's share.
+
+    Controls: ``experts``, ``ep``, ``skew`` (Zipf exponent s), ``dropless`` (no capacity),
+    ``capacity`` (the capacity factor C when not dropless), ``expert_share`` (expert compute's share of a
+    balanced step). ``result``: ``loads`` (hottest first), ``hottest``, ``straggler`` (the busiest rank's
+    factor), ``dropped`` (share of routed tokens), ``straggler_share`` (of the step) and the failure codes.
+    """
+
+    title = "Expert load"
+    subtitle = ("How evenly the router spreads tokens over the experts of one layer, what a capacity factor drops, "
+                "and how long every other rank waits for the busiest one.")
+    benchmark_control = "skew"
+    _summary = ""
+
+    def build(self):
+        self.add_control("experts", widgets.SelectionSlider(options=EXPERT_CHOICES, value=64, description="Experts E"))
+        self.add_control("ep", widgets.SelectionSlider(options=EP_CHOICES, value=8, description="EP"))
+        self.add_control("skew", widgets.FloatSlider(value=0.0, min=0.0, max=1.5, step=0.05, description="Skew s",
+                                                     tooltip="Zipf exponent of expert popularity: 0 is a balanced "
+                                                             "router; the k-th most popular expert gets k^-s"))
+        self.add_control("dropless", widgets.Checkbox(value=True, description="dropless (no capacity)"))
+        self.add_control("capacity", widgets.FloatSlider(value=1.25, min=0.5, max=4.0, step=0.05,
+                                                         description="Capacity C"))
+        self.add_control("expert_share", widgets.FloatSlider(value=0.4, min=0.05, max=0.95, step=0.05,
+                                                             description="Expert share",
+                                                             tooltip="Expert compute's share of a balanced step"))
+        xs, ys = bq.LinearScale(min=0.5), bq.LinearScale(min=0)
+        self.loads = bq.Bars(x=np.arange(1, 65), y=np.ones(64), scales={"x": xs, "y": ys}, colors=[mark_color("blue")],
+                             labels=["tokens per expert / mean"], display_legend=True, padding=0.1)
+        self.capacity_line = bq.Lines(x=[0.5, 64.5], y=[1.25, 1.25], scales={"x": xs, "y": ys},
+                                      colors=[mark_color("red")], line_style="dashed", stroke_width=2,
+                                      labels=["capacity C"], display_legend=True)
+        self.mean_line = bq.Lines(x=[0.5, 64.5], y=[1.0, 1.0], scales={"x": xs, "y": ys}, colors=[mark_color("gray")],
+                                  stroke_width=1.5, labels=["mean load"], display_legend=True)
+        self.add_figure(figure([self.loads, self.capacity_line, self.mean_line], xs, ys,
+                               "experts, most popular first", "load / mean", title="Tokens per expert", legend=True))
+        for name, label in (("hottest", "Hottest expert"), ("straggler", "Busiest rank"), ("dropped", "Dropped tokens"),
+                            ("share", "Waiting for the straggler")):
+            self.add_card(name, label)
+
+    def describe(self, fig):
+        """The chart in words, leading with its point (the hottest expert, capacity, the busiest GPU)."""
+        return f"Chart: {fig.title}. {self._summary}"
+
+    def refresh(self, v):
+        e, ep, s = int(v["experts"]), int(v["ep"]), float(v["skew"])
+        capacity = None if v["dropless"] else float(v["capacity"])
+        loads = np.asarray(core.skewed_expert_loads(e, s), float)
+        hottest = float(loads[0])
+        factor = float(core.straggler_factor(hottest, e, ep, capacity))
+        dropped = 0.0 if capacity is None else float(core.dropped_token_share(loads, capacity))
+        share = float(core.straggler_step_share(max(factor, 1.0), float(v["expert_share"])))
+
+        x = np.arange(1, e + 1)
+        self.set_marks(self.loads, x=x, y=loads)
+        edge = [0.5, e + 0.5]
+        self.set_marks(self.mean_line, x=edge)
+        if capacity is None:  # no capacity line to draw (or to describe)
+            self.set_marks(self.capacity_line, x=edge, y=[1.0, 1.0], visible=False)
+        else:
+            self.set_marks(self.capacity_line, x=edge, y=[capacity, capacity], labels=[f"capacity C = {capacity:g}"],
+                           visible=True)
+        self.set_card("hottest", f"{hottest:.2f}x", "of the mean load", "warn" if hottest > 1.5 else "normal")
+        self.set_card("straggler", f"{factor:.2f}x",
+                      "padded buffers of C" if capacity else f"EP {ep}: {e // ep} experts per rank")
+        self.set_card("dropped", f"{100 * dropped:.1f} %", "of routed tokens" if capacity else "dropless: none",
+                      "bad" if dropped > DROPPED_LIMIT else "good")
+        self.set_card("share", f"{100 * share:.1f} %", "of the step", "bad" if share > STRAGGLER_LIMIT else "good")
+        rule = (f"C = {capacity:g}: every expert computes a buffer of C x the mean" if capacity else
+                f"(L<sub>1</sub> + (E/EP &minus; 1)(E &minus; L<sub>1</sub>)/(E &minus; 1)) / (E/EP) with L<sub>1</sub> = "
+                f"{hottest:.3f}, E = {e}, EP = {ep}")
+        self.set_math(
+            f"<b>Loads</b> L<sub>i</sub> = E &middot; i<sup>&minus;s</sup> / &Sigma;<sub>j</sub> j<sup>&minus;s</sup>, "
+            f"s = {s:g}: hottest L<sub>1</sub> = {hottest:.3f}<br>"
+            f"<b>Busiest rank</b> f = {rule} = {factor:.3f}<br>"
+            f"<b>Dropped</b> = &Sigma; max(0, L<sub>i</sub> &minus; C) / E = {100 * dropped:.2f} %<br>"
+            f"<b>Waiting share</b> = (f &minus; 1) x / (1 + (f &minus; 1) x), x = {float(v['expert_share']):g}: "
+            f"{100 * share:.1f} % of the step")
+        if e % ep:
+            self.flag("experts_not_divisible", f"EP = {ep} cannot split {e} experts evenly.")
+        if dropped > DROPPED_LIMIT:
+            self.flag("tokens_dropped", f"{100 * dropped:.1f} % of the routed tokens overflow capacity C = {capacity:g} "
+                                        "and skip the expert layer.", "warn")
+        if share > STRAGGLER_LIMIT:
+            self.flag("straggler_bound", f"Every other rank waits {100 * share:.0f} % of the step for the rank of the "
+                                         "hottest expert.")
+        self._summary = (f"{e} experts, most popular first: the hottest carries {hottest:.2f} times the mean load, the "
+                         f"least popular {float(loads[-1]):.2f}; "
+                         + ("dropless, no capacity line" if capacity is None else
+                            f"capacity C = {capacity:g} drops {100 * dropped:.1f} % of the routed tokens")
+                         + f"; the busiest of {ep} GPUs computes {factor:.2f} times the mean.")
+        return {"experts": e, "ep": ep, "skew": s, "capacity": capacity, "loads": loads, "hottest": hottest,
+                "straggler": factor, "dropped": dropped, "straggler_share": share,
+                "expert_share": float(v["expert_share"])}

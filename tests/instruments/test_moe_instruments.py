@@ -1,0 +1,79 @@
+"""Lab 07's instruments (all-to-all explorer, expert-load view) over every control: alive, drawn once, and
+showing the core's numbers.
+
+Expected values are direct core calls with the same inputs; the figures must be the objects built once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from course import core
+from course.core import catalog
+from course.instruments import AllToAllExplorer, ExpertLoadView
+from course.instruments import alltoall, expert_load
+
+from .helpers import assert_alive, changed, mark_arrays, same_figures
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=st.sampled_from(alltoall.MOE_MODELS), ep=st.sampled_from(alltoall.EP_CHOICES),
+       per_node=st.sampled_from((8, 4, 2, 1)), network=st.sampled_from(alltoall.NETWORK_CHOICES),
+       nvlink=st.sampled_from(alltoall.NVLINK_CHOICES), tokens=st.sampled_from((512, 4096, 65536)),
+       top_k=st.integers(1, 16), routing=st.sampled_from([r for _, r in alltoall.ROUTING_CHOICES]),
+       limit=st.integers(1, 8), pp=st.sampled_from((1, 4, 16)), overlap=st.booleans())
+def test_the_explorer_stays_alive_and_shows_the_core(model, ep, per_node, network, nvlink, tokens, top_k, routing,
+                                                     limit, pp, overlap):
+    e = AllToAllExplorer()
+    with e.batch():
+        for name, value in (("model", model), ("ep", ep), ("ranks_per_node", per_node), ("network", network),
+                            ("nvlink", nvlink), ("tokens", tokens), ("top_k", top_k), ("routing", routing),
+                            ("node_limit", limit), ("pp", pp), ("overlap", overlap)):
+            e.controls[name].value = value
+    assert_alive(e)
+    if "invalid_input" in e.failures:  # top-k above the model's experts: the core says so, nothing is drawn
+        assert top_k > catalog.model(model).experts
+        return
+    m, nv, net = catalog.model(model), catalog.link(nvlink), catalog.link(network)
+    r = min(per_node, ep)
+    if routing == "node_limited":
+        nodes = max(ep // r, 1)
+        kw = dict(groups=nodes, group_topk=min(limit, nodes), per_node=True)
+    else:
+        kw = dict(per_node=routing == "per_node")
+    whole = core.moe_all_to_all_time_per_layer(tokens, m.hidden, top_k, ep, r, nv.bandwidth, net.bandwidth,
+                                               nv.latency, net.latency, **kw)
+    assert np.isclose(e.result["all_to_all_seconds"], whole, rtol=1e-12)
+    assert ("all_to_all_bound" in e.failures) == (e.result["exposed_seconds"] > e.result["compute_seconds"])
+    assert ("experts_do_not_fit" in e.failures) == (e.result["expert_state_bytes"] > e.result["memory_capacity"])
+
+
+def test_the_explorer_redraws_in_place():
+    e = AllToAllExplorer()
+    figures, marks = list(e.figures), [m for f in e.figures for m in f.marks]
+    before = mark_arrays(e)
+    e.controls["tokens"].value = 16384
+    assert same_figures(e, figures, marks) and changed(before, mark_arrays(e))
+
+
+@settings(max_examples=40, deadline=None)
+@given(experts=st.sampled_from(expert_load.EXPERT_CHOICES), ep=st.sampled_from(expert_load.EP_CHOICES),
+       skew=st.floats(0, 1.5), dropless=st.booleans(), capacity=st.floats(0.5, 4.0), share=st.floats(0.05, 0.95))
+def test_the_load_view_stays_alive_and_shows_the_core(experts, ep, skew, dropless, capacity, share):
+    v = ExpertLoadView()
+    with v.batch():
+        for name, value in (("experts", experts), ("ep", ep), ("skew", skew), ("dropless", dropless),
+                            ("capacity", capacity), ("expert_share", share)):
+            v.controls[name].value = value
+    assert_alive(v)
+    if experts % ep:  # EP must divide the experts: the core's ValueError, shown as a banner
+        assert v.failures == ["invalid_input"] and "ep must divide experts" in v.failure_messages["invalid_input"]
+        return
+    s, c, x = v.controls["skew"].value, v.controls["capacity"].value, v.controls["expert_share"].value
+    loads = core.skewed_expert_loads(experts, s)
+    factor = core.straggler_factor(loads[0], experts, ep, None if dropless else c)
+    assert np.isclose(v.result["straggler"], factor)
+    assert np.isclose(v.result["straggler_share"], core.straggler_step_share(max(factor, 1.0), x))
+    assert np.isclose(v.result["dropped"], 0.0 if dropless else core.dropped_token_share(loads, c))
