@@ -38,6 +38,19 @@ c.Autograde.sanitize_preprocessors = _Autograde.class_traits()["sanitize_preproc
 c.Autograde.autograde_preprocessors = _Autograde.class_traits()["autograde_preprocessors"].default()
 """
 
+def summary_line(row: dict, isolation: str, seed: int) -> str:
+    """One line an instructor reads per graded submission: points, isolation, seed, time, and
+    what needs a person (hand grading, a problem with the submission)."""
+    waiting = [p["part"] for p in row["parts"] if p["status"] == "manual"]
+    line = (f"{row['student']} {row['assignment']}: {row['score']:g} of {row['max_score']:g} points "
+            f"({isolation}, probe seed {seed}, {row.get('seconds', 0):.1f} s)")
+    if waiting:
+        line += f"; to grade by hand: {', '.join(waiting)}"
+    if row["status"] != "graded" or row["reason"] != "graded":
+        line += f"; NOTE: {row['reason']}"
+    return line
+
+
 _slots_in_use: set = set()
 _slots_lock = threading.Lock()
 
@@ -73,6 +86,8 @@ class SandboxedAutograde(NbGraderPreprocessor):
     memory_mb = Integer(4096, help="address-space limit per process (MiB)").tag(config=True)
     max_processes = Integer(256, help="process limit per submission").tag(config=True)
     scratch_mb = Integer(512, help="size of the in-memory folder a submission may write to").tag(config=True)
+    reset_hand_grades = Bool(False, help="Clear the scores and comments a person gave when a submission is "
+                                         "graded again (default: a hand grade is kept)").tag(config=True)
 
     def _coursedir(self):
         """The converter's CourseDirectory (this preprocessor's parent is its exporter, whose parent
@@ -108,7 +123,7 @@ class SandboxedAutograde(NbGraderPreprocessor):
                         limits=limits(SimpleNamespace(cell_timeout=self.cell_timeout, timeout=self.timeout,
                                                       memory_mb=self.memory_mb, max_processes=self.max_processes,
                                                       scratch_mb=self.scratch_mb)),
-                        isolate=True, log=self.log.warning)
+                        isolate=True, log=self.log.warning, reset_hand_grades=self.reset_hand_grades)
         slot = _claim_slot()
         try:
             row = grader.grade_one(sub, slot)
@@ -116,8 +131,13 @@ class SandboxedAutograde(NbGraderPreprocessor):
             _release_slot(slot)
         if row["status"] == "error":
             raise NbGraderException(f"{student}: {row['reason']}")
-        self.log.info("%s %s: %s of %s points (%s, probe seed %d); %s", student, assignment, row["score"],
-                      row["max_score"], grader.isolation, seed, row["reason"])
+        from . import term
+
+        # the same grades.json `course-autograde class` writes: refresh, report and term find it
+        term.record_rows(coursedir.root, assignment, [row],
+                         {"assignment": assignment, "seed": seed, "isolation": grader.isolation,
+                          "limits": vars(grader.limits), "shard": "formgrader"})
+        self.log.info("%s", summary_line(row, grader.isolation, seed))
         graded = Path(grader.root) / "autograded" / student / assignment / f"{grader.assignment.notebook}.ipynb"
         if not graded.is_file():  # no notebook to grade: every part 0 in the gradebook, nothing executed
             return nb, resources

@@ -37,6 +37,14 @@ def write(results: List[dict], out_dir, meta: dict) -> None:
             writer.writerow({k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS})
 
 
+def shards_assignment(shard_files: Iterable) -> str:
+    """The assignment the first shard's ``grades.json`` grades (``merge``'s default folder)."""
+    for path in shard_files:
+        path = Path(path)
+        return json.loads((path / "grades.json" if path.is_dir() else path).read_text())["assignment"]
+    raise ValueError("shard_files must name at least one grades.json")
+
+
 def merge(shard_files: Iterable, out_dir) -> dict:
     """Combine shards' ``grades.json`` into one; a student graded twice is an error."""
     merged, meta = {}, None

@@ -98,7 +98,8 @@ def discover(path: Path, assignment: str, workdir: Optional[Path] = None) -> Lis
             sub = collected(entry.name, entry / assignment, assignment)
         elif entry.is_dir() and not entry.name.startswith("."):
             sub = Submission(student=entry.name, status="missing",
-                             problem=f"your submission has no folder named {assignment}")
+                             problem=f"you did not submit {assignment}: nothing of yours was received to grade "
+                                     "(every part scores 0)")
         elif entry.suffix == ".ipynb":
             sub = Submission(student=entry.stem, notebook=entry, folder=None)
         elif entry.suffix == ".zip":
