@@ -250,6 +250,10 @@ def _class(args, root: Path) -> int:
         with term.locked(out):
             report.write(results, out, _meta(grader, args, extra))
             _write_canvas(args, results, out)
+        log = report.write_log(results, out / "grading.log", grader.isolation, grader.seed)
+        for row in results:  # one line each; the parts' details are in the log file
+            print(report.summary_line(row, grader.isolation, grader.seed))
+        print(f"details of each part: {log}")
         print(f"graded {len(subs)} submissions of {args.assignment} in "
               f"{time.monotonic() - started:.1f} s ({grader.workers} workers, {grader.isolation}); "
               f"{failed} with a problem; wrote {out / 'grades.csv'} and {out / 'canvas.csv'}")

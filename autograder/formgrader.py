@@ -18,6 +18,7 @@ with the course's configuration, so the button and the command line grade alike
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 from pathlib import Path
@@ -38,17 +39,23 @@ c.Autograde.sanitize_preprocessors = _Autograde.class_traits()["sanitize_preproc
 c.Autograde.autograde_preprocessors = _Autograde.class_traits()["autograde_preprocessors"].default()
 """
 
-def summary_line(row: dict, isolation: str, seed: int) -> str:
-    """One line an instructor reads per graded submission: points, isolation, seed, time, and
-    what needs a person (hand grading, a problem with the submission)."""
-    waiting = [p["part"] for p in row["parts"] if p["status"] == "manual"]
-    line = (f"{row['student']} {row['assignment']}: {row['score']:g} of {row['max_score']:g} points "
-            f"({isolation}, probe seed {seed}, {row.get('seconds', 0):.1f} s)")
-    if waiting:
-        line += f"; to grade by hand: {', '.join(waiting)}"
-    if row["status"] != "graded" or row["reason"] != "graded":
-        line += f"; NOTE: {row['reason']}"
-    return line
+@contextlib.contextmanager
+def _at_least_info(log):
+    """While a submission is graded, the formgrader's log (whose every record the Autograde button shows:
+    nbgrader's ``capture_log``) takes INFO and above. A server run with ``--debug`` otherwise showed
+    hundreds of DEBUG lines of nbgrader's and nbconvert's steps around the one line that matters."""
+    import logging
+
+    logger = log if isinstance(log, logging.Logger) else getattr(log, "logger", None)
+    if logger is None or logger.getEffectiveLevel() >= logging.INFO:
+        yield
+        return
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 _slots_in_use: set = set()
@@ -126,7 +133,8 @@ class SandboxedAutograde(NbGraderPreprocessor):
                         isolate=True, log=self.log.warning, reset_hand_grades=self.reset_hand_grades)
         slot = _claim_slot()
         try:
-            row = grader.grade_one(sub, slot)
+            with _at_least_info(self.log):
+                row = grader.grade_one(sub, slot)
         finally:
             _release_slot(slot)
         if row["status"] == "error":
@@ -137,6 +145,8 @@ class SandboxedAutograde(NbGraderPreprocessor):
         term.record_rows(coursedir.root, assignment, [row],
                          {"assignment": assignment, "seed": seed, "isolation": grader.isolation,
                           "limits": vars(grader.limits), "shard": "formgrader"})
+        from .report import summary_line
+
         self.log.info("%s", summary_line(row, grader.isolation, seed))
         graded = Path(grader.root) / "autograded" / student / assignment / f"{grader.assignment.notebook}.ipynb"
         if not graded.is_file():  # no notebook to grade: every part 0 in the gradebook, nothing executed

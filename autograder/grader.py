@@ -330,7 +330,12 @@ class Grader:
 
     def _open_submission(self, sub: Submission) -> None:
         with self._gradebook() as gb:
-            gb.update_or_create_student(sub.student)
+            student = gb.update_or_create_student(sub.student)
+            if student.first_name is None and student.last_name is None:  # the formgrader showed "None, None"
+                from .submissions import display_name
+
+                student.first_name, student.last_name = display_name(sub.student)
+                gb.db.commit()
             if sub.timestamp:
                 try:
                     gb.update_or_create_submission(self.assignment_name, sub.student,

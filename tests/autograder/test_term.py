@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,36 @@ DUE = "2026-11-30 23:59 UTC"
 ON_TIME, LATE = "2026-11-30 12:00:00.000000 UTC", "2026-12-02 10:00:00.000000 UTC"
 HAND = {("ada", "lab05_act1_why"): (2.0, "Clear and complete."), ("ada", "lab05_act2_why"): (1.5, "Half right."),
         ("bo", "lab05_act1_why"): (1.0, "Names NVLink only."), ("bo", "lab05_part3_why"): (2.0, "")}
+
+
+def _lab():
+    from course.labs.activity import labs
+
+    return labs()["lab05"]
+
+
+def _lock_choice() -> str:
+    return sorted(_lab().lock_of("act1").options)[-1]
+
+
+def _formgrader_page(root: Path, student: str) -> str:
+    """The formgrader's page of ``student``'s lab: its HTMLExporter with the course's configuration."""
+    code = (
+        "import sys\nfrom nbconvert.exporters import HTMLExporter\nfrom traitlets.config import Config\n"
+        "from nbgrader.apps import NbGrader\nfrom nbgrader.server_extensions.formgrader import handlers\n"
+        "app = NbGrader()\napp.load_config_file()\nconfig = app.config\nextra = Config()\n"
+        "extra.HTMLExporter.template_name = 'formgrade'\n"
+        "extra.HTMLExporter.extra_template_basedirs = [handlers.template_path]\nconfig.merge(extra)\n"
+        "resources = {'assignment_id': sys.argv[1], 'notebook_id': sys.argv[1], 'submission_id': 'x',\n"
+        "             'index': 0, 'total': 2, 'base_url': '', 'student': 'bo', 'last_name': None,\n"
+        "             'first_name': None, 'notebook_path': 'nb'}\n"
+        "html, _ = HTMLExporter(config=config).from_filename(sys.argv[2], resources=resources)\n"
+        "sys.stdout.write(html)\n")
+    notebook = root / "autograded" / student / LAB / f"{LAB}.ipynb"
+    proc = subprocess.run([sys.executable, "-c", code, LAB, str(notebook)], cwd=root, env=nbgrader_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -56,6 +87,7 @@ def _api_autograde(root: Path, assignment: str, student: str) -> dict:
     code = ("import json, sys\nfrom nbgrader.apps import NbGrader\nfrom nbgrader.apps.api import NbGraderAPI\n"
             "from nbgrader.coursedir import CourseDirectory\napp = NbGrader()\napp.load_config_file()\n"
             "api = NbGraderAPI(CourseDirectory(config=app.config), config=app.config)\n"
+            "import logging\napi.log.setLevel(logging.DEBUG)  # a server started with --debug\n"
             "print(json.dumps(api.autograde(sys.argv[1], sys.argv[2])))\n")
     proc = subprocess.run([sys.executable, "-c", code, assignment, student], cwd=root, env=nbgrader_env(),
                           capture_output=True, text=True, timeout=1500)
@@ -98,6 +130,10 @@ def term(tmp_path_factory):
     for (name, student), stamp in stamps.items():
         submit(root, student, solution(root, name, student=student), assignment=name)
         (root / "submitted" / student / name / "timestamp.txt").write_text(stamp)
+    # bo locked a prediction in act 1 (the file the lock writes beside the notebook)
+    (root / "submitted" / "bo" / LAB / "predictions.json").write_text(json.dumps(
+        {"lab05/act1": {"value": _lock_choice(), "kind": "choice", "question": "q", "locked": True,
+                        "locked_at": "2026-11-29T10:00:00+00:00"}}))
     seen = {}
     _grade(root, CHAPTER)
     seen["ch02 after ch02"] = (root / "grades" / CHAPTER / "grades.json").read_bytes()
@@ -146,6 +182,20 @@ def test_late_policy_and_extension(term):
         assert [(r["assignment"], r["student"], r["extra_days"]) for r in csv.DictReader(fh)] == [(CH3, "bo", "3")]
 
 
+def test_the_formgrader_log_is_short_and_shows_nothing_hidden(term):
+    """The Autograde button's log, even from a server at DEBUG: the summary line, no hidden test,
+    no checksum warning for an honest submission."""
+    _, seen = term
+    log = seen["formgrader regrade"].get("log") or ""
+    assert f"bo {LAB}: " in log and "points (bwrap+rlimits" in log and "probe seed" in log, log[-3000:]
+    assert "has changed" not in log and "HIDDEN TESTS" not in log and "grade_in_kernel" not in log, log[-3000:]
+    # nbgrader's converter names the student, assignment and notebook at DEBUG before grading starts;
+    # nothing is logged at DEBUG while the submission is graded
+    debug = [line for line in log.splitlines() if line.startswith("[DEBUG]")]
+    assert all(re.match(r"\[DEBUG\] (Student|Assignment|Notebook|Applying preprocessor):", line) for line in debug), debug
+    assert len(log.splitlines()) < 30, log
+
+
 def test_no_hand_grade_is_lost_by_regrading(term):
     root, seen = term
     assert seen["formgrader regrade"]["success"], seen["formgrader regrade"]
@@ -184,3 +234,26 @@ def test_report_and_term_export_agree_with_each_assignment(term):
     for student in ("ada", "bo"):
         total = sum(_grades(root, n)[student]["late"]["final_score"] for n in TERM)
         assert float(table[student]["total"]) == pytest.approx(total, abs=1e-6)
+
+
+def test_grader_and_student_read_the_question_and_the_locked_prediction(term):
+    """A reflection asked by ``lab.ask`` and a lock are widgets in the notebook: the formgrader's page and
+    the feedback show their text (the question, the options, the student's locked choice) instead."""
+    import html as _html
+
+    root, _ = term
+    lab = _lab()
+    spec = lab.lock_of("act1")
+    prompt = lab.reflection("act1_why").prompt
+    choice = _lock_choice()
+    pages = {"formgrader": _formgrader_page(root, "bo"),
+             "feedback": (root / "feedback" / "bo" / LAB / f"{LAB}.html").read_text()}
+    plain = {where: " ".join(_html.unescape(re.sub(r"<[^>]+>", " ", page)).split()) for where, page in pages.items()}
+    words = lambda text, n=6: " ".join(re.sub(r"[*$`_]", "", text).split()[:n])  # noqa: E731
+    for where, text in plain.items():
+        assert words(prompt) in re.sub(r"[*$`_]", "", text), (where, words(prompt))
+        assert words(spec.question) in re.sub(r"[*$`_]", "", text), (where, words(spec.question))
+        assert f"The student's prediction: {choice}. {words(spec.options[choice], 3)}" in re.sub(r"[*$`_]", "", text)
+    ada = " ".join(_html.unescape(re.sub(r"<[^>]+>", " ", (root / "feedback" / "ada" / LAB / f"{LAB}.html")
+                                         .read_text())).split())
+    assert "The student's prediction: none locked." in ada
