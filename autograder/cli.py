@@ -292,6 +292,10 @@ def _refresh(args, root: Path) -> int:
         raise ValueError(f"course_root {str(root)!r} has no gradebook with {args.assignment!r}")
     out = _out(args, root, args.assignment)
     previous = _previous(out, args.assignment, None if args.out else root)
+    settled = handgrading.settle_hand_grades(f"sqlite:///{root / 'gradebook.db'}", args.assignment)
+    if settled:
+        print(f"{settled} part(s) graded by hand were still flagged as needing grading (an earlier regrade "
+              "by plain nbgrader): their hand scores stand")
     scores = handgrading.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}", args.assignment)
     if args.out and not previous:
         raise ValueError(f"{out / 'grades.json'} does not exist: run `course-autograde class "
@@ -402,8 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=".", help="folder for report.html and report.json")
     p.add_argument("--anonymise", action="store_true", help="research export: student ids become salted hashes")
     p.add_argument("--salt", default=None, help="secret salt for --anonymise (at least 16 characters)")
-    from . import ci_template, gradescope
+    from . import ci_template, gradescope, on_submit
 
+    on_submit.add_parser(sub)
     gradescope.add_parser(sub, limit_options)
     ci_template.add_parser(sub)
     return parser

@@ -162,6 +162,27 @@ class NotAnswered(NbGraderPreprocessor):
         return nb, resources
 
 
+def settle_hand_grades(db_url: str, assignment: str) -> int:
+    """Clear "needs manual grading" on every part that has a score a person gave; returns how many.
+
+    nbgrader's own autograde flags a hand-graded part again when it regrades, and its formgrader
+    saves a score only when the box's value changes, so typing the same score again never cleared
+    that flag. A part with a manual score is graded by hand: this is the formgrader's own rule
+    (``needs_manual_grade`` is false once a manual score is set)."""
+    from nbgrader.api import Gradebook
+
+    settled = 0
+    with Gradebook(db_url) as gb:
+        for sub in gb.find_assignment(assignment).submissions:
+            for nb in sub.notebooks:
+                for grade in nb.grades:
+                    if grade.needs_manual_grade and grade.manual_score is not None:
+                        grade.needs_manual_grade = False
+                        settled += 1
+        gb.db.commit()
+    return settled
+
+
 def gradebook_scores(db_url: str, assignment: str) -> Dict[str, dict]:
     """``{student: {"timestamp": str|None, "grades": {grade_id: {score, manual, needs_manual, hand,
     comment}}}}`` (``hand``: an answer cell graded by a person)."""

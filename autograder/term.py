@@ -107,9 +107,10 @@ class Extension:
 
     def describe(self, assignment_due: Optional[datetime]) -> str:
         due = self.due_for(assignment_due)
-        when = due.strftime("%Y-%m-%d %H:%M UTC") if due else "no due date"
         extra = f"{self.extra_days:g} extra day(s)" if self.due is None else "a new due date"
-        return f"extension ({extra}): due {when}" + (f" ({self.note})" if self.note else "")
+        when = (f"due {due.strftime('%Y-%m-%d %H:%M UTC')}" if due
+                else "past the assignment's due date, which is not set yet")
+        return f"extension ({extra}): {when}" + (f" ({self.note})" if self.note else "")
 
 
 def extensions_path(root) -> Path:
@@ -244,6 +245,8 @@ def late_html(late: dict) -> str:
     submission time, deduction)."""
     import html
 
+    if not late.get("due") and not late.get("extension"):
+        return ""  # no due date: nothing to say about lateness
     lines = []
     if late.get("extension"):
         lines.append(f"You have an {late['extension']}.")

@@ -146,7 +146,15 @@ def term(tmp_path_factory):
     seen["formgrader regrade"] = _api_autograde(root, LAB, "bo")
     _cli(root, "class", LAB, "--student", "ada", "--no-progress", "--cell-timeout", "60")
     seen["hand after regrading"] = _gradebook_hand(root)
+    # what plain `nbgrader autograde` (not the course's) does to a hand-graded part, which the formgrader's
+    # box would not undo when the same score is typed again: refresh settles it
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.find_grade("lab05_act1_why", LAB, LAB, "ada").needs_manual_grade = True
+        gb.db.commit()
     seen["refresh"] = _cli(root, "refresh", LAB).stdout
+    seen["hand after refresh"] = _gradebook_hand(root)
     seen["report"] = _cli(root, "report", *TERM, "--out", str(root / "report")).stdout
     seen["term"] = _cli(root, "term", "--canvas-column", f"{LAB}=Lab 5 (777)").stdout
     seen["extend"] = extend.stdout
@@ -202,6 +210,8 @@ def test_no_hand_grade_is_lost_by_regrading(term):
     for key, (points, comment) in HAND.items():
         assert seen["hand after regrading"][key] == (points, comment, False), key
     assert "0 parts still wait for grading by hand" not in seen["refresh"]  # bo's act2 and ada's part3 wait
+    assert "1 part(s) graded by hand were still flagged" in seen["refresh"]
+    assert seen["hand after refresh"] == seen["hand after regrading"]
     lab = _grades(root, LAB)
     for (student, gid), (points, comment) in HAND.items():
         part = next(p for p in lab[student]["parts"] if p["part"] == gid)
