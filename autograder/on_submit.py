@@ -241,12 +241,15 @@ class Service:
         self.recover()
         self.log(f"grading on submit in {self.root}: watching {self.inbound} every {interval:g} s for "
                  f"{', '.join(settings(self.root)) or 'no assignment yet (course-autograde on-submit enable NAME)'}")
-        while True:
-            try:
-                self.poll()
-            except Exception as exc:  # noqa: BLE001 (the service keeps watching; the queue keeps its state)
-                self.log(f"grading on submit: {type(exc).__name__}: {exc}")
-            time.sleep(interval)
+        try:
+            while True:
+                try:
+                    self.poll()
+                except Exception as exc:  # noqa: BLE001 (the service keeps watching; the queue keeps its state)
+                    self.log(f"grading on submit: {type(exc).__name__}: {exc}")
+                time.sleep(interval)
+        except KeyboardInterrupt:  # the hub stopping its services: the queue on disk says where it was
+            self.log("grading on submit: stopped")
 
 
 def _gradebook_due(root: Path, assignment: str):
