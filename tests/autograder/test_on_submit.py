@@ -57,6 +57,17 @@ def course(tmp_path):
     return root, env, cli, submit, fetch_feedback, who
 
 
+def test_labs_hold_feedback_and_chapters_release_it_unless_told(tmp_path):
+    from autograder import on_submit
+
+    assert on_submit.enable(tmp_path, "lab05_parallelism_paradox")["hold"] is True
+    assert on_submit.enable(tmp_path, CHAPTER)["hold"] is False
+    seed = on_submit.settings(tmp_path)[CHAPTER]["seed"]
+    assert on_submit.enable(tmp_path, CHAPTER, hold=True) == {"hold": True, "seed": seed}  # one seed per assignment
+    on_submit.enable(tmp_path, "lab05_parallelism_paradox", disable=True)
+    assert list(on_submit.settings(tmp_path)) == [CHAPTER]
+
+
 def test_graded_released_once_and_a_crash_loses_nothing(course):
     root, env, cli, submit, fetch_feedback, who = course
     assert "released as soon as it is graded" in _run([*cli, "enable", CHAPTER], root, env).stdout
