@@ -109,7 +109,10 @@ def write_log(results: List[dict], path, isolation: str, seed: int) -> Path:
     for res in sorted(results, key=lambda r: r["student"]):
         lines.append(summary_line(res, isolation, seed))
         for part in res["parts"]:
-            pts = "hand" if part["points"] is None else f"{part['points']:g}/{part['max_points']:g}"
-            lines.append(f"    {part['part']}: {pts} {part['status']}: {part['reason']}")
+            if part["points"] is None:
+                lines.append(f"    {part['part']}: -/{part['max_points']:g} waits for grading by hand")
+            else:
+                lines.append(f"    {part['part']}: {part['points']:g}/{part['max_points']:g} {part['status']}: "
+                             f"{part['reason']}")
     path.write_text("\n".join(lines) + "\n")
     return path
