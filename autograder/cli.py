@@ -204,6 +204,9 @@ def _class(args, root: Path) -> int:
     shard, shards = parse_shard(args.shard)
     folder = Path(args.submissions) if args.submissions else root / "submitted"
     out = _out(args, root, args.assignment)
+    if not args.out and not args.record and folder.resolve() != (root / "submitted").resolve():
+        # a folder graded without the gradebook never replaces the class's grades of the assignment
+        out = out / f"unrecorded-{folder.resolve().name}"
     previous = _previous(out, args.assignment, None if args.out else root) if args.student else {}
     if args.student and args.seed is None and previous.get("seed") is not None:
         args.seed = previous["seed"]  # the same probe inputs as the rest of the class
