@@ -71,8 +71,8 @@ def locked(folder: Path) -> Iterator[None]:
 
 
 def record_rows(root, assignment: str, rows: List[dict], meta: dict) -> Path:
-    """Put ``rows`` into the assignment's ``grades.json``/``grades.csv``, keeping every other
-    student's row (the formgrader grades one student at a time)."""
+    """Put ``rows`` into the assignment's ``grades.json``/``grades.csv``/``canvas.csv``, keeping every
+    other student's row (the formgrader and grading on submit grade one student at a time)."""
     from . import report
 
     folder = grades_dir(root, assignment)
@@ -83,6 +83,9 @@ def record_rows(root, assignment: str, rows: List[dict], meta: dict) -> Path:
         kept.update({r["student"]: r for r in rows})
         merged_meta = {**{k: v for k, v in previous.items() if k != "students"}, **meta}
         report.write(list(kept.values()), folder, merged_meta)
+        from .lms import write_canvas
+
+        write_canvas(list(kept.values()), folder / "canvas.csv", assignment)
     return path
 
 
