@@ -205,6 +205,10 @@ def term_table(root, assignments: List[str]) -> dict:
     return {"assignments": columns, "students": students}
 
 
+def _fmt(value) -> str:
+    return "" if value is None else f"{value:g}"
+
+
 def write_term(root, assignments: List[str], out_dir, canvas_columns: Dict[str, str],
                roster_path=None) -> Dict[str, Path]:
     """``term.csv`` and ``term-canvas.csv`` in ``out_dir``; a student without grades of an
@@ -216,26 +220,25 @@ def write_term(root, assignments: List[str], out_dir, canvas_columns: Dict[str, 
     out.mkdir(parents=True, exist_ok=True)
     names = [c["assignment"] for c in table["assignments"]]
     total_possible = sum(c["possible"] for c in table["assignments"])
-    fmt = lambda v: "" if v is None else f"{v:g}"  # noqa: E731
     with open(out / "term.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["student", *names, "total", "possible"])
-        writer.writerow(["(points possible)", *[fmt(c["possible"]) for c in table["assignments"]],
-                         fmt(total_possible), fmt(total_possible)])
+        writer.writerow(["(points possible)", *[_fmt(c["possible"]) for c in table["assignments"]],
+                         _fmt(total_possible), _fmt(total_possible)])
         for student in sorted(table["students"]):
             scores = table["students"][student]
-            writer.writerow([student, *[fmt(scores.get(n)) for n in names],
-                             fmt(round(sum(scores.values()), 6)), fmt(total_possible)])
+            writer.writerow([student, *[_fmt(scores.get(n)) for n in names],
+                             _fmt(round(sum(scores.values()), 6)), _fmt(total_possible)])
     roster = read_roster(roster_path) if roster_path else {}
     with open(out / "term-canvas.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(IDENTITY + [canvas_columns.get(n, n) for n in names])
-        writer.writerow(["Points Possible", "", "", "", ""] + [fmt(c["possible"]) for c in table["assignments"]])
+        writer.writerow(["Points Possible", "", "", "", ""] + [_fmt(c["possible"]) for c in table["assignments"]])
         for student in sorted(table["students"]):
             person = roster.get(student, {})
             scores = table["students"][student]
             writer.writerow([person.get("Student", student), person.get("ID", ""), person.get("SIS User ID", ""),
-                             student, person.get("Section", "")] + [fmt(scores.get(n)) for n in names])
+                             student, person.get("Section", "")] + [_fmt(scores.get(n)) for n in names])
     return {"term": out / "term.csv", "canvas": out / "term-canvas.csv"}
 
 

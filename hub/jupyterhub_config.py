@@ -9,6 +9,8 @@ A real deployment swaps this line for its single sign-on (OAuthenticator, LTI).
 
 import json
 import os
+import pwd
+import sys
 
 c = get_config()  # noqa: F821 (provided by JupyterHub when it loads this file)
 env = os.environ
@@ -66,11 +68,8 @@ c.Spawner.args = ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpda
 # course root, watches the exchange and grades each submission of an assignment the instructor opted
 # in (`course-autograde on-submit enable NAME`) in the course's sandbox, then releases its feedback
 # (at once for a chapter, held for a lab). Nothing is graded until an assignment is opted in.
-import pwd  # noqa: E402
-import sys  # noqa: E402
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: hub.setup
-from hub.setup import COURSE_ID  # noqa: E402
+from hub.setup import COURSE_ID  # noqa: E402 (importable once the repository is on sys.path)
 
 _grader = sorted(instructors)[0]
 _grader_home = pwd.getpwnam(_grader).pw_dir

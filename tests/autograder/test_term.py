@@ -246,6 +246,11 @@ def test_report_and_term_export_agree_with_each_assignment(term):
         assert float(table[student]["total"]) == pytest.approx(total, abs=1e-6)
 
 
+def words(text: str, n: int = 6) -> str:
+    """The first ``n`` words of ``text`` without Markdown's marks (as rendered HTML shows them)."""
+    return " ".join(re.sub(r"[*$`_]", "", text).split()[:n])
+
+
 def test_grader_and_student_read_the_question_and_the_locked_prediction(term):
     """A reflection asked by ``lab.ask`` and a lock are widgets in the notebook: the formgrader's page and
     the feedback show their text (the question, the options, the student's locked choice) instead."""
@@ -259,7 +264,6 @@ def test_grader_and_student_read_the_question_and_the_locked_prediction(term):
     pages = {"formgrader": _formgrader_page(root, "bo"),
              "feedback": (root / "feedback" / "bo" / LAB / f"{LAB}.html").read_text()}
     plain = {where: " ".join(_html.unescape(re.sub(r"<[^>]+>", " ", page)).split()) for where, page in pages.items()}
-    words = lambda text, n=6: " ".join(re.sub(r"[*$`_]", "", text).split()[:n])  # noqa: E731
     for where, text in plain.items():
         assert words(prompt) in re.sub(r"[*$`_]", "", text), (where, words(prompt))
         assert words(spec.question) in re.sub(r"[*$`_]", "", text), (where, words(spec.question))
