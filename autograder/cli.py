@@ -1,4 +1,7 @@
-"""Command line: ``course-autograde {class,single,merge,canvas,report,gradescope,ci-template}`` (also ``python -m autograder``).
+"""Command line: ``course-autograde {class,single,refresh,extend,term,merge,canvas,report,gradescope,ci-template}`` (also ``python -m autograder``).
+
+Each assignment's grades live in ``<course root>/grades/<assignment>/`` (``grades.json``,
+``grades.csv``, ``canvas.csv``) unless ``--out`` names another folder; ``term`` joins them.
 
 Exit status: 0 when grading ran (whatever the scores), 2 when the grader could
 not run (bad arguments, no gradebook, unknown assignment, sandbox missing with
@@ -19,14 +22,15 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional, Tuple
 
-from . import late, lms, report, sandbox
+from . import late, lms, report, sandbox, term
 from .options import limit_options, limits, temporary_course
 from .submissions import Submission, discover, in_shard, parse_shard
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, source/)")
-    p.add_argument("--out", default=".", help="folder for grades.json and grades.csv")
+    p.add_argument("--out", default=None,
+                   help="folder for grades.json, grades.csv and canvas.csv (default: <course-root>/grades/<assignment>)")
     limit_options(p)
     p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
     p.add_argument("--require-sandbox", action="store_true",
@@ -38,6 +42,9 @@ def _record(p: argparse.ArgumentParser, default: str) -> None:
                    help=f"write the grades into the course's gradebook, autograded/ and feedback/ ({default})")
     p.add_argument("--replace", action="store_true",
                    help="with --record: replace a student's grades that another run recorded")
+    p.add_argument("--reset-hand-grades", action="store_true",
+                   help="clear the scores and comments a person gave (default: a hand grade is kept when "
+                        "its submission is graded again)")
 
 
 @contextlib.contextmanager
@@ -148,6 +155,13 @@ def _late_and_lms(p: argparse.ArgumentParser) -> None:
     p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
 
 
+def _unset_late_defaults(p: argparse.ArgumentParser) -> None:
+    """Late flags not given are None: the earlier run's policy (grades.json) then stands."""
+    for action in p._actions:
+        if action.dest in ("late_per_day", "late_grace_minutes", "late_cap"):
+            action.default = None
+
+
 def _due(args, root: Path, assignment: str):
     """``--due``, else the due date nbgrader's gradebook has for ``assignment`` (None if neither)."""
     if args.due:
@@ -164,9 +178,17 @@ def _due(args, root: Path, assignment: str):
     return late.parse_time(duedate.isoformat()) if duedate else None
 
 
-def _previous(out_dir, assignment: str) -> dict:
-    """The grades.json already in ``out_dir`` for ``assignment`` (empty if none): what a regrade keeps."""
+def _out(args, root: Path, assignment: str) -> Path:
+    """``--out``, else the assignment's own folder ``<course-root>/grades/<assignment>``."""
+    return Path(args.out) if args.out else term.grades_dir(root, assignment)
+
+
+def _previous(out_dir, assignment: str, root: Optional[Path] = None) -> dict:
+    """The grades.json already in ``out_dir`` for ``assignment`` (empty if none): what a regrade keeps.
+    With ``root`` (no ``--out`` given), one an older version left in the course root counts too."""
     path = Path(out_dir) / "grades.json"
+    if not path.is_file() and root is not None:
+        path = term.find_grades_json(root, assignment) or path
     if not path.is_file():
         return {}
     import json
@@ -181,13 +203,17 @@ def _previous(out_dir, assignment: str) -> dict:
 def _class(args, root: Path) -> int:
     shard, shards = parse_shard(args.shard)
     folder = Path(args.submissions) if args.submissions else root / "submitted"
-    previous = _previous(args.out, args.assignment) if args.student else {}
+    out = _out(args, root, args.assignment)
+    if not args.out and not args.record and folder.resolve() != (root / "submitted").resolve():
+        # a folder graded without the gradebook never replaces the class's grades of the assignment
+        out = out / f"unrecorded-{folder.resolve().name}"
+    previous = _previous(out, args.assignment, None if args.out else root) if args.student else {}
     if args.student and args.seed is None and previous.get("seed") is not None:
         args.seed = previous["seed"]  # the same probe inputs as the rest of the class
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2**31)
-    policy = late.LatePolicy(args.late_per_day, args.late_grace_minutes, args.late_cap)
-    due = _due(args, root, args.assignment)
+    policy, due = _late_policy(args, root, previous)
+    extensions = term.read_extensions(root, args.assignment)
     # zipped submissions are unpacked into a folder that lives as long as their grading
     with tempfile.TemporaryDirectory(prefix="autograder-unzip-") as unzip:
         subs = [s for s in discover(folder, args.assignment, Path(unzip)) if in_shard(s.student, shard, shards)]
@@ -208,26 +234,56 @@ def _class(args, root: Path) -> int:
             started = time.monotonic()
             results = grader.grade_all(subs, progress=not args.no_progress)
             if scratch is not None and not args.no_feedback:
-                _copy_feedback(scratch, args.assignment, Path(args.out) / "feedback")
+                _copy_feedback(scratch, args.assignment, out / "feedback")
         if not record:
             print(f"graded {folder} without touching the course's gradebook (--record to enter these "
-                  f"students there); feedback in {Path(args.out) / 'feedback'}")
-        results = late.apply(results, submitted_at, due, policy)
+                  f"students there); feedback in {out / 'feedback'}")
+        results = late.apply(results, submitted_at, due, policy, extensions)
+        if not args.no_feedback:
+            term.add_late_notes(root / "feedback" if record else out / "feedback", args.assignment, results)
         failed = sum(r["status"] != "graded" for r in results)
-        extra = {"shard": f"{shard}/{shards}"}
+        extra = {"shard": f"{shard}/{shards}",
+                 "late_policy": {"policy": vars(policy), "due": due.isoformat() if due else None}}
         if args.student:
             kept = {r["student"]: r for r in previous.get("students", [])}
             kept.update({r["student"]: r for r in results})
             results, extra = list(kept.values()), {"shard": previous.get("shard", extra["shard"]),
-                                                   "regraded": sorted(args.student)}
-        report.write(results, args.out, _meta(grader, args, extra))
-        if args.canvas_csv:
-            lms.write_canvas(results, args.canvas_csv, args.canvas_assignment or args.assignment,
-                             args.canvas_roster)
+                                                   "regraded": sorted(args.student),
+                                                   "late_policy": extra["late_policy"]}
+        with term.locked(out):
+            report.write(results, out, _meta(grader, args, extra))
+            _write_canvas(args, results, out)
+        log = report.write_log(results, out / "grading.log", grader.isolation, grader.seed)
+        for row in results:  # one line each; the parts' details are in the log file
+            print(report.summary_line(row, grader.isolation, grader.seed))
+        print(f"details of each part: {log}")
         print(f"graded {len(subs)} submissions of {args.assignment} in "
               f"{time.monotonic() - started:.1f} s ({grader.workers} workers, {grader.isolation}); "
-              f"{failed} with a problem; wrote {Path(args.out) / 'grades.csv'}")
+              f"{failed} with a problem; wrote {out / 'grades.csv'} and {out / 'canvas.csv'}")
         return 0
+
+
+def _write_canvas(args, results, out: Path) -> None:
+    """``canvas.csv`` beside grades.json, and at ``--canvas-csv`` too when given."""
+    column = args.canvas_assignment or args.assignment
+    lms.write_canvas(results, out / "canvas.csv", column, args.canvas_roster)
+    if args.canvas_csv:
+        lms.write_canvas(results, args.canvas_csv, column, args.canvas_roster)
+
+
+def _late_policy(args, root: Path, previous: dict):
+    """``(LatePolicy, due date or None)``: the flags given, else what the earlier run recorded in
+    ``previous`` (a regrade of one student or a refresh keeps the class's policy), else none."""
+    from . import handgrading
+
+    recorded = previous.get("late_policy") or handgrading.previous_policy(previous.get("students", [])) or {}
+    given = {"per_day": args.late_per_day, "grace_minutes": args.late_grace_minutes, "cap": args.late_cap}
+    settings = {**{"per_day": 0.0, "grace_minutes": 0.0, "cap": 1.0}, **recorded.get("policy", {}),
+                **{k: v for k, v in given.items() if v is not None}}
+    policy = late.LatePolicy(settings["per_day"], settings["grace_minutes"], settings["cap"])
+    due = (late.parse_time(args.due) if args.due else
+           late.parse_time(recorded["due"]) if recorded.get("due") else _due(args, root, args.assignment))
+    return policy, due
 
 
 def _refresh(args, root: Path) -> int:
@@ -237,25 +293,30 @@ def _refresh(args, root: Path) -> int:
 
     if not _has_assignment(root, args.assignment):
         raise ValueError(f"course_root {str(root)!r} has no gradebook with {args.assignment!r}")
-    previous = _previous(args.out, args.assignment)
-    if not previous:
-        raise ValueError(f"{Path(args.out) / 'grades.json'} does not exist: run `course-autograde class "
-                         f"{args.assignment}` first (or give --out the folder it wrote to)")
+    out = _out(args, root, args.assignment)
+    previous = _previous(out, args.assignment, None if args.out else root)
+    settled = handgrading.settle_hand_grades(f"sqlite:///{root / 'gradebook.db'}", args.assignment)
+    if settled:
+        print(f"{settled} part(s) graded by hand were still flagged as needing grading (an earlier regrade "
+              "by plain nbgrader): their hand scores stand")
     scores = handgrading.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}", args.assignment)
-    rows = handgrading.refreshed_rows(previous["students"], scores)
-    recorded = handgrading.previous_policy(previous["students"]) or {}
-    given = {"per_day": args.late_per_day, "grace_minutes": args.late_grace_minutes, "cap": args.late_cap}
-    settings = {**{"per_day": 0.0, "grace_minutes": 0.0, "cap": 1.0}, **recorded.get("policy", {}),
-                **{k: v for k, v in given.items() if v is not None}}
-    policy = late.LatePolicy(settings["per_day"], settings["grace_minutes"], settings["cap"])
-    due = (late.parse_time(args.due) if args.due else
-           late.parse_time(recorded["due"]) if recorded.get("due") else _due(args, root, args.assignment))
+    if args.out and not previous:
+        raise ValueError(f"{out / 'grades.json'} does not exist: run `course-autograde class "
+                         f"{args.assignment}` first (or give --out the folder it wrote to)")
+    # graded in the formgrader only, or a student no run of `class` saw: rows from the gradebook
+    known = {r["student"] for r in previous.get("students", [])}
+    extra_rows = handgrading.rows_from_gradebook(root, args.assignment, scores, skip=known)
+    if not previous:
+        previous = {"assignment": args.assignment, "seed": None, "isolation": None, "shard": "gradebook"}
+    rows = handgrading.refreshed_rows(previous.get("students", []) + extra_rows, scores)
+    policy, due = _late_policy(args, root, previous)
     stamps = {s: info["timestamp"] for s, info in scores.items()}
-    results = late.apply(rows, stamps, due, policy)
+    results = late.apply(rows, stamps, due, policy, term.read_extensions(root, args.assignment))
     meta = {k: v for k, v in previous.items() if k != "students"}
-    report.write(results, args.out, {**meta, "refreshed_from_gradebook": True})
-    if args.canvas_csv:
-        lms.write_canvas(results, args.canvas_csv, args.canvas_assignment or args.assignment, args.canvas_roster)
+    with term.locked(out):
+        report.write(results, out, {**meta, "refreshed_from_gradebook": True,
+                                    "late_policy": {"policy": vars(policy), "due": due.isoformat() if due else None}})
+        _write_canvas(args, results, out)
     waiting = sum(p["status"] == "manual" for r in results for p in r["parts"])
     if not args.no_feedback:
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
@@ -264,8 +325,9 @@ def _refresh(args, root: Path) -> int:
                               env=dict(os.environ, PATH=path), timeout=3600)
         if done.returncode != 0:
             raise ValueError(f"nbgrader generate_feedback failed: {done.stderr[-800:]}")
+        term.add_late_notes(root / "feedback", args.assignment, results)
     print(f"refreshed {len(results)} students of {args.assignment} from the gradebook; {waiting} parts still "
-          f"wait for grading by hand; wrote {Path(args.out) / 'grades.csv'}"
+          f"wait for grading by hand; wrote {out / 'grades.csv'}, {out / 'canvas.csv'}"
           + (f" and {args.canvas_csv}" if args.canvas_csv else "")
           + ("" if args.no_feedback else "; feedback/ remade (nbgrader release_feedback sends it)"))
     return 0
@@ -285,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", action="append", default=None, metavar="ID",
                    help="regrade only this student (repeatable); other rows of --out's grades.json stay as they are")
     _late_and_lms(p)
+    _unset_late_defaults(p)
     _common(p)
     _record(p, "a folder other than the course's submitted/ is graded without touching the gradebook; "
                "--record enters its students there")
@@ -301,20 +364,41 @@ def build_parser() -> argparse.ArgumentParser:
                                        "policy, Canvas CSV and feedback from the gradebook, nothing regraded")
     p.add_argument("assignment")
     p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, autograded/)")
-    p.add_argument("--out", default=".", help="the folder of the class run's grades.json")
+    p.add_argument("--out", default=None,
+                   help="the folder of the class run's grades.json (default: <course-root>/grades/<assignment>; "
+                        "made from the gradebook if no class run wrote one, e.g. after the formgrader's Autograde)")
     p.add_argument("--no-feedback", action="store_true", help="leave feedback/ as it is")
     _late_and_lms(p)
-    for action in p._actions:  # unset: the class run's late policy and due date, from grades.json
-        if action.dest in ("late_per_day", "late_grace_minutes", "late_cap"):
-            action.default = None
+    _unset_late_defaults(p)
     p = sub.add_parser("canvas", help="a Canvas gradebook-import CSV from a grades.json")
-    p.add_argument("grades", help="grades.json (or a folder holding one)")
-    p.add_argument("--out", default="canvas.csv")
+    p.add_argument("grades", help="an assignment's name (its grades/<assignment>/grades.json), or a grades.json "
+                                  "or a folder holding one")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/)")
+    p.add_argument("--out", default=None, help="default: canvas.csv beside the grades.json")
     p.add_argument("--canvas-assignment", default=None, help="column header 'Name (Canvas id)' (default: the assignment)")
     p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
     p = sub.add_parser("merge", help="merge shards' grades.json into one grades.json/grades.csv")
     p.add_argument("shards", nargs="+", help="grades.json files or folders holding one")
-    p.add_argument("--out", default=".")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/)")
+    p.add_argument("--out", default=None, help="default: <course-root>/grades/<assignment>")
+    p = sub.add_parser("extend", help="give a student an extension (their own due date) for an assignment, "
+                                      "kept in <course-root>/grades/extensions.csv; without a student, list them")
+    p.add_argument("assignment")
+    p.add_argument("student", nargs="?", default=None)
+    p.add_argument("--days", type=float, default=None, help="extra days past the assignment's due date")
+    p.add_argument("--due", default=None, help="the student's own due date, e.g. '2026-12-04 23:59 UTC'")
+    p.add_argument("--note", default="", help="why (shown to the student in feedback)")
+    p.add_argument("--remove", action="store_true", help="take the extension back")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/)")
+    p = sub.add_parser("term", help="the term's gradebook: term.csv and term-canvas.csv (one column per "
+                                    "assignment) from every assignment's grades")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                   help="in this order (default: every grades/<assignment>/ in the course root, by name)")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/)")
+    p.add_argument("--out", default=None, help="default: <course-root>/grades")
+    p.add_argument("--canvas-column", action="append", default=[], metavar="ASSIGNMENT=HEADER",
+                   help="Canvas column for an assignment, e.g. 'lab05=Lab 5 (777)' (repeatable)")
+    p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
     p = sub.add_parser("report", help="the class report (report.html, report.json) of graded assignments")
     p.add_argument("assignments", nargs="+", metavar="ASSIGNMENT", help="one or more graded assignments (a term view)")
     p.add_argument("--course-root", default=".", help="nbgrader course root (submitted/, feedback/, grades.json)")
@@ -325,8 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=".", help="folder for report.html and report.json")
     p.add_argument("--anonymise", action="store_true", help="research export: student ids become salted hashes")
     p.add_argument("--salt", default=None, help="secret salt for --anonymise (at least 16 characters)")
-    from . import ci_template, gradescope
+    from . import ci_template, gradescope, on_submit
 
+    on_submit.add_parser(sub)
     gradescope.add_parser(sub, limit_options)
     ci_template.add_parser(sub)
     return parser
@@ -338,7 +423,7 @@ def _make_grader(args, root: Path, assignment: str, workers=None):
     if args.require_sandbox and sandbox.probe() is not None:
         raise ValueError(f"no sandbox: {sandbox.probe()}")
     return Grader(root, assignment, workers=workers, limits=limits(args), seed=args.seed,
-                  feedback=not args.no_feedback)
+                  feedback=not args.no_feedback, reset_hand_grades=getattr(args, "reset_hand_grades", False))
 
 
 def _meta(grader, args, extra) -> dict:
@@ -365,20 +450,18 @@ def main(argv=None) -> int:
         if hasattr(args, "run"):  # gradescope, ci-template: their modules run them
             return args.run(args)
         if args.mode == "merge":
-            merged = report.merge(args.shards, args.out)
-            print(f"merged {len(merged['students'])} students into {Path(args.out) / 'grades.csv'}")
+            out = args.out or term.grades_dir(Path(args.course_root), report.shards_assignment(args.shards))
+            merged = report.merge(args.shards, out)
+            print(f"merged {len(merged['students'])} students into {Path(out) / 'grades.csv'}")
             return 0
         if args.mode == "report":
             return _report(args)
         if args.mode == "canvas":
-            import json
-
-            source = Path(args.grades)
-            data = json.loads((source / "grades.json" if source.is_dir() else source).read_text())
-            path = lms.write_canvas(data["students"], args.out, args.canvas_assignment or data["assignment"],
-                                    args.canvas_roster)
-            print(f"wrote {len(data['students'])} students to {path}")
-            return 0
+            return _canvas(args)
+        if args.mode == "extend":
+            return _extend(args)
+        if args.mode == "term":
+            return _term(args)
         root = Path(args.course_root).resolve()
         if args.mode == "class":
             return _class(args, root)
@@ -396,6 +479,8 @@ def main(argv=None) -> int:
               + ("recording it in the course's gradebook" if args.record
                  else "the course's gradebook is not touched (--record to enter it)"))
         args.student = student
+        if args.out is None:  # recorded: the assignment's own grades; else here, as CI in a student's repo
+            args.out = str(term.grades_dir(root, assignment)) if args.record else "."
         with _grading_root(root, assignment, args.record) as (grading_root, _scratch):
             return _single(args, grading_root, assignment, notebook)
     except ValueError as exc:
@@ -408,6 +493,60 @@ def main(argv=None) -> int:
             raise
         print(f"course-autograde: {exc}", file=sys.stderr)
         return 3
+
+
+def _canvas(args) -> int:
+    import json
+
+    source = Path(args.grades)
+    if not source.exists():  # an assignment's name
+        source = term.find_grades_json(Path(args.course_root), args.grades)
+        if source is None:
+            raise ValueError(f"{args.grades!r} is neither a grades.json nor an assignment with grades in "
+                             f"{term.grades_dir(Path(args.course_root), args.grades)}")
+    file = source / "grades.json" if source.is_dir() else source
+    data = json.loads(file.read_text())
+    out = args.out or file.parent / "canvas.csv"
+    path = lms.write_canvas(data["students"], out, args.canvas_assignment or data["assignment"], args.canvas_roster)
+    print(f"wrote {len(data['students'])} students to {path}")
+    return 0
+
+
+def _extend(args) -> int:
+    root = Path(args.course_root)
+    if args.student is None:
+        granted = term.read_extensions(root, args.assignment)
+        due = _due(argparse.Namespace(due=None), root.resolve(), args.assignment)
+        for student, ext in sorted(granted.items()):
+            print(f"{student}: {ext.describe(due)}")
+        print(f"{len(granted)} extension(s) of {args.assignment} in {term.extensions_path(root)}")
+        return 0
+    path = term.set_extension(root, args.assignment, args.student, extra_days=args.days, due=args.due,
+                              note=args.note, remove=args.remove)
+    if args.remove:
+        print(f"removed {args.student}'s extension of {args.assignment} from {path}")
+    else:
+        ext = term.read_extensions(root, args.assignment)[args.student]
+        due = _due(argparse.Namespace(due=None), root.resolve(), args.assignment)
+        print(f"{args.student}, {args.assignment}: {ext.describe(due)}; written to {path}. `course-autograde "
+              f"refresh {args.assignment}` applies it to grades, Canvas CSV and feedback")
+    return 0
+
+
+def _term(args) -> int:
+    root = Path(args.course_root)
+    names = args.assignments or term.all_graded(root)
+    if not names:
+        raise ValueError(f"no assignment has grades in {root / term.GRADES}: run `course-autograde class` first")
+    columns = {}
+    for item in args.canvas_column:
+        name, sep, header = item.partition("=")
+        if not sep or not header.strip():
+            raise ValueError(f"--canvas-column must be ASSIGNMENT=HEADER, got {item!r}")
+        columns[name.strip()] = header.strip()
+    paths = term.write_term(root, names, args.out or root / term.GRADES, columns, args.canvas_roster)
+    print(f"term of {len(names)} assignment(s) ({', '.join(names)}): wrote {paths['term']} and {paths['canvas']}")
+    return 0
 
 
 def _report(args) -> int:
@@ -438,7 +577,10 @@ def _single(args, root: Path, assignment: str, notebook: Path) -> int:
             collected = (root / "submitted" / args.student / assignment).resolve() == notebook.parent
             _prepare_record(root, assignment, [sub], replace=args.replace, from_collected=collected)
         result = grader.grade_one(sub)
-        report.write([result], args.out, _meta(grader, args, {"shard": "single"}))
+        if args.record and Path(args.out) == term.grades_dir(root, assignment):
+            term.record_rows(root, assignment, [result], _meta(grader, args, {"shard": "single"}))
+        else:
+            report.write([result], args.out, _meta(grader, args, {"shard": "single"}))
         feedback = root / "feedback" / args.student / assignment / f"{assignment}.ipynb"
         if feedback.with_suffix(".html").is_file():
             shutil.copy(feedback.with_suffix(".html"), Path(args.out) / "feedback.html")

@@ -174,6 +174,13 @@ def _is_registered(grade_id) -> bool:
 
 from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402 (enabled by default, unlike nbconvert's)
 
+# nbconvert's HTMLExporter configures NbConvertBase.display_data_priority for every preprocessor it
+# makes; nbgrader's preprocessor base class declares that trait without tagging it configurable, so
+# traitlets warned "Config option `display_data_priority` not recognized" once per nbgrader
+# preprocessor on every Generate Feedback (seven lines). The trait is the same list, read by none of
+# the feedback preprocessors: accepting it as configuration changes nothing but the noise.
+NbGraderPreprocessor.class_traits()["display_data_priority"].tag(config=True)
+
 
 class ScrubTestOutputs(NbGraderPreprocessor):
     """nbgrader feedback preprocessor: each graded test cell's outputs become its summary.

@@ -18,6 +18,7 @@ with the course's configuration, so the button and the command line grade alike
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 from pathlib import Path
@@ -38,6 +39,25 @@ from nbgrader.converters import Autograde as _Autograde  # noqa: E402 -- in a co
 c.Autograde.sanitize_preprocessors = _Autograde.class_traits()["sanitize_preprocessors"].default()
 c.Autograde.autograde_preprocessors = _Autograde.class_traits()["autograde_preprocessors"].default()
 """
+
+@contextlib.contextmanager
+def _at_least_info(log):
+    """While a submission is graded, the formgrader's log (whose every record the Autograde button shows:
+    nbgrader's ``capture_log``) takes INFO and above. A server run with ``--debug`` otherwise showed
+    hundreds of DEBUG lines of nbgrader's and nbconvert's steps around the one line that matters."""
+    import logging
+
+    logger = log if isinstance(log, logging.Logger) else getattr(log, "logger", None)
+    if logger is None or logger.getEffectiveLevel() >= logging.INFO:
+        yield
+        return
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
 
 _slots_in_use: set = set()
 _slots_lock = threading.Lock()
@@ -72,6 +92,8 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
                                       "code (False: grade with rlimits only, in this account)").tag(config=True)
     seed = Integer(None, allow_none=True, help="Probe seed of the judge (default: random per run, "
                                                "logged)").tag(config=True)
+    reset_hand_grades = Bool(False, help="Clear the scores and comments a person gave when a submission is "
+                                         "graded again (default: a hand grade is kept)").tag(config=True)
 
     def _coursedir(self):
         """The converter's CourseDirectory (this preprocessor's parent is its exporter, whose parent
@@ -104,16 +126,24 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
         sub = collected(student, folder, assignment)
         grader = Grader(coursedir.root, assignment, workers=1, seed=seed, feedback=False,
                         limits=sandbox.Limits.of(self),
-                        isolate=True, log=self.log.warning)
+                        isolate=True, log=self.log.warning, reset_hand_grades=self.reset_hand_grades)
         slot = _claim_slot()
         try:
-            row = grader.grade_one(sub, slot)
+            with _at_least_info(self.log):
+                row = grader.grade_one(sub, slot)
         finally:
             _release_slot(slot)
         if row["status"] == "error":
             raise NbGraderException(f"{student}: {row['reason']}")
-        self.log.info("%s %s: %s of %s points (%s, probe seed %d); %s", student, assignment, row["score"],
-                      row["max_score"], grader.isolation, seed, row["reason"])
+        from . import term
+
+        # the same grades.json `course-autograde class` writes: refresh, report and term find it
+        term.record_rows(coursedir.root, assignment, [row],
+                         {"assignment": assignment, "seed": seed, "isolation": grader.isolation,
+                          "limits": vars(grader.limits), "shard": "formgrader"})
+        from .report import summary_line
+
+        self.log.info("%s", summary_line(row, grader.isolation, seed))
         graded = Path(grader.root) / "autograded" / student / assignment / f"{grader.assignment.notebook}.ipynb"
         if not graded.is_file():  # no notebook to grade: every part 0 in the gradebook, nothing executed
             return nb, resources

@@ -107,6 +107,22 @@ class PhaseClock:
             self.seconds[name] = round(float(seconds), 3)
 
 
+def _restore_cells_class():
+    from nbgrader.preprocessors import OverwriteCells
+
+    class RestoreCells(OverwriteCells):
+        """nbgrader's OverwriteCells without its checksum warning: every graded cell of the course holds
+        hidden tests, whose checksum nbgrader computes before clearing them (nbgrader #1961), so an
+        honest submission drew one warning per graded cell. The cell is restored from the gradebook
+        either way; a change a student made is reported by ``Grader._structure_notes``."""
+
+        def report_change(self, name, attr, old, new):
+            if attr != "checksum":
+                super().report_change(name, attr, old, new)
+
+    return RestoreCells
+
+
 @dataclass
 class Assignment:
     """What the gradebook knows about the assignment's (single) notebook."""
@@ -122,9 +138,11 @@ class Grader:
 
     def __init__(self, course_root, assignment: str, *, workers: Optional[int] = None,
                  limits: sandbox.Limits = sandbox.Limits(), seed: int = 0,
-                 feedback: bool = True, isolate: bool = True, log=None):
+                 feedback: bool = True, isolate: bool = True, log=None, reset_hand_grades: bool = False):
         compat.require()  # the library internals grading relies on are the ones checked (autograder/compat.py)
         self.root = Path(course_root).resolve()
+        # a part a person graded keeps its score and comment when the submission is graded again
+        self.reset_hand_grades = reset_hand_grades
         self.assignment_name = assignment
         self.workers = workers or len(os.sched_getaffinity(0))
         if type(self.workers) is not int or self.workers < 1:
@@ -182,13 +200,22 @@ class Grader:
             return Assignment(self.assignment_name, nb.name, cells, known)
 
     def _resources(self, student: str) -> dict:
+        # metadata.path: the graded notebook's folder, as nbconvert gives it for a file (feedback reads
+        # the submission's predictions.json there: autograder.handgrading.WidgetNote)
+        folder = self.root / "autograded" / student / self.assignment_name
         return {"unique_key": self.assignment.notebook,
+                "metadata": {"name": self.assignment.notebook, "path": str(folder)},
                 "nbgrader": {"student": student, "assignment": self.assignment_name,
                              "notebook": self.assignment.notebook, "db_url": self.db_url}}
 
     def _open_submission(self, sub: Submission) -> None:
         with self._gradebook() as gb:
-            gb.update_or_create_student(sub.student)
+            student = gb.update_or_create_student(sub.student)
+            if student.first_name is None and student.last_name is None:  # the formgrader showed "None, None"
+                from .submissions import display_name
+
+                student.first_name, student.last_name = display_name(sub.student)
+                gb.db.commit()
             if sub.timestamp:
                 try:
                     gb.update_or_create_submission(self.assignment_name, sub.student,
@@ -241,8 +268,9 @@ class Grader:
         return notes
 
     def _sanitize(self, nb, student: str):
-        from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds,
-                                            OverwriteCells, OverwriteKernelspec)
+        from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
+
+        _RestoreCells = _restore_cells_class()
 
         resources = self._resources(student)
         for pp in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec()):
@@ -251,11 +279,11 @@ class Grader:
             if cell.get("metadata", {}).get("nbgrader") == {}:
                 del cell.metadata["nbgrader"]
         try:  # put deleted graded cells back where nbgrader can
-            restored, resources = OverwriteCells(add_missing_cells=True).preprocess(copy.deepcopy(nb), resources)
+            restored, resources = _RestoreCells(add_missing_cells=True).preprocess(copy.deepcopy(nb), resources)
         except (KeyError, IndexError, ValueError):
             # nbgrader 0.9.6 fails when a neighbour of the deleted cell is gone too; registered parts
             # are judged from the harvest anyway, so grade without the missing cells
-            restored, resources = OverwriteCells().preprocess(nb, resources)
+            restored, resources = _RestoreCells().preprocess(nb, resources)
         with compat.cached_metadata_schema():
             nb, resources = CheckCellMetadata().preprocess(restored, resources)
         return nb
@@ -280,11 +308,28 @@ class Grader:
                 if grade.name in verdicts:
                     grade.auto_score = verdicts[grade.name].score * float(grade.max_score)
                     grade.needs_manual_grade = False
+            self._keep_or_reset_hand_grades(sub_nb)
             gb.db.commit()
         # nbgrader checks cell metadata again here because its kernel ran on the notebook itself; ours
         # only sends outputs back (merged in _merge_outputs), so the check in _sanitize still holds
         nb, resources = AssignLatePenalties().preprocess(nb, resources)
         return in_kernel
+
+    def _keep_or_reset_hand_grades(self, sub_nb) -> None:
+        """nbgrader's SaveAutoGrades marks every part a person already graded as needing grading
+        again (and refresh would then drop its points): a hand grade stands, so it is not, unless
+        the instructor asked to reset hand grades (then score and comment are cleared)."""
+        comments = {c.name: c for c in sub_nb.comments}
+        for grade in sub_nb.grades:
+            if grade.manual_score is None:
+                continue
+            if self.reset_hand_grades:
+                grade.manual_score = None
+                if grade.name in comments:
+                    comments[grade.name].manual_comment = None
+                grade.needs_manual_grade = grade.auto_score is None
+            else:
+                grade.needs_manual_grade = False
 
     def _scratch_copy(self, sub: Submission, scratch: Path, name: str, slot: int) -> Path:
         """A folder with the submission's files, then the instructor's (as nbgrader), for one sandbox."""
@@ -638,6 +683,9 @@ class Grader:
         annotate_summaries(nb, verdicts)
         nbformat.write(nb, str(_fresh(out_dir / f"{self.assignment.notebook}.ipynb")))
         self._copy_exchange_files(sub, out_dir)
+        locked = sub.folder / "predictions.json" if sub.folder else None  # the labs' locked predictions
+        if locked is not None and locked.is_file() and not locked.is_symlink() and locked.stat().st_size < 65536:
+            shutil.copyfile(locked, _fresh(out_dir / "predictions.json"))
         phases.lap("write")
         if self.feedback and self._feedback_dispatch is not None:
             # rendered by a worker process while this thread grades the next submission
@@ -726,6 +774,8 @@ class Grader:
                 part_status, why, code = "not_graded", "see the submission note", codes.NOT_GRADED
             elif grade.get("needs_manual"):
                 part_status, why, code = "manual", "graded by hand by your instructor", codes.AWAITING_HAND_GRADE
+            elif grade.get("manual") is not None:  # graded by a person before, kept
+                part_status, why, code = "hand", "graded by hand", codes.GRADED_BY_HAND
             elif info["solution"] and grade.get("manual") is None and not grade.get("score"):
                 # nbgrader scores a hand-graded answer left as released 0 and asks nobody to grade it
                 part_status, why, code = "nbgrader", "not answered", codes.NOT_ANSWERED

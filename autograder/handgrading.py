@@ -6,7 +6,10 @@
   the generator wrote it from the activity's declaration, so nothing about it lives here. It acts only in the formgrader's
   ``formgrade`` template: feedback never shows it.
 * :class:`WidgetNote` turns a widget's output (whose plain-text form is a repr such as
-  ``VBox(children=(ToggleButtons(...``) into a short note, in the formgrader and in feedback.
+  ``VBox(children=(ToggleButtons(...``) into text, in the formgrader and in feedback: a lab's
+  ``lab.ask(id)`` cell shows the reflection's question and ``lab.lock(act)`` the prediction's
+  question, its options and the student's locked choice (both from the lab's declaration in the
+  package, the choice from the submission's ``predictions.json``); any other widget a short note.
 * :class:`NotAnswered` shows "not answered" for a hand-graded answer left blank, in feedback.
 * :func:`refresh` brings the gradebook's scores (hand-graded ones included) into
   ``grades.json``, ``grades.csv``, the late policy and the Canvas CSV without grading anything
@@ -16,9 +19,11 @@
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 from typing import Dict, List, Optional
 
-from nbformat.v4 import new_markdown_cell
+from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -74,12 +79,73 @@ class ShowMarkingGuide(NbGraderPreprocessor):
         return nb, resources
 
 
+#: a lab's cell that shows a reflection's question or a prediction lock (the whole cell, as generated)
+_LAB_CALL = re.compile(r"""^\s*lab\.(ask|lock)\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)\s*$""")
+
+
+def _lab(assignment: str):
+    """The lab declared for ``assignment`` (None for a chapter or an unknown name)."""
+    try:
+        from course.labs.activity import labs
+    except ImportError:
+        return None
+    return next((lab for lab in labs().values() if lab.name == assignment), None)
+
+
+def _options(options) -> Dict[str, str]:
+    """A lock's options as ``{key: label}`` (a plain sequence gets keys A, B, ... as the lock gives them)."""
+    if isinstance(options, dict):
+        return {str(k): str(v) for k, v in options.items()}
+    return {chr(ord("A") + i): str(label) for i, label in enumerate(options)}
+
+
+def lab_cell_text(lab, call: str, ident: str, predictions: Dict[str, dict]) -> Optional[str]:
+    """Markdown of what a ``lab.ask``/``lab.lock`` cell shows, as text (None if not declared)."""
+    try:
+        if call == "ask":
+            return lab.reflection_markdown(ident)
+        spec = lab.lock_of(ident)
+    except (KeyError, ValueError):
+        return None
+    options = _options(spec.options)
+    lines = [f"**Prediction (locked before exploring).** {spec.question}", ""]
+    lines += [f"- {key}. {label}" for key, label in options.items()]
+    chosen = predictions.get(lab.lock_key(ident), {}).get("value")
+    lines.append("")
+    if chosen is None:
+        lines.append("**The student's prediction:** none locked.")
+    else:
+        label = options.get(str(chosen))
+        lines.append(f"**The student's prediction:** {chosen}" + (f". {label}" if label else ""))
+    return "\n".join(lines)
+
+
+def _predictions(resources) -> Dict[str, dict]:
+    """The submission's locked predictions, from ``predictions.json`` beside the notebook."""
+    folder = (resources.get("metadata") or {}).get("path")
+    if not folder:
+        return {}
+    from course.prediction import read_predictions
+
+    return read_predictions(Path(folder))
+
+
 class WidgetNote(NbGraderPreprocessor):
-    """A widget's output becomes a short text note instead of the widget's repr."""
+    """A widget's output becomes text instead of the widget's repr: a lab's question, or a note."""
 
     def preprocess(self, nb, resources):
+        assignment = (resources.get("nbgrader") or {}).get("assignment") or resources.get("assignment_id") or ""
+        lab = _lab(assignment)
+        predictions = _predictions(resources) if lab is not None else {}
         for cell in nb.cells:
-            for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            if cell.get("cell_type") != "code":
+                continue
+            call = _LAB_CALL.match(cell.get("source", "")) if lab is not None else None
+            text = lab_cell_text(lab, call.group(1), call.group(2), predictions) if call else None
+            if text is not None:  # what the cell asked, whether or not its widget was rendered
+                cell["outputs"] = [new_output("display_data", data={"text/markdown": text, "text/plain": text})]
+                continue
+            for output in cell.get("outputs", []):
                 data = output.get("data") if isinstance(output, dict) else None
                 if isinstance(data, dict) and WIDGET_MIME in data:
                     output["data"] = {"text/plain": WIDGET_NOTE}
@@ -94,6 +160,27 @@ class NotAnswered(NbGraderPreprocessor):
             if is_hand_graded(cell) and cell.get("source", "").strip() in ("", STUB_ANSWER):
                 cell.source = NOT_ANSWERED
         return nb, resources
+
+
+def settle_hand_grades(db_url: str, assignment: str) -> int:
+    """Clear "needs manual grading" on every part that has a score a person gave; returns how many.
+
+    nbgrader's own autograde flags a hand-graded part again when it regrades, and its formgrader
+    saves a score only when the box's value changes, so typing the same score again never cleared
+    that flag. A part with a manual score is graded by hand: this is the formgrader's own rule
+    (``needs_manual_grade`` is false once a manual score is set)."""
+    from nbgrader.api import Gradebook
+
+    settled = 0
+    with Gradebook(db_url) as gb:
+        for sub in gb.find_assignment(assignment).submissions:
+            for nb in sub.notebooks:
+                for grade in nb.grades:
+                    if grade.needs_manual_grade and grade.manual_score is not None:
+                        grade.needs_manual_grade = False
+                        settled += 1
+        gb.db.commit()
+    return settled
 
 
 def gradebook_scores(db_url: str, assignment: str) -> Dict[str, dict]:
@@ -151,10 +238,28 @@ def refreshed_rows(previous: List[dict], scores: Dict[str, dict]) -> List[dict]:
     return rows
 
 
+def rows_from_gradebook(root, assignment: str, scores: Dict[str, dict], skip=()) -> List[dict]:
+    """grades.json rows for the students of ``scores`` not in ``skip``, from the gradebook alone (a
+    submission graded by the formgrader's Autograde before it wrote grades/, or by plain nbgrader)."""
+    students = sorted(set(scores) - set(skip))
+    if not students:
+        return []
+    from .grader import Grader
+
+    grader = Grader(root, assignment, workers=1, feedback=False, isolate=False)
+    rows = []
+    for student in students:
+        grades = scores[student]["grades"]
+        row = grader._rows(student, "graded", "graded (scores from the gradebook)", {}, grades)
+        rows.append(row)
+    return rows
+
+
 def previous_policy(previous: List[dict]) -> Optional[dict]:
     """The late policy and due date the class run recorded (``None`` if it had none)."""
     for res in previous:
         late = res.get("late")
         if isinstance(late, dict) and isinstance(late.get("policy"), dict):
-            return {"policy": late["policy"], "due": late.get("due")}
+            # a student with an extension has their own due date; the class's is class_due
+            return {"policy": late["policy"], "due": late["class_due"] if "class_due" in late else late.get("due")}
     return None

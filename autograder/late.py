@@ -66,20 +66,27 @@ def parse_time(text: str) -> datetime:
 
 
 def apply(results: Iterable[dict], timestamps: Dict[str, Optional[str]], due: Optional[datetime],
-          policy: LatePolicy) -> List[dict]:
+          policy: LatePolicy, extensions: Optional[dict] = None) -> List[dict]:
     """Add ``late`` to each result: submitted/due times, days charged, points taken, ``final_score``.
 
     With no due date every ``final_score`` is the graded score; a submission without a
-    timestamp (a plain folder of notebooks) is not penalised and says so.
+    timestamp (a plain folder of notebooks) is not penalised and says so. ``extensions``
+    (``{student: autograder.term.Extension}``) gives a student their own due date, recorded as
+    ``late.extension`` with the assignment's ``late.class_due``.
     """
     out = []
     for res in results:
         res = dict(res)
-        info = {"policy": asdict(policy), "due": due.isoformat() if due else None, "submitted": None,
+        extension = (extensions or {}).get(res["student"])
+        own_due = extension.due_for(due) if extension is not None else due
+        info = {"policy": asdict(policy), "due": own_due.isoformat() if own_due else None, "submitted": None,
                 "late_seconds": 0.0, "days_charged": 0, "fraction": 0.0, "points_deducted": 0.0,
                 "final_score": res["score"], "note": ""}
+        if extension is not None:
+            info["class_due"] = due.isoformat() if due else None
+            info["extension"] = extension.describe(due)
         stamp = timestamps.get(res["student"])
-        if due is None:
+        if own_due is None:
             info["note"] = "no due date"
             try:  # the submission time is still worth keeping
                 info["submitted"] = parse_time(stamp).isoformat() if stamp else None
@@ -94,7 +101,7 @@ def apply(results: Iterable[dict], timestamps: Dict[str, Optional[str]], due: Op
                 submitted = None
                 info["note"] = f"unreadable submission timestamp {stamp[:40]!r}: not penalised"
             if submitted is not None:
-                late = max(0.0, (submitted - due).total_seconds())
+                late = max(0.0, (submitted - own_due).total_seconds())
                 days, fraction = policy.fraction(late)
                 deducted = round(res["score"] * fraction, 4)
                 info.update(submitted=submitted.isoformat(), late_seconds=round(late, 1), days_charged=days,
@@ -102,6 +109,8 @@ def apply(results: Iterable[dict], timestamps: Dict[str, Optional[str]], due: Op
                             final_score=round(res["score"] - deducted, 4),
                             note="on time" if late == 0 else ("within the grace period" if days == 0
                                                               else f"{days} day(s) late"))
+        if extension is not None:
+            info["note"] = f"{info['note']}; {info['extension']}" if info["note"] else info["extension"]
         res["late"] = info
         out.append(res)
     return out

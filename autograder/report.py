@@ -37,6 +37,14 @@ def write(results: List[dict], out_dir, meta: dict) -> None:
             writer.writerow({k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS})
 
 
+def shards_assignment(shard_files: Iterable) -> str:
+    """The assignment the first shard's ``grades.json`` grades (``merge``'s default folder)."""
+    for path in shard_files:
+        path = Path(path)
+        return json.loads((path / "grades.json" if path.is_dir() else path).read_text())["assignment"]
+    raise ValueError("shard_files must name at least one grades.json")
+
+
 def merge(shard_files: Iterable, out_dir) -> dict:
     """Combine shards' ``grades.json`` into one; a student graded twice is an error."""
     merged, meta = {}, None
@@ -73,3 +81,38 @@ def summary_table(results: List[dict]) -> str:
             pts = "hand" if p["points"] is None else f"{p['points']:g}/{p['max_points']:g}"
             lines.append(f"  {p['part']:<{width}}  {pts:>9}  {p['status']:<10}  {p['reason']}")
     return "\n".join(lines)
+
+
+def summary_line(row: dict, isolation: str, seed: int) -> str:
+    """One line an instructor reads per graded submission: points, isolation, seed, time, and
+    what needs a person (hand grading, a problem with the submission)."""
+    waiting = [p["part"] for p in row["parts"] if p["status"] == "manual"]
+    line = (f"{row['student']} {row['assignment']}: {float(row['score'])} of {float(row['max_score'])} points "
+            f"({isolation}, probe seed {seed}, {row.get('seconds', 0):.1f} s)")
+    late = row.get("late") or {}
+    if late.get("days_charged"):
+        line += f"; late {late['days_charged']} day(s): final {late['final_score']:g}"
+    if late.get("extension"):
+        line += f"; {late['extension']}"
+    if waiting:
+        line += f"; to grade by hand: {', '.join(waiting)}"
+    if row["status"] != "graded" or row["reason"] != "graded":
+        line += f"; NOTE: {row['reason']}"
+    return line
+
+
+def write_log(results: List[dict], path, isolation: str, seed: int) -> Path:
+    """The grading run's details for the instructor: each submission's summary line, then its parts
+    (points, status, the judge's reason; never a hidden test's source or inputs)."""
+    path = Path(path)
+    lines = []
+    for res in sorted(results, key=lambda r: r["student"]):
+        lines.append(summary_line(res, isolation, seed))
+        for part in res["parts"]:
+            if part["points"] is None:
+                lines.append(f"    {part['part']}: -/{part['max_points']:g} waits for grading by hand")
+            else:
+                lines.append(f"    {part['part']}: {part['points']:g}/{part['max_points']:g} {part['status']}: "
+                             f"{part['reason']}")
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -72,6 +72,26 @@ def _from_zip(path: Path, assignment: str, sub: Submission, workdir: Path) -> No
         sub.folder = sub.notebook.parent
 
 
+def display_name(student: str):
+    """``(first name, last name)`` for a student nbgrader knows only by login (a hub or Unix user):
+    the full name of the Unix account when it has one, else the login as the last name, so the
+    formgrader lists "dt-alice, " rather than "None, None".
+
+    >>> display_name("no-such-user-xyz")
+    ('', 'no-such-user-xyz')
+    """
+    import pwd
+
+    try:
+        full = pwd.getpwnam(student).pw_gecos.split(",")[0].strip()
+    except (KeyError, OSError):
+        full = ""
+    if full:
+        first, _, last = full.rpartition(" ")
+        return (first, last) if first else ("", last)
+    return "", student
+
+
 def collected(student: str, folder: Path, assignment: str) -> Submission:
     """The submission nbgrader collected into ``folder`` (``submitted/<student>/<assignment>/``)."""
     sub = Submission(student=student, folder=folder)
@@ -98,7 +118,8 @@ def discover(path: Path, assignment: str, workdir: Optional[Path] = None) -> Lis
             sub = collected(entry.name, entry / assignment, assignment)
         elif entry.is_dir() and not entry.name.startswith("."):
             sub = Submission(student=entry.name, status="missing",
-                             problem=f"your submission has no folder named {assignment}")
+                             problem=f"you did not submit {assignment}: nothing of yours was received to grade "
+                                     "(every part scores 0)")
         elif entry.suffix == ".ipynb":
             sub = Submission(student=entry.stem, notebook=entry, folder=None)
         elif entry.suffix == ".zip":

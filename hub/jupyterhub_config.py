@@ -9,6 +9,8 @@ A real deployment swaps this line for its single sign-on (OAuthenticator, LTI).
 
 import json
 import os
+import pwd
+import sys
 
 c = get_config()  # noqa: F821 (provided by JupyterHub when it loads this file)
 env = os.environ
@@ -61,3 +63,23 @@ c.Spawner.environment = {
 c.Spawner.start_timeout = 180  # a busy 2-core machine starts JupyterLab slowly
 c.Spawner.http_timeout = 180
 c.Spawner.args = ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url="]
+
+# Grading on submit (autograder/on_submit.py): a service that runs as the (first) instructor in their
+# course root, watches the exchange and grades each submission of an assignment the instructor opted
+# in (`course-autograde on-submit enable NAME`) in the course's sandbox, then releases its feedback
+# (at once for a chapter, held for a lab). Nothing is graded until an assignment is opted in.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: hub.setup
+from hub.setup import COURSE_ID  # noqa: E402 (importable once the repository is on sys.path)
+
+_grader = sorted(instructors)[0]
+_grader_home = pwd.getpwnam(_grader).pw_dir
+c.JupyterHub.services = [{
+    "name": "autograde-on-submit",
+    "user": _grader,
+    "cwd": os.path.join(_grader_home, COURSE_ID),
+    "command": [os.path.join(venv_bin, "course-autograde"), "on-submit", "run", "--interval", "5",
+                "--course-root", os.path.join(_grader_home, COURSE_ID)],
+    "environment": {"PATH": venv_bin + os.pathsep + "/usr/local/bin:/usr/bin:/bin", "HOME": _grader_home,
+                    "USER": _grader, "LOGNAME": _grader, "LANG": "C.UTF-8",
+                    "NBGRADER_EXCHANGE": env["COURSE_HUB_EXCHANGE"]},
+}]

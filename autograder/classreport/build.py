@@ -46,7 +46,8 @@ def load_grades(path) -> dict:
 
 def find_grades(assignments: List[str], places: Iterable) -> Dict[str, dict]:
     """``{assignment: grades}`` from ``places`` (grades.json files, or folders searched with
-    their immediate subfolders, e.g. a course root holding ``grades.json`` and ``merged/``).
+    their immediate subfolders and ``grades/<assignment>/``, e.g. a course root holding
+    ``grades/ch02/grades.json`` and ``merged/``).
 
     Raises ValueError when an assignment has none, or two different ones (name one with ``--grades``).
     """
@@ -55,6 +56,7 @@ def find_grades(assignments: List[str], places: Iterable) -> Dict[str, dict]:
         place = Path(place)
         candidates = [place] if place.is_file() else (
             [place / "grades.json"] + sorted(p / "grades.json" for p in place.iterdir() if p.is_dir())
+            + sorted((place / "grades").glob("*/grades.json"))  # each assignment's own folder
             if place.is_dir() else [])
         for file in candidates:
             if file.is_file():

@@ -41,7 +41,7 @@ def test_discover_nbgrader_layout(tmp_path):
     subs = {s.student: s for s in discover(tmp_path, "hw")}
     assert subs["ann"].notebook.name == "hw.ipynb" and subs["ann"].timestamp.startswith("2026")
     assert subs["ben"].status == "missing" and "hw.ipynb" in subs["ben"].problem
-    assert subs["cat"].status == "missing" and "no folder named hw" in subs["cat"].problem
+    assert subs["cat"].status == "missing" and "you did not submit hw" in subs["cat"].problem
 
 
 def test_discover_renamed_notebook_is_graded_with_a_note(tmp_path):

@@ -209,7 +209,7 @@ def test_whole_term_on_the_hub(hub, browser):
     shot(formgrader, "3_autograded_by_button")
     assert gradebook_scores(hub) == EXPECTED
     as_instructor(hub, ".venv/bin/course-autograde", "class", CHAPTER, "--no-progress")
-    with open(course_root(hub) / "grades.csv") as fh:
+    with open(course_root(hub) / "grades" / CHAPTER / "grades.csv") as fh:
         totals = {}
         for row in csv.DictReader(fh):
             totals[row["student"]] = totals.get(row["student"], 0.0) + float(row["points"] or 0)
