@@ -25,12 +25,13 @@ Exam mode (``feedback: "exam"`` in :data:`course.assess.variants.SETTINGS`)
 falls back to type and unit checks and offers no derivation.
 
 After a right answer, or after :data:`~course.exercises.variants.DERIVATION_AFTER_ATTEMPTS`
-attempts, the check prints the worked derivation for the student's numbers.
+*different* wrong answers, the check prints the worked derivation for the student's numbers.
 
-Every call records an attempt in the design ledger under the exercise's key
-(``"ch00/ex0_1"``): ``attempts``, ``passed`` (right at least once),
-``last_passed``, ``mastered_variant`` (the variant it was right for) and
-``days`` (the local dates with activity, for the streak). A ledger failure
+A check counts an attempt only for a new answer: one that differs from every answer this student
+already checked for the exercise on these numbers (:mod:`course.assess.attempts`). Re-running the
+cell, Run All and a restart count nothing. The exercise's ledger entry (``"ch00/ex0_1"``) keeps,
+per student and variant (``by_identity``), ``attempts``, ``wrong``, ``passed`` and ``last_passed``,
+and at its top level ``days`` (the local dates with activity, for the streak). A ledger failure
 never breaks the check.
 """
 
@@ -43,6 +44,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import variants
+from .attempts import answer_fingerprint, count_answer, identity
 from .kinds import call_plain
 from .items import CLEAN_ROOM
 from .registry import (
@@ -125,17 +127,23 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
     # nbgrader's Validate or autograde (course-autograde's kernel too) runs the notebook: no attempt
     # is counted and no derivation shown (feedback inserts each derivation once, after the exercise)
     grading = bool(os.environ.get(VALIDATING[0]))
-    entry = None if grading else _record(ex, right, variant)
-    attempts = int(entry.get("attempts", 1)) if entry else 1
+    counted = None if grading else _record(ex, right, variant, answer_fingerprint(_answer_names(ex), namespace))
+    record, new = counted if counted else ({"attempts": 1, "wrong": 0 if right else 1}, True)
     if exam:
         if shaped:
             print(f"{OK} Exercise {ex.number}: types and units look fine (exam mode: graded after submission).")
         return
     if right:
         print(f"{OK} Exercise {ex.number}: right.")
+    elif grading:
+        print(f"{BAD} Exercise {ex.number}: not yet.")
     else:
-        print(f"{BAD} Exercise {ex.number}: not yet" + ("." if grading else f" (attempt {attempts})."))
-    if not grading and (right or attempts >= variants.DERIVATION_AFTER_ATTEMPTS):
+        attempts = int(record.get("attempts", 1))
+        print(f"{BAD} Exercise {ex.number}: not yet (attempt {attempts}" + (
+            ")." if new else ": this answer was checked before, so running it again counts no new attempt)."))
+    # the worked derivation: after a right answer, or after enough *different* wrong answers (re-runs,
+    # Run All and restarts check the same answer again and bring it no closer)
+    if not grading and (right or int(record.get("wrong", 0)) >= variants.DERIVATION_AFTER_ATTEMPTS):
         _offer_derivation(ex, variant)
 
 
@@ -466,24 +474,29 @@ def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[
     return ok, lines
 
 
-def _record(ex: Exercise, right: bool, variant: Optional[int]) -> Optional[dict]:
-    """Count the attempt in the ledger; return the stored entry (None if the ledger failed)."""
+def _record(ex: Exercise, right: bool, variant: Optional[int], fingerprint: str) -> Optional[Tuple[dict, bool]]:
+    """Count the answer with ``fingerprint`` in the ledger for this student on these numbers
+    (:mod:`course.assess.attempts`); return ``(record, new)`` (None if the ledger failed)."""
     try:
         from course.ledger import Ledger
 
         today = _dt.date.today().isoformat()
+        who = identity(variants.current_student()[0], variant)
+        counted: dict = {}
 
         def change(before: dict) -> dict:
             days = [d for d in before.get("days", []) if isinstance(d, str)]
-            fields = {"chapter": ex.chapter, "exercise": ex.number, "kind": ex.kind.lower(),
-                      "attempted": True, "attempts": int(before.get("attempts", 0)) + 1,
-                      "passed": bool(before.get("passed", False) or right), "last_passed": right,
-                      "days": sorted(set(days) | {today})[-400:]}
-            if right:
-                fields["mastered_variant"] = variant
-            return fields
+            record, new = count_answer(before, who, fingerprint, right)
+            counted.update(record=record, new=new)
+            records = dict(before.get("by_identity") or {})
+            records[who] = record
+            latest = {k: record[k] for k in ("attempts", "passed", "last_passed")}
+            return {"chapter": ex.chapter, "exercise": ex.number, "kind": ex.kind.lower(),
+                    "by_identity": records, "identity": who, **latest, "attempted": True,
+                    "days": sorted(set(days) | {today})[-400:]}
 
         # one locked read-modify-write, so two kernels checking at once both count
-        return Ledger().update(ex.ledger_key, change)
+        Ledger().update(ex.ledger_key, change)
+        return counted["record"], counted["new"]
     except Exception:  # mastery is a convenience: never break the exercise
         return None
