@@ -109,17 +109,15 @@ def fmt_bytes(n: float) -> str:
 
 
 def fmt_memory(accelerator) -> str:
-    """An accelerator's memory as every instrument writes it: the data sheet's name, then the bytes a process can
-    allocate (``memory_capacity``, the planner's out-of-memory line) where they differ.
+    """An accelerator's memory as every instrument writes it: one figure, the bytes a process can allocate
+    (``memory_capacity``, the planner's out-of-memory line) in GB = 10⁹ bytes; the vendor's rounded name
+    ("80 GB") is explained once, by :attr:`~course.core.catalog.Accelerator.memory_name`.
 
     >>> from course.core import catalog
     >>> fmt_memory(catalog.accelerator("H100")), fmt_memory(catalog.accelerator("A100"))
-    ('80 GB (85.5e9 bytes)', '80 GB')
+    ('85.5 GB', '80 GB')
     """
-    named, usable = float(accelerator.memory_bytes), float(accelerator.memory_capacity)
-    if math.isclose(named, usable, rel_tol=1e-9):
-        return fmt_bytes(named)
-    return f"{fmt_bytes(named)} ({usable / 1e9:.3g}e9 bytes)"
+    return fmt_bytes(float(accelerator.memory_capacity))
 
 
 def fmt_rate(bytes_per_s: float) -> str:

@@ -19,6 +19,8 @@ here the H100's dense 989 TFLOPS, 50 GB/s NDR ports and ``6 P b s`` are used.
 
 from __future__ import annotations
 
+import html
+
 import bqplot as bq
 import ipywidgets as widgets
 import numpy as np
@@ -212,6 +214,8 @@ class ScalingExplorer(Instrument):
             + ("" if not v["overlap"] else " (25 MiB buckets overlap the backward pass)")
             + f"<br><b>MFU</b> = 6&middot;P&middot;b&middot;s / (T &middot; peak) = {100 * mfu:.1f} %;"
             f" comm/compute = {fmt_time(t_comm[i])} / {fmt_time(t_compute)} = {ratio:.2f}"
+            f"<br><b>Memory</b>: weights, gradients and Adam states {fmt_bytes(state_bytes)} per GPU, of the "
+            f"{html.escape(self.accelerator.memory_name)} one {self.accelerator.name} holds"
         )
         if forced:
             self.flag("forced_onto_infiniband",

@@ -30,6 +30,8 @@ from course.assess.lab import Act, Answer, Lab, Reflection, Spec, cases
 from course.assess.spec import Cell
 
 
+#: the lead's GPU: its memory is written the one way the catalog states it (85.5 GB, GB = 10⁹ bytes)
+H100 = catalog.accelerator("H100")
 NAME = "lab05_parallelism_paradox"
 
 #: The graded inputs (Cloud track), as the lead's story has them; a student's variant replaces
@@ -248,7 +250,7 @@ ACT2 = Act(
                     "two nodes and sends them over InfiniBand. PP = 4 splits the 96 layers across nodes: with no "
                     "pipeline (C) each GPU keeps 175B / 8 ≈ 22 B parameters, about 350 GB of weights, gradients "
                     "and Adam state; it fits only once ZeRO-2 or ZeRO-3 shards the gradients too (ZeRO-2: 78 of the "
-                    "80 GB), and then reaches a lower MFU than B for the same batch. "
+                    f"{H100.memory_capacity / 1e9:.3g} GB of an H100), and then reaches a lower MFU than B for the same batch. "
                     "32 stages (D) idle (p−1)/(m+p−1) of the step, 49 % at m = 32 against 9 % for 4 stages, and "
                     "need at least 32 micro-batches. DP takes the rest. But B only fits with ZeRO or "
                     "recomputation (below).",
@@ -352,7 +354,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.reflection_cells("act1_why"),
         Cell("markdown",
              "## Act II · GPT-3 175B on 1,024 H100s\n\n"
-             "175 B parameters need 2.8 TB of weights, gradients and Adam state: no GPU holds that. Choose "
+             "175 B parameters need 2.8 TB of weights, gradients and Adam state: no GPU holds that (an H100 "
+             f"holds {H100.memory_name}; every memory figure of this lab uses that one capacity). Choose "
              "TP × PP × DP = 1,024."),
         Cell("code", "TrackScene(track, 'act2')", "lab05_act2_story"),
         *lab.lock_cells("act2"),

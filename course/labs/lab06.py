@@ -261,8 +261,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
             "hud = HudFooter(prefix='lab06')"), "lab06_setup"),
         Cell("markdown",
              "## Act I · One GPU in the middle, or a ring?\n\n"
-             f"Your team trains a {s['params'] / 1e9:g}-billion-parameter model on {s['gpus']} H100 GPUs (80 GB "
-             f"each), {s['gpus'] // 8} nodes joined by {s['link']} "
+             f"Your team trains a {s['params'] / 1e9:g}-billion-parameter model on {s['gpus']} H100 GPUs "
+             f"of {catalog.accelerator('H100').memory_name}, {s['gpus'] // 8} nodes joined by {s['link']} "
              f"({catalog.link(s['link']).bandwidth / GB:g} GB/s per direction per GPU). After each backward pass "
              f"every GPU holds {s['gradient_bytes'] / GB:g} GB of bf16 gradients (2 bytes per parameter), next to "
              "the same amount of bf16 weights; ZeRO-1 shards Adam's state across the GPUs so that all of it "
