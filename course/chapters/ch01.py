@@ -83,10 +83,10 @@ def _zero_exercise(number, title, stage, spec, extra=""):
     )
 
 
-_zero_exercise("1.1", "7B without ZeRO", 0, MODEL)
-_zero_exercise("1.2", "7B with ZeRO stage 1", 1, MODEL)
-_zero_exercise("1.3", "7B with ZeRO stage 2", 2, MODEL)
-_zero_exercise("1.4", "7B with ZeRO stage 3", 3, MODEL)
+_zero_exercise("1.1", "Model states without ZeRO", 0, MODEL)
+_zero_exercise("1.2", "Model states with ZeRO stage 1", 1, MODEL)
+_zero_exercise("1.3", "Model states with ZeRO stage 2", 2, MODEL)
+_zero_exercise("1.4", "Model states with ZeRO stage 3", 3, MODEL)
 
 
 def _collective_gb(message_bytes, n):

@@ -35,8 +35,8 @@ workbook does) plus $3\,d\,d_{ff}$ in the three SwiGLU matrices.
 The run used **4D parallelism**: tensor parallelism (TP = 8, inside a node, NVLink),
 pipeline parallelism (PP = 16), context parallelism (CP, for long sequences) and data
 parallelism over the rest, with $\text{TP}\times\text{CP}\times\text{PP}\times\text{DP}$ = GPUs.
-In this chapter CP = 1 as in the workbook's main phase, and a pipeline runs $m = 4$
-micro-batches per step.
+Exercises 9.1-9.7 leave context parallelism out, as the workbook's main phase does; 9.8 brings
+it back. Each exercise states its own layout (TP, PP, DP, CP) and number of micro-batches $m$.
 
 ## Compute, time and energy
 
@@ -221,7 +221,7 @@ def _deriv_9_6(s):
 
 
 values_exercise(
-    CH, "9.6", "Pipeline bubble for 405B", kind="Derive", spec={"pp": 16, "m": 4, "v": 2},
+    CH, "9.6", "Pipeline bubble, plain and interleaved", kind="Derive", spec={"pp": 16, "m": 4, "v": 2},
     vary=lambda s, rng: dict(s, pp=rng.choice([4, 8, 12, 16]), m=rng.choice([4, 6, 8, 16, 32]), v=rng.choice([2, 3, 4])),
     prompt=lambda s: (f"PP = {s['pp']} stages, $m = {s['m']}$ micro-batches per step, 1F1B. Give the "
                       "bubble both ways, in percent: the **overhead** (bubble time relative to ideal "
