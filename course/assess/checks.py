@@ -151,6 +151,23 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
 VALIDATING = ("NBGRADER_EXECUTION", "validate")
 
 
+class ValidateFinding(AssertionError):
+    """What Validate reports for a test cell: the verdict lines first, then the exercise's line, and no
+    traceback (IPython shows :meth:`_render_traceback_` in its place, so no frame and no path of the
+    course package reaches the student: nbgrader's Validate prints the error output as it is).
+
+    >>> ValidateFinding(["\u2718 `x`: not yet.", "Exercise 0.1 not yet right."])._render_traceback_()
+    ['\u2718 `x`: not yet.', 'Exercise 0.1 not yet right.']
+    """
+
+    def __init__(self, lines: List[str]):
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
+
+    def _render_traceback_(self) -> List[str]:
+        return list(self.lines)
+
+
 def validate_exercise(ex: Exercise, namespace: dict) -> None:
     """The test cell's visible part: under ``nbgrader validate`` (the Validate button, the Assignments
     list, the command), raise ``AssertionError`` naming what is unanswered or not yet right by the
@@ -162,13 +179,14 @@ def validate_exercise(ex: Exercise, namespace: dict) -> None:
     if os.environ.get(VALIDATING[0]) != VALIDATING[1]:
         return
     if not _answered(ex, namespace):
-        raise AssertionError(f"Exercise {ex.number} not answered:\n" + "\n".join(_to_answer(ex)))
+        raise ValidateFinding(_to_answer(ex) + [f"Exercise {ex.number} not answered: "
+                                                "answer it in its answer cell."])
     variant = variants.current_variant(ex.assignment)
     exam = variants.exam_mode(ex.assignment)
     lines, shaped, right = assess(ex, namespace, variant, exam)
     if not shaped or (not exam and not right):
         wrong = [line for line in lines if line.startswith(BAD)] or lines
-        raise AssertionError(f"Exercise {ex.number} not yet right by the visible check:\n" + "\n".join(wrong))
+        raise ValidateFinding(wrong + [f"Exercise {ex.number} not yet right by the visible check."])
     print(f"{OK} Exercise {ex.number}: {'types and units look fine' if exam else 'right'} by the visible check.")
 
 
@@ -183,11 +201,11 @@ def validate_answered(part: Part, namespace: dict) -> None:
         return
     if part.kind == "lock":
         if not part.harvest(namespace, None).get("locked"):
-            raise AssertionError(f"{part.title}: not yet: lock your prediction ({part.ledger_key}).")
+            raise ValidateFinding([f"{part.title}: not yet: lock your prediction ({part.ledger_key})."])
     else:
         missing = [n for n in part.names if n not in namespace]
         if missing:
-            raise AssertionError(f"{part.title} not answered:\n" + "\n".join(f"define `{n}`" for n in missing))
+            raise ValidateFinding([f"define `{n}`" for n in missing] + [f"{part.title} not answered."])
     print(f"{OK} {part.title}: answered (graded on submission).")
 
 

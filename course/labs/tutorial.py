@@ -236,8 +236,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "        break\n"
              "everything = core.sweep(MODEL, CLUSTER, include_infeasible=True)\n"
              "infeasible = [i for i in range(len(everything)) if not everything['feasible'][i]]\n"
-             "print(f'\\n{len(infeasible)} of {len(everything)} configurations are infeasible.')\n"
-             "print('What each code means:')\n"
+             "print('\\nWhat each code of an infeasible configuration means:')\n"
              "for code, meaning in core.VIOLATION_CODES.items():\n"
              "    print(f'  {code}: {meaning}')\n"
              "# the infeasible rows would answer Exercise 1's prediction: the lock shows them once you lock\n"
@@ -246,8 +245,11 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "    row = everything.row(i)\n"
              "    reasons.setdefault(row['violations'], f\"TP={row['tp']} CP={row['cp']} PP={row['pp']} DP={row['dp']} \"\n"
              "                                          f\"ZeRO={row['zero_stage']}: `{row['violations']}`\")\n"
-             "lab.lock('ex1').after_lock('**One infeasible row per reason.**\\n\\n' + '\\n'.join(f'* {r}' for r in reasons.values()),\n"
-             "                           before='One infeasible row per reason appears here once you lock Exercise 1 '\n"
+             "# how many are infeasible settles the prediction too: the lock shows the count with the rows\n"
+             "lab.lock('ex1').after_lock(f'**{len(infeasible):,} of {len(everything):,} configurations are infeasible.** '\n"
+             "                           'One row per reason:\\n\\n' + '\\n'.join(f'* {r}' for r in reasons.values()),\n"
+             "                           before='How many configurations are infeasible, and one row per reason, appear '\n"
+             "                                  'here once you lock Exercise 1 '\n"
              "                                  '(no need to run this cell again).')",
              "tut_sweep"),
         *lab.answer_cells("ex3_best", s),
