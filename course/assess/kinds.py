@@ -236,8 +236,9 @@ def partial_verdict(name: str, findings: List[tuple]) -> Verdict:
         return Verdict(1.0, f"`{name}` is right on the worked example, edge cases, random and invalid "
                        "inputs", tuple(checks))
     wrong = "; ".join(c.reason for c in checks if c.earned < c.share)
-    return Verdict(min(1.0, score), f"`{name}` earns {sum(c.earned == c.share for c in checks)} of "
-                   f"{len(checks)} checks: {wrong}", tuple(checks))
+    # in checks, not points: the judge does not know the cell's points (safe_judge adds them)
+    return Verdict(min(1.0, score), f"`{name}` passes {sum(c.earned == c.share for c in checks)} of "
+                   f"{len(checks)} checks, each an equal share of the cell's points: {wrong}", tuple(checks))
 
 
 def call_plain(fn: Callable, args: Sequence[Any]) -> Any:

@@ -201,6 +201,11 @@ def safe_judge(part: Part, harvested: Any, seed: int = 0) -> Verdict:
         return Verdict(0.0, f"answer could not be checked ({type(exc).__name__})")
     if type(verdict) is not Verdict:
         return Verdict(0.0, "internal error: judge returned no verdict")
+    if verdict.checks and not verdict.passed and part.points:
+        # partial credit, said in the units the cell is graded in ("earns 2.25 of 3 points"), not in checks
+        points = verdict.score * part.points
+        verdict = Verdict(verdict.score, f"{verdict.reason}. It earns {points:.3g} of {part.points:g} "
+                          f"point{'' if part.points == 1 else 's'}", verdict.checks)
     return verdict
 
 
