@@ -258,7 +258,8 @@ def assess(ex: Exercise, namespace: dict, variant: Optional[int], exam: bool) ->
             if part.function.name in missing:
                 ok, found = False, [missing[part.function.name]]
             else:
-                ok, found = _check_function(part, namespace, _examples(ex, part, variant))
+                ok, found = _check_function(part, namespace, _examples(ex, part, variant),
+                                            _prompt_shows_own_example(ex, part, variant))
         else:
             ok, found = _check_values(ex, part, judged, variant, exam, missing)
         shaped = shaped and ok
@@ -458,14 +459,25 @@ def _examples(ex: Exercise, part: Part, variant: Optional[int]) -> List[list]:
     return ([own] if own is not None else []) + [a for a in part.function.examples if a != own]
 
 
-def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[bool, List[str]]:
+def _prompt_shows_own_example(ex: Exercise, part: Part, variant: Optional[int]) -> bool:
+    """Whether the prompt shows this student a worked example of their own (the check's first)."""
+    from .authoring import student_example
+
+    return part.grade_id in (ex.grade_id(), ex.grade_id("_fix")) and student_example(ex, variant) is not None
+
+
+def _check_function(part: Part, namespace: dict, examples: List[list],
+                    own_first: bool = False) -> Tuple[bool, List[str]]:
+    """Run ``examples``; only the one the prompt shows is called "the worked example" (with ``own_first``
+    the first is the student's own, and the workbook's that follow are "a fixed example")."""
     item = part.function
     name = item.name
     fn = namespace.get(name)
     if not callable(fn):
         return False, [f"{BAD} define a function named `{name}` and run its cell."]
     ok, lines = True, []
-    for args in examples:
+    for position, args in enumerate(examples):
+        the = "the worked example" if position == 0 or not own_first else "a fixed example"
         expected = item.reference(*args)
         got = call_plain(fn, args)
         shown = f"{name}({', '.join(map(repr, args))})"
@@ -475,8 +487,8 @@ def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[
                     and all(math.isclose(g, e, rel_tol=1e-6, abs_tol=1e-9) for g, e in zip(got, expected)))
             ok = ok and good
             want = ", ".join(f"{e:.6g}" for e in expected)
-            lines.append(f"{OK} {shown} matches the worked example ({want})." if good else
-                         f"{BAD} {shown} returned {got!r}; the worked example gives ({want}).")
+            lines.append(f"{OK} {shown} matches {the} ({want})." if good else
+                         f"{BAD} {shown} returned {got!r}; {the} gives ({want}).")
             continue
         if isinstance(got, dict) and RAISED in got:
             ok = False
@@ -486,9 +498,9 @@ def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[
             lines.append(f"{BAD} {shown} must return a plain {'int' if item.returns == 'int' else 'number'}.")
         elif not math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9):
             ok = False
-            lines.append(f"{BAD} {shown} returned {got:.6g}; the worked example gives {expected:.6g}.")
+            lines.append(f"{BAD} {shown} returned {got:.6g}; {the} gives {expected:.6g}.")
         else:
-            lines.append(f"{OK} {shown} = {got:.6g} matches the worked example.")
+            lines.append(f"{OK} {shown} = {got:.6g} matches {the}.")
     return ok, lines
 
 

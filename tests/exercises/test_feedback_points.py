@@ -26,3 +26,22 @@ def test_a_three_point_cell_says_what_it_earns_in_points():
 
 def test_a_one_point_cell_says_point():
     assert "earns 0.75 of 1 point" in safe_judge(_function_part(1), {}).reason
+
+
+def test_feedback_calls_worked_example_only_what_the_prompt_shows():
+    # 5.5 shows each student a worked example of their own; the workbook's fixed inputs are not it
+    from course.activities import SYLLABUS
+    from course.assess.spec import spec_for
+    from course.assess.variants import student_seed, variant_of
+
+    ex = SYLLABUS.exercise("5.5")
+    part = REGISTRY["ch05_ex5_5_fix"]
+    student = next(s for s in (f"s{i}" for i in range(50))
+                   if list(spec_for(ex, variant_of(ex.assignment, s))["example"]) not in part.function.examples)
+    namespace = {}
+    exec("def bubble_fraction(pp, microbatches, virtual_stages=1):\n"
+         "    return pp / (pp + microbatches * virtual_stages)\n", namespace)  # the bug left in
+    reason = part.grade(namespace, student_seed(part.assignment, student, 1)).reason
+    assert "worked example" not in reason and "fixed examples" in reason, reason
+    own = ", ".join(map(str, spec_for(ex, variant_of(ex.assignment, student))["example"]))
+    assert f"bubble_fraction({own})" in ex.prompt(spec_for(ex, variant_of(ex.assignment, student))).replace(" ", "").replace(",", ", ")
