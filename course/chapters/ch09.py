@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from course import core
 from course.core import units as u
+
+#: an H100's memory as the course writes it everywhere: the bytes a process can allocate, in GB = 10⁹ bytes
+_H100_GB = core.catalog.accelerator("H100").memory_capacity / 1e9
 from course.assess.activity import Chapter
 from course.assess.authoring import exact, values_exercise
 
@@ -147,7 +150,8 @@ values_exercise(
         f"{3 * s['d'] * s['d_ff'] / 1e9:.3g} B = {_params_per_layer(s) / 1e9:.4g} B parameters. One GPU: "
         f"{s['layers_per_stage']} layers / TP {s['tp']} = "
         f"{s['layers_per_stage'] * _params_per_layer(s) / s['tp'] / 1e9:.4g} B parameters × 2 B = "
-        f"**{_key_9_3(s)['weights_per_gpu_gb']:.4g} GB**, leaving most of an 80 GB H100 for optimizer "
+        f"**{_key_9_3(s)['weights_per_gpu_gb']:.4g} GB**, leaving "
+        f"{_H100_GB - _key_9_3(s)['weights_per_gpu_gb']:.3g} of an H100's {_H100_GB:.3g} GB for optimizer "
         "state, activations and buffers."))
 
 
