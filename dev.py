@@ -234,7 +234,10 @@ def run_lab(extra: list[str]) -> None:
     (settings / "overrides.json").write_bytes((ROOT / "jupyterlab-overrides.json").read_bytes())
     argv = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}",
             # kernel websockets with TCP_NODELAY: course/lab_server.py (a redraw otherwise waits ~40 ms for an ACK)
-            "--ServerApp.kernel_websocket_connection_class=course.lab_server.NoDelayKernelConnection"]
+            "--ServerApp.kernel_websocket_connection_class=course.lab_server.NoDelayKernelConnection",
+            # a terminal started without a tty is a login shell, whose /etc/profile drops .venv/bin from PATH
+            # (`course student NAME` was not found): a plain interactive shell keeps the PATH _exec sets
+            "--ServerApp.terminado_settings=shell_command=" + ("/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh")]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-root")  # JupyterLab refuses to start as root otherwise
     # Land on the course map; a path given by the user wins.

@@ -9,7 +9,8 @@ What is done comes only from ledger fields the package writes:
   (:meth:`PredictionLock.lock`), ``correct`` when the reveal runs
   (:meth:`PredictionLock.reveal`);
 * a workbook exercise (key ``ch00/ex0_1``...): ``attempts`` and ``passed`` from
-  its visible check (:func:`course.assess.checks.check_exercise`);
+  its visible check (:func:`course.assess.checks.check_exercise`), for the current student on
+  their own numbers (:mod:`course.assess.attempts`);
 * any graded part's key: ``points`` and ``max_points`` after
   ``course import-grades`` (:func:`course.assess.mastery.record_points`).
 
@@ -68,7 +69,7 @@ def to_html(data: dict) -> str:
     for key, ch in data["chapters"].items():
         points = "–" if ch["points"] is None else f"{ch['points']:g} / {ch['max_points']:g}"
         rows.append(f"<tr class='course-progress-chapter' data-key='{esc(key)}'><td>{esc(ch['title'])}</td>"
-                    f"<td>{ch['attempted']}/{ch['exercises_total']} ({ch['attempts']} checks run)</td>"
+                    f"<td>{ch['attempted']}/{ch['exercises_total']} ({ch['attempts']} different answers checked)</td>"
                     f"<td>{ch['visible_passed']}</td><td>{points}</td></tr>")
     chapter_table = ("<table class='course-progress course-ui'><tr><th>Chapter</th><th>Exercises attempted</th>"
                      "<th>Visible checks passed</th><th>Points</th></tr>" + "".join(rows) + "</table>")

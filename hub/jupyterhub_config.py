@@ -62,7 +62,12 @@ c.Spawner.environment = {
 }
 c.Spawner.start_timeout = 180  # a busy 2-core machine starts JupyterLab slowly
 c.Spawner.http_timeout = 180
-c.Spawner.args = ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url="]
+# A terminal is a login shell when the server has no tty (as under a spawner), and /etc/profile then sets
+# PATH again without the course's environment: `course student NAME`, which the setup cells tell students
+# to run, was "command not found". A plain interactive shell keeps the PATH above.
+TERMINAL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+c.Spawner.args = ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=",
+                  f"--ServerApp.terminado_settings=shell_command={TERMINAL_SHELL}"]
 
 # Grading on submit (autograder/on_submit.py): a service that runs as the (first) instructor in their
 # course root, watches the exchange and grades each submission of an assignment the instructor opted

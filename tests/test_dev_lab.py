@@ -92,3 +92,39 @@ def test_lab_never_asks_about_jupyter_news(lab_url):
     defaults = settings["schema"]["properties"]
     assert defaults["fetchNews"]["default"] == "false" and "fetchNews" not in settings["settings"]
     assert defaults["checkForUpdates"]["default"] is False
+
+
+@pytest.mark.slow
+def test_a_terminal_finds_the_course_command(lab_url):
+    """The setup cells tell students to run `course student NAME` in a terminal: JupyterLab's terminal
+    (a login shell when the server has no tty, whose /etc/profile resets PATH) must find it (issue 36)."""
+    import asyncio
+
+    from tornado.websocket import websocket_connect
+
+    request = urllib.request.Request(f"{lab_url}/api/terminals?token={TOKEN}", method="POST", data=b"")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        name = json.load(response)["name"]
+
+    async def run() -> str:
+        ws = await websocket_connect(f"{lab_url.replace('http', 'ws', 1)}/terminals/websocket/{name}?token={TOKEN}")
+        # the marker is computed by the shell, so the echo of the typed line never matches it
+        ws.write_message(json.dumps(["stdin", "command -v course; echo FOUND-$((6*7))\r"]))
+        out, deadline = "", time.monotonic() + 60
+        while "FOUND-42" not in out and time.monotonic() < deadline:
+            message = await asyncio.wait_for(ws.read_message(), 60)
+            if message is None:
+                break
+            kind, *rest = json.loads(message)
+            if kind == "stdout":
+                out += rest[0]
+        ws.close()
+        return out
+
+    try:
+        out = asyncio.run(run())
+    finally:
+        urllib.request.urlopen(urllib.request.Request(f"{lab_url}/api/terminals/{name}?token={TOKEN}",
+                                                      method="DELETE"), timeout=30).close()
+    assert "FOUND-42" in out, out
+    assert str(ROOT / ".venv" / "bin" / "course") in out, out

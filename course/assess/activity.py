@@ -170,13 +170,17 @@ class Chapter(Activity):
         return lines
 
     def progress(self, entries: Dict[str, dict]) -> dict:
+        from .attempts import current_identity, record_of
+
         done = [entries.get(ex.ledger_key, {}) for ex in self.exercises]
         graded = [p for p in (_points(e) for e in done) if p is not None]
+        who = current_identity(self.name)  # attempts and passes of this student on their own numbers
+        mine = [record_of(e, who) for e in done]
         return {"kind": "chapter", "title": self.title, "assignment": self.name,
                 "exercises_total": len(self.exercises),
-                "attempted": sum(int(e.get("attempts", 0)) > 0 for e in done),
-                "attempts": sum(int(e.get("attempts", 0)) for e in done),
-                "visible_passed": sum(e.get("passed") is True for e in done),
+                "attempted": sum(int(r.get("attempts", 0)) > 0 for r in mine),
+                "attempts": sum(int(r.get("attempts", 0)) for r in mine),
+                "visible_passed": sum(r.get("passed") is True for r in mine),
                 "points": sum(p for p, _ in graded) if graded else None,
                 "max_points": sum(m for _, m in graded) if graded else None}
 

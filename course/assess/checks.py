@@ -25,12 +25,13 @@ Exam mode (``feedback: "exam"`` in :data:`course.assess.variants.SETTINGS`)
 falls back to type and unit checks and offers no derivation.
 
 After a right answer, or after :data:`~course.assess.variants.DERIVATION_AFTER_ATTEMPTS`
-attempts, the check prints the worked derivation for the student's numbers.
+*different* wrong answers, the check prints the worked derivation for the student's numbers.
 
-Every call records an attempt in the design ledger under the exercise's key
-(``"ch00/ex0_1"``): ``attempts``, ``passed`` (right at least once),
-``last_passed``, ``mastered_variant`` (the variant it was right for) and
-``days`` (the local dates with activity, for the streak). A ledger failure
+A check counts an attempt only for a new answer: one that differs from every answer this student
+already checked for the exercise on these numbers (:mod:`course.assess.attempts`). Re-running the
+cell, Run All and a restart count nothing. The exercise's ledger entry (``"ch00/ex0_1"``) keeps,
+per student and variant (``by_identity``), ``attempts``, ``wrong``, ``passed`` and ``last_passed``,
+and at its top level ``days`` (the local dates with activity, for the streak). A ledger failure
 never breaks the check.
 """
 
@@ -43,6 +44,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import variants
+from .attempts import answer_fingerprint, count_answer, identity
 from .kinds import call_plain
 from .items import CLEAN_ROOM
 from .registry import (
@@ -125,22 +127,45 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
     # nbgrader's Validate or autograde (course-autograde's kernel too) runs the notebook: no attempt
     # is counted and no derivation shown (feedback inserts each derivation once, after the exercise)
     grading = bool(os.environ.get(VALIDATING[0]))
-    entry = None if grading else _record(ex, right, variant)
-    attempts = int(entry.get("attempts", 1)) if entry else 1
+    counted = None if grading else _record(ex, right, variant, answer_fingerprint(_answer_names(ex), namespace))
+    record, new = counted if counted else ({"attempts": 1, "wrong": 0 if right else 1}, True)
     if exam:
         if shaped:
             print(f"{OK} Exercise {ex.number}: types and units look fine (exam mode: graded after submission).")
         return
     if right:
         print(f"{OK} Exercise {ex.number}: right.")
+    elif grading:
+        print(f"{BAD} Exercise {ex.number}: not yet.")
     else:
-        print(f"{BAD} Exercise {ex.number}: not yet" + ("." if grading else f" (attempt {attempts})."))
-    if not grading and (right or attempts >= variants.DERIVATION_AFTER_ATTEMPTS):
+        attempts = int(record.get("attempts", 1))
+        print(f"{BAD} Exercise {ex.number}: not yet (attempt {attempts}" + (
+            ")." if new else ": this answer was checked before, so running it again counts no new attempt)."))
+    # the worked derivation: after a right answer, or after enough *different* wrong answers (re-runs,
+    # Run All and restarts check the same answer again and bring it no closer)
+    if not grading and (right or int(record.get("wrong", 0)) >= variants.DERIVATION_AFTER_ATTEMPTS):
         _offer_derivation(ex, variant)
 
 
 #: what nbgrader sets in the environment of the kernel it runs for Validate
 VALIDATING = ("NBGRADER_EXECUTION", "validate")
+
+
+class ValidateFinding(AssertionError):
+    """What Validate reports for a test cell: the verdict lines first, then the exercise's line, and no
+    traceback (IPython shows :meth:`_render_traceback_` in its place, so no frame and no path of the
+    course package reaches the student: nbgrader's Validate prints the error output as it is).
+
+    >>> ValidateFinding(["\u2718 `x`: not yet.", "Exercise 0.1 not yet right."])._render_traceback_()
+    ['\u2718 `x`: not yet.', 'Exercise 0.1 not yet right.']
+    """
+
+    def __init__(self, lines: List[str]):
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
+
+    def _render_traceback_(self) -> List[str]:
+        return list(self.lines)
 
 
 def validate_exercise(ex: Exercise, namespace: dict) -> None:
@@ -154,13 +179,14 @@ def validate_exercise(ex: Exercise, namespace: dict) -> None:
     if os.environ.get(VALIDATING[0]) != VALIDATING[1]:
         return
     if not _answered(ex, namespace):
-        raise AssertionError(f"Exercise {ex.number} not answered:\n" + "\n".join(_to_answer(ex)))
+        raise ValidateFinding(_to_answer(ex) + [f"Exercise {ex.number} not answered: "
+                                                "answer it in its answer cell."])
     variant = variants.current_variant(ex.assignment)
     exam = variants.exam_mode(ex.assignment)
     lines, shaped, right = assess(ex, namespace, variant, exam)
     if not shaped or (not exam and not right):
         wrong = [line for line in lines if line.startswith(BAD)] or lines
-        raise AssertionError(f"Exercise {ex.number} not yet right by the visible check:\n" + "\n".join(wrong))
+        raise ValidateFinding(wrong + [f"Exercise {ex.number} not yet right by the visible check."])
     print(f"{OK} Exercise {ex.number}: {'types and units look fine' if exam else 'right'} by the visible check.")
 
 
@@ -175,11 +201,11 @@ def validate_answered(part: Part, namespace: dict) -> None:
         return
     if part.kind == "lock":
         if not part.harvest(namespace, None).get("locked"):
-            raise AssertionError(f"{part.title}: not yet: lock your prediction ({part.ledger_key}).")
+            raise ValidateFinding([f"{part.title}: not yet: lock your prediction ({part.ledger_key})."])
     else:
         missing = [n for n in part.names if n not in namespace]
         if missing:
-            raise AssertionError(f"{part.title} not answered:\n" + "\n".join(f"define `{n}`" for n in missing))
+            raise ValidateFinding([f"define `{n}`" for n in missing] + [f"{part.title} not answered."])
     print(f"{OK} {part.title}: answered (graded on submission).")
 
 
@@ -232,7 +258,8 @@ def assess(ex: Exercise, namespace: dict, variant: Optional[int], exam: bool) ->
             if part.function.name in missing:
                 ok, found = False, [missing[part.function.name]]
             else:
-                ok, found = _check_function(part, namespace, _examples(ex, part, variant))
+                ok, found = _check_function(part, namespace, _examples(ex, part, variant),
+                                            _prompt_shows_own_example(ex, part, variant))
         else:
             ok, found = _check_values(ex, part, judged, variant, exam, missing)
         shaped = shaped and ok
@@ -432,14 +459,25 @@ def _examples(ex: Exercise, part: Part, variant: Optional[int]) -> List[list]:
     return ([own] if own is not None else []) + [a for a in part.function.examples if a != own]
 
 
-def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[bool, List[str]]:
+def _prompt_shows_own_example(ex: Exercise, part: Part, variant: Optional[int]) -> bool:
+    """Whether the prompt shows this student a worked example of their own (the check's first)."""
+    from .authoring import student_example
+
+    return part.grade_id in (ex.grade_id(), ex.grade_id("_fix")) and student_example(ex, variant) is not None
+
+
+def _check_function(part: Part, namespace: dict, examples: List[list],
+                    own_first: bool = False) -> Tuple[bool, List[str]]:
+    """Run ``examples``; only the one the prompt shows is called "the worked example" (with ``own_first``
+    the first is the student's own, and the workbook's that follow are "a fixed example")."""
     item = part.function
     name = item.name
     fn = namespace.get(name)
     if not callable(fn):
         return False, [f"{BAD} define a function named `{name}` and run its cell."]
     ok, lines = True, []
-    for args in examples:
+    for position, args in enumerate(examples):
+        the = "the worked example" if position == 0 or not own_first else "a fixed example"
         expected = item.reference(*args)
         got = call_plain(fn, args)
         shown = f"{name}({', '.join(map(repr, args))})"
@@ -449,8 +487,8 @@ def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[
                     and all(math.isclose(g, e, rel_tol=1e-6, abs_tol=1e-9) for g, e in zip(got, expected)))
             ok = ok and good
             want = ", ".join(f"{e:.6g}" for e in expected)
-            lines.append(f"{OK} {shown} matches the worked example ({want})." if good else
-                         f"{BAD} {shown} returned {got!r}; the worked example gives ({want}).")
+            lines.append(f"{OK} {shown} matches {the} ({want})." if good else
+                         f"{BAD} {shown} returned {got!r}; {the} gives ({want}).")
             continue
         if isinstance(got, dict) and RAISED in got:
             ok = False
@@ -460,30 +498,35 @@ def _check_function(part: Part, namespace: dict, examples: List[list]) -> Tuple[
             lines.append(f"{BAD} {shown} must return a plain {'int' if item.returns == 'int' else 'number'}.")
         elif not math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9):
             ok = False
-            lines.append(f"{BAD} {shown} returned {got:.6g}; the worked example gives {expected:.6g}.")
+            lines.append(f"{BAD} {shown} returned {got:.6g}; {the} gives {expected:.6g}.")
         else:
-            lines.append(f"{OK} {shown} = {got:.6g} matches the worked example.")
+            lines.append(f"{OK} {shown} = {got:.6g} matches {the}.")
     return ok, lines
 
 
-def _record(ex: Exercise, right: bool, variant: Optional[int]) -> Optional[dict]:
-    """Count the attempt in the ledger; return the stored entry (None if the ledger failed)."""
+def _record(ex: Exercise, right: bool, variant: Optional[int], fingerprint: str) -> Optional[Tuple[dict, bool]]:
+    """Count the answer with ``fingerprint`` in the ledger for this student on these numbers
+    (:mod:`course.assess.attempts`); return ``(record, new)`` (None if the ledger failed)."""
     try:
         from course.ledger import Ledger
 
         today = _dt.date.today().isoformat()
+        who = identity(variants.current_student()[0], variant)
+        counted: dict = {}
 
         def change(before: dict) -> dict:
             days = [d for d in before.get("days", []) if isinstance(d, str)]
-            fields = {"chapter": ex.chapter, "exercise": ex.number, "kind": ex.kind.lower(),
-                      "attempted": True, "attempts": int(before.get("attempts", 0)) + 1,
-                      "passed": bool(before.get("passed", False) or right), "last_passed": right,
-                      "days": sorted(set(days) | {today})[-400:]}
-            if right:
-                fields["mastered_variant"] = variant
-            return fields
+            record, new = count_answer(before, who, fingerprint, right)
+            counted.update(record=record, new=new)
+            records = dict(before.get("by_identity") or {})
+            records[who] = record
+            latest = {k: record[k] for k in ("attempts", "passed", "last_passed")}
+            return {"chapter": ex.chapter, "exercise": ex.number, "kind": ex.kind.lower(),
+                    "by_identity": records, "identity": who, **latest, "attempted": True,
+                    "days": sorted(set(days) | {today})[-400:]}
 
         # one locked read-modify-write, so two kernels checking at once both count
-        return Ledger().update(ex.ledger_key, change)
+        Ledger().update(ex.ledger_key, change)
+        return counted["record"], counted["new"]
     except Exception:  # mastery is a convenience: never break the exercise
         return None

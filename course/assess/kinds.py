@@ -158,7 +158,8 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
             # the release's stub (``pass``): a blank answer, not a wrong one
             return Verdict(0.0, f"`{name}` is not written yet: it returns None for every input",
                            code=codes.NOT_ANSWERED)
-        groups = probe_groups(inputs["valid"], probes(seed + 1)["valid"], examples)
+        groups = _as_the_prompt_shows(probe_groups(inputs["valid"], probes(seed + 1)["valid"], examples),
+                                      inputs["valid"], ex, seed)
         findings = []  # (check name, number of inputs, what failed per input)
         for label, indices in groups:
             wrong = [outcome(got_valid[i], reference(*inputs["valid"][i])) for i in indices]
@@ -178,6 +179,18 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
     ex.parts.append(part)
     return part
 
+
+
+def _as_the_prompt_shows(groups: List[tuple], valid: List[list], ex: Exercise, seed: int) -> List[tuple]:
+    """Feedback calls "worked example" only what the student's prompt shows: where the exercise gives each
+    student a worked example of their own (``spec["example"]``), the fixed inputs that are not it are
+    "fixed examples" (the same share of the points, another name)."""
+    variant = split_seed(seed)[1]
+    if variant is None or not ex.varies or "example" not in ex.spec:
+        return groups
+    own = list(spec_for(ex, variant)["example"])
+    return [("fixed examples" if label == "worked example" and all(list(valid[i]) != own for i in indices)
+             else label, indices) for label, indices in groups]
 
 
 #: the checks of a function part, in the order they are reported; each is an equal share
@@ -239,8 +252,10 @@ def partial_verdict(name: str, findings: List[tuple]) -> Verdict:
         return Verdict(1.0, f"`{name}` is right on the worked example, edge cases, random and invalid "
                        "inputs", tuple(checks), code=codes.CORRECT)
     wrong = "; ".join(c.reason for c in checks if c.earned < c.share)
-    return Verdict(min(1.0, score), f"`{name}` earns {sum(c.earned == c.share for c in checks)} of "
-                   f"{len(checks)} checks: {wrong}", tuple(checks), code=codes.PARTIAL)
+    # in checks, not points: the judge does not know the cell's points (safe_judge adds them)
+    return Verdict(min(1.0, score), f"`{name}` passes {sum(c.earned == c.share for c in checks)} of "
+                   f"{len(checks)} checks, each an equal share of the cell's points: {wrong}", tuple(checks),
+                   code=codes.PARTIAL)
 
 
 def call_plain(fn: Callable, args: Sequence[Any]) -> Any:

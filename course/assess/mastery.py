@@ -3,7 +3,7 @@
 Mastery (:func:`mastery`, shown on the index by :func:`show_mastery`)
 ---------------------------------------------------------------------
 An exercise is **mastered** when a visible check found every part right for
-the student's *current* variant (the check runs the hidden tests' own judge,
+the *current* student on their *current* variant (:mod:`course.assess.attempts`) (the check runs the hidden tests' own judge,
 so this is hidden-test-equivalent, never "plausible magnitude"), or when it
 was graded with full points. Counted out of all workbook exercises (65), per
 chapter and per kind, with the day streak (consecutive local dates with a
@@ -11,7 +11,7 @@ check, current and best), the last activity and the points once graded.
 
 Points
 ------
-Visible checks record ``attempted``/``attempts``/``passed`` (see
+Visible checks record ``attempts``/``passed`` per student and variant (see
 :mod:`course.assess.checks`). After grading, :func:`record_points` adds
 ``points`` and ``max_points`` per exercise (its parts summed), which
 :mod:`course.progress` shows per chapter. ``course import-grades FILE`` reads
@@ -97,8 +97,12 @@ def import_grades(path: str, registry: Dict[str, Part], student: Optional[str] =
     return record_points(rows_from_json(json.loads(Path(path).read_text()), registry, student), registry, ledger)
 
 
-def _is_mastered(entry: dict, variant: Optional[int]) -> bool:
-    if "mastered_variant" in entry and entry["mastered_variant"] == variant:
+def _is_mastered(entry: dict, who: str) -> bool:
+    """Right in a visible check for this student on these numbers (``who``:
+    :func:`course.assess.attempts.identity`), or graded with full points."""
+    from .attempts import record_of
+
+    if record_of(entry, who).get("passed") is True:
         return True
     points, top = entry.get("points"), entry.get("max_points")
     return entry.get("graded") is True and isinstance(points, (int, float)) and isinstance(top, (int, float)) \
@@ -137,15 +141,17 @@ def mastery(syllabus, ledger=None, today: Optional[_dt.date] = None, student_var
     from course.ledger import Ledger
 
     from .spec import DISPLAY_KINDS
-    from .variants import current_variant
+    from .attempts import identity
+    from .variants import current_student, current_variant
 
     ledger = ledger if ledger is not None else Ledger()
     today = today or _dt.date.today()
     variant_of = student_variant or current_variant
     entries = ledger.entries()
     exercises = [ex for activity in syllabus.activities for ex in activity.exercises]
+    student = current_student()[0]
     variants = {ex.assignment: None for ex in exercises}
-    variants = {a: variant_of(a) for a in variants}
+    variants = {a: identity(student, variant_of(a)) for a in variants}
     chapters: Dict[str, Dict[str, int]] = {}
     kinds = {k: {"mastered": 0, "total": 0} for k in DISPLAY_KINDS}
     days: List[str] = []

@@ -220,6 +220,11 @@ def safe_judge(part: Part, harvested: Any, seed: int = 0) -> Verdict:
         return Verdict(0.0, f"answer could not be checked ({type(exc).__name__})", code=codes.JUDGE_ERROR)
     if type(verdict) is not Verdict:
         return Verdict(0.0, "internal error: judge returned no verdict", code=codes.JUDGE_ERROR)
+    if verdict.checks and not verdict.passed and part.points:
+        # partial credit, said in the units the cell is graded in ("earns 2.25 of 3 points"), not in checks
+        points = verdict.score * part.points
+        verdict = Verdict(verdict.score, f"{verdict.reason}. It earns {points:.3g} of {part.points:g} "
+                          f"point{'' if part.points == 1 else 's'}", verdict.checks, verdict.code, verdict.findings)
     return verdict
 
 

@@ -8,6 +8,9 @@ ZeRO, section 3 and Figure 1) and the all-gather / reduce-scatter costs of
 from __future__ import annotations
 
 from course import core
+
+#: an H100's memory as the course writes it everywhere: the bytes a process can allocate, in GB = 10⁹ bytes
+_H100_GB = core.catalog.accelerator("H100").memory_capacity / 1e9
 from course.core.units import GB, billion
 
 from course.assess.activity import Chapter
@@ -76,17 +79,17 @@ def _zero_exercise(number, title, stage, spec, extra=""):
             {0: "16", 1: f"(2 + 2 + 12/{s['dp']})", 2: f"(2 + 14/{s['dp']})", 3: f"16/{s['dp']}"}[s["stage"]]
             + f" bytes/param \u00d7 {s['params_b']:g}\u00d710\u2079 params = "
             f"**{_state_gb(s['params_b'], s['stage'], s['dp']):.4g} GB** per GPU. "
-            + {0: "Compare with the 80 GB of an H100, before a single activation is stored.",
+            + {0: f"Compare with the {_H100_GB:.3g} GB an H100 holds, before a single activation is stored.",
                1: "The 4 bytes/param of FP16 weights and gradients are now the floor.",
                2: "Sharding the gradients too divides 14 of the 16 bytes per parameter by N.",
                3: "Memory now falls as 1/N, paid for with extra all-gathers (exercise 1.5)."}[s["stage"]]),
     )
 
 
-_zero_exercise("1.1", "7B without ZeRO", 0, MODEL)
-_zero_exercise("1.2", "7B with ZeRO stage 1", 1, MODEL)
-_zero_exercise("1.3", "7B with ZeRO stage 2", 2, MODEL)
-_zero_exercise("1.4", "7B with ZeRO stage 3", 3, MODEL)
+_zero_exercise("1.1", "Model states without ZeRO", 0, MODEL)
+_zero_exercise("1.2", "Model states with ZeRO stage 1", 1, MODEL)
+_zero_exercise("1.3", "Model states with ZeRO stage 2", 2, MODEL)
+_zero_exercise("1.4", "Model states with ZeRO stage 3", 3, MODEL)
 
 
 def _collective_gb(message_bytes, n):

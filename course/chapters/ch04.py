@@ -51,7 +51,7 @@ def _allreduce_ms(params_b, n, bw_gbs):
 
 
 values_exercise(
-    CH, "4.1", "All-reduce of a 10B model", kind="Derive",
+    CH, "4.1", "All-reduce of a model's gradients", kind="Derive",
     spec={"params_b": 10.0, "n": 64, "bw_gbs": 600.0},
     vary=lambda s, rng: dict(s, params_b=float(rng.choice([1.3, 3, 7, 10, 13, 30, 70])), n=rng.choice([8, 16, 32, 64, 128]),
                              bw_gbs=float(rng.choice([100, 200, 400, 600, 900]))),
@@ -65,8 +65,9 @@ values_exercise(
     derivation=lambda s: (
         f"S = {s['params_b']:g}\u00d710\u2079 \u00d7 2 B = {s['params_b'] * 2:g} GB; T = 2 \u00d7 {s['params_b'] * 2:g} "
         f"\u00d7 {s['n'] - 1} / ({s['n']} \u00d7 {s['bw_gbs']:g}) s = "
-        f"**{rounded(_allreduce_ms(s['params_b'], s['n'], s['bw_gbs']), 3)} ms**. Compare it with the step's "
-        "forward+backward time (hundreds of ms for such models): significant, but it can be overlapped."),
+        f"**{rounded(_allreduce_ms(s['params_b'], s['n'], s['bw_gbs']), 3)} ms** per step, unless the "
+        "all-reduce is overlapped with the backward pass (bucketing, exercise 4.2) or the step's compute is "
+        "much longer."),
 )
 
 

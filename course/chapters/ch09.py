@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from course import core
 from course.core import units as u
+
+#: an H100's memory as the course writes it everywhere: the bytes a process can allocate, in GB = 10⁹ bytes
+_H100_GB = core.catalog.accelerator("H100").memory_capacity / 1e9
 from course.assess.activity import Chapter
 from course.assess.authoring import exact, values_exercise
 
@@ -35,8 +38,8 @@ workbook does) plus $3\,d\,d_{ff}$ in the three SwiGLU matrices.
 The run used **4D parallelism**: tensor parallelism (TP = 8, inside a node, NVLink),
 pipeline parallelism (PP = 16), context parallelism (CP, for long sequences) and data
 parallelism over the rest, with $\text{TP}\times\text{CP}\times\text{PP}\times\text{DP}$ = GPUs.
-In this chapter CP = 1 as in the workbook's main phase, and a pipeline runs $m = 4$
-micro-batches per step.
+Exercises 9.1-9.7 leave context parallelism out, as the workbook's main phase does; 9.8 brings
+it back. Each exercise states its own layout (TP, PP, DP, CP) and number of micro-batches $m$.
 
 ## Compute, time and energy
 
@@ -147,7 +150,8 @@ values_exercise(
         f"{3 * s['d'] * s['d_ff'] / 1e9:.3g} B = {_params_per_layer(s) / 1e9:.4g} B parameters. One GPU: "
         f"{s['layers_per_stage']} layers / TP {s['tp']} = "
         f"{s['layers_per_stage'] * _params_per_layer(s) / s['tp'] / 1e9:.4g} B parameters × 2 B = "
-        f"**{_key_9_3(s)['weights_per_gpu_gb']:.4g} GB**, leaving most of an 80 GB H100 for optimizer "
+        f"**{_key_9_3(s)['weights_per_gpu_gb']:.4g} GB**, leaving "
+        f"{_H100_GB - _key_9_3(s)['weights_per_gpu_gb']:.3g} of an H100's {_H100_GB:.3g} GB for optimizer "
         "state, activations and buffers."))
 
 
@@ -221,7 +225,7 @@ def _deriv_9_6(s):
 
 
 values_exercise(
-    CH, "9.6", "Pipeline bubble for 405B", kind="Derive", spec={"pp": 16, "m": 4, "v": 2},
+    CH, "9.6", "Pipeline bubble, plain and interleaved", kind="Derive", spec={"pp": 16, "m": 4, "v": 2},
     vary=lambda s, rng: dict(s, pp=rng.choice([4, 8, 12, 16]), m=rng.choice([4, 6, 8, 16, 32]), v=rng.choice([2, 3, 4])),
     prompt=lambda s: (f"PP = {s['pp']} stages, $m = {s['m']}$ micro-batches per step, 1F1B. Give the "
                       "bubble both ways, in percent: the **overhead** (bubble time relative to ideal "

@@ -26,6 +26,7 @@ Look entries up by name (case, spaces, dashes and underscores do not matter)::
 
 from __future__ import annotations
 
+import math
 import types
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
@@ -50,9 +51,13 @@ class Accelerator:
 
     ``peak_flops`` maps a precision name (``"fp64"``, ``"fp32"``, ``"tf32"``,
     ``"bf16"``, ``"fp16"``, ``"fp8"``, ``"int8"``) to dense peak FLOP/s (OP/s for
-    integer formats). ``memory_bytes`` is device memory as the data sheet gives it,
-    ``usable_memory_bytes`` what CUDA reports for it where that is known and differs (the
-    planner's out-of-memory line, :attr:`memory_capacity`), ``memory_bandwidth`` in
+    integer formats). Memory is stated once, one way: ``memory_bytes`` is the device memory a
+    process sees (what NVML/CUDA report where that is known, else the data sheet's bytes), in
+    bytes, shown in GB = 10⁹ bytes everywhere (the planner's out-of-memory line,
+    :attr:`memory_capacity`); ``memory_marketed_gb`` is the number in the vendor's name for it
+    where that differs (the "80" of "H100 80GB", which is 85.5 GB), explained where it first
+    appears (:attr:`memory_name`). ``usable_memory_bytes`` is an older spelling kept for entries
+    that still use it (leave it ``None``). ``memory_bandwidth`` in
     bytes/s, ``tdp_watts`` the board power limit, ``price_per_hour`` US dollars per
     device-hour where a public list price exists (else ``None``). ``attention_efficiency`` is
     the share of the dense 16-bit peak a fused causal attention kernel sustains, where it is
@@ -71,6 +76,7 @@ class Accelerator:
     notes: str = ""
     usable_memory_bytes: Optional[float] = None
     attention_efficiency: Optional[float] = None
+    memory_marketed_gb: Optional[float] = None
 
     def __post_init__(self):
         object.__setattr__(self, "peak_flops", types.MappingProxyType(dict(self.peak_flops)))
@@ -79,10 +85,25 @@ class Accelerator:
     def memory_capacity(self) -> float:
         """Bytes a training process can allocate: ``usable_memory_bytes`` where known, else ``memory_bytes``.
 
-        >>> accelerator("H100").memory_bytes / 1e9, round(accelerator("H100").memory_capacity / 1e9, 2)
-        (80.0, 85.52)
+        >>> round(accelerator("H100").memory_capacity / 1e9, 2), accelerator("H100").memory_marketed_gb
+        (85.52, 80.0)
         """
         return float(self.usable_memory_bytes if self.usable_memory_bytes is not None else self.memory_bytes)
+
+    @property
+    def memory_name(self) -> str:
+        """The capacity in the course's one convention, with the vendor's name for it explained once.
+
+        >>> accelerator("H100").memory_name
+        '85.5 GB (sold as "80 GB"; NVML reports 81,559 MiB = 85.5 GB, with GB = 10⁹ bytes)'
+        >>> accelerator("B200").memory_name
+        '180 GB'
+        """
+        gb = self.memory_capacity / 1e9
+        if self.memory_marketed_gb is None or math.isclose(self.memory_marketed_gb, gb, rel_tol=5e-3):
+            return f"{gb:.3g} GB"
+        return (f'{gb:.3g} GB (sold as "{self.memory_marketed_gb:g} GB"; NVML reports '
+                f"{self.memory_capacity / 2**20:,.0f} MiB = {gb:.3g} GB, with GB = 10⁹ bytes)")
 
     def peak(self, precision: str = "bf16") -> float:
         """Dense peak FLOP/s for ``precision``; ValueError listing the known ones."""
@@ -301,7 +322,7 @@ _NV_ORIN = "NVIDIA Jetson Orin NX series data sheet (16GB module), 2023"
 
 #: Device memory of an "80 GB" H100 (and H800) SXM5 as CUDA sees it: NVML (``nvidia-smi``) reports
 #: 81,559 MiB = 85.52e9 bytes (79.65 GiB), not 80e9; the data sheet's "80 GB" is a round marketing
-#: figure (kept as ``memory_bytes``, the number students read; this is ``usable_memory_bytes``). Source: J. Belotti (Modal), "Why does an NVIDIA H100 80GB card offer 85.52 GB?",
+#: name (``memory_marketed_gb``); this is ``memory_bytes``, the one capacity the course states. Source: J. Belotti (Modal), "Why does an NVIDIA H100 80GB card offer 85.52 GB?",
 #: https://thundergolfer.com/blog/nvidia-gpu-memory-capacity (NVML-reported capacity per GPU: H100
 #: 80 GB 81,559 MiB; A100 80GB 81,920 MiB). The planner's out-of-memory line is this number; the CUDA
 #: context, NCCL buffers and allocator fragmentation (about 1-3 GB) are not modelled.
@@ -321,7 +342,7 @@ ACCELERATORS: dict[str, Accelerator] = {
             name="H100 SXM",
             peak_flops={"fp64": 34e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
-            memory_bytes=80 * u.GB, usable_memory_bytes=H100_MEMORY_BYTES, memory_bandwidth=3.35 * u.TB_per_s,
+            memory_bytes=H100_MEMORY_BYTES, memory_marketed_gb=80.0, memory_bandwidth=3.35 * u.TB_per_s,
             attention_efficiency=FLASH_ATTENTION_2_H100,
             tdp_watts=700.0, source=_NV_H100 + ": dense BF16/FP16 989 TFLOPS (1979 only with 2:4 sparsity), "
                    "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W; 81,559 MiB = 85.52e9 bytes "
@@ -341,7 +362,7 @@ ACCELERATORS: dict[str, Accelerator] = {
             name="H800 SXM",
             peak_flops={"fp64": 1e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
-            memory_bytes=80 * u.GB, usable_memory_bytes=H100_MEMORY_BYTES, memory_bandwidth=3.35 * u.TB_per_s,
+            memory_bytes=H100_MEMORY_BYTES, memory_marketed_gb=80.0, memory_bandwidth=3.35 * u.TB_per_s,
             attention_efficiency=FLASH_ATTENTION_2_H100,
             tdp_watts=700.0, source="NVIDIA H800 SXM5 (export variant of H100 SXM5): the H100's tensor-core peaks "
                    "(dense BF16 989, FP8 1979 TFLOPS), 80 GB HBM3 at 3.35 TB/s, 700 W; FP64 cut to "
@@ -746,7 +767,7 @@ def _lookup_doc(kind: str, table_name: str, example: str, result: str):
     return decorate
 
 
-@_lookup_doc("accelerator", "ACCELERATORS", 'accelerator("H100").memory_bytes / 1e9', "80.0")
+@_lookup_doc("accelerator", "ACCELERATORS", 'accelerator("H100").memory_marketed_gb', "80.0")
 def accelerator(name: str) -> Accelerator:
     return _lookup("accelerator", ACCELERATORS, name)
 

@@ -416,7 +416,7 @@ def _sentences(cols, i, m, c, requested_batch):
                     f"Out of memory: {gbs('memory_total'):.1f} GB per GPU needed (weights "
                     f"{gbs('weights'):.1f} + gradients {gbs('gradients'):.1f} + optimizer "
                     f"{gbs('optimizer'):.1f} + activations {gbs('activations'):.1f}) but the "
-                    f"{c.accelerator.name} has {gbs('memory_capacity'):.1f} GB ({g('memory_capacity') / 2**30:.2f} GiB)."))
+                    f"{c.accelerator.name} has {gbs('memory_capacity'):.1f} GB."))
     return out
 
 

@@ -330,20 +330,30 @@ class AlgorithmDashboard(Instrument):
         self.observe("message_gb", self._maybe_custom)
 
         xs, ys = bq.LogScale(min=float(self.SIZES[0]), max=float(self.SIZES[-1])), bq.LogScale()
-        colors = [ALGORITHM_COLORS.get(a, mark_color("gray")) for a in self.algorithms]
-        self.curves = bq.Lines(x=self.SIZES, y=np.ones((len(self.algorithms), self.SIZES.size)),
+        # the double binary tree's curve lies on Rabenseifner's (same bandwidth term, close latency terms):
+        # it is drawn on its own, dashed and on top, so both stay visible where they coincide
+        self.solid = [a for a in self.algorithms if a != "double_binary_tree"]
+        colors = [ALGORITHM_COLORS.get(a, mark_color("gray")) for a in self.solid]
+        self.curves = bq.Lines(x=self.SIZES, y=np.ones((len(self.solid), self.SIZES.size)),
                                scales={"x": xs, "y": ys}, colors=colors,
-                               labels=[ALGORITHM_LABELS.get(a, a) for a in self.algorithms],
+                               labels=[ALGORITHM_LABELS.get(a, a) for a in self.solid],
                                display_legend=True, stroke_width=2)
+        self.dashed_curves = bq.Lines(x=self.SIZES, y=np.ones((1, self.SIZES.size)), scales={"x": xs, "y": ys},
+                                      colors=[ALGORITHM_COLORS["double_binary_tree"]], line_style="dashed",
+                                      stroke_width=2.5, labels=[ALGORITHM_LABELS["double_binary_tree"]],
+                                      display_legend=True)
         self.threshold = bq.Lines(x=self.SIZES[[0, -1]], y=[1.0, 1.0], scales={"x": xs, "y": ys},
                                   colors=[mark_color("gray")], line_style="dashed", labels=["50 % of step"],
                                   display_legend=True)
         self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
-                                    marker="diamond", default_size=90, labels=["crossover"], display_legend=True)
+                                    marker="diamond", default_size=50, labels=["crossover"], display_legend=True)
         self.current = bq.Scatter(x=[WORKLOADS[LARGE_WORKLOAD]], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("pink")],
                                   stroke=mark_color("ink"), marker="circle", default_size=160, labels=["your message"],
                                   display_legend=True)
-        fig = self.add_figure(figure([self.curves, self.threshold, self.crossings, self.current], xs, ys,
+        # the crossover diamonds are drawn last and smaller than "your message": one at the student's size
+        # sits inside the circle instead of covering it
+        fig = self.add_figure(figure([self.curves, self.dashed_curves, self.threshold, self.current, self.crossings],
+                                     xs, ys,
                                      "message size", "all-reduce time", title="Time vs message size",
                                      height="380px", legend=True))
         set_ticks(fig.axes[0], decade_ticks(self.SIZES[0], self.SIZES[-1]), fmt_bytes)
@@ -392,7 +402,9 @@ class AlgorithmDashboard(Instrument):
         share = best_time / (best_time + compute)
 
         floor = max(float(curves[curves > 0].min()) if np.any(curves > 0) else 1e-9, 1e-12)
-        self.set_marks(self.curves, y=np.maximum(curves, floor))
+        drawn = np.maximum(curves, floor)
+        self.set_marks(self.curves, y=drawn[[self.algorithms.index(a) for a in self.solid]])
+        self.set_marks(self.dashed_curves, y=drawn[[self.algorithms.index("double_binary_tree")]])
         self.set_marks(self.threshold, y=[compute, compute])
         if crossings:
             self.set_marks(self.crossings, x=[c["message_bytes"] for c in crossings], y=[c["seconds"] for c in crossings])

@@ -109,17 +109,15 @@ def fmt_bytes(n: float) -> str:
 
 
 def fmt_memory(accelerator) -> str:
-    """An accelerator's memory as every instrument writes it: the data sheet's name, then the bytes a process can
-    allocate (``memory_capacity``, the planner's out-of-memory line) where they differ.
+    """An accelerator's memory as every instrument writes it: one figure, the bytes a process can allocate
+    (``memory_capacity``, the planner's out-of-memory line) in GB = 10⁹ bytes; the vendor's rounded name
+    ("80 GB") is explained once, by :attr:`~course.core.catalog.Accelerator.memory_name`.
 
     >>> from course.core import catalog
     >>> fmt_memory(catalog.accelerator("H100")), fmt_memory(catalog.accelerator("A100"))
-    ('80 GB (85.5e9 bytes)', '80 GB')
+    ('85.5 GB', '80 GB')
     """
-    named, usable = float(accelerator.memory_bytes), float(accelerator.memory_capacity)
-    if math.isclose(named, usable, rel_tol=1e-9):
-        return fmt_bytes(named)
-    return f"{fmt_bytes(named)} ({usable / 1e9:.3g}e9 bytes)"
+    return fmt_bytes(float(accelerator.memory_capacity))
 
 
 def fmt_rate(bytes_per_s: float) -> str:
@@ -232,6 +230,10 @@ class Instrument:
         self.failures: list[str] = []
         self.failure_messages: dict[str, str] = {}
         self.failures_seen: set[str] = set()
+        #: failure states an earlier session hit, taken back from the design ledger (:meth:`restore`)
+        self.failures_restored: set[str] = set()
+        self.saved_key: str | None = None
+        self.saved_ledger = None
         self.last_traceback: str | None = None
         self.update_count = 0
         self.last_update_seconds = 0.0
@@ -603,20 +605,86 @@ class Instrument:
         return self.widget._repr_mimebundle_(**kwargs)
 
     def ledger_entry(self) -> dict:
-        """Plain data for the design ledger: configuration, result, failure states hit."""
+        """Plain data for the design ledger: configuration, result, failure states hit (those of this
+        kernel and those :meth:`restore` took back from the ledger)."""
         config = {}
         for name, value in self.values().items():
             if isinstance(value, (int, float, str, bool, np.generic)) or value is None:
                 config[name] = to_plain(value)
             else:  # catalog objects (links, models) are recorded by name
                 config[name] = str(getattr(value, "name", value))
-        return {"configuration": config, "result": self.result, "failures_hit": sorted(self.failures_seen)}
+        hit = self.failures_seen | self.failures_restored
+        return {"configuration": config, "result": self.result, "failures_hit": sorted(hit)}
 
-    def record(self, key: str, ledger=None, **extra: Any) -> dict:
-        """Save :meth:`ledger_entry` (plus ``extra``) under ``key`` in the design ledger."""
+    def restore(self, key: str, track: Any = None, ledger=None) -> "Instrument":
+        """Take back what the design ledger holds under ``key``, as a lock takes back its prediction:
+        the failure states already hit (kept, whatever this kernel shows) and the saved configuration
+        (unless it was saved on another track than ``track``'s). Run All and a restart then show the
+        student's design instead of saving the defaults over it. Returns ``self``.
+
+        A control whose saved value it no longer accepts keeps its value; nothing here raises."""
         from ..ledger import Ledger
 
+        self.saved_key, self.saved_ledger = key, ledger
+        try:
+            entry = (ledger or Ledger()).get(key) or {}
+        except Exception:  # noqa: BLE001 - an unreadable ledger restores nothing
+            entry = {}
+        hit = entry.get("failures_hit")
+        self.failures_restored = {str(f) for f in hit} if isinstance(hit, list) else set()
+        saved_track, current = entry.get("track"), getattr(track, "value", track)
+        config = entry.get("configuration")
+        if isinstance(config, dict) and (saved_track is None or current is None or saved_track == current):
+            self._apply_configuration(config)
+        return self
+
+    def _apply_configuration(self, config: dict) -> None:
+        """Set each control to its value in ``config`` (catalog objects are saved by name), as one update.
+        Twice: a control that steers others (a preset, a model) may have moved one set before it."""
+        def wanted(control, saved):
+            options = getattr(control, "options", None)
+            if options is None:
+                return saved
+            for option in options:
+                value = option[1] if isinstance(option, tuple) and len(option) == 2 else option
+                if value == saved or str(getattr(value, "name", value)) == str(saved):
+                    return value
+            raise KeyError(saved)
+
+        with self.batch():
+            for _ in range(2):
+                for name, saved in config.items():
+                    control = self.controls.get(name)
+                    if control is None or not control._course_triggers_update:  # a preset: its targets are saved
+                        continue
+                    try:
+                        value = wanted(control, saved)
+                        if control.value != value:
+                            control.value = value
+                    except Exception:  # noqa: BLE001 - an option or range that no longer exists
+                        continue
+
+    def record(self, key: str | None = None, ledger=None, **extra: Any) -> dict:
+        """Save :meth:`ledger_entry` (plus ``extra``) under ``key`` (default: the key it was
+        restored from) in the design ledger, and return what was saved.
+
+        The ledger only grows: the failure states already stored under ``key`` are kept. An instrument
+        still locked behind its prediction saves nothing (returns ``{}``): the student has not used it.
+        """
+        from ..ledger import Ledger
+
+        key = key or self.saved_key
+        if not key:
+            raise ValueError("key must name the ledger entry, e.g. 'lab05/design' (or call restore(key) first)")
+        if self.gated:
+            return {}
         entry = {**self.ledger_entry(), **extra}
-        (ledger or Ledger()).record(key, entry)
-        return entry
+
+        def change(before: dict) -> dict:
+            stored = before.get("failures_hit")
+            kept = set(stored) if isinstance(stored, list) else set()
+            return {**entry, "failures_hit": sorted(kept | set(entry["failures_hit"]))}
+
+        target = ledger or self.saved_ledger or Ledger()
+        return {k: v for k, v in target.update(key, change).items() if k not in ("created", "updated")}
 

@@ -34,12 +34,21 @@ def metric_card_html(label: str, value: str, detail: str = "", tone: str = "norm
     )
 
 
+#: a failure state's name on its banner where the code's words are not what the labs call it
+FAILURE_NAMES = {"comm_bound": "communication over 50 % of the step"}
+
+
 def banner_html(code: str, message: str, severity: str = "error") -> str:
-    """A failure banner shown instead of a traceback."""
+    """A failure banner shown instead of a traceback, named as the labs name it (:data:`FAILURE_NAMES`).
+
+    >>> "Failure state: communication over 50 % of the step" in banner_html("comm_bound", "...")
+    True
+    """
     tone = "bad" if severity == "error" else "warn"
+    name = FAILURE_NAMES.get(code, code.replace("_", " "))
     return (
         f"{theme_css()}<div class='course-failure course-failure-{html.escape(code)} course-banner course-tone-{tone}' "
-        f"role='alert'><b>Failure state: {html.escape(code.replace('_', ' '))}</b>"
+        f"role='alert'><b>Failure state: {html.escape(name)}</b>"
         f"<div>{html.escape(message)}</div></div>"
     )
 

@@ -234,7 +234,7 @@ class Configurator(Instrument):
         self.set_card("dp", f"{dp:,}" if whole else f"{gpus / (tp * cp * pp):,.3g}",
                       f"{gpus:,} / ({tp} x {cp} x {pp})" + ("" if whole else ": not whole"),
                       "normal" if whole else "bad")
-        memory_name = fmt_memory(cluster.node.accelerator)  # "80 GB (85.5e9 bytes)": the name, then the line
+        memory_name = fmt_memory(cluster.node.accelerator)  # "85.5 GB": one capacity, the out-of-memory line
         self.set_card("memory", fmt_bytes(total), f"of {memory_name}", "bad" if total > capacity else "good")
         self.set_card("bubble", f"{100 * bubble:.1f} %", "(p-1)/(v m+p-1); ceiling 10 %",
                       "bad" if bubble > BUBBLE_CEILING else "good")
@@ -266,7 +266,7 @@ class Configurator(Instrument):
             f" = {gpus / (tp * cp * pp):g}<br>"
             f"<b>Memory per GPU</b> = weights {fmt_bytes(mem['weights'])} + gradients {fmt_bytes(mem['gradients'])}"
             f" + optimizer {fmt_bytes(mem['optimizer'])} (ZeRO-{v['zero_stage']}) + activations {fmt_bytes(mem['activations'])}"
-            f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {memory_name}<br>"
+            f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {cluster.node.accelerator.memory_name}<br>"
             f"<b>Bubble</b> (p&minus;1)/(v&middot;m + p&minus;1) = {pp - 1}/({v['interleave']}&times;{m} + {pp - 1})"
             f" = {100 * bubble:.2f} %"
             "<br>" + step_math

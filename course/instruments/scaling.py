@@ -19,6 +19,8 @@ here the H100's dense 989 TFLOPS, 50 GB/s NDR ports and ``6 P b s`` are used.
 
 from __future__ import annotations
 
+import html
+
 import bqplot as bq
 import ipywidgets as widgets
 import numpy as np
@@ -140,7 +142,8 @@ class ScalingExplorer(Instrument):
                                   colors=[mark_color("gray")], line_style="dashed", stroke_width=1.5)
         self.edge_label = bq.Label(x=[GPUS_PER_NODE], y=[64], scales={"x": xs, "y": ys}, x_offset=4,
                                    text=["NVLink | InfiniBand"], colors=["var(--jp-ui-font-color1)"], font_weight="normal")
-        fig = self.add_figure(figure([self.node_edge, self.edge_label, self.curve, self.measured, self.current],
+        # the stakeholder's crosses drawn last: at the N the student selects, the diamond lies under the cross
+        fig = self.add_figure(figure([self.node_edge, self.edge_label, self.curve, self.current, self.measured],
                                      xs, ys, "GPUs (data-parallel replicas)", "MFU (%)", title="MFU vs GPU count",
                                      legend=True))
         set_ticks(fig.axes[0], integer_ticks(1, 1024, count=11))
@@ -180,6 +183,8 @@ class ScalingExplorer(Instrument):
         ring = float(core.allreduce_time(grad_bytes, n, intra.bandwidth if n <= GPUS_PER_NODE else inter.bandwidth,
                                          intra.latency if n <= GPUS_PER_NODE else inter.latency, algorithm="ring"))
 
+        # the divider names the links it separates now (the fabric is a control: Ethernet is not InfiniBand)
+        self.set_marks(self.edge_label, text=[f"{intra.name.split(' (')[0]} | {inter.name.split(' (')[0]}"])
         self.set_marks(self.curve, y=100 * mfu_curve)
         self.set_marks(self.current, x=[n], y=[100 * mfu])
         self.set_card("mfu", f"{100 * mfu:.1f} %", f"at N = {n:,}", "good" if mfu >= 0.4 else "warn" if mfu >= 0.25 else "bad")
@@ -212,6 +217,8 @@ class ScalingExplorer(Instrument):
             + ("" if not v["overlap"] else " (25 MiB buckets overlap the backward pass)")
             + f"<br><b>MFU</b> = 6&middot;P&middot;b&middot;s / (T &middot; peak) = {100 * mfu:.1f} %;"
             f" comm/compute = {fmt_time(t_comm[i])} / {fmt_time(t_compute)} = {ratio:.2f}"
+            f"<br><b>Memory</b>: weights, gradients and Adam states {fmt_bytes(state_bytes)} per GPU, of the "
+            f"{html.escape(self.accelerator.memory_name)} one {self.accelerator.name} holds"
         )
         if forced:
             self.flag("forced_onto_infiniband",

@@ -30,6 +30,8 @@ from course.assess.lab import Act, Answer, Lab, Reflection, Spec, cases
 from course.assess.spec import Cell
 
 
+#: the lead's GPU: its memory is written the one way the catalog states it (85.5 GB, GB = 10⁹ bytes)
+H100 = catalog.accelerator("H100")
 NAME = "lab05_parallelism_paradox"
 
 #: The graded inputs (Cloud track), as the lead's story has them; a student's variant replaces
@@ -248,7 +250,7 @@ ACT2 = Act(
                     "two nodes and sends them over InfiniBand. PP = 4 splits the 96 layers across nodes: with no "
                     "pipeline (C) each GPU keeps 175B / 8 ≈ 22 B parameters, about 350 GB of weights, gradients "
                     "and Adam state; it fits only once ZeRO-2 or ZeRO-3 shards the gradients too (ZeRO-2: 78 of the "
-                    "80 GB), and then reaches a lower MFU than B for the same batch. "
+                    f"{H100.memory_capacity / 1e9:.3g} GB of an H100), and then reaches a lower MFU than B for the same batch. "
                     "32 stages (D) idle (p−1)/(m+p−1) of the step, 49 % at m = 32 against 9 % for 4 stages, and "
                     "need at least 32 micro-batches. DP takes the rest. But B only fits with ZeRO or "
                     "recomputation (below).",
@@ -305,6 +307,11 @@ PART3 = Act(
 )
 
 
+#: each instrument of the notebook and the design-ledger entry it restores from and saves to
+SAVED = {"explorer": "lab05/explorer", "fleet": "lab05/fleet", "configurator": "lab05/design",
+         "bubbles": "lab05/bubbles", "audit": "lab05/audit"}
+
+
 def layout(lab: Lab, s: Spec) -> List[Cell]:
     return [
         Cell("markdown",
@@ -335,29 +342,31 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         Cell("code", "TrackScene(track, 'act1')", "lab05_act1_story"),
         *lab.lock_cells("act1"),
         Cell("code", "explorer = lab.gate('act1', ScalingExplorer(params_b=7, gpus=512))\ntrack.link_to(explorer)\n"
-                     "explorer", "lab05_act1_explorer"),
+                     f"explorer.restore({SAVED['explorer']!r}, track)", "lab05_act1_explorer"),
         Cell("markdown",
              "The all-reduce comparator times the job's gradient sum on its own: on Cloud the lead's 14 GB of "
              "bf16 gradients on 512 GPUs; on the other tracks the track's fleet, link and model "
              "(FP32 gradients)."),
         Cell("code", "fleet = lab.gate('act1', AllreduceComparator(gpus=512, message_gb=14))\ntrack.link_to(fleet)\n"
-                     "fleet", "lab05_act1_fleet"),
+                     f"fleet.restore({SAVED['fleet']!r}, track)", "lab05_act1_fleet"),
         lab.reveal_cell("act1"),
         *lab.answer_cells("act1_allreduce", s),
         *lab.reflection_cells("act1_why"),
         Cell("markdown",
              "## Act II · GPT-3 175B on 1,024 H100s\n\n"
-             "175 B parameters need 2.8 TB of weights, gradients and Adam state: no GPU holds that. Choose "
+             "175 B parameters need 2.8 TB of weights, gradients and Adam state: no GPU holds that (an H100 "
+             f"holds {H100.memory_name}; every memory figure of this lab uses that one capacity). Choose "
              "TP × PP × DP = 1,024."),
         Cell("code", "TrackScene(track, 'act2')", "lab05_act2_story"),
         *lab.lock_cells("act2"),
         Cell("code", "configurator = lab.gate('act2', Configurator(model='gpt3-175b', cluster='h100-1024', tp=4, pp=8))\n"
-                     "track.link_to(configurator)\nconfigurator", "lab05_act2_configurator"),
+                     f"track.link_to(configurator)\nconfigurator.restore({SAVED['configurator']!r}, track)", "lab05_act2_configurator"),
         Cell("markdown",
              "The bubble chart below follows the configurator's PP and micro-batches (moving its sliders moves "
              "the configurator too): the share of each step the stages sit idle, (p−1)/(m+p−1), for every "
              "micro-batch count m, with your current m marked."),
-        Cell("code", "bubbles = lab.gate('act2', BubbleChart().follow_controls(configurator))\nbubbles",
+        Cell("code", "bubbles = lab.gate('act2', BubbleChart().follow_controls(configurator))\n"
+                     f"bubbles.restore({SAVED['bubbles']!r}, track)",
              "lab05_act2_bubbles"),
         lab.reveal_cell("act2"),
         *lab.answer_cells("act2_memory", s),
@@ -368,7 +377,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "but trains on stale gradients; ZeRO shards the checkpoint so restarts after failures are cheaper."),
         Cell("code", "TrackScene(track, 'part3')", "lab05_part3_story"),
         *lab.lock_cells("part3"),
-        Cell("code", "audit = lab.gate('part3', SyncAudit())\ntrack.link_to(audit)\naudit", "lab05_part3_audit"),
+        Cell("code", "audit = lab.gate('part3', SyncAudit())\ntrack.link_to(audit)\n"
+                     f"audit.restore({SAVED['audit']!r}, track)", "lab05_part3_audit"),
         lab.reveal_cell("part3"),
         Cell("markdown",
              "### The infrastructure lead's challenge (Cloud track)\n\n"
@@ -379,12 +389,10 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.reflection_cells("part3_why"),
         Cell("markdown", "## Ledger and HUD\n\nSave your instruments, final design and audit (with the track you "
                          "ended on and the failure states they showed) to the design ledger; the HUD sums up this "
-                         "lab's entries."),
-        Cell("code", "explorer.record('lab05/explorer', track=track.value)\n"
-                     "fleet.record('lab05/fleet', track=track.value)\n"
-                     "configurator.record('lab05/design', track=track.value)\n"
-                     "bubbles.record('lab05/bubbles', track=track.value)\n"
-                     "audit.record('lab05/audit', track=track.value)\n"
+                         "lab's entries. The ledger only grows: each instrument above took back what you saved "
+                         "before (your design and the failure states you already hit), so Run All or a restart "
+                         "keeps them, and an instrument still locked behind its prediction saves nothing."),
+        Cell("code", "".join(f"{name}.record(track=track.value)\n" for name in SAVED) +
                      "hud.refresh()\nhud", "lab05_hud"),
     ]
 

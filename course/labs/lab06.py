@@ -238,6 +238,10 @@ ACT2 = Act(
 )
 
 
+#: each instrument of the notebook and the design-ledger entry it restores from and saves to
+SAVED = {"comparator": "lab06/comparator", "dashboard": "lab06/dashboard"}
+
+
 def layout(lab: Lab, s: Spec) -> List[Cell]:
     return [
         Cell("markdown",
@@ -257,8 +261,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
             "hud = HudFooter(prefix='lab06')"), "lab06_setup"),
         Cell("markdown",
              "## Act I · One GPU in the middle, or a ring?\n\n"
-             f"Your team trains a {s['params'] / 1e9:g}-billion-parameter model on {s['gpus']} H100 GPUs (80 GB "
-             f"each), {s['gpus'] // 8} nodes joined by {s['link']} "
+             f"Your team trains a {s['params'] / 1e9:g}-billion-parameter model on {s['gpus']} H100 GPUs "
+             f"of {catalog.accelerator('H100').memory_name}, {s['gpus'] // 8} nodes joined by {s['link']} "
              f"({catalog.link(s['link']).bandwidth / GB:g} GB/s per direction per GPU). After each backward pass "
              f"every GPU holds {s['gradient_bytes'] / GB:g} GB of bf16 gradients (2 bytes per parameter), next to "
              "the same amount of bf16 weights; ZeRO-1 shards Adam's state across the GPUs so that all of it "
@@ -272,7 +276,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         Cell("markdown", "Pick an option and press **Lock**. The comparator below appears once your prediction is "
                          "locked; the lock is saved in `predictions.json`, which you submit with this notebook."),
         *lab.lock_cells("act1"),
-        Cell("code", "comparator = lab.gate('act1', AllreduceComparator(gpus=128, message_gb=14))\ncomparator",
+        Cell("code", "comparator = lab.gate('act1', AllreduceComparator(gpus=128, message_gb=14))\n"
+                     f"comparator.restore({SAVED['comparator']!r})",
              "lab06_act1_comparator"),
         lab.reveal_cell("act1"),
         *lab.answer_cells("act1_ratio", s),
@@ -288,7 +293,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              f"Three workloads share the cluster: a 175B model's gradients ({LARGE_WORKLOAD.split('(')[1][:-1]}), "
              "your 7B model's (14 GB) and a small 0.5 MB update (a few layer norms, a learning-rate signal)."),
         *lab.lock_cells("act2"),
-        Cell("code", "dashboard = lab.gate('act2', AlgorithmDashboard(gpus=128))\ndashboard", "lab06_act2_dashboard"),
+        Cell("code", "dashboard = lab.gate('act2', AlgorithmDashboard(gpus=128))\n"
+                     f"dashboard.restore({SAVED['dashboard']!r})", "lab06_act2_dashboard"),
         Cell("markdown",
              f"Try every workload preset. With the {LARGE_WORKLOAD.split('(')[1][:-1]} preset the dashboard raises the **communication "
              "over 50 %** warning: the all-reduce takes longer than the compute it follows. Find the crossover "
@@ -297,10 +303,10 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.answer_cells("act2_small", s),
         *lab.reflection_cells("act2_why"),
         Cell("markdown", "## Ledger and HUD\n\nSave the comparator and the dashboard as you left them (with the failure "
-                         "states they showed) to the design ledger; the HUD sums up this lab's entries."),
-        Cell("code", "comparator.record('lab06/comparator')\n"
-                     "dashboard.record('lab06/dashboard')\n"
-                     "hud.refresh()\nhud", "lab06_hud"),
+                         "states they showed) to the design ledger; the HUD sums up this lab's entries. The ledger "
+                         "only grows: each instrument took back what you saved before, so Run All or a restart "
+                         "keeps it, and an instrument still locked behind its prediction saves nothing."),
+        Cell("code", "".join(f"{name}.record()\n" for name in SAVED) + "hud.refresh()\nhud", "lab06_hud"),
     ]
 
 

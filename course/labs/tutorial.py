@@ -17,12 +17,15 @@ import random
 from typing import List
 
 from course import core
+from course.core import catalog
 from course.core.units import GB
 from course.assess.items import Lock
 from course.assess.lab import Act, Answer, Lab, Reflection, Spec, cases
 from course.assess.spec import Cell
 
 
+#: the cluster's GPU: its memory is written the one way the catalog states it (GB = 10⁹ bytes)
+H100 = catalog.accelerator("H100")
 NAME = "tutorial_3d_parallelism"
 
 #: The walk-through's model and cluster (the research cluster: 32 DGX H100 nodes on 100 Gb
@@ -90,7 +93,8 @@ def best_tokens_per_second(s: Spec) -> float:
 EX1 = Act(
     "ex1", "Predict before you observe: pure data parallelism",
     lock=Lock(
-        question="Pure data parallelism (TP=1, PP=1, DP=256) for Llama-3 70B on 80 GB H100s:",
+        question=f"Pure data parallelism (TP=1, PP=1, DP=256) for Llama-3 70B on H100s of "
+                 f"{H100.memory_capacity / GB:.3g} GB:",
         options={"A": "runs, communication-bound", "B": "runs, compute-bound",
                  "C": "does not fit: out of memory", "D": "fits only with bf16 weights"},
         correct="C",
@@ -166,7 +170,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         Cell("markdown",
              "## Exercise 1 · Predict before you observe: pure data parallelism\n\n"
              "Data parallelism keeps a full copy of the model, its gradients and its Adam state on every GPU "
-             "and splits only the batch. Predict first."),
+             f"and splits only the batch. Each H100 holds {H100.memory_name}: every memory figure here (the "
+             "lock, the planner's verdict, your answer) uses that one capacity. Predict first."),
         *lab.lock_cells("ex1"),
         Cell("code", "pure_dp = core.plan(MODEL, CLUSTER, tp=1, pp=1, dp=256)\n"
                      "# the planner's verdict would give the prediction away: the lock shows it once you lock\n"
@@ -231,8 +236,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "        break\n"
              "everything = core.sweep(MODEL, CLUSTER, include_infeasible=True)\n"
              "infeasible = [i for i in range(len(everything)) if not everything['feasible'][i]]\n"
-             "print(f'\\n{len(infeasible)} of {len(everything)} configurations are infeasible.')\n"
-             "print('What each code means:')\n"
+             "print('\\nWhat each code of an infeasible configuration means:')\n"
              "for code, meaning in core.VIOLATION_CODES.items():\n"
              "    print(f'  {code}: {meaning}')\n"
              "# the infeasible rows would answer Exercise 1's prediction: the lock shows them once you lock\n"
@@ -241,8 +245,11 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "    row = everything.row(i)\n"
              "    reasons.setdefault(row['violations'], f\"TP={row['tp']} CP={row['cp']} PP={row['pp']} DP={row['dp']} \"\n"
              "                                          f\"ZeRO={row['zero_stage']}: `{row['violations']}`\")\n"
-             "lab.lock('ex1').after_lock('**One infeasible row per reason.**\\n\\n' + '\\n'.join(f'* {r}' for r in reasons.values()),\n"
-             "                           before='One infeasible row per reason appears here once you lock Exercise 1 '\n"
+             "# how many are infeasible settles the prediction too: the lock shows the count with the rows\n"
+             "lab.lock('ex1').after_lock(f'**{len(infeasible):,} of {len(everything):,} configurations are infeasible.** '\n"
+             "                           'One row per reason:\\n\\n' + '\\n'.join(f'* {r}' for r in reasons.values()),\n"
+             "                           before='How many configurations are infeasible, and one row per reason, appear '\n"
+             "                                  'here once you lock Exercise 1 '\n"
              "                                  '(no need to run this cell again).')",
              "tut_sweep"),
         *lab.answer_cells("ex3_best", s),

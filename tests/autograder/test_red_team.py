@@ -145,8 +145,9 @@ def test_partial_credit_per_check_in_grades_and_feedback(red_team):
     parts = {p["part"]: p for p in row["parts"]}
     assert row["score"] == 7.5 and parts["ch02_ex2_4"]["points"] == 1.5
     checks = {c["check"]: c for c in parts["ch02_ex2_4"]["checks"]}
-    assert sorted(checks) == ["edge cases", "invalid inputs", "random inputs", "worked example"]
-    assert [checks[k]["points"] for k in ("worked example", "edge cases", "random inputs")] == [0.5] * 3
+    # this student's prompt shows a worked example of their own: the workbook's is a "fixed example" here
+    assert sorted(checks) == ["edge cases", "fixed examples", "invalid inputs", "random inputs"]
+    assert [checks[k]["points"] for k in ("fixed examples", "edge cases", "random inputs")] == [0.5] * 3
     assert checks["invalid inputs"]["points"] == 0 and "does not raise ValueError" in checks["invalid inputs"]["reason"]
     assert "does not raise ValueError" in parts["ch02_ex2_4"]["reason"]
     html = (red_team["root"] / "feedback" / "p_no_value_errors" / "ch02_gradient_accumulation"

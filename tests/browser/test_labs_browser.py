@@ -439,7 +439,7 @@ def test_lab06_locks_gate_each_act_and_the_dashboard_reaches_comm_bound(open_rel
         expect(dashboard.locator(".course-card-best")).to_contain_text("Rabenseifner", timeout=30_000)
         dashboard.locator(".course-control-workload button", has_text="175B gradients").click()
         expect(banner).to_be_visible(timeout=30_000)
-        expect(banner).to_contain_text("Failure state: comm bound")
+        expect(banner).to_contain_text("Failure state: communication over 50 % of the step")
         wait_until(page, lambda: abs(card_number(dashboard, "share") - 100 * 13.89 / 14.89) < 0.5,
                    "the share card to show 93 % for 350 GB against 1 s of compute")
         drag_slider_to(page, dashboard, "compute_s", 1.0)  # 100 s of compute per step: 12 %

@@ -50,9 +50,10 @@ def test_cloud_quotes_the_graded_scenario():
     cloud = track_numbers("Cloud")
     # Act I: 7B bf16 gradients (14 GB) on 512 GPUs over NDR (50 GB/s, 5 us)
     assert cloud["ring_seconds"] == pytest.approx(ring_by_hand(14e9, 512, 50e9, 5e-6), rel=1e-9)
-    # Act II: GPT-3 175B needs 16 B x 175e9 = 2.8 TB, 35 H100s' worth of memory
+    # Act II: GPT-3 175B needs 16 B x 175e9 = 2.8 TB, 33 H100s' worth of memory (81,559 MiB = 85.5 GB each)
     assert cloud["state_bytes"] == pytest.approx(2.8e12, rel=0.01)
-    assert "35 times" in scene_text("Cloud", "act2").message
+    message = scene_text("Cloud", "act2").message
+    assert "33 times the 85.5 GB" in message and "80 GB" not in message
     # Part 3: the lead's "wasting about $1M a month" is 1,024 GPUs idle 1 - 1.0075/1.15 = 12.4 % of the bill
     idle = 1 - (1 + 0.15 * 0.05) / (1 + 0.15 * (1 - 0.95 ** 1024))
     price = catalog.accelerator("H100").price_per_hour

@@ -35,7 +35,9 @@ def test_the_175b_preset_is_its_bf16_gradients():
 def test_the_story_fits_on_the_stated_h100():
     params, n = 7e9, 128
     gradients = params * 2
-    assert "7-billion-parameter model on 128 H100 GPUs (80 GB each)" in _markdown()
+    # one capacity (85.5 GB, GB = 10^9 bytes), the vendor's "80 GB" explained where it first appears
+    assert ('7-billion-parameter model on 128 H100 GPUs of 85.5 GB (sold as "80 GB"; NVML reports 81,559 MiB = '
+            "85.5 GB, with GB = 10⁹ bytes)") in _markdown()
     assert "every GPU holds 14 GB of bf16 gradients" in _markdown()
     # bf16 weights and gradients, fp32 master weights and Adam moments (12 bytes) sharded by ZeRO-1
     per_gpu = 2 * params + gradients + 12 * params / n

@@ -88,6 +88,10 @@ def _hud_after(lab, instruments, tmp_path, monkeypatch):
 
     monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
     (cell,) = [c for c in lab.cells() if c.grade_id == f"{lab.prefix}_hud"]
+    saved = {"lab05": lab05.SAVED, "lab06": lab06.SAVED}[lab.prefix]
+    for name, instrument in instruments.items():  # as the notebook's cells do after building each one
+        if name in saved:
+            instrument.restore(saved[name], instruments.get("track"))
     namespace = dict(instruments, hud=HudFooter(prefix=lab.prefix))
     exec(cell.source, namespace)
     return namespace["hud"]
@@ -101,6 +105,8 @@ def test_every_gated_instrument_is_saved_to_the_ledger(lab):
     source = "\n".join(c.source for c in lab.cells())
     gated = re.findall(r"^(\w+) = lab\.gate\(", source, flags=re.M)
     assert gated and all(f"{name}.record(" in source for name in gated), gated
+    # ... and restored from it when built again (Run All, a restart), so saving never erases what it held
+    assert all(f"{name}.restore(" in source for name in gated), gated
 
 
 def test_lab06_hud_lists_the_comm_bound_state_the_dashboard_showed(tmp_path, monkeypatch):
