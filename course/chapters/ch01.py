@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from course import core
 
-#: an H100's memory as the course writes it everywhere: the bytes a process can allocate, in GB = 10⁹ bytes
-_H100_GB = core.catalog.accelerator("H100").memory_capacity / 1e9
 from course.core.units import GB, billion
 
 from course.assess.activity import Chapter
 from course.assess.authoring import values_exercise
 from course.assess.variants import MODEL_SIZES_B
+
+#: an H100's memory as the course writes it everywhere: the bytes a process can allocate, in GB = 10⁹ bytes
+_H100_GB = core.catalog.accelerator("H100").memory_capacity / 1e9
 
 CHAPTER = {
     "title": "Chapter 1 \u00b7 ZeRO stages",

@@ -10,10 +10,11 @@ from __future__ import annotations
 from course import core
 from course.core import units as u
 
-#: an H100's memory as the course writes it everywhere: the bytes a process can allocate, in GB = 10⁹ bytes
-_H100_GB = core.catalog.accelerator("H100").memory_capacity / 1e9
 from course.assess.activity import Chapter
 from course.assess.authoring import exact, values_exercise
+
+#: an H100's memory as the course writes it everywhere: the bytes a process can allocate, in GB = 10⁹ bytes
+_H100_GB = core.catalog.accelerator("H100").memory_capacity / 1e9
 
 
 def _tex(x):
