@@ -224,7 +224,8 @@ def safe_judge(part: Part, harvested: Any, seed: int = 0) -> Verdict:
         # partial credit, said in the units the cell is graded in ("earns 2.25 of 3 points"), not in checks
         points = verdict.score * part.points
         verdict = Verdict(verdict.score, f"{verdict.reason}. It earns {points:.3g} of {part.points:g} "
-                          f"point{'' if part.points == 1 else 's'}", verdict.checks, verdict.code, verdict.findings)
+                          f"point{'' if part.points == 1 else 's'}", verdict.checks,
+                          code=verdict.code, findings=verdict.findings)
     return verdict
 
 

@@ -446,6 +446,10 @@ ACT3 = Act(
 )
 
 
+#: each instrument of the notebook and the design-ledger entry it restores from and saves to
+SAVED = {"configurator": "lab07/design", "explorer": "lab07/alltoall", "load": "lab07/expert_load"}
+
+
 def layout(lab: Lab, s: Spec) -> List[Cell]:
     dense, moe = catalog.model(s["dense"]), catalog.model(s["moe"])
     return [
@@ -484,7 +488,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.lock_cells("act1"),
         Cell("code", "configurator = lab.gate('act1', Configurator(model='llama3-8b-moe', cluster='h100-1024', tp=1, "
                      "pp=1,\n                                          microbatches=2, recompute='full', zero_stage=1, "
-                     "ep=1))\nconfigurator", "lab07_act1_configurator"),
+                     "ep=1))\n"
+                     f"configurator.restore({SAVED['configurator']!r})\nconfigurator", "lab07_act1_configurator"),
         Cell("markdown",
              "Switch the configurator's model between `llama3-8b` and `llama3-8b-moe` to compare them, then raise "
              "**EP**, the expert-parallel size: the experts of each layer are split over EP GPUs, and every token "
@@ -505,7 +510,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "there, as DeepEP's kernels do; or *node-limited*, a token's experts on at most M nodes), PP and "
              "*overlap* with expert compute."),
         *lab.lock_cells("act2"),
-        Cell("code", "explorer = lab.gate('act2', AllToAllExplorer(model='llama3-8b-moe', tokens=8192))\nexplorer",
+        Cell("code", "explorer = lab.gate('act2', AllToAllExplorer(model='llama3-8b-moe', tokens=8192))\n"
+                     f"explorer.restore({SAVED['explorer']!r})\nexplorer",
              "lab07_act2_explorer"),
         Cell("markdown",
              "Find both failure states: **all-to-all bound** (the exposed all-to-all outlasts the expert compute: try "
@@ -528,17 +534,15 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "proportional to 1/iˢ (a Zipf law; s = 0 is a perfectly balanced router). It is a model to think with, "
              "not a measurement."),
         *lab.lock_cells("act3"),
-        Cell("code", "load = lab.gate('act3', ExpertLoadView(experts=64, ep=64))\nload", "lab07_act3_load"),
+        Cell("code", "load = lab.gate('act3', ExpertLoadView(experts=64, ep=64))\n"
+                     f"load.restore({SAVED['load']!r})\nload", "lab07_act3_load"),
         lab.reveal_cell("act3"),
         *lab.answer_cells("act3_straggler", s),
         *lab.reflection_cells("act3_why"),
         *lab.reflection_cells("act3_design"),
         Cell("markdown", "## Ledger and HUD\n\nSave the instruments as you left them (with the failure states they "
                          "showed) to the design ledger; the HUD sums up this lab's entries."),
-        Cell("code", "configurator.record('lab07/design')\n"
-                     "explorer.record('lab07/alltoall')\n"
-                     "load.record('lab07/expert_load')\n"
-                     "hud.refresh()\nhud", "lab07_hud"),
+        Cell("code", "".join(f"{name}.record()\n" for name in SAVED) + "hud.refresh()\nhud", "lab07_hud"),
     ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from course.activities import REGISTRY
+from course.assess import codes
 from course.assess.kinds import partial_verdict
 from course.assess.registry import safe_judge
 
@@ -13,7 +14,7 @@ from course.assess.registry import safe_judge
 def _function_part(points):
     gid = next(g for g, p in REGISTRY.items() if p.function is not None)
     findings = [("worked example", 1, []), ("edge cases", 3, []), ("random inputs", 20, []),
-                ("invalid inputs", 4, ["no ValueError"] * 4)]
+                ("invalid inputs", 4, [(codes.NO_VALUE_ERROR, "no ValueError")] * 4)]
     return dataclasses.replace(REGISTRY[gid], points=points, judge=lambda harvested, seed: partial_verdict("f", findings))
 
 

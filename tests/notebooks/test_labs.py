@@ -88,7 +88,7 @@ def _hud_after(lab, instruments, tmp_path, monkeypatch):
 
     monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
     (cell,) = [c for c in lab.cells() if c.grade_id == f"{lab.prefix}_hud"]
-    saved = {"lab05": lab05.SAVED, "lab06": lab06.SAVED}[lab.prefix]
+    saved = {"lab05": lab05.SAVED, "lab06": lab06.SAVED, "lab07": lab07.SAVED}[lab.prefix]
     for name, instrument in instruments.items():  # as the notebook's cells do after building each one
         if name in saved:
             instrument.restore(saved[name], instruments.get("track"))
