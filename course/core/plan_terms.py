@@ -22,6 +22,7 @@ from . import context_parallel as _cp
 from . import data_parallel as _dp
 from . import economics as _econ
 from . import fp8 as _fp8
+from . import gemm as _gemm
 from . import layer_cost as _lc
 from . import memory as _mem
 from . import moe as _moe
@@ -33,13 +34,22 @@ __all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assum
            "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
            "grad_bytes_setting", "RECOMPUTE_MODULES", "recompute_modules_setting"]
 
-#: Share of dense peak that the matrix multiplications sustain, one number for every
-#: configuration: the planner's single calibrated assumption. Fitted once on
-#: Megatron-LM SC21 Table 1 (A100, 16-bit, full recomputation), with every collective at
-#: its measured efficiency (nccl-tests): with 0.63 every row's predicted TFLOP/s per GPU
-#: lies within 4 % of the published one (the test allows 5 %;
-#: tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``).
-DEFAULT_COMPUTE_EFFICIENCY = 0.63
+#: Share of dense peak that a training step's matrix multiplications sustain on the calibration runs: the
+#: planner's single calibrated assumption. Fitted once on Megatron-LM SC21 Table 1 (A100, 16-bit, full
+#: recomputation), with every collective at its measured efficiency (nccl-tests) and each row's GEMMs at
+#: the share their shapes allow (``gemm_shapes``, :data:`REFERENCE_GEMM_EFFICIENCY`): with 0.64 every row's
+#: predicted TFLOP/s per GPU lies within 5 % of the published one (-4.6 % to +3.5 %;
+#: tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``). Before GEMM shapes
+#: were priced one constant 0.63 did the same for every accelerator and shape.
+DEFAULT_COMPUTE_EFFICIENCY = 0.64
+
+#: The GEMM efficiency ``compute_efficiency`` stands for: the A100's measured BF16 ceiling (86.9 %, the
+#: accelerator of the calibration runs; :mod:`course.core.gemm`). With ``gemm_shapes`` on, a configuration's
+#: matrix multiplications run at ``compute_efficiency x E(shape) / REFERENCE_GEMM_EFFICIENCY``, where
+#: ``E(shape)`` is :func:`~course.core.gemm.layer_gemm_efficiency` of its own GEMMs on its own accelerator:
+#: ``compute_efficiency / REFERENCE_GEMM_EFFICIENCY`` (0.72) is then the share of GEMM time a training step keeps
+#: (launches, element-wise kernels between the GEMMs, the optimizer step), calibrated once on SC21 Table 1.
+REFERENCE_GEMM_EFFICIENCY = 0.869
 
 RECOMPUTE_MODES = _lc.RECOMPUTE_MODES
 #: Pipeline schedules (:mod:`~course.core.pipeline`): 1F1B (interleaved with ``interleave > 1``),
@@ -215,8 +225,12 @@ class Config:
                  compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
                  collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
                  grad_bytes=None, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
-                 ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=()):
+                 ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=(),
+                 gemm_shapes=True):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
+        if not isinstance(gemm_shapes, (bool, np.bool_)):
+            raise ValueError(f"gemm_shapes must be True or False; got {gemm_shapes!r}")
+        self.gemm_shapes = bool(gemm_shapes)
         self.recompute_modules = recompute_modules_setting(recompute_modules, self.model, memory_recipe)
         self.min_tokens_per_expert = min_tokens_setting(min_tokens_per_expert)
         self.dispatcher = v.choice("dispatcher", dispatcher, DISPATCHERS)
@@ -233,7 +247,9 @@ class Config:
         # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
         self.grad_bytes = grad_bytes_setting(grad_bytes, self.memory_recipe)
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
-        self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
+        # the calibrated share of peak; ``compute_efficiency`` becomes per-configuration once shapes are known
+        self.base_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
+        self.compute_efficiency = self.base_efficiency
         # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
         # router) in BF16 (DeepSeek-AI 2024, sec. 3.3.1); MFU is then quoted against the BF16 peak
         self.precision = precision
@@ -248,8 +264,8 @@ class Config:
         # a fused attention kernel runs at its own measured share of peak where the catalog has one
         # (FlashAttention-2 on Hopper, 0.35); unfused attention is batched GEMMs at compute_efficiency
         measured = self.cluster.accelerator.attention_efficiency
-        self.attention_efficiency = (float(measured) if self.fused_attention and measured is not None
-                                     else self.compute_efficiency)
+        self.attention_measured = self.fused_attention and measured is not None
+        self.attention_efficiency = float(measured) if self.attention_measured else self.base_efficiency
         arrays = dict(
             tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
             ep=v.integer("ep", ep), etp=v.integer("etp", etp),
@@ -278,6 +294,54 @@ class Config:
             keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
             setattr(self, name, arr if keep else arr.astype(np.int64))
         self._derive(collective_efficiency)
+        if self.gemm_shapes:
+            self.gemm_efficiency = np.asarray(self.layer_gemm_efficiency())
+            self.compute_efficiency = np.minimum(
+                self.base_efficiency * self.gemm_efficiency / REFERENCE_GEMM_EFFICIENCY, 1.0)
+
+    def layer_gemm_efficiency(self):
+        """Share of the GEMM peak this configuration's layer GEMMs reach (:func:`~course.core.gemm.layer_gemm_efficiency`).
+
+        The forward GEMMs of an average layer on one GPU, weighted by their FLOPs: rows ``M`` = the
+        micro-batch's tokens after CP (``b s / CP``; sequence parallelism gathers them before the GEMM),
+        columns and reduced width sliced by TP: query/key/value ``(a + 2 kv) d / TP`` x ``h``, output ``h``
+        x ``a d / TP``, MLP up ``(mlp_matrices - 1) f / TP`` x ``h`` and down ``h`` x ``f / TP``; an MoE's
+        routed experts with ``M`` = tokens per expert and widths over ETP, its shared experts over TP. The
+        backward GEMMs are taken to run as fast as the forward ones (same FLOPs, transposed shapes).
+        """
+        m, acc = self.model, self.cluster.accelerator
+        h, tp = m.hidden, self.tp
+        rows = self.micro_batch * m.seq_len / self.cp
+        prec = "fp8" if self.fp8 else ("bf16" if self.precision not in acc.peak_flops else self.precision)
+        att = m.attention_layer_params
+        if m.mla or m.attention_params is not None:
+            qkv_width = o_width = att / (2.0 * h)
+        else:
+            qkv_width = (m.heads + 2 * (m.kv_heads or m.heads)) * m.head_dim
+            o_width = m.heads * m.head_dim
+        up = m.mlp_matrices - 1
+        parts = [(att, [(rows, qkv_width / tp, h, qkv_width * h), (rows, h, o_width / tp, o_width * h)])]
+        dense_share = (m.dense_layers / m.layers) if m.is_moe else 1.0
+        f = m.ffn or 4 * h
+        if dense_share:
+            parts.append((dense_share * m.mlp_matrices * h * f,
+                          [(rows, up * f / tp, h, up * f * h), (rows, h, f / tp, f * h)]))
+        if m.is_moe:
+            moe_share = m.moe_layers / m.layers
+            if m.shared_experts:
+                sf = (m.shared_ffn or m.expert_ffn) * (1 if m.shared_ffn else m.shared_experts)
+                parts.append((moe_share * m.mlp_matrices * h * sf,
+                              [(rows, up * sf / tp, h, up * sf * h), (rows, h, sf / tp, sf * h)]))
+            ef, et = m.expert_ffn, self.etp
+            tokens = np.maximum(self.tokens_per_expert, 1.0)
+            parts.append((moe_share * m.top_k * m.mlp_matrices * h * ef,
+                          [(tokens, up * ef / et, h, up * ef * h), (tokens, h, ef / et, ef * h)]))
+        shapes = []
+        for weight, gemms in parts:
+            total = sum(w for *_, w in gemms)
+            for mm, n, k, w in gemms:  # count = this GEMM's share of the FLOPs / its own FLOPs
+                shapes.append((mm, n, k, weight * w / total / (2.0 * mm * n * k)))
+        return _gemm.layer_gemm_efficiency(shapes, acc, prec, 1.0 if self.fp8 else _WIRE_BYTES)
 
     @staticmethod
     def _recompute_codes(recompute):
@@ -305,8 +369,9 @@ class Config:
             eff_in = eff_out = float(v.fraction("collective_efficiency", collective_efficiency, low_open=True))
         self.collective_efficiency = (eff_in, eff_out)
         self.intra_bw, self.inter_bw = c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out
-        g = c.gpus_per_node
-        # a group stays in the node while the ranks it spans (its stride x its size) fit in one
+        g = c.nvlink_domain
+        # a group stays on NVLink while the ranks it spans (its stride x its size) fit in one NVLink domain
+        # (8 GPUs of a DGX node, 72 of an NVL72 rack)
         self.tp_link = self._link(self.tp <= g)
         self.cp_link = self._link(self.tp * self.cp <= g)
         self.pp_link = self._link(self.tp * self.cp * self.pp <= g)
@@ -321,7 +386,7 @@ class Config:
 
     def _derive_experts(self):
         """Expert mapping ETP x EP x EDP over the TP x CP x DP GPUs of a stage (parallel folding)."""
-        m, g = self.model, self.cluster.gpus_per_node
+        m, g = self.model, self.cluster.nvlink_domain
         stage_gpus = self.tp * self.cp * self.dp
         folds = self.etp * self.ep
         self.expert_dp = np.maximum(stage_gpus // folds, 1)
@@ -500,7 +565,7 @@ def attention_kernel_term(*, cfg):
     """Seconds the slowest stage's fused attention kernels take beyond ``compute_efficiency`` (0 unless the
     accelerator has a measured ``attention_efficiency``): :func:`~course.core.layer_cost.attention_kernel_extra_time`
     of :func:`~course.core.layer_cost.attention_flops_per_token` x tokens x layers, per GPU, x the imbalance."""
-    if cfg.attention_efficiency == cfg.compute_efficiency:
+    if not cfg.attention_measured:
         return np.zeros(())
     m = cfg.model
     per_token = cfg.per_mode(lambda mode: _lc.attention_flops_per_token(m.seq_len, m.score_width, mode,
@@ -763,7 +828,7 @@ def memory_terms(*, cfg):
 def violation_terms(*, cfg, memory_total):
     """One boolean array per code of :data:`VIOLATION_CODES` (batch mismatches are the caller's)."""
     m, c = cfg.model, cfg.cluster
-    g = c.gpus_per_node
+    g = c.nvlink_domain
     return {
         "gpus_mismatch": cfg.gpus != c.gpus,
         "tp_crosses_node": (cfg.tp > g) | (g % np.minimum(cfg.tp, g) != 0),
@@ -849,6 +914,8 @@ def columns(cfg, rates=True):
         stage_layers=cfg.stage_layers,
         ep=cfg.ep, etp=cfg.etp, expert_dp=cfg.expert_dp, moe_straggler=cfg.moe_straggler,
         tokens_per_expert=cfg.tokens_per_expert,
+        compute_efficiency=np.asarray(cfg.compute_efficiency),
+        gemm_efficiency=np.asarray(getattr(cfg, "gemm_efficiency", 0.0)),
         compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
         bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
@@ -877,7 +944,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                      fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
                      collective_efficiency=None, capacity_factor=None, grad_bytes=None,
                      tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
-                     min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=()):
+                     min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=(), gemm_shapes=True,
+                     used_efficiency=None):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -890,8 +958,10 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
     capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert,
-    recompute_modules
+    recompute_modules, gemm_shapes
         As in :func:`~course.core.planner.plan`.
+    used_efficiency : float, optional
+        The share of peak one plan's GEMMs were charged (``Plan.compute_efficiency``), quoted when given.
 
     Returns
     -------
@@ -913,8 +983,19 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     links = (f"NVLink at {eff_in:.0%} and the network at {eff_out:.0%} of link bandwidth (nccl-tests), "
              f"latency {c.intra_latency * 1e6:.0f} / {c.inter_latency * 1e6:.0f} us per hop (order of magnitude)")
     peak = c.accelerator.peak("fp8" if precision == "fp8" else precision)
-    compute = [f"every matrix multiplication sustains {compute_efficiency:.2f} of the dense {precision} peak "
-               f"({peak / 1e12:.0f} TFLOP/s; fitted once on Megatron-LM SC21 Table 1)"]
+    if gemm_shapes:
+        ceiling = _gemm.matmul_ceiling(c.accelerator, "fp8" if precision == "fp8" else precision)
+        compute = [(f"layer GEMMs at {used_efficiency:.3f} of the dense {precision} peak" if used_efficiency is not None
+                    else "layer GEMMs at a share of peak set by each layout's GEMM shapes")
+                   + f" = {compute_efficiency:.2f} (fitted once on Megatron-LM SC21 Table 1) x E(shape) / "
+                   f"{REFERENCE_GEMM_EFFICIENCY} (the A100's measured GEMM ceiling); E(shape): the {c.accelerator.name}'s "
+                   f"measured ceiling {ceiling:.1%} (Bekman, MAMF table) x wave quantization of its "
+                   f"{c.accelerator.sms or 'unknown'} SMs over 128 x 256 / 128 x 128 tiles (NVIDIA, Matrix "
+                   f"Multiplication Background) x the HBM roofline, for b s / CP tokens and widths over TP (experts: "
+                   f"tokens per expert, widths over ETP)"]
+    else:
+        compute = [f"every matrix multiplication sustains {compute_efficiency:.2f} of the dense {precision} peak "
+                   f"({peak / 1e12:.0f} TFLOP/s; fitted once on Megatron-LM SC21 Table 1)"]
     if precision == "fp8":
         compute.append("layer GEMMs at the FP8 peak; attention, output layer and router in BF16 (DeepSeek-V3)")
     measured = c.accelerator.attention_efficiency

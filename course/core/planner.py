@@ -55,7 +55,8 @@ Every collective runs at its link's bandwidth times a measured collective effici
 (:data:`~course.core.collectives.NVLINK_COLLECTIVE_EFFICIENCY`,
 :data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`, from nccl-tests).
 Ranks are placed TP innermost, then CP, PP and DP (Dubey et al. 2024, sec. 3.3.2): a
-group stays on NVLink while the ranks it spans fit in a node; experts fold the GPUs of a
+group stays on NVLink while the ranks it spans fit in one NVLink domain (8 GPUs of a DGX node, 72 of an NVL72 rack;
+:attr:`~course.core.catalog.Cluster.nvlink_domain`); experts fold the GPUs of a
 stage ETP innermost, then EP (Liu et al. 2025), with the stage's GPUs consecutive, as
 Megatron-Core's order tp-cp-ep-dp-pp places them (so DeepSeek-V3's EP 64 spans 8 nodes,
 DeepSeek-AI 2024 sec. 3.2).
@@ -120,7 +121,7 @@ __all__ = [
 #: code -> what it means (the sentences in Plan.violations carry the numbers).
 VIOLATION_CODES = {
     "gpus_mismatch": "TP x CP x PP x DP must equal the number of GPUs",
-    "tp_crosses_node": "tensor parallelism must stay inside one node",
+    "tp_crosses_node": "tensor parallelism must stay inside one NVLink domain (a node of 8, an NVL72 rack of 72)",
     "heads_not_divisible": "attention heads must divide evenly over TP",
     "cp_not_divisible": "the sequence must split into 2 x CP equal chunks",
     "batch_not_divisible": "global batch must be micro-batch x DP x micro-batches",
@@ -264,6 +265,9 @@ class Plan:
     mfu_attention: float = 0.0
     #: term (and "memory") -> the assumptions behind its number
     assumptions: dict = field(default_factory=dict)
+    #: share of the GEMM peak this configuration's layer GEMMs reach by their shape (:mod:`course.core.gemm`;
+    #: 0 with ``gemm_shapes=False``); ``compute_efficiency`` is the share the plan used
+    gemm_efficiency: float = 0.0
 
     @property
     def feasible(self) -> bool:
@@ -296,7 +300,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
              cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
              dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
-             recompute_modules=()):
+             recompute_modules=(), gemm_shapes=True):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -352,11 +356,17 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules)
+                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
 # --------------------------------------------------------------------------- plan
+
+
+def _domain_words(c):
+    """``"8-GPU node"`` where the NVLink domain is the node, ``"72-GPU NVLink domain"`` where it is a rack."""
+    g = c.nvlink_domain
+    return f"{g}-GPU node" if g == c.gpus_per_node else f"{g}-GPU NVLink domain"
 
 
 def _sentences(cols, i, m, c, requested_batch):
@@ -371,10 +381,10 @@ def _sentences(cols, i, m, c, requested_batch):
                     f"{c.name} has {c.gpus}: every GPU needs exactly one (TP, CP, PP, DP) position."))
     if g("viol_tp_crosses_node"):
         out.append(("tp_crosses_node",
-                    f"TP = {tp} spans more than one {c.gpus_per_node}-GPU node: its all-reduces after "
+                    f"TP = {tp} spans more than one {_domain_words(c)}: its all-reduces after "
                     f"every layer would leave NVLink ({c.intra_bandwidth / 1e9:.0f} GB/s) for the "
                     f"network ({c.inter_bandwidth / 1e9:.1f} GB/s per GPU). Keep TP <= "
-                    f"{c.gpus_per_node} and dividing it."))
+                    f"{c.nvlink_domain} and dividing it."))
     if g("viol_heads_not_divisible"):
         out.append(("heads_not_divisible",
                     f"TP = {tp} cannot split {m.heads} attention heads evenly: each GPU must hold "
@@ -461,7 +471,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
          cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
          dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
-             recompute_modules=()) -> Plan:
+         recompute_modules=(), gemm_shapes=True) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -621,10 +631,10 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules)
+                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
-    record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
+    record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.base_efficiency, precision=precision,
                                              fused_attention=fused_attention, cp_algorithm=cp_algorithm,
                                              schedule=schedule, overlap=overlap,
                                              collective_efficiency=collective_efficiency,
@@ -632,9 +642,10 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                                              tp_overlap=tp_overlap, memory_recipe=memory_recipe,
                                              dispatcher=dispatcher, ep_overlap=ep_overlap,
                                              min_tokens_per_expert=cfg.min_tokens_per_expert,
-                                             recompute_modules=cfg.recompute_modules)
+                                             recompute_modules=cfg.recompute_modules, gemm_shapes=gemm_shapes,
+                                             used_efficiency=record["compute_efficiency"])
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
-                  overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
+                  overlap=bool(overlap),
                   violations=_sentences(cols, 0, m, c, requested),
                   notes=_note_sentences(cols, 0, m, cfg.min_tokens_per_expert))
     return Plan(**{f.name: record[f.name] for f in fields(Plan)})
@@ -657,7 +668,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           capacity_factor=None, cp_algorithm="ring", grad_bytes=None, tp_overlap=False,
           memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
           min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, include_unvalidated=False,
-          recompute_modules=()) -> SweepTable:
+          recompute_modules=(), gemm_shapes=True) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -730,7 +741,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         raise ValueError(f"include_unvalidated must be True or False; got {include_unvalidated!r}")
     n = c.gpus
     B = int(v.integer("global_batch", global_batch if global_batch is not None else max(1, 2**24 // m.seq_len)))
-    tps = list(tp) if tp is not None else _divisors(c.gpus_per_node)
+    # TP inside the NVLink domain; powers of two (every catalog model's head count is one times an odd number)
+    tps = list(tp) if tp is not None else [d for d in _divisors(c.nvlink_domain) if d & (d - 1) == 0]
     if ep is None:
         eps = [e for e in (2**i for i in range(12)) if m.experts and m.experts % e == 0] or [1]
     else:
@@ -763,7 +775,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=limit, recompute_modules=recompute_modules)
+                 min_tokens_per_expert=limit, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
     sp = np.array(sequence_parallel, dtype=bool)
@@ -786,7 +798,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                     collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
                     grad_bytes=grad_bytes, tp_overlap=tp_overlap, memory_recipe=memory_recipe,
                     dispatcher=dispatcher, ep_overlap=ep_overlap, min_tokens_per_expert=limit,
-                    recompute_modules=recompute_modules)
+                    recompute_modules=recompute_modules, gemm_shapes=gemm_shapes)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,
@@ -1033,7 +1045,7 @@ def format_megatron_table1(compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY) -> str
     Examples
     --------
     >>> print(format_megatron_table1().splitlines()[0])
-    Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, compute_efficiency = 0.63
+    Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, compute_efficiency = 0.64
     """
     lines = [f"Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, "
              f"compute_efficiency = {compute_efficiency}",
