@@ -991,8 +991,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                    f"{REFERENCE_GEMM_EFFICIENCY} (the A100's measured GEMM ceiling); E(shape): the {c.accelerator.name}'s "
                    f"measured ceiling {ceiling:.1%} (Bekman, MAMF table) x wave quantization of its "
                    f"{c.accelerator.sms or 'unknown'} SMs over 128 x 256 / 128 x 128 tiles (NVIDIA, Matrix "
-                   f"Multiplication Background) x the HBM roofline, for b s / CP tokens and widths over TP (experts: "
-                   f"tokens per expert, widths over ETP)"]
+                   f"Multiplication Background) x the HBM roofline, for b s / CP tokens and widths over TP"
+                   + (" (routed experts: tokens per expert, widths over ETP)" if m.is_moe else "")]
     else:
         compute = [f"every matrix multiplication sustains {compute_efficiency:.2f} of the dense {precision} peak "
                    f"({peak / 1e12:.0f} TFLOP/s; fitted once on Megatron-LM SC21 Table 1)"]
@@ -1019,11 +1019,11 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: 4-17 % short at 4,096 tokens per expert, 46-53 % at 1,024-512), so "
+                       "Megatron-MoE-ModelZoo: 0-13 % short at 4,096 tokens per expert, 38-46 % at 1,024-512), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 46-53 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 38-46 % short at 1,024-512)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "

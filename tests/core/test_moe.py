@@ -262,8 +262,13 @@ def test_few_tokens_per_expert_make_expert_gemms_memory_bound():
     common = dict(micro_batch=1, zero_stage=1, recompute="none", sequence_parallel=True)
     published = Config("deepseek-v3", h100, tp=2, pp=8, dp=64, ep=64, num_microbatches=128, interleave=4, **common)
     assert float(moe_weight_stream_term(cfg=published)) == 0.0
-    small_ep = Config("deepseek-v3", h100, tp=1, cp=4, pp=32, dp=8, ep=2, num_microbatches=1024, **common)
+    small_ep = Config("deepseek-v3", h100, tp=1, cp=4, pp=32, dp=8, ep=2, num_microbatches=1024, gemm_shapes=False,
+                      **common)
     assert float(moe_weight_stream_term(cfg=small_ep)) > 5.0  # seconds per step
+    # with GEMMs priced by their shapes the roofline is inside each expert GEMM's efficiency (course.core.gemm):
+    # the thin expert GEMMs slow the whole layer's GEMMs down, and nothing is left for the separate term
+    shaped = Config("deepseek-v3", h100, tp=1, cp=4, pp=32, dp=8, ep=2, num_microbatches=1024, **common)
+    assert float(shaped.gemm_efficiency) < 0.5 * float(published.gemm_efficiency)
     dense = Config("llama3-70b", h100, tp=8, pp=4, dp=32, num_microbatches=16, **common)
     assert float(moe_weight_stream_term(cfg=dense)) == 0.0
 
@@ -396,7 +401,8 @@ def test_qwen3_activations_count_the_cards_head_width():
     per_layer = 4096 * (4 * 4096 + 4 * 4 * 64) / 2
     # 1F1B: the first stage holds PP = 8 micro-batches of its 12 layers (94 over 8 stages, the busiest)
     assert wide.activations - thin.activations == pytest.approx(8 * 12 * per_layer)
-    assert wide.compute == thin.compute
+    # same FLOPs; only the query/output GEMMs' shapes differ (8,192 wide against 4,096): a few per cent
+    assert wide.compute == pytest.approx(thin.compute, rel=0.02)
 
 
 def test_moe_plans_say_host_overhead_is_not_modelled():

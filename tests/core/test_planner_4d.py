@@ -84,7 +84,8 @@ def test_zero2_and_3_with_a_pipeline_are_a_note_not_a_violation():
 
 def test_uneven_stages_pace_by_the_busiest_stage():
     # 126 layers on 16 stages: 14 stages of 8 and 2 of 7; every stage waits for 8 layers of work
-    args = dict(tp=8, pp=16, dp=128, num_microbatches=16, zero_stage=1, recompute="full", fused_attention=False)
+    args = dict(tp=8, pp=16, dp=128, num_microbatches=16, zero_stage=1, recompute="full", fused_attention=False,
+                gemm_shapes=False)
     p = plan("llama3-405b", H100_16K, **args)
     flops = iteration_flops("llama3-405b", 128 * 16, "full")
     assert p.compute == pytest.approx(flops / (16384 * 989e12 * DEFAULT_COMPUTE_EFFICIENCY) * 8 * 16 / 126,

