@@ -37,7 +37,8 @@ import numpy as np
 
 from . import _validate as v
 
-__all__ = ["TILE_M", "TILE_N", "DEFAULT_MATMUL_CEILING", "matmul_ceiling", "wave_efficiency", "gemm_efficiency",
+__all__ = ["TILE_M", "TILE_N", "TILES", "DEFAULT_MATMUL_CEILING", "matmul_ceiling", "wave_efficiency", "gemm_efficiency",
+           "FLASH_ATTENTION_2_LENGTHS", "FLASH_ATTENTION_2_TFLOPS", "attention_length_factor",
            "gemm_time", "layer_gemm_efficiency"]
 
 #: Output tile of one thread block, rows x columns: 128 x 256, the largest tile cuBLAS / CUTLASS use for
@@ -182,3 +183,39 @@ def layer_gemm_efficiency(shapes, accelerator, precision="bf16", operand_bytes=2
         flops = flops + count * 2.0 * np.asarray(m, float) * n * k
         time = time + count * np.asarray(gemm_time(m, n, k, accelerator, precision, operand_bytes))
     return v.scalar_or_array(flops / (time * accelerator.peak(precision)))
+
+
+#: FlashAttention-2's forward speed on an H100 SXM5 (BF16, causal, head dim 128), TFLOP/s, by sequence length
+#: (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, Figure "Attention forward speed, head dim 128 (H100 80GB
+#: SXM5)", causal panel): the kernel reaches its plateau (333-335, about the "35 % utilization" of the abstract)
+#: only from 8K tokens; at 512 tokens it runs at 191.
+FLASH_ATTENTION_2_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
+FLASH_ATTENTION_2_TFLOPS = (191.0, 260.0, 298.0, 319.0, 333.0, 335.0)
+
+
+def attention_length_factor(seq_len):
+    """Speed of a fused causal attention kernel on ``seq_len`` query tokens relative to its long-sequence plateau.
+
+    Interpolated (log-linear in the length) in FlashAttention-2's measured H100 curve
+    (:data:`FLASH_ATTENTION_2_TFLOPS`), divided by its 8K value; 1 from 8K up, 191/333 = 0.57 at 512.
+    Context parallelism hands each rank ``s / CP`` queries, so CP 8 at 8K runs the kernel on 1,024-token
+    chunks at 0.78 of its plateau speed.
+
+    Parameters
+    ----------
+    seq_len : float or array, > 0
+        Tokens of the sequence chunk one attention call processes.
+
+    Returns
+    -------
+    float or ndarray in (0, 1]
+
+    Source: Shah et al. 2024 (FlashAttention-3), Figure "Attention forward speed, head dim 128 (H100 80GB SXM5)",
+    causal, FlashAttention-2 bars.
+
+    >>> round(float(attention_length_factor(1024)), 3), float(attention_length_factor(8192))
+    (0.781, 1.0)
+    """
+    length = np.asarray(v.positive("seq_len", seq_len), dtype=float)
+    speed = np.interp(np.log2(length), np.log2(FLASH_ATTENTION_2_LENGTHS), FLASH_ATTENTION_2_TFLOPS)
+    return v.scalar_or_array(np.minimum(speed / FLASH_ATTENTION_2_TFLOPS[4], 1.0))

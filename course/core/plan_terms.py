@@ -294,6 +294,10 @@ class Config:
             keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
             setattr(self, name, arr if keep else arr.astype(np.int64))
         self._derive(collective_efficiency)
+        if self.attention_measured and self.gemm_shapes:
+            # the fused kernel's measured share of peak holds from 8K queries; shorter chunks (CP) run slower
+            self.attention_efficiency = self.attention_efficiency * np.asarray(
+                _gemm.attention_length_factor(self.seq_local))
         if self.gemm_shapes:
             self.gemm_efficiency = np.asarray(self.layer_gemm_efficiency())
             self.compute_efficiency = np.minimum(
@@ -368,6 +372,9 @@ class Config:
         else:
             eff_in = eff_out = float(v.fraction("collective_efficiency", collective_efficiency, low_open=True))
         self.collective_efficiency = (eff_in, eff_out)
+        # DeepEP (or DeepSeek's node-limited dispatch, which it implements) runs at its own measured share of
+        # the links unless the caller fixed one collective efficiency for everything
+        self.a2a_measured = collective_efficiency is None and (self.dispatcher == "deepep" or bool(m.routing_groups))
         self.intra_bw, self.inter_bw = c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out
         g = c.nvlink_domain
         # a group stays on NVLink while the ranks it spans (its stride x its size) fit in one NVLink domain
@@ -579,6 +586,11 @@ def memory_bound_term(*, cfg):
     """Seconds of element-wise kernels: their HBM bytes (:mod:`~course.core.layer_cost`) / bandwidth."""
     # a fused attention kernel (FlashAttention) never writes the s x s scores to memory
     stored = cfg.korthikanti_bytes("selective") if cfg.fused_attention else cfg.korthikanti_bytes("none")
+    if cfg.model.is_moe and cfg.memory_recipe != "deepseek-v3":
+        # Korthikanti's count sees one MLP of width ``ffn``; an MoE layer's element-wise kernels (SwiGLU,
+        # permute / unpermute, the weighted sum of the k expert outputs) touch each token's k routed copies and
+        # its shared experts: the same bytes the activation memory counts (Config.moe_activation_delta)
+        stored = stored + cfg.moe_activation_delta("selective") * cfg.model.moe_layers / cfg.model.layers
     needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
     scores = cfg.korthikanti_bytes("none") - cfg.korthikanti_bytes("selective") if needs_scores else 0.0
     traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
@@ -656,8 +668,12 @@ def ep_comm_term(*, cfg):
     groups = (m.routing_groups, m.routing_group_topk) if m.routing_groups else (None, None)
     # FP8 dispatch (1 byte + a 4-byte scale per 128) and BF16 combine (DeepSeek-AI 2024, sec. 3.3.3)
     wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
+    intra, inter = cfg.intra_bw, cfg.inter_bw
+    if cfg.a2a_measured:  # DeepEP's kernels at their measured share of NVLink and of the NIC
+        intra = c.intra_bandwidth * _moe.DEEPEP_NVLINK_EFFICIENCY
+        inter = c.inter_bandwidth * _moe.DEEPEP_NETWORK_EFFICIENCY
     per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
-        cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, cfg.intra_bw, cfg.inter_bw,
+        cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, intra, inter,
         c.intra_latency, c.inter_latency, *groups, mode, wire, cfg.dispatcher == "deepep"))
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
 
@@ -1019,11 +1035,11 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: 0-13 % short at 4,096 tokens per expert, 38-46 % at 1,024-512), so "
+                       "Megatron-MoE-ModelZoo: within 6 % at 4,096 tokens per expert, 34-42 % at 1,024-512), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 38-46 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 34-42 % short at 1,024-512)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
@@ -1033,8 +1049,11 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
           (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
            f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
            if m.routing_groups else "") +
-          ("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_groups
-           else "; one network copy per remote expert (all-to-all)") +
+          (f"; one network copy per remote node (DeepEP), at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} "
+           f"of NVLink and {_moe.DEEPEP_NETWORK_EFFICIENCY:.0%} of the NIC (H800, deepseek-ai/DeepEP)"
+           if dispatcher == "deepep" or m.routing_groups
+           else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all), at the all-reduce's "
+                "measured share of each link: no NCCL all-to-all measurement at these sizes was found") +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
            "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed"))
     deepseek = memory_recipe == "deepseek-v3"

@@ -76,7 +76,7 @@ costs only the SMs it occupies.
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
 uneven stages are *notes*, not violations. So is an MoE layout outside the planner's validated
 range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default:
-the planner's step is 38-46 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
+the planner's step is 34-42 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
 tokens per expert, Megatron-MoE-ModelZoo); :func:`sweep` leaves such layouts out unless asked.
 
 Example (GPT-3 175B on 1,024 H100s)::
@@ -455,9 +455,9 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"x ETP x EP x k / E), below the {min_tokens_per_expert:,.0f} the planner has been validated at: "
                     f"this estimate is outside its validated range and likely optimistic. NVIDIA's measured "
                     f"layouts of Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, best_practice/Qwen3, "
-                    f"compared in notebooks/validation.ipynb) took 1.6 and 1.8 times the planned step at 1,024 "
-                    f"and 512 tokens per expert (the plan 38 % and 46 % short, with its expert GEMMs priced by "
-                    f"their shapes), where the planner was within 13 % at 4,096: the cost it lacks is "
+                    f"compared in notebooks/validation.ipynb) took 1.5 and 1.7 times the planned step at 1,024 "
+                    f"and 512 tokens per expert (the plan 34 % and 42 % short, with its expert GEMMs priced by "
+                    f"their shapes), where the planner was within 6 % at 4,096: the cost it lacks is "
                     f"what NVIDIA calls MoE's compute efficiency wall, small expert GEMMs and host overhead "
                     f"(Megatron-Bridge documentation, MoE Training Optimization). More tokens per expert: a "
                     f"larger micro-batch or EP, less TP or CP."))
@@ -579,7 +579,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         of the ``b s / (CP x TP)`` tokens a GPU dispatches, x ETP) at which its step times were checked
         against measurements. Default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT` (4,096: NVIDIA's measured
         Qwen3-235B-A22B layouts on 256 H100 in BF16, Megatron-MoE-ModelZoo ``best_practice/Qwen3``, planned
-        0-13 % short at 4,096 tokens per expert and 38-46 % short at 1,024-512; NVIDIA's "compute
+        within 6 % at 4,096 tokens per expert and 34-42 % short at 1,024-512; NVIDIA's "compute
         efficiency wall", Megatron-Bridge documentation, "MoE Training Optimization"). A layout below it is
         not infeasible: it gets the note ``few_tokens_per_expert`` saying the estimate is likely
         optimistic. ``None`` or 0 turns the check off. Dense models are never affected.
@@ -662,7 +662,7 @@ def _divisors(n, up_to=None):
 
 def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(1, 2, 4, 8),
           global_batch=None, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE_MODES,
-          sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
+          sequence_parallel=(False, True), interleave=(1, 2, 4, 8), schedule="1f1b", overlap=True,
           compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
           fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
           capacity_factor=None, cp_algorithm="ring", grad_bytes=None, tp_overlap=False,
@@ -689,7 +689,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     tp, pp : sequence of int, optional
         Degrees to try (defaults above).
     cp, micro_batches, zero_stages, recompute, sequence_parallel, interleave : sequence
-        Values to try for each setting.
+        Values to try for each setting. ``interleave`` reaches 8 chunks per stage by default: Llama 3 405B ran
+        one layer per chunk, 8 per stage of 16 (Dubey et al. 2024, sec. 3.3.2).
     global_batch : int, optional
         Sequences per iteration, ``>= 1``.
     ep, etp : sequence of int, optional
@@ -709,7 +710,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     include_unvalidated : bool, optional
         Keep MoE rows below ``min_tokens_per_expert`` (they carry the note ``few_tokens_per_expert``).
         By default they are left out, as infeasible rows are: there the planner's own validation finds
-        its step 38-46 % short of the measured one, so it would recommend layouts that run slower than it says.
+        its step 34-42 % short of the measured one, so it would recommend layouts that run slower than it says.
 
     Source: as :func:`plan`; Dubey et al. 2024, sec. 3.4 (the default batch); the validated range:
     NVIDIA Megatron-MoE-ModelZoo ``best_practice/Qwen3`` (measured layouts, compared in
