@@ -36,7 +36,7 @@ __all__ = ["Configurator", "plan_values", "MODEL_CHOICES", "CLUSTER_CHOICES", "B
            "BUBBLE_CEILING", "MEMORY_PARTS"]
 
 MODEL_CHOICES = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-7b")
-CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072")
+CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072", "gb200-nvl72-4608")
 #: Micro-batch counts drawn on the bubble chart (the current one is added).
 BUBBLE_MICROBATCHES = (1, 4, 8, 16, 32)
 PP_GRID = np.arange(1, 65)
