@@ -1017,6 +1017,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     measured = c.accelerator.attention_efficiency
     compute.append(("causal FlashAttention-2 skips the masked 128 x 128 score tiles"
                     + (f" and sustains {measured:.2f} of peak on the {c.accelerator.name} (Shah et al. 2024)"
+                       + (" from 8K queries per CP rank, less on shorter chunks (FlashAttention-2's measured H100 "
+                          "curve, FlashAttention-3 paper)" if gemm_shapes else "")
                        if measured is not None else ""))
                    if fused_attention else "unfused attention computes the full s x s score matrix")
     if modules:
@@ -1062,6 +1064,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     return {
         "compute": "; ".join(compute) + "; stages paced by the busiest",
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
+                         + ("; an MoE layer's for each token's k routed copies and its shared experts"
+                            if m.is_moe and memory_recipe != "deepseek-v3" else "")
                          + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
         "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
                      "(Transformer Engine userbuffers), one ring step per collective exposed and "

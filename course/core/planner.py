@@ -907,7 +907,8 @@ def explain(table, k=3, terms=2):
 
     For ``i = 2..k`` compares row 1 with row ``i`` of ``table`` (sorted fastest first):
     the settings that differ, the step-time terms (:data:`STEP_TERMS`) whose difference is
-    largest, and the per-GPU memory of both.
+    largest, the per-GPU memory of both and the share of peak each one's GEMMs were charged (set by their
+    shapes, :mod:`course.core.gemm`).
 
     Parameters
     ----------
@@ -965,6 +966,9 @@ def explain(table, k=3, terms=2):
         gap = other["step_time"] - best["step_time"]
         settings = ", ".join(changed) or "identical"
         memory = f"memory {best['memory_total'] / 1e9:.1f} vs {other['memory_total'] / 1e9:.1f} GB per GPU"
+        if "compute_efficiency" in best:  # the share of peak each row's GEMMs were charged, set by their shapes
+            memory += (f"; GEMMs at {best['compute_efficiency']:.3f} vs {other['compute_efficiency']:.3f} of peak "
+                       f"(their shapes)")
         if gap < 0.5e-3:  # a tie: say what differs instead of inventing a winner
             out.append(f"#1 and #{i + 1} tie ({best['step_time']:.2f} s per step): they differ in {settings}, "
                        f"which moves no step-time term by a millisecond; {memory}. #1 is {_setting(best)}, "
