@@ -22,6 +22,7 @@ zero            ZeRO traffic per micro-batch and per step, by implementation
 context_parallel  context parallelism: K/V exchange per layer
 moe             mixture of experts: FLOPs, all-to-all, load imbalance, memory under EP
 fp8             FP8 training: GEMMs at the FP8 peak, cast traffic, memory effects
+gemm            a GEMM's achieved speed from its shape (measured ceilings, waves, roofline); attention by length
 plan_terms      the planner's configuration record and its step-time / memory terms
 planner         4D-parallel plan(), vectorized sweep() and explain()
 """
@@ -43,4 +44,5 @@ from .zero import *  # noqa: F401,F403
 from .context_parallel import *  # noqa: F401,F403
 from .moe import *  # noqa: F401,F403
 from .fp8 import *  # noqa: F401,F403
+from . import gemm  # noqa: F401  (a module: core.gemm.gemm_efficiency, ...)
 from .planner import *  # noqa: F401,F403
