@@ -32,7 +32,7 @@ from . import zero as _zero
 
 __all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
-           "grad_bytes_setting", "RECOMPUTE_MODULES", "recompute_modules_setting"]
+           "grad_bytes_setting", "gather_bytes_setting", "RECOMPUTE_MODULES", "recompute_modules_setting"]
 
 #: Share of dense peak that a training step's matrix multiplications sustain on the calibration runs: the
 #: planner's single calibrated assumption. Fitted once on Megatron-LM SC21 Table 1 (A100, 16-bit, full
@@ -118,6 +118,16 @@ def grad_bytes_setting(grad_bytes, memory_recipe="standard"):
     if grad_bytes is None:
         return 4.0 if memory_recipe == "deepseek-v3" else _WIRE_BYTES
     return float(v.positive("grad_bytes", grad_bytes))
+
+
+def gather_bytes_setting(gather_bytes):
+    """``gather_bytes`` as a float: ``None`` takes 2 (BF16 parameters, as FSDP2's ``param_dtype`` and
+    Megatron's distributed optimizer gather them).
+
+    >>> gather_bytes_setting(None), gather_bytes_setting(4)
+    (2.0, 4.0)
+    """
+    return _WIRE_BYTES if gather_bytes is None else float(v.positive("gather_bytes", gather_bytes))
 
 
 def recompute_modules_setting(modules, model, memory_recipe="standard"):
@@ -226,7 +236,7 @@ class Config:
                  collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
                  grad_bytes=None, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
                  ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=(),
-                 gemm_shapes=True):
+                 gemm_shapes=True, gather_bytes=None, reshard_after_forward=True):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
         if not isinstance(gemm_shapes, (bool, np.bool_)):
             raise ValueError(f"gemm_shapes must be True or False; got {gemm_shapes!r}")
@@ -246,6 +256,11 @@ class Config:
         self.tp_overlap = bool(tp_overlap)
         # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
         self.grad_bytes = grad_bytes_setting(grad_bytes, self.memory_recipe)
+        # bytes per parameter element ZeRO / FSDP all-gathers: the compute dtype (BF16) unless told otherwise
+        self.gather_bytes = gather_bytes_setting(gather_bytes)
+        if not isinstance(reshard_after_forward, (bool, np.bool_)):
+            raise ValueError(f"reshard_after_forward must be True or False; got {reshard_after_forward!r}")
+        self.reshard_after_forward = bool(reshard_after_forward)
         self.schedule = v.choice("schedule", schedule, SCHEDULES)
         # the calibrated share of peak; ``compute_efficiency`` becomes per-configuration once shapes are known
         self.base_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
@@ -759,26 +774,32 @@ def dp_comm_term(*, cfg, busy):
     layer with the forward / backward pass of one micro-batch of the busiest stage.
     """
     m, c = cfg.model, cfg.cluster
-    grad_bytes = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp) * cfg.grad_bytes
+    params = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp)
     # overlapped traffic moves one bucket per layer, each paying the collective's latency;
     # without overlap one collective over the whole gradient buffer (Megatron's local DDP)
     buckets = cfg.stage_layers if cfg.overlap else np.ones((), np.int64)
-    one_allreduce = buckets * _coll.hierarchical_allreduce_time(
-        grad_bytes / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
-        c.inter_latency)
-    if m.is_moe:  # expert gradients reduce over the expert-data-parallel group (parallel folding)
-        expert_bytes = _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp) * cfg.grad_bytes
-        one_allreduce = one_allreduce + buckets * _coll.hierarchical_allreduce_time(
-            expert_bytes / buckets, cfg.expert_grad_local, cfg.expert_grad_nodes, cfg.intra_bw, cfg.inter_bw,
-            c.intra_latency, c.inter_latency)
-    per_mb, per_step = _zero.zero_allreduce_equivalents(cfg.zero_stage)
-    total = (per_mb * cfg.num_microbatches + per_step) * one_allreduce
+
+    def allreduce(width):  # one all-reduce of this GPU's parameters at ``width`` bytes each
+        t = buckets * _coll.hierarchical_allreduce_time(
+            params * width / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
+            c.inter_latency)
+        if m.is_moe:  # expert gradients reduce over the expert-data-parallel group (parallel folding)
+            experts = _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp) * width
+            t = t + buckets * _coll.hierarchical_allreduce_time(
+                experts / buckets, cfg.expert_grad_local, cfg.expert_grad_nodes, cfg.intra_bw, cfg.inter_bw,
+                c.intra_latency, c.inter_latency)
+        return t
+
+    # an all-gather or a reduce-scatter is half an all-reduce (Thakur et al. 2005): parameters gathered at
+    # ``gather_bytes``, gradients reduced at ``grad_bytes`` (FSDP2's param_dtype / reduce_dtype)
+    reduce = 0.5 * allreduce(cfg.grad_bytes)
+    gather = reduce if cfg.gather_bytes == cfg.grad_bytes else 0.5 * allreduce(cfg.gather_bytes)
     microbatch = busy / cfg.num_microbatches
     fwd = microbatch * cfg.per_mode(_lc.forward_share)
     bwd = microbatch * cfg.per_mode(_lc.backward_share)
-    exposed = _zero.zero_exposed_time(one_allreduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
-                                      buckets, cfg.overlap)
-    return total, np.asarray(exposed)
+    total, exposed = _zero.sharded_traffic_time(gather, reduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
+                                                buckets, cfg.overlap, cfg.reshard_after_forward)
+    return np.asarray(total), np.asarray(exposed)
 
 
 def memory_terms(*, cfg):
@@ -795,6 +816,9 @@ def memory_terms(*, cfg):
             cfg.expert_dp, **state)
         parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
     out = {k: np.asarray(parts[k]) for k in ("weights", "gradients", "optimizer")}
+    if not cfg.reshard_after_forward:  # ZeRO-3 keeps the stage's gathered parameters from forward to backward
+        out["weights"] = out["weights"] + np.where(cfg.zero_stage == 3, params_gpu * cfg.gather_bytes
+                                                   * (1.0 - 1.0 / cfg.grad_group), 0.0)
     if cfg.fp8:  # the FP8 copy of the GPU's weights, cast once per step and cached (1 byte each)
         weights_gpu = params_gpu + (_moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp)
                                     if m.is_moe else 0.0)
@@ -961,7 +985,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                      collective_efficiency=None, capacity_factor=None, grad_bytes=None,
                      tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
                      min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=(), gemm_shapes=True,
-                     used_efficiency=None):
+                     used_efficiency=None, gather_bytes=None, reshard_after_forward=True):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -974,7 +998,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
     capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert,
-    recompute_modules, gemm_shapes
+    recompute_modules, gemm_shapes, gather_bytes, reshard_after_forward
         As in :func:`~course.core.planner.plan`.
     used_efficiency : float, optional
         The share of peak one plan's GEMMs were charged (``Plan.compute_efficiency``), quoted when given.
@@ -1077,7 +1101,10 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
         "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
                              else "gradient all-reduce after the pipeline flush, not overlapped")
-                            + f"; gradients reduced in {grad_bytes * 8:g}-bit"),
+                            + f"; gradients reduced in {grad_bytes * 8:g}-bit, parameters gathered in "
+                            f"{gather_bytes_setting(gather_bytes) * 8:g}-bit"
+                            + ("" if reshard_after_forward else "; ZeRO-3 keeps the gathered parameters from forward "
+                               "to backward (reshard_after_forward=False: no second gather, their memory held)")),
         "memory": (("16-bit weights, " + ("FP32 gradients" if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
                     + ", FP32 master weights + BF16 Adam moments (8 bytes), ZeRO over DP x CP" if deepseek else
                     "16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else

@@ -300,7 +300,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
              cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
              dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
-             recompute_modules=(), gemm_shapes=True):
+             recompute_modules=(), gemm_shapes=True, gather_bytes=None,
+             reshard_after_forward=True):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -329,7 +330,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert, recompute_modules
+    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert, recompute_modules,
+    gemm_shapes, gather_bytes, reshard_after_forward
         As in :func:`plan`.
 
     Returns
@@ -356,7 +358,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes)
+                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
+                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -471,7 +474,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
          cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
          dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
-         recompute_modules=(), gemm_shapes=True) -> Plan:
+         recompute_modules=(), gemm_shapes=True, gather_bytes=None,
+             reshard_after_forward=True) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -543,6 +547,19 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         to be done in fp32", ``megatron/training/arguments.py``): its distributed optimizer
         (ZeRO-1) holds ``6 + 12/d`` bytes per parameter, not ``4 + 12/d`` (Megatron-LM
         README, distributed optimizer table).
+    gather_bytes : float > 0, optional
+        Bytes per parameter element that ZeRO / FSDP all-gathers (``None``: 2, BF16: FSDP2's
+        ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` and Megatron's distributed optimizer, which
+        gathers its BF16 parameters while reducing FP32 gradients). Gathers and reduce-scatters are priced
+        separately (:func:`~course.core.zero.sharded_traffic_time`).
+    reshard_after_forward : bool, optional
+        ZeRO-3 only (FSDP2 ``fully_shard(reshard_after_forward=...)``; ``False`` is PyTorch FSDP's
+        ``SHARD_GRAD_OP``): ``False`` keeps the gathered parameters of the stage from the forward to the
+        backward pass, so the backward gathers nothing and the memory holds them.
+    gemm_shapes : bool, optional
+        Price each layout's GEMMs by their shapes on their accelerator (default; :mod:`course.core.gemm`,
+        :data:`~course.core.plan_terms.REFERENCE_GEMM_EFFICIENCY`); ``False``: every GEMM at
+        ``compute_efficiency``.
     tp_overlap : bool, optional
         Overlap the TP all-gathers and reduce-scatters of sequence parallelism with the layer
         GEMMs they feed (Transformer Engine userbuffers, Megatron-Core ``tp_comm_overlap``):
@@ -631,7 +648,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes)
+                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
+                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.base_efficiency, precision=precision,
@@ -643,6 +661,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                                              dispatcher=dispatcher, ep_overlap=ep_overlap,
                                              min_tokens_per_expert=cfg.min_tokens_per_expert,
                                              recompute_modules=cfg.recompute_modules, gemm_shapes=gemm_shapes,
+                                             gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
                                              used_efficiency=record["compute_efficiency"])
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap),
@@ -668,7 +687,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           capacity_factor=None, cp_algorithm="ring", grad_bytes=None, tp_overlap=False,
           memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
           min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, include_unvalidated=False,
-          recompute_modules=(), gemm_shapes=True) -> SweepTable:
+          recompute_modules=(), gemm_shapes=True, gather_bytes=None,
+             reshard_after_forward=True) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -700,7 +720,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     capacity_factor : float, optional
         As in :func:`plan`.
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, recompute_modules
+    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, recompute_modules, gemm_shapes, gather_bytes,
+    reshard_after_forward
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -776,7 +797,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=limit, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes)
+                 min_tokens_per_expert=limit, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
+                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
     sp = np.array(sequence_parallel, dtype=bool)
@@ -799,7 +821,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                     collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
                     grad_bytes=grad_bytes, tp_overlap=tp_overlap, memory_recipe=memory_recipe,
                     dispatcher=dispatcher, ep_overlap=ep_overlap, min_tokens_per_expert=limit,
-                    recompute_modules=recompute_modules, gemm_shapes=gemm_shapes)
+                    recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
+                    gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,

@@ -183,3 +183,42 @@ def test_the_8k_search_keeps_llama3s_published_layout_close():
     best = t.row(0)
     published = t.take(np.flatnonzero((t["tp"] == 8) & (t["cp"] == 1) & (t["pp"] == 16))).row(0)
     assert best["tokens_per_second"] / published["tokens_per_second"] - 1 < 0.05
+
+
+# --------------------------------------------------------------------------- FSDP as it runs
+
+
+def test_fsdp_gathers_and_reduces_at_their_own_widths():
+    # FSDP2 with param_dtype BF16 and reduce_dtype FP32: ZeRO-3 moves per micro-batch a forward gather, a backward
+    # gather (2 bytes each) and a reduce-scatter (4 bytes); with everything at 2 bytes the three are equal
+    args = dict(tp=1, pp=1, dp=64, num_microbatches=4, zero_stage=3, recompute="full", overlap=False)
+    c = cat.make_cluster("DGX H100", 64)
+    bf16 = core.plan("llama3-8b", c, **args)
+    fp32_reduce = core.plan("llama3-8b", c, grad_bytes=4.0, **args)
+    # not overlapped: exposed = total = m (2 G + R); R doubles: (2 + 2) / (2 + 1) = 4/3 of the bandwidth part
+    assert fp32_reduce.dp_comm == pytest.approx(bf16.dp_comm * 4 / 3, rel=0.02)
+
+
+def test_no_reshard_after_forward_saves_the_backward_gather_and_holds_the_weights():
+    c = cat.make_cluster("DGX H100", 64)
+    args = dict(tp=1, pp=1, dp=64, num_microbatches=4, zero_stage=3, recompute="full", overlap=False)
+    resharded = core.plan("llama3-8b", c, **args)
+    kept = core.plan("llama3-8b", c, reshard_after_forward=False, **args)
+    # G + R instead of 2 G + R per micro-batch, all at 2 bytes: two thirds of the traffic
+    assert kept.dp_comm == pytest.approx(resharded.dp_comm * 2 / 3, rel=1e-9)
+    # the gathered BF16 weights stay resident: 2 bytes x (1 - 1/64) of every parameter
+    m = cat.model("llama3-8b")
+    assert kept.weights - resharded.weights == pytest.approx(2.0 * m.params * (1 - 1 / 64))
+    assert "reshard_after_forward=False" in kept.assumptions["dp_comm_exposed"]
+    with pytest.raises(ValueError, match="reshard_after_forward"):
+        core.plan("llama3-8b", c, reshard_after_forward="no", **args)
+    with pytest.raises(ValueError, match="gather_bytes"):
+        core.plan("llama3-8b", c, gather_bytes=0, **args)
+
+
+def test_sharded_traffic_reduces_to_zero_exposed_time_at_equal_widths():
+    for stage in range(4):
+        total, exposed = core.zero.sharded_traffic_time(0.5, 0.5, stage, 8, 0.1, 0.2, 4)
+        per_mb, per_step = core.zero.zero_allreduce_equivalents(stage)
+        assert float(total) == pytest.approx(float(per_mb * 8 + per_step))
+        assert float(exposed) == pytest.approx(float(core.zero.zero_exposed_time(1.0, stage, 8, 0.1, 0.2, 4)))
