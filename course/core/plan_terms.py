@@ -515,6 +515,20 @@ class Config:
         per_token = 4.0 * (a * d - h) + 4.0 * kv * (d - h / a)
         return self.micro_batch * m.seq_len / self.cp * per_token / self.tp
 
+    def recomputed_mlp_bytes(self):
+        """Bytes per dense layer and micro-batch that recomputing the MLP (``recompute_modules=["mlp"]``) frees.
+
+        Korthikanti et al.'s MLP tensors past its input (:func:`~course.core.layer_cost.layer_activation_bytes`):
+        the ``mlp_matrices - 1`` pre-activation outputs and the activation's output, ``2 s b f`` each, split
+        over TP, and the dropout mask ``s b h`` (whole without sequence parallelism); divided by CP.
+        """
+        m = self.model
+        f = m.ffn or 4 * m.hidden
+        tokens = self.micro_batch * m.seq_len / self.cp
+        inner = tokens * f * 2.0 * m.mlp_matrices / self.tp
+        mask = tokens * m.hidden * (1.0 if m.dropout else 0.0) / np.where(self.sequence_parallel, self.tp, 1)
+        return inner + mask
+
     def per_mode(self, fn):
         """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
         return _by_mode(self.recompute_code, fn)
@@ -857,6 +871,10 @@ def memory_terms(*, cfg):
             activations = activations - saved * held
         if m.is_moe:
             activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
+        if "mlp" in cfg.recompute_modules:  # the dense MLPs keep only their input (Megatron-Core recompute_modules)
+            dense_share = (m.dense_layers / m.layers) if m.is_moe else 1.0
+            activations = activations - cfg.per_mode(
+                lambda mode: 0.0 if mode == "full" else cfg.recomputed_mlp_bytes()) * held * dense_share
     # full recomputation still materialises one layer's activations during its backward
     if np.any(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
@@ -1046,8 +1064,10 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                        if measured is not None else ""))
                    if fused_attention else "unfused attention computes the full s x s score matrix")
     if modules:
-        compute.append("recomputed beside the recomputation mode, charged in FLOPs (their activations still "
-                       "counted as stored): " + ", ".join({"mla_up_proj": "the MLA up-projections",
+        compute.append("recomputed beside the recomputation mode, charged in FLOPs"
+                       + (" and, for the dense MLPs, in memory (only their input kept; the MLA up-projections' "
+                          "outputs still counted as stored)" if "mlp" in modules else
+                          " (their activations still counted as stored)") + ": " + ", ".join({"mla_up_proj": "the MLA up-projections",
                                                          "mlp": "the dense MLPs"}[x] for x in modules)
                        + " (Megatron-Core recompute_modules)")
     if m.is_moe:

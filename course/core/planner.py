@@ -588,8 +588,9 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     recompute_modules : sequence of {"mla_up_proj", "mlp"}, optional
         Submodules recomputed beside ``recompute``, as Megatron-Core's ``--recompute-modules``
         (:data:`~course.core.plan_terms.RECOMPUTE_MODULES`): the MLA up-projections (models
-        with MLA) and the dense MLPs. Charged in FLOPs (2 per weight and token); their
-        activations are still counted as stored, so memory is an upper bound.
+        with MLA) and the dense MLPs. Charged in FLOPs (2 per weight and token) and, for the dense MLPs, in
+        memory (each keeps only its input; ``Config.recomputed_mlp_bytes``); the MLA up-projections' outputs
+        are still counted as stored, so with them memory is an upper bound.
     min_tokens_per_expert : float >= 0 or None, optional
         The planner's validated range for mixtures of experts: the fewest tokens each expert
         multiplies per micro-batch (``Plan.tokens_per_expert``, :func:`~course.core.moe.tokens_per_expert`

@@ -157,7 +157,9 @@ def test_recompute_modules_charge_two_flops_per_recomputed_weight_and_token_by_h
     dense = 3 * 7168 * 18432
     per_token = 2 * (61 * up + 3 * dense)
     assert both.flops_per_iteration - base.flops_per_iteration == pytest.approx(8192 * 4096 * per_token, rel=1e-9)
-    assert both.compute > base.compute and both.memory_total == base.memory_total
+    # the dense MLPs now free their inner tensors (memory below); the MLA up-projections' outputs stay counted
+    up_only = plan("deepseek-v3", "h100-1024", recompute_modules=["mla_up_proj"], **layout)
+    assert both.compute > base.compute and up_only.memory_total == base.memory_total > both.memory_total
     assert "the MLA up-projections, the dense MLPs" in both.assumptions["compute"]
     # a full recomputation already re-runs them: nothing more is charged
     full = plan("deepseek-v3", "h100-1024", recompute="full", **layout)

@@ -222,3 +222,18 @@ def test_sharded_traffic_reduces_to_zero_exposed_time_at_equal_widths():
         per_mb, per_step = core.zero.zero_allreduce_equivalents(stage)
         assert float(total) == pytest.approx(float(per_mb * 8 + per_step))
         assert float(exposed) == pytest.approx(float(core.zero.zero_exposed_time(1.0, stage, 8, 0.1, 0.2, 4)))
+
+
+def test_recomputing_the_mlp_charges_its_flops_and_frees_its_inner_tensors():
+    # Llama 3 70B, TP 8 + SP, 8K, b 1: the SwiGLU MLP keeps 2 pre-activations and the activation output, 2 s b f
+    # bytes each over TP (Korthikanti et al.); recomputed, it keeps its input only. The fullest stage (20 layers,
+    # 1F1B with PP 4) holds 4 micro-batches of every layer: 80 layer-micro-batches
+    args = dict(tp=8, pp=4, dp=32, num_microbatches=16, zero_stage=1, sequence_parallel=True)
+    kept = core.plan("llama3-70b", "h100-1024", **args)
+    recomputed = core.plan("llama3-70b", "h100-1024", recompute_modules=["mlp"], **args)
+    per_layer = 8192 * 1 * 28672 * 2 * 3 / 8
+    assert kept.activations - recomputed.activations == pytest.approx(80 * per_layer)
+    # 2 FLOPs per MLP weight and token, once more per step
+    m = cat.model("llama3-70b")
+    extra = 2 * 3 * m.hidden * m.ffn * m.layers * kept.global_batch * m.seq_len
+    assert recomputed.flops_per_iteration - kept.flops_per_iteration == pytest.approx(extra)
