@@ -25,10 +25,10 @@ Examples
 --------
 >>> from course.core import catalog
 >>> h100 = catalog.accelerator("H100")
->>> round(float(gemm_efficiency(8192, 8192, 8192, h100)), 3)  # a large square GEMM: the ceiling
-0.803
->>> round(float(gemm_efficiency(1024, 1024, 16384, h100)), 3)  # 32 tiles on 132 SMs: one thin wave
-0.195
+>>> round(float(gemm_efficiency(8192, 8192, 8192, h100)), 3)  # 2,048 tiles in 16 waves of 132: near the ceiling
+0.779
+>>> round(float(gemm_efficiency(1024, 1024, 16384, h100)), 3)  # 64 tiles of 128 x 128 on 132 SMs: one thin wave
+0.389
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 from . import _validate as v
 
 __all__ = ["TILE_M", "TILE_N", "TILES", "DEFAULT_MATMUL_CEILING", "matmul_ceiling", "wave_efficiency", "gemm_efficiency",
-           "FLASH_ATTENTION_2_LENGTHS", "FLASH_ATTENTION_2_TFLOPS", "attention_length_factor",
+           "FLASH_ATTENTION_2_LENGTHS", "FLASH_ATTENTION_2_TFLOPS", "ATTENTION_KERNEL_TFLOPS", "attention_length_factor",
            "gemm_time", "layer_gemm_efficiency"]
 
 #: Output tile of one thread block, rows x columns: 128 x 256, the largest tile cuBLAS / CUTLASS use for
@@ -176,7 +176,7 @@ def layer_gemm_efficiency(shapes, accelerator, precision="bf16", operand_bytes=2
     >>> from course.core import catalog
     >>> a100 = catalog.accelerator("A100")
     >>> round(float(layer_gemm_efficiency([(2048, 3 * 1536, 12288, 1), (2048, 12288, 1536, 1)], a100)), 3)
-    0.843
+    0.785
     """
     flops = time = 0.0
     for m, n, k, count in shapes:
@@ -192,12 +192,22 @@ def layer_gemm_efficiency(shapes, accelerator, precision="bf16", operand_bytes=2
 FLASH_ATTENTION_2_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
 FLASH_ATTENTION_2_TFLOPS = (191.0, 260.0, 298.0, 319.0, 333.0, 335.0)
 
+#: The same figure's other fused kernels on the same H100 (BF16, causal, head dim 128, forward), TFLOP/s at
+#: :data:`FLASH_ATTENTION_2_LENGTHS`: FlashAttention-3 and cuDNN. Selected with the planner's ``attention_kernel``.
+ATTENTION_KERNEL_TFLOPS = {
+    "flash-attention-2": FLASH_ATTENTION_2_TFLOPS,
+    "flash-attention-3": (292.0, 423.0, 521.0, 579.0, 602.0, 616.0),
+    "cudnn": (315.0, 410.0, 484.0, 518.0, 529.0, 539.0),
+}
 
-def attention_length_factor(seq_len):
-    """Speed of a fused causal attention kernel on ``seq_len`` query tokens relative to its long-sequence plateau.
 
-    Interpolated (log-linear in the length) in FlashAttention-2's measured H100 curve
-    (:data:`FLASH_ATTENTION_2_TFLOPS`), divided by its 8K value; 1 from 8K up, 191/333 = 0.57 at 512.
+def attention_length_factor(seq_len, kernel="flash-attention-2"):
+    """Speed of a fused causal attention kernel on ``seq_len`` query tokens relative to FlashAttention-2 at 8K.
+
+    Interpolated (log-linear in the length) in the kernel's measured H100 curve
+    (:data:`ATTENTION_KERNEL_TFLOPS`), divided by FlashAttention-2's 8K value (the plateau the catalog's
+    ``attention_efficiency`` states); for FlashAttention-2 1 from 8K up, 191/333 = 0.57 at 512; FlashAttention-3
+    602/333 = 1.81 at 8K.
     Context parallelism hands each rank ``s / CP`` queries, so CP 8 at 8K runs the kernel on 1,024-token
     chunks at 0.78 of its plateau speed.
 
@@ -205,17 +215,22 @@ def attention_length_factor(seq_len):
     ----------
     seq_len : float or array, > 0
         Tokens of the sequence chunk one attention call processes.
+    kernel : {"flash-attention-2", "flash-attention-3", "cudnn"}, optional
 
     Returns
     -------
-    float or ndarray in (0, 1]
+    float or ndarray, > 0
 
     Source: Shah et al. 2024 (FlashAttention-3), Figure "Attention forward speed, head dim 128 (H100 80GB SXM5)",
     causal, FlashAttention-2 bars.
 
     >>> round(float(attention_length_factor(1024)), 3), float(attention_length_factor(8192))
     (0.781, 1.0)
+    >>> round(float(attention_length_factor(8192, "flash-attention-3")), 3)
+    1.808
     """
     length = np.asarray(v.positive("seq_len", seq_len), dtype=float)
-    speed = np.interp(np.log2(length), np.log2(FLASH_ATTENTION_2_LENGTHS), FLASH_ATTENTION_2_TFLOPS)
-    return v.scalar_or_array(np.minimum(speed / FLASH_ATTENTION_2_TFLOPS[4], 1.0))
+    curve = ATTENTION_KERNEL_TFLOPS[v.choice("kernel", kernel, tuple(ATTENTION_KERNEL_TFLOPS))]
+    speed = np.interp(np.log2(np.minimum(length, FLASH_ATTENTION_2_LENGTHS[4])), np.log2(FLASH_ATTENTION_2_LENGTHS),
+                      curve)
+    return v.scalar_or_array(speed / FLASH_ATTENTION_2_TFLOPS[4])

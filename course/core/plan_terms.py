@@ -32,7 +32,7 @@ from . import zero as _zero
 
 __all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
-           "grad_bytes_setting", "gather_bytes_setting", "RECOMPUTE_MODULES", "recompute_modules_setting"]
+           "grad_bytes_setting", "gather_bytes_setting", "ATTENTION_KERNELS", "RECOMPUTE_MODULES", "recompute_modules_setting"]
 
 #: Share of dense peak that a training step's matrix multiplications sustain on the calibration runs: the
 #: planner's single calibrated assumption. Fitted once on Megatron-LM SC21 Table 1 (A100, 16-bit, full
@@ -87,6 +87,13 @@ RECOMPUTE_MODULES = ("mla_up_proj", "mlp")
 #: H100, Megatron-MoE-ModelZoo). Below it a plan carries the note ``few_tokens_per_expert`` and
 #: :func:`~course.core.planner.sweep` leaves the layout out unless asked to keep it.
 DEFAULT_MIN_TOKENS_PER_EXPERT = _moe.VALIDATED_MIN_TOKENS_PER_EXPERT
+
+#: Fused attention kernels the planner can run, with their measured H100 curves
+#: (:data:`~course.core.gemm.ATTENTION_KERNEL_TFLOPS`; Shah et al. 2024): applied where the accelerator has a
+#: measured ``attention_efficiency`` (Hopper), relative to FlashAttention-2's, which the catalog states.
+ATTENTION_KERNELS = tuple(_gemm.ATTENTION_KERNEL_TFLOPS)
+#: Query tokens from which FlashAttention-2's measured speed is its plateau (the catalog's ``attention_efficiency``).
+ATTENTION_PLATEAU_TOKENS = 8192
 
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
 STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
@@ -236,7 +243,8 @@ class Config:
                  collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
                  grad_bytes=None, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
                  ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=(),
-                 gemm_shapes=True, gather_bytes=None, reshard_after_forward=True):
+                 gemm_shapes=True, gather_bytes=None, reshard_after_forward=True,
+                 attention_kernel="flash-attention-2"):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
         if not isinstance(gemm_shapes, (bool, np.bool_)):
             raise ValueError(f"gemm_shapes must be True or False; got {gemm_shapes!r}")
@@ -272,6 +280,7 @@ class Config:
         self.gemm_peak = self.cluster.accelerator.peak(precision)
         self.peak = self.cluster.accelerator.peak("bf16") if self.fp8 else self.gemm_peak
         self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
+        self.attention_kernel = v.choice("attention_kernel", attention_kernel, ATTENTION_KERNELS)
         self.cp_algorithm = v.choice("cp_algorithm", cp_algorithm, CP_ALGORITHMS)
         # a fused causal kernel skips the score blocks above the diagonal (FlashAttention-2)
         self.attention_fraction = (float(_lc.causal_attention_fraction(self.model.seq_len))
@@ -309,10 +318,12 @@ class Config:
             keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
             setattr(self, name, arr if keep else arr.astype(np.int64))
         self._derive(collective_efficiency)
-        if self.attention_measured and self.gemm_shapes:
-            # the fused kernel's measured share of peak holds from 8K queries; shorter chunks (CP) run slower
+        if self.attention_measured:
+            # the fused kernel's measured share of peak (FlashAttention-2's plateau from 8K queries), scaled to the
+            # kernel in use and, with GEMM shapes priced, to the CP chunk's length (shorter chunks run slower)
+            length = self.seq_local if self.gemm_shapes else ATTENTION_PLATEAU_TOKENS
             self.attention_efficiency = self.attention_efficiency * np.asarray(
-                _gemm.attention_length_factor(self.seq_local))
+                _gemm.attention_length_factor(length, self.attention_kernel))
         if self.gemm_shapes:
             self.gemm_efficiency = np.asarray(self.layer_gemm_efficiency())
             self.compute_efficiency = np.minimum(
@@ -1003,7 +1014,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
                      collective_efficiency=None, capacity_factor=None, grad_bytes=None,
                      tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
                      min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=(), gemm_shapes=True,
-                     used_efficiency=None, gather_bytes=None, reshard_after_forward=True):
+                     used_efficiency=None, gather_bytes=None, reshard_after_forward=True,
+                     attention_kernel="flash-attention-2"):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
     One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
@@ -1016,7 +1028,7 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         As in :func:`~course.core.planner.plan`.
     compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
     capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert,
-    recompute_modules, gemm_shapes, gather_bytes, reshard_after_forward
+    recompute_modules, gemm_shapes, gather_bytes, reshard_after_forward, attention_kernel
         As in :func:`~course.core.planner.plan`.
     used_efficiency : float, optional
         The share of peak one plan's GEMMs were charged (``Plan.compute_efficiency``), quoted when given.
@@ -1057,10 +1069,14 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     if precision == "fp8":
         compute.append("layer GEMMs at the FP8 peak; attention, output layer and router in BF16 (DeepSeek-V3)")
     measured = c.accelerator.attention_efficiency
-    compute.append(("causal FlashAttention-2 skips the masked 128 x 128 score tiles"
+    kernel_words = {"flash-attention-2": "FlashAttention-2", "flash-attention-3": "FlashAttention-3",
+                    "cudnn": "cuDNN's fused attention"}[v.choice("attention_kernel", attention_kernel, ATTENTION_KERNELS)]
+    if measured is not None and attention_kernel != "flash-attention-2":
+        measured = measured * float(_gemm.attention_length_factor(ATTENTION_PLATEAU_TOKENS, attention_kernel))
+    compute.append((f"causal {kernel_words} skips the masked 128 x 128 score tiles"
                     + (f" and sustains {measured:.2f} of peak on the {c.accelerator.name} (Shah et al. 2024)"
-                       + (" from 8K queries per CP rank, less on shorter chunks (FlashAttention-2's measured H100 "
-                          "curve, FlashAttention-3 paper)" if gemm_shapes else "")
+                       + (" from 8K queries per CP rank, less on shorter chunks (its measured H100 curve, "
+                          "FlashAttention-3 paper)" if gemm_shapes else "")
                        if measured is not None else ""))
                    if fused_attention else "unfused attention computes the full s x s score matrix")
     if modules:

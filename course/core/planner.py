@@ -301,7 +301,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
              cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
              dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
              recompute_modules=(), gemm_shapes=True, gather_bytes=None,
-             reshard_after_forward=True):
+             reshard_after_forward=True, attention_kernel="flash-attention-2"):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -331,7 +331,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
     first_stage_layers, last_stage_layers : int or array of int, >= 0
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
     grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert, recompute_modules,
-    gemm_shapes, gather_bytes, reshard_after_forward
+    gemm_shapes, gather_bytes, reshard_after_forward, attention_kernel
         As in :func:`plan`.
 
     Returns
@@ -359,7 +359,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
                  min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
-                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward)
+                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
+                 attention_kernel=attention_kernel)
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -475,7 +476,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
          cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
          dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
          recompute_modules=(), gemm_shapes=True, gather_bytes=None,
-             reshard_after_forward=True) -> Plan:
+             reshard_after_forward=True, attention_kernel="flash-attention-2") -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -556,6 +557,10 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         ZeRO-3 only (FSDP2 ``fully_shard(reshard_after_forward=...)``; ``False`` is PyTorch FSDP's
         ``SHARD_GRAD_OP``): ``False`` keeps the gathered parameters of the stage from the forward to the
         backward pass, so the backward gathers nothing and the memory holds them.
+    attention_kernel : {"flash-attention-2", "flash-attention-3", "cudnn"}, optional
+        The fused attention kernel, at its measured H100 speed by sequence length (Shah et al. 2024,
+        FlashAttention-3, figure "Attention forward speed", causal, head dim 128); on accelerators without a
+        measured attention efficiency (A100, Blackwell) attention runs at the GEMMs' share.
     gemm_shapes : bool, optional
         Price each layout's GEMMs by their shapes on their accelerator (default; :mod:`course.core.gemm`,
         :data:`~course.core.plan_terms.REFERENCE_GEMM_EFFICIENCY`); ``False``: every GEMM at
@@ -650,7 +655,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
                  min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
-                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward)
+                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
+                 attention_kernel=attention_kernel)
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.base_efficiency, precision=precision,
@@ -663,6 +669,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                                              min_tokens_per_expert=cfg.min_tokens_per_expert,
                                              recompute_modules=cfg.recompute_modules, gemm_shapes=gemm_shapes,
                                              gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
+                                             attention_kernel=attention_kernel,
                                              used_efficiency=record["compute_efficiency"])
     record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
                   overlap=bool(overlap),
@@ -689,7 +696,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
           memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
           min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, include_unvalidated=False,
           recompute_modules=(), gemm_shapes=True, gather_bytes=None,
-             reshard_after_forward=True) -> SweepTable:
+             reshard_after_forward=True, attention_kernel="flash-attention-2") -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -722,7 +729,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         As in :func:`plan`.
     schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
     grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, recompute_modules, gemm_shapes, gather_bytes,
-    reshard_after_forward
+    reshard_after_forward, attention_kernel
         As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
@@ -799,7 +806,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                  cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
                  memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
                  min_tokens_per_expert=limit, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
-                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward)
+                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
+                 attention_kernel=attention_kernel)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
     sp = np.array(sequence_parallel, dtype=bool)
@@ -823,7 +831,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                     grad_bytes=grad_bytes, tp_overlap=tp_overlap, memory_recipe=memory_recipe,
                     dispatcher=dispatcher, ep_overlap=ep_overlap, min_tokens_per_expert=limit,
                     recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
-                    gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward)
+                    gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
+                 attention_kernel=attention_kernel)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,
