@@ -11,7 +11,8 @@ module named in its docstring. :func:`columns` adds them up into the columns
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from typing import Optional
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
+__all__ = ["PlanSettings", "Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
            "grad_bytes_setting", "gather_bytes_setting", "ATTENTION_KERNELS", "RECOMPUTE_MODULES", "recompute_modules_setting"]
 
@@ -202,6 +203,170 @@ def _by_mode(recompute_code, fn):
     return out
 
 
+@dataclass(frozen=True)
+class PlanSettings:
+    """The planner's settings for a whole pass: one documented, validated record.
+
+    :func:`~course.core.planner.plan`, :func:`~course.core.planner.evaluate`,
+    :func:`~course.core.planner.sweep`, :class:`Config` and :func:`term_assumptions` take it as
+    ``settings=`` and any of its fields as keyword options (``plan(..., precision="fp8")``), which
+    override the record's (as SciPy's ``options=``). The parallel layout (TP, CP, PP, DP, EP, ETP,
+    micro-batching, ZeRO stage, recomputation mode, sequence parallelism, interleaving, pinned stages)
+    is not a setting: it is what a sweep varies.
+
+    Parameters
+    ----------
+    schedule : {"1f1b", "gpipe", "zb-h1", "dualpipe"}
+        1F1B and GPipe have the same bubble; 1F1B keeps at most ``pp`` micro-batches in flight, GPipe
+        all ``m``. ZB-H1 fills the bubble with weight-gradient work (a third of 1F1B's bubble, same
+        memory; Qi et al. 2023). DualPipe (DeepSeek-V3) feeds both ends of the pipeline, keeps two copies
+        of the stage's weights and ``pp + 1`` micro-batches, and hides the expert all-to-alls
+        (:func:`~course.core.pipeline.schedule_bubble_overhead`).
+    overlap : bool
+        Overlap DP/ZeRO traffic with compute, one bucket per layer (prefetch for ZeRO-3).
+    compute_efficiency : float in (0, 1]
+        The calibrated share of dense peak (:data:`DEFAULT_COMPUTE_EFFICIENCY`); with ``gemm_shapes`` each
+        layout's GEMMs scale it by their shapes (:data:`REFERENCE_GEMM_EFFICIENCY`).
+    precision : str
+        Peak-FLOP/s key of the accelerator. ``"fp8"``: the layer GEMMs run at the FP8 peak and attention,
+        the output layer and the router at the BF16 one; every GEMM operand pays a memory-bound cast; the
+        weights gain a cached FP8 copy; GEMM inputs are kept in FP8; MoE tokens are dispatched in FP8
+        (:mod:`~course.core.fp8`, DeepSeek-AI 2024 sec. 3.3). MFU is then quoted against the BF16 peak.
+    fused_attention : bool
+        A fused causal attention kernel: the ``s x s`` scores never reach HBM and the blocks above the
+        causal diagonal are skipped (:func:`~course.core.layer_cost.causal_attention_fraction`). ``False``
+        for runs before 2022 (Megatron's fused softmax on the full score matrix).
+    attention_kernel : {"flash-attention-2", "flash-attention-3", "cudnn"}
+        The fused kernel, at its measured H100 speed by sequence length (Shah et al. 2024,
+        FlashAttention-3, figure "Attention forward speed", causal, head dim 128); on accelerators without a
+        measured attention efficiency (A100, Blackwell) attention runs at the GEMMs' share.
+    gemm_shapes : bool
+        Price each layout's GEMMs by their shapes on their accelerator (:mod:`course.core.gemm`); ``False``:
+        every GEMM at ``compute_efficiency``.
+    collective_efficiency : float in (0, 1], optional
+        Achieved bus bandwidth over link bandwidth for every collective (and all-to-all); by default the
+        measured NVLink and network values of :mod:`~course.core.collectives` and DeepEP's own
+        (:data:`~course.core.moe.DEEPEP_NVLINK_EFFICIENCY`).
+    cp_algorithm : {"ring", "all_gather"}
+        Context-parallel K/V exchange: the ring overlaps each block's send with attention (Megatron-Core /
+        Transformer Engine default), Llama 3's all-gather is exposed.
+    tp_overlap : bool
+        Overlap the TP all-gathers and reduce-scatters of sequence parallelism with the layer GEMMs they
+        feed (Transformer Engine userbuffers): one ring step per collective stays exposed, the rest hides
+        and takes ``OVERLAP_SM_SHARE`` of the SMs (:func:`~course.core.tensor.tp_overlap_exposed_time`; an
+        upper bound). Needs sequence parallelism; off by default.
+    grad_bytes : float > 0, optional
+        Bytes per gradient element, held (unsharded below ZeRO-2) and reduced over DP x CP. ``None``: the
+        memory recipe's (4 for ``"deepseek-v3"``, else 2). 4: Megatron-LM in BF16, which accumulates and
+        reduces gradients in FP32 (``megatron/training/arguments.py``; its distributed optimizer holds
+        ``6 + 12/d`` bytes per parameter, Megatron-LM README).
+    gather_bytes : float > 0, optional
+        Bytes per parameter element that ZeRO / FSDP all-gathers (``None``: 2, BF16, as FSDP2's
+        ``param_dtype`` and Megatron's distributed optimizer gather them), priced apart from the reduction
+        (:func:`~course.core.zero.sharded_traffic_time`).
+    reshard_after_forward : bool
+        ZeRO-3 only (FSDP2 ``fully_shard(reshard_after_forward=...)``; ``False`` is FSDP's ``SHARD_GRAD_OP``):
+        ``False`` keeps the stage's gathered parameters from the forward to the backward pass.
+    memory_recipe : {"standard", "deepseek-v3"}
+        How weights, optimizer states and activations are stored (:data:`MEMORY_RECIPES`).
+    recompute_modules : sequence of {"mla_up_proj", "mlp"}
+        Submodules recomputed beside the recomputation mode, as Megatron-Core's ``--recompute-modules``
+        (:data:`RECOMPUTE_MODULES`): FLOPs charged (2 per weight and token); the dense MLPs keep only their
+        input (:meth:`Config.recomputed_mlp_bytes`).
+    capacity_factor : float > 0, optional
+        Token-dropping MoE: each expert computes ``capacity_factor x`` its mean load. ``None``: dropless,
+        the busiest EP rank is a straggler.
+    dispatcher : {"alltoall", "deepep"}
+        MoE token dispatch (:data:`DISPATCHERS`).
+    ep_overlap : bool
+        Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``; an upper bound).
+    min_tokens_per_expert : float >= 0 or None
+        The validated range for mixtures of experts (default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT`): below it
+        a plan carries the note ``few_tokens_per_expert`` and a sweep leaves the layout out. ``None`` or 0:
+        no limit.
+
+    Raises ValueError naming the setting for a value out of range, and for an unknown option name.
+
+    Source: each field's own (above); the module docstring of :mod:`course.core.planner`.
+
+    Examples
+    --------
+    >>> s = PlanSettings.of(precision="fp8", tp_overlap=True)
+    >>> s.precision, s.tp_overlap, s.schedule
+    ('fp8', True, '1f1b')
+    >>> PlanSettings.of(s, schedule="dualpipe").as_kwargs()["precision"]
+    'fp8'
+    >>> PlanSettings.of(precison="fp8")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown planner setting 'precison'; the settings are schedule, overlap, ...
+    """
+
+    schedule: str = "1f1b"
+    overlap: bool = True
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY
+    precision: str = "bf16"
+    fused_attention: bool = True
+    attention_kernel: str = "flash-attention-2"
+    gemm_shapes: bool = True
+    collective_efficiency: Optional[float] = None
+    cp_algorithm: str = "ring"
+    tp_overlap: bool = False
+    grad_bytes: Optional[float] = None
+    gather_bytes: Optional[float] = None
+    reshard_after_forward: bool = True
+    memory_recipe: str = "standard"
+    recompute_modules: tuple = ()
+    capacity_factor: Optional[float] = None
+    dispatcher: str = "alltoall"
+    ep_overlap: bool = False
+    min_tokens_per_expert: Optional[float] = DEFAULT_MIN_TOKENS_PER_EXPERT
+
+    def __post_init__(self):
+        v.choice("schedule", self.schedule, SCHEDULES)
+        v.choice("cp_algorithm", self.cp_algorithm, CP_ALGORITHMS)
+        v.choice("memory_recipe", self.memory_recipe, MEMORY_RECIPES)
+        v.choice("dispatcher", self.dispatcher, DISPATCHERS)
+        v.choice("attention_kernel", self.attention_kernel, ATTENTION_KERNELS)
+        if not isinstance(self.precision, str):
+            raise ValueError(f"precision must be a name (str) such as 'bf16' or 'fp8'; got {self.precision!r}")
+        for name in ("tp_overlap", "ep_overlap", "gemm_shapes", "reshard_after_forward"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}")
+        v.fraction("compute_efficiency", self.compute_efficiency, low_open=True)
+        if self.collective_efficiency is not None:
+            v.fraction("collective_efficiency", self.collective_efficiency, low_open=True)
+        for name in ("capacity_factor", "grad_bytes", "gather_bytes"):
+            if getattr(self, name) is not None:
+                v.positive(name, getattr(self, name))
+        min_tokens_setting(self.min_tokens_per_expert)
+        modules = self.recompute_modules
+        if modules is None:
+            modules = ()
+        if isinstance(modules, str) or not all(isinstance(x, str) for x in modules):
+            raise ValueError(f"recompute_modules must be a list of names from {RECOMPUTE_MODULES}; got {modules!r}")
+        for name in modules:
+            if name not in RECOMPUTE_MODULES:
+                raise ValueError(f"recompute_modules names one of {RECOMPUTE_MODULES}; got {name!r}")
+        object.__setattr__(self, "recompute_modules", tuple(sorted(set(modules))))
+
+    @classmethod
+    def of(cls, settings=None, **options):
+        """``settings`` (a :class:`PlanSettings`, or ``None`` for the defaults) with ``options`` replacing fields."""
+        if settings is not None and not isinstance(settings, cls):
+            raise ValueError(f"settings must be a PlanSettings; got {type(settings).__name__}")
+        names = [f.name for f in fields(cls)]
+        for name in options:
+            if name not in names:
+                raise ValueError(f"unknown planner setting {name!r}; the settings are {', '.join(names)}")
+        base = settings if settings is not None else cls()
+        return replace(base, **options) if options else base
+
+    def as_kwargs(self) -> dict:
+        """The settings as keyword arguments (field name -> value)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 @dataclass
 class _Link:
     """Achieved bandwidth (bytes/s) and latency (s) of the link a parallel group uses."""
@@ -230,58 +395,45 @@ class Config:
         A mode of ``RECOMPUTE_MODES`` or indices into it.
     first_stage_layers, last_stage_layers : int or array, >= 0
         Pinned layer counts (0: balanced).
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
-        As in :func:`plan`.
+    ep, etp : int or array, >= 1
+        Expert- and expert-tensor-parallel degrees.
+    settings : PlanSettings, optional
+        The settings of the pass; ``options`` (any :class:`PlanSettings` field) override its fields.
 
     Source: Dubey et al. 2024, sec. 3.3.2 (placement order TP, CP, PP, DP).
     """
 
     def __init__(self, model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4,
-                 zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
-                 first_stage_layers=0, last_stage_layers=0, overlap=True,
-                 compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
-                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
-                 grad_bytes=None, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
-                 ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=(),
-                 gemm_shapes=True, gather_bytes=None, reshard_after_forward=True,
-                 attention_kernel="flash-attention-2"):
+                 zero_stage=0, recompute="none", sequence_parallel=False, interleave=1,
+                 first_stage_layers=0, last_stage_layers=0, ep=1, etp=1, settings=None, **options):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
-        if not isinstance(gemm_shapes, (bool, np.bool_)):
-            raise ValueError(f"gemm_shapes must be True or False; got {gemm_shapes!r}")
-        self.gemm_shapes = bool(gemm_shapes)
-        self.recompute_modules = recompute_modules_setting(recompute_modules, self.model, memory_recipe)
-        self.min_tokens_per_expert = min_tokens_setting(min_tokens_per_expert)
-        self.dispatcher = v.choice("dispatcher", dispatcher, DISPATCHERS)
-        if not isinstance(ep_overlap, (bool, np.bool_)):
-            raise ValueError(f"ep_overlap must be True or False; got {ep_overlap!r}")
-        self.ep_overlap = bool(ep_overlap)
-        self.memory_recipe = v.choice("memory_recipe", memory_recipe, MEMORY_RECIPES)
+        s = self.settings = PlanSettings.of(settings, **options)  # validated: names, choices, ranges
+        self.gemm_shapes = bool(s.gemm_shapes)
+        self.recompute_modules = recompute_modules_setting(s.recompute_modules, self.model, s.memory_recipe)
+        self.min_tokens_per_expert = min_tokens_setting(s.min_tokens_per_expert)
+        self.dispatcher, self.ep_overlap, self.memory_recipe = s.dispatcher, bool(s.ep_overlap), s.memory_recipe
         if self.memory_recipe == "deepseek-v3" and not self.model.mla:
             raise ValueError(f"memory_recipe='deepseek-v3' recomputes MLA up-projections: it needs a model with "
                              f"multi-head latent attention (deepseek-v3); got {self.model.name}")
-        if not isinstance(tp_overlap, (bool, np.bool_)):
-            raise ValueError(f"tp_overlap must be True or False; got {tp_overlap!r}")
-        self.tp_overlap = bool(tp_overlap)
+        self.tp_overlap = bool(s.tp_overlap)
         # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
-        self.grad_bytes = grad_bytes_setting(grad_bytes, self.memory_recipe)
+        self.grad_bytes = grad_bytes_setting(s.grad_bytes, self.memory_recipe)
         # bytes per parameter element ZeRO / FSDP all-gathers: the compute dtype (BF16) unless told otherwise
-        self.gather_bytes = gather_bytes_setting(gather_bytes)
-        if not isinstance(reshard_after_forward, (bool, np.bool_)):
-            raise ValueError(f"reshard_after_forward must be True or False; got {reshard_after_forward!r}")
-        self.reshard_after_forward = bool(reshard_after_forward)
-        self.schedule = v.choice("schedule", schedule, SCHEDULES)
+        self.gather_bytes = gather_bytes_setting(s.gather_bytes)
+        self.reshard_after_forward = bool(s.reshard_after_forward)
+        self.schedule = s.schedule
         # the calibrated share of peak; ``compute_efficiency`` becomes per-configuration once shapes are known
-        self.base_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
+        self.base_efficiency = float(s.compute_efficiency)
         self.compute_efficiency = self.base_efficiency
         # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
         # router) in BF16 (DeepSeek-AI 2024, sec. 3.3.1); MFU is then quoted against the BF16 peak
-        self.precision = precision
+        precision = self.precision = s.precision
         self.fp8 = precision == "fp8"
         self.gemm_peak = self.cluster.accelerator.peak(precision)
         self.peak = self.cluster.accelerator.peak("bf16") if self.fp8 else self.gemm_peak
-        self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
-        self.attention_kernel = v.choice("attention_kernel", attention_kernel, ATTENTION_KERNELS)
-        self.cp_algorithm = v.choice("cp_algorithm", cp_algorithm, CP_ALGORITHMS)
+        self.overlap, self.fused_attention = bool(s.overlap), bool(s.fused_attention)
+        self.attention_kernel = s.attention_kernel
+        self.cp_algorithm = s.cp_algorithm
         # a fused causal kernel skips the score blocks above the diagonal (FlashAttention-2)
         self.attention_fraction = (float(_lc.causal_attention_fraction(self.model.seq_len))
                                    if self.fused_attention else 1.0)
@@ -308,8 +460,7 @@ class Config:
         if not self.model.is_moe and (np.any(arrays["ep"] > 1) or np.any(arrays["etp"] > 1)):
             raise ValueError(f"ep and etp must be 1 for {self.model.name}, which has no experts; "
                              f"got ep={ep!r}, etp={etp!r}")
-        self.capacity_factor = (None if capacity_factor is None
-                                else float(v.positive("capacity_factor", capacity_factor)))
+        self.capacity_factor = None if s.capacity_factor is None else float(s.capacity_factor)
         if np.any(arrays["pp"] > self.model.layers):
             raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
         # not broadcast: each array keeps its shape (see _by_mode); ``shape`` is the broadcast one
@@ -317,7 +468,7 @@ class Config:
         for name, arr in arrays.items():
             keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
             setattr(self, name, arr if keep else arr.astype(np.int64))
-        self._derive(collective_efficiency)
+        self._derive(s.collective_efficiency)
         if self.attention_measured:
             # the fused kernel's measured share of peak (FlashAttention-2's plateau from 8K queries), scaled to the
             # kernel in use and, with GEMM shapes priced, to the CP chunk's length (shorter chunks run slower)
@@ -1009,27 +1160,18 @@ def broadcast_columns(cols, shape):
     return {k: np.array(np.broadcast_to(a, shape)) for k, a in cols.items()}
 
 
-def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-                     fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
-                     collective_efficiency=None, capacity_factor=None, grad_bytes=None,
-                     tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
-                     min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=(), gemm_shapes=True,
-                     used_efficiency=None, gather_bytes=None, reshard_after_forward=True,
-                     attention_kernel="flash-attention-2"):
+def term_assumptions(model, cluster, settings=None, *, used_efficiency=None, **options):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
-    One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
-    :func:`~course.core.planner.plan`. What a number assumes is printed beside it
+    One entry per name of :data:`STEP_TERMS` and ``"memory"``. What a number assumes is printed beside it
     (``Plan.assumptions``, :func:`~course.core.planner.explain`).
 
     Parameters
     ----------
     model, cluster
         As in :func:`~course.core.planner.plan`.
-    compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert,
-    recompute_modules, gemm_shapes, gather_bytes, reshard_after_forward, attention_kernel
-        As in :func:`~course.core.planner.plan`.
+    settings : PlanSettings, optional
+        The settings of the plan or sweep; ``options`` (any :class:`PlanSettings` field) override its fields.
     used_efficiency : float, optional
         The share of peak one plan's GEMMs were charged (``Plan.compute_efficiency``), quoted when given.
 
@@ -1045,6 +1187,15 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     >>> term_assumptions("llama3-70b", "h100-1024")["cp_comm"].split(";")[0]
     "ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p)"
     """
+    return _term_assumptions(model, cluster, used_efficiency=used_efficiency,
+                             **PlanSettings.of(settings, **options).as_kwargs())
+
+
+def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, compute_efficiency, precision,
+                      fused_attention, attention_kernel, gemm_shapes, collective_efficiency, cp_algorithm, tp_overlap,
+                      grad_bytes, gather_bytes, reshard_after_forward, memory_recipe, recompute_modules,
+                      capacity_factor, dispatcher, ep_overlap, min_tokens_per_expert):
+    """:func:`term_assumptions` with every :class:`PlanSettings` field spelt out (no defaults: the record has them)."""
     m, c = _as_model(model), _as_cluster(cluster)
     grad_bytes = grad_bytes_setting(grad_bytes, memory_recipe)
     modules = recompute_modules_setting(recompute_modules, m, memory_recipe)

@@ -104,7 +104,7 @@ from . import catalog as _cat
 from . import layer_cost as _lc
 from . import zero as _zero
 from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_MIN_TOKENS_PER_EXPERT, RECOMPUTE_MODES, SCHEDULES,
-                         STEP_TERMS, Config, _as_cluster, _as_model, min_tokens_setting)
+                         STEP_TERMS, Config, PlanSettings, _as_cluster, _as_model, min_tokens_setting)
 from .plan_terms import broadcast_columns as _broadcast_columns
 from .plan_terms import columns as _columns
 from .plan_terms import rate_columns as _rate_columns
@@ -112,7 +112,7 @@ from .plan_terms import term_assumptions
 from .sweep_table import GridRows, SweepTable
 
 __all__ = [
-    "Plan", "SweepTable", "Config", "plan", "sweep", "evaluate", "explain", "iteration_flops",
+    "Plan", "SweepTable", "Config", "PlanSettings", "plan", "sweep", "evaluate", "explain", "iteration_flops",
     "DEFAULT_COMPUTE_EFFICIENCY", "DEFAULT_MIN_TOKENS_PER_EXPERT", "RECOMPUTE_MODES", "SCHEDULES", "VIOLATION_CODES",
     "NOTE_CODES",
     "STEP_TERMS", "megatron_table1", "format_megatron_table1",
@@ -294,14 +294,8 @@ class Plan:
 
 
 def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4, zero_stage=0,
-             recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
-             first_stage_layers=0, last_stage_layers=0, overlap=True,
-             compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
-             collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-             cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
-             dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
-             recompute_modules=(), gemm_shapes=True, gather_bytes=None,
-             reshard_after_forward=True, attention_kernel="flash-attention-2"):
+             recompute="none", sequence_parallel=False, interleave=1, first_stage_layers=0, last_stage_layers=0,
+             ep=1, etp=1, settings=None, **options):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -322,17 +316,17 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
         Parallel degrees, sequences per micro-batch, micro-batches per step, chunks per stage.
     ep, etp : int or array of int, >= 1, optional
         Expert- and expert-tensor-parallel degrees (mixtures of experts only).
-    capacity_factor : float, optional
-        As in :func:`plan`.
     zero_stage : int or array of int in 0..3
     recompute : str or array of int
         A mode of ``RECOMPUTE_MODES`` or indices into it.
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert, recompute_modules,
-    gemm_shapes, gather_bytes, reshard_after_forward, attention_kernel
-        As in :func:`plan`.
+    settings : PlanSettings, optional
+        The pass's settings (:class:`~course.core.plan_terms.PlanSettings`: schedule, precision, overlaps,
+        efficiencies, collectives, storage, MoE dispatch...); defaults for every field.
+    **options
+        Any :class:`~course.core.plan_terms.PlanSettings` field, overriding ``settings``
+        (``evaluate(..., precision="fp8")``); an unknown name raises ValueError listing the settings.
 
     Returns
     -------
@@ -352,15 +346,8 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
     """
     cfg = Config(model, cluster, tp=tp, cp=cp, pp=pp, dp=dp, micro_batch=micro_batch,
                  num_microbatches=num_microbatches, zero_stage=zero_stage, recompute=recompute,
-                 sequence_parallel=sequence_parallel, schedule=schedule, interleave=interleave,
-                 first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
-                 compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
-                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
-                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
-                 attention_kernel=attention_kernel)
+                 sequence_parallel=sequence_parallel, interleave=interleave, first_stage_layers=first_stage_layers,
+                 last_stage_layers=last_stage_layers, ep=ep, etp=etp, settings=PlanSettings.of(settings, **options))
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
@@ -469,14 +456,8 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
 
 
 def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, num_microbatches=None,
-         zero_stage=0, recompute="none", sequence_parallel=False, overlap=True, schedule="1f1b",
-         interleave=1, first_stage_layers=0, last_stage_layers=0,
-         compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
-         collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-         cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
-         dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
-         recompute_modules=(), gemm_shapes=True, gather_bytes=None,
-             reshard_after_forward=True, attention_kernel="flash-attention-2") -> Plan:
+         zero_stage=0, recompute="none", sequence_parallel=False, interleave=1, first_stage_layers=0,
+         last_stage_layers=0, ep=1, etp=1, settings=None, **options) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -502,111 +483,24 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         with their traffic per micro-batch (:mod:`~course.core.zero`).
     recompute : {"none", "selective", "full"}
     sequence_parallel : bool
-    overlap : bool
-        Overlap DP/ZeRO traffic with compute, one bucket per layer (prefetch for ZeRO-3).
-    schedule : {"1f1b", "gpipe", "zb-h1", "dualpipe"}
-        1F1B and GPipe have the same bubble; 1F1B keeps at most ``pp`` micro-batches in
-        flight, GPipe all ``m``. ZB-H1 splits the backward pass into input- and
-        weight-gradient parts and fills the bubble with the latter (a third of 1F1B's
-        bubble, same memory; Qi et al. 2023). DualPipe (DeepSeek-V3) feeds both ends of
-        the pipeline, keeps two copies of the stage's weights and ``pp + 1`` micro-batches,
-        and hides the expert all-to-alls behind computation
-        (:func:`~course.core.pipeline.schedule_bubble_overhead`).
     interleave : int >= 1
         Model chunks per GPU ``v`` (interleaved 1F1B): bubble / v, point-to-point x v.
     first_stage_layers, last_stage_layers : int >= 0, optional
         Pin the layers of the first / last pipeline stage (0: balanced split).
-    compute_efficiency : float in (0, 1]
-        Share of dense peak sustained by the computation (see
-        ``DEFAULT_COMPUTE_EFFICIENCY``).
-    precision : str
-        Peak-FLOP/s key of the accelerator. ``"fp8"``: the layer GEMMs run at the FP8 peak
-        and attention, the output layer and the router at the BF16 one; every GEMM operand
-        pays a memory-bound cast; the weights gain a cached FP8 copy (1 byte each); GEMM
-        inputs are kept in FP8 for the backward pass; MoE tokens are dispatched in FP8
-        (:mod:`~course.core.fp8`, DeepSeek-AI 2024 sec. 3.3). MFU is then quoted against the
-        BF16 peak.
-    fused_attention : bool
-        A fused causal attention kernel (FlashAttention-2, today's default in Megatron-Core
-        and Transformer Engine): the ``s x s`` scores never reach HBM (no memory-bound
-        time, no activation memory for them: without recomputation a layer keeps what
-        selective recomputation keeps) and the blocks above the causal diagonal are
-        skipped (:func:`~course.core.layer_cost.causal_attention_fraction`). ``False``
-        for runs before 2022 (Megatron's fused softmax on the full score matrix).
-    cp_algorithm : {"ring", "all_gather"}
-        Context-parallel K/V exchange: the ring overlaps each block's send with attention
-        (Megatron-Core / Transformer Engine default), Llama 3's all-gather is exposed.
-    collective_efficiency : float in (0, 1], optional
-        Achieved bus bandwidth over link bandwidth for every collective; by default the
-        measured NVLink and network values of :mod:`~course.core.collectives`.
-    grad_bytes : float > 0, optional
-        Bytes per gradient element, held (unsharded below ZeRO-2) and reduced over DP x
-        CP. ``None`` (default): the memory recipe's, 4 for ``"deepseek-v3"`` (FP32 gradients,
-        sec. 3.3.3), else 2. 2: 16-bit gradients, as ZeRO counts them (Rajbhandari et al. 2020)
-        and as FSDP reduces them in BF16. 4: Megatron-LM in BF16, which accumulates and
-        reduces gradients in FP32 ("bfloat16 requires gradient accumulation and all-reduce
-        to be done in fp32", ``megatron/training/arguments.py``): its distributed optimizer
-        (ZeRO-1) holds ``6 + 12/d`` bytes per parameter, not ``4 + 12/d`` (Megatron-LM
-        README, distributed optimizer table).
-    gather_bytes : float > 0, optional
-        Bytes per parameter element that ZeRO / FSDP all-gathers (``None``: 2, BF16: FSDP2's
-        ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` and Megatron's distributed optimizer, which
-        gathers its BF16 parameters while reducing FP32 gradients). Gathers and reduce-scatters are priced
-        separately (:func:`~course.core.zero.sharded_traffic_time`).
-    reshard_after_forward : bool, optional
-        ZeRO-3 only (FSDP2 ``fully_shard(reshard_after_forward=...)``; ``False`` is PyTorch FSDP's
-        ``SHARD_GRAD_OP``): ``False`` keeps the gathered parameters of the stage from the forward to the
-        backward pass, so the backward gathers nothing and the memory holds them.
-    attention_kernel : {"flash-attention-2", "flash-attention-3", "cudnn"}, optional
-        The fused attention kernel, at its measured H100 speed by sequence length (Shah et al. 2024,
-        FlashAttention-3, figure "Attention forward speed", causal, head dim 128); on accelerators without a
-        measured attention efficiency (A100, Blackwell) attention runs at the GEMMs' share.
-    gemm_shapes : bool, optional
-        Price each layout's GEMMs by their shapes on their accelerator (default; :mod:`course.core.gemm`,
-        :data:`~course.core.plan_terms.REFERENCE_GEMM_EFFICIENCY`); ``False``: every GEMM at
-        ``compute_efficiency``.
-    tp_overlap : bool, optional
-        Overlap the TP all-gathers and reduce-scatters of sequence parallelism with the layer
-        GEMMs they feed (Transformer Engine userbuffers, Megatron-Core ``tp_comm_overlap``):
-        one ring step per collective stays exposed, the rest hides behind the GEMMs and takes
-        ``OVERLAP_SM_SHARE`` of the SMs (:func:`~course.core.tensor.tp_overlap_exposed_time`).
-        Needs ``sequence_parallel``; off by default (not every framework does it).
     ep, etp : int >= 1, optional
         Expert parallelism (mixtures of experts): the routed experts of each MoE layer
         spread over ``ep`` GPUs, each expert split ``etp`` ways. The experts fold the
         ``TP x CP x DP`` GPUs of a stage as ``ETP x EP x EDP`` (Megatron-Core parallel
         folding); their gradients reduce over EDP.
-    capacity_factor : float > 0, optional
-        Token-dropping MoE: each expert computes ``capacity_factor x`` its mean load.
-        ``None`` (default, today's practice): dropless, the busiest EP rank is a straggler.
-    memory_recipe : {"standard", "deepseek-v3"}, optional
-        How weights, optimizer states and activations are stored
-        (:data:`~course.core.plan_terms.MEMORY_RECIPES`): ``"deepseek-v3"`` is DeepSeek-V3's (BF16
-        Adam moments, FP32 gradients, recomputed norms and MLA up-projections, FP8-cached
-        activations; DeepSeek-AI 2024 sec. 3.2.3 and 3.3.3), for models with MLA.
-    dispatcher : {"alltoall", "deepep"}, optional
-        MoE token dispatch (:data:`~course.core.plan_terms.DISPATCHERS`): Megatron-Core's all-to-all
-        sends one network copy per remote expert; DeepEP one per remote node, forwarded over NVLink.
-    ep_overlap : bool, optional
-        Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``): the
-        all-to-alls of one micro-batch run beside the computation of another, as under DualPipe.
-    recompute_modules : sequence of {"mla_up_proj", "mlp"}, optional
-        Submodules recomputed beside ``recompute``, as Megatron-Core's ``--recompute-modules``
-        (:data:`~course.core.plan_terms.RECOMPUTE_MODULES`): the MLA up-projections (models
-        with MLA) and the dense MLPs. Charged in FLOPs (2 per weight and token) and, for the dense MLPs, in
-        memory (each keeps only its input; ``Config.recomputed_mlp_bytes``); the MLA up-projections' outputs
-        are still counted as stored, so with them memory is an upper bound.
-    min_tokens_per_expert : float >= 0 or None, optional
-        The planner's validated range for mixtures of experts: the fewest tokens each expert
-        multiplies per micro-batch (``Plan.tokens_per_expert``, :func:`~course.core.moe.tokens_per_expert`
-        of the ``b s / (CP x TP)`` tokens a GPU dispatches, x ETP) at which its step times were checked
-        against measurements. Default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT` (4,096: NVIDIA's measured
-        Qwen3-235B-A22B layouts on 256 H100 in BF16, Megatron-MoE-ModelZoo ``best_practice/Qwen3``, planned
-        within 6 % at 4,096 tokens per expert and 34-42 % short at 1,024-512; NVIDIA's "compute
-        efficiency wall", Megatron-Bridge documentation, "MoE Training Optimization"). A layout below it is
-        not infeasible: it gets the note ``few_tokens_per_expert`` saying the estimate is likely
-        optimistic. ``None`` or 0 turns the check off. Dense models are never affected.
-
+    settings : PlanSettings, optional
+        The run's settings, one documented, validated record (:class:`~course.core.plan_terms.PlanSettings`:
+        schedule, overlap, compute_efficiency, precision, fused_attention, attention_kernel, gemm_shapes,
+        collective_efficiency, cp_algorithm, tp_overlap, grad_bytes, gather_bytes, reshard_after_forward,
+        memory_recipe, recompute_modules, capacity_factor, dispatcher, ep_overlap, min_tokens_per_expert);
+        ``None``: its defaults.
+    **options
+        Any of those fields by name, overriding ``settings`` (``plan(..., precision="fp8")``, as before the
+        record existed); an unknown name raises ValueError listing the settings.
     Returns
     -------
     Plan
@@ -648,31 +542,13 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         nmb = 4 * pp
     cfg = Config(m, c, tp=tp, cp=cp, pp=pp, dp=dp, micro_batch=micro_batch, num_microbatches=nmb,
                  zero_stage=zero_stage, recompute=recompute, sequence_parallel=sequence_parallel,
-                 schedule=schedule, interleave=interleave, first_stage_layers=first_stage_layers,
-                 last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
-                 precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
-                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
-                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
-                 attention_kernel=attention_kernel)
+                 interleave=interleave, first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers,
+                 ep=ep, etp=etp, settings=PlanSettings.of(settings, **options))
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
-    record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.base_efficiency, precision=precision,
-                                             fused_attention=fused_attention, cp_algorithm=cp_algorithm,
-                                             schedule=schedule, overlap=overlap,
-                                             collective_efficiency=collective_efficiency,
-                                             capacity_factor=capacity_factor, grad_bytes=grad_bytes,
-                                             tp_overlap=tp_overlap, memory_recipe=memory_recipe,
-                                             dispatcher=dispatcher, ep_overlap=ep_overlap,
-                                             min_tokens_per_expert=cfg.min_tokens_per_expert,
-                                             recompute_modules=cfg.recompute_modules, gemm_shapes=gemm_shapes,
-                                             gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
-                                             attention_kernel=attention_kernel,
-                                             used_efficiency=record["compute_efficiency"])
-    record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
-                  overlap=bool(overlap),
+    record["assumptions"] = term_assumptions(m, c, cfg.settings, used_efficiency=record["compute_efficiency"])
+    record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=cfg.schedule,
+                  overlap=cfg.overlap,
                   violations=_sentences(cols, 0, m, c, requested),
                   notes=_note_sentences(cols, 0, m, cfg.min_tokens_per_expert))
     return Plan(**{f.name: record[f.name] for f in fields(Plan)})
@@ -689,14 +565,8 @@ def _divisors(n, up_to=None):
 
 def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(1, 2, 4, 8),
           global_batch=None, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE_MODES,
-          sequence_parallel=(False, True), interleave=(1, 2, 4, 8), schedule="1f1b", overlap=True,
-          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-          fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None, cp_algorithm="ring", grad_bytes=None, tp_overlap=False,
-          memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
-          min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, include_unvalidated=False,
-          recompute_modules=(), gemm_shapes=True, gather_bytes=None,
-             reshard_after_forward=True, attention_kernel="flash-attention-2") -> SweepTable:
+          sequence_parallel=(False, True), interleave=(1, 2, 4, 8), *, ep=None, etp=(1,),
+          include_infeasible=False, include_unvalidated=False, settings=None, **options) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -725,17 +595,15 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         Expert-parallel and expert-tensor-parallel degrees to try (mixtures of experts);
         ``ep`` defaults to the powers of two that divide the routed experts, ``(1,)`` for a
         dense model. Pairs whose ``ETP x EP`` does not divide ``TP x CP x DP`` are skipped.
-    capacity_factor : float, optional
-        As in :func:`plan`.
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, recompute_modules, gemm_shapes, gather_bytes,
-    reshard_after_forward, attention_kernel
-        As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
-    min_tokens_per_expert : float >= 0 or None, optional
-        As in :func:`plan` (default 4,096, the fewest tokens per expert and micro-batch at which the
-        planner's MoE step times were checked against NVIDIA's measurements; ``None`` or 0: no limit).
+    settings : PlanSettings, optional
+        The settings of every row (:class:`~course.core.plan_terms.PlanSettings`), as in :func:`plan`;
+        ``min_tokens_per_expert`` (default 4,096, the fewest tokens per expert and micro-batch at which the
+        planner's MoE step times were checked against NVIDIA's measurements; ``None`` or 0: no limit) also
+        decides which MoE rows the sweep keeps.
+    **options
+        Any :class:`~course.core.plan_terms.PlanSettings` field, overriding ``settings``.
     include_unvalidated : bool, optional
         Keep MoE rows below ``min_tokens_per_expert`` (they carry the note ``few_tokens_per_expert``).
         By default they are left out, as infeasible rows are: there the planner's own validation finds
@@ -766,7 +634,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     256
     """
     m, c = _as_model(model), _as_cluster(cluster)
-    limit = min_tokens_setting(min_tokens_per_expert)
+    chosen = PlanSettings.of(settings, **options)
+    limit = min_tokens_setting(chosen.min_tokens_per_expert)
     if not isinstance(include_unvalidated, (bool, np.bool_)):
         raise ValueError(f"include_unvalidated must be True or False; got {include_unvalidated!r}")
     n = c.gpus
@@ -784,7 +653,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
             v.integer(name, value)
     for r in recompute:
         v.choice("recompute", r, RECOMPUTE_MODES)
-    if schedule != "1f1b":  # interleaving is a form of 1F1B
+    if chosen.schedule != "1f1b":  # interleaving is a form of 1F1B
         interleave = (1,)
     folds = [(e, et) for e in eps for et in etps if not m.is_moe or m.experts % e == 0]
     base = _layouts(n, B, m, tps, list(cp), list(pp) if pp is not None else _divisors(n, up_to=m.layers),
@@ -800,14 +669,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     cfg = Config(m, c, tp=b(0), cp=b(1), pp=b(2), dp=b(3), micro_batch=b(4), num_microbatches=b(5),
                  interleave=b(6), ep=b(7), etp=b(8), zero_stage=on(np.array(zero_stages, dtype=np.int64), 1),
                  recompute=on(rc_codes, 2), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 3),
-                 schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
-                 precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
-                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=limit, recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
-                 gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
-                 attention_kernel=attention_kernel)
+                 settings=chosen)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
     sp = np.array(sequence_parallel, dtype=bool)
@@ -825,19 +687,11 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     derived = {"violations": lambda t: _joined_codes(t, "viol_"), "notes": lambda t: _joined_codes(t, "note_"),
                "recompute": lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]],
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
-    settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
-                    cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
-                    collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                    grad_bytes=grad_bytes, tp_overlap=tp_overlap, memory_recipe=memory_recipe,
-                    dispatcher=dispatcher, ep_overlap=ep_overlap, min_tokens_per_expert=limit,
-                    recompute_modules=recompute_modules, gemm_shapes=gemm_shapes,
-                    gather_bytes=gather_bytes, reshard_after_forward=reshard_after_forward,
-                 attention_kernel=attention_kernel)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,
                             "include_unvalidated": bool(include_unvalidated), "unvalidated_left_out": left_out,
-                            "assumptions": term_assumptions(m, c, **settings)})
+                            "assumptions": term_assumptions(m, c, chosen), "settings": chosen})
 
 
 def _fastest_first(speed, memory=None):

@@ -251,3 +251,34 @@ def test_the_attention_kernel_in_use_sets_attention_speed():
     assert "FlashAttention-3" in steps["flash-attention-3"].assumptions["compute"]
     with pytest.raises(ValueError, match="attention_kernel"):
         core.plan(model, "h100-16384", attention_kernel="flash-attention-4", **args)
+
+
+# --------------------------------------------------------------------------- one record of settings (issue 41)
+
+
+def test_the_settings_are_one_record_that_plan_evaluate_sweep_and_explain_share():
+    from course.core.plan_terms import PlanSettings
+
+    args = dict(tp=8, pp=4, dp=32, num_microbatches=16, zero_stage=1, sequence_parallel=True)
+    record = PlanSettings.of(precision="fp8", tp_overlap=True, cp_algorithm="all_gather")
+    by_keywords = core.plan("llama3-70b", "h100-1024", precision="fp8", tp_overlap=True, cp_algorithm="all_gather",
+                            **args)
+    by_record = core.plan("llama3-70b", "h100-1024", settings=record, **args)
+    assert by_record.as_dict() == by_keywords.as_dict()
+    # keywords override the record's fields
+    overridden = core.plan("llama3-70b", "h100-1024", settings=record, precision="bf16", **args)
+    assert overridden.step_time == core.plan("llama3-70b", "h100-1024", tp_overlap=True, cp_algorithm="all_gather",
+                                             **args).step_time
+    cols = core.evaluate("llama3-70b", "h100-1024", settings=record, **args)
+    assert float(cols["step_time"]) == pytest.approx(by_record.step_time)
+    t = core.sweep("llama3-70b", "h100-1024", pp=(4,), cp=(1,), micro_batches=(1,), zero_stages=(1,),
+                   recompute=("none",), sequence_parallel=(True,), interleave=(1,), settings=record)
+    assert t.meta["settings"] == record and "FP8" in t.meta["assumptions"]["compute"]
+    # every setting is declared once, with its default, in the record
+    assert PlanSettings().compute_efficiency == core.DEFAULT_COMPUTE_EFFICIENCY
+    with pytest.raises(ValueError, match="unknown planner setting 'precison'"):
+        core.plan("llama3-70b", "h100-1024", precison="fp8", **args)
+    with pytest.raises(ValueError, match="dispatcher"):
+        PlanSettings.of(dispatcher="nccl")
+    with pytest.raises(ValueError, match="settings must be a PlanSettings"):
+        core.plan("llama3-70b", "h100-1024", settings={"precision": "fp8"}, **args)
