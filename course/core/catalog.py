@@ -62,7 +62,9 @@ class Accelerator:
     device-hour where a public list price exists (else ``None``). ``attention_efficiency`` is
     the share of the dense 16-bit peak a fused causal attention kernel sustains, where it is
     measured and differs from the GEMMs' (else ``None``: the planner's ``compute_efficiency``;
-    :func:`~course.core.layer_cost.attention_kernel_extra_time`).
+    :func:`~course.core.layer_cost.attention_kernel_extra_time`). ``matmul_ceilings`` the measured
+    share of each precision's peak the best-shaped BF16 GEMM reaches and ``sms`` the streaming multiprocessors
+    (:mod:`course.core.gemm` prices a GEMM from its shape with them).
     """
 
     name: str
@@ -77,9 +79,16 @@ class Accelerator:
     usable_memory_bytes: Optional[float] = None
     attention_efficiency: Optional[float] = None
     memory_marketed_gb: Optional[float] = None
+    #: precision -> measured share of its dense peak the best-shaped GEMM reaches (the "maximum achievable
+    #: matmul FLOPS", MAMF), where one is published; empty: not measured (:func:`~course.core.gemm.matmul_ceiling`
+    #: then takes the H100's BF16 one)
+    matmul_ceilings: Mapping[str, float] = field(default_factory=dict, hash=False)
+    #: streaming multiprocessors (the wave size of a GEMM's output tiles; 0 where not a GPU)
+    sms: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "peak_flops", types.MappingProxyType(dict(self.peak_flops)))
+        object.__setattr__(self, "matmul_ceilings", types.MappingProxyType(dict(self.matmul_ceilings)))
 
     @property
     def memory_capacity(self) -> float:
@@ -244,7 +253,13 @@ class Model:
 @dataclass(frozen=True)
 class Node:
     """A server: ``gpus_per_node`` accelerators joined by ``intra_link`` (per GPU,
-    per direction), with ``nics`` network ports of type ``inter_link``."""
+    per direction), with ``nics`` network ports of type ``inter_link``.
+
+    ``nvlink_domain`` is how many GPUs one NVLink switch fabric joins: the node's own
+    ``gpus_per_node`` in a DGX/HGX server (``None``), 72 for a GB200 / GB300 NVL72 rack, whose
+    compute trays (the "nodes", 4 GPUs each) share nine NVLink switch trays. The fast domain
+    that TP, CP and EP must stay inside is this domain, not the node.
+    """
 
     name: str
     accelerator: Accelerator
@@ -253,6 +268,12 @@ class Node:
     nics: int
     inter_link: Link
     source: str
+    nvlink_domain: Optional[int] = None
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs one NVLink fabric joins (``nvlink_domain``, else ``gpus_per_node``)."""
+        return int(self.nvlink_domain or self.gpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -278,12 +299,22 @@ class Cluster:
         return self.node.gpus_per_node
 
     @property
+    def nvlink_domain(self) -> int:
+        """GPUs that reach each other over NVLink: the node's NVLink domain (8 in a DGX H100, 72 in an
+        NVL72 rack), never more than the cluster's GPUs. TP, CP and EP placement use it.
+
+        >>> cluster("h100-1024").nvlink_domain, cluster("gb200-nvl72-4608").nvlink_domain
+        (8, 72)
+        """
+        return int(min(self.node.domain_gpus, self.gpus))
+
+    @property
     def accelerator(self) -> Accelerator:
         return self.node.accelerator
 
     @property
     def intra_bandwidth(self) -> float:
-        """Bytes/s per direction from one GPU to its node peers."""
+        """Bytes/s per direction from one GPU to its NVLink-domain peers."""
         return self.node.intra_link.bandwidth
 
     @property
@@ -319,6 +350,15 @@ _NV_H100 = "NVIDIA H100 Tensor Core GPU data sheet (SXM5 column), 2023"
 _NV_A100 = "NVIDIA A100 Tensor Core GPU data sheet (80GB SXM column), 2021"
 _NV_B200 = "NVIDIA HGX B200 / DGX B200 specifications (8-GPU totals divided by 8), 2024"
 _NV_ORIN = "NVIDIA Jetson Orin NX series data sheet (16GB module), 2023"
+_MAMF = ("S. Bekman, Machine Learning Engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul "
+         "FLOPS comparison table' (mamf-finder.py, mean of 100 runs, BF16 and FP8 tables)")
+_NV_H200 = "NVIDIA H200 Tensor Core GPU data sheet (H200 SXM column), 2024"
+_NV_GB200 = ("NVIDIA GB200 NVL72 specifications (rack totals with sparsity, divided by 72 GPUs and by 2 for dense), "
+             "and NVIDIA DGX GB200 user guide: 18 compute trays of 2 GB200 superchips (4 GPUs), 72 single-port "
+             "ConnectX-7 400 Gbit/s compute ports")
+_NV_GB300 = ("NVIDIA GB300 NVL72 specifications (rack totals with sparsity, divided by 72 GPUs and by 2 for dense) "
+             "and NVIDIA Enterprise Reference Architecture 'NVL72 AI factory', Components: compute trays of 4 "
+             "Blackwell Ultra GPUs with 4 ConnectX-8 HCAs (800 Gbit/s), 9 NVSwitch trays, 130 TB/s NVLink")
 
 #: Device memory of an "80 GB" H100 (and H800) SXM5 as CUDA sees it: NVML (``nvidia-smi``) reports
 #: 81,559 MiB = 85.52e9 bytes (79.65 GiB), not 80e9; the data sheet's "80 GB" is a round marketing
@@ -343,7 +383,7 @@ ACCELERATORS: dict[str, Accelerator] = {
             peak_flops={"fp64": 34e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
             memory_bytes=H100_MEMORY_BYTES, memory_marketed_gb=80.0, memory_bandwidth=3.35 * u.TB_per_s,
-            attention_efficiency=FLASH_ATTENTION_2_H100,
+            attention_efficiency=FLASH_ATTENTION_2_H100, matmul_ceilings={"bf16": 0.803, "fp8": 0.709}, sms=132,
             tdp_watts=700.0, source=_NV_H100 + ": dense BF16/FP16 989 TFLOPS (1979 only with 2:4 sparsity), "
                    "dense FP8 1979 TFLOPS, 80 GB HBM3 at 3.35 TB/s, up to 700 W; 81,559 MiB = 85.52e9 bytes "
                    "as NVML reports it (H100_MEMORY_BYTES)",
@@ -363,7 +403,7 @@ ACCELERATORS: dict[str, Accelerator] = {
             peak_flops={"fp64": 1e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
             memory_bytes=H100_MEMORY_BYTES, memory_marketed_gb=80.0, memory_bandwidth=3.35 * u.TB_per_s,
-            attention_efficiency=FLASH_ATTENTION_2_H100,
+            attention_efficiency=FLASH_ATTENTION_2_H100, matmul_ceilings={"bf16": 0.803, "fp8": 0.709}, sms=132,
             tdp_watts=700.0, source="NVIDIA H800 SXM5 (export variant of H100 SXM5): the H100's tensor-core peaks "
                    "(dense BF16 989, FP8 1979 TFLOPS), 80 GB HBM3 at 3.35 TB/s, 700 W; FP64 cut to "
                    "1 TFLOPS and NVLink to 400 GB/s total. DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1, "
@@ -374,16 +414,55 @@ ACCELERATORS: dict[str, Accelerator] = {
             peak_flops={"fp64": 9.7e12, "fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12,
                         "fp16": 312e12, "int8": 624e12},
             memory_bytes=80 * u.GB, memory_bandwidth=2.039 * u.TB_per_s, tdp_watts=400.0,
-            source=_NV_A100 + ": dense BF16/FP16 312 TFLOPS, 80 GB HBM2e at 2,039 GB/s, 400 W; "
-                   "Narayanan et al. 2021 (SC21) use the same 312 TFLOPS peak",
+            matmul_ceilings={"bf16": 0.869}, sms=108,
+            source=_NV_A100 + ": dense BF16/FP16 312 TFLOPS, 80 GB HBM2e at 2,039 GB/s, 400 W, 108 SMs; "
+                   "Narayanan et al. 2021 (SC21) use the same 312 TFLOPS peak; GEMM ceiling BF16 86.9 % "
+                   "(" + _MAMF + ")",
         ),
         Accelerator(
             name="B200",
             peak_flops={"fp32": 75e12, "tf32": 1125e12, "bf16": 2250e12, "fp16": 2250e12,
                         "fp8": 4500e12, "fp4": 9000e12},
             memory_bytes=180 * u.GB, memory_bandwidth=8.0 * u.TB_per_s, tdp_watts=1000.0,
+            matmul_ceilings={"bf16": 0.776, "fp8": 0.763}, sms=148,
             source=_NV_B200 + ": dense BF16 2.25 PFLOPS, dense FP8 4.5 PFLOPS per GPU, "
-                   "180 GB HBM3e at 8 TB/s, 1,000 W per GPU",
+                   "180 GB HBM3e at 8 TB/s, 1,000 W per GPU; 148 SMs (NVIDIA Blackwell architecture "
+                   "technical brief); GEMM ceilings BF16 77.6 %, FP8 76.3 % (" + _MAMF + ")",
+        ),
+        Accelerator(
+            name="H200 SXM",
+            peak_flops={"fp64": 34e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
+                        "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
+            # memory as the data sheet states it (141 GB); usable bytes not yet measured here
+            memory_bytes=141 * u.GB, memory_bandwidth=4.8 * u.TB_per_s, tdp_watts=700.0,
+            attention_efficiency=FLASH_ATTENTION_2_H100, matmul_ceilings={"bf16": 0.803, "fp8": 0.734}, sms=132,
+            source=_NV_H200 + ": the H100's tensor cores (dense BF16 989, FP8 1,979 TFLOPS), 141 GB HBM3e at "
+                   "4.8 TB/s, up to 700 W, NVLink 900 GB/s; GEMM ceilings BF16 80.3 % ('H200 is the same' as "
+                   "H100), FP8 73.4 % (" + _MAMF + "); FlashAttention-2's H100 share (same SMs)",
+        ),
+        Accelerator(
+            name="GB200",
+            peak_flops={"fp32": 80e12, "tf32": 1250e12, "bf16": 2500e12, "fp16": 2500e12,
+                        "fp8": 5000e12, "fp4": 10000e12},
+            # memory as the NVL72 specification states it: 13.4 TB HBM3e for 72 GPUs = 186 GB each
+            memory_bytes=186 * u.GB, memory_bandwidth=8.0 * u.TB_per_s, tdp_watts=1200.0,
+            matmul_ceilings={"bf16": 0.729, "fp8": 0.723}, sms=148,
+            source=_NV_GB200 + ": FP16/BF16 360 PFLOPS, FP8 720 PFLOPS, FP4 1,440 PFLOPS per rack with "
+                   "sparsity = dense BF16 2.5, FP8 5, FP4 10 PFLOPS per GPU; HBM3e 13.4 TB at 576 TB/s = "
+                   "186 GB at 8 TB/s per GPU; about 1.2 kW per GPU (superchip 2.7 kW with its Grace CPU); "
+                   "GEMM ceilings BF16 72.9 % (of 2.5 PFLOPS), FP8 72.3 % (" + _MAMF + ")",
+        ),
+        Accelerator(
+            name="GB300",
+            peak_flops={"fp32": 80e12, "tf32": 1250e12, "bf16": 2500e12, "fp16": 2500e12,
+                        "fp8": 5000e12, "fp4": 15000e12},
+            # memory as the data sheet states it: 288 GB HBM3e per Blackwell Ultra GPU (about 20 TB per rack)
+            memory_bytes=288 * u.GB, memory_bandwidth=8.0 * u.TB_per_s, tdp_watts=1400.0,
+            matmul_ceilings={"bf16": 0.786, "fp8": 0.745}, sms=148,
+            source=_NV_GB300 + ": FP16/BF16 360 PFLOPS, FP8 720 PFLOPS per rack with sparsity = dense BF16 "
+                   "2.5, FP8 5 PFLOPS per GPU, dense FP4 about 15 PFLOPS (1.1 EFLOPS per rack); 288 GB HBM3e "
+                   "at 8 TB/s per GPU; 1.4 kW per GPU; GEMM ceilings: no GB300 row was measured, the B300's "
+                   "(BF16 78.6 %, FP8 74.5 %, " + _MAMF + ")",
         ),
         Accelerator(
             name="Jetson Orin NX 16GB",
@@ -438,6 +517,9 @@ LINKS: dict[str, Link] = {
         Link("NVLink 5", 900 * u.GB_per_s, 1 * u.us,
              "NVIDIA HGX B200 specifications: NVLink 1.8 TB/s total per GPU = 900 GB/s per "
              "direction; " + _LAT_NOTE),
+        Link("NVLink 5 (NVL72)", 900 * u.GB_per_s, 1.5 * u.us,
+             "NVIDIA GB200 / GB300 NVL72: 130 TB/s of NVLink for 72 GPUs = 1.8 TB/s total per GPU = 900 GB/s "
+             "per direction, every GPU one NVSwitch hop from every other of the rack; " + _LAT_NOTE),
         Link("PCIe Gen4 x16", 31.5 * u.GB_per_s, 2 * u.us,
              "PCI-SIG PCIe 4.0: 16 GT/s per lane x 16 lanes x 128b/130b = 31.5 GB/s per "
              "direction; " + _LAT_NOTE),
@@ -606,6 +688,18 @@ NODES: dict[str, Node] = {
         Node("DGX B200", ACCELERATORS["B200"], 8, LINKS["NVLink 5"], 8, LINKS["InfiniBand XDR"],
              "NVIDIA DGX B200 data sheet: 8x B200 (NVLink 5), 8 compute ports; XDR "
              "(ConnectX-8) assumed for the fabric"),
+        Node("DGX B200 (NDR)", ACCELERATORS["B200"], 8, LINKS["NVLink 5"], 8, LINKS["InfiniBand NDR"],
+             "NVIDIA DGX B200 data sheet: 8x B200 (NVLink 5), 8x ConnectX-7 400 Gbit/s compute ports "
+             "(the DGX B200 ships with ConnectX-7 NDR; the DGX SuperPOD B200 reference architecture)"),
+        Node("DGX H200", ACCELERATORS["H200 SXM"], 8, LINKS["NVLink 4"], 8, LINKS["InfiniBand NDR"],
+             "NVIDIA DGX H200 data sheet: 8x H200 on 4 NVSwitch chips (NVLink 4, 900 GB/s per GPU), "
+             "8x ConnectX-7 400 Gbit/s compute ports (one per GPU)"),
+        Node("GB200 NVL72", ACCELERATORS["GB200"], 4, LINKS["NVLink 5 (NVL72)"], 4, LINKS["InfiniBand NDR"],
+             _NV_GB200 + ": a compute tray (the node) holds 4 GPUs and 4 ConnectX-7 400 Gbit/s ports; "
+             "NVLink joins all 72 GPUs of the rack (nvlink_domain 72)", nvlink_domain=72),
+        Node("GB300 NVL72", ACCELERATORS["GB300"], 4, LINKS["NVLink 5 (NVL72)"], 4, LINKS["InfiniBand XDR"],
+             _NV_GB300 + ": a compute tray (the node) holds 4 GPUs and 4 ConnectX-8 800 Gbit/s ports; "
+             "NVLink joins all 72 GPUs of the rack (nvlink_domain 72)", nvlink_domain=72),
     ]
 }
 
@@ -670,6 +764,14 @@ CLUSTERS: dict[str, Cluster] = {
                 "DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1: 2,048 H800 GPUs, 256 nodes of 8"),
         Cluster("h100-2048", NODES["DGX H100"], 256,
                 "256 DGX H100 nodes on InfiniBand NDR: the 2,048-GPU scale of the MoE sweeps"),
+        Cluster("h200-1024", NODES["DGX H200"], 128,
+                "128 DGX H200 nodes on InfiniBand NDR"),
+        Cluster("gb200-nvl72-rack", NODES["GB200 NVL72"], 18,
+                "One GB200 NVL72 rack: 18 compute trays of 4 GPUs, one NVLink domain of 72"),
+        Cluster("gb200-nvl72-4608", NODES["GB200 NVL72"], 1152,
+                "64 GB200 NVL72 racks (4,608 GPUs) on 400 Gbit/s InfiniBand per GPU"),
+        Cluster("gb300-nvl72-4608", NODES["GB300 NVL72"], 1152,
+                "64 GB300 NVL72 racks (4,608 GPUs) on 800 Gbit/s InfiniBand per GPU"),
         Cluster("selene-3072", NODES["DGX A100"], 384,
                 "Narayanan et al. 2021: Selene, up to 3,072 A100 80GB in DGX A100 nodes, HDR IB"),
     ]
@@ -703,7 +805,7 @@ TRACKS: dict[str, Track] = {
 # --------------------------------------------------------------------------- lookup
 
 _ALIASES = {
-    "h100": "H100 SXM", "a100": "A100 80GB SXM", "orin": "Jetson Orin NX 16GB",
+    "h100": "H100 SXM", "a100": "A100 80GB SXM", "h200": "H200 SXM", "orin": "Jetson Orin NX 16GB",
     "jetson": "Jetson Orin NX 16GB", "npu": "Phone NPU (A17 Pro)", "phone": "Phone NPU (A17 Pro)",
     "mcu": "Cortex-M7 MCU (STM32H743)", "cortexm7": "Cortex-M7 MCU (STM32H743)",
     "nvlink": "NVLink 4", "ibhdr": "InfiniBand HDR", "ibndr": "InfiniBand NDR",

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _validate as v
 
-__all__ = [
+__all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", 
     "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
     "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
     "expected_max_load_ratio", "dropped_token_fraction", "moe_straggler_factor",
@@ -405,6 +405,15 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, groups=None,
         # every routed copy not on this rank reaches its expert over NVLink once (locally or forwarded)
         intra = k * (1.0 - 1.0 / e) * copy
     return v.scalar_or_array(intra), v.scalar_or_array(inter)
+
+
+#: Share of the link's per-direction bandwidth DeepEP's normal (training) kernels reach, measured on H800 with
+#: DeepSeek-V3's settings (4,096 tokens, hidden 7,168, top-8 of 4 groups, FP8 dispatch, BF16 combine):
+#: intranode EP 8 dispatch 153 GB/s over NVLink, whose data-sheet rate is 200 GB/s per direction; internode
+#: EP 16 43 GB/s of RDMA per 50 GB/s CX7 400 Gbit/s NIC (deepseek-ai/DeepEP, docs/legacy.md, "Normal kernels
+#: with NVLink and RDMA forwarding"; the EP 32 and 64 rows, 58 and 51 GB/s, count local traffic as well).
+DEEPEP_NVLINK_EFFICIENCY = 153.0 / 200.0
+DEEPEP_NETWORK_EFFICIENCY = 43.0 / 50.0
 
 
 def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,

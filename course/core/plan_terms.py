@@ -11,7 +11,8 @@ module named in its docstring. :func:`columns` adds them up into the columns
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from typing import Optional
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from . import context_parallel as _cp
 from . import data_parallel as _dp
 from . import economics as _econ
 from . import fp8 as _fp8
+from . import gemm as _gemm
 from . import layer_cost as _lc
 from . import memory as _mem
 from . import moe as _moe
@@ -29,17 +31,26 @@ from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
+__all__ = ["PlanSettings", "Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
-           "grad_bytes_setting", "RECOMPUTE_MODULES", "recompute_modules_setting"]
+           "grad_bytes_setting", "gather_bytes_setting", "ATTENTION_KERNELS", "RECOMPUTE_MODULES", "recompute_modules_setting"]
 
-#: Share of dense peak that the matrix multiplications sustain, one number for every
-#: configuration: the planner's single calibrated assumption. Fitted once on
-#: Megatron-LM SC21 Table 1 (A100, 16-bit, full recomputation), with every collective at
-#: its measured efficiency (nccl-tests): with 0.63 every row's predicted TFLOP/s per GPU
-#: lies within 4 % of the published one (the test allows 5 %;
-#: tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``).
-DEFAULT_COMPUTE_EFFICIENCY = 0.63
+#: Share of dense peak that a training step's matrix multiplications sustain on the calibration runs: the
+#: planner's single calibrated assumption. Fitted once on Megatron-LM SC21 Table 1 (A100, 16-bit, full
+#: recomputation), with every collective at its measured efficiency (nccl-tests) and each row's GEMMs at
+#: the share their shapes allow (``gemm_shapes``, :data:`REFERENCE_GEMM_EFFICIENCY`): with 0.64 every row's
+#: predicted TFLOP/s per GPU lies within 5 % of the published one (-4.6 % to +3.5 %;
+#: tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``). Before GEMM shapes
+#: were priced one constant 0.63 did the same for every accelerator and shape.
+DEFAULT_COMPUTE_EFFICIENCY = 0.64
+
+#: The GEMM efficiency ``compute_efficiency`` stands for: the A100's measured BF16 ceiling (86.9 %, the
+#: accelerator of the calibration runs; :mod:`course.core.gemm`). With ``gemm_shapes`` on, a configuration's
+#: matrix multiplications run at ``compute_efficiency x E(shape) / REFERENCE_GEMM_EFFICIENCY``, where
+#: ``E(shape)`` is :func:`~course.core.gemm.layer_gemm_efficiency` of its own GEMMs on its own accelerator:
+#: ``compute_efficiency / REFERENCE_GEMM_EFFICIENCY`` (0.72) is then the share of GEMM time a training step keeps
+#: (launches, element-wise kernels between the GEMMs, the optimizer step), calibrated once on SC21 Table 1.
+REFERENCE_GEMM_EFFICIENCY = 0.869
 
 RECOMPUTE_MODES = _lc.RECOMPUTE_MODES
 #: Pipeline schedules (:mod:`~course.core.pipeline`): 1F1B (interleaved with ``interleave > 1``),
@@ -78,6 +89,13 @@ RECOMPUTE_MODULES = ("mla_up_proj", "mlp")
 #: :func:`~course.core.planner.sweep` leaves the layout out unless asked to keep it.
 DEFAULT_MIN_TOKENS_PER_EXPERT = _moe.VALIDATED_MIN_TOKENS_PER_EXPERT
 
+#: Fused attention kernels the planner can run, with their measured H100 curves
+#: (:data:`~course.core.gemm.ATTENTION_KERNEL_TFLOPS`; Shah et al. 2024): applied where the accelerator has a
+#: measured ``attention_efficiency`` (Hopper), relative to FlashAttention-2's, which the catalog states.
+ATTENTION_KERNELS = tuple(_gemm.ATTENTION_KERNEL_TFLOPS)
+#: Query tokens from which FlashAttention-2's measured speed is its plateau (the catalog's ``attention_efficiency``).
+ATTENTION_PLATEAU_TOKENS = 8192
+
 #: Step-time terms in the order they add up (``Plan.breakdown()``).
 STEP_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "ep_comm", "bubble", "pp_comm", "dp_comm_exposed")
 
@@ -108,6 +126,16 @@ def grad_bytes_setting(grad_bytes, memory_recipe="standard"):
     if grad_bytes is None:
         return 4.0 if memory_recipe == "deepseek-v3" else _WIRE_BYTES
     return float(v.positive("grad_bytes", grad_bytes))
+
+
+def gather_bytes_setting(gather_bytes):
+    """``gather_bytes`` as a float: ``None`` takes 2 (BF16 parameters, as FSDP2's ``param_dtype`` and
+    Megatron's distributed optimizer gather them).
+
+    >>> gather_bytes_setting(None), gather_bytes_setting(4)
+    (2.0, 4.0)
+    """
+    return _WIRE_BYTES if gather_bytes is None else float(v.positive("gather_bytes", gather_bytes))
 
 
 def recompute_modules_setting(modules, model, memory_recipe="standard"):
@@ -175,6 +203,170 @@ def _by_mode(recompute_code, fn):
     return out
 
 
+@dataclass(frozen=True)
+class PlanSettings:
+    """The planner's settings for a whole pass: one documented, validated record.
+
+    :func:`~course.core.planner.plan`, :func:`~course.core.planner.evaluate`,
+    :func:`~course.core.planner.sweep`, :class:`Config` and :func:`term_assumptions` take it as
+    ``settings=`` and any of its fields as keyword options (``plan(..., precision="fp8")``), which
+    override the record's (as SciPy's ``options=``). The parallel layout (TP, CP, PP, DP, EP, ETP,
+    micro-batching, ZeRO stage, recomputation mode, sequence parallelism, interleaving, pinned stages)
+    is not a setting: it is what a sweep varies.
+
+    Parameters
+    ----------
+    schedule : {"1f1b", "gpipe", "zb-h1", "dualpipe"}
+        1F1B and GPipe have the same bubble; 1F1B keeps at most ``pp`` micro-batches in flight, GPipe
+        all ``m``. ZB-H1 fills the bubble with weight-gradient work (a third of 1F1B's bubble, same
+        memory; Qi et al. 2023). DualPipe (DeepSeek-V3) feeds both ends of the pipeline, keeps two copies
+        of the stage's weights and ``pp + 1`` micro-batches, and hides the expert all-to-alls
+        (:func:`~course.core.pipeline.schedule_bubble_overhead`).
+    overlap : bool
+        Overlap DP/ZeRO traffic with compute, one bucket per layer (prefetch for ZeRO-3).
+    compute_efficiency : float in (0, 1]
+        The calibrated share of dense peak (:data:`DEFAULT_COMPUTE_EFFICIENCY`); with ``gemm_shapes`` each
+        layout's GEMMs scale it by their shapes (:data:`REFERENCE_GEMM_EFFICIENCY`).
+    precision : str
+        Peak-FLOP/s key of the accelerator. ``"fp8"``: the layer GEMMs run at the FP8 peak and attention,
+        the output layer and the router at the BF16 one; every GEMM operand pays a memory-bound cast; the
+        weights gain a cached FP8 copy; GEMM inputs are kept in FP8; MoE tokens are dispatched in FP8
+        (:mod:`~course.core.fp8`, DeepSeek-AI 2024 sec. 3.3). MFU is then quoted against the BF16 peak.
+    fused_attention : bool
+        A fused causal attention kernel: the ``s x s`` scores never reach HBM and the blocks above the
+        causal diagonal are skipped (:func:`~course.core.layer_cost.causal_attention_fraction`). ``False``
+        for runs before 2022 (Megatron's fused softmax on the full score matrix).
+    attention_kernel : {"flash-attention-2", "flash-attention-3", "cudnn"}
+        The fused kernel, at its measured H100 speed by sequence length (Shah et al. 2024,
+        FlashAttention-3, figure "Attention forward speed", causal, head dim 128); on accelerators without a
+        measured attention efficiency (A100, Blackwell) attention runs at the GEMMs' share.
+    gemm_shapes : bool
+        Price each layout's GEMMs by their shapes on their accelerator (:mod:`course.core.gemm`); ``False``:
+        every GEMM at ``compute_efficiency``.
+    collective_efficiency : float in (0, 1], optional
+        Achieved bus bandwidth over link bandwidth for every collective (and all-to-all); by default the
+        measured NVLink and network values of :mod:`~course.core.collectives` and DeepEP's own
+        (:data:`~course.core.moe.DEEPEP_NVLINK_EFFICIENCY`).
+    cp_algorithm : {"ring", "all_gather"}
+        Context-parallel K/V exchange: the ring overlaps each block's send with attention (Megatron-Core /
+        Transformer Engine default), Llama 3's all-gather is exposed.
+    tp_overlap : bool
+        Overlap the TP all-gathers and reduce-scatters of sequence parallelism with the layer GEMMs they
+        feed (Transformer Engine userbuffers): one ring step per collective stays exposed, the rest hides
+        and takes ``OVERLAP_SM_SHARE`` of the SMs (:func:`~course.core.tensor.tp_overlap_exposed_time`; an
+        upper bound). Needs sequence parallelism; off by default.
+    grad_bytes : float > 0, optional
+        Bytes per gradient element, held (unsharded below ZeRO-2) and reduced over DP x CP. ``None``: the
+        memory recipe's (4 for ``"deepseek-v3"``, else 2). 4: Megatron-LM in BF16, which accumulates and
+        reduces gradients in FP32 (``megatron/training/arguments.py``; its distributed optimizer holds
+        ``6 + 12/d`` bytes per parameter, Megatron-LM README).
+    gather_bytes : float > 0, optional
+        Bytes per parameter element that ZeRO / FSDP all-gathers (``None``: 2, BF16, as FSDP2's
+        ``param_dtype`` and Megatron's distributed optimizer gather them), priced apart from the reduction
+        (:func:`~course.core.zero.sharded_traffic_time`).
+    reshard_after_forward : bool
+        ZeRO-3 only (FSDP2 ``fully_shard(reshard_after_forward=...)``; ``False`` is FSDP's ``SHARD_GRAD_OP``):
+        ``False`` keeps the stage's gathered parameters from the forward to the backward pass.
+    memory_recipe : {"standard", "deepseek-v3"}
+        How weights, optimizer states and activations are stored (:data:`MEMORY_RECIPES`).
+    recompute_modules : sequence of {"mla_up_proj", "mlp"}
+        Submodules recomputed beside the recomputation mode, as Megatron-Core's ``--recompute-modules``
+        (:data:`RECOMPUTE_MODULES`): FLOPs charged (2 per weight and token); the dense MLPs keep only their
+        input (:meth:`Config.recomputed_mlp_bytes`).
+    capacity_factor : float > 0, optional
+        Token-dropping MoE: each expert computes ``capacity_factor x`` its mean load. ``None``: dropless,
+        the busiest EP rank is a straggler.
+    dispatcher : {"alltoall", "deepep"}
+        MoE token dispatch (:data:`DISPATCHERS`).
+    ep_overlap : bool
+        Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``; an upper bound).
+    min_tokens_per_expert : float >= 0 or None
+        The validated range for mixtures of experts (default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT`): below it
+        a plan carries the note ``few_tokens_per_expert`` and a sweep leaves the layout out. ``None`` or 0:
+        no limit.
+
+    Raises ValueError naming the setting for a value out of range, and for an unknown option name.
+
+    Source: each field's own (above); the module docstring of :mod:`course.core.planner`.
+
+    Examples
+    --------
+    >>> s = PlanSettings.of(precision="fp8", tp_overlap=True)
+    >>> s.precision, s.tp_overlap, s.schedule
+    ('fp8', True, '1f1b')
+    >>> PlanSettings.of(s, schedule="dualpipe").as_kwargs()["precision"]
+    'fp8'
+    >>> PlanSettings.of(precison="fp8")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown planner setting 'precison'; the settings are schedule, overlap, ...
+    """
+
+    schedule: str = "1f1b"
+    overlap: bool = True
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY
+    precision: str = "bf16"
+    fused_attention: bool = True
+    attention_kernel: str = "flash-attention-2"
+    gemm_shapes: bool = True
+    collective_efficiency: Optional[float] = None
+    cp_algorithm: str = "ring"
+    tp_overlap: bool = False
+    grad_bytes: Optional[float] = None
+    gather_bytes: Optional[float] = None
+    reshard_after_forward: bool = True
+    memory_recipe: str = "standard"
+    recompute_modules: tuple = ()
+    capacity_factor: Optional[float] = None
+    dispatcher: str = "alltoall"
+    ep_overlap: bool = False
+    min_tokens_per_expert: Optional[float] = DEFAULT_MIN_TOKENS_PER_EXPERT
+
+    def __post_init__(self):
+        v.choice("schedule", self.schedule, SCHEDULES)
+        v.choice("cp_algorithm", self.cp_algorithm, CP_ALGORITHMS)
+        v.choice("memory_recipe", self.memory_recipe, MEMORY_RECIPES)
+        v.choice("dispatcher", self.dispatcher, DISPATCHERS)
+        v.choice("attention_kernel", self.attention_kernel, ATTENTION_KERNELS)
+        if not isinstance(self.precision, str):
+            raise ValueError(f"precision must be a name (str) such as 'bf16' or 'fp8'; got {self.precision!r}")
+        for name in ("tp_overlap", "ep_overlap", "gemm_shapes", "reshard_after_forward"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}")
+        v.fraction("compute_efficiency", self.compute_efficiency, low_open=True)
+        if self.collective_efficiency is not None:
+            v.fraction("collective_efficiency", self.collective_efficiency, low_open=True)
+        for name in ("capacity_factor", "grad_bytes", "gather_bytes"):
+            if getattr(self, name) is not None:
+                v.positive(name, getattr(self, name))
+        min_tokens_setting(self.min_tokens_per_expert)
+        modules = self.recompute_modules
+        if modules is None:
+            modules = ()
+        if isinstance(modules, str) or not all(isinstance(x, str) for x in modules):
+            raise ValueError(f"recompute_modules must be a list of names from {RECOMPUTE_MODULES}; got {modules!r}")
+        for name in modules:
+            if name not in RECOMPUTE_MODULES:
+                raise ValueError(f"recompute_modules names one of {RECOMPUTE_MODULES}; got {name!r}")
+        object.__setattr__(self, "recompute_modules", tuple(sorted(set(modules))))
+
+    @classmethod
+    def of(cls, settings=None, **options):
+        """``settings`` (a :class:`PlanSettings`, or ``None`` for the defaults) with ``options`` replacing fields."""
+        if settings is not None and not isinstance(settings, cls):
+            raise ValueError(f"settings must be a PlanSettings; got {type(settings).__name__}")
+        names = [f.name for f in fields(cls)]
+        for name in options:
+            if name not in names:
+                raise ValueError(f"unknown planner setting {name!r}; the settings are {', '.join(names)}")
+        base = settings if settings is not None else cls()
+        return replace(base, **options) if options else base
+
+    def as_kwargs(self) -> dict:
+        """The settings as keyword arguments (field name -> value)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 @dataclass
 class _Link:
     """Achieved bandwidth (bytes/s) and latency (s) of the link a parallel group uses."""
@@ -203,53 +395,53 @@ class Config:
         A mode of ``RECOMPUTE_MODES`` or indices into it.
     first_stage_layers, last_stage_layers : int or array, >= 0
         Pinned layer counts (0: balanced).
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency
-        As in :func:`plan`.
+    ep, etp : int or array, >= 1
+        Expert- and expert-tensor-parallel degrees.
+    settings : PlanSettings, optional
+        The settings of the pass; ``options`` (any :class:`PlanSettings` field) override its fields.
 
     Source: Dubey et al. 2024, sec. 3.3.2 (placement order TP, CP, PP, DP).
     """
 
     def __init__(self, model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4,
-                 zero_stage=0, recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
-                 first_stage_layers=0, last_stage_layers=0, overlap=True,
-                 compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
-                 collective_efficiency=None, ep=1, etp=1, capacity_factor=None, cp_algorithm="ring",
-                 grad_bytes=None, tp_overlap=False, memory_recipe="standard", dispatcher="alltoall",
-                 ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=()):
+                 zero_stage=0, recompute="none", sequence_parallel=False, interleave=1,
+                 first_stage_layers=0, last_stage_layers=0, ep=1, etp=1, settings=None, **options):
         self.model, self.cluster = _as_model(model), _as_cluster(cluster)
-        self.recompute_modules = recompute_modules_setting(recompute_modules, self.model, memory_recipe)
-        self.min_tokens_per_expert = min_tokens_setting(min_tokens_per_expert)
-        self.dispatcher = v.choice("dispatcher", dispatcher, DISPATCHERS)
-        if not isinstance(ep_overlap, (bool, np.bool_)):
-            raise ValueError(f"ep_overlap must be True or False; got {ep_overlap!r}")
-        self.ep_overlap = bool(ep_overlap)
-        self.memory_recipe = v.choice("memory_recipe", memory_recipe, MEMORY_RECIPES)
+        s = self.settings = PlanSettings.of(settings, **options)  # validated: names, choices, ranges
+        self.gemm_shapes = bool(s.gemm_shapes)
+        self.recompute_modules = recompute_modules_setting(s.recompute_modules, self.model, s.memory_recipe)
+        self.min_tokens_per_expert = min_tokens_setting(s.min_tokens_per_expert)
+        self.dispatcher, self.ep_overlap, self.memory_recipe = s.dispatcher, bool(s.ep_overlap), s.memory_recipe
         if self.memory_recipe == "deepseek-v3" and not self.model.mla:
             raise ValueError(f"memory_recipe='deepseek-v3' recomputes MLA up-projections: it needs a model with "
                              f"multi-head latent attention (deepseek-v3); got {self.model.name}")
-        if not isinstance(tp_overlap, (bool, np.bool_)):
-            raise ValueError(f"tp_overlap must be True or False; got {tp_overlap!r}")
-        self.tp_overlap = bool(tp_overlap)
+        self.tp_overlap = bool(s.tp_overlap)
         # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
-        self.grad_bytes = grad_bytes_setting(grad_bytes, self.memory_recipe)
-        self.schedule = v.choice("schedule", schedule, SCHEDULES)
-        self.compute_efficiency = float(v.fraction("compute_efficiency", compute_efficiency, low_open=True))
+        self.grad_bytes = grad_bytes_setting(s.grad_bytes, self.memory_recipe)
+        # bytes per parameter element ZeRO / FSDP all-gathers: the compute dtype (BF16) unless told otherwise
+        self.gather_bytes = gather_bytes_setting(s.gather_bytes)
+        self.reshard_after_forward = bool(s.reshard_after_forward)
+        self.schedule = s.schedule
+        # the calibrated share of peak; ``compute_efficiency`` becomes per-configuration once shapes are known
+        self.base_efficiency = float(s.compute_efficiency)
+        self.compute_efficiency = self.base_efficiency
         # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
         # router) in BF16 (DeepSeek-AI 2024, sec. 3.3.1); MFU is then quoted against the BF16 peak
-        self.precision = precision
+        precision = self.precision = s.precision
         self.fp8 = precision == "fp8"
         self.gemm_peak = self.cluster.accelerator.peak(precision)
         self.peak = self.cluster.accelerator.peak("bf16") if self.fp8 else self.gemm_peak
-        self.overlap, self.fused_attention = bool(overlap), bool(fused_attention)
-        self.cp_algorithm = v.choice("cp_algorithm", cp_algorithm, CP_ALGORITHMS)
+        self.overlap, self.fused_attention = bool(s.overlap), bool(s.fused_attention)
+        self.attention_kernel = s.attention_kernel
+        self.cp_algorithm = s.cp_algorithm
         # a fused causal kernel skips the score blocks above the diagonal (FlashAttention-2)
         self.attention_fraction = (float(_lc.causal_attention_fraction(self.model.seq_len))
                                    if self.fused_attention else 1.0)
         # a fused attention kernel runs at its own measured share of peak where the catalog has one
         # (FlashAttention-2 on Hopper, 0.35); unfused attention is batched GEMMs at compute_efficiency
         measured = self.cluster.accelerator.attention_efficiency
-        self.attention_efficiency = (float(measured) if self.fused_attention and measured is not None
-                                     else self.compute_efficiency)
+        self.attention_measured = self.fused_attention and measured is not None
+        self.attention_efficiency = float(measured) if self.attention_measured else self.base_efficiency
         arrays = dict(
             tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
             ep=v.integer("ep", ep), etp=v.integer("etp", etp),
@@ -268,8 +460,7 @@ class Config:
         if not self.model.is_moe and (np.any(arrays["ep"] > 1) or np.any(arrays["etp"] > 1)):
             raise ValueError(f"ep and etp must be 1 for {self.model.name}, which has no experts; "
                              f"got ep={ep!r}, etp={etp!r}")
-        self.capacity_factor = (None if capacity_factor is None
-                                else float(v.positive("capacity_factor", capacity_factor)))
+        self.capacity_factor = None if s.capacity_factor is None else float(s.capacity_factor)
         if np.any(arrays["pp"] > self.model.layers):
             raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
         # not broadcast: each array keeps its shape (see _by_mode); ``shape`` is the broadcast one
@@ -277,7 +468,61 @@ class Config:
         for name, arr in arrays.items():
             keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
             setattr(self, name, arr if keep else arr.astype(np.int64))
-        self._derive(collective_efficiency)
+        self._derive(s.collective_efficiency)
+        if self.attention_measured:
+            # the fused kernel's measured share of peak (FlashAttention-2's plateau from 8K queries), scaled to the
+            # kernel in use and, with GEMM shapes priced, to the CP chunk's length (shorter chunks run slower)
+            length = self.seq_local if self.gemm_shapes else ATTENTION_PLATEAU_TOKENS
+            self.attention_efficiency = self.attention_efficiency * np.asarray(
+                _gemm.attention_length_factor(length, self.attention_kernel))
+        if self.gemm_shapes:
+            self.gemm_efficiency = np.asarray(self.layer_gemm_efficiency())
+            self.compute_efficiency = np.minimum(
+                self.base_efficiency * self.gemm_efficiency / REFERENCE_GEMM_EFFICIENCY, 1.0)
+
+    def layer_gemm_efficiency(self):
+        """Share of the GEMM peak this configuration's layer GEMMs reach (:func:`~course.core.gemm.layer_gemm_efficiency`).
+
+        The forward GEMMs of an average layer on one GPU, weighted by their FLOPs: rows ``M`` = the
+        micro-batch's tokens after CP (``b s / CP``; sequence parallelism gathers them before the GEMM),
+        columns and reduced width sliced by TP: query/key/value ``(a + 2 kv) d / TP`` x ``h``, output ``h``
+        x ``a d / TP``, MLP up ``(mlp_matrices - 1) f / TP`` x ``h`` and down ``h`` x ``f / TP``; an MoE's
+        routed experts with ``M`` = tokens per expert and widths over ETP, its shared experts over TP. The
+        backward GEMMs are taken to run as fast as the forward ones (same FLOPs, transposed shapes).
+        """
+        m, acc = self.model, self.cluster.accelerator
+        h, tp = m.hidden, self.tp
+        rows = self.micro_batch * m.seq_len / self.cp
+        prec = "fp8" if self.fp8 else ("bf16" if self.precision not in acc.peak_flops else self.precision)
+        att = m.attention_layer_params
+        if m.mla or m.attention_params is not None:
+            qkv_width = o_width = att / (2.0 * h)
+        else:
+            qkv_width = (m.heads + 2 * (m.kv_heads or m.heads)) * m.head_dim
+            o_width = m.heads * m.head_dim
+        up = m.mlp_matrices - 1
+        parts = [(att, [(rows, qkv_width / tp, h, qkv_width * h), (rows, h, o_width / tp, o_width * h)])]
+        dense_share = (m.dense_layers / m.layers) if m.is_moe else 1.0
+        f = m.ffn or 4 * h
+        if dense_share:
+            parts.append((dense_share * m.mlp_matrices * h * f,
+                          [(rows, up * f / tp, h, up * f * h), (rows, h, f / tp, f * h)]))
+        if m.is_moe:
+            moe_share = m.moe_layers / m.layers
+            if m.shared_experts:
+                sf = (m.shared_ffn or m.expert_ffn) * (1 if m.shared_ffn else m.shared_experts)
+                parts.append((moe_share * m.mlp_matrices * h * sf,
+                              [(rows, up * sf / tp, h, up * sf * h), (rows, h, sf / tp, sf * h)]))
+            ef, et = m.expert_ffn, self.etp
+            tokens = np.maximum(self.tokens_per_expert, 1.0)
+            parts.append((moe_share * m.top_k * m.mlp_matrices * h * ef,
+                          [(tokens, up * ef / et, h, up * ef * h), (tokens, h, ef / et, ef * h)]))
+        shapes = []
+        for weight, gemms in parts:
+            total = sum(w for *_, w in gemms)
+            for mm, n, k, w in gemms:  # count = this GEMM's share of the FLOPs / its own FLOPs
+                shapes.append((mm, n, k, weight * w / total / (2.0 * mm * n * k)))
+        return _gemm.layer_gemm_efficiency(shapes, acc, prec, 1.0 if self.fp8 else _WIRE_BYTES)
 
     @staticmethod
     def _recompute_codes(recompute):
@@ -304,9 +549,13 @@ class Config:
         else:
             eff_in = eff_out = float(v.fraction("collective_efficiency", collective_efficiency, low_open=True))
         self.collective_efficiency = (eff_in, eff_out)
+        # DeepEP (or DeepSeek's node-limited dispatch, which it implements) runs at its own measured share of
+        # the links unless the caller fixed one collective efficiency for everything
+        self.a2a_measured = collective_efficiency is None and (self.dispatcher == "deepep" or bool(m.routing_groups))
         self.intra_bw, self.inter_bw = c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out
-        g = c.gpus_per_node
-        # a group stays in the node while the ranks it spans (its stride x its size) fit in one
+        g = c.nvlink_domain
+        # a group stays on NVLink while the ranks it spans (its stride x its size) fit in one NVLink domain
+        # (8 GPUs of a DGX node, 72 of an NVL72 rack)
         self.tp_link = self._link(self.tp <= g)
         self.cp_link = self._link(self.tp * self.cp <= g)
         self.pp_link = self._link(self.tp * self.cp * self.pp <= g)
@@ -321,7 +570,7 @@ class Config:
 
     def _derive_experts(self):
         """Expert mapping ETP x EP x EDP over the TP x CP x DP GPUs of a stage (parallel folding)."""
-        m, g = self.model, self.cluster.gpus_per_node
+        m, g = self.model, self.cluster.nvlink_domain
         stage_gpus = self.tp * self.cp * self.dp
         folds = self.etp * self.ep
         self.expert_dp = np.maximum(stage_gpus // folds, 1)
@@ -428,6 +677,20 @@ class Config:
         per_token = 4.0 * (a * d - h) + 4.0 * kv * (d - h / a)
         return self.micro_batch * m.seq_len / self.cp * per_token / self.tp
 
+    def recomputed_mlp_bytes(self):
+        """Bytes per dense layer and micro-batch that recomputing the MLP (``recompute_modules=["mlp"]``) frees.
+
+        Korthikanti et al.'s MLP tensors past its input (:func:`~course.core.layer_cost.layer_activation_bytes`):
+        the ``mlp_matrices - 1`` pre-activation outputs and the activation's output, ``2 s b f`` each, split
+        over TP, and the dropout mask ``s b h`` (whole without sequence parallelism); divided by CP.
+        """
+        m = self.model
+        f = m.ffn or 4 * m.hidden
+        tokens = self.micro_batch * m.seq_len / self.cp
+        inner = tokens * f * 2.0 * m.mlp_matrices / self.tp
+        mask = tokens * m.hidden * (1.0 if m.dropout else 0.0) / np.where(self.sequence_parallel, self.tp, 1)
+        return inner + mask
+
     def per_mode(self, fn):
         """``fn(recompute mode)`` evaluated per element of ``recompute_code``."""
         return _by_mode(self.recompute_code, fn)
@@ -500,7 +763,7 @@ def attention_kernel_term(*, cfg):
     """Seconds the slowest stage's fused attention kernels take beyond ``compute_efficiency`` (0 unless the
     accelerator has a measured ``attention_efficiency``): :func:`~course.core.layer_cost.attention_kernel_extra_time`
     of :func:`~course.core.layer_cost.attention_flops_per_token` x tokens x layers, per GPU, x the imbalance."""
-    if cfg.attention_efficiency == cfg.compute_efficiency:
+    if not cfg.attention_measured:
         return np.zeros(())
     m = cfg.model
     per_token = cfg.per_mode(lambda mode: _lc.attention_flops_per_token(m.seq_len, m.score_width, mode,
@@ -514,6 +777,11 @@ def memory_bound_term(*, cfg):
     """Seconds of element-wise kernels: their HBM bytes (:mod:`~course.core.layer_cost`) / bandwidth."""
     # a fused attention kernel (FlashAttention) never writes the s x s scores to memory
     stored = cfg.korthikanti_bytes("selective") if cfg.fused_attention else cfg.korthikanti_bytes("none")
+    if cfg.model.is_moe and cfg.memory_recipe != "deepseek-v3":
+        # Korthikanti's count sees one MLP of width ``ffn``; an MoE layer's element-wise kernels (SwiGLU,
+        # permute / unpermute, the weighted sum of the k expert outputs) touch each token's k routed copies and
+        # its shared experts: the same bytes the activation memory counts (Config.moe_activation_delta)
+        stored = stored + cfg.moe_activation_delta("selective") * cfg.model.moe_layers / cfg.model.layers
     needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
     scores = cfg.korthikanti_bytes("none") - cfg.korthikanti_bytes("selective") if needs_scores else 0.0
     traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
@@ -591,8 +859,12 @@ def ep_comm_term(*, cfg):
     groups = (m.routing_groups, m.routing_group_topk) if m.routing_groups else (None, None)
     # FP8 dispatch (1 byte + a 4-byte scale per 128) and BF16 combine (DeepSeek-AI 2024, sec. 3.3.3)
     wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
+    intra, inter = cfg.intra_bw, cfg.inter_bw
+    if cfg.a2a_measured:  # DeepEP's kernels at their measured share of NVLink and of the NIC
+        intra = c.intra_bandwidth * _moe.DEEPEP_NVLINK_EFFICIENCY
+        inter = c.inter_bandwidth * _moe.DEEPEP_NETWORK_EFFICIENCY
     per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
-        cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, cfg.intra_bw, cfg.inter_bw,
+        cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, intra, inter,
         c.intra_latency, c.inter_latency, *groups, mode, wire, cfg.dispatcher == "deepep"))
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
 
@@ -678,26 +950,32 @@ def dp_comm_term(*, cfg, busy):
     layer with the forward / backward pass of one micro-batch of the busiest stage.
     """
     m, c = cfg.model, cfg.cluster
-    grad_bytes = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp) * cfg.grad_bytes
+    params = (m.params - m.routed_expert_params) / (cfg.tp * cfg.pp)
     # overlapped traffic moves one bucket per layer, each paying the collective's latency;
     # without overlap one collective over the whole gradient buffer (Megatron's local DDP)
     buckets = cfg.stage_layers if cfg.overlap else np.ones((), np.int64)
-    one_allreduce = buckets * _coll.hierarchical_allreduce_time(
-        grad_bytes / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
-        c.inter_latency)
-    if m.is_moe:  # expert gradients reduce over the expert-data-parallel group (parallel folding)
-        expert_bytes = _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp) * cfg.grad_bytes
-        one_allreduce = one_allreduce + buckets * _coll.hierarchical_allreduce_time(
-            expert_bytes / buckets, cfg.expert_grad_local, cfg.expert_grad_nodes, cfg.intra_bw, cfg.inter_bw,
-            c.intra_latency, c.inter_latency)
-    per_mb, per_step = _zero.zero_allreduce_equivalents(cfg.zero_stage)
-    total = (per_mb * cfg.num_microbatches + per_step) * one_allreduce
+
+    def allreduce(width):  # one all-reduce of this GPU's parameters at ``width`` bytes each
+        t = buckets * _coll.hierarchical_allreduce_time(
+            params * width / buckets, cfg.grad_local, cfg.grad_nodes, cfg.intra_bw, cfg.inter_bw, c.intra_latency,
+            c.inter_latency)
+        if m.is_moe:  # expert gradients reduce over the expert-data-parallel group (parallel folding)
+            experts = _moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp) * width
+            t = t + buckets * _coll.hierarchical_allreduce_time(
+                experts / buckets, cfg.expert_grad_local, cfg.expert_grad_nodes, cfg.intra_bw, cfg.inter_bw,
+                c.intra_latency, c.inter_latency)
+        return t
+
+    # an all-gather or a reduce-scatter is half an all-reduce (Thakur et al. 2005): parameters gathered at
+    # ``gather_bytes``, gradients reduced at ``grad_bytes`` (FSDP2's param_dtype / reduce_dtype)
+    reduce = 0.5 * allreduce(cfg.grad_bytes)
+    gather = reduce if cfg.gather_bytes == cfg.grad_bytes else 0.5 * allreduce(cfg.gather_bytes)
     microbatch = busy / cfg.num_microbatches
     fwd = microbatch * cfg.per_mode(_lc.forward_share)
     bwd = microbatch * cfg.per_mode(_lc.backward_share)
-    exposed = _zero.zero_exposed_time(one_allreduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
-                                      buckets, cfg.overlap)
-    return total, np.asarray(exposed)
+    total, exposed = _zero.sharded_traffic_time(gather, reduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
+                                                buckets, cfg.overlap, cfg.reshard_after_forward)
+    return np.asarray(total), np.asarray(exposed)
 
 
 def memory_terms(*, cfg):
@@ -714,6 +992,9 @@ def memory_terms(*, cfg):
             cfg.expert_dp, **state)
         parts = {k: parts[k] + experts[k] for k in ("weights", "gradients", "optimizer")}
     out = {k: np.asarray(parts[k]) for k in ("weights", "gradients", "optimizer")}
+    if not cfg.reshard_after_forward:  # ZeRO-3 keeps the stage's gathered parameters from forward to backward
+        out["weights"] = out["weights"] + np.where(cfg.zero_stage == 3, params_gpu * cfg.gather_bytes
+                                                   * (1.0 - 1.0 / cfg.grad_group), 0.0)
     if cfg.fp8:  # the FP8 copy of the GPU's weights, cast once per step and cached (1 byte each)
         weights_gpu = params_gpu + (_moe.expert_params_per_gpu(m.routed_expert_params, cfg.ep, cfg.etp, cfg.pp)
                                     if m.is_moe else 0.0)
@@ -752,6 +1033,10 @@ def memory_terms(*, cfg):
             activations = activations - saved * held
         if m.is_moe:
             activations = activations + cfg.per_mode(cfg.moe_activation_delta) * cfg.moe_stage_layers * stage_share
+        if "mlp" in cfg.recompute_modules:  # the dense MLPs keep only their input (Megatron-Core recompute_modules)
+            dense_share = (m.dense_layers / m.layers) if m.is_moe else 1.0
+            activations = activations - cfg.per_mode(
+                lambda mode: 0.0 if mode == "full" else cfg.recomputed_mlp_bytes()) * held * dense_share
     # full recomputation still materialises one layer's activations during its backward
     if np.any(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
@@ -763,7 +1048,7 @@ def memory_terms(*, cfg):
 def violation_terms(*, cfg, memory_total):
     """One boolean array per code of :data:`VIOLATION_CODES` (batch mismatches are the caller's)."""
     m, c = cfg.model, cfg.cluster
-    g = c.gpus_per_node
+    g = c.nvlink_domain
     return {
         "gpus_mismatch": cfg.gpus != c.gpus,
         "tp_crosses_node": (cfg.tp > g) | (g % np.minimum(cfg.tp, g) != 0),
@@ -849,6 +1134,8 @@ def columns(cfg, rates=True):
         stage_layers=cfg.stage_layers,
         ep=cfg.ep, etp=cfg.etp, expert_dp=cfg.expert_dp, moe_straggler=cfg.moe_straggler,
         tokens_per_expert=cfg.tokens_per_expert,
+        compute_efficiency=np.asarray(cfg.compute_efficiency),
+        gemm_efficiency=np.asarray(getattr(cfg, "gemm_efficiency", 0.0)),
         compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
         bubble=bubble,
         pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
@@ -873,25 +1160,20 @@ def broadcast_columns(cols, shape):
     return {k: np.array(np.broadcast_to(a, shape)) for k, a in cols.items()}
 
 
-def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-                     fused_attention=True, cp_algorithm="ring", schedule="1f1b", overlap=True,
-                     collective_efficiency=None, capacity_factor=None, grad_bytes=None,
-                     tp_overlap=False, memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
-                     min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, recompute_modules=()):
+def term_assumptions(model, cluster, settings=None, *, used_efficiency=None, **options):
     """The assumptions behind each step-time term and the memory, as short sentences.
 
-    One entry per name of :data:`STEP_TERMS` and ``"memory"``; the settings are those of
-    :func:`~course.core.planner.plan`. What a number assumes is printed beside it
+    One entry per name of :data:`STEP_TERMS` and ``"memory"``. What a number assumes is printed beside it
     (``Plan.assumptions``, :func:`~course.core.planner.explain`).
 
     Parameters
     ----------
     model, cluster
         As in :func:`~course.core.planner.plan`.
-    compute_efficiency, precision, fused_attention, cp_algorithm, schedule, overlap, collective_efficiency,
-    capacity_factor, grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert,
-    recompute_modules
-        As in :func:`~course.core.planner.plan`.
+    settings : PlanSettings, optional
+        The settings of the plan or sweep; ``options`` (any :class:`PlanSettings` field) override its fields.
+    used_efficiency : float, optional
+        The share of peak one plan's GEMMs were charged (``Plan.compute_efficiency``), quoted when given.
 
     Returns
     -------
@@ -905,6 +1187,15 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     >>> term_assumptions("llama3-70b", "h100-1024")["cp_comm"].split(";")[0]
     "ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p)"
     """
+    return _term_assumptions(model, cluster, used_efficiency=used_efficiency,
+                             **PlanSettings.of(settings, **options).as_kwargs())
+
+
+def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, compute_efficiency, precision,
+                      fused_attention, attention_kernel, gemm_shapes, collective_efficiency, cp_algorithm, tp_overlap,
+                      grad_bytes, gather_bytes, reshard_after_forward, memory_recipe, recompute_modules,
+                      capacity_factor, dispatcher, ep_overlap, min_tokens_per_expert):
+    """:func:`term_assumptions` with every :class:`PlanSettings` field spelt out (no defaults: the record has them)."""
     m, c = _as_model(model), _as_cluster(cluster)
     grad_bytes = grad_bytes_setting(grad_bytes, memory_recipe)
     modules = recompute_modules_setting(recompute_modules, m, memory_recipe)
@@ -913,18 +1204,37 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     links = (f"NVLink at {eff_in:.0%} and the network at {eff_out:.0%} of link bandwidth (nccl-tests), "
              f"latency {c.intra_latency * 1e6:.0f} / {c.inter_latency * 1e6:.0f} us per hop (order of magnitude)")
     peak = c.accelerator.peak("fp8" if precision == "fp8" else precision)
-    compute = [f"every matrix multiplication sustains {compute_efficiency:.2f} of the dense {precision} peak "
-               f"({peak / 1e12:.0f} TFLOP/s; fitted once on Megatron-LM SC21 Table 1)"]
+    if gemm_shapes:
+        ceiling = _gemm.matmul_ceiling(c.accelerator, "fp8" if precision == "fp8" else precision)
+        compute = [(f"layer GEMMs at {used_efficiency:.3f} of the dense {precision} peak" if used_efficiency is not None
+                    else "layer GEMMs at a share of peak set by each layout's GEMM shapes")
+                   + f" = {compute_efficiency:.2f} (fitted once on Megatron-LM SC21 Table 1) x E(shape) / "
+                   f"{REFERENCE_GEMM_EFFICIENCY} (the A100's measured GEMM ceiling); E(shape): the {c.accelerator.name}'s "
+                   f"measured ceiling {ceiling:.1%} (Bekman, MAMF table) x wave quantization of its "
+                   f"{c.accelerator.sms or 'unknown'} SMs over 128 x 256 / 128 x 128 tiles (NVIDIA, Matrix "
+                   f"Multiplication Background) x the HBM roofline, for b s / CP tokens and widths over TP"
+                   + (" (routed experts: tokens per expert, widths over ETP)" if m.is_moe else "")]
+    else:
+        compute = [f"every matrix multiplication sustains {compute_efficiency:.2f} of the dense {precision} peak "
+                   f"({peak / 1e12:.0f} TFLOP/s; fitted once on Megatron-LM SC21 Table 1)"]
     if precision == "fp8":
         compute.append("layer GEMMs at the FP8 peak; attention, output layer and router in BF16 (DeepSeek-V3)")
     measured = c.accelerator.attention_efficiency
-    compute.append(("causal FlashAttention-2 skips the masked 128 x 128 score tiles"
+    kernel_words = {"flash-attention-2": "FlashAttention-2", "flash-attention-3": "FlashAttention-3",
+                    "cudnn": "cuDNN's fused attention"}[v.choice("attention_kernel", attention_kernel, ATTENTION_KERNELS)]
+    if measured is not None and attention_kernel != "flash-attention-2":
+        measured = measured * float(_gemm.attention_length_factor(ATTENTION_PLATEAU_TOKENS, attention_kernel))
+    compute.append((f"causal {kernel_words} skips the masked 128 x 128 score tiles"
                     + (f" and sustains {measured:.2f} of peak on the {c.accelerator.name} (Shah et al. 2024)"
+                       + (" from 8K queries per CP rank, less on shorter chunks (its measured H100 curve, "
+                          "FlashAttention-3 paper)" if gemm_shapes else "")
                        if measured is not None else ""))
                    if fused_attention else "unfused attention computes the full s x s score matrix")
     if modules:
-        compute.append("recomputed beside the recomputation mode, charged in FLOPs (their activations still "
-                       "counted as stored): " + ", ".join({"mla_up_proj": "the MLA up-projections",
+        compute.append("recomputed beside the recomputation mode, charged in FLOPs"
+                       + (" and, for the dense MLPs, in memory (only their input kept; the MLA up-projections' "
+                          "outputs still counted as stored)" if "mlp" in modules else
+                          " (their activations still counted as stored)") + ": " + ", ".join({"mla_up_proj": "the MLA up-projections",
                                                          "mlp": "the dense MLPs"}[x] for x in modules)
                        + " (Megatron-Core recompute_modules)")
     if m.is_moe:
@@ -938,11 +1248,11 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: 4-17 % short at 4,096 tokens per expert, 46-53 % at 1,024-512), so "
+                       "Megatron-MoE-ModelZoo: within 6 % at 4,096 tokens per expert, 34-42 % at 1,024-512), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 46-53 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 34-42 % short at 1,024-512)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
@@ -952,8 +1262,11 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
           (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
            f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
            if m.routing_groups else "") +
-          ("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_groups
-           else "; one network copy per remote expert (all-to-all)") +
+          (f"; one network copy per remote node (DeepEP), at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} "
+           f"of NVLink and {_moe.DEEPEP_NETWORK_EFFICIENCY:.0%} of the NIC (H800, deepseek-ai/DeepEP)"
+           if dispatcher == "deepep" or m.routing_groups
+           else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all), at the all-reduce's "
+                "measured share of each link: no NCCL all-to-all measurement at these sizes was found") +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
            "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed"))
     deepseek = memory_recipe == "deepseek-v3"
@@ -962,6 +1275,8 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
     return {
         "compute": "; ".join(compute) + "; stages paced by the busiest",
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
+                         + ("; an MoE layer's for each token's k routed copies and its shared experts"
+                            if m.is_moe and memory_recipe != "deepseek-v3" else "")
                          + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
         "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
                      "(Transformer Engine userbuffers), one ring step per collective exposed and "
@@ -973,7 +1288,10 @@ def term_assumptions(model, cluster, *, compute_efficiency=DEFAULT_COMPUTE_EFFIC
         "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
         "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
                              else "gradient all-reduce after the pipeline flush, not overlapped")
-                            + f"; gradients reduced in {grad_bytes * 8:g}-bit"),
+                            + f"; gradients reduced in {grad_bytes * 8:g}-bit, parameters gathered in "
+                            f"{gather_bytes_setting(gather_bytes) * 8:g}-bit"
+                            + ("" if reshard_after_forward else "; ZeRO-3 keeps the gathered parameters from forward "
+                               "to backward (reshard_after_forward=False: no second gather, their memory held)")),
         "memory": (("16-bit weights, " + ("FP32 gradients" if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
                     + ", FP32 master weights + BF16 Adam moments (8 bytes), ZeRO over DP x CP" if deepseek else
                     "16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else

@@ -55,7 +55,8 @@ Every collective runs at its link's bandwidth times a measured collective effici
 (:data:`~course.core.collectives.NVLINK_COLLECTIVE_EFFICIENCY`,
 :data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`, from nccl-tests).
 Ranks are placed TP innermost, then CP, PP and DP (Dubey et al. 2024, sec. 3.3.2): a
-group stays on NVLink while the ranks it spans fit in a node; experts fold the GPUs of a
+group stays on NVLink while the ranks it spans fit in one NVLink domain (8 GPUs of a DGX node, 72 of an NVL72 rack;
+:attr:`~course.core.catalog.Cluster.nvlink_domain`); experts fold the GPUs of a
 stage ETP innermost, then EP (Liu et al. 2025), with the stage's GPUs consecutive, as
 Megatron-Core's order tp-cp-ep-dp-pp places them (so DeepSeek-V3's EP 64 spans 8 nodes,
 DeepSeek-AI 2024 sec. 3.2).
@@ -75,7 +76,7 @@ costs only the SMs it occupies.
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
 uneven stages are *notes*, not violations. So is an MoE layout outside the planner's validated
 range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default:
-the planner's step is 46-53 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
+the planner's step is 34-42 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
 tokens per expert, Megatron-MoE-ModelZoo); :func:`sweep` leaves such layouts out unless asked.
 
 Example (GPT-3 175B on 1,024 H100s)::
@@ -101,7 +102,7 @@ from . import catalog as _cat
 from . import layer_cost as _lc
 from . import zero as _zero
 from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_MIN_TOKENS_PER_EXPERT, RECOMPUTE_MODES, SCHEDULES,
-                         STEP_TERMS, Config, _as_cluster, _as_model, min_tokens_setting)
+                         STEP_TERMS, Config, PlanSettings, _as_cluster, _as_model, min_tokens_setting)
 from .plan_terms import broadcast_columns as _broadcast_columns
 from .plan_terms import columns as _columns
 from .plan_terms import rate_columns as _rate_columns
@@ -109,7 +110,7 @@ from .plan_terms import term_assumptions
 from .sweep_table import GridRows, SweepTable
 
 __all__ = [
-    "Plan", "SweepTable", "Config", "plan", "sweep", "evaluate", "explain", "iteration_flops",
+    "Plan", "SweepTable", "Config", "PlanSettings", "plan", "sweep", "evaluate", "explain", "iteration_flops",
     "DEFAULT_COMPUTE_EFFICIENCY", "DEFAULT_MIN_TOKENS_PER_EXPERT", "RECOMPUTE_MODES", "SCHEDULES", "VIOLATION_CODES",
     "NOTE_CODES",
     "STEP_TERMS", "megatron_table1", "format_megatron_table1",
@@ -118,7 +119,7 @@ __all__ = [
 #: code -> what it means (the sentences in Plan.violations carry the numbers).
 VIOLATION_CODES = {
     "gpus_mismatch": "TP x CP x PP x DP must equal the number of GPUs",
-    "tp_crosses_node": "tensor parallelism must stay inside one node",
+    "tp_crosses_node": "tensor parallelism must stay inside one NVLink domain (a node of 8, an NVL72 rack of 72)",
     "heads_not_divisible": "attention heads must divide evenly over TP",
     "cp_not_divisible": "the sequence must split into 2 x CP equal chunks",
     "batch_not_divisible": "global batch must be micro-batch x DP x micro-batches",
@@ -262,6 +263,9 @@ class Plan:
     mfu_attention: float = 0.0
     #: term (and "memory") -> the assumptions behind its number
     assumptions: dict = field(default_factory=dict)
+    #: share of the GEMM peak this configuration's layer GEMMs reach by their shape (:mod:`course.core.gemm`;
+    #: 0 with ``gemm_shapes=False``); ``compute_efficiency`` is the share the plan used
+    gemm_efficiency: float = 0.0
 
     @property
     def feasible(self) -> bool:
@@ -288,13 +292,8 @@ class Plan:
 
 
 def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatches=4, zero_stage=0,
-             recompute="none", sequence_parallel=False, schedule="1f1b", interleave=1,
-             first_stage_layers=0, last_stage_layers=0, overlap=True,
-             compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
-             collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-             cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
-             dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
-             recompute_modules=()):
+             recompute="none", sequence_parallel=False, interleave=1, first_stage_layers=0, last_stage_layers=0,
+             ep=1, etp=1, settings=None, **options):
     """Evaluate configurations given as broadcastable arrays, in one vectorized pass.
 
     ``tp, cp, pp, dp, micro_batch, num_microbatches, zero_stage, interleave,
@@ -315,16 +314,17 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
         Parallel degrees, sequences per micro-batch, micro-batches per step, chunks per stage.
     ep, etp : int or array of int, >= 1, optional
         Expert- and expert-tensor-parallel degrees (mixtures of experts only).
-    capacity_factor : float, optional
-        As in :func:`plan`.
     zero_stage : int or array of int in 0..3
     recompute : str or array of int
         A mode of ``RECOMPUTE_MODES`` or indices into it.
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, min_tokens_per_expert, recompute_modules
-        As in :func:`plan`.
+    settings : PlanSettings, optional
+        The pass's settings (:class:`~course.core.plan_terms.PlanSettings`: schedule, precision, overlaps,
+        efficiencies, collectives, storage, MoE dispatch...); defaults for every field.
+    **options
+        Any :class:`~course.core.plan_terms.PlanSettings` field, overriding ``settings``
+        (``evaluate(..., precision="fp8")``); an unknown name raises ValueError listing the settings.
 
     Returns
     -------
@@ -344,17 +344,18 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
     """
     cfg = Config(model, cluster, tp=tp, cp=cp, pp=pp, dp=dp, micro_batch=micro_batch,
                  num_microbatches=num_microbatches, zero_stage=zero_stage, recompute=recompute,
-                 sequence_parallel=sequence_parallel, schedule=schedule, interleave=interleave,
-                 first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, overlap=overlap,
-                 compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
-                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules)
+                 sequence_parallel=sequence_parallel, interleave=interleave, first_stage_layers=first_stage_layers,
+                 last_stage_layers=last_stage_layers, ep=ep, etp=etp, settings=PlanSettings.of(settings, **options))
     return _broadcast_columns(_columns(cfg), cfg.shape)
 
 
 # --------------------------------------------------------------------------- plan
+
+
+def _domain_words(c):
+    """``"8-GPU node"`` where the NVLink domain is the node, ``"72-GPU NVLink domain"`` where it is a rack."""
+    g = c.nvlink_domain
+    return f"{g}-GPU node" if g == c.gpus_per_node else f"{g}-GPU NVLink domain"
 
 
 def _sentences(cols, i, m, c, requested_batch):
@@ -369,10 +370,10 @@ def _sentences(cols, i, m, c, requested_batch):
                     f"{c.name} has {c.gpus}: every GPU needs exactly one (TP, CP, PP, DP) position."))
     if g("viol_tp_crosses_node"):
         out.append(("tp_crosses_node",
-                    f"TP = {tp} spans more than one {c.gpus_per_node}-GPU node: its all-reduces after "
+                    f"TP = {tp} spans more than one {_domain_words(c)}: its all-reduces after "
                     f"every layer would leave NVLink ({c.intra_bandwidth / 1e9:.0f} GB/s) for the "
                     f"network ({c.inter_bandwidth / 1e9:.1f} GB/s per GPU). Keep TP <= "
-                    f"{c.gpus_per_node} and dividing it."))
+                    f"{c.nvlink_domain} and dividing it."))
     if g("viol_heads_not_divisible"):
         out.append(("heads_not_divisible",
                     f"TP = {tp} cannot split {m.heads} attention heads evenly: each GPU must hold "
@@ -443,9 +444,9 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"x ETP x EP x k / E), below the {min_tokens_per_expert:,.0f} the planner has been validated at: "
                     f"this estimate is outside its validated range and likely optimistic. NVIDIA's measured "
                     f"layouts of Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, best_practice/Qwen3, "
-                    f"compared in notebooks/validation.ipynb) took 1.8 and 2.1 times the planned step at 1,024 "
-                    f"and 512 tokens per expert (the plan 46 % and 53 % short), where the planner was within 17 % "
-                    f"at 4,096: the cost it lacks is "
+                    f"compared in notebooks/validation.ipynb) took 1.5 and 1.7 times the planned step at 1,024 "
+                    f"and 512 tokens per expert (the plan 34 % and 42 % short, with its expert GEMMs priced by "
+                    f"their shapes), where the planner was within 6 % at 4,096: the cost it lacks is "
                     f"what NVIDIA calls MoE's compute efficiency wall, small expert GEMMs and host overhead "
                     f"(Megatron-Bridge documentation, MoE Training Optimization). More tokens per expert: a "
                     f"larger micro-batch or EP, less TP or CP."))
@@ -453,13 +454,8 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
 
 
 def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, num_microbatches=None,
-         zero_stage=0, recompute="none", sequence_parallel=False, overlap=True, schedule="1f1b",
-         interleave=1, first_stage_layers=0, last_stage_layers=0,
-         compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16", fused_attention=True,
-         collective_efficiency=None, ep=1, etp=1, capacity_factor=None,
-         cp_algorithm="ring", grad_bytes=None, tp_overlap=False, memory_recipe="standard",
-         dispatcher="alltoall", ep_overlap=False, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT,
-             recompute_modules=()) -> Plan:
+         zero_stage=0, recompute="none", sequence_parallel=False, interleave=1, first_stage_layers=0,
+         last_stage_layers=0, ep=1, etp=1, settings=None, **options) -> Plan:
     """Plan one 4D-parallel configuration: step-time and memory breakdown, MFU, feasibility, notes.
 
     Parameters
@@ -485,93 +481,24 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         with their traffic per micro-batch (:mod:`~course.core.zero`).
     recompute : {"none", "selective", "full"}
     sequence_parallel : bool
-    overlap : bool
-        Overlap DP/ZeRO traffic with compute, one bucket per layer (prefetch for ZeRO-3).
-    schedule : {"1f1b", "gpipe", "zb-h1", "dualpipe"}
-        1F1B and GPipe have the same bubble; 1F1B keeps at most ``pp`` micro-batches in
-        flight, GPipe all ``m``. ZB-H1 splits the backward pass into input- and
-        weight-gradient parts and fills the bubble with the latter (a third of 1F1B's
-        bubble, same memory; Qi et al. 2023). DualPipe (DeepSeek-V3) feeds both ends of
-        the pipeline, keeps two copies of the stage's weights and ``pp + 1`` micro-batches,
-        and hides the expert all-to-alls behind computation
-        (:func:`~course.core.pipeline.schedule_bubble_overhead`).
     interleave : int >= 1
         Model chunks per GPU ``v`` (interleaved 1F1B): bubble / v, point-to-point x v.
     first_stage_layers, last_stage_layers : int >= 0, optional
         Pin the layers of the first / last pipeline stage (0: balanced split).
-    compute_efficiency : float in (0, 1]
-        Share of dense peak sustained by the computation (see
-        ``DEFAULT_COMPUTE_EFFICIENCY``).
-    precision : str
-        Peak-FLOP/s key of the accelerator. ``"fp8"``: the layer GEMMs run at the FP8 peak
-        and attention, the output layer and the router at the BF16 one; every GEMM operand
-        pays a memory-bound cast; the weights gain a cached FP8 copy (1 byte each); GEMM
-        inputs are kept in FP8 for the backward pass; MoE tokens are dispatched in FP8
-        (:mod:`~course.core.fp8`, DeepSeek-AI 2024 sec. 3.3). MFU is then quoted against the
-        BF16 peak.
-    fused_attention : bool
-        A fused causal attention kernel (FlashAttention-2, today's default in Megatron-Core
-        and Transformer Engine): the ``s x s`` scores never reach HBM (no memory-bound
-        time, no activation memory for them: without recomputation a layer keeps what
-        selective recomputation keeps) and the blocks above the causal diagonal are
-        skipped (:func:`~course.core.layer_cost.causal_attention_fraction`). ``False``
-        for runs before 2022 (Megatron's fused softmax on the full score matrix).
-    cp_algorithm : {"ring", "all_gather"}
-        Context-parallel K/V exchange: the ring overlaps each block's send with attention
-        (Megatron-Core / Transformer Engine default), Llama 3's all-gather is exposed.
-    collective_efficiency : float in (0, 1], optional
-        Achieved bus bandwidth over link bandwidth for every collective; by default the
-        measured NVLink and network values of :mod:`~course.core.collectives`.
-    grad_bytes : float > 0, optional
-        Bytes per gradient element, held (unsharded below ZeRO-2) and reduced over DP x
-        CP. ``None`` (default): the memory recipe's, 4 for ``"deepseek-v3"`` (FP32 gradients,
-        sec. 3.3.3), else 2. 2: 16-bit gradients, as ZeRO counts them (Rajbhandari et al. 2020)
-        and as FSDP reduces them in BF16. 4: Megatron-LM in BF16, which accumulates and
-        reduces gradients in FP32 ("bfloat16 requires gradient accumulation and all-reduce
-        to be done in fp32", ``megatron/training/arguments.py``): its distributed optimizer
-        (ZeRO-1) holds ``6 + 12/d`` bytes per parameter, not ``4 + 12/d`` (Megatron-LM
-        README, distributed optimizer table).
-    tp_overlap : bool, optional
-        Overlap the TP all-gathers and reduce-scatters of sequence parallelism with the layer
-        GEMMs they feed (Transformer Engine userbuffers, Megatron-Core ``tp_comm_overlap``):
-        one ring step per collective stays exposed, the rest hides behind the GEMMs and takes
-        ``OVERLAP_SM_SHARE`` of the SMs (:func:`~course.core.tensor.tp_overlap_exposed_time`).
-        Needs ``sequence_parallel``; off by default (not every framework does it).
     ep, etp : int >= 1, optional
         Expert parallelism (mixtures of experts): the routed experts of each MoE layer
         spread over ``ep`` GPUs, each expert split ``etp`` ways. The experts fold the
         ``TP x CP x DP`` GPUs of a stage as ``ETP x EP x EDP`` (Megatron-Core parallel
         folding); their gradients reduce over EDP.
-    capacity_factor : float > 0, optional
-        Token-dropping MoE: each expert computes ``capacity_factor x`` its mean load.
-        ``None`` (default, today's practice): dropless, the busiest EP rank is a straggler.
-    memory_recipe : {"standard", "deepseek-v3"}, optional
-        How weights, optimizer states and activations are stored
-        (:data:`~course.core.plan_terms.MEMORY_RECIPES`): ``"deepseek-v3"`` is DeepSeek-V3's (BF16
-        Adam moments, FP32 gradients, recomputed norms and MLA up-projections, FP8-cached
-        activations; DeepSeek-AI 2024 sec. 3.2.3 and 3.3.3), for models with MLA.
-    dispatcher : {"alltoall", "deepep"}, optional
-        MoE token dispatch (:data:`~course.core.plan_terms.DISPATCHERS`): Megatron-Core's all-to-all
-        sends one network copy per remote expert; DeepEP one per remote node, forwarded over NVLink.
-    ep_overlap : bool, optional
-        Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``): the
-        all-to-alls of one micro-batch run beside the computation of another, as under DualPipe.
-    recompute_modules : sequence of {"mla_up_proj", "mlp"}, optional
-        Submodules recomputed beside ``recompute``, as Megatron-Core's ``--recompute-modules``
-        (:data:`~course.core.plan_terms.RECOMPUTE_MODULES`): the MLA up-projections (models
-        with MLA) and the dense MLPs. Charged in FLOPs (2 per weight and token); their
-        activations are still counted as stored, so memory is an upper bound.
-    min_tokens_per_expert : float >= 0 or None, optional
-        The planner's validated range for mixtures of experts: the fewest tokens each expert
-        multiplies per micro-batch (``Plan.tokens_per_expert``, :func:`~course.core.moe.tokens_per_expert`
-        of the ``b s / (CP x TP)`` tokens a GPU dispatches, x ETP) at which its step times were checked
-        against measurements. Default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT` (4,096: NVIDIA's measured
-        Qwen3-235B-A22B layouts on 256 H100 in BF16, Megatron-MoE-ModelZoo ``best_practice/Qwen3``, planned
-        4-17 % short at 4,096 tokens per expert and 46-53 % short at 1,024-512; NVIDIA's "compute
-        efficiency wall", Megatron-Bridge documentation, "MoE Training Optimization"). A layout below it is
-        not infeasible: it gets the note ``few_tokens_per_expert`` saying the estimate is likely
-        optimistic. ``None`` or 0 turns the check off. Dense models are never affected.
-
+    settings : PlanSettings, optional
+        The run's settings, one documented, validated record (:class:`~course.core.plan_terms.PlanSettings`:
+        schedule, overlap, compute_efficiency, precision, fused_attention, attention_kernel, gemm_shapes,
+        collective_efficiency, cp_algorithm, tp_overlap, grad_bytes, gather_bytes, reshard_after_forward,
+        memory_recipe, recompute_modules, capacity_factor, dispatcher, ep_overlap, min_tokens_per_expert);
+        ``None``: its defaults.
+    **options
+        Any of those fields by name, overriding ``settings`` (``plan(..., precision="fp8")``, as before the
+        record existed); an unknown name raises ValueError listing the settings.
     Returns
     -------
     Plan
@@ -613,26 +540,13 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         nmb = 4 * pp
     cfg = Config(m, c, tp=tp, cp=cp, pp=pp, dp=dp, micro_batch=micro_batch, num_microbatches=nmb,
                  zero_stage=zero_stage, recompute=recompute, sequence_parallel=sequence_parallel,
-                 schedule=schedule, interleave=interleave, first_stage_layers=first_stage_layers,
-                 last_stage_layers=last_stage_layers, overlap=overlap, compute_efficiency=compute_efficiency,
-                 precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency, ep=ep, etp=etp, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
-                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=min_tokens_per_expert, recompute_modules=recompute_modules)
+                 interleave=interleave, first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers,
+                 ep=ep, etp=etp, settings=PlanSettings.of(settings, **options))
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
-    record["assumptions"] = term_assumptions(m, c, compute_efficiency=cfg.compute_efficiency, precision=precision,
-                                             fused_attention=fused_attention, cp_algorithm=cp_algorithm,
-                                             schedule=schedule, overlap=overlap,
-                                             collective_efficiency=collective_efficiency,
-                                             capacity_factor=capacity_factor, grad_bytes=grad_bytes,
-                                             tp_overlap=tp_overlap, memory_recipe=memory_recipe,
-                                             dispatcher=dispatcher, ep_overlap=ep_overlap,
-                                             min_tokens_per_expert=cfg.min_tokens_per_expert,
-                                             recompute_modules=cfg.recompute_modules)
-    record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=schedule,
-                  overlap=bool(overlap), compute_efficiency=cfg.compute_efficiency,
+    record["assumptions"] = term_assumptions(m, c, cfg.settings, used_efficiency=record["compute_efficiency"])
+    record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=cfg.schedule,
+                  overlap=cfg.overlap,
                   violations=_sentences(cols, 0, m, c, requested),
                   notes=_note_sentences(cols, 0, m, cfg.min_tokens_per_expert))
     return Plan(**{f.name: record[f.name] for f in fields(Plan)})
@@ -649,13 +563,8 @@ def _divisors(n, up_to=None):
 
 def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(1, 2, 4, 8),
           global_batch=None, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE_MODES,
-          sequence_parallel=(False, True), interleave=(1, 2, 4), schedule="1f1b", overlap=True,
-          compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, precision="bf16",
-          fused_attention=True, collective_efficiency=None, include_infeasible=False, ep=None, etp=(1,),
-          capacity_factor=None, cp_algorithm="ring", grad_bytes=None, tp_overlap=False,
-          memory_recipe="standard", dispatcher="alltoall", ep_overlap=False,
-          min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXPERT, include_unvalidated=False,
-          recompute_modules=()) -> SweepTable:
+          sequence_parallel=(False, True), interleave=(1, 2, 4, 8), *, ep=None, etp=(1,),
+          include_infeasible=False, include_unvalidated=False, settings=None, **options) -> SweepTable:
     """Every configuration of ``cluster`` for ``model``, evaluated in one vectorized pass.
 
     Enumerates TP (default: divisors of the GPUs per node), CP, PP (default: divisors of
@@ -676,27 +585,27 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     tp, pp : sequence of int, optional
         Degrees to try (defaults above).
     cp, micro_batches, zero_stages, recompute, sequence_parallel, interleave : sequence
-        Values to try for each setting.
+        Values to try for each setting. ``interleave`` reaches 8 chunks per stage by default: Llama 3 405B ran
+        one layer per chunk, 8 per stage of 16 (Dubey et al. 2024, sec. 3.3.2).
     global_batch : int, optional
         Sequences per iteration, ``>= 1``.
     ep, etp : sequence of int, optional
         Expert-parallel and expert-tensor-parallel degrees to try (mixtures of experts);
         ``ep`` defaults to the powers of two that divide the routed experts, ``(1,)`` for a
         dense model. Pairs whose ``ETP x EP`` does not divide ``TP x CP x DP`` are skipped.
-    capacity_factor : float, optional
-        As in :func:`plan`.
-    schedule, overlap, compute_efficiency, precision, fused_attention, collective_efficiency, cp_algorithm,
-    grad_bytes, tp_overlap, memory_recipe, dispatcher, ep_overlap, recompute_modules
-        As in :func:`plan`, one value for the whole sweep.
     include_infeasible : bool, optional
         Keep rows with violations.
-    min_tokens_per_expert : float >= 0 or None, optional
-        As in :func:`plan` (default 4,096, the fewest tokens per expert and micro-batch at which the
-        planner's MoE step times were checked against NVIDIA's measurements; ``None`` or 0: no limit).
+    settings : PlanSettings, optional
+        The settings of every row (:class:`~course.core.plan_terms.PlanSettings`), as in :func:`plan`;
+        ``min_tokens_per_expert`` (default 4,096, the fewest tokens per expert and micro-batch at which the
+        planner's MoE step times were checked against NVIDIA's measurements; ``None`` or 0: no limit) also
+        decides which MoE rows the sweep keeps.
+    **options
+        Any :class:`~course.core.plan_terms.PlanSettings` field, overriding ``settings``.
     include_unvalidated : bool, optional
         Keep MoE rows below ``min_tokens_per_expert`` (they carry the note ``few_tokens_per_expert``).
         By default they are left out, as infeasible rows are: there the planner's own validation finds
-        its step 46-53 % short of the measured one, so it would recommend layouts that run slower than it says.
+        its step 34-42 % short of the measured one, so it would recommend layouts that run slower than it says.
 
     Source: as :func:`plan`; Dubey et al. 2024, sec. 3.4 (the default batch); the validated range:
     NVIDIA Megatron-MoE-ModelZoo ``best_practice/Qwen3`` (measured layouts, compared in
@@ -723,12 +632,14 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     256
     """
     m, c = _as_model(model), _as_cluster(cluster)
-    limit = min_tokens_setting(min_tokens_per_expert)
+    chosen = PlanSettings.of(settings, **options)
+    limit = min_tokens_setting(chosen.min_tokens_per_expert)
     if not isinstance(include_unvalidated, (bool, np.bool_)):
         raise ValueError(f"include_unvalidated must be True or False; got {include_unvalidated!r}")
     n = c.gpus
     B = int(v.integer("global_batch", global_batch if global_batch is not None else max(1, 2**24 // m.seq_len)))
-    tps = list(tp) if tp is not None else _divisors(c.gpus_per_node)
+    # TP inside the NVLink domain; powers of two (every catalog model's head count is one times an odd number)
+    tps = list(tp) if tp is not None else [d for d in _divisors(c.nvlink_domain) if d & (d - 1) == 0]
     if ep is None:
         eps = [e for e in (2**i for i in range(12)) if m.experts and m.experts % e == 0] or [1]
     else:
@@ -740,7 +651,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
             v.integer(name, value)
     for r in recompute:
         v.choice("recompute", r, RECOMPUTE_MODES)
-    if schedule != "1f1b":  # interleaving is a form of 1F1B
+    if chosen.schedule != "1f1b":  # interleaving is a form of 1F1B
         interleave = (1,)
     folds = [(e, et) for e in eps for et in etps if not m.is_moe or m.experts % e == 0]
     base = _layouts(n, B, m, tps, list(cp), list(pp) if pp is not None else _divisors(n, up_to=m.layers),
@@ -756,12 +667,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     cfg = Config(m, c, tp=b(0), cp=b(1), pp=b(2), dp=b(3), micro_batch=b(4), num_microbatches=b(5),
                  interleave=b(6), ep=b(7), etp=b(8), zero_stage=on(np.array(zero_stages, dtype=np.int64), 1),
                  recompute=on(rc_codes, 2), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 3),
-                 schedule=schedule, overlap=overlap, compute_efficiency=compute_efficiency,
-                 precision=precision, fused_attention=fused_attention,
-                 collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                 cp_algorithm=cp_algorithm, grad_bytes=grad_bytes, tp_overlap=tp_overlap,
-                 memory_recipe=memory_recipe, dispatcher=dispatcher, ep_overlap=ep_overlap,
-                 min_tokens_per_expert=limit, recompute_modules=recompute_modules)
+                 settings=chosen)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
     sp = np.array(sequence_parallel, dtype=bool)
@@ -779,17 +685,11 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     derived = {"violations": lambda t: _joined_codes(t, "viol_"), "notes": lambda t: _joined_codes(t, "note_"),
                "recompute": lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]],
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
-    settings = dict(compute_efficiency=compute_efficiency, precision=precision, fused_attention=fused_attention,
-                    cp_algorithm=cp_algorithm, schedule=schedule, overlap=overlap,
-                    collective_efficiency=collective_efficiency, capacity_factor=capacity_factor,
-                    grad_bytes=grad_bytes, tp_overlap=tp_overlap, memory_recipe=memory_recipe,
-                    dispatcher=dispatcher, ep_overlap=ep_overlap, min_tokens_per_expert=limit,
-                    recompute_modules=recompute_modules)
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,
                             "include_unvalidated": bool(include_unvalidated), "unvalidated_left_out": left_out,
-                            "assumptions": term_assumptions(m, c, **settings)})
+                            "assumptions": term_assumptions(m, c, chosen), "settings": chosen})
 
 
 def _fastest_first(speed, memory=None):
@@ -892,7 +792,8 @@ def explain(table, k=3, terms=2):
 
     For ``i = 2..k`` compares row 1 with row ``i`` of ``table`` (sorted fastest first):
     the settings that differ, the step-time terms (:data:`STEP_TERMS`) whose difference is
-    largest, and the per-GPU memory of both.
+    largest, the per-GPU memory of both and the share of peak each one's GEMMs were charged (set by their
+    shapes, :mod:`course.core.gemm`).
 
     Parameters
     ----------
@@ -950,6 +851,9 @@ def explain(table, k=3, terms=2):
         gap = other["step_time"] - best["step_time"]
         settings = ", ".join(changed) or "identical"
         memory = f"memory {best['memory_total'] / 1e9:.1f} vs {other['memory_total'] / 1e9:.1f} GB per GPU"
+        if "compute_efficiency" in best:  # the share of peak each row's GEMMs were charged, set by their shapes
+            memory += (f"; GEMMs at {best['compute_efficiency']:.3f} vs {other['compute_efficiency']:.3f} of peak "
+                       f"(their shapes)")
         if gap < 0.5e-3:  # a tie: say what differs instead of inventing a winner
             out.append(f"#1 and #{i + 1} tie ({best['step_time']:.2f} s per step): they differ in {settings}, "
                        f"which moves no step-time term by a millisecond; {memory}. #1 is {_setting(best)}, "
@@ -1031,7 +935,7 @@ def format_megatron_table1(compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY) -> str
     Examples
     --------
     >>> print(format_megatron_table1().splitlines()[0])
-    Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, compute_efficiency = 0.63
+    Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, compute_efficiency = 0.64
     """
     lines = [f"Megatron-LM SC21 Table 1 (A100 80GB, 312 TFLOPS) vs course.core.planner, "
              f"compute_efficiency = {compute_efficiency}",

@@ -38,7 +38,8 @@ __all__ = ["Configurator", "plan_values", "MODEL_CHOICES", "CLUSTER_CHOICES", "B
 MODEL_CHOICES = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "llama2-7b",
                  # mixtures of experts (Lab 07): EP and ETP apply to them only
                  "llama3-8b-moe", "mixtral-8x7b", "mixtral-8x22b", "qwen3-235b-a22b", "deepseek-v3")
-CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072", "h100-2048", "h800-2048")
+CLUSTER_CHOICES = ("h100-1024", "h100-16384", "research-256", "selene-3072", "h100-2048", "h800-2048",
+                   "gb200-nvl72-4608")
 #: Micro-batch counts drawn on the bubble chart (the current one is added).
 BUBBLE_MICROBATCHES = (1, 4, 8, 16, 32)
 PP_GRID = np.arange(1, 65)

@@ -64,7 +64,8 @@ class ParallelMap(Instrument):
     """
 
     title = "3D-parallelism map"
-    subtitle = "One cell per GPU: columns are nodes (grouped in racks), rows the 8 GPUs of a node."
+    subtitle = ("One cell per GPU: columns are NVLink domains, grouped in racks (a DGX node of 8 GPUs; an NVL72 "
+                "rack of 72), rows the GPUs of one domain.")
 
     def track_unsupported(self, track):
         return gpu_cluster_only(self.title[:1].lower() + self.title[1:], track)
@@ -124,15 +125,18 @@ class ParallelMap(Instrument):
     def refresh(self, v):
         model = catalog.model(v["model"])
         cluster = catalog.cluster(v["cluster"])
-        g = cluster.node.gpus_per_node
-        gpus = cluster.nodes * g
+        # one column per NVLink domain: a DGX node of 8, or a whole GB200 / GB300 NVL72 rack of 72, whose
+        # 4-GPU compute trays share one NVLink fabric (core.catalog.Cluster.nvlink_domain)
+        g = cluster.nvlink_domain
+        gpus = cluster.gpus
         tp, cp, pp = int(v["tp"]), int(v["cp"]), int(v["pp"])
         dp = max(gpus // (tp * cp * pp), 1)
         plan = core.plan(model, cluster, tp=tp, cp=cp, pp=pp, dp=dp, **PLAN_SETTINGS)
         lay = rank_layout(tp, pp, dp, g, int(v["nodes_per_rack"]), cp=cp)
 
         # the whole cluster (up to MAX_NODES_SHOWN): GPUs no rank reaches show as unused, and the axes stay put
-        shown_nodes = min(MAX_NODES_SHOWN, max(cluster.nodes, 1))
+        domains = max(gpus // g, 1)
+        shown_nodes = min(MAX_NODES_SHOWN, domains)
         field = COLOR_BY[v["color_by"]]
         values = getattr(lay, field).astype(float)
         top = float(max(values.max(), 1.0))
@@ -161,13 +165,15 @@ class ParallelMap(Instrument):
             members &= visible
             self.set_marks(self.group_marks[kind], x=lay.node[members] + 0.5, y=lay.slot[members] + 0.5)
         self.map_figure.title = (f"GPUs coloured by {v['color_by']} (dark: first, yellow: last)"
-                                 + (f" (first {shown_nodes} of {cluster.nodes} nodes)" if cluster.nodes > shown_nodes else ""))
+                                 + (f" (first {shown_nodes} of {domains} NVLink domains)" if domains > shown_nodes else ""))
 
         intra, inter = cluster.node.intra_link, cluster.fabric or cluster.node.inter_link
         groups = {}
         for kind in GROUP_KINDS:
             scope = lay.scope(kind)
             link = None if scope == "single GPU" else intra if scope == "inside a node" else inter
+            if g != cluster.gpus_per_node:  # a column is an NVLink domain of several compute trays
+                scope = scope.replace("inside a node", "inside the NVLink domain").replace("nodes", "NVLink domains")
             groups[kind] = {**lay.spans[kind], "scope": scope, "link": link.name if link else "none",
                             "bandwidth": link.bandwidth if link else 0.0}
         layers = [int(n) for n in core.layers_per_stage(model.layers, pp)] if pp <= model.layers else []
@@ -190,15 +196,22 @@ class ParallelMap(Instrument):
         self.set_card("dp", f"{dp:,}", f"{gpus:,} / ({tp} x {cp} x {pp})",
                       "normal" if tp * cp * pp * dp == gpus else "bad")
         racks = -(-cluster.nodes // int(v["nodes_per_rack"]))
-        self.set_card("nodes", f"{cluster.nodes} / {racks}", f"{g} GPUs per node")
+        if g != cluster.gpus_per_node:  # an NVL72 cluster: each rack is one NVLink domain
+            racks = domains
+            self.set_card("nodes", f"{cluster.nodes} / {racks}",
+                          f"{cluster.gpus_per_node}-GPU trays; {g} GPUs per rack share NVLink")
+        else:
+            self.set_card("nodes", f"{cluster.nodes} / {racks}", f"{g} GPUs per node")
         for kind, card in (("tensor", "tp_scope"), ("context", "cp_scope"), ("pipeline", "pp_scope"),
                            ("data", "dp_scope")):
             scope = groups[kind]["scope"]
-            tone = "bad" if kind == "tensor" and scope not in ("inside a node", "single GPU") else "normal"
+            tone = ("bad" if kind == "tensor" and scope not in ("inside a node", "inside the NVLink domain", "single GPU")
+                    else "normal")
             self.set_card(card, scope, groups[kind]["link"], tone)
         self.set_math(
             f"rank = tp_rank + TP &middot; (cp_rank + CP &middot; (stage + PP &middot; dp_rank)) (order TP, CP, PP,"
-            f" DP, as Llama 3); node = rank // {g}; rack = node // {int(v['nodes_per_rack'])}<br>"
+            f" DP, as Llama 3); {'node' if g == cluster.gpus_per_node else 'NVLink domain (rack)'} = rank // {g}; "
+            f"rack = node // {int(v['nodes_per_rack']) if g == cluster.gpus_per_node else 1}<br>"
             f"TP groups: {tp} consecutive ranks; CP peers are TP = {tp} ranks apart; pipeline neighbours are"
             f" TP &middot; CP = {tp * cp} ranks apart; DP peers are TP &middot; CP &middot; PP = {tp * cp * pp}"
             f" ranks apart."

@@ -262,8 +262,13 @@ def test_few_tokens_per_expert_make_expert_gemms_memory_bound():
     common = dict(micro_batch=1, zero_stage=1, recompute="none", sequence_parallel=True)
     published = Config("deepseek-v3", h100, tp=2, pp=8, dp=64, ep=64, num_microbatches=128, interleave=4, **common)
     assert float(moe_weight_stream_term(cfg=published)) == 0.0
-    small_ep = Config("deepseek-v3", h100, tp=1, cp=4, pp=32, dp=8, ep=2, num_microbatches=1024, **common)
+    small_ep = Config("deepseek-v3", h100, tp=1, cp=4, pp=32, dp=8, ep=2, num_microbatches=1024, gemm_shapes=False,
+                      **common)
     assert float(moe_weight_stream_term(cfg=small_ep)) > 5.0  # seconds per step
+    # with GEMMs priced by their shapes the roofline is inside each expert GEMM's efficiency (course.core.gemm):
+    # the thin expert GEMMs slow the whole layer's GEMMs down, and nothing is left for the separate term
+    shaped = Config("deepseek-v3", h100, tp=1, cp=4, pp=32, dp=8, ep=2, num_microbatches=1024, **common)
+    assert float(shaped.gemm_efficiency) < 0.5 * float(published.gemm_efficiency)
     dense = Config("llama3-70b", h100, tp=8, pp=4, dp=32, num_microbatches=16, **common)
     assert float(moe_weight_stream_term(cfg=dense)) == 0.0
 
@@ -376,9 +381,10 @@ def test_experts_fill_nodes_with_pp_outermost():
     cfg = core.planner.Config(m, c, tp=1, pp=16, dp=128, ep=64, num_microbatches=32)
     assert int(cfg.ep_local) == 8
     p8 = core.plan(m, c, tp=1, pp=16, dp=128, ep=8, num_microbatches=32)
-    # all on NVLink (H800: 200 GB/s per direction at the NVLink collective efficiency 370/450): 4,096 tokens of
-    # 8 x 7/8 copies of 14,336 bytes, 4 all-to-alls per layer, 7 peers at 1 us, 32 micro-batches, 4 x 58/61 MoE layers
-    one = 4096 * 8 * 7 / 8 * 2 * 7168 / (200e9 * 370 / 450) + 7 * 1e-6
+    # all on NVLink (H800: 200 GB/s per direction; DeepSeek's node-limited dispatch runs at DeepEP's measured
+    # 153 GB/s, deepseek-ai/DeepEP docs/legacy.md): 4,096 tokens of 8 x 7/8 copies of 14,336 bytes, 4 all-to-alls
+    # per layer, 7 peers at 1 us, 32 micro-batches, 4 x 58/61 MoE layers
+    one = 4096 * 8 * 7 / 8 * 2 * 7168 / (200e9 * 153 / 200) + 7 * 1e-6
     assert p8.ep_comm == pytest.approx(32 * 4 * 58 / 61 * 4 * one)
 
 
@@ -396,7 +402,8 @@ def test_qwen3_activations_count_the_cards_head_width():
     per_layer = 4096 * (4 * 4096 + 4 * 4 * 64) / 2
     # 1F1B: the first stage holds PP = 8 micro-batches of its 12 layers (94 over 8 stages, the busiest)
     assert wide.activations - thin.activations == pytest.approx(8 * 12 * per_layer)
-    assert wide.compute == thin.compute
+    # same FLOPs; only the query/output GEMMs' shapes differ (8,192 wide against 4,096): a few per cent
+    assert wide.compute == pytest.approx(thin.compute, rel=0.02)
 
 
 def test_moe_plans_say_host_overhead_is_not_modelled():
@@ -530,8 +537,7 @@ def test_the_validated_range_note_quotes_nvidias_measurements():
     # the range starts where the planner matched: both 4,096 layouts inside, within 20 %
     assert within < 0.2 and all("few_tokens_per_expert" not in dict(p.notes) for _, p in plans[:2])
     assert core.DEFAULT_MIN_TOKENS_PER_EXPERT == 4096
-    low = min(abs(p.step_time / s - 1) for s, p in plans[:2])
-    words = f"{low * 100:.0f}-{within * 100:.0f} % short at 4,096 tokens per expert, " \
+    words = f"within {within * 100:.0f} % at 4,096 tokens per expert, " \
             f"{(1 - p1.step_time / s1) * 100:.0f}-{(1 - p2.step_time / s2) * 100:.0f} % at 1,024-512"
     assert words in p2.assumptions["compute"]
 

@@ -37,9 +37,10 @@ def attention_flops_per_gpu(recompute_passes):
 def test_fused_attention_on_h100_runs_at_flash_attention_2_speed(recompute, passes):
     measured = plan("llama3-70b", H100_1024, recompute=recompute, **LLAMA70)
     gemm_speed = plan("llama3-70b", without_attention_measurement(H100_1024), recompute=recompute, **LLAMA70)
-    extra = attention_flops_per_gpu(passes) / PEAK * (1 / FA2_H100 - 1 / GEMM)
+    # against the share of peak this layout's GEMMs were charged (their shapes set it: course.core.gemm)
+    extra = attention_flops_per_gpu(passes) / PEAK * (1 / FA2_H100 - 1 / measured.compute_efficiency)
     assert measured.compute - gemm_speed.compute == pytest.approx(extra, rel=1e-9)
-    assert extra > 0.05 * gemm_speed.compute  # at 8K it is several per cent of the step, not noise
+    assert extra > 0.04 * gemm_speed.compute  # at 8K it is several per cent of the step, not noise
     assert measured.flops_per_iteration == gemm_speed.flops_per_iteration  # the FLOPs do not change, the time does
 
 
@@ -83,9 +84,13 @@ def test_megatron_fp32_gradients_give_the_distributed_optimizer_table():
 def test_fp32_gradients_double_the_bytes_the_data_parallel_group_reduces():
     # the same collectives on twice the bytes: the bandwidth part doubles, the per-message latency does not
     two = plan("llama3-70b", H100_1024, recompute="full", **LLAMA70)
-    four = plan("llama3-70b", H100_1024, grad_bytes=4.0, recompute="full", **LLAMA70)
+    four = plan("llama3-70b", H100_1024, grad_bytes=4.0, gather_bytes=4.0, recompute="full", **LLAMA70)
     assert 1.9 * two.dp_comm < four.dp_comm < 2 * two.dp_comm
     assert four.compute == two.compute and four.tp_comm == two.tp_comm
+    # Megatron's distributed optimizer (ZeRO-1) reduce-scatters FP32 gradients but all-gathers BF16 parameters:
+    # only the reduce-scatter half doubles
+    megatron = plan("llama3-70b", H100_1024, grad_bytes=4.0, recompute="full", **LLAMA70)
+    assert LLAMA70["zero_stage"] == 1 and 1.45 * two.dp_comm < megatron.dp_comm < 1.5 * two.dp_comm
 
 
 @pytest.mark.parametrize("bad", [0, -2.0, float("nan"), "four"])
@@ -103,7 +108,8 @@ def test_deepseek_memory_recipe_holds_and_reduces_fp32_gradients():
     four = plan("deepseek-v3", "h800-2048", memory_recipe="deepseek-v3", grad_bytes=4.0, **layout)
     two = plan("deepseek-v3", "h800-2048", memory_recipe="deepseek-v3", grad_bytes=2.0, **layout)
     assert recipe.dp_comm == four.dp_comm and recipe.memory_total == four.memory_total
-    assert 1.9 * two.dp_comm < recipe.dp_comm < 2 * two.dp_comm
+    # the FP32 reduce-scatter doubles, the BF16 all-gather of the parameters does not
+    assert 1.45 * two.dp_comm < recipe.dp_comm < 1.5 * two.dp_comm
     # ZeRO-1 keeps the whole gradient: twice the bytes, and nothing else in memory moves
     assert recipe.gradients == pytest.approx(2 * two.gradients, rel=1e-9)
     assert recipe.memory_total - two.memory_total == pytest.approx(two.gradients, rel=1e-9)
@@ -151,7 +157,9 @@ def test_recompute_modules_charge_two_flops_per_recomputed_weight_and_token_by_h
     dense = 3 * 7168 * 18432
     per_token = 2 * (61 * up + 3 * dense)
     assert both.flops_per_iteration - base.flops_per_iteration == pytest.approx(8192 * 4096 * per_token, rel=1e-9)
-    assert both.compute > base.compute and both.memory_total == base.memory_total
+    # the dense MLPs now free their inner tensors (memory below); the MLA up-projections' outputs stay counted
+    up_only = plan("deepseek-v3", "h100-1024", recompute_modules=["mla_up_proj"], **layout)
+    assert both.compute > base.compute and up_only.memory_total == base.memory_total > both.memory_total
     assert "the MLA up-projections, the dense MLPs" in both.assumptions["compute"]
     # a full recomputation already re-runs them: nothing more is charged
     full = plan("deepseek-v3", "h100-1024", recompute="full", **layout)

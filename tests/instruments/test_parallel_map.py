@@ -184,3 +184,20 @@ def test_gpu0_groups_are_marked_on_their_cells(pmap):
     assert sorted(zip(tp_marks.x, tp_marks.y)) == [(0.5, s + 0.5) for s in range(8)]  # all of node 0, NVLink
     assert list(pp_marks.x) == [s + 0.5 for s in range(8)]  # one GPU every 8 ranks = 1 node
     assert list(dp_marks.x) == [8 * d + 0.5 for d in range(16)] and set(dp_marks.y) == {0.5}  # every 8th node
+
+
+def test_an_nvl72_cluster_is_drawn_one_rack_per_column_and_tp_8_stays_on_nvlink():
+    # GB200 NVL72: compute trays of 4 GPUs, 72 GPUs per NVLink domain (core.catalog.Cluster.nvlink_domain). The
+    # map draws a column per domain, so a TP group of 8 (two trays) is inside one column, on NVLink 5
+    from course.instruments.parallel_map import ParallelMap
+
+    pmap = ParallelMap()
+    with pmap.batch():
+        for name, value in dict(cluster="gb200-nvl72-4608", tp=8, cp=1, pp=4).items():
+            pmap.controls[name].value = value
+    r = pmap.result
+    cluster = catalog.cluster("gb200-nvl72-4608")
+    assert r["gpus"] == 4608 and r["racks"] == 4608 // 72 and r["nodes"] == cluster.nodes == 1152
+    assert pmap.grid.color.shape[0] == 72  # rows: the GPUs of one NVLink domain
+    assert r["groups"]["tensor"]["scope"] == "inside the NVLink domain"
+    assert r["groups"]["tensor"]["link"] == cluster.node.intra_link.name and r["feasible"]
