@@ -206,6 +206,7 @@ def ensure_environment() -> None:
     wanted = _inputs_hash()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         install_nbgrader_env_config()
+        install_lab_settings()
         compile_packages()
         return
     if not PYTHON.exists():
@@ -214,6 +215,7 @@ def ensure_environment() -> None:
     print(f"dev.py: installing {LOCK.name} (first run takes a few minutes)", flush=True)
     install_locked()
     install_nbgrader_env_config()
+    install_lab_settings()
     compile_packages()
     STAMP.write_text(wanted + "\n")
 
@@ -227,11 +229,18 @@ def _exec(argv: list[str]) -> None:
     os.execve(argv[0], argv, env)
 
 
-def run_lab(extra: list[str]) -> None:
-    # The course's JupyterLab settings (no "official Jupyter news?" prompt over the instruments)
+def install_lab_settings() -> None:
+    """Put the course's JupyterLab settings (``jupyterlab-overrides.json``: no "official Jupyter news?"
+    prompt over the instruments, no update check) where every JupyterLab run from ``.venv`` reads them:
+    ``dev.py lab`` and the hub's single-user servers alike."""
     settings = VENV / "share" / "jupyter" / "lab" / "settings"
-    settings.mkdir(parents=True, exist_ok=True)
-    (settings / "overrides.json").write_bytes((ROOT / "jupyterlab-overrides.json").read_bytes())
+    wanted = (ROOT / "jupyterlab-overrides.json").read_bytes()
+    if not (settings / "overrides.json").exists() or (settings / "overrides.json").read_bytes() != wanted:
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "overrides.json").write_bytes(wanted)
+
+
+def run_lab(extra: list[str]) -> None:
     argv = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}",
             # kernel websockets with TCP_NODELAY: course/lab_server.py (a redraw otherwise waits ~40 ms for an ACK)
             "--ServerApp.kernel_websocket_connection_class=course.lab_server.NoDelayKernelConnection",

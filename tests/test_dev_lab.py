@@ -128,3 +128,11 @@ def test_a_terminal_finds_the_course_command(lab_url):
                                                       method="DELETE"), timeout=30).close()
     assert "FOUND-42" in out, out
     assert str(ROOT / ".venv" / "bin" / "course") in out, out
+
+
+def test_the_environment_carries_the_course_lab_settings_for_every_server():
+    """`dev.py setup` (run before every command) installs the course's JupyterLab settings into the
+    environment, so the hub's single-user servers, started from the same .venv without `dev.py lab`,
+    never ask about Jupyter news either (issue 36: the hub showed the prompt)."""
+    installed = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert json.loads(installed.read_text()) == json.loads((ROOT / "jupyterlab-overrides.json").read_text())
