@@ -242,19 +242,10 @@ def moe_all_to_all_parts_per_layer(tokens, hidden, top_k, ep, ranks_per_node, in
     >>> round(nv * 1e6, 1), net
     (652.4, 0.0)
     """
-    n = v.positive("tokens", tokens)
-    intra, inter = _moe.moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, groups, group_topk,
-                                                     bytes_per_element, per_node)
-    e = v.integer("ep", ep)
-    r = np.minimum(v.integer("ranks_per_node", ranks_per_node), e)
-    bw_in = v.positive("intra_bandwidth", intra_bandwidth)
-    bw_out = v.positive("inter_bandwidth", inter_bandwidth)
-    a_in = v.non_negative("intra_latency", intra_latency)
-    a_out = v.non_negative("inter_latency", inter_latency)
-    count = _moe.MOE_ALL_TO_ALLS_PER_LAYER[v.choice("recompute", recompute, tuple(_moe.MOE_ALL_TO_ALLS_PER_LAYER))]
-    nvlink = count * (n * np.asarray(intra) / bw_in + (r - 1) * a_in)
-    network = count * (n * np.asarray(inter) / bw_out + np.where(e > r, e // r - 1, 0) * a_out)
-    return (v.scalar_or_array(np.where(e > 1, nvlink, 0.0)), v.scalar_or_array(np.where(e > 1, network, 0.0)))
+    nvlink, network = _moe.all_to_all_parts_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth,
+                                                      inter_bandwidth, intra_latency, inter_latency, groups,
+                                                      group_topk, recompute, bytes_per_element, per_node)
+    return v.scalar_or_array(nvlink), v.scalar_or_array(network)
 
 
 def moe_mlp_train_flops(tokens, hidden, expert_ffn, experts, top_k, shared_experts=0, shared_ffn=None,

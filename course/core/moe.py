@@ -33,6 +33,7 @@ from . import _validate as v
 __all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", 
     "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
     "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
+    "all_to_all_parts_per_layer",
     "expected_max_load_ratio", "dropped_token_fraction", "moe_straggler_factor",
     "expert_data_parallel_size", "expert_params_per_gpu", "moe_mlp_activation_bytes_per_layer",
     "expert_weight_stream_time", "tokens_per_expert", "MOE_ALL_TO_ALLS_PER_LAYER", "EXPERT_WEIGHT_PASSES",
@@ -452,6 +453,25 @@ def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, int
     >>> round(moe_all_to_all_time_per_layer(4096, 4096, 2, 8, 8, 360e9, 40e9) * 1e6, 1)
     652.4
     """
+    nvlink, network = all_to_all_parts_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth,
+                                                 inter_bandwidth, intra_latency, inter_latency, groups, group_topk,
+                                                 recompute, bytes_per_element, per_node)
+    return v.scalar_or_array(np.maximum(nvlink, network))
+
+
+def all_to_all_parts_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,
+                               intra_latency=0.0, inter_latency=0.0, groups=None, group_topk=None,
+                               recompute="none", bytes_per_element=2.0, per_node=False):
+    """The NVLink and the network part of :func:`moe_all_to_all_time_per_layer`, each on its own.
+
+    ``n_a2a x (T x bytes per token / B + hops x alpha)`` on each link; the two run at once, so the layer's
+    all-to-all time is the larger (DeepSeek-AI 2024, sec. 3.2.2). Parameters as there; returns
+    ``(nvlink, network)`` in seconds as ndarrays, both 0 for ``ep = 1``.
+
+    >>> nv, net = all_to_all_parts_per_layer(4096, 4096, 2, 8, 8, 360e9, 40e9)
+    >>> round(float(nv) * 1e6, 1), float(net)
+    (652.4, 0.0)
+    """
     n = v.positive("tokens", tokens)
     intra, inter = moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, groups, group_topk,
                                                 bytes_per_element, per_node)
@@ -461,10 +481,10 @@ def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, int
     bw_out = v.positive("inter_bandwidth", inter_bandwidth)
     a_in = v.non_negative("intra_latency", intra_latency)
     a_out = v.non_negative("inter_latency", inter_latency)
-    one = np.maximum(n * np.asarray(intra) / bw_in + (r - 1) * a_in,
-                     n * np.asarray(inter) / bw_out + np.where(e > r, e // r - 1, 0) * a_out)
     count = MOE_ALL_TO_ALLS_PER_LAYER[v.choice("recompute", recompute, tuple(MOE_ALL_TO_ALLS_PER_LAYER))]
-    return v.scalar_or_array(np.where(e > 1, count * one, 0.0))
+    nvlink = count * (n * np.asarray(intra) / bw_in + (r - 1) * a_in)
+    network = count * (n * np.asarray(inter) / bw_out + np.where(e > r, e // r - 1, 0) * a_out)
+    return np.where(e > 1, nvlink, 0.0), np.where(e > 1, network, 0.0)
 
 
 # --------------------------------------------------------------------------- load imbalance
