@@ -20,6 +20,9 @@ What remains a patch, and why (``docs/authors/maintaining.md`` says the same):
 * :func:`shared_gradebooks` rebinds ``Gradebook`` in five nbgrader preprocessor modules while a
   submission is graded: they construct ``Gradebook(db_url)`` themselves (no trait or hook
   chooses the class), and each construction costs a dozen schema round trips;
+* :func:`accept_display_data_priority` tags one trait of nbgrader's preprocessor base class as
+  configuration, once, when feedback is first made: nbconvert's HTML exporter configures it on
+  every preprocessor, and traitlets warned seven times per Generate Feedback;
 * :func:`cached_metadata_schema` swaps the ``jsonschema`` module nbgrader's metadata validator
   looks up, while ``CheckCellMetadata`` runs: it calls ``jsonschema.validate`` per cell, which
   re-checks the schema against its meta-schema each time.
@@ -104,6 +107,12 @@ GUARDS: Tuple[Guard, ...] = (
         ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.terminate", "f65bd4b412574919"),
         ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.cleanup", "bbe4e1c870ac4c34"),
     ), "an adopted process is set on the provisioner as launch_kernel sets its own, and used as its own"),
+    Guard("restore cells without the checksum warning", "nbgrader", (
+        ("nbgrader.preprocessors.overwritecells:OverwriteCells.report_change", "8b9f15517d7bed91"),
+    ), "RestoreCells.report_change drops the 'checksum' change only and passes every other to it"),
+    Guard("display_data_priority accepted as configuration", "nbgrader", (
+        ("nbgrader.preprocessors.base:NbGraderPreprocessor", "3a216b464de42985"),
+    ), "the class declares display_data_priority as a plain List, which accept_display_data_priority tags"),
     Guard("notebook client budget", "nbclient", (
         ("nbclient.client:NotebookClient.output", "8ac7ba61fc598f51"),
         ("nbclient.client:NotebookClient.async_execute_cell", "366a0d406d758da2"),
@@ -454,3 +463,42 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ---------------------------------------------------------------------------------------------
+# nbgrader: quiet feedback and restored cells
+# ---------------------------------------------------------------------------------------------
+
+
+def accept_display_data_priority() -> None:
+    """Tag ``NbGraderPreprocessor.display_data_priority`` as configurable (idempotent).
+
+    nbconvert's ``HTMLExporter`` configures ``NbConvertBase.display_data_priority`` for every
+    preprocessor it makes; nbgrader's preprocessor base class declares the trait without the config
+    tag, so traitlets warned "Config option `display_data_priority` not recognized" once per nbgrader
+    preprocessor on every Generate Feedback (seven lines). The trait is the same list and none of the
+    feedback preprocessors reads it: accepting it as configuration changes nothing but the noise.
+    Guarded (:data:`GUARDS`): the class's source must be the one checked.
+    """
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    check(next(g for g in GUARDS if g.name == "display_data_priority accepted as configuration"))
+    NbGraderPreprocessor.class_traits()["display_data_priority"].tag(config=True)
+
+
+def restore_cells_class():
+    """nbgrader's ``OverwriteCells`` without its checksum warning (a subclass, no patch).
+
+    Every graded cell of the course holds hidden tests, whose checksum nbgrader computes before
+    clearing them (nbgrader #1961), so an honest submission drew one warning per graded cell. The cell
+    is restored from the gradebook either way; a change a student made is reported by
+    ``Grader._structure_notes``. Overrides ``report_change``, which is not public: guarded.
+    """
+    from nbgrader.preprocessors import OverwriteCells
+
+    class RestoreCells(OverwriteCells):
+        def report_change(self, name, attr, old, new):
+            if attr != "checksum":
+                super().report_change(name, attr, old, new)
+
+    return RestoreCells

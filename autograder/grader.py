@@ -107,22 +107,6 @@ class PhaseClock:
             self.seconds[name] = round(float(seconds), 3)
 
 
-def _restore_cells_class():
-    from nbgrader.preprocessors import OverwriteCells
-
-    class RestoreCells(OverwriteCells):
-        """nbgrader's OverwriteCells without its checksum warning: every graded cell of the course holds
-        hidden tests, whose checksum nbgrader computes before clearing them (nbgrader #1961), so an
-        honest submission drew one warning per graded cell. The cell is restored from the gradebook
-        either way; a change a student made is reported by ``Grader._structure_notes``."""
-
-        def report_change(self, name, attr, old, new):
-            if attr != "checksum":
-                super().report_change(name, attr, old, new)
-
-    return RestoreCells
-
-
 @dataclass
 class Assignment:
     """What the gradebook knows about the assignment's (single) notebook."""
@@ -270,7 +254,7 @@ class Grader:
     def _sanitize(self, nb, student: str):
         from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
 
-        _RestoreCells = _restore_cells_class()
+        _RestoreCells = compat.restore_cells_class()
 
         resources = self._resources(student)
         for pp in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec()):
