@@ -271,9 +271,10 @@ ACT2 = Act(
                     _act2_prompt, act2_plain_memory_gb, _act2_solution, graded="within 2 % of the planner",
                     after_lock=True),),  # it names the layout of an option
     reflections=(Reflection(
-        "act2_why", "Why must TP stay inside a node while PP may cross nodes?",
+        "act2_why", "Why must TP stay inside one NVLink domain (a DGX H100 node's 8 GPUs here; a GB200 NVL72 "
+        "rack's 72) while PP may cross nodes?",
         "TP all-reduces activations several times per layer on the critical path, so it needs NVLink "
-        "(450 GB/s); PP sends one activation tensor per micro-batch between neighbouring stages, small enough "
+        "(450 GB/s), which reaches only the GPUs of one NVLink domain; PP sends one activation tensor per micro-batch between neighbouring stages, small enough "
         "for 50 GB/s InfiniBand.",
         "1: TP traffic per layer, blocking. 1: PP point-to-point traffic is small and tolerates the slower "
         "link."),),
