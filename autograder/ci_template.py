@@ -46,12 +46,13 @@ mkdir -p "shards/$SHARD/feedback"
 if [ -d feedback ]; then cp -R feedback/. "shards/$SHARD/feedback/"; fi
 """
 
-#: all shards into one grades.csv/grades.json, the Canvas CSV and every student's feedback
+#: all shards into the assignment's own grades/<assignment>/ (grades.csv, grades.json, canvas.csv, feedback/),
+#: where refresh, report and term find it, as after `course-autograde class`
 MERGE = """\
-"$VENV/bin/course-autograde" merge shards/*/grades.json --out grades
-"$VENV/bin/course-autograde" canvas grades/grades.json --out grades/canvas.csv
-mkdir -p grades/feedback
-for folder in shards/*/feedback; do cp -R "$folder"/. grades/feedback/; done
+"$VENV/bin/course-autograde" merge shards/*/grades.json --out "grades/$ASSIGNMENT"
+"$VENV/bin/course-autograde" canvas "$ASSIGNMENT" --out "grades/$ASSIGNMENT/canvas.csv"
+mkdir -p "grades/$ASSIGNMENT/feedback"
+for folder in shards/*/feedback; do cp -R "$folder"/. "grades/$ASSIGNMENT/feedback/"; done
 """
 
 #: timeout of one shard's job, minutes (a class of 2,000 in 8 shards: ~250 submissions each)
@@ -67,7 +68,7 @@ def github_workflow(shards: int) -> str:
     matrix = ", ".join(str(k) for k in range(1, shards + 1))
     return f"""\
 # Written by `course-autograde ci-template --shards {shards}`. Grades one assignment in {shards} shards
-# in parallel, then merges them into grades/ (grades.csv, grades.json, canvas.csv, feedback/).
+# in parallel, then merges them into grades/<assignment>/ (grades.csv, grades.json, canvas.csv, feedback/).
 # Start it from the Actions tab (Run workflow). Submissions are a folder in this repository.
 name: grade
 on:
@@ -153,7 +154,7 @@ def gitlab_ci(shards: int) -> str:
     a privileged Docker runner or a shell runner)."""
     return f"""\
 # Written by `course-autograde ci-template --shards {shards}`. Grades one assignment in {shards} shards
-# in parallel, then merges them into grades/ (grades.csv, grades.json, canvas.csv, feedback/).
+# in parallel, then merges them into grades/<assignment>/ (grades.csv, grades.json, canvas.csv, feedback/).
 # Run a pipeline with ASSIGNMENT set (CI/CD > Run pipeline). The runner must let bubblewrap create
 # namespaces (a privileged Docker runner, or a shell runner); SANDBOX="" grades without isolation.
 stages: [grade, merge]

@@ -70,7 +70,7 @@ def ci(tmp_path_factory):
         script = (_step(github["jobs"]["merge"], "merge") if engine == "github"
                   else gitlab["merge"]["script"][0])
         _bash(script, job, env)
-        merged[engine] = job / "grades"
+        merged[engine] = job / "grades" / CHAPTER
     single = shutil.copytree(repo, base / "single", symlinks=True)
     _bash(f'"$VENV/bin/course-autograde" class {CHAPTER} submitted --seed 3 --workers 2 $SANDBOX --no-progress '
           f'--out one && "$VENV/bin/course-autograde" canvas one/grades.json --out one/canvas.csv', single, env)

@@ -154,7 +154,7 @@ def test_grading_pod_script_grades_and_merges_here(tmp_path):
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", _script(merge)], cwd=course, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = {r["student"]: r for r in json.loads((course / "grades" / "grades.json").read_text())["students"]}
+    rows = {r["student"]: r for r in json.loads((course / "grades" / CHAPTER / "grades.json").read_text())["students"]}
     assert rows["ada"]["score"] == 8.0 and 0 < rows["bob"]["score"] < 8.0
-    assert (course / "grades" / "canvas.csv").is_file()
-    assert sorted(p.parts[-3] for p in (course / "grades" / "feedback").rglob("*.html")) == ["ada", "bob"]
+    assert (course / "grades" / CHAPTER / "canvas.csv").is_file()
+    assert sorted(p.parts[-3] for p in (course / "grades" / CHAPTER / "feedback").rglob("*.html")) == ["ada", "bob"]
