@@ -464,10 +464,31 @@ def all_to_all_parts_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_
                                recompute="none", bytes_per_element=2.0, per_node=False):
     """The NVLink and the network part of :func:`moe_all_to_all_time_per_layer`, each on its own.
 
-    ``n_a2a x (T x bytes per token / B + hops x alpha)`` on each link; the two run at once, so the layer's
-    all-to-all time is the larger (DeepSeek-AI 2024, sec. 3.2.2). Parameters as there; returns
-    ``(nvlink, network)`` in seconds as ndarrays, both 0 for ``ep = 1``.
+    On each link::
 
+        nvlink  = n_a2a x (T x intra bytes per token / B_nvlink + (r - 1) alpha_nvlink)
+        network = n_a2a x (T x inter bytes per token / B_network + (nodes - 1) alpha_network)
+
+    with ``n_a2a`` = :data:`MOE_ALL_TO_ALLS_PER_LAYER` and the bytes per token of
+    :func:`moe_dispatch_bytes_per_token`. The two run at once, so the layer's all-to-all time is the
+    larger; a view that shows which link sets the time reads both.
+
+    Parameters
+    ----------
+    tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth, intra_latency, inter_latency,
+    groups, group_topk, recompute, bytes_per_element, per_node
+        As in :func:`moe_all_to_all_time_per_layer` (bandwidths in bytes/s per direction, latencies in s).
+
+    Returns
+    -------
+    (nvlink, network) : tuple of ndarray
+        Seconds on each link; both 0 for ``ep = 1``.
+
+    Source: Lepikhin et al. 2021 (GShard), sec. 2.2; DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.2.2 (the IB
+    and NVLink parts of a dispatch run concurrently); Thakur et al. 2005 (pairwise all-to-all).
+
+    Examples
+    --------
     >>> nv, net = all_to_all_parts_per_layer(4096, 4096, 2, 8, 8, 360e9, 40e9)
     >>> round(float(nv) * 1e6, 1), float(net)
     (652.4, 0.0)
