@@ -118,3 +118,26 @@ def submit(root: Path, student: str, nb=None, raw: bytes = None, assignment: str
         nbformat.write(nb, str(folder / f"{assignment}.ipynb"))
     else:
         (folder / "notes.txt").write_text("I forgot the notebook")
+
+
+#: the formgrader's submission page, rendered as its handler does: its HTMLExporter with the course's
+#: nbgrader configuration (argv: assignment, notebook path)
+_FORMGRADER_PAGE = (
+    "import sys\nfrom nbconvert.exporters import HTMLExporter\nfrom traitlets.config import Config\n"
+    "from nbgrader.apps import NbGrader\nfrom nbgrader.server_extensions.formgrader import handlers\n"
+    "app = NbGrader()\napp.load_config_file()\nconfig = app.config\nextra = Config()\n"
+    "extra.HTMLExporter.template_name = 'formgrade'\n"
+    "extra.HTMLExporter.extra_template_basedirs = [handlers.template_path]\nconfig.merge(extra)\n"
+    "resources = {'assignment_id': sys.argv[1], 'notebook_id': sys.argv[1], 'submission_id': 'x',\n"
+    "             'index': 0, 'total': 2, 'base_url': '', 'student': 'bo', 'last_name': None,\n"
+    "             'first_name': None, 'notebook_path': 'nb'}\n"
+    "html, _ = HTMLExporter(config=config).from_filename(sys.argv[2], resources=resources)\n"
+    "sys.stdout.write(html)\n")
+
+
+def formgrader_page(root, assignment: str, notebook) -> str:
+    """The HTML the formgrader shows for ``notebook`` (an autograded submission) in course ``root``."""
+    proc = subprocess.run([sys.executable, "-c", _FORMGRADER_PAGE, assignment, str(notebook)], cwd=root,
+                          env=nbgrader_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout

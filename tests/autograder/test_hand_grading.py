@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from .course_dir import grade_id, make_course, nbgrader_env, solution, submit
+from .course_dir import formgrader_page, grade_id, make_course, nbgrader_env, solution, submit
 
 pytestmark = pytest.mark.slow
 LAB = "lab05_parallelism_paradox"
@@ -136,22 +136,7 @@ def test_feedback_shows_hand_grades_comments_and_not_answered(course):
 def test_formgrader_shows_the_model_answer_and_marking_guide(course):
     """The formgrader's submission page: its HTMLExporter, configured by nbgrader_config.py."""
     root, _, _ = course
-    code = (
-        "import sys\nfrom nbconvert.exporters import HTMLExporter\nfrom traitlets.config import Config\n"
-        "from nbgrader.apps import NbGrader\nfrom nbgrader.server_extensions.formgrader import handlers\n"
-        "app = NbGrader()\napp.load_config_file()\nconfig = app.config\nextra = Config()\n"
-        "extra.HTMLExporter.template_name = 'formgrade'\n"
-        "extra.HTMLExporter.extra_template_basedirs = [handlers.template_path]\nconfig.merge(extra)\n"
-        "resources = {'assignment_id': sys.argv[1], 'notebook_id': sys.argv[1], 'submission_id': 'x',\n"
-        "             'index': 0, 'total': 2, 'base_url': '', 'student': 'bo', 'last_name': None,\n"
-        "             'first_name': None, 'notebook_path': 'nb'}\n"
-        "html, _ = HTMLExporter(config=config).from_filename(sys.argv[2], resources=resources)\n"
-        "sys.stdout.write(html)\n")
-    autograded = root / "autograded" / "bo" / LAB / f"{LAB}.ipynb"
-    proc = subprocess.run([sys.executable, "-c", code, LAB, str(autograded)], cwd=root, env=nbgrader_env(),
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    html = proc.stdout
+    html = formgrader_page(root, LAB, root / "autograded" / "bo" / LAB / f"{LAB}.ipynb")
     source = nbformat.read(str(root / "source" / LAB / f"{LAB}.ipynb"), 4)
     guide = next(c.source for c in source.cells if grade_id(c) == "lab05_act1_why")
     # bo left this reflection blank, so its model answer on his page can only come from the guide

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .course_dir import CHAPTER, make_course, nbgrader_env, solution, submit
+from .course_dir import CHAPTER, formgrader_page, make_course, nbgrader_env, solution, submit
 
 pytestmark = pytest.mark.slow
 CH3 = "ch03_lr_scaling"
@@ -47,22 +47,7 @@ def _lock_choice() -> str:
 
 def _formgrader_page(root: Path, student: str) -> str:
     """The formgrader's page of ``student``'s lab: its HTMLExporter with the course's configuration."""
-    code = (
-        "import sys\nfrom nbconvert.exporters import HTMLExporter\nfrom traitlets.config import Config\n"
-        "from nbgrader.apps import NbGrader\nfrom nbgrader.server_extensions.formgrader import handlers\n"
-        "app = NbGrader()\napp.load_config_file()\nconfig = app.config\nextra = Config()\n"
-        "extra.HTMLExporter.template_name = 'formgrade'\n"
-        "extra.HTMLExporter.extra_template_basedirs = [handlers.template_path]\nconfig.merge(extra)\n"
-        "resources = {'assignment_id': sys.argv[1], 'notebook_id': sys.argv[1], 'submission_id': 'x',\n"
-        "             'index': 0, 'total': 2, 'base_url': '', 'student': 'bo', 'last_name': None,\n"
-        "             'first_name': None, 'notebook_path': 'nb'}\n"
-        "html, _ = HTMLExporter(config=config).from_filename(sys.argv[2], resources=resources)\n"
-        "sys.stdout.write(html)\n")
-    notebook = root / "autograded" / student / LAB / f"{LAB}.ipynb"
-    proc = subprocess.run([sys.executable, "-c", code, LAB, str(notebook)], cwd=root, env=nbgrader_env(),
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+    return formgrader_page(root, LAB, root / "autograded" / student / LAB / f"{LAB}.ipynb")
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
