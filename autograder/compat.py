@@ -31,6 +31,7 @@ What remains a patch, and why (``docs/authors/maintaining.md`` says the same):
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import importlib.metadata
@@ -486,6 +487,7 @@ def accept_display_data_priority() -> None:
     NbGraderPreprocessor.class_traits()["display_data_priority"].tag(config=True)
 
 
+@functools.cache  # one class per process, not one per graded submission
 def restore_cells_class():
     """nbgrader's ``OverwriteCells`` without its checksum warning (a subclass, no patch).
 
