@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import types
 from typing import Any, Optional, Tuple
 
@@ -83,23 +84,32 @@ def count_answer(entry: dict, who: str, fingerprint: str, right: bool) -> Tuple[
     return record, new
 
 
+# CPython's default repr names the object's memory address ("<Foo object at 0x7f...>"), which differs on every
+# run: without it, re-running the same answer would count as a new attempt.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _stable_repr(value: Any) -> str:
+    return _ADDRESS.sub("", repr(value))
+
+
 def _code_parts(code: types.CodeType) -> list:
     """What a function's code is (bytecode, constants, names), nested functions included; no line
     numbers, so moving a function down the notebook is not a new answer."""
-    consts = [_code_parts(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    consts = [_code_parts(c) if isinstance(c, types.CodeType) else _stable_repr(c) for c in code.co_consts]
     return [code.co_code.hex(), consts, list(code.co_names), list(code.co_varnames), code.co_argcount]
 
 
 def _answer_part(value: Any) -> Any:
     code = getattr(value, "__code__", None)
     if isinstance(code, types.CodeType):
-        return {"code": _code_parts(code), "defaults": repr(getattr(value, "__defaults__", None))}
+        return {"code": _code_parts(code), "defaults": _stable_repr(getattr(value, "__defaults__", None))}
     from course.assess.registry import to_plain
 
     try:
         return to_plain(value)
     except Exception:  # noqa: BLE001 - an unreadable value is still one answer
-        return {"type": type(value).__name__, "repr": repr(value)[:200]}
+        return {"type": type(value).__name__, "repr": _stable_repr(value)[:200]}
 
 
 def answer_fingerprint(names, namespace: dict) -> str:
@@ -110,5 +120,5 @@ def answer_fingerprint(names, namespace: dict) -> str:
     (True, False)
     """
     parts = {name: _answer_part(namespace[name]) if name in namespace else None for name in names}
-    text = json.dumps(parts, sort_keys=True, default=repr, allow_nan=True)
+    text = json.dumps(parts, sort_keys=True, default=_stable_repr, allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

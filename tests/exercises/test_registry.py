@@ -265,3 +265,17 @@ def test_partial_credit_reasons_count_their_inputs_in_words():
     one = partial_verdict("f", [("worked example", 1, [("returns_wrong_value", "wrong value")]),
                                 ("random inputs", 4, [])])
     assert one.checks[0].reason == "wrong value for 1 of 1 worked example"
+
+
+def test_an_unreadable_answer_has_the_same_fingerprint_on_every_run():
+    # an answer with no plain form is fingerprinted by its repr, whose default names a memory address
+    # that differs run to run: the same answer re-run must not count as a new attempt
+    from course.assess.attempts import answer_fingerprint
+
+    class Opaque:
+        pass
+
+    first, second = Opaque(), Opaque()
+    assert repr(first) != repr(second)
+    assert answer_fingerprint(["x"], {"x": first}) == answer_fingerprint(["x"], {"x": second})
+    assert answer_fingerprint(["x"], {"x": first}) != answer_fingerprint(["x"], {"x": 1.0})
