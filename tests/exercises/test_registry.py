@@ -267,15 +267,23 @@ def test_partial_credit_reasons_count_their_inputs_in_words():
     assert one.checks[0].reason == "wrong value for 1 of 1 worked example"
 
 
-def test_an_unreadable_answer_has_the_same_fingerprint_on_every_run():
-    # an answer with no plain form is fingerprinted by its repr, whose default names a memory address
-    # that differs run to run: the same answer re-run must not count as a new attempt
+def test_a_function_answer_has_the_same_fingerprint_on_every_run():
+    # a function is fingerprinted by its code and the repr of its defaults; a default object's repr names a
+    # memory address that differs run to run: the same function re-run must not count as a new attempt
     from course.assess.attempts import answer_fingerprint
 
-    class Opaque:
-        pass
+    def define():
+        class Cache:
+            pass
 
-    first, second = Opaque(), Opaque()
-    assert repr(first) != repr(second)
-    assert answer_fingerprint(["x"], {"x": first}) == answer_fingerprint(["x"], {"x": second})
-    assert answer_fingerprint(["x"], {"x": first}) != answer_fingerprint(["x"], {"x": 1.0})
+        def answer(x, cache=Cache()):
+            return 2 * x
+        return answer
+
+    first, second = define(), define()
+    assert repr(first.__defaults__) != repr(second.__defaults__)
+    assert answer_fingerprint(["f"], {"f": first}) == answer_fingerprint(["f"], {"f": second})
+
+    def other(x, cache=None):
+        return 3 * x
+    assert answer_fingerprint(["f"], {"f": first}) != answer_fingerprint(["f"], {"f": other})
