@@ -99,6 +99,7 @@ import numpy as np
 
 from . import _validate as v
 from . import catalog as _cat
+from . import checkpointing as _ckpt
 from . import layer_cost as _lc
 from . import zero as _zero
 from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_MIN_TOKENS_PER_EXPERT, RECOMPUTE_MODES, SCHEDULES,
@@ -545,7 +546,14 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
     record["assumptions"] = term_assumptions(m, c, cfg.settings, used_efficiency=record["compute_efficiency"])
-    record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=cfg.schedule,
+    if cfg.checkpoint_policy is not None:  # what the policy keeps and recomputes, beside the terms it changes
+        said = _ckpt.policy_summary(cfg.checkpoint_policy, m, cfg.fused_attention, cfg.attention_fraction)
+        repeats = RECOMPUTE_MODES[int(np.asarray(cfg.recompute_code).flat[0])]
+        record["assumptions"]["compute"] += (f"; {said}; its TP / CP collectives repeated as with recompute="
+                                             f"{repeats!r}")
+        record["assumptions"]["memory"] += (f"; activations: {said}, plus one layer's recomputed tensors (and its "
+                                            f"input) during its backward pass")
+    record.update(model=m.name, cluster=c.name, recompute=cfg.recompute_name or recompute, schedule=cfg.schedule,
                   overlap=cfg.overlap,
                   violations=_sentences(cols, 0, m, c, requested),
                   notes=_note_sentences(cols, 0, m, cfg.min_tokens_per_expert))
