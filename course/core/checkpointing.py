@@ -247,7 +247,7 @@ def _graph(m, fused, frac):
     if fused:
         g["context"] = _Node(q, 2.0, True, True, attention, ("query_proj", "key_proj", "value_proj"), "attention")
     else:  # softmax output (2 bytes), its dropout mask (1) and output (2) per score; 2 bytes without dropout
-        g["attention_scores"] = _Node(a * s, 2.5 if drop else 1.0, True, True, attention / 2,
+        g["attention_scores"] = _Node(a * s, 5.0 if drop else 2.0, True, True, attention / 2,
                                       ("query_proj", "key_proj"), "attention")
         g["context"] = _Node(q, 2.0, True, True, attention / 2, ("attention_scores", "value_proj"), "attention")
     g["out_proj"] = _Node(h, 2.0, False, False, 2.0 * q * share, ("context",), "gemm")
