@@ -63,6 +63,7 @@ from typing import Optional
 import numpy as np
 
 from . import _validate as v
+from . import catalog as _cat
 
 __all__ = ["ACTIVATION_NAMES", "POLICIES", "CheckpointPolicy", "checkpoint_policy", "activation_graph",
            "policy_cost", "saved_bytes_per_token", "recomputed_flops_per_token", "policy_summary"]
@@ -215,7 +216,6 @@ def activation_graph(model, fused_attention=True, attention_fraction=1.0):
 
 
 def _dense_model(model):
-    from . import catalog as _cat  # the catalog imports nothing of this module
     m = _cat.model(model) if isinstance(model, str) else model
     if not isinstance(m, _cat.Model) or not m.is_transformer:
         raise ValueError(f"model must be a transformer Model from the catalog (or its name); got {model!r}")
