@@ -49,6 +49,9 @@ memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over 
                    (:func:`~course.core.pipeline.in_flight_microbatches_at_stage`); DeepSeek-V3's
                    storage (``memory_recipe``: :func:`~course.core.moe.mla_activation_bytes_per_token`,
                    FP8-cached MoE inputs, BF16 Adam moments; DeepSeek-AI 2024 sec. 3.2.3, 3.3.3)
+recompute          a mode, or a checkpoint policy whose kept bytes replace the activation count and
+                   whose recomputed GEMMs and attention join the FLOPs
+                   (:mod:`~course.core.checkpointing`; MaxText ``remat_policy``, torchtitan AC)
 =================  ===========================================================================
 
 Every collective runs at its link's bandwidth times a measured collective efficiency
@@ -554,6 +557,11 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     # what a checkpoint policy keeps and recomputes, beside the terms it changes
     record["assumptions"] = _policy_assumptions(
         term_assumptions(m, c, cfg.settings, used_efficiency=record["compute_efficiency"]), cfg)
+    if cfg.checkpoint_policy is not None:  # the plan's own numbers for it
+        recomputed = float(np.sum(cfg.policy_flops_per_token())) * m.seq_len * record["global_batch"]
+        record["assumptions"]["memory"] += f"; this plan keeps {record['activations'] / 1e9:.1f} GB of activations per GPU"
+        record["assumptions"]["compute"] += (f"; this plan recomputes {recomputed / 1e15:.3g} PFLOP per step "
+                                             f"({recomputed / record['flops_per_iteration']:.1%} of its FLOPs)")
     record.update(model=m.name, cluster=c.name, recompute=cfg.recompute_name or recompute, schedule=cfg.schedule,
                   overlap=cfg.overlap,
                   violations=_sentences(cols, 0, m, c, requested),

@@ -150,6 +150,8 @@ def test_the_plans_assumptions_list_the_policy_what_it_keeps_and_what_it_recompu
         assert "maxtext:save_dot_except_mlp" in said and "decoders.py" in said
         assert "saves layer_input, query_proj, key_proj, value_proj, out_proj" in said
         assert "recomputes attention_norm, context" in said and "GFLOP per token" in said
+    assert f"keeps {p.activations / 1e9:.1f} GB of activations per GPU" in p.assumptions["memory"]
+    assert "PFLOP per step" in p.assumptions["compute"]
 
 
 def test_a_sweep_runs_one_policy_and_names_it_in_every_row():
