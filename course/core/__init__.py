@@ -18,6 +18,7 @@ economics       6ND training compute, PF-days, time, energy and cost
 sgd             synchronous vs asynchronous SGD with stragglers
 catalog         accelerators, links, models, nodes and clusters, with sources
 layer_cost      FLOPs, backward share and element-wise traffic of one layer
+checkpointing   activation checkpointing as a policy: named activations, save lists, framework presets
 zero            ZeRO traffic per micro-batch and per step, by implementation
 context_parallel  context parallelism: K/V exchange per layer
 moe             mixture of experts: FLOPs, all-to-all, load imbalance, memory under EP
@@ -48,4 +49,5 @@ from .moe import *  # noqa: F401,F403 -- course.core's API is the union of its m
 from .moe_capacity import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .expert_load import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .fp8 import *  # noqa: F401,F403 -- course.core's API is the union of its modules
+from .checkpointing import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .planner import *  # noqa: F401,F403 -- course.core's API is the union of its modules

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _validate as v
 from . import catalog as _cat
+from . import checkpointing as _ckpt
 from . import collectives as _coll
 from . import context_parallel as _cp
 from . import data_parallel as _dp
@@ -442,6 +443,7 @@ class Config:
         measured = self.cluster.accelerator.attention_efficiency
         self.attention_measured = self.fused_attention and measured is not None
         self.attention_efficiency = float(measured) if self.attention_measured else self.base_efficiency
+        recompute = self._resolve_policy(recompute)
         arrays = dict(
             tp=v.integer("tp", tp), cp=v.integer("cp", cp), pp=v.integer("pp", pp), dp=v.integer("dp", dp),
             ep=v.integer("ep", ep), etp=v.integer("etp", etp),
@@ -532,6 +534,57 @@ class Config:
         if np.any(rc >= len(RECOMPUTE_MODES)):
             raise ValueError(f"recompute codes must index {RECOMPUTE_MODES}; got {recompute!r}")
         return rc
+
+    def _resolve_policy(self, recompute):
+        """``recompute`` as a mode for the terms; a checkpoint policy (:mod:`~course.core.checkpointing`) is kept
+        in ``checkpoint_policy`` with its cost, and the mode its collectives repeat as is returned."""
+        self.checkpoint_policy, self.policy_cost = None, None
+        self.recompute_name = recompute if isinstance(recompute, str) else None
+        is_policy = isinstance(recompute, _ckpt.CheckpointPolicy) or (isinstance(recompute, str)
+                                                                       and recompute not in RECOMPUTE_MODES)
+        if not is_policy:
+            return recompute
+        policy = _ckpt.checkpoint_policy(recompute)
+        self.recompute_name = policy.name
+        if policy.mode is not None:  # "maxtext:none" and the like: the mode's own formulas
+            return policy.mode
+        if self.recompute_modules or self.memory_recipe != "standard":
+            raise ValueError(f"recompute={policy.name!r} says what is saved and recomputed: it takes neither "
+                             f"recompute_modules nor memory_recipe='deepseek-v3'")
+        self.checkpoint_policy = policy
+        cost = self.policy_cost = _ckpt.policy_cost(policy, self.model, self.fused_attention, self.attention_fraction)
+        # the collectives a recomputation repeats (TP, CP): those of the nearest mode
+        if cost["gemm_flops"] > 0:
+            return "full"
+        return "selective" if cost["attention_flops"] > 0 else "none"
+
+    def policy_flops_per_token(self):
+        """Recomputed FLOPs per token of the whole model under ``checkpoint_policy``: (GEMM, attention)."""
+        c, layers = self.policy_cost, self.model.layers
+        return layers * c["gemm_flops"] / c["every"], layers * c["attention_flops"] / c["every"]
+
+    def policy_activation_bytes(self):
+        """Bytes per (average) layer and micro-batch one GPU keeps under ``checkpoint_policy``, divided by CP.
+
+        :func:`~course.core.checkpointing.saved_bytes_per_token` x ``b s / CP`` tokens; the GEMM inputs it
+        keeps in FP8 under ``precision="fp8"`` one byte each instead of two (as :func:`memory_terms` counts
+        them for the modes).
+        """
+        c, m = self.policy_cost, self.model
+        tokens = self.micro_batch * m.seq_len / self.cp
+        kept = _ckpt.saved_bytes_per_token(self.checkpoint_policy, m, self.tp, self.sequence_parallel,
+                                           self.fused_attention) * tokens
+        if self.fp8:
+            k = c["every"]
+            kept = kept - self.fp8_tokens * (c["fp8_saved"] + (k - 1) * c["fp8_all"]) / k
+        return kept
+
+    def policy_transient_bytes(self):
+        """Bytes one layer re-materialises in its backward pass under ``checkpoint_policy`` (its input
+        included, as full recomputation is counted), on one GPU, divided by CP."""
+        whole, split = self.policy_cost["transient_bytes"]
+        tokens = self.micro_batch * self.model.seq_len / self.cp
+        return tokens * np.where(self.sequence_parallel, (whole + split) / self.tp, whole + split / self.tp)
 
     def _derive(self, collective_efficiency):
         m, c = self.model, self.cluster
@@ -734,9 +787,13 @@ def compute_term(*, cfg):
     accelerator's measured ``attention_efficiency``
     (:func:`~course.core.layer_cost.attention_kernel_extra_time`).
     """
-    flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(cfg.model, mode,
-                                                                                cfg.attention_fraction))
     m = cfg.model
+    if cfg.checkpoint_policy is not None:  # a forward and backward pass and what the policy recomputes
+        policy_gemm, policy_attention = cfg.policy_flops_per_token()
+        flops = cfg.global_batch * (_lc.flops_per_sequence(m, "none", cfg.attention_fraction)
+                                    + m.seq_len * (policy_gemm + policy_attention))
+    else:
+        flops = cfg.global_batch * cfg.per_mode(lambda mode: _lc.flops_per_sequence(m, mode, cfg.attention_fraction))
     # submodules recomputed beside the mode (a full recomputation already re-runs them): 2 FLOPs per weight
     # and token of the MLA up-projections (DeepSeek-V3's recipe recomputes them too) and of the dense MLPs
     weights = 0.0
@@ -752,11 +809,20 @@ def compute_term(*, cfg):
     extra = attention_kernel_term(cfg=cfg)
     if not cfg.fp8:
         return flops, flops / (cfg.gpus * cfg.peak * cfg.compute_efficiency) * cfg.imbalance + extra
-    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    passes = _gemm_passes(cfg)
     gemm = cfg.global_batch * m.seq_len * passes * _fp8.fp8_gemm_flops_per_token(m.active_layer_params, m.layers)
     gemm = gemm + recomputed
     seconds = _fp8.fp8_compute_time(gemm, flops - gemm, cfg.gemm_peak, cfg.peak, cfg.compute_efficiency)
     return flops, seconds / cfg.gpus * cfg.imbalance + extra
+
+
+def _gemm_passes(cfg):
+    """Passes over the layer GEMMs per micro-batch: 3, 4 with full recomputation, ``3 + recomputed share``
+    under a checkpoint policy."""
+    if cfg.checkpoint_policy is not None:
+        m = cfg.model
+        return 3.0 + cfg.policy_flops_per_token()[0] / (2.0 * m.active_layer_params * m.layers)
+    return cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
 
 
 def attention_kernel_term(*, cfg):
@@ -766,8 +832,12 @@ def attention_kernel_term(*, cfg):
     if not cfg.attention_measured:
         return np.zeros(())
     m = cfg.model
-    per_token = cfg.per_mode(lambda mode: _lc.attention_flops_per_token(m.seq_len, m.score_width, mode,
-                                                                        cfg.attention_fraction))
+    if cfg.checkpoint_policy is not None:  # three passes and the attention the policy recomputes
+        per_token = (_lc.attention_flops_per_token(m.seq_len, m.score_width, "none", cfg.attention_fraction)
+                     + cfg.policy_flops_per_token()[1] / m.layers)
+    else:
+        per_token = cfg.per_mode(lambda mode: _lc.attention_flops_per_token(m.seq_len, m.score_width, mode,
+                                                                            cfg.attention_fraction))
     flops = cfg.global_batch * m.seq_len * m.layers * per_token / cfg.gpus
     return _lc.attention_kernel_extra_time(flops, cfg.peak, cfg.attention_efficiency,
                                            cfg.compute_efficiency) * cfg.imbalance
@@ -784,7 +854,11 @@ def memory_bound_term(*, cfg):
         stored = stored + cfg.moe_activation_delta("selective") * cfg.model.moe_layers / cfg.model.layers
     needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
     scores = cfg.korthikanti_bytes("none") - cfg.korthikanti_bytes("selective") if needs_scores else 0.0
-    traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
+    if cfg.checkpoint_policy is not None:  # the recomputed forward re-runs the kernels of what it re-materialises
+        share = cfg.policy_cost["recomputed_share"] / cfg.policy_cost["every"]
+        traffic = _lc.elementwise_traffic_per_layer(stored, 0.0, "none") + 2.0 * share * stored
+    else:
+        traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
     if cfg.fp8:  # every GEMM operand is cast to FP8 (and transposed) by a memory-bound kernel
         traffic = traffic + cfg.fp8_tokens * _fp8.fp8_cast_bytes_per_token(cfg.fp8_gemm_inputs)
     if cfg.memory_recipe == "deepseek-v3":  # RMSNorms and SwiGLU products recomputed (sec. 3.2.3, 3.3.3)
@@ -814,7 +888,7 @@ def tp_exposed(tp_comm, *, cfg):
     if not cfg.tp_overlap:
         return tp_comm
     m = cfg.model
-    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    passes = _gemm_passes(cfg)
     gemm = (cfg.num_microbatches * cfg.stage_layers * 2.0 * m.active_layer_params * cfg.micro_batch
             * cfg.seq_local / cfg.tp * passes / (cfg.gemm_peak * cfg.compute_efficiency))
     hidden = _tp.tp_overlap_exposed_time(tp_comm, gemm, cfg.tp, OVERLAP_SM_SHARE)
@@ -971,8 +1045,14 @@ def dp_comm_term(*, cfg, busy):
     reduce = 0.5 * allreduce(cfg.grad_bytes)
     gather = reduce if cfg.gather_bytes == cfg.grad_bytes else 0.5 * allreduce(cfg.gather_bytes)
     microbatch = busy / cfg.num_microbatches
-    fwd = microbatch * cfg.per_mode(_lc.forward_share)
-    bwd = microbatch * cfg.per_mode(_lc.backward_share)
+    if cfg.checkpoint_policy is not None:  # the recomputation runs inside the backward pass
+        m = cfg.model
+        forward = _lc.flops_per_sequence(m, "none", cfg.attention_fraction) / 3.0 - 2.0 * m.vocab * m.hidden * m.seq_len
+        extra = sum(cfg.policy_flops_per_token()) * m.seq_len / forward
+        fwd, bwd = microbatch / (3.0 + extra), microbatch * (2.0 + extra) / (3.0 + extra)
+    else:
+        fwd = microbatch * cfg.per_mode(_lc.forward_share)
+        bwd = microbatch * cfg.per_mode(_lc.backward_share)
     total, exposed = _zero.sharded_traffic_time(gather, reduce, cfg.zero_stage, cfg.num_microbatches, fwd, bwd,
                                                 buckets, cfg.overlap, cfg.reshard_after_forward)
     return np.asarray(total), np.asarray(exposed)
@@ -1023,7 +1103,11 @@ def memory_terms(*, cfg):
                        last_layers * at(cfg.pp - 1))
         held = h if held is None else np.where(kind == code, h, held)
     stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
-    if cfg.memory_recipe == "deepseek-v3":  # the recipe's own count (Config.recipe_activation_bytes)
+    if cfg.checkpoint_policy is not None:  # the policy's saved tensors, and one layer re-materialised in its backward
+        activations = cfg.policy_activation_bytes() * held
+        if np.any(cfg.policy_cost["gemm_flops"] + cfg.policy_cost["attention_flops"] > 0):
+            activations = activations + cfg.policy_transient_bytes()
+    elif cfg.memory_recipe == "deepseek-v3":  # the recipe's own count (Config.recipe_activation_bytes)
         activations = cfg.per_mode(lambda mode: cfg.activation_bytes(mode) if mode == "full"
                                    else cfg.recipe_activation_bytes()) * held
     else:
@@ -1038,7 +1122,7 @@ def memory_terms(*, cfg):
             activations = activations - cfg.per_mode(
                 lambda mode: 0.0 if mode == "full" else cfg.recomputed_mlp_bytes()) * held * dense_share
     # full recomputation still materialises one layer's activations during its backward
-    if np.any(cfg.recompute_code == 2):
+    if cfg.checkpoint_policy is None and np.any(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
     out["activations"] = activations
     out["memory_total"] = out["weights"] + out["gradients"] + out["optimizer"] + activations

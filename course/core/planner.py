@@ -49,6 +49,9 @@ memory             :func:`~course.core.memory.model_state_breakdown` (ZeRO over 
                    (:func:`~course.core.pipeline.in_flight_microbatches_at_stage`); DeepSeek-V3's
                    storage (``memory_recipe``: :func:`~course.core.moe.mla_activation_bytes_per_token`,
                    FP8-cached MoE inputs, BF16 Adam moments; DeepSeek-AI 2024 sec. 3.2.3, 3.3.3)
+recompute          a mode, or a checkpoint policy whose kept bytes replace the activation count and
+                   whose recomputed GEMMs and attention join the FLOPs
+                   (:mod:`~course.core.checkpointing`; MaxText ``remat_policy``, torchtitan AC)
 =================  ===========================================================================
 
 Every collective runs at its link's bandwidth times a measured collective efficiency
@@ -99,6 +102,7 @@ import numpy as np
 
 from . import _validate as v
 from . import catalog as _cat
+from . import checkpointing as _ckpt
 from . import layer_cost as _lc
 from . import zero as _zero
 from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_MIN_TOKENS_PER_EXPERT, RECOMPUTE_MODES, SCHEDULES,
@@ -315,8 +319,9 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
     ep, etp : int or array of int, >= 1, optional
         Expert- and expert-tensor-parallel degrees (mixtures of experts only).
     zero_stage : int or array of int in 0..3
-    recompute : str or array of int
-        A mode of ``RECOMPUTE_MODES`` or indices into it.
+    recompute : str, CheckpointPolicy or array of int
+        A mode of ``RECOMPUTE_MODES`` or indices into it, or one checkpoint policy for every configuration
+        (a preset name or a :class:`~course.core.checkpointing.CheckpointPolicy`, as in :func:`plan`).
     sequence_parallel : bool or array of bool
     first_stage_layers, last_stage_layers : int or array of int, >= 0
     settings : PlanSettings, optional
@@ -479,7 +484,12 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
     zero_stage : {0, 1, 2, 3}
         ZeRO-1 is Megatron's distributed optimizer; 2 and 3 are DeepSpeed's / FSDP's,
         with their traffic per micro-batch (:mod:`~course.core.zero`).
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full"}, a preset name or a CheckpointPolicy
+        A recomputation mode, or an activation-checkpoint policy (:mod:`~course.core.checkpointing`):
+        a preset of :data:`~course.core.checkpointing.POLICIES` (``"maxtext:save_dot_except_mlp"``,
+        ``"torchtitan:op"``, ``"torchtitan:layer-2"``...) or a save list
+        (:func:`~course.core.checkpointing.checkpoint_policy`), whose saved bytes and recomputed FLOPs are
+        charged (dense models).
     sequence_parallel : bool
     interleave : int >= 1
         Model chunks per GPU ``v`` (interleaved 1F1B): bubble / v, point-to-point x v.
@@ -544,8 +554,15 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  ep=ep, etp=etp, settings=PlanSettings.of(settings, **options))
     cols = _broadcast_columns(_columns(cfg), (1,))
     record = {k: cols[k][0].item() for k in cols}
-    record["assumptions"] = term_assumptions(m, c, cfg.settings, used_efficiency=record["compute_efficiency"])
-    record.update(model=m.name, cluster=c.name, recompute=recompute, schedule=cfg.schedule,
+    # what a checkpoint policy keeps and recomputes, beside the terms it changes
+    record["assumptions"] = _policy_assumptions(
+        term_assumptions(m, c, cfg.settings, used_efficiency=record["compute_efficiency"]), cfg)
+    if cfg.checkpoint_policy is not None:  # the plan's own numbers for it
+        recomputed = float(np.sum(cfg.policy_flops_per_token())) * m.seq_len * record["global_batch"]
+        record["assumptions"]["memory"] += f"; this plan keeps {record['activations'] / 1e9:.1f} GB of activations per GPU"
+        record["assumptions"]["compute"] += (f"; this plan recomputes {recomputed / 1e15:.3g} PFLOP per step "
+                                             f"({recomputed / record['flops_per_iteration']:.1%} of its FLOPs)")
+    record.update(model=m.name, cluster=c.name, recompute=cfg.recompute_name or recompute, schedule=cfg.schedule,
                   overlap=cfg.overlap,
                   violations=_sentences(cols, 0, m, c, requested),
                   notes=_note_sentences(cols, 0, m, cfg.min_tokens_per_expert))
@@ -586,7 +603,8 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         Degrees to try (defaults above).
     cp, micro_batches, zero_stages, recompute, sequence_parallel, interleave : sequence
         Values to try for each setting. ``interleave`` reaches 8 chunks per stage by default: Llama 3 405B ran
-        one layer per chunk, 8 per stage of 16 (Dubey et al. 2024, sec. 3.3.2).
+        one layer per chunk, 8 per stage of 16 (Dubey et al. 2024, sec. 3.3.2). ``recompute`` is modes, or
+        one checkpoint policy for every row (a preset name or a policy, as in :func:`plan`).
     global_batch : int, optional
         Sequences per iteration, ``>= 1``.
     ep, etp : sequence of int, optional
@@ -649,8 +667,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                          ("interleave", interleave), ("ep", eps), ("etp", etps)):
         for value in values:
             v.integer(name, value)
-    for r in recompute:
-        v.choice("recompute", r, RECOMPUTE_MODES)
+    policy, rc_axis = _sweep_recompute(recompute)
     if chosen.schedule != "1f1b":  # interleaving is a form of 1F1B
         interleave = (1,)
     folds = [(e, et) for e in eps for et in etps if not m.is_moe or m.experts % e == 0]
@@ -659,14 +676,13 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     if not len(base):
         raise ValueError(f"global_batch = {B} admits no configuration of {n} GPUs with micro-batches "
                          f"{tuple(micro_batches)}")
-    rc_codes = np.array([RECOMPUTE_MODES.index(r) for r in recompute], dtype=np.int64)
     # one axis per setting (base layouts, ZeRO stage, recompute, SP): every term computes on the axes
     # it depends on, and only the sums broadcast to the whole grid
     on = lambda values, axis: np.reshape(values, [-1 if a == axis else 1 for a in range(4)])  # noqa: E731 -- a one-line helper local to this function
     b = lambda j: on(base[:, j], 0)  # noqa: E731 -- a one-line helper local to this function
     cfg = Config(m, c, tp=b(0), cp=b(1), pp=b(2), dp=b(3), micro_batch=b(4), num_microbatches=b(5),
                  interleave=b(6), ep=b(7), etp=b(8), zero_stage=on(np.array(zero_stages, dtype=np.int64), 1),
-                 recompute=on(rc_codes, 2), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 3),
+                 recompute=policy if policy is not None else on(rc_axis, 2), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 3),
                  settings=chosen)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
@@ -683,13 +699,43 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     memory = np.broadcast_to(cols["memory_total"], cfg.shape).reshape(-1)[rows]
     rows = rows[_fastest_first(speed, memory)]  # fastest first; ties: less memory first, then the grid's order
     derived = {"violations": lambda t: _joined_codes(t, "viol_"), "notes": lambda t: _joined_codes(t, "note_"),
-               "recompute": lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]],
+               "recompute": ((lambda t: np.full(np.shape(t["recompute_code"]), cfg.recompute_name, dtype=object))
+                             if policy is not None else
+                             (lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]])),
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
     return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,
                             "include_unvalidated": bool(include_unvalidated), "unvalidated_left_out": left_out,
-                            "assumptions": term_assumptions(m, c, chosen), "settings": chosen})
+                            "assumptions": _policy_assumptions(term_assumptions(m, c, chosen), cfg),
+                            "settings": chosen})
+
+
+def _sweep_recompute(recompute):
+    """A sweep's ``recompute``: (``None``, mode codes) for recompute modes, (the policy, ``None``) for one
+    checkpoint policy (:mod:`~course.core.checkpointing`)."""
+    if isinstance(recompute, (str, _ckpt.CheckpointPolicy)):
+        recompute = (recompute,)
+    recompute = tuple(recompute)
+    if any(not (isinstance(r, str) and r in RECOMPUTE_MODES) for r in recompute):
+        if len(recompute) != 1:
+            raise ValueError(f"recompute: a sweep tries recompute modes {RECOMPUTE_MODES} or one checkpoint policy; "
+                             f"got {recompute!r}")
+        return _ckpt.checkpoint_policy(recompute[0]), None
+    return None, np.array([RECOMPUTE_MODES.index(r) for r in recompute], dtype=np.int64)
+
+
+def _policy_assumptions(assumptions, cfg):
+    """``assumptions`` with what ``cfg``'s checkpoint policy keeps and recomputes added to compute and memory."""
+    if cfg.checkpoint_policy is None:
+        return assumptions
+    said = _ckpt.policy_summary(cfg.checkpoint_policy, cfg.model, cfg.fused_attention, cfg.attention_fraction)
+    repeats = RECOMPUTE_MODES[int(np.asarray(cfg.recompute_code).flat[0])]
+    out = dict(assumptions)
+    out["compute"] = f"{out['compute']}; {said}; its TP / CP collectives repeated as with recompute={repeats!r}"
+    out["memory"] = (f"{out['memory']}; activations: {said}, plus one layer's recomputed tensors (and its input) "
+                     f"during its backward pass")
+    return out
 
 
 def _fastest_first(speed, memory=None):
