@@ -560,6 +560,19 @@ _MEGATRON = ("Narayanan et al. 2021 (SC21), Efficient Large-Scale Language Model
              "GPU Clusters Using Megatron-LM, Table 1 (seq 2048, vocab 51,200, FFN 4h)")
 
 
+_MPT = ("MosaicML llm-foundry, scripts/train/yamls/pretrain/mpt-{size}.yaml (d_model, n_heads, n_layers, "
+        "expansion_ratio 4, vocab_size 50,368, max_seq_len 2,048; commit 8c8dd48f7) with the defaults of "
+        "llmfoundry/models/mpt/configuration_mpt.py (GELU MLP, learned positions, tied embeddings, biases, no "
+        "dropout); parameters: the NumParams column at 2,048 tokens of scripts/train/benchmarking/README.md{note}")
+
+
+def _mpt(size: str, params: int, layers: int, hidden: int, heads: int, note: str = "") -> Model:
+    # the configurations llm-foundry's throughput tables were measured with (GPT-shaped, multi-head attention)
+    return Model(name=f"mpt-{size}", params=float(params), source=_MPT.format(size=size, note=note),
+                 layers=layers, hidden=hidden, heads=heads, kv_heads=heads, ffn=4 * hidden, vocab=50368,
+                 seq_len=2048, dropout=False)
+
+
 def _megatron(params_b: float, heads: int, hidden: int, layers: int) -> Model:
     return Model(name=f"megatron-{params_b:g}b", params=params_b * u.billion, source=_MEGATRON,
                  layers=layers, hidden=hidden, heads=heads, kv_heads=heads, ffn=4 * hidden,
@@ -611,6 +624,9 @@ MODELS: dict[str, Model] = {
               "(32 layers, d 4096, 32 heads, FFN 11008, vocab 32,000, context 4096)",
               layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000,
               seq_len=4096, mlp_matrices=3, dropout=False),
+        _mpt("7b", 6_658_859_008, 32, 4096, 32),
+        _mpt("30b", 29_975_214_080, 48, 7168, 56, "; the released MPT-30B checkpoint has 64 heads and 8K context"),
+        _mpt("70b", 64_862_437_376, 80, 8192, 64, "; a training configuration, no released checkpoint"),
         Model("resnet50", 25.6 * u.million,
               "He et al. 2016, Deep Residual Learning, Table 1 (ResNet-50, ~25.6M parameters)"),
         Model("mobilenetv2", 3.4 * u.million,
