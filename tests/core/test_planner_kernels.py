@@ -187,3 +187,21 @@ def test_mla_up_proj_needs_multi_head_latent_attention():
         plan("llama3-70b", H100_1024, recompute_modules=["mla_up_proj"], **LLAMA70)
     dense = plan("llama3-70b", H100_1024, recompute_modules=["mlp"], **LLAMA70)
     assert dense.compute > plan("llama3-70b", H100_1024, **LLAMA70).compute
+
+
+# --------------------------------------------------------------------------- NCCL all-to-all
+
+
+def test_megatron_all_to_all_runs_at_nccl_all_to_all_measured_share_of_each_link_by_hand():
+    # Megatron-Core's NCCL all-to-all: 370 of NVLink's 450 GB/s (nccl-tests #212) and 46 of a 400 Gbit/s NIC's
+    # 50 GB/s (alltoall_perf on 2 DGX H100, deepseek-ai/DeepEP #3); EP 32 over 4 nodes, 8 ranks per node, the
+    # GPU's 4,096 tokens, 4 all-to-alls per MoE layer (no recomputation), 94 MoE layers, 4 micro-batches
+    m, c = cat.model("qwen3-235b-a22b"), H100_1024
+    p = plan(m, c, tp=1, pp=1, dp=1024, ep=32, micro_batch=1, global_batch=4096, recompute="none")
+    per_layer = core.moe_all_to_all_time_per_layer(4096, m.hidden, m.top_k, 32, 8, c.intra_bandwidth * 370 / 450,
+                                                   c.inter_bandwidth * 46 / 50, c.intra_latency, c.inter_latency)
+    assert p.ep_comm == pytest.approx(4 * m.moe_layers * per_layer, rel=1e-9)
+    # network-bound: at the all-reduce's 47 / 50 of the NIC (the former pricing) it would be 46 / 47 as long
+    as_allreduce = plan(m, c, tp=1, pp=1, dp=1024, ep=32, micro_batch=1, global_batch=4096, recompute="none",
+                        collective_efficiency=47 / 50)
+    assert as_allreduce.ep_comm < p.ep_comm
