@@ -1269,7 +1269,7 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
           (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
            f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
            if m.routing_groups else "") +
-          ((f"; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_groups
+          (("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_groups
             else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
            + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
            f"; one network copy per remote node (DeepEP), at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} "
