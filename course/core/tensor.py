@@ -388,8 +388,9 @@ def tp_comm_time_per_layer(seq, micro_batch, hidden, tp, bandwidth, latency=0.0,
 #: (range -40 % to 80 %; on 8 A100 SXM4 over NVLink -61 % on average, i.e. slower than not overlapping).
 #: Chang et al. 2024, "FLUX: Fast Software-based Communication Overlap on GPUs Through Kernel Fusion"
 #: (arXiv:2406.06858), sec. 2.3 (eq. 1-2, the definitions), sec. 5.1 (ranges) and sec. 6 (averages).
-#: Their model-level run agrees: GPT-3 175B on 128 H800 (TP 8), Flux is 1.10x Megatron-LM without overlap
-#: and 1.05x Transformer Engine, so TE's overlap gained about 5 % of the step.
+#: Their model-level runs agree in size: training on 128 H800 (TP 8), Flux is up to 1.10x Megatron-LM without
+#: overlap and up to 1.05x Transformer Engine (sec. 5.2), so TE's overlap gained a few percent of the step.
+#: No H100 measurement was found; H100's NVLink is 2.25x H800's, so the same layer moves its TP traffic faster.
 TP_OVERLAP_EFFICIENCY = 0.20
 
 
