@@ -49,6 +49,8 @@ __all__ = [
     "ring_allreduce_schedule",
     "NVLINK_COLLECTIVE_EFFICIENCY",
     "NETWORK_COLLECTIVE_EFFICIENCY",
+    "ALL_TO_ALL_NVLINK_EFFICIENCY",
+    "ALL_TO_ALL_NETWORK_EFFICIENCY",
     "achieved_bandwidth",
 ]
 
@@ -59,6 +61,16 @@ NVLINK_COLLECTIVE_EFFICIENCY = 370.0 / 450.0
 #: The same ratio across nodes: 46-48 GB/s busbw per 400 Gb/s (50 GB/s) NDR NIC
 #: (NVIDIA NCCL developer @AddyLaddy in NVIDIA/nccl-tests issue #290, 2025); 47 / 50.
 NETWORK_COLLECTIVE_EFFICIENCY = 47.0 / 50.0
+#: NCCL's all-to-all (nccl-tests ``alltoall_perf`` busbw, the bytes each GPU sends to other GPUs per second)
+#: over the link rate, inside an NVLink domain: on H100 NVLink 4 NCCL reaches about 370 of the 450 GB/s
+#: per direction, "which you can observe as BusBw when running non-allreduce operations" (S. Jeaugey, NCCL
+#: maintainer, NVIDIA/nccl-tests issue #212, 2024): the all-reduce's ring rate, now stated for the all-to-all.
+ALL_TO_ALL_NVLINK_EFFICIENCY = 370.0 / 450.0
+#: NCCL's all-to-all across nodes: nccl-tests ``alltoall_perf`` on 2 DGX H100 nodes with NVLink disabled (all
+#: traffic on the 400 Gb/s NICs) measured 46 GB/s busbw per GPU (Y. Zhou in deepseek-ai/DeepEP issue #3,
+#: 2025); an all-to-all "cannot aggregate the bandwidth of multiple NICs", so per GPU it runs at one NIC's rate
+#: (S. Jeaugey in NVIDIA/nccl-tests issue #267, 2024). 46 / 50, below the all-reduce's 47 / 50.
+ALL_TO_ALL_NETWORK_EFFICIENCY = 46.0 / 50.0
 
 #: Every algorithm name :func:`allreduce_time` accepts.
 ALLREDUCE_ALGORITHMS = ("ring", "tree", "double_binary_tree", "recursive_doubling", "rabenseifner", "naive")

@@ -246,16 +246,17 @@ class PlanSettings:
         every GEMM at ``compute_efficiency``.
     collective_efficiency : float in (0, 1], optional
         Achieved bus bandwidth over link bandwidth for every collective (and all-to-all); by default the
-        measured NVLink and network values of :mod:`~course.core.collectives` and DeepEP's own
+        measured NVLink and network values of :mod:`~course.core.collectives` (NCCL's all-to-all its own,
+        :data:`~course.core.collectives.ALL_TO_ALL_NETWORK_EFFICIENCY`) and DeepEP's
         (:data:`~course.core.moe.DEEPEP_NVLINK_EFFICIENCY`).
     cp_algorithm : {"ring", "all_gather"}
         Context-parallel K/V exchange: the ring overlaps each block's send with attention (Megatron-Core /
         Transformer Engine default), Llama 3's all-gather is exposed.
     tp_overlap : bool
         Overlap the TP all-gathers and reduce-scatters of sequence parallelism with the layer GEMMs they
-        feed (Transformer Engine userbuffers): one ring step per collective stays exposed, the rest hides
-        and takes ``OVERLAP_SM_SHARE`` of the SMs (:func:`~course.core.tensor.tp_overlap_exposed_time`; an
-        upper bound). Needs sequence parallelism; off by default.
+        feed (Transformer Engine userbuffers), saving the measured share
+        :data:`~course.core.tensor.TP_OVERLAP_EFFICIENCY` of their time
+        (:func:`~course.core.tensor.tp_overlap_exposed_time`). Needs sequence parallelism; off by default.
     grad_bytes : float > 0, optional
         Bytes per gradient element, held (unsharded below ZeRO-2) and reduced over DP x CP. ``None``: the
         memory recipe's (4 for ``"deepseek-v3"``, else 2). 4: Megatron-LM in BF16, which accumulates and
@@ -605,6 +606,13 @@ class Config:
         # DeepEP (or DeepSeek's node-limited dispatch, which it implements) runs at its own measured share of
         # the links unless the caller fixed one collective efficiency for everything
         self.a2a_measured = collective_efficiency is None and (self.dispatcher == "deepep" or bool(m.routing_groups))
+        # the all-to-all's own measured share of each link: DeepEP's kernels, or NCCL's all-to-all (nccl-tests)
+        if collective_efficiency is not None:
+            self.a2a_efficiency = (eff_in, eff_out)
+        elif self.a2a_measured:
+            self.a2a_efficiency = (_moe.DEEPEP_NVLINK_EFFICIENCY, _moe.DEEPEP_NETWORK_EFFICIENCY)
+        else:
+            self.a2a_efficiency = (_coll.ALL_TO_ALL_NVLINK_EFFICIENCY, _coll.ALL_TO_ALL_NETWORK_EFFICIENCY)
         self.intra_bw, self.inter_bw = c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out
         g = c.nvlink_domain
         # a group stays on NVLink while the ranks it spans (its stride x its size) fit in one NVLink domain
@@ -881,17 +889,18 @@ def tp_comm_term(*, cfg):
 
 
 def tp_exposed(tp_comm, *, cfg):
-    """The TP traffic left exposed: all of it, unless ``tp_overlap`` hides it behind the layer GEMMs it feeds
-    (:func:`~course.core.tensor.tp_overlap_exposed_time`; Transformer Engine needs sequence parallelism for
-    it, so rows without SP keep it exposed). The GEMMs: ``2 P_layer`` FLOPs per token of the GPU's
-    ``b s / (CP x TP)`` tokens, x3 (x4 with full recomputation), at the GEMM peak x ``compute_efficiency``."""
+    """The TP traffic left exposed: all of it, unless ``tp_overlap`` hides part of it behind the layer GEMMs it
+    feeds, at Transformer Engine's measured overlap efficiency (:func:`~course.core.tensor.tp_overlap_exposed_time`,
+    :data:`~course.core.tensor.TP_OVERLAP_EFFICIENCY`; Transformer Engine needs sequence parallelism for it, so
+    rows without SP keep it exposed). The GEMMs: ``2 P_layer`` FLOPs per token of the GPU's ``b s / (CP x TP)``
+    tokens, x3 (x4 with full recomputation), at the GEMM peak x ``compute_efficiency``."""
     if not cfg.tp_overlap:
         return tp_comm
     m = cfg.model
     passes = _gemm_passes(cfg)
     gemm = (cfg.num_microbatches * cfg.stage_layers * 2.0 * m.active_layer_params * cfg.micro_batch
             * cfg.seq_local / cfg.tp * passes / (cfg.gemm_peak * cfg.compute_efficiency))
-    hidden = _tp.tp_overlap_exposed_time(tp_comm, gemm, cfg.tp, OVERLAP_SM_SHARE)
+    hidden = _tp.tp_overlap_exposed_time(tp_comm, gemm, _tp.TP_OVERLAP_EFFICIENCY)
     return np.where(cfg.sequence_parallel & (cfg.tp > 1), hidden, tp_comm)
 
 
@@ -933,10 +942,8 @@ def ep_comm_term(*, cfg):
     groups = (m.routing_groups, m.routing_group_topk) if m.routing_groups else (None, None)
     # FP8 dispatch (1 byte + a 4-byte scale per 128) and BF16 combine (DeepSeek-AI 2024, sec. 3.3.3)
     wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
-    intra, inter = cfg.intra_bw, cfg.inter_bw
-    if cfg.a2a_measured:  # DeepEP's kernels at their measured share of NVLink and of the NIC
-        intra = c.intra_bandwidth * _moe.DEEPEP_NVLINK_EFFICIENCY
-        inter = c.inter_bandwidth * _moe.DEEPEP_NETWORK_EFFICIENCY
+    # DeepEP's kernels or NCCL's all-to-all, each at its measured share of NVLink and of the NIC
+    intra, inter = c.intra_bandwidth * cfg.a2a_efficiency[0], c.inter_bandwidth * cfg.a2a_efficiency[1]
     per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
         cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, intra, inter,
         c.intra_latency, c.inter_latency, *groups, mode, wire, cfg.dispatcher == "deepep"))
@@ -1346,11 +1353,16 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
           (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
            f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
            if m.routing_groups else "") +
-          (f"; one network copy per remote node (DeepEP), at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} "
+          (("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_groups
+            else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
+           + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
+           f"; one network copy per remote node (DeepEP), at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} "
            f"of NVLink and {_moe.DEEPEP_NETWORK_EFFICIENCY:.0%} of the NIC (H800, deepseek-ai/DeepEP)"
            if dispatcher == "deepep" or m.routing_groups
-           else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all), at the all-reduce's "
-                "measured share of each link: no NCCL all-to-all measurement at these sizes was found") +
+           else f"; one network copy per remote expert (Megatron-Core's NCCL all-to-all), at NCCL all-to-all's "
+                f"measured {_coll.ALL_TO_ALL_NVLINK_EFFICIENCY:.0%} of NVLink (H100, nccl-tests issue #212) and "
+                f"{_coll.ALL_TO_ALL_NETWORK_EFFICIENCY:.0%} of the NIC (alltoall_perf busbw on 2 DGX H100 nodes, "
+                "deepseek-ai/DeepEP issue #3)") +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
            "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed"))
     deepseek = memory_recipe == "deepseek-v3"
@@ -1363,8 +1375,9 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                             if m.is_moe and memory_recipe != "deepseek-v3" else "")
                          + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
         "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
-                     "(Transformer Engine userbuffers), one ring step per collective exposed and "
-                     f"{OVERLAP_SM_SHARE:.0%} of the SMs taken; " if tp_overlap
+                     f"(Transformer Engine userbuffers) at its measured overlap efficiency {_tp.TP_OVERLAP_EFFICIENCY:.0%} "
+                     "(TE 1.4 on 8 H800 NVLink, GPT-3 175B GEMMs; Chang et al. 2024, Flux, sec. 6): that share of "
+                     "the traffic's time is saved, the rest (split GEMMs, SMs shared) stays on the step; " if tp_overlap
                      else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links),
         "cp_comm": cp,
         "ep_comm": ep if m.is_moe else "no experts",

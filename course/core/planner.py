@@ -29,8 +29,9 @@ compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
                    roofline), plus FP8 casts
 tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019); with
-                   ``tp_overlap`` hidden behind the layer GEMMs but one ring step
-                   (:func:`~course.core.tensor.tp_overlap_exposed_time`, Wang et al. 2023)
+                   ``tp_overlap`` partly hidden behind the layer GEMMs, at Transformer Engine's
+                   measured overlap efficiency (:func:`~course.core.tensor.tp_overlap_exposed_time`,
+                   Chang et al. 2024)
 cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` (Dubey et al.
                    2024); the ring overlaps it with attention (``cp_algorithm``)
 ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3's
