@@ -15,8 +15,9 @@ Every number comes from :mod:`course.core.expert_load`.
 Drawing (measured with ``benchmarks/bench_browser.py``, issue 38): the bars are ONE filled path
 (:func:`bar_outlines`, a ``bq.Lines`` with ``fill="bottom"``), not a ``bq.Bars`` mark, which draws an SVG group and a
 rect per expert and builds or removes 128 of them when the ``experts`` slider doubles the count to 256 (that move took
-70 ms). The x scale's range is set, not fitted to the marks: a move of ``experts`` changes it once, and the mean and
-capacity lines span every choice of ``E`` (clipped to the plot) so they are never re-sent.
+70 ms). The x scale's range is set, not fitted to the marks: a move of ``experts`` changes it once, after the bars (sent
+the other way round, the browser drew them in two frames); the mean and capacity lines sit on a fixed x scale of their
+own, across the plot, so a new ``E`` neither re-sends nor redraws them.
 """
 
 from __future__ import annotations
@@ -88,18 +89,19 @@ class ExpertLoadView(Instrument):
         self.add_control("expert_share", widgets.FloatSlider(value=0.4, min=0.05, max=0.95, step=0.05,
                                                              description="Expert share",
                                                              tooltip="Expert compute's share of a balanced step"))
-        # the x range is set (E + 1/2), not fitted: one change per move of E; the lines span every E, clipped
-        xs, ys = bq.LinearScale(min=0.5, max=64.5), bq.LinearScale(min=0)
-        span = [0.5, max(EXPERT_CHOICES) + 0.5]
+        # the x range is set (E + 1/2), not fitted to the marks: one change per move of E. The mean and capacity
+        # lines are drawn on a fixed x scale of their own, across the plot: a new E never redraws them.
+        xs, ys, across = bq.LinearScale(min=0.5, max=64.5), bq.LinearScale(min=0), bq.LinearScale(min=0.0, max=1.0)
         bar_x, bar_y = bar_outlines(np.ones(64))
         self.loads = bq.Lines(x=bar_x, y=bar_y, scales={"x": xs, "y": ys}, colors=[mark_color("blue")],
                               fill="bottom", fill_colors=[mark_color("blue")], fill_opacities=[1.0], stroke_width=0,
                               labels=["tokens per expert / mean"], display_legend=True)
-        self.capacity_line = bq.Lines(x=span, y=[1.25, 1.25], scales={"x": xs, "y": ys},
+        self.capacity_line = bq.Lines(x=[0.0, 1.0], y=[1.25, 1.25], scales={"x": across, "y": ys},
                                       colors=[mark_color("red")], line_style="dashed", stroke_width=2,
                                       labels=["capacity C"], display_legend=True)
-        self.mean_line = bq.Lines(x=span, y=[1.0, 1.0], scales={"x": xs, "y": ys}, colors=[mark_color("gray")],
-                                  stroke_width=1.5, labels=["mean load"], display_legend=True)
+        self.mean_line = bq.Lines(x=[0.0, 1.0], y=[1.0, 1.0], scales={"x": across, "y": ys},
+                                  colors=[mark_color("gray")], stroke_width=1.5, labels=["mean load"],
+                                  display_legend=True)
         self.add_figure(figure([self.loads, self.capacity_line, self.mean_line], xs, ys,
                                "experts, most popular first", "load / mean", title="Tokens per expert", legend=True))
         for name, label in (("hottest", "Hottest expert"), ("straggler", "Busiest rank"), ("dropped", "Dropped tokens"),
@@ -119,11 +121,11 @@ class ExpertLoadView(Instrument):
         dropped = 0.0 if capacity is None else float(core.dropped_token_share(loads, capacity))
         share = float(core.straggler_step_share(max(factor, 1.0), float(v["expert_share"])))
 
-        x_scale = self.loads.scales["x"]
-        if x_scale.max != e + 0.5:
-            x_scale.max = e + 0.5
         bar_x, bar_y = bar_outlines(loads)
         self.set_marks(self.loads, x=bar_x, y=bar_y)
+        x_scale = self.loads.scales["x"]
+        if x_scale.max != e + 0.5:  # after the bars: the browser draws both in one frame, not one frame each
+            x_scale.max = e + 0.5
         if capacity is None:  # no capacity line to draw (or to describe)
             self.set_marks(self.capacity_line, y=[1.0, 1.0], visible=False)
         else:

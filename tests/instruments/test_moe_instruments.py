@@ -104,3 +104,7 @@ def test_the_load_view_draws_its_bars_as_one_path_with_a_box_in_the_legend():
     assert same_figures(v, figures, marks) and len(marks) == 3 and v.loads.fill == "bottom"
     assert np.count_nonzero(np.isnan(np.asarray(v.loads.y))) == 256
     assert ("tokens per expert / mean", v.loads.colors[0], "box") in legend_entries(v.figures[0]._course_legend_marks)
+    # the mean and capacity lines run across the whole plot whatever E is: their x scale spans exactly their ends
+    for line in (v.mean_line, v.capacity_line):
+        assert (line.scales["x"].min, line.scales["x"].max) == (0.0, 1.0) and list(line.x) == [0.0, 1.0]
+        assert line.scales["y"] is v.loads.scales["y"]
