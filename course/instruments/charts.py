@@ -286,14 +286,15 @@ def legend_entries(marks) -> list[tuple[str, str, str]]:
     """``(label, css colour, swatch kind)`` for each labelled series of ``marks``.
 
     The kind is what the chart draws: ``line`` or ``dashed`` for a Lines mark (dotted and dash-dotted
-    lines are ``dashed``), ``box`` for bars, and a Scatter mark's own ``marker`` ("circle", "diamond",
+    lines are ``dashed``), ``box`` for bars and filled areas (a Lines mark with ``fill``, e.g. bars drawn as one
+    path), and a Scatter mark's own ``marker`` ("circle", "diamond",
     "cross"...), so the legend draws a cross where the chart draws one.
     """
     entries = []
     for mark in marks:
         labels = _labels(mark)
         colors = list(getattr(mark, "colors", None) or ["currentColor"])
-        if isinstance(mark, bq.Bars):
+        if isinstance(mark, bq.Bars) or getattr(mark, "fill", "none") in ("bottom", "top", "between", "inside"):
             kind = "box"
         elif isinstance(mark, bq.Scatter):
             kind = str(mark.marker)

@@ -11,6 +11,13 @@ Failure states (design rules of the lab, not physics): ``tokens_dropped`` when m
 routed tokens are dropped, ``straggler_bound`` when the wait is more than 20 % of the step.
 
 Every number comes from :mod:`course.core.expert_load`.
+
+Drawing (measured with ``benchmarks/bench_browser.py``, issue 38): the bars are ONE filled path
+(:func:`bar_outlines`, a ``bq.Lines`` with ``fill="bottom"``), not a ``bq.Bars`` mark, which draws an SVG group and a
+rect per expert and builds or removes 128 of them when the ``experts`` slider doubles the count to 256 (that move took
+70 ms). The x scale's range is set, not fitted to the marks: a move of ``experts`` changes it once, after the bars (sent
+the other way round, the browser drew them in two frames); the mean and capacity lines sit on a fixed x scale of their
+own, across the plot, so a new ``E`` neither re-sends nor redraws them.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from .. import core
 from ..theme import mark_color
 from .base import Instrument, figure
 
-__all__ = ["ExpertLoadView", "EXPERT_CHOICES", "EP_CHOICES", "DROPPED_LIMIT", "STRAGGLER_LIMIT"]
+__all__ = ["ExpertLoadView", "bar_outlines", "EXPERT_CHOICES", "EP_CHOICES", "DROPPED_LIMIT", "STRAGGLER_LIMIT"]
 
 EXPERT_CHOICES = (8, 16, 32, 64, 128, 256)
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -32,6 +39,27 @@ EP_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DROPPED_LIMIT = 0.01
 #: a straggler wait longer than this share of the step is flagged
 STRAGGLER_LIMIT = 0.20
+
+
+def bar_outlines(heights, width: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """Bars of ``heights`` at x = 1, 2, ... as ONE series of rectangles broken by NaN (chart geometry, not physics).
+
+    ``bq.Lines(x=..., y=..., fill="bottom")`` fills each run between NaNs down to the axis: one SVG path draws all
+    bars, however many. Each bar is ``width`` wide, centred on its position.
+
+    >>> x, y = bar_outlines([2.0, 0.5], width=0.5)
+    >>> x.tolist()
+    [0.75, 0.75, 1.25, 1.25, nan, 1.75, 1.75, 2.25, 2.25, nan]
+    >>> y.tolist()
+    [0.0, 2.0, 2.0, 0.0, nan, 0.0, 0.5, 0.5, 0.0, nan]
+    """
+    heights = np.asarray(heights, dtype=float).ravel()
+    if not 0 < width <= 1:
+        raise ValueError(f"width must be in (0, 1], got {width!r}")
+    centres = np.arange(1, heights.size + 1, dtype=float)
+    left, right, gap, zero = centres - width / 2, centres + width / 2, np.full(heights.size, np.nan), np.zeros(heights.size)
+    return (np.stack([left, left, right, right, gap], axis=1).ravel(),
+            np.stack([zero, heights, heights, zero, gap], axis=1).ravel())
 
 
 class ExpertLoadView(Instrument):
@@ -61,14 +89,19 @@ class ExpertLoadView(Instrument):
         self.add_control("expert_share", widgets.FloatSlider(value=0.4, min=0.05, max=0.95, step=0.05,
                                                              description="Expert share",
                                                              tooltip="Expert compute's share of a balanced step"))
-        xs, ys = bq.LinearScale(min=0.5), bq.LinearScale(min=0)
-        self.loads = bq.Bars(x=np.arange(1, 65), y=np.ones(64), scales={"x": xs, "y": ys}, colors=[mark_color("blue")],
-                             labels=["tokens per expert / mean"], display_legend=True, padding=0.1)
-        self.capacity_line = bq.Lines(x=[0.5, 64.5], y=[1.25, 1.25], scales={"x": xs, "y": ys},
+        # the x range is set (E + 1/2), not fitted to the marks: one change per move of E. The mean and capacity
+        # lines are drawn on a fixed x scale of their own, across the plot: a new E never redraws them.
+        xs, ys, across = bq.LinearScale(min=0.5, max=64.5), bq.LinearScale(min=0), bq.LinearScale(min=0.0, max=1.0)
+        bar_x, bar_y = bar_outlines(np.ones(64))
+        self.loads = bq.Lines(x=bar_x, y=bar_y, scales={"x": xs, "y": ys}, colors=[mark_color("blue")],
+                              fill="bottom", fill_colors=[mark_color("blue")], fill_opacities=[1.0], stroke_width=0,
+                              labels=["tokens per expert / mean"], display_legend=True)
+        self.capacity_line = bq.Lines(x=[0.0, 1.0], y=[1.25, 1.25], scales={"x": across, "y": ys},
                                       colors=[mark_color("red")], line_style="dashed", stroke_width=2,
                                       labels=["capacity C"], display_legend=True)
-        self.mean_line = bq.Lines(x=[0.5, 64.5], y=[1.0, 1.0], scales={"x": xs, "y": ys}, colors=[mark_color("gray")],
-                                  stroke_width=1.5, labels=["mean load"], display_legend=True)
+        self.mean_line = bq.Lines(x=[0.0, 1.0], y=[1.0, 1.0], scales={"x": across, "y": ys},
+                                  colors=[mark_color("gray")], stroke_width=1.5, labels=["mean load"],
+                                  display_legend=True)
         self.add_figure(figure([self.loads, self.capacity_line, self.mean_line], xs, ys,
                                "experts, most popular first", "load / mean", title="Tokens per expert", legend=True))
         for name, label in (("hottest", "Hottest expert"), ("straggler", "Busiest rank"), ("dropped", "Dropped tokens"),
@@ -88,14 +121,15 @@ class ExpertLoadView(Instrument):
         dropped = 0.0 if capacity is None else float(core.dropped_token_share(loads, capacity))
         share = float(core.straggler_step_share(max(factor, 1.0), float(v["expert_share"])))
 
-        x = np.arange(1, e + 1)
-        self.set_marks(self.loads, x=x, y=loads)
-        edge = [0.5, e + 0.5]
-        self.set_marks(self.mean_line, x=edge)
+        bar_x, bar_y = bar_outlines(loads)
+        self.set_marks(self.loads, x=bar_x, y=bar_y)
+        x_scale = self.loads.scales["x"]
+        if x_scale.max != e + 0.5:  # after the bars: the browser draws both in one frame, not one frame each
+            x_scale.max = e + 0.5
         if capacity is None:  # no capacity line to draw (or to describe)
-            self.set_marks(self.capacity_line, x=edge, y=[1.0, 1.0], visible=False)
+            self.set_marks(self.capacity_line, y=[1.0, 1.0], visible=False)
         else:
-            self.set_marks(self.capacity_line, x=edge, y=[capacity, capacity], labels=[f"capacity C = {capacity:g}"],
+            self.set_marks(self.capacity_line, y=[capacity, capacity], labels=[f"capacity C = {capacity:g}"],
                            visible=True)
         self.set_card("hottest", f"{hottest:.2f}x", "of the mean load", "warn" if hottest > 1.5 else "normal")
         self.set_card("straggler", f"{factor:.2f}x",

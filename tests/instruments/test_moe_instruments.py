@@ -7,6 +7,7 @@ Expected values are direct core calls with the same inputs; the figures must be 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +78,33 @@ def test_the_load_view_stays_alive_and_shows_the_core(experts, ep, skew, droples
     assert np.isclose(v.result["straggler"], factor)
     assert np.isclose(v.result["straggler_share"], core.straggler_step_share(max(factor, 1.0), x))
     assert np.isclose(v.result["dropped"], 0.0 if dropless else core.dropped_token_share(loads, c))
+    # the chart: one bar per expert at x = 1..E, as tall as the core's load, inside an x range of exactly E bars
+    heights, lefts = np.asarray(v.loads.y)[1::5], np.asarray(v.loads.x)[0::5]
+    assert np.allclose(heights, loads) and np.allclose(lefts + 0.45, np.arange(1, experts + 1))
+    assert v.loads.scales["x"].max == experts + 0.5 and v.loads.scales["x"].min == 0.5
+
+
+def test_bar_outlines_are_one_closed_rectangle_per_bar_broken_by_nan():
+    x, y = expert_load.bar_outlines([3.0, 1.0, 0.0], width=0.8)
+    assert x.shape == y.shape == (15,)
+    rows_x, rows_y = x.reshape(3, 5), y.reshape(3, 5)
+    assert np.isnan(rows_x[:, 4]).all() and np.isnan(rows_y[:, 4]).all()
+    assert np.allclose(rows_x[:, :4], [[0.6, 0.6, 1.4, 1.4], [1.6, 1.6, 2.4, 2.4], [2.6, 2.6, 3.4, 3.4]])
+    assert np.allclose(rows_y[:, :4], [[0, 3, 3, 0], [0, 1, 1, 0], [0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="width"):
+        expert_load.bar_outlines([1.0], width=0)
+
+
+def test_the_load_view_draws_its_bars_as_one_path_with_a_box_in_the_legend():
+    from course.instruments.charts import legend_entries
+
+    v = ExpertLoadView(experts=8)
+    figures, marks = list(v.figures), [m for f in v.figures for m in f.marks]
+    v.controls["experts"].value = 256  # 256 bars: still the same three marks, the bars one filled path
+    assert same_figures(v, figures, marks) and len(marks) == 3 and v.loads.fill == "bottom"
+    assert np.count_nonzero(np.isnan(np.asarray(v.loads.y))) == 256
+    assert ("tokens per expert / mean", v.loads.colors[0], "box") in legend_entries(v.figures[0]._course_legend_marks)
+    # the mean and capacity lines run across the whole plot whatever E is: their x scale spans exactly their ends
+    for line in (v.mean_line, v.capacity_line):
+        assert (line.scales["x"].min, line.scales["x"].max) == (0.0, 1.0) and list(line.x) == [0.0, 1.0]
+        assert line.scales["y"] is v.loads.scales["y"]
