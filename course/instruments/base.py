@@ -406,7 +406,8 @@ class Instrument:
         new_banner = "".join(banner_html(code, msg, sev) for code, (msg, sev) in self._pending.items())
         if self.banner.value != new_banner:
             self.banner.value = new_banner
-        self._show_readouts("track_not_modelled" not in self._pending)
+        # no result: the charts and cards still hold the last valid case's numbers, which are not this case's
+        self._show_readouts("track_not_modelled" not in self._pending and (bool(self.result) or not self._pending))
         self._describe_figures()
         self.update_count += 1
         self.last_update_seconds = time.perf_counter() - start

@@ -283,7 +283,8 @@ def describe_figure(fig: bq.Figure) -> str:
 
 
 def legend_entries(marks) -> list[tuple[str, str, str]]:
-    """``(label, css colour, swatch kind)`` for each labelled series of ``marks``.
+    """``(label, css colour, swatch kind)`` for each labelled series of ``marks`` the chart shows (a hidden mark,
+    ``visible=False``, has no entry: the legend names only what is drawn).
 
     The kind is what the chart draws: ``line`` or ``dashed`` for a Lines mark (dotted and dash-dotted
     lines are ``dashed``), ``box`` for bars and filled areas (a Lines mark with ``fill``, e.g. bars drawn as one
@@ -292,6 +293,8 @@ def legend_entries(marks) -> list[tuple[str, str, str]]:
     """
     entries = []
     for mark in marks:
+        if getattr(mark, "visible", True) is False:
+            continue
         labels = _labels(mark)
         colors = list(getattr(mark, "colors", None) or ["currentColor"])
         if isinstance(mark, bq.Bars) or getattr(mark, "fill", "none") in ("bottom", "top", "between", "inside"):

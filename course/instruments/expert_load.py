@@ -114,6 +114,10 @@ class ExpertLoadView(Instrument):
 
     def refresh(self, v):
         e, ep, s = int(v["experts"]), int(v["ep"]), float(v["skew"])
+        if e % ep:  # the failure state the planner and the all-to-all explorer name; no loads to draw
+            self.flag("experts_not_divisible", f"EP = {ep} cannot split {e} experts evenly: every EP rank holds "
+                                               f"E / EP whole experts. Pick an EP that divides {e}.")
+            return {}
         capacity = None if v["dropless"] else float(v["capacity"])
         loads = np.asarray(core.skewed_expert_loads(e, s), float)
         hottest = float(loads[0])
@@ -147,8 +151,6 @@ class ExpertLoadView(Instrument):
             f"<b>Dropped</b> = &Sigma; max(0, L<sub>i</sub> &minus; C) / E = {100 * dropped:.2f} %<br>"
             f"<b>Waiting share</b> = (f &minus; 1) x / (1 + (f &minus; 1) x), x = {float(v['expert_share']):g}: "
             f"{100 * share:.1f} % of the step")
-        if e % ep:
-            self.flag("experts_not_divisible", f"EP = {ep} cannot split {e} experts evenly.")
         if dropped > DROPPED_LIMIT:
             self.flag("tokens_dropped", f"{100 * dropped:.1f} % of the routed tokens overflow capacity C = {capacity:g} "
                                         "and skip the expert layer.", "warn")

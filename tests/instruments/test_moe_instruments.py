@@ -15,6 +15,7 @@ from course import core
 from course.core import catalog
 from course.instruments import AllToAllExplorer, ExpertLoadView
 from course.instruments import alltoall, expert_load
+from course.instruments.charts import legend_entries
 
 from .helpers import assert_alive, changed, mark_arrays, same_figures
 
@@ -69,8 +70,9 @@ def test_the_load_view_stays_alive_and_shows_the_core(experts, ep, skew, droples
                             ("capacity", capacity), ("expert_share", share)):
             v.controls[name].value = value
     assert_alive(v)
-    if experts % ep:  # EP must divide the experts: the core's ValueError, shown as a banner
-        assert v.failures == ["invalid_input"] and "ep must divide experts" in v.failure_messages["invalid_input"]
+    if experts % ep:  # EP must divide the experts: the failure state the planner names, shown as a banner
+        assert v.failures == ["experts_not_divisible"] and f"Pick an EP that divides {experts}" in \
+            v.failure_messages["experts_not_divisible"]
         return
     s, c, x = v.controls["skew"].value, v.controls["capacity"].value, v.controls["expert_share"].value
     loads = core.skewed_expert_loads(experts, s)
@@ -108,3 +110,24 @@ def test_the_load_view_draws_its_bars_as_one_path_with_a_box_in_the_legend():
     for line in (v.mean_line, v.capacity_line):
         assert (line.scales["x"].min, line.scales["x"].max) == (0.0, 1.0) and list(line.x) == [0.0, 1.0]
         assert line.scales["y"] is v.loads.scales["y"]
+
+
+def test_expert_load_legend_names_only_the_lines_drawn():
+    view = ExpertLoadView()
+    labels = [label for label, _, _ in legend_entries(view.figures[0].marks)]
+    assert not any("capacity" in label for label in labels)  # dropless: no capacity line is drawn
+    view.controls["dropless"].value = False
+    labels = [label for label, _, _ in legend_entries(view.figures[0].marks)]
+    assert "capacity C = 1.25" in labels
+
+
+def test_expert_load_hides_the_last_case_when_ep_does_not_divide_the_experts():
+    view = ExpertLoadView()
+    view.controls["experts"].value = 8
+    view.controls["ep"].value = 16
+    assert view.failures == ["experts_not_divisible"] and view.result == {}
+    # the chart and cards would still show E = 64's loads: hidden, and the text alternative says why
+    assert all(box.layout.display == "none" for box in view._readouts)
+    assert "No data" in next(iter(view.figure_texts.values())).value
+    view.controls["ep"].value = 8
+    assert view.failures == [] and all(box.layout.display is None for box in view._readouts)

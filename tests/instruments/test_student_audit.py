@@ -105,6 +105,8 @@ def test_each_legend_swatch_draws_its_mark(inst, fig, mark):
         assert colour == mark.colors[i % len(mark.colors)]
         if isinstance(mark, bq.Scatter):
             assert kind == mark.marker, f"{label}: the chart draws a {mark.marker}, the legend a {kind}"
+        elif isinstance(mark, bq.Lines) and mark.fill != "none":  # a filled path (bars drawn as one) is a box
+            assert kind == "box", f"{label}: the chart draws a filled area, the legend a {kind}"
         elif isinstance(mark, bq.Lines):
             assert kind == ("dashed" if mark.line_style != "solid" else "line")
         # the swatch in the page: the same shape, the same colour (and the mark's outline, if it has one)
