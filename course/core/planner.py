@@ -28,7 +28,8 @@ compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 
                    FlashAttention-2 on H100: 0.35, Shah et al. 2024)
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
                    roofline), plus FP8 casts
-tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019); with
+tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019); an MoE
+                   layer's attention half (and shared experts), :func:`~course.core.moe.moe_layer_tp_share`; with
                    ``tp_overlap`` partly hidden behind the layer GEMMs, at Transformer Engine's
                    measured overlap efficiency (:func:`~course.core.tensor.tp_overlap_exposed_time`,
                    Chang et al. 2024)
@@ -37,7 +38,9 @@ cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` 
 ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3's
                    group-limited routing, a node limit where a group is a node; DeepEP's one copy
                    per remote node); hidden by DualPipe
-                   and by Megatron-Core's 1F1B all-to-all overlap (``ep_overlap``)
+                   and by Megatron-Core's 1F1B all-to-all overlap (``ep_overlap``); plus expert-TP's
+                   all-gather / reduce-scatter of the routed tokens
+                   (:func:`~course.core.moe.expert_tp_comm_time_per_layer`, Megatron-Core's dispatcher)
 bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
                    interleaved, ZB-H1, DualPipe)
 pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
