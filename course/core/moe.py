@@ -59,7 +59,9 @@ EXPERT_WEIGHT_PASSES = {"none": 3, "selective": 3, "full": 4}
 #: which the planner's MoE step time has been checked against measurements. NVIDIA measured five layouts
 #: of Qwen3-235B-A22B on 256 H100 in BF16 (Megatron-MoE-ModelZoo, ``best_practice/Qwen3/readme.md``,
 #: compared in ``notebooks/validation.ipynb``, "Measured alternatives"): without the all-to-all overlap the
-#: planner's step is 4 and 17 % short at 4,096 tokens per expert, 46 % at 1,024 and 53 % at 512. NVIDIA
+#: planner's step is 7 % short and 4 % long at 4,096 tokens per expert, 35 % short at 1,024 and 45 % at 512 (4 and
+#: 17 % short, 46 and 53 % before GEMMs were priced by their shapes and MoE layers' TP traffic as Megatron-Core
+#: moves it). NVIDIA
 #: names the cost it lacks there MoE's "compute efficiency wall": small expert GEMMs and host overhead
 #: (Megatron-Bridge documentation, "MoE Training Optimization"). Below this many tokens per expert a plan
 #: is outside the validated range and likely optimistic; measured on H100 (BF16) only.

@@ -83,7 +83,7 @@ costs only the SMs it occupies.
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
 uneven stages are *notes*, not violations. So is an MoE layout outside the planner's validated
 range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default:
-the planner's step is 34-42 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
+the planner's step is 35-45 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
 tokens per expert, Megatron-MoE-ModelZoo); :func:`sweep` leaves such layouts out unless asked.
 
 Example (GPT-3 175B on 1,024 H100s)::
@@ -453,9 +453,9 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"x ETP x EP x k / E), below the {min_tokens_per_expert:,.0f} the planner has been validated at: "
                     f"this estimate is outside its validated range and likely optimistic. NVIDIA's measured "
                     f"layouts of Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, best_practice/Qwen3, "
-                    f"compared in notebooks/validation.ipynb) took 1.5 and 1.7 times the planned step at 1,024 "
-                    f"and 512 tokens per expert (the plan 34 % and 42 % short, with its expert GEMMs priced by "
-                    f"their shapes), where the planner was within 6 % at 4,096: the cost it lacks is "
+                    f"compared in notebooks/validation.ipynb) took 1.6 and 1.8 times the planned step at 1,024 "
+                    f"and 512 tokens per expert (the plan 35 % and 45 % short, with its expert GEMMs priced by "
+                    f"their shapes), where the planner was within 7 % at 4,096: the cost it lacks is "
                     f"what NVIDIA calls MoE's compute efficiency wall, small expert GEMMs and host overhead "
                     f"(Megatron-Bridge documentation, MoE Training Optimization). More tokens per expert: a "
                     f"larger micro-batch or EP, less TP or CP."))
@@ -627,7 +627,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     include_unvalidated : bool, optional
         Keep MoE rows below ``min_tokens_per_expert`` (they carry the note ``few_tokens_per_expert``).
         By default they are left out, as infeasible rows are: there the planner's own validation finds
-        its step 34-42 % short of the measured one, so it would recommend layouts that run slower than it says.
+        its step 35-45 % short of the measured one, so it would recommend layouts that run slower than it says.
 
     Source: as :func:`plan`; Dubey et al. 2024, sec. 3.4 (the default batch); the validated range:
     NVIDIA Megatron-MoE-ModelZoo ``best_practice/Qwen3`` (measured layouts, compared in
