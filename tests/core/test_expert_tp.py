@@ -98,3 +98,11 @@ def test_core_functions_by_hand_and_on_arrays():
         moe.expert_tp_comm_time_per_layer(512, 1024, 2, 0, NVLINK)
     with pytest.raises(ValueError, match="bandwidth"):
         moe.expert_tp_comm_time_per_layer(512, 1024, 2, 2, 0.0)
+
+
+def test_deepep_sends_the_etp_copies_at_its_own_measured_nvlink_share():
+    # the flex dispatcher routes each token to every ETP rank inside DeepEP's all-to-all: its measured 153 / 200
+    cfg = _cfg(SMALL_MOE, etp=2, dispatcher="deepep")
+    sent = 1 * 512 * 2 * 1024 * 2
+    per_layer = 4 * (1 * ALPHA_IN + sent / (450e9 * 153 / 200))
+    assert float(plan_terms.etp_comm_term(cfg=cfg)) == pytest.approx(4 * 4 * per_layer, rel=1e-12)
