@@ -968,7 +968,9 @@ def etp_comm_term(*, cfg):
     :data:`~course.core.collectives.NVLINK_COLLECTIVE_EFFICIENCY`,
     :data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`), or at DeepEP's where DeepEP dispatches
     (its flex dispatcher sends the ETP copies inside the all-to-all). 0 with ``ETP = 1``. Added to the EP
-    term, so the all-to-all overlaps (DualPipe, ``ep_overlap``) hide it as they hide the all-to-alls.
+    term and exposed: Megatron-Core runs the gathers in ``MoELayer.routed_experts_compute`` (``dispatch_postprocess``
+    and ``combine_preprocess``), with the expert GEMMs they feed, not in the dispatch and combine that the 1F1B
+    all-to-all overlap puts on the communication stream (``megatron/core/models/gpt/fine_grained_callables.py``).
     """
     m = cfg.model
     if not m.is_moe or not np.any(cfg.etp > 1):
@@ -1240,7 +1242,8 @@ def columns(cfg, rates=True):
     tp_comm = tp_exposed(tp_comm_term(cfg=cfg), cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
     compute = compute + moe_straggler_term(cfg=cfg) + moe_weight_stream_term(cfg=cfg)
-    ep_comm = ep_exposed(ep_comm_term(cfg=cfg) + etp_comm_term(cfg=cfg), cfg=cfg, compute=compute)
+    # expert-TP's gathers run with the expert GEMMs, outside the dispatch and combine the overlaps hide
+    ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute) + etp_comm_term(cfg=cfg)
     busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
     bubble = bubble_term(cfg=cfg, busy=busy)
     pp_comm = pp_comm_term(cfg=cfg)
@@ -1410,7 +1413,8 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
              or m.routing_groups else
              f"at NCCL's measured {_coll.NVLINK_COLLECTIVE_EFFICIENCY:.0%} of NVLink (nccl-tests issue #212) and "
              f"{_coll.NETWORK_COLLECTIVE_EFFICIENCY:.0%} of the NIC (nccl-tests issue #290)")
-          + "; counted in this term")
+          + "; counted in this term, exposed (Megatron-Core runs them in MoELayer.routed_experts_compute, beside the "
+          "expert GEMMs, outside the dispatch and combine the all-to-all overlaps hide)")
     deepseek = memory_recipe == "deepseek-v3"
     if deepseek:
         compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")

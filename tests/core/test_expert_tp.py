@@ -106,3 +106,19 @@ def test_deepep_sends_the_etp_copies_at_its_own_measured_nvlink_share():
     sent = 1 * 512 * 2 * 1024 * 2
     per_layer = 4 * (1 * ALPHA_IN + sent / (450e9 * 153 / 200))
     assert float(plan_terms.etp_comm_term(cfg=cfg)) == pytest.approx(4 * 4 * per_layer, rel=1e-12)
+
+
+def test_the_all_to_all_overlap_does_not_hide_the_etp_gathers():
+    # Megatron-Core runs them in routed_experts_compute, with the expert GEMMs, not in the overlapped dispatch
+    cluster = core.make_cluster("DGX H100", 16)
+    cfg = plan_terms.Config(SMALL_MOE, cluster, **{**LAYOUT, "etp": 2}, ep_overlap=True)
+    compute = (plan_terms.compute_term(cfg=cfg)[1] + plan_terms.moe_straggler_term(cfg=cfg)
+               + plan_terms.moe_weight_stream_term(cfg=cfg))
+    all_to_alls = plan_terms.ep_comm_term(cfg=cfg)
+    hidden = plan_terms.ep_exposed(all_to_alls, cfg=cfg, compute=compute)
+    etp = float(plan_terms.etp_comm_term(cfg=cfg))
+    assert float(hidden) < float(all_to_alls) and etp > 0
+    kw = {**LAYOUT, "global_batch": 32}
+    kw.pop("num_microbatches")
+    p = core.plan(SMALL_MOE, cluster, **kw, etp=2, ep_overlap=True)
+    assert p.ep_comm == pytest.approx(float(hidden) + etp, rel=1e-12)
