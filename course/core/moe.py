@@ -33,7 +33,7 @@ from . import _validate as v
 __all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", 
     "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
     "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
-    "all_to_all_parts_per_layer",
+    "all_to_all_parts_per_layer", "moe_layer_tp_share", "expert_tp_gather_bytes", "expert_tp_comm_time_per_layer",
     "expected_max_load_ratio", "dropped_token_fraction", "moe_straggler_factor",
     "expert_data_parallel_size", "expert_params_per_gpu", "moe_mlp_activation_bytes_per_layer",
     "expert_weight_stream_time", "tokens_per_expert", "MOE_ALL_TO_ALLS_PER_LAYER", "EXPERT_WEIGHT_PASSES",
@@ -59,7 +59,9 @@ EXPERT_WEIGHT_PASSES = {"none": 3, "selective": 3, "full": 4}
 #: which the planner's MoE step time has been checked against measurements. NVIDIA measured five layouts
 #: of Qwen3-235B-A22B on 256 H100 in BF16 (Megatron-MoE-ModelZoo, ``best_practice/Qwen3/readme.md``,
 #: compared in ``notebooks/validation.ipynb``, "Measured alternatives"): without the all-to-all overlap the
-#: planner's step is 4 and 17 % short at 4,096 tokens per expert, 46 % at 1,024 and 53 % at 512. NVIDIA
+#: planner's step is 7 % short and 4 % long at 4,096 tokens per expert, 35 % short at 1,024 and 45 % at 512 (4 and
+#: 17 % short, 46 and 53 % before GEMMs were priced by their shapes and MoE layers' TP traffic as Megatron-Core
+#: moves it). NVIDIA
 #: names the cost it lacks there MoE's "compute efficiency wall": small expert GEMMs and host overhead
 #: (Megatron-Bridge documentation, "MoE Training Optimization"). Below this many tokens per expert a plan
 #: is outside the validated range and likely optimistic; measured on H100 (BF16) only.
@@ -506,6 +508,151 @@ def all_to_all_parts_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_
     nvlink = count * (n * np.asarray(intra) / bw_in + (r - 1) * a_in)
     network = count * (n * np.asarray(inter) / bw_out + np.where(e > r, e // r - 1, 0) * a_out)
     return np.where(e > 1, nvlink, 0.0), np.where(e > 1, network, 0.0)
+
+
+# --------------------------------------------------------------------------- tensor parallelism in an MoE layer
+
+
+def moe_layer_tp_share(shared_experts=0):
+    """Share of a dense layer's tensor-parallel traffic an MoE layer moves over the attention TP group.
+
+    A dense layer pays the TP collectives of two TP-sharded blocks, attention and the MLP (an all-reduce
+    each per pass, or an all-gather + reduce-scatter with sequence parallelism: Shoeybi et al. 2019, Fig. 4;
+    Korthikanti et al. 2022, sec. 4.2.2). In an MoE layer under Megatron-Core's parallel folding the routed
+    experts do not use the attention TP group: with sequence parallelism (which Megatron-Core requires for
+    MoE with TP, ``MoELayer.forward``) each GPU routes and dispatches its own ``s / TP`` tokens over the EP
+    group, and only expert-TP (ETP > 1) adds collectives, over its own group
+    (:func:`expert_tp_comm_time_per_layer`). Shared experts are a dense MLP sharded over the attention TP
+    group (``SharedExpertMLP`` is built with ``tp_group=pg_collection.tp`` and gathers / reduce-scatters its
+    input and output over it), so a layer with them pays the MLP half as well::
+
+        share = (1 + [shared experts > 0]) / 2
+
+    Parameters
+    ----------
+    shared_experts : int or array_like of int, >= 0
+        Shared experts per MoE layer (DeepSeek-V3: 1; Qwen3-235B-A22B: 0).
+
+    Returns
+    -------
+    float or ndarray
+        0.5 without shared experts, 1.0 with them.
+
+    Source: NVIDIA/Megatron-LM ``megatron/core/transformer/moe/moe_layer.py`` (``MoELayer.forward``: MoE
+    with TP needs sequence parallelism; the router and dispatcher take the sequence-parallel shard),
+    ``token_dispatcher.py`` (``MoEAlltoAllTokenDispatcher``: all-to-all over the EP group, collectives
+    only over ``pg_collection.expt_tp``) and ``shared_experts.py`` (``SharedExpertMLP.__init__``,
+    ``pre_forward_comm``, ``post_forward_comm``: over ``pg_collection.tp``); Liu et al. 2025 (MoE Parallel
+    Folding), sec. 3.
+
+    Examples
+    --------
+    >>> moe_layer_tp_share(0), moe_layer_tp_share(1)
+    (0.5, 1.0)
+    """
+    n = v.integer("shared_experts", shared_experts, minimum=0)
+    return v.scalar_or_array(np.where(n > 0, 1.0, 0.5))
+
+
+def expert_tp_gather_bytes(tokens, hidden, top_k, etp, bytes_per_element=2.0):
+    """Bytes one GPU sends in one expert-TP all-gather (or reduce-scatter) of its routed tokens.
+
+    After the dispatch all-to-all a GPU holds the routed copies its EP peers sent it: ``T k`` of them on
+    average for ``T`` dispatched tokens per GPU and top-``k`` routing (each GPU sends ``T k`` copies and, with
+    a balanced router, receives as many). Megatron-Core's all-to-all dispatcher then all-gathers them over the
+    expert-TP group, so that every ETP rank multiplies all ``ETP x T k`` of them by its slice of the experts,
+    and reduce-scatters the expert outputs back before the combine. A ring all-gather of the ``ETP x T k x h``
+    gathered elements sends ``(ETP - 1) / ETP`` of them from each rank::
+
+        bytes = (ETP - 1) T k h bytes_per_element
+
+    Parameters
+    ----------
+    tokens : float or array_like, >= 0
+        Tokens one GPU dispatches per micro-batch, ``T`` (``b s / (CP x TP)`` with sequence parallelism).
+    hidden, top_k : int or array_like of int, >= 1
+    etp : int or array_like of int, >= 1
+        Expert-tensor-parallel size (1 sends nothing).
+    bytes_per_element : float or array_like, > 0, optional
+        2 for BF16.
+
+    Returns
+    -------
+    float or ndarray
+        Bytes.
+
+    Source: NVIDIA/Megatron-LM ``megatron/core/transformer/moe/token_dispatcher.py``,
+    ``MoEAlltoAllTokenDispatcher.dispatch_postprocess`` (``gather_from_sequence_parallel_region(...,
+    group=self.tp_group)``, the expert-TP group, after the EP all-to-all) and ``combine_preprocess``
+    (``reduce_scatter_to_sequence_parallel_region`` before the combine); Patarasuk & Yuan 2009 (ring volume).
+
+    Examples
+    --------
+    Qwen3-235B-A22B with TP 2 (2,048 tokens per GPU), top-8, h = 4,096, ETP 2: 1 x 2,048 x 8 x 4,096 x 2 bytes.
+
+    >>> expert_tp_gather_bytes(2048, 4096, 8, 2) / 2**20
+    128.0
+    >>> expert_tp_gather_bytes(2048, 4096, 8, 1)
+    0.0
+    """
+    t = v.non_negative("tokens", tokens)
+    h = v.integer("hidden", hidden)
+    k = v.integer("top_k", top_k)
+    e = v.integer("etp", etp)
+    b = v.positive("bytes_per_element", bytes_per_element)
+    return v.scalar_or_array((e - 1.0) * t * k * h * b)
+
+
+def expert_tp_comm_time_per_layer(tokens, hidden, top_k, etp, bandwidth, latency=0.0, recompute="none",
+                                  bytes_per_element=2.0):
+    """Seconds of expert-TP all-gathers and reduce-scatters of one MoE layer and micro-batch on one GPU.
+
+    Forward: one all-gather of the received tokens over the ETP group after the dispatch and one
+    reduce-scatter of the expert outputs before the combine; the backward pass runs each one's transpose
+    (a reduce-scatter and an all-gather); full recomputation repeats the forward pair: as many collectives
+    as the layer has all-to-alls (:data:`MOE_ALL_TO_ALLS_PER_LAYER`), each a ring over ``ETP`` ranks::
+
+        t = n x ((ETP - 1) alpha + expert_tp_gather_bytes / B)
+
+    with ``B`` the achieved bandwidth of the ETP group's link (NVLink when the group sits inside one
+    NVLink domain, which Megatron-Core's expert order tp-ep-dp places innermost; the network otherwise).
+    Nothing is overlapped here; the caller decides what hides it. 0 for ``ETP = 1``.
+
+    Parameters
+    ----------
+    tokens, hidden, top_k, etp, bytes_per_element
+        As in :func:`expert_tp_gather_bytes`.
+    bandwidth : float or array_like, > 0
+        Achieved bytes/s per GPU and direction on the ETP group's link.
+    latency : float or array_like, >= 0, optional
+        Seconds per ring step.
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
+    Source: NVIDIA/Megatron-LM ``token_dispatcher.py`` (``MoEAlltoAllTokenDispatcher.dispatch_postprocess``
+    and ``combine_preprocess``; the flex dispatcher, ``MoEFlexTokenDispatcher._initialize_metadata``, instead
+    sends each token to every ETP rank of its expert inside DeepEP's dispatch over the TP x EP group: the same
+    bytes); Thakur et al. 2005, sec. 4 (ring all-gather and reduce-scatter).
+
+    Examples
+    --------
+    The 128 MiB of :func:`expert_tp_gather_bytes` four times at NCCL's 370 GB/s on H100 NVLink: 1.45 ms.
+
+    >>> round(expert_tp_comm_time_per_layer(2048, 4096, 8, 2, 370e9) * 1e3, 3)
+    1.451
+    >>> expert_tp_comm_time_per_layer(2048, 4096, 8, 1, 370e9)
+    0.0
+    """
+    sent = np.asarray(expert_tp_gather_bytes(tokens, hidden, top_k, etp, bytes_per_element))
+    e = v.integer("etp", etp)
+    bw = v.positive("bandwidth", bandwidth)
+    a = v.non_negative("latency", latency)
+    count = MOE_ALL_TO_ALLS_PER_LAYER[v.choice("recompute", recompute, tuple(MOE_ALL_TO_ALLS_PER_LAYER))]
+    return v.scalar_or_array(np.where(e > 1, count * ((e - 1) * a + sent / bw), 0.0))
 
 
 # --------------------------------------------------------------------------- load imbalance

@@ -880,12 +880,20 @@ def memory_bound_term(*, cfg):
 
 
 def tp_comm_term(*, cfg):
-    """Seconds of TP all-reduces of ``b (s/cp) h`` per layer and micro-batch (Shoeybi et al. 2019)."""
+    """Seconds of TP all-reduces of ``b (s/cp) h`` per layer and micro-batch (Shoeybi et al. 2019).
+
+    An MoE layer pays only the attention half, and the MLP half too when it has shared experts
+    (:func:`~course.core.moe.moe_layer_tp_share`): its routed experts use the expert-TP group
+    (:func:`etp_comm_term`), not the attention TP group.
+    """
     m, link = cfg.model, cfg.tp_link
     per_layer = cfg.per_mode(lambda mode: _tp.tp_comm_time_per_layer(
         cfg.seq_local, cfg.micro_batch, m.hidden, cfg.tp, link.bandwidth, link.latency, _WIRE_BYTES,
         recompute=mode))
-    return cfg.num_microbatches * cfg.stage_layers * per_layer
+    layers = cfg.stage_layers
+    if m.is_moe:  # the busiest stage's MoE layers move a share of a dense layer's TP traffic
+        layers = layers - cfg.moe_stage_layers * (1.0 - float(_moe.moe_layer_tp_share(m.shared_experts)))
+    return cfg.num_microbatches * layers * per_layer
 
 
 def tp_exposed(tp_comm, *, cfg):
@@ -947,6 +955,35 @@ def ep_comm_term(*, cfg):
     per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
         cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, intra, inter,
         c.intra_latency, c.inter_latency, *groups, mode, wire, cfg.dispatcher == "deepep"))
+    return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
+
+
+def etp_comm_term(*, cfg):
+    """Seconds of expert-TP all-gathers and reduce-scatters of the routed tokens per iteration.
+
+    :func:`~course.core.moe.expert_tp_comm_time_per_layer` for the tokens one GPU dispatches
+    (``b s / (CP x TP)``) x top-k, over the ETP group (innermost in Megatron-Core's expert order, so on
+    NVLink while ``ETP`` fits in an NVLink domain), x MoE layers of the busiest stage x micro-batches.
+    Priced at the measured collective efficiency of the link (nccl-tests:
+    :data:`~course.core.collectives.NVLINK_COLLECTIVE_EFFICIENCY`,
+    :data:`~course.core.collectives.NETWORK_COLLECTIVE_EFFICIENCY`), or at DeepEP's where DeepEP dispatches
+    (its flex dispatcher sends the ETP copies inside the all-to-all). 0 with ``ETP = 1``. Added to the EP
+    term and exposed: Megatron-Core runs the gathers in ``MoELayer.routed_experts_compute`` (``dispatch_postprocess``
+    and ``combine_preprocess``), with the expert GEMMs they feed, not in the dispatch and combine that the 1F1B
+    all-to-all overlap puts on the communication stream (``megatron/core/models/gpt/fine_grained_callables.py``).
+    """
+    m = cfg.model
+    if not m.is_moe or not np.any(cfg.etp > 1):
+        return np.zeros(())
+    c, g = cfg.cluster, cfg.cluster.nvlink_domain
+    in_domain = (cfg.etp <= g) & (g % np.minimum(cfg.etp, g) == 0)
+    eff_in, eff_out = cfg.a2a_efficiency if cfg.a2a_measured else cfg.collective_efficiency
+    bandwidth = np.where(in_domain, c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out)
+    latency = np.where(in_domain, c.intra_latency, c.inter_latency)
+    # the same bytes per element as the dispatch and combine (FP8 dispatch, BF16 combine under precision="fp8")
+    wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
+    per_layer = cfg.per_mode(lambda mode: _moe.expert_tp_comm_time_per_layer(
+        cfg.moe_tokens, m.hidden, m.top_k, cfg.etp, bandwidth, latency, mode, wire))
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
 
 
@@ -1205,7 +1242,8 @@ def columns(cfg, rates=True):
     tp_comm = tp_exposed(tp_comm_term(cfg=cfg), cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
     compute = compute + moe_straggler_term(cfg=cfg) + moe_weight_stream_term(cfg=cfg)
-    ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute)
+    # expert-TP's gathers run with the expert GEMMs, outside the dispatch and combine the overlaps hide
+    ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute) + etp_comm_term(cfg=cfg)
     busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
     bubble = bubble_term(cfg=cfg, busy=busy)
     pp_comm = pp_comm_term(cfg=cfg)
@@ -1339,11 +1377,11 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: within 6 % at 4,096 tokens per expert, 34-42 % at 1,024-512), so "
+                       "Megatron-MoE-ModelZoo: within 7 % at 4,096 tokens per expert, 35-45 % at 1,024-512), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 34-42 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 35-45 % short at 1,024-512)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
@@ -1364,7 +1402,19 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                 f"{_coll.ALL_TO_ALL_NETWORK_EFFICIENCY:.0%} of the NIC (alltoall_perf busbw on 2 DGX H100 nodes, "
                 "deepseek-ai/DeepEP issue #3)") +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
-           "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed"))
+           "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed")
+          + "; with expert TP (ETP > 1) the received tokens (top-k copies of each dispatched token) are all-gathered "
+          "over the ETP group after the dispatch and the expert outputs reduce-scattered before the combine "
+          "(Megatron-Core MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess; DeepEP's flex "
+          "dispatcher sends the same copies inside its all-to-all), forward and backward, "
+          + (f"at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
+             f"at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} of NVLink and {_moe.DEEPEP_NETWORK_EFFICIENCY:.0%} "
+             "of the NIC" if dispatcher == "deepep"
+             or m.routing_groups else
+             f"at NCCL's measured {_coll.NVLINK_COLLECTIVE_EFFICIENCY:.0%} of NVLink (nccl-tests issue #212) and "
+             f"{_coll.NETWORK_COLLECTIVE_EFFICIENCY:.0%} of the NIC (nccl-tests issue #290)")
+          + "; counted in this term, exposed (Megatron-Core runs them in MoELayer.routed_experts_compute, beside the "
+          "expert GEMMs, outside the dispatch and combine the all-to-all overlaps hide)")
     deepseek = memory_recipe == "deepseek-v3"
     if deepseek:
         compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")
@@ -1378,7 +1428,11 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                      f"(Transformer Engine userbuffers) at its measured overlap efficiency {_tp.TP_OVERLAP_EFFICIENCY:.0%} "
                      "(TE 1.4 on 8 H800 NVLink, GPT-3 175B GEMMs; Chang et al. 2024, Flux, sec. 6): that share of "
                      "the traffic's time is saved, the rest (split GEMMs, SMs shared) stays on the step; " if tp_overlap
-                     else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links),
+                     else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links
+                    + ("; an MoE layer's routed experts use no attention-TP collective (Megatron-Core: each GPU "
+                       "dispatches its own s / TP tokens), so it pays the attention half of a dense layer's traffic"
+                       + (" and its shared experts' half (TP-sharded over the attention TP group)"
+                          if m.shared_experts else "") if m.is_moe else "")),
         "cp_comm": cp,
         "ep_comm": ep if m.is_moe else "no experts",
         "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",

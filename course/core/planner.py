@@ -28,7 +28,8 @@ compute            FLOPs (:mod:`~course.core.layer_cost`, Narayanan et al. 2021 
                    FlashAttention-2 on H100: 0.35, Shah et al. 2024)
 memory_bound       element-wise kernel bytes / HBM bandwidth (:mod:`~course.core.layer_cost`,
                    roofline), plus FP8 casts
-tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019); with
+tp_comm            :func:`~course.core.tensor.tp_comm_time_per_layer` (Shoeybi et al. 2019); an MoE
+                   layer's attention half (and shared experts), :func:`~course.core.moe.moe_layer_tp_share`; with
                    ``tp_overlap`` partly hidden behind the layer GEMMs, at Transformer Engine's
                    measured overlap efficiency (:func:`~course.core.tensor.tp_overlap_exposed_time`,
                    Chang et al. 2024)
@@ -37,7 +38,9 @@ cp_comm            :func:`~course.core.context_parallel.cp_comm_time_per_layer` 
 ep_comm            :func:`~course.core.moe.moe_all_to_all_time_per_layer` (GShard; DeepSeek-V3's
                    group-limited routing, a node limit where a group is a node; DeepEP's one copy
                    per remote node); hidden by DualPipe
-                   and by Megatron-Core's 1F1B all-to-all overlap (``ep_overlap``)
+                   and by Megatron-Core's 1F1B all-to-all overlap (``ep_overlap``); plus expert-TP's
+                   all-gather / reduce-scatter of the routed tokens
+                   (:func:`~course.core.moe.expert_tp_comm_time_per_layer`, Megatron-Core's dispatcher)
 bubble             :func:`~course.core.pipeline.schedule_bubble_overhead` x busy time (1F1B,
                    interleaved, ZB-H1, DualPipe)
 pp_comm            point-to-point sends of :func:`~course.core.pipeline.p2p_bytes_per_microbatch`
@@ -80,7 +83,7 @@ costs only the SMs it occupies.
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
 uneven stages are *notes*, not violations. So is an MoE layout outside the planner's validated
 range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default:
-the planner's step is 34-42 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
+the planner's step is 35-45 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
 tokens per expert, Megatron-MoE-ModelZoo); :func:`sweep` leaves such layouts out unless asked.
 
 Example (GPT-3 175B on 1,024 H100s)::
@@ -450,9 +453,9 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"x ETP x EP x k / E), below the {min_tokens_per_expert:,.0f} the planner has been validated at: "
                     f"this estimate is outside its validated range and likely optimistic. NVIDIA's measured "
                     f"layouts of Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, best_practice/Qwen3, "
-                    f"compared in notebooks/validation.ipynb) took 1.5 and 1.7 times the planned step at 1,024 "
-                    f"and 512 tokens per expert (the plan 34 % and 42 % short, with its expert GEMMs priced by "
-                    f"their shapes), where the planner was within 6 % at 4,096: the cost it lacks is "
+                    f"compared in notebooks/validation.ipynb) took 1.6 and 1.8 times the planned step at 1,024 "
+                    f"and 512 tokens per expert (the plan 35 % and 45 % short, with its expert GEMMs priced by "
+                    f"their shapes), where the planner was within 7 % at 4,096: the cost it lacks is "
                     f"what NVIDIA calls MoE's compute efficiency wall, small expert GEMMs and host overhead "
                     f"(Megatron-Bridge documentation, MoE Training Optimization). More tokens per expert: a "
                     f"larger micro-batch or EP, less TP or CP."))
@@ -624,7 +627,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     include_unvalidated : bool, optional
         Keep MoE rows below ``min_tokens_per_expert`` (they carry the note ``few_tokens_per_expert``).
         By default they are left out, as infeasible rows are: there the planner's own validation finds
-        its step 34-42 % short of the measured one, so it would recommend layouts that run slower than it says.
+        its step 35-45 % short of the measured one, so it would recommend layouts that run slower than it says.
 
     Source: as :func:`plan`; Dubey et al. 2024, sec. 3.4 (the default batch); the validated range:
     NVIDIA Megatron-MoE-ModelZoo ``best_practice/Qwen3`` (measured layouts, compared in
