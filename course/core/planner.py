@@ -804,7 +804,7 @@ def _joined_codes(rows, prefix):
 # --------------------------------------------------------------------------- explaining a ranking
 
 _TERM_WORDS = {"compute": "compute", "memory_bound": "memory-bound kernels", "tp_comm": "TP all-reduces",
-               "cp_comm": "CP key/value exchange", "ep_comm": "EP all-to-alls", "bubble": "pipeline bubble", "pp_comm": "pipeline sends",
+               "cp_comm": "CP key/value exchange", "ep_comm": "EP all-to-alls and expert-TP gathers", "bubble": "pipeline bubble", "pp_comm": "pipeline sends",
                "dp_comm_exposed": "exposed DP/ZeRO traffic"}
 _SETTING_NAMES = ("tp", "cp", "pp", "dp", "ep", "etp", "micro_batch", "num_microbatches", "interleave",
                   "zero_stage", "recompute", "sequence_parallel")
