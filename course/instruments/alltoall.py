@@ -175,7 +175,8 @@ class AllToAllExplorer(Instrument):
         self.set_card("alltoall", fmt_time(a2a[i]), f"{bound} sets it" if ep > 1 else "EP 1: no all-to-all")
         self.set_card("exposed", fmt_time(exposed), "after overlap" if v["overlap"] else "nothing overlapped",
                       "bad" if exposed > compute else "good" if exposed < 0.25 * compute else "warn")
-        self.set_card("compute", fmt_time(compute), "forward + backward, 63 % of peak")
+        self.set_card("compute", fmt_time(compute),
+                      f"forward + backward, {100 * core.DEFAULT_COMPUTE_EFFICIENCY:.0f} % of peak")
         self.set_card("tokens_per_expert", f"{per_expert:,.0f}", "tokens x EP x k / E")
         self.set_card("memory", fmt_bytes(state), f"of {fmt_memory(gpu)}", "bad" if state > capacity else "good")
         nodes_i = int(nodes[i])
@@ -186,7 +187,7 @@ class AllToAllExplorer(Instrument):
             f"T &middot; bytes<sub>network</sub> / B<sub>network</sub>) = max({fmt_time(nv[i])}, {fmt_time(net[i])}) = "
             f"{fmt_time(a2a[i])} (T = {tokens:,.0f} tokens, h = {model.hidden:,}, 2 bytes per element, "
             f"B = {fmt_rate(nvlink.bandwidth)} and {fmt_rate(network.bandwidth)})<br>"
-            f"<b>Expert compute</b> = 3 &middot; 2 &middot; active MLP weights &middot; T / (peak &middot; 0.63) = "
+            f"<b>Expert compute</b> = 3 &middot; 2 &middot; active MLP weights &middot; T / (peak &middot; {core.DEFAULT_COMPUTE_EFFICIENCY:g}) = "
             f"{fmt_time(compute)}; exposed all-to-all = "
             f"{'max(0, all-to-all &minus; compute)' if v['overlap'] else 'all-to-all'} = {fmt_time(exposed)}<br>"
             f"<b>Expert state per GPU</b> = (2 + 2 + 12/EDP) B &times; routed expert weights / (EP &middot; PP) = "
