@@ -131,3 +131,10 @@ def test_expert_load_hides_the_last_case_when_ep_does_not_divide_the_experts():
     assert "No data" in next(iter(view.figure_texts.values())).value
     view.controls["ep"].value = 8
     assert view.failures == [] and all(box.layout.display is None for box in view._readouts)
+
+
+def test_the_explorer_states_the_core_s_compute_efficiency():
+    # the card and the math peek say what the computation used: the core's calibrated efficiency
+    explorer = AllToAllExplorer()
+    assert f"{100 * core.DEFAULT_COMPUTE_EFFICIENCY:.0f} % of peak" in explorer.cards.value
+    assert f"peak &middot; {core.DEFAULT_COMPUTE_EFFICIENCY:g})" in explorer.math.value
