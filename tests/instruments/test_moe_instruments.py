@@ -137,4 +137,4 @@ def test_the_explorer_states_the_core_s_compute_efficiency():
     # the card and the math peek say what the computation used: the core's calibrated efficiency
     explorer = AllToAllExplorer()
     assert f"{100 * core.DEFAULT_COMPUTE_EFFICIENCY:.0f} % of peak" in explorer.cards.value
-    assert f"peak &middot; {core.DEFAULT_COMPUTE_EFFICIENCY:g})" in explorer.math.value
+    assert f"peak &middot; {core.DEFAULT_COMPUTE_EFFICIENCY:g})" in explorer.math_peek.value
