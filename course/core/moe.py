@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from . import _validate as v
+from . import collectives as _coll
 
 __all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", 
     "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
@@ -595,12 +596,17 @@ def expert_tp_gather_bytes(tokens, hidden, top_k, etp, bytes_per_element=2.0):
     >>> expert_tp_gather_bytes(2048, 4096, 8, 1)
     0.0
     """
+    e = v.integer("etp", etp)
+    return v.scalar_or_array((e - 1.0) * _routed_copy_bytes(tokens, hidden, top_k, bytes_per_element))
+
+
+def _routed_copy_bytes(tokens, hidden, top_k, bytes_per_element):
+    """Bytes of the ``T k`` routed copies one GPU holds after the dispatch: ``T k h bytes_per_element``."""
     t = v.non_negative("tokens", tokens)
     h = v.integer("hidden", hidden)
     k = v.integer("top_k", top_k)
-    e = v.integer("etp", etp)
     b = v.positive("bytes_per_element", bytes_per_element)
-    return v.scalar_or_array((e - 1.0) * t * k * h * b)
+    return t * k * h * b
 
 
 def expert_tp_comm_time_per_layer(tokens, hidden, top_k, etp, bandwidth, latency=0.0, recompute="none",
@@ -647,12 +653,11 @@ def expert_tp_comm_time_per_layer(tokens, hidden, top_k, etp, bandwidth, latency
     >>> expert_tp_comm_time_per_layer(2048, 4096, 8, 1, 370e9)
     0.0
     """
-    sent = np.asarray(expert_tp_gather_bytes(tokens, hidden, top_k, etp, bytes_per_element))
     e = v.integer("etp", etp)
-    bw = v.positive("bandwidth", bandwidth)
-    a = v.non_negative("latency", latency)
     count = MOE_ALL_TO_ALLS_PER_LAYER[v.choice("recompute", recompute, tuple(MOE_ALL_TO_ALLS_PER_LAYER))]
-    return v.scalar_or_array(np.where(e > 1, count * ((e - 1) * a + sent / bw), 0.0))
+    # each collective is a ring all-gather (or reduce-scatter) of the ETP ranks' routed copies
+    gathered = e * _routed_copy_bytes(tokens, hidden, top_k, bytes_per_element)
+    return v.scalar_or_array(count * np.asarray(_coll.all_gather_time(gathered, e, bandwidth, latency)))
 
 
 # --------------------------------------------------------------------------- load imbalance
