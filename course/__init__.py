@@ -15,6 +15,7 @@ through other packages, and nothing else)::
     course.progress         ->  course.activities
     course.cli              ->  course.notebook_api
     course.lab_server       ->
+    course.launch           ->
     autograder              ->  autograder._moved
     autograder._moved       ->  course._moved
     autograder.__main__     ->  autograder.engines
