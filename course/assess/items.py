@@ -63,13 +63,16 @@ class Value:
 class Function:
     """A function named ``name`` graded on probe inputs against ``reference(*args)``.
 
-    ``examples`` are the worked examples the visible check runs; ``returns`` is
+    ``examples`` are the worked examples the visible check runs; ``invalid_examples`` the inputs
+    outside the prompt's ranges it runs too, each of which must raise ``ValueError`` (the hidden
+    tests' fixed invalid inputs: a behaviour graded is a behaviour checked); ``returns`` is
     ``"number"``, ``"int"`` or ``"numbers"`` (a tuple compared element-wise).
     """
 
     name: str
     reference: Callable[..., Any]
     examples: Sequence[Sequence[Any]] = ()
+    invalid_examples: Sequence[Sequence[Any]] = ()
     returns: str = "number"
     rtol: float = 1e-6
     atol: float = 1e-9
