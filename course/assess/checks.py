@@ -68,9 +68,9 @@ def whoami(assignment: str, source: str = "workbook") -> None:
     if not variants.variants_on(assignment):
         print(f"{assignment}: everyone has the {source}'s numbers.")
     elif student is None:
-        print(f"{assignment}: {NO_STUDENT}, so these are the {source}'s numbers. Run "
-              "`course student <your nbgrader id>` (or set COURSE_STUDENT) and restart the kernel: "
-              "you are graded on the numbers of your id.")
+        print(f"{assignment}: {NO_STUDENT}, so these are the {source}'s numbers. Run, in a cell, "
+              "`from course.exercises import student; student('<your nbgrader id>')` (or `course student "
+              "<your nbgrader id>` in a Terminal) and restart the kernel: you are graded on the numbers of your id.")
     elif os.environ.get("NBGRADER_EXECUTION") == "autograde":
         # the grader's kernel: its COURSE_STUDENT is the grader's doing, and feedback shows this line
         print(f"{assignment}: numbers for student {student!r} (this is the grading run: the grader "

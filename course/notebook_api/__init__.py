@@ -48,6 +48,7 @@ from course.assess import codes
 from course.assess.checks import (  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
     check_exercise, show_exercise, validate_answered as _validate_answered, validate_exercise, whoami,
 )
+from course.notebook_api.identity import student  # noqa: F401 -- re-exported: see and set your id in a notebook
 from course.assess.registry import (  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
     KINDS, Check, NotPlain, Part, Verdict, judge_plain, plain_number, roundtrip, safe_judge, to_plain,
 )
