@@ -119,7 +119,7 @@ def lab_cell_text(lab, call: str, ident: str, predictions: Dict[str, dict]) -> O
         lines.append("**The student's prediction:** none locked.")
     else:
         label = options.get(str(chosen))
-        lines.append(f"**The student's prediction:** " + (f"“{label}”" if label else f"{chosen} (not an option)"))
+        lines.append("**The student's prediction:** " + (f"“{label}”" if label else f"{chosen} (not an option)"))
     return "\n".join(lines)
 
 

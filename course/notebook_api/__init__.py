@@ -48,7 +48,6 @@ from course.assess import codes
 from course.assess.checks import (  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
     check_exercise, show_exercise, validate_answered as _validate_answered, validate_exercise, whoami,
 )
-from course.notebook_api.identity import student  # noqa: F401 -- re-exported: see and set your id in a notebook
 from course.assess.registry import (  # noqa: F401 -- re-exported: the API notebooks and hidden tests import from here
     KINDS, Check, NotPlain, Part, Verdict, judge_plain, plain_number, roundtrip, safe_judge, to_plain,
 )
@@ -128,3 +127,12 @@ def grade_in_kernel(grade_id: str, namespace: dict, seed: "int | None" = None) -
     if not verdict.passed:
         raise AssertionError(verdict.reason)
     print(f"{grade_id}: {verdict.reason}")
+
+
+def student(student_id=None):
+    """Show who this kernel is, with a box to save your id; ``student("ada")`` saves it at once (then restart
+    the kernel): :mod:`course.notebook_api.identity`. Imported here lazily: checking and grading never load
+    the widget stack."""
+    from course.notebook_api.identity import student as panel
+
+    return panel(student_id)

@@ -40,7 +40,8 @@ def _run_all_and_count(server, browser, notebook: str, predictions: dict | None 
         (folder / "predictions.json").write_text(json.dumps(predictions))
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     errors: list = []
-    context.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    context.on("console", lambda msg: errors.append(f"{msg.text} [{msg.location.get('url', '')}:"
+                                                    f"{msg.location.get('lineNumber', '')}]") if msg.type == "error" else None)
     context.on("weberror", lambda err: errors.append(f"uncaught: {err.error}"))
     try:
         page = open_notebook_page(server, context, f"{folder.name}/{Path(notebook).name}")
@@ -70,6 +71,8 @@ def _locked(notebook: str) -> dict:
 def test_run_all_logs_no_console_error(server, browser, notebook):
     errors = _run_all_and_count(server, browser, notebook)
     print(f"[console] {notebook}: {len(errors)} errors")
+    for text in sorted(set(errors)):
+        print(f"[console]   {errors.count(text)} x {text[:300]}")
     assert not errors, f"{notebook}: {len(errors)} console errors on Run All, e.g. {errors[:5]}"
 
 
@@ -78,4 +81,6 @@ def test_run_all_logs_no_console_error(server, browser, notebook):
 def test_run_all_of_a_locked_lab_logs_no_console_error(server, browser, notebook):
     errors = _run_all_and_count(server, browser, notebook, _locked(notebook))
     print(f"[console] {notebook} (locked): {len(errors)} errors")
+    for text in sorted(set(errors)):
+        print(f"[console]   {errors.count(text)} x {text[:300]}")
     assert not errors, f"{notebook} (locked): {len(errors)} console errors on Run All, e.g. {errors[:5]}"
