@@ -153,8 +153,10 @@ _STOP = set("the a an of to in on at by for and or is are be as it its this that
 
 
 def _content(text: str) -> list:
-    """The content words of ``text``: lowercased, stop words dropped, a plural's s dropped."""
-    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _words(text) if w not in _STOP]
+    """The content words of ``text``: lowercased, a hyphenated word one word ("micro-batch"), stop words dropped,
+    a plural's s (or es) dropped."""
+    words = re.findall(r"\w+(?:-\w+)*", text.lower().replace("−", "-"))
+    return [re.sub(r"(?<=\w{3})(?:es|s)$", "", w) for w in words if w not in _STOP]
 
 
 def _sentences(text: str) -> list:
