@@ -92,6 +92,12 @@ def overflow_outlines(heights, capacity: float, width: float = 0.9) -> tuple[np.
     return x[over], y[over]
 
 
+def _drawn(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The series without its closing NaN: bqplot places a Lines mark's label at the last point, and a NaN there
+    is ``translate(undefined, undefined)`` (a console error at every redraw)."""
+    return (x[:-1], y[:-1]) if x.size and np.isnan(x[-1]) else (x, y)
+
+
 class ExpertLoadView(Instrument):
     """Loads of the experts of one layer under a skewed router, capacity, dropped tokens, the straggler's share.
 
@@ -123,7 +129,7 @@ class ExpertLoadView(Instrument):
         # the x range is set (E + 1/2), not fitted to the marks: one change per move of E. The mean and capacity
         # lines are drawn on a fixed x scale of their own, across the plot: a new E never redraws them.
         xs, ys, across = bq.LinearScale(min=0.5, max=64.5), bq.LinearScale(min=0), bq.LinearScale(min=0.0, max=1.0)
-        bar_x, bar_y = bar_outlines(np.ones(64))
+        bar_x, bar_y = _drawn(*bar_outlines(np.ones(64)))
         self.loads = bq.Lines(x=bar_x, y=bar_y, scales={"x": xs, "y": ys}, colors=[mark_color("blue")],
                               fill="bottom", fill_colors=[mark_color("blue")], fill_opacities=[1.0], stroke_width=0,
                               labels=["tokens per expert / mean"], display_legend=True)
@@ -134,7 +140,8 @@ class ExpertLoadView(Instrument):
                                   colors=[mark_color("gray")], stroke_width=1.5, labels=["mean load"],
                                   display_legend=True)
         # the tokens above capacity, which a capacity factor drops: the top of each bar above the dashed line
-        self.dropped_marks = bq.Lines(x=[np.nan], y=[np.nan], scales={"x": xs, "y": ys}, colors=[mark_color("red")],
+        # (a zero-height box until there is something to mark: a series of NaN alone draws a path "null")
+        self.dropped_marks = bq.Lines(x=[0.5, 0.5], y=[0.0, 0.0], scales={"x": xs, "y": ys}, colors=[mark_color("red")],
                                       fill="bottom", fill_colors=[mark_color("red")], fill_opacities=[1.0],
                                       stroke_width=0, labels=["dropped (above C)"], display_legend=True, visible=False)
         self.load_scale = ys
@@ -165,7 +172,7 @@ class ExpertLoadView(Instrument):
         shown = np.minimum(loads, top)  # a bar above the axis is drawn to its top (the chart says so)
         if self.load_scale.max is None or self.load_scale.max < top:  # before the bars: they never poke out
             self.load_scale.max = top
-        bar_x, bar_y = bar_outlines(shown)
+        bar_x, bar_y = _drawn(*bar_outlines(shown))
         self.set_marks(self.loads, x=bar_x, y=bar_y)
         if self.load_scale.max != top:
             self.load_scale.max = top
@@ -177,7 +184,7 @@ class ExpertLoadView(Instrument):
         else:
             self.set_marks(self.capacity_line, y=[capacity, capacity], labels=[f"capacity C = {capacity:g}"],
                            visible=True)
-        over_x, over_y = overflow_outlines(shown, capacity) if capacity is not None else (np.array([]), np.array([]))
+        over_x, over_y = _drawn(*overflow_outlines(shown, capacity)) if capacity is not None else (np.array([]),) * 2
         if over_x.size:
             self.set_marks(self.dropped_marks, x=over_x, y=over_y, visible=True)
         else:
