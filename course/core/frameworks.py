@@ -1,0 +1,139 @@
+"""Training frameworks and FP8 recipes as named, sourced baselines, each with the range its sources leave open.
+
+The planner's one calibrated number (``compute_efficiency``, fitted on Megatron-LM SC21 Table 1) stands for
+Megatron's kernels. Other stacks run the same FLOPs at another speed, and what they overlap differs; a
+:class:`Framework` says by how much, where that was measured and how sure it is (a ``(low, high)`` range
+beside each point). :data:`FP8_RECIPES` does the same for the FP8 scaling recipes.
+
+Every number below is either read from a published measurement (the source says which) or fitted on rows of
+``notebooks/validation.ipynb`` that the notebook names as *fitted*; the rows it names *held out* were chosen
+before these numbers were set and no number here was tuned to them.
+
+Examples
+--------
+>>> framework("torchtitan").efficiency_factor
+0.94
+>>> framework("megatron-core").ep_overlap_credit
+0.37
+>>> fp8_recipe("mxfp8").relative_speed
+0.954
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Framework", "FRAMEWORKS", "framework", "Fp8Recipe", "FP8_RECIPES", "fp8_recipe"]
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A training framework as the planner prices it.
+
+    ``efficiency_factor`` multiplies the calibrated ``compute_efficiency`` (Megatron-Core: 1), with the
+    range ``efficiency_range`` (factors, low = slow) its fitted rows spread over. ``ep_overlap_credit`` is
+    the measured share of the ideal all-to-all overlap the framework's overlap achieves (the ideal hides
+    everything behind the compute beside it), with ``ep_overlap_range``. ``moe_host_share`` is the share of
+    an MoE step the GPU waits for the host (kernel launches, PyTorch and Python overhead, device-to-host
+    syncs) with ``moe_host_range``; dense layers' host time is inside ``compute_efficiency``.
+    ``source`` says where each number comes from.
+    """
+
+    name: str
+    efficiency_factor: float
+    efficiency_range: tuple
+    ep_overlap_credit: float
+    ep_overlap_range: tuple
+    moe_host_share: float
+    moe_host_range: tuple
+    source: str
+
+
+#: The share of an MoE step spent waiting on the host in Megatron-Core, from NVIDIA's measured optimisation
+#: of DeepSeek-V3 pre-training on 256 GB200 in MXFP8 (Megatron-LM docs, "Optimizing DeepSeek-V3 Training
+#: Performance on NVIDIA GB200 NVL72", sec. 2-3, table "optimization history"): the host-side steps (kernel
+#: fusions against "CPU overhead", DeepEP's fused preprocess, dropping a CPU-bound recomputation, CUDA Graphs,
+#: CPU binding, PDL) took the step from 1/494 to about 1/835 of its TFLOPS-time, 38 % of the baseline step,
+#: and the authors estimate "at least a 10 % additional performance gain" from removing the host overhead
+#: left in the routed experts. Point: the 10 % left in an optimised recipe (NVIDIA's performance recipes
+#: use CUDA Graphs); high: 43 % (the baseline's host time, 38 % of its step, plus the 10 % of the rest).
+MEGATRON_MOE_HOST_SHARE = (0.10, (0.10, 0.43))
+
+FRAMEWORKS = {f.name: f for f in [
+    Framework("megatron-core", 1.0, (0.954, 1.035), 0.37, (0.0, 1.0), *MEGATRON_MOE_HOST_SHARE,
+              "compute: the calibration itself (Megatron-LM SC21 Table 1, rows within -4.6 % to +3.5 %: the range); "
+              "all-to-all overlap (--overlap-moe-expert-parallel-comm): NVIDIA measured it saving 2.1 s of a "
+              "19.7 s Qwen3-235B-A22B step on 256 H100 where the ideal overlap saves 5.6 s of the planned step, "
+              "37 % (Megatron-MoE-ModelZoo, best_practice/Qwen3; notebooks/validation.ipynb, 'Measured "
+              "alternatives'), range none to ideal; MoE host time: MEGATRON_MOE_HOST_SHARE"),
+    Framework("torchtitan", 0.94, (0.88, 1.0), 0.0, (0.0, 0.37), *MEGATRON_MOE_HOST_SHARE,
+              "compute: fitted on torchtitan's three Llama 3 rows on 64 A100 (pytorch/torchtitan docs/performance.md; "
+              "fitted rows of notebooks/validation.ipynb: the geometric mean of published / planned with factor 1 is "
+              "0.95), range their spread and Megatron's; no all-to-all overlap by default (range up to "
+              "Megatron's measured 37 %); MoE host time as Megatron-Core's (no torchtitan measurement found)"),
+    Framework("llm-foundry", 1.09, (1.0, 1.17), 0.0, (0.0, 0.37), *MEGATRON_MOE_HOST_SHARE,
+              "compute: fitted on llm-foundry's three MPT rows on A100 (mosaicml/llm-foundry "
+              "scripts/train/benchmarking/README.md; fitted rows of notebooks/validation.ipynb), range their spread; "
+              "no MoE measurement"),
+    Framework("maxtext", 1.02, (0.95, 1.09), 0.0, (0.0, 0.37), *MEGATRON_MOE_HOST_SHARE,
+              "JAX (MaxText, Pax; XLA SPMD): compute fitted on the MaxText and Pax rows on A100, H100 and H200 "
+              "(NVIDIA/dgxc-benchmarking, AI-Hypercomputer/gpu-recipes, NVIDIA/JAX-Toolbox; fitted rows of "
+              "notebooks/validation.ipynb), range their spread; no MoE measurement"),
+]}
+
+
+def framework(name):
+    """The :class:`Framework` called ``name`` (ValueError listing the known ones).
+
+    >>> framework("maxtext").name
+    'maxtext'
+    """
+    if name not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {tuple(FRAMEWORKS)}; got {name!r}")
+    return FRAMEWORKS[name]
+
+
+@dataclass(frozen=True)
+class Fp8Recipe:
+    """An FP8 scaling recipe: the throughput of its FP8 GEMMs and casts relative to per-tensor current scaling
+    (``relative_speed``, with ``speed_range``), whether it needs Blackwell's block-scaled tensor cores, and
+    its source."""
+
+    name: str
+    relative_speed: float
+    speed_range: tuple
+    needs_block_scaling: bool
+    source: str
+
+
+FP8_RECIPES = {r.name: r for r in [
+    Fp8Recipe("tensorwise", 1.0, (1.0, 1.0), False,
+              "per-tensor current scaling (Transformer Engine Float8CurrentScaling, NVIDIA's 'FP8-CS'; torchao "
+              "'tensorwise'): the reference the planner's FP8 model describes (casts read in 16-bit, written in "
+              "FP8, operand and transpose)"),
+    Fp8Recipe("delayed", 1.0, (1.0, 1.03), False,
+              "per-tensor delayed scaling (Transformer Engine DelayedScaling, amax history): scales from earlier "
+              "steps skip current scaling's amax pass over each tensor; no published end-to-end comparison found, "
+              "so priced as tensorwise, range up to the cast traffic that pass costs"),
+    Fp8Recipe("blockwise", 1.0, (0.95, 1.0), False,
+              "1 x 128 activation and 128 x 128 weight tiles (DeepSeek-AI 2024, sec. 3.3.2; Transformer Engine "
+              "Float8BlockScaling on Hopper): partial sums promoted to FP32 every 128 elements on the CUDA cores; "
+              "no published end-to-end comparison with tensorwise found: priced as tensorwise, range down to "
+              "MXFP8's measured cost"),
+    Fp8Recipe("mxfp8", 0.954, (0.944, 0.964), True,
+              "MXFP8, 1 x 32 blocks with E8M0 scales (OCP MX; Blackwell tensor cores): NVIDIA's Megatron-Bridge "
+              "25.11 performance summary measures Llama 3 8B at 36,108 / 37,556 (GB300), 29,789 / 31,508 (GB200), "
+              "29,521 / 30,624 (B200) and Llama 3.1 405B at 624 / 661 (B200) tokens/s per GPU with MXFP8 / "
+              "FP8-CS: 0.961, 0.945, 0.964, 0.944, mean 0.954 (range: the lowest and highest)"),
+]}
+
+
+def fp8_recipe(name):
+    """The :class:`Fp8Recipe` called ``name`` (ValueError listing the known ones).
+
+    >>> fp8_recipe("delayed").needs_block_scaling
+    False
+    """
+    if name not in FP8_RECIPES:
+        raise ValueError(f"fp8_recipe must be one of {tuple(FP8_RECIPES)}; got {name!r}")
+    return FP8_RECIPES[name]
