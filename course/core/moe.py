@@ -513,11 +513,11 @@ def grouped_gemm_factor(tokens_per_expert, bound="point"):
     return v.scalar_or_array(np.clip(out, 0.25, 1.0))
 
 
-def starved_expert_gemms(tokens_per_expert, expert_ffn, host_share=0.0):
+def starved_expert_gemms(tokens_per_expert, expert_ffn, local_experts=0):
     """Whether fine-grained experts starve their GEMMs: True where the evidence says the planner's step is short.
 
     Fires where experts are fine-grained (inner width below 2,048) and each multiplies fewer than 16,384
-    tokens per micro-batch, or where the framework's host share of an MoE step exceeds 10 %. Evidence:
+    tokens per micro-batch, or where a GPU holds 16 or more experts of a layer (each launched on its own). Evidence:
     NVIDIA's Qwen3-30B-A3B runs (expert width 768; Megatron-Bridge 25.11 performance summary) run at 121-666
     model TFLOP/s per GPU where the planner, without host time, finds 1.5 to 4 times that; their 4,096-16,384
     tokens per expert sit inside the old validated range (4,096), which therefore did not warn
@@ -530,8 +530,8 @@ def starved_expert_gemms(tokens_per_expert, expert_ffn, host_share=0.0):
         :func:`tokens_per_expert` of the layout.
     expert_ffn : float or array_like, >= 0
         Inner width of one routed expert (0: no experts).
-    host_share : float or array_like, optional
-        The framework's share of an MoE step spent waiting on the host.
+    local_experts : float or array_like, optional
+        Routed experts of one MoE layer on one GPU (``E / EP``).
 
     Returns
     -------
@@ -547,7 +547,7 @@ def starved_expert_gemms(tokens_per_expert, expert_ffn, host_share=0.0):
     """
     t = v.non_negative("tokens_per_expert", tokens_per_expert)
     f = v.non_negative("expert_ffn", expert_ffn)
-    return v.scalar_or_array(((f > 0) & (f < 2048) & (t < 16384)) | (np.asarray(host_share) > 0.10))
+    return v.scalar_or_array(((f > 0) & (f < 2048) & (t < 16384)) | (np.asarray(local_experts) >= 16))
 
 
 def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,

@@ -303,8 +303,9 @@ class PlanSettings:
         needs Blackwell's block-scaled tensor cores.
     ep_overlap_credit : float in [0, 1], optional
         Share of the ideal all-to-all overlap credited (``None``: the framework's measured share; DualPipe: 1).
-    moe_host_share : float in [0, 1), optional
-        Share of an MoE step the GPU waits for the host (``None``: the framework's measured share).
+    moe_host_per_expert : float >= 0, optional
+        Seconds an MoE step waits for the host per local expert and MoE layer pass (``None``: the framework's,
+        :data:`~course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT`).
     min_tokens_per_expert : float >= 0 or None
         The validated range for mixtures of experts (default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT`): below it
         a plan carries the note ``few_tokens_per_expert`` and a sweep leaves the layout out. ``None`` or 0:
@@ -349,7 +350,7 @@ class PlanSettings:
     framework: str = "megatron-core"
     fp8_recipe: str = "tensorwise"
     ep_overlap_credit: Optional[float] = None
-    moe_host_share: Optional[float] = None
+    moe_host_per_expert: Optional[float] = None
 
     def __post_init__(self):
         v.choice("schedule", self.schedule, SCHEDULES)
@@ -360,10 +361,8 @@ class PlanSettings:
         v.choice("fp8_recipe", self.fp8_recipe, FP8_RECIPES)
         if self.ep_overlap_credit is not None:
             v.fraction("ep_overlap_credit", self.ep_overlap_credit)
-        if self.moe_host_share is not None:
-            v.fraction("moe_host_share", self.moe_host_share)
-            if self.moe_host_share >= 1:
-                raise ValueError(f"moe_host_share must be < 1; got {self.moe_host_share!r}")
+        if self.moe_host_per_expert is not None:
+            v.non_negative("moe_host_per_expert", self.moe_host_per_expert)
         v.choice("attention_kernel", self.attention_kernel, ATTENTION_KERNELS)
         if not isinstance(self.precision, str):
             raise ValueError(f"precision must be a name (str) such as 'bf16' or 'fp8'; got {self.precision!r}")
@@ -458,7 +457,8 @@ class Config:
         # the measured share of the ideal all-to-all overlap (DualPipe hides it all: DeepSeek-AI 2024, sec. 3.2.1)
         credit = fw.ep_overlap_credit if s.ep_overlap_credit is None else float(s.ep_overlap_credit)
         self.ep_overlap_credit = 1.0 if s.schedule == "dualpipe" else credit
-        self.moe_host_share = fw.moe_host_share if s.moe_host_share is None else float(s.moe_host_share)
+        self.moe_host_per_expert = (fw.moe_host_per_expert if s.moe_host_per_expert is None
+                                    else float(s.moe_host_per_expert))
         # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
         self.grad_bytes = grad_bytes_setting(s.grad_bytes, self.memory_recipe)
         # bytes per parameter element ZeRO / FSDP all-gathers: the compute dtype (BF16) unless told otherwise
@@ -1104,16 +1104,17 @@ def grouped_gemm_term(*, cfg, bound="point"):
     return routed_expert_compute(cfg=cfg) * (1.0 / factor - 1.0)
 
 
-def moe_host_term(busy, *, cfg, share=None):
-    """Seconds an MoE step waits for the host: ``busy x share / (1 - share)`` with ``busy`` the seconds of kernels
-    the host launches (compute and memory-bound), so that the host's share of that time is the framework's
-    measured ``moe_host_share`` (:data:`~course.core.frameworks.MEGATRON_MOE_HOST_SHARE`:
-    NVIDIA's measured host overhead of Megatron-Core MoE training on GB200). 0 for a dense model, whose host
-    time is inside the calibrated ``compute_efficiency``."""
-    if not cfg.model.is_moe:
+def moe_host_term(*, cfg, per_expert=None):
+    """Seconds an MoE step waits for the host on the busiest GPU: micro-batches x the stage's MoE layers x local
+    experts (``E / EP``) x the framework's host seconds per local expert and layer pass
+    (:data:`~course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT`: NVIDIA's host-bound expert kernels, the constant
+    fitted on the validation's fitted rows). 0 for a dense model, whose host time is inside the calibrated
+    ``compute_efficiency``."""
+    m = cfg.model
+    if not m.is_moe:
         return np.zeros(())
-    share = cfg.moe_host_share if share is None else share
-    return busy * share / (1.0 - share)
+    t = cfg.moe_host_per_expert if per_expert is None else per_expert
+    return cfg.num_microbatches * cfg.moe_stage_layers * (m.experts / cfg.ep) * t
 
 
 def moe_weight_stream_term(*, cfg):
@@ -1308,11 +1309,11 @@ def note_terms(*, cfg):
         "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
         "few_tokens_per_expert": few,
         "starved_expert_gemms": np.asarray(cfg.model.is_moe) & np.asarray(_moe.starved_expert_gemms(
-            cfg.tokens_per_expert, cfg.model.expert_ffn or 0, cfg.moe_host_share), dtype=bool),
+            cfg.tokens_per_expert, cfg.model.expert_ffn or 0, (cfg.model.experts or 0) / cfg.ep), dtype=bool),
     }
 
 
-def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm, kernels, host):
+def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm):
     """The plan's range: ``step_time_low`` (every uncertain assumption at its fast end) and ``step_time_high``
     (at its slow end), and ``range_driver``, the index into :data:`RANGE_ASSUMPTIONS` of the assumption whose
     range alone moves the step most.
@@ -1321,16 +1322,14 @@ def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm, k
     scales the compute; the accelerator's peak range (a power-capped part whose clocks are not published)
     scales it too; the FP8 recipe's measured speed range; DeepGEMM's grouped-GEMM range; the all-to-all
     overlap credit from none to the ideal; the dispatcher's measured share of each link; the framework's
-    measured MoE host share. A change moves the pipeline bubble with the busy time it multiplies, and the
-    host time with the GPU time it is a share of. The ends add the assumptions' separate effects (first
-    order).
+    host seconds per local expert and layer pass. A change moves the pipeline bubble with the busy time it
+    multiplies. The ends add the assumptions' separate effects (first order).
     """
     m, acc = cfg.model, cfg.cluster.accelerator
     bubble_rate = bubble / np.maximum(busy, 1e-30)
-    host_rate = host / np.maximum(kernels, 1e-30)
 
-    def with_gpu(delta_gpu, launched=True):  # a change of GPU seconds, with the host time and the bubble that follow
-        return delta_gpu * (1.0 + (host_rate if launched else 0.0)) * (1.0 + bubble_rate)
+    def with_gpu(delta_gpu):  # a change of busy seconds, with the pipeline bubble that follows it
+        return delta_gpu * (1.0 + bubble_rate)
 
     fw = cfg.framework
     point = fw.efficiency_factor
@@ -1356,7 +1355,7 @@ def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm, k
             credit_low, credit_high = (1.0, 1.0) if cfg.schedule == "dualpipe" else fw.ep_overlap_range
             slow = ep_exposed(ep_raw, cfg=cfg, compute=compute, credit=credit_low) - ep_comm
             fast = ep_exposed(ep_raw, cfg=cfg, compute=compute, credit=credit_high) - ep_comm
-            shifts.append((with_gpu(np.maximum(slow, 0.0), False), with_gpu(np.minimum(fast, 0.0), False)))
+            shifts.append((with_gpu(np.maximum(slow, 0.0)), with_gpu(np.minimum(fast, 0.0))))
         else:
             shifts.append((np.zeros(()), np.zeros(())))
         exposed_share = ep_comm / np.maximum(ep_raw, 1e-30)
@@ -1364,12 +1363,11 @@ def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm, k
         crosses = cfg.ep > cfg.ep_local
         ratio_slow = np.where(crosses, network[0] / network[1], nvlink[0] / nvlink[1]) - 1.0
         ratio_fast = np.where(crosses, network[0] / network[2], nvlink[0] / nvlink[2]) - 1.0
-        shifts.append((with_gpu(ep_raw * exposed_share * ratio_slow, False),
-                       with_gpu(ep_raw * exposed_share * ratio_fast, False)))
-        lo_share, hi_share = fw.moe_host_range
-        share = cfg.moe_host_share
-        host_at = lambda x: kernels * x / (1.0 - x) * (1.0 + bubble_rate)  # noqa: E731 -- a one-line helper local to this function
-        shifts.append((host_at(max(hi_share, share)) - host_at(share), host_at(min(lo_share, share)) - host_at(share)))
+        shifts.append((with_gpu(ep_raw * exposed_share * ratio_slow), with_gpu(ep_raw * exposed_share * ratio_fast)))
+        low, high = fw.moe_host_range
+        t = cfg.moe_host_per_expert
+        host_at = lambda x: moe_host_term(cfg=cfg, per_expert=x) * (1.0 + bubble_rate)  # noqa: E731 -- a one-line helper local to this function
+        shifts.append((host_at(max(high, t)) - host_at(t), host_at(min(low, t)) - host_at(t)))
     else:
         shifts += [(np.zeros(()), np.zeros(()))] * 4
     slow = [np.maximum(np.asarray(a, dtype=float), 0.0) for a, _ in shifts]
@@ -1416,10 +1414,12 @@ def range_sources(model, cluster, settings=None, **options):
                              + (f", on NVLink domains above 8 GPUs {d.large_domain_nvlink[0]:.0%}" if d.large_domain_nvlink else "")
                              + f", network {d.network[0]:.0%} (range {d.network[1]:.0%}-{d.network[2]:.0%}) of each link; "
                              f"{d.source}")
-        share = fw.moe_host_share if s.moe_host_share is None else s.moe_host_share
-        out["MoE host time"] = (f"{share:.0%} of the step waits for the host (range {fw.moe_host_range[0]:.0%} to "
-                                f"{fw.moe_host_range[1]:.0%}); NVIDIA's measured Megatron-Core MoE host overhead, "
-                                f"Megatron-LM docs, 'Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72'")
+        t = fw.moe_host_per_expert if s.moe_host_per_expert is None else s.moe_host_per_expert
+        out["MoE host time"] = (f"{t * 1e3:.2f} ms of host time per local expert and MoE layer pass (range "
+                                f"{fw.moe_host_range[0] * 1e3:.2f} to {fw.moe_host_range[1] * 1e3:.2f} ms): the "
+                                f"host-bound expert kernels NVIDIA measured (Megatron-LM docs, 'Optimizing DeepSeek-V3 "
+                                f"Training Performance on NVIDIA GB200 NVL72'), the constant fitted on the fitted "
+                                f"Megatron-Core BF16 MoE rows of notebooks/validation.ipynb")
     return out
 
 
@@ -1464,7 +1464,7 @@ def columns(cfg, rates=True):
     ep_raw, etp = ep_comm_term(cfg=cfg), etp_comm_term(cfg=cfg)
     ep_comm = ep_exposed(ep_raw, cfg=cfg, compute=compute) + etp
     gpu_busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
-    host = moe_host_term(compute + memory_bound, cfg=cfg)  # the host launches the kernels, not the transfers
+    host = moe_host_term(cfg=cfg)
     compute = compute + host  # the GPU idles while the host launches: charged to the compute it delays
     busy = gpu_busy + host
     bubble = bubble_term(cfg=cfg, busy=busy)
@@ -1472,7 +1472,7 @@ def columns(cfg, rates=True):
     dp_comm, dp_exposed = dp_comm_term(cfg=cfg, busy=busy)
     step = compute + memory_bound + tp_comm + cp_comm + ep_comm + bubble + pp_comm + dp_exposed
     ranges = range_terms(cfg=cfg, step=step, busy=busy, bubble=bubble, compute=compute - host, grouped=grouped,
-                         ep_raw=ep_raw, ep_comm=ep_comm - etp, kernels=compute - host + memory_bound, host=host)
+                         ep_raw=ep_raw, ep_comm=ep_comm - etp)
     mem = memory_terms(cfg=cfg)
 
     gpus, gb = cfg.gpus, cfg.global_batch
@@ -1548,11 +1548,11 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                       fused_attention, attention_kernel, gemm_shapes, collective_efficiency, cp_algorithm, tp_overlap,
                       grad_bytes, gather_bytes, reshard_after_forward, memory_recipe, recompute_modules,
                       capacity_factor, dispatcher, ep_overlap, min_tokens_per_expert, framework, fp8_recipe,
-                      ep_overlap_credit, moe_host_share):
+                      ep_overlap_credit, moe_host_per_expert):
     """:func:`term_assumptions` with every :class:`PlanSettings` field spelt out (no defaults: the record has them)."""
     ranges = range_sources(model, cluster, dispatcher=dispatcher, ep_overlap=ep_overlap, schedule=schedule,
                            framework=framework, fp8_recipe=fp8_recipe, precision=precision,
-                           ep_overlap_credit=ep_overlap_credit, moe_host_share=moe_host_share)
+                           ep_overlap_credit=ep_overlap_credit, moe_host_per_expert=moe_host_per_expert)
     m, c = _as_model(model), _as_cluster(cluster)
     grad_bytes = grad_bytes_setting(grad_bytes, memory_recipe)
     modules = recompute_modules_setting(recompute_modules, m, memory_recipe)
@@ -1605,11 +1605,11 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: within 10 % at 4,096 tokens per expert, 27-36 % at 1,024-512), so "
+                       "Megatron-MoE-ModelZoo: within 9 % at 4,096 tokens per expert, 12-7 % at 1,024-512 with host time charged), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 27-36 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 12-7 % short at 1,024-512)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "

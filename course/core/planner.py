@@ -482,12 +482,13 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"x ETP x EP x k / E), below the {min_tokens_per_expert:,.0f} the planner has been validated at: "
                     f"this estimate is outside its validated range and likely optimistic. NVIDIA's measured "
                     f"layouts of Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, best_practice/Qwen3, "
-                    f"compared in notebooks/validation.ipynb) took 1.4 and 1.6 times the planned step at 1,024 "
-                    f"and 512 tokens per expert (the plan 27 % and 36 % short, with its expert GEMMs priced by "
-                    f"their shapes), where the planner was within 10 % at 4,096: the cost it lacks is "
-                    f"what NVIDIA calls MoE's compute efficiency wall, small expert GEMMs and host overhead "
-                    f"(Megatron-Bridge documentation, MoE Training Optimization). More tokens per expert: a "
-                    f"larger micro-batch or EP, less TP or CP."))
+                    f"compared in notebooks/validation.ipynb) took 1.1 and 1.1 times the planned step at 1,024 "
+                    f"and 512 tokens per expert (the plan 12 % and 7 % short, with its expert GEMMs priced by "
+                    f"their shapes and the host time of their 16 local experts charged; 1.4 and 1.6 times before), "
+                    f"where the planner was within 9 % at 4,096: what is left of the gap is what NVIDIA calls "
+                    f"MoE's compute efficiency wall, small expert GEMMs and host overhead (Megatron-Bridge "
+                    f"documentation, MoE Training Optimization), which the planner prices only as far as measured. "
+                    f"More tokens per expert: a larger micro-batch or EP, less TP or CP."))
     if g("note_starved_expert_gemms"):
         out.append(("starved_expert_gemms",
                     f"Each of the {m.experts} experts is {m.expert_ffn:,} wide and multiplies {g('tokens_per_expert'):,.0f} "
