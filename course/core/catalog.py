@@ -693,6 +693,14 @@ MODELS: dict[str, Model] = {
               "vocab 151,646 (151,936 padded); 57B total, 14B active; pre-training sequence 4,096",
               layers=28, hidden=3584, heads=28, kv_heads=4, ffn=2560, vocab=151936, seq_len=4096,
               mlp_matrices=3, dropout=False, experts=64, top_k=8, expert_ffn=2560, shared_experts=1, shared_ffn=20480),
+        Model("qwen3-30b-a3b", 30.5 * u.billion,
+              "Qwen Team 2025, Qwen3 Technical Report (arXiv 2505.09388), Table 2, and the released config.json "
+              "(Qwen/Qwen3-30B-A3B): 48 layers, hidden 2,048, 32 query / 4 KV heads of head_dim 128 (queries 4,096 "
+              "wide), every layer MoE with 128 routed experts of inner width 768 (moe_intermediate_size), 8 per "
+              "token, no shared experts, vocab 151,936; 30.5B total, 3.3B activated; pre-training sequence 4,096. "
+              "Fine-grained experts: each is 768 wide on a 2,048-wide model",
+              layers=48, hidden=2048, heads=32, kv_heads=4, ffn=768, vocab=151936, seq_len=4096,
+              mlp_matrices=3, dropout=False, experts=128, top_k=8, expert_ffn=768, head_size=128),
         Model("qwen3-235b-a22b", 235 * u.billion,
               "Qwen Team 2025, Qwen3 Technical Report (arXiv 2505.09388), Table 2, and the released "
               "config.json (Qwen/Qwen3-235B-A22B): 94 layers, hidden 4096, 64 query / 4 KV heads of "
