@@ -37,7 +37,8 @@ class Framework:
     seconds the GPU waits for the host per local expert and MoE layer pass (a forward and backward pass of one
     layer for one micro-batch: the per-expert kernels, their launches and PyTorch overhead), with
     ``moe_host_range``; dense layers' host time is inside ``compute_efficiency``.
-    ``source`` says where each number comes from.
+    ``source`` says where the efficiency comes from, ``overlap_source`` the overlap credit (the host time's
+    source is :data:`MEGATRON_MOE_HOST_PER_EXPERT`'s).
     """
 
     name: str
@@ -48,6 +49,7 @@ class Framework:
     moe_host_per_expert: float
     moe_host_range: tuple
     source: str
+    overlap_source: str = ""
 
 
 #: Seconds an MoE step of Megatron-Core waits for the host per local expert and MoE layer pass, and the range.
@@ -62,29 +64,32 @@ class Framework:
 #: 0.84 ms), 0.20 ms; the range: none to their largest, 0.84 ms. The held-out MoE rows were not used.
 MEGATRON_MOE_HOST_PER_EXPERT = (0.20e-3, (0.0, 0.84e-3))
 
+#: Megatron-Core's measured all-to-all overlap credit, and where it comes from.
+MEGATRON_OVERLAP_SOURCE = ("--overlap-moe-expert-parallel-comm: NVIDIA measured it saving 2.1 s of a 19.7 s "
+                           "Qwen3-235B-A22B step on 256 H100 where the ideal overlap saves 5.6 s, 37 % "
+                           "(Megatron-MoE-ModelZoo, best_practice/Qwen3; notebooks/validation.ipynb, 'Measured "
+                           "alternatives'); range none to ideal")
+#: What a framework without a measured all-to-all overlap is credited.
+NO_OVERLAP_SOURCE = "no all-to-all overlap measured for this framework: none credited, range up to Megatron-Core's 37 %"
+
 FRAMEWORKS = {f.name: f for f in [
     Framework("megatron-core", 1.0, (0.85, 1.20), 0.37, (0.0, 1.0), *MEGATRON_MOE_HOST_PER_EXPERT,
-              "compute: the calibration itself (Megatron-LM SC21 Table 1); range: what the 24 fitted dense rows of "
-              "Megatron and its relatives need (SC21, Korthikanti et al., BLOOM, OPT, Llama 3, Megatron-Bridge 25.11 "
-              "on A100 to GB300: factors 0.854 to 1.194 put each on its published figure); "
-              "all-to-all overlap (--overlap-moe-expert-parallel-comm): NVIDIA measured it saving 2.1 s of a "
-              "19.7 s Qwen3-235B-A22B step on 256 H100 where the ideal overlap saves 5.6 s of the planned step, "
-              "37 % (Megatron-MoE-ModelZoo, best_practice/Qwen3; notebooks/validation.ipynb, 'Measured "
-              "alternatives'), range none to ideal; MoE host time: MEGATRON_MOE_HOST_PER_EXPERT"),
+              "the calibration itself (Megatron-LM SC21 Table 1); range: what the 24 fitted dense rows of Megatron "
+              "and its relatives need (SC21, Korthikanti et al., BLOOM, OPT, Llama 3, Megatron-Bridge 25.11 on A100 "
+              "to GB300: factors 0.854 to 1.194 put each on its published figure)", MEGATRON_OVERLAP_SOURCE),
     Framework("torchtitan", 0.95, (0.89, 1.03), 0.0, (0.0, 0.37), *MEGATRON_MOE_HOST_PER_EXPERT,
-              "compute: fitted on torchtitan's three Llama 3 rows on 64 A100 (pytorch/torchtitan docs/performance.md; "
-              "fitted rows of notebooks/validation.ipynb: the geometric mean of published / planned with factor 1 is "
-              "0.947), range what those rows need (0.895 to 1.025); no all-to-all overlap by default (range up to "
-              "Megatron's measured 37 %); MoE host time as Megatron-Core's (no torchtitan measurement found)"),
+              "fitted on torchtitan's three Llama 3 rows on 64 A100 (pytorch/torchtitan docs/performance.md; fitted "
+              "rows of notebooks/validation.ipynb: the geometric mean of published / planned with factor 1 is 0.947); "
+              "range what those rows need (0.895 to 1.025); MoE host time as Megatron-Core's (none measured)",
+              NO_OVERLAP_SOURCE),
     Framework("llm-foundry", 1.11, (1.03, 1.18), 0.0, (0.0, 0.37), *MEGATRON_MOE_HOST_PER_EXPERT,
-              "compute: fitted on llm-foundry's three MPT rows on A100 (mosaicml/llm-foundry "
-              "scripts/train/benchmarking/README.md; fitted rows of notebooks/validation.ipynb), range what those rows "
-              "need (1.039 to 1.177); "
-              "no MoE measurement"),
+              "fitted on llm-foundry's three MPT rows on A100 (mosaicml/llm-foundry scripts/train/benchmarking/"
+              "README.md; fitted rows of notebooks/validation.ipynb); range what those rows need (1.039 to 1.177)",
+              NO_OVERLAP_SOURCE),
     Framework("maxtext", 1.03, (0.98, 1.10), 0.0, (0.0, 0.37), *MEGATRON_MOE_HOST_PER_EXPERT,
-              "JAX (MaxText, Pax; XLA SPMD): compute fitted on the MaxText and Pax rows on A100, H100 and H200 "
+              "JAX (MaxText, Pax; XLA SPMD): fitted on the MaxText and Pax rows on A100, H100 and H200 "
               "(NVIDIA/dgxc-benchmarking, AI-Hypercomputer/gpu-recipes, NVIDIA/JAX-Toolbox; fitted rows of "
-              "notebooks/validation.ipynb), range what those rows need (0.987 to 1.097); no MoE measurement"),
+              "notebooks/validation.ipynb); range what those rows need (0.987 to 1.097)", NO_OVERLAP_SOURCE),
 ]}
 
 

@@ -1315,66 +1315,61 @@ def note_terms(*, cfg):
 
 def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm):
     """The plan's range: ``step_time_low`` (every uncertain assumption at its fast end) and ``step_time_high``
-    (at its slow end), and ``range_driver``, the index into :data:`RANGE_ASSUMPTIONS` of the assumption whose
-    range alone moves the step most.
+    (at its slow end), and one column ``rw_<i>`` per entry of :data:`RANGE_ASSUMPTIONS`, the width that assumption's
+    range alone gives the busy time (:func:`rate_columns` names the widest, ``range_driver``).
 
     Each assumption's ends come from its source (:func:`range_sources`): the framework's efficiency range
     scales the compute; the accelerator's peak range (a power-capped part whose clocks are not published)
     scales it too; the FP8 recipe's measured speed range; DeepGEMM's grouped-GEMM range; the all-to-all
     overlap credit from none to the ideal; the dispatcher's measured share of each link; the framework's
-    host seconds per local expert and layer pass. A change moves the pipeline bubble with the busy time it
-    multiplies. The ends add the assumptions' separate effects (first order).
+    host seconds per local expert and layer pass. Every shift is a change of busy time, which the pipeline
+    bubble multiplies, so the ends are ``step + (1 + bubble / busy) x`` the summed shifts (first order: the
+    assumptions' separate effects added). Each shift keeps the shape of the settings it depends on, so a sweep
+    pays for the full grid only in the two sums.
     """
     m, acc = cfg.model, cfg.cluster.accelerator
-    bubble_rate = bubble / np.maximum(busy, 1e-30)
-
-    def with_gpu(delta_gpu):  # a change of busy seconds, with the pipeline bubble that follows it
-        return delta_gpu * (1.0 + bubble_rate)
-
+    zero = np.zeros(())
     fw = cfg.framework
     point = fw.efficiency_factor
-    shifts = []  # (slow delta, fast delta) of the step, one per RANGE_ASSUMPTIONS entry
-    shifts.append((with_gpu(compute * (point / fw.efficiency_range[0] - 1.0)),
-                   with_gpu(compute * (point / fw.efficiency_range[1] - 1.0))))
+    shifts = [(compute * (point / fw.efficiency_range[0] - 1.0), compute * (point / fw.efficiency_range[1] - 1.0))]
     precision = "fp8" if cfg.fp8 else cfg.precision
-    low, high = acc.peak_range.get(precision, (cfg.gemm_peak, cfg.gemm_peak)) if acc.peak_range else (
-        cfg.gemm_peak, cfg.gemm_peak)
-    shifts.append((with_gpu(compute * (cfg.gemm_peak / low - 1.0)), with_gpu(compute * (cfg.gemm_peak / high - 1.0))))
-    if cfg.fp8:
-        r = cfg.recipe
-        shifts.append((with_gpu(compute * (r.relative_speed / r.speed_range[0] - 1.0)),
-                       with_gpu(compute * (r.relative_speed / r.speed_range[1] - 1.0))))
-    else:
-        shifts.append((np.zeros(()), np.zeros(())))
+    low, high = acc.peak_range.get(precision, (cfg.gemm_peak, cfg.gemm_peak))
+    shifts.append((compute * (cfg.gemm_peak / low - 1.0), compute * (cfg.gemm_peak / high - 1.0)))
+    r = cfg.recipe
+    shifts.append((compute * (r.relative_speed / r.speed_range[0] - 1.0),
+                   compute * (r.relative_speed / r.speed_range[1] - 1.0)) if cfg.fp8 else (zero, zero))
     if m.is_moe:
-        slow = grouped_gemm_term(cfg=cfg, bound="low") - grouped
-        fast = grouped_gemm_term(cfg=cfg, bound="high") - grouped
-        shifts.append((with_gpu(np.asarray(slow)), with_gpu(np.asarray(fast))))
-        overlapped = cfg.schedule == "dualpipe" or cfg.ep_overlap
-        if overlapped:
+        shifts.append((grouped_gemm_term(cfg=cfg, bound="low") - grouped,
+                       grouped_gemm_term(cfg=cfg, bound="high") - grouped))
+        if cfg.schedule == "dualpipe" or cfg.ep_overlap:
             credit_low, credit_high = (1.0, 1.0) if cfg.schedule == "dualpipe" else fw.ep_overlap_range
-            slow = ep_exposed(ep_raw, cfg=cfg, compute=compute, credit=credit_low) - ep_comm
-            fast = ep_exposed(ep_raw, cfg=cfg, compute=compute, credit=credit_high) - ep_comm
-            shifts.append((with_gpu(np.maximum(slow, 0.0)), with_gpu(np.minimum(fast, 0.0))))
+            shifts.append((ep_exposed(ep_raw, cfg=cfg, compute=compute, credit=credit_low) - ep_comm,
+                           ep_exposed(ep_raw, cfg=cfg, compute=compute, credit=credit_high) - ep_comm))
         else:
-            shifts.append((np.zeros(()), np.zeros(())))
-        exposed_share = ep_comm / np.maximum(ep_raw, 1e-30)
+            shifts.append((zero, zero))
         nvlink, network = cfg.a2a_range
         crosses = cfg.ep > cfg.ep_local
-        ratio_slow = np.where(crosses, network[0] / network[1], nvlink[0] / nvlink[1]) - 1.0
-        ratio_fast = np.where(crosses, network[0] / network[2], nvlink[0] / nvlink[2]) - 1.0
-        shifts.append((with_gpu(ep_raw * exposed_share * ratio_slow), with_gpu(ep_raw * exposed_share * ratio_fast)))
+        share_slow = np.where(crosses, network[0] / network[1], nvlink[0] / nvlink[1]) - 1.0
+        share_fast = np.where(crosses, network[0] / network[2], nvlink[0] / nvlink[2]) - 1.0
+        shifts.append((ep_comm * share_slow, ep_comm * share_fast))  # the exposed all-to-all, at the link's ends
         low, high = fw.moe_host_range
         t = cfg.moe_host_per_expert
-        host_at = lambda x: moe_host_term(cfg=cfg, per_expert=x) * (1.0 + bubble_rate)  # noqa: E731 -- a one-line helper local to this function
-        shifts.append((host_at(max(high, t)) - host_at(t), host_at(min(low, t)) - host_at(t)))
+        per_expert = moe_host_term(cfg=cfg, per_expert=1.0)
+        shifts.append((per_expert * (max(high, t) - t), per_expert * (min(low, t) - t)))
     else:
-        shifts += [(np.zeros(()), np.zeros(()))] * 4
+        shifts += [(zero, zero)] * 4
     slow = [np.maximum(np.asarray(a, dtype=float), 0.0) for a, _ in shifts]
     fast = [np.minimum(np.asarray(b, dtype=float), 0.0) for _, b in shifts]
-    widths = np.stack(np.broadcast_arrays(*[a - b for a, b in zip(slow, fast)]))
-    return dict(step_time_low=step + sum(fast), step_time_high=step + sum(slow),
-                range_driver=np.argmax(widths, axis=0))
+    stretch = 1.0 + bubble / np.maximum(busy, 1e-30)
+    out = dict(step_time_low=step + stretch * sum(fast), step_time_high=step + stretch * sum(slow))
+    out.update({f"rw_{i}": a - b for i, (a, b) in enumerate(zip(slow, fast))})
+    return out
+
+
+def range_driver(cols):
+    """Index into :data:`RANGE_ASSUMPTIONS` of the widest ``rw_<i>`` column of ``cols`` (per row)."""
+    widths = np.broadcast_arrays(*[np.asarray(cols[f"rw_{i}"]) for i in range(len(RANGE_ASSUMPTIONS))])
+    return np.argmax(np.stack(widths), axis=0)
 
 
 def range_sources(model, cluster, settings=None, **options):
@@ -1406,7 +1401,7 @@ def range_sources(model, cluster, settings=None, **options):
         out["all-to-all overlap"] = (("DualPipe hides the all-to-alls but their SMs (DeepSeek-AI 2024, sec. 3.2.1)"
                                       if s.schedule == "dualpipe" else
                                       f"{credit:.0%} of the ideal overlap credited (range {fw.ep_overlap_range[0]:.0%} "
-                                      f"to {fw.ep_overlap_range[1]:.0%}); {fw.source}") if (s.ep_overlap or s.schedule == "dualpipe")
+                                      f"to {fw.ep_overlap_range[1]:.0%}); {fw.overlap_source}") if (s.ep_overlap or s.schedule == "dualpipe")
                                      else "no all-to-all overlap: exposed")
         name = "deepep" if (s.dispatcher == "alltoall" and m.routing_groups) else s.dispatcher
         d = _moe.DISPATCHER_MEASUREMENTS[name]
@@ -1439,6 +1434,7 @@ def rate_columns(cfg):
         "mfu_attention": lambda c: _dp.mfu(c["global_batch"] * seq * per_token, c["step_time"], peak, c["gpus"]),
         "samples_per_second": lambda c: c["global_batch"] / c["step_time"],
         "mfu_low": lambda c: _dp.mfu(c["model_flops"], c["step_time_high"], peak, c["gpus"]),
+        "range_driver": range_driver,
         "mfu_high": lambda c: _dp.mfu(c["model_flops"], c["step_time_low"], peak, c["gpus"]),
         "scaling_efficiency": lambda c: c["compute"] / c["step_time"],
         "bubble_fraction": lambda c: c["bubble"] / c["step_time"],
@@ -1599,9 +1595,9 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                        if capacity_factor is None else f"token dropping, experts padded to capacity {capacity_factor}")
         compute.append("expert GEMMs take at least the time to stream their weights from HBM three times per "
                        "micro-batch (roofline; few tokens per expert make them memory-bound)")
-        compute.append("host and kernel-launch time charged as the framework's measured share of an MoE step, and "
-                       "the expert GEMMs at DeepGEMM's measured grouped-GEMM speed by rows per expert (what "
-                       "Megatron-Core calls MoE's compute-efficiency wall: small expert GEMMs and host overhead)")
+        compute.append("host time per local expert and layer pass, " + ranges["MoE host time"] + "; "
+                       + ranges["grouped GEMMs"] + " (what Megatron-Core calls MoE's compute-efficiency wall: small "
+                       "expert GEMMs and host overhead)")
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
@@ -1649,9 +1645,7 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
     return {
         "compute": "; ".join(compute) + "; stages paced by the busiest; framework " + ranges["compute efficiency"]
                    + ("; accelerator peak " + ranges["accelerator peak"] if c.accelerator.peak_range else "")
-                   + ("; FP8 recipe " + ranges["FP8 recipe"] if precision == "fp8" else "")
-                   + ("; grouped GEMMs: " + ranges["grouped GEMMs"] + "; MoE host time: " + ranges["MoE host time"]
-                      if m.is_moe else ""),
+                   + ("; FP8 recipe " + ranges["FP8 recipe"] if precision == "fp8" else ""),
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
                          + ("; an MoE layer's for each token's k routed copies and its shared experts"
                             if m.is_moe and memory_recipe != "deepseek-v3" else "")
@@ -1666,8 +1660,7 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                        + (" and its shared experts' half (TP-sharded over the attention TP group)"
                           if m.shared_experts else "") if m.is_moe else "")),
         "cp_comm": cp,
-        "ep_comm": (ep + "; dispatcher " + ranges["dispatcher"] + "; overlap: " + ranges["all-to-all overlap"])
-                   if m.is_moe else "no experts",
+        "ep_comm": (ep + "; overlap: " + ranges["all-to-all overlap"]) if m.is_moe else "no experts",
         "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
         "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
         "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap

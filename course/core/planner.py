@@ -748,7 +748,7 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                              if policy is not None else
                              (lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]])),
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
-    return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
+    return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_", "rw_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,
                             "include_unvalidated": bool(include_unvalidated), "unvalidated_left_out": left_out,
