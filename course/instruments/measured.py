@@ -421,7 +421,7 @@ class AllreduceRace(MeasuredInstrument, Instrument):
         problems = []
         for ranks in (2, 3):
             result = self.launch(bench.check_allreduce, self.student["source"], self.student["name"], cases,
-                                 ranks=ranks, timeout=30.0, progress=False)
+                                 ranks=ranks, timeout=20.0, progress=False)
             if not result.ok:
                 problems.append(f"on {ranks} ranks: {result.reason}")
                 continue
