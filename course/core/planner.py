@@ -82,9 +82,11 @@ costs only the SMs it occupies.
 
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
 uneven stages are *notes*, not violations. So is an MoE layout outside the planner's validated
-range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default:
-the planner's step is 35-45 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
-tokens per expert, Megatron-MoE-ModelZoo); :func:`sweep` leaves such layouts out unless asked.
+range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default: the
+held-out fine-grained runs below it miss by a third to two thirds, ``notebooks/validation.ipynb``); :func:`sweep`
+leaves such layouts out unless asked; and a fine-grained layout (``starved_expert_gemms``). Every plan gives a
+range beside its point (``step_time_low`` / ``step_time_high``, ``range_driver``, ``range_sources``), from the
+uncertain assumptions of :data:`~course.core.plan_terms.RANGE_ASSUMPTIONS`.
 
 Example (GPT-3 175B on 1,024 H100s)::
 
@@ -667,8 +669,9 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         Any :class:`~course.core.plan_terms.PlanSettings` field, overriding ``settings``.
     include_unvalidated : bool, optional
         Keep MoE rows below ``min_tokens_per_expert`` (they carry the note ``few_tokens_per_expert``).
-        By default they are left out, as infeasible rows are: there the planner's own validation finds
-        its step 35-45 % short of the measured one, so it would recommend layouts that run slower than it says.
+        By default they are left out, as infeasible rows are: there the planner's held-out validation finds its
+        step a third to two thirds short of the measured one (fine-grained runs on DGX B200), so it would recommend
+        layouts that run slower than it says.
 
     Source: as :func:`plan`; Dubey et al. 2024, sec. 3.4 (the default batch); the validated range:
     NVIDIA Megatron-MoE-ModelZoo ``best_practice/Qwen3`` (measured layouts, compared in
