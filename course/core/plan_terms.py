@@ -1309,7 +1309,7 @@ def note_terms(*, cfg):
         "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
         "few_tokens_per_expert": few,
         "starved_expert_gemms": np.asarray(cfg.model.is_moe) & np.asarray(_moe.starved_expert_gemms(
-            cfg.tokens_per_expert, cfg.model.expert_ffn or 0, (cfg.model.experts or 0) / cfg.ep), dtype=bool),
+            (cfg.model.experts or 0) / cfg.ep), dtype=bool),
     }
 
 

@@ -147,9 +147,9 @@ NOTE_CODES = {
     "deepspeed_zero_with_pipeline": "DeepSpeed allows only ZeRO-1 with its pipeline engine",
     "few_tokens_per_expert": "each expert multiplies fewer tokens per micro-batch than the planner was validated "
                              "at: the step estimate is likely optimistic (sweep leaves such layouts out)",
-    "starved_expert_gemms": "fine-grained experts (inner width below 2,048) with fewer than 16,384 tokens each per "
-                            "micro-batch, or a host share of the step above 10 %: measured runs of this kind ran up "
-                            "to 3.5 times slower than planned (held-out rows of notebooks/validation.ipynb)",
+    "starved_expert_gemms": "16 or more routed experts of a layer on each GPU, each with its own kernels: five of the "
+                            "six held-out runs of this kind ran 1.26 to 2.39 times slower than planned "
+                            "(notebooks/validation.ipynb)",
 }
 
 
@@ -492,14 +492,16 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"documentation, MoE Training Optimization), which the planner prices only as far as measured. "
                     f"More tokens per expert: a larger micro-batch or EP, less TP or CP."))
     if g("note_starved_expert_gemms"):
+        local = m.experts // g("ep")
         out.append(("starved_expert_gemms",
-                    f"Each of the {m.experts} experts is {m.expert_ffn:,} wide and multiplies {g('tokens_per_expert'):,.0f} "
-                    f"tokens per micro-batch: fine-grained experts starve their GEMMs and leave the GPU waiting on the "
-                    f"host. NVIDIA's Qwen3-30B-A3B runs of this shape (Megatron-Bridge 25.11 performance summary, "
-                    f"held out in notebooks/validation.ipynb) ran 1.4 to 3.5 times slower than this planner says, "
-                    f"beyond the range it gives (step {g('step_time_low'):.2f}-{g('step_time_high'):.2f} s): treat the "
-                    f"estimate as optimistic. Fewer, wider experts per GPU, a larger micro-batch or CUDA Graphs "
-                    f"(Megatron-Core --cuda-graph-scope) are what NVIDIA used against it."))
+                    f"Each GPU holds {local} of the {m.experts} routed experts of a layer ({m.expert_ffn:,} wide, "
+                    f"{g('tokens_per_expert'):,.0f} tokens each per micro-batch), each with its own GEMMs and casts "
+                    f"for the host to launch. Of NVIDIA's held-out runs with 16 to 32 experts per GPU (Megatron-Bridge "
+                    f"25.11 performance summary; notebooks/validation.ipynb) five of six ran 1.26 to 2.39 times slower "
+                    f"than this planner says, one outside even its range: treat the estimate (range "
+                    f"{g('step_time_low'):.2f}-{g('step_time_high'):.2f} s) as optimistic. Fewer experts per GPU (a "
+                    f"larger EP), a larger micro-batch or CUDA Graphs (Megatron-Core --cuda-graph-scope) are what "
+                    f"NVIDIA used against it."))
     return out
 
 
