@@ -138,11 +138,13 @@ def judge(world, room):
 
     runs = [{"ranks": [{"__unfinished__": True}] * probe["p"], "traces": [[] for _ in range(probe["p"])]}
             for probe in probes]
-    where = {}
     missing = set()
+    results = {}
     for index, probe in enumerate(probes):
         waiting = set(range(probe["p"]))
+        where = {}
         deadline = time.monotonic() + limit
+        gone = []
         while waiting:
             got = False
             for tag in (RESULT_TAG, STEP_TAG):
@@ -153,7 +155,8 @@ def judge(world, room):
                     if type(message) is not dict:
                         continue
                     if tag == STEP_TAG:
-                        where[str(rank)] = str(message.get("at", ""))[:120]
+                        if message.get("probe") == index:
+                            where[str(rank)] = str(message.get("at", ""))[:120]
                         continue
                     if message.get("missing") is True:
                         missing.add(rank)
@@ -161,15 +164,26 @@ def judge(world, room):
                             answer({"missing": True})
                             return
                         continue
-                    if message.get("probe") != index or rank not in waiting:
-                        continue  # an early, late or second result of this rank: not judged
+                    which = message.get("probe")
+                    if type(which) is int and index <= which < len(probes) and (rank, which) not in results:
+                        results[(rank, which)] = message  # a rank's first result per probe (it may run ahead)
+            for rank in sorted(waiting):
+                if (rank, index) in results:
+                    message = results.pop((rank, index))
                     runs[index]["ranks"][rank] = message.get("value")
                     traces = message.get("trace")
                     runs[index]["traces"][rank] = traces if type(traces) is list else []
                     waiting.discard(rank)
+                    got = True
             if got:
                 continue
-            dead = sorted(r for r, pid in pids.items() if not _alive(pid))
+            # a rank we wait for whose process is gone: its last message may still be on its way, so
+            # it counts as dead when it is still gone after the messages were read once more
+            dead = sorted(r for r in waiting if r in pids and not _alive(pids[r]))
+            if dead and not gone:
+                gone = dead
+                time.sleep(0.05)
+                continue
             if dead or time.monotonic() > deadline:
                 failure = {"kind": "died", "ranks": dead} if dead else {
                     "kind": "timeout", "unfinished": sorted(waiting), "seconds": limit,
@@ -204,7 +218,8 @@ class Comm:
 
         self.steps += 1
         self.trace.append([what, peer, trace_payload(payload) if payload is not None else []])
-        note = bytearray(json.dumps({"at": "step %d: %s rank %s" % (self.steps, what, peer)}).encode())
+        note = bytearray(json.dumps({"probe": self._probe,
+                                     "at": "step %d: %s rank %s" % (self.steps, what, peer)}).encode())
         self._notes.append((note, self._world.Isend([note, MPI.BYTE], dest=0, tag=STEP_TAG)))
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=-2, recvtag=-1, status=None):

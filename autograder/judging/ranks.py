@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from . import sandbox
+from ..isolation import sandbox
 
 #: prefix of the judge rank's answer line
 RESULT_MARK = "RANKS-RESULT"
@@ -64,7 +64,7 @@ def evaluate_part(part: Any, sources: Sequence[str], work: Path, *, seed: int, l
     """Run ``part``'s function on real ranks in a fresh sandbox over ``work`` (a prepared scratch folder);
     return its harvest (what :func:`course.assess.ranks.judge_ranks` reads) and ``"seconds"``."""
     from course.assess.ranks import definitions
-    from course.assess.cleanroom import write_room
+    from course.assess.cleanroom_protocol import write_room
 
     started = time.monotonic()
     probes = part.probes(seed)
