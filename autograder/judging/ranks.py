@@ -69,6 +69,10 @@ def evaluate_part(part: Any, sources: Sequence[str], work: Path, *, seed: int, l
     started = time.monotonic()
     probes = part.probes(seed)
     every = list(probes["valid"]) + list(probes["invalid"])
+    statements = definitions(sources)
+    if only_a_stub(statements, part.function.name):  # the release's `pass`: nothing to launch
+        return {"probes": [{"ranks": [None] * p["p"], "traces": [[] for _ in range(p["p"])]} for p in every],
+                "failure": None, "seconds": 0.0}
     name = f".ranks-{part.grade_id}"
     room = work / name
     shutil.rmtree(room, ignore_errors=True)
@@ -76,11 +80,10 @@ def evaluate_part(part: Any, sources: Sequence[str], work: Path, *, seed: int, l
     write_room(room, [])  # the stand-in course package (visible checks are no-ops on the ranks too)
     (room / "cells.json").unlink()
     (room / "runner.py").unlink()
-    runner = Path(__file__).resolve().parent.parent / "course" / "assess" / "ranks_runner.py"
     from course.assess import ranks_runner
 
-    shutil.copyfile(ranks_runner.__file__ if os.path.exists(ranks_runner.__file__) else runner, room / "ranks_runner.py")
-    (room / "definitions.json").write_text(json.dumps(definitions(sources)))
+    shutil.copyfile(ranks_runner.__file__, room / "ranks_runner.py")
+    (room / "definitions.json").write_text(json.dumps(statements))
     nonce = secrets.token_hex(16)
     per_probe = PROBE_SECONDS
     request = {"mark": RESULT_MARK, "nonce": nonce, "function": part.function.name, "probes": every,
@@ -134,6 +137,38 @@ def evaluate_part(part: Any, sources: Sequence[str], work: Path, *, seed: int, l
             {"kind": "died", "probe": None})}
     harvest["seconds"] = round(time.monotonic() - started, 3)
     return harvest
+
+
+def only_a_stub(statements: Sequence[str], name: str) -> bool:
+    """Whether the last definition of ``name`` in ``statements`` does nothing (a docstring, ``pass``,
+    ``...``, ``raise NotImplementedError``): the release's stub, whose every call returns None or raises."""
+    import ast
+
+    last = None
+    for source in statements:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+                last = node
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+                targets = getattr(node, "targets", [getattr(node, "target", None)])
+                named = [a.asname or a.name for a in getattr(node, "names", [])]
+                if name in named or any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                    last = node
+    if not isinstance(last, ast.FunctionDef) or last.decorator_list:
+        return False
+    for statement in last.body:
+        if isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr)
+                                               and isinstance(statement.value, ast.Constant)):
+            continue
+        if (isinstance(statement, ast.Raise) and statement.exc is not None
+                and "NotImplementedError" in ast.unparse(statement.exc)):
+            continue
+        return False
+    return True
 
 
 def parse(stdout: bytes, nonce: str, probes: Sequence[dict]) -> Optional[Dict[str, Any]]:

@@ -298,7 +298,7 @@ def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
                                correction=note))
     if ranks is not None:
         ranks_part(ex, name=function, reference=reference, probes=probes, examples=examples, points=points,
-                   **ranks)
+                   **ranks)  # (a varied worked example: ranks["example_of"])
         return ex
     for i, f in enumerate(specs):
         function_part(ex, name=f["function"], reference=f["reference"],

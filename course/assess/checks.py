@@ -259,7 +259,7 @@ def assess(ex: Exercise, namespace: dict, variant: Optional[int], exam: bool) ->
             if part.function.name in missing:
                 ok, found = False, [missing[part.function.name]]
             elif part.judged_in == RANKS:  # a collective: its examples on simulated ranks
-                ok, found = rank_check_lines(part, namespace, OK, BAD)
+                ok, found = rank_check_lines(part, namespace, OK, BAD, variant)
             else:
                 ok, found = _check_function(part, namespace, _examples(ex, part, variant),
                                             _prompt_shows_own_example(ex, part, variant))

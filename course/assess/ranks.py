@@ -50,11 +50,13 @@ class RankFunction(Function):
     """A function ``name(comm, *args)`` run on ``p`` ranks per probe (see the module docstring).
 
     ``trace_reference`` is a correct implementation with the same steps (for the divergence
-    message); ``describe_step(p, step)`` names a step (``"reduce-scatter step 2"``).
+    message); ``describe_step(p, step)`` names a step (``"reduce-scatter step 2"``); ``example_of(variant)``
+    is a student's own worked example (a probe), if the exercise varies it.
     """
 
     trace_reference: Optional[Callable[..., Any]] = None
     describe_step: Optional[Callable[[int, int], str]] = None
+    example_of: Optional[Callable[[Optional[int]], dict]] = None
     judged_in: str = RANKS
 
 
@@ -247,13 +249,31 @@ def judge_ranks(item: RankFunction, harvested: dict, probes: Dict[str, List[dict
 def ranks_part(ex: Any, *, name: str, reference: Callable, probes: Callable[[int], Dict[str, List[dict]]],
                examples: Sequence[dict], points: float = 3.0, kind: str = "build", suffix: str = "",
                trace_reference: Optional[Callable] = None,
-               describe_step: Optional[Callable[[int, int], str]] = None, title: str = "") -> Part:
+               describe_step: Optional[Callable[[int, int], str]] = None, title: str = "",
+               example_of: Optional[Callable[[dict], dict]] = None) -> Part:
     """A part graded by running ``name(comm, *args)`` on ranks (see the module docstring).
 
     ``probes(seed)`` gives ``{"valid": [probe, ...], "invalid": [probe, ...]}``; ``examples`` are the
-    probes the visible check runs (on simulated ranks)."""
+    probes the visible check runs (on simulated ranks). With ``example_of(spec)`` (the worked example's
+    probe for a student's spec), each student's own worked example leads the probes and is what the
+    visible check runs."""
+    from .spec import spec_for
+    from .variants import split_seed
+
+    own_example = None
+    if example_of is not None:
+        fixed_probes = probes
+
+        def probes(seed: int = 0) -> Dict[str, List[dict]]:  # noqa: F811 -- the student's example first
+            out = fixed_probes(seed)
+            own = dict(example_of(spec_for(ex, split_seed(seed)[1])), group="worked example")
+            return {"valid": [own] + list(out["valid"]), "invalid": list(out["invalid"])}
+
+        def own_example(variant: Optional[int]) -> dict:
+            return example_of(spec_for(ex, variant))
+
     item = RankFunction(name=name, reference=reference, examples=tuple(examples), returns="ranks",
-                        trace_reference=trace_reference, describe_step=describe_step)
+                        trace_reference=trace_reference, describe_step=describe_step, example_of=own_example)
 
     def harvest(namespace: dict, probe_inputs: Any) -> dict:
         fn = namespace.get(name)
@@ -290,14 +310,15 @@ def rank_probes(fixed: Sequence[dict], random_probe: Callable[[random.Random], d
     return probes
 
 
-def check_lines(part: Part, namespace: dict, ok: str, bad: str) -> tuple:
-    """The visible check of a ranks part: its examples on simulated ranks; ``(right, lines)``."""
+def check_lines(part: Part, namespace: dict, ok: str, bad: str, variant: Optional[int] = None) -> tuple:
+    """The visible check of a ranks part: its worked example (the student's own, for ``variant``) and
+    examples on simulated ranks; ``(right, lines)``."""
     item = part.item
     fn = namespace.get(item.name)
     if not callable(fn):
         return False, [f"{bad} define a function named `{item.name}` and run its cell."]
     lines, right = [], True
-    for probe in item.examples:
+    for probe in ([item.example_of(variant)] if item.example_of is not None else []) + list(item.examples):
         harvest = simulate(fn, [probe])
         verdict = judge_ranks(item, harvest, {"valid": [dict(probe, group="worked example")], "invalid": []})
         shown = f"`{item.name}` on {probe['p']} simulated ranks ({probe.get('label', 'the worked example')})"

@@ -17,7 +17,7 @@ from course import core
 from course.core.units import MB, us
 
 from course.assess.activity import Chapter
-from course.assess.authoring import build_exercise, debug_exercise, values_exercise
+from course.assess.authoring import build_exercise, debug_exercise, exact, rounded, values_exercise
 from course.assess.ranks import encode, rank_probes
 
 CHAPTER = {
@@ -174,6 +174,37 @@ def _random_chunks(rng):
     return _chunk_probe(p, rng.randint(p, 40), rng.choice(DTYPES), rng.random(), "random inputs")
 
 
+def _vector_example(s):
+    p, n, dtype = s["example"]
+    return _vector_probe(p, n, dtype, "example", "worked example", f"your worked example: {p} ranks, {n} numbers")
+
+
+def _chunk_example(s):
+    p, n, dtype = s["example"]
+    return _chunk_probe(p, n, dtype, "example", "worked example", f"your worked example: {p} ranks, {n} numbers")
+
+
+def _shown(value):
+    return np.array2string(np.asarray(value), separator=", ", max_line_width=10**6)
+
+
+def _example_text(s, probe_of, reference, what):
+    """The worked example of a prompt: each rank's input and the result it returns."""
+    probe = probe_of(s)
+    args = [[np.array(a["array"], dtype=a["dtype"]) if type(a) is dict else a for a in rank] for rank in probe["args"]]
+    results = reference(probe["p"], args)
+    rows = "\n".join(f"* rank {r}: `{what}({', '.join(['comm'] + [_shown(a) for a in args[r]])})` returns "
+                      f"`{_shown(results[r])}`" for r in range(probe["p"]))
+    return (f"Worked example ({probe['p']} ranks, dtype {s['example'][2]}; the check cell runs it):\n\n{rows}")
+
+
+def _vary_example(powers_of_two=False):
+    def vary(s, rng):
+        p = rng.choice([2, 4]) if powers_of_two else rng.choice([2, 3, 4])
+        return dict(s, example=[p, rng.randint(p + 1, 9), rng.choice(list(DTYPES))])
+    return vary
+
+
 # 11.1 ---------------------------------------------------------------------------
 def _held(s):
     p, k, r = s["p"], s["k"], s["rank"]
@@ -226,8 +257,8 @@ values_exercise(
                              alpha_us=float(rng.choice([2, 5, 10, 20])),
                              beta_ns_per_byte=float(rng.choice([0.04, 0.1, 0.2, 0.5]))),
     prompt=lambda s: (
-        f"An all-reduce of n = {s['message_mb']:g} MB (1 MB = 10\u2076 bytes) runs on p = {s['p']} ranks with "
-        f"\u03b1 = {s['alpha_us']:g} \u00b5s and \u03b2 = {s['beta_ns_per_byte']:g} ns per byte. What does each "
+        f"An all-reduce of n = {exact(s['message_mb'])} MB (1 MB = 10\u2076 bytes) runs on p = {s['p']} ranks with "
+        f"\u03b1 = {exact(s['alpha_us'])} \u00b5s and \u03b2 = {exact(s['beta_ns_per_byte'])} ns per byte. What does each "
         "algorithm of the table above take, in microseconds?"),
     answers={"ring_us": "\u00b5s", "rhd_us": "\u00b5s (recursive halving-doubling)",
              "doubling_us": "\u00b5s (recursive doubling)", "tree_us": "\u00b5s (binomial tree)"},
@@ -241,9 +272,9 @@ values_exercise(
         "doubling_us = lg * (alpha + n * beta)",
         "tree_us = 2 * lg * (alpha + n * beta)"]),
     derivation=lambda s: (
-        "With n\u03b2 = " f"{s['message_mb'] * 1e6 * s['beta_ns_per_byte'] * 1e-3:.6g} \u00b5s: "
-        + "; ".join(f"{label} = {_coeffs(s, algo)[0]:.4g}\u03b1 + {_coeffs(s, algo)[1]:.4g}\u00b7n\u03b2 = "
-                    f"**{_times(s)[name]:.5g} \u00b5s**"
+        "With n\u03b2 = " f"{rounded(s['message_mb'] * 1e6 * s['beta_ns_per_byte'] * 1e-3, 6)} \u00b5s: "
+        + "; ".join(f"{label} = {rounded(_coeffs(s, algo)[0], 4)}\u03b1 + {rounded(_coeffs(s, algo)[1], 4)}\u00b7n\u03b2 = "
+                    f"**{rounded(_times(s)[name], 5)} \u00b5s**"
                     for name, algo, label in (("ring_us", "ring", "ring"), ("rhd_us", "rabenseifner", "halving-doubling"),
                                               ("doubling_us", "recursive_doubling", "recursive doubling"),
                                               ("tree_us", "tree", "tree")))
@@ -253,11 +284,8 @@ values_exercise(
 
 
 # 11.3 ---------------------------------------------------------------------------
-RS_EXAMPLES = [_vector_probe(4, 10, "float64", "example", "worked example", "4 ranks, 10 numbers"),
-               _vector_probe(3, 7, "int64", "example", "worked example", "3 ranks, 7 integers")]
-
 build_exercise(
-    CH, "11.3", "Ring reduce-scatter", spec={},
+    CH, "11.3", "Ring reduce-scatter", spec={"example": [4, 6, "float64"]}, vary=_vary_example(),
     prompt=lambda s: (
         "Write `reduce_scatter(comm, x)`: every rank passes its own 1-D NumPy vector `x` (the same length on "
         "every rank); rank r returns chunk r (as `np.array_split(total, p)[r]`) of the element-wise sum of "
@@ -265,7 +293,8 @@ build_exercise(
         "chunk per step, to the right neighbour and from the left one.\n\n"
         "* Any length (also one that p does not divide), any dtype (float64, float32, int64), any number of "
         "ranks (1 too: then the result is x itself).\n"
-        "* Do not gather the whole vector anywhere: each step moves one chunk."),
+        "* Do not gather the whole vector anywhere: each step moves one chunk.\n\n"
+        + _example_text(s, _vector_example, reduce_scatter_reference, "reduce_scatter")),
     function="reduce_scatter", signature="(comm, x)",
     docstring="Ring reduce-scatter: rank r returns chunk r of the sum over ranks.",
     body=("import numpy as np\n"
@@ -278,12 +307,13 @@ build_exercise(
           "return chunks[r]"),
     reference=reduce_scatter_reference,
     probes=rank_probes(
-        fixed=RS_EXAMPLES + [_vector_probe(4, 3, "float64", "edge", "edge cases"),
+        fixed=[_vector_probe(3, 7, "int64", "edge", "edge cases"), _vector_probe(4, 3, "float64", "edge", "edge cases"),
                              _vector_probe(1, 5, "float32", "edge", "edge cases"),
                              _vector_probe(4, 13, "float32", "edge", "edge cases")],
         random_probe=_random_vector, count=4),
-    examples=RS_EXAMPLES,
-    ranks={"trace_reference": None, "describe_step": lambda p, step: f"reduce-scatter step {step}"},
+    examples=[],
+    ranks={"trace_reference": None, "describe_step": lambda p, step: f"reduce-scatter step {step}",
+           "example_of": _vector_example},
     derivation=lambda s: (
         "Cut x into p chunks; in step s send chunk (r\u2212s) mod p to the right and add what comes from the "
         "left into chunk (r\u2212s\u22121) mod p. The chunk a rank adds into in step s is the one it sends in step "
@@ -294,15 +324,14 @@ build_exercise(
 
 
 # 11.4 ---------------------------------------------------------------------------
-AG_EXAMPLES = [_chunk_probe(4, 10, "float64", "example", "worked example", "4 ranks, 10 numbers")]
-
 build_exercise(
-    CH, "11.4", "Ring all-gather", spec={},
+    CH, "11.4", "Ring all-gather", spec={"example": [4, 10, "float64"]}, vary=_vary_example(),
     prompt=lambda s: (
         "Write `all_gather(comm, chunk, n)`: rank r passes its own chunk (chunk r of a vector of n numbers, "
         "cut as `np.array_split` cuts it) and every rank returns the whole vector: all chunks in rank "
         "order, concatenated, with the chunks' dtype. Use the ring: p\u22121 steps of `comm.sendrecv`, each "
-        "passing on the chunk that arrived in the step before."),
+        "passing on the chunk that arrived in the step before.\n\n"
+        + _example_text(s, _chunk_example, all_gather_reference, "all_gather")),
     function="all_gather", signature="(comm, chunk, n)",
     docstring="Ring all-gather: every rank returns all p chunks in rank order.",
     body=("import numpy as np\n"
@@ -315,12 +344,13 @@ build_exercise(
           "return np.concatenate(chunks)"),
     reference=all_gather_reference,
     probes=rank_probes(
-        fixed=AG_EXAMPLES + [_chunk_probe(4, 6, "int64", "edge", "edge cases"),
+        fixed=[_chunk_probe(4, 6, "int64", "edge", "edge cases"),
                              _chunk_probe(1, 4, "float64", "edge", "edge cases"),
                              _chunk_probe(3, 11, "float32", "edge", "edge cases")],
         random_probe=_random_chunks, count=4),
-    examples=AG_EXAMPLES,
-    ranks={"trace_reference": None, "describe_step": lambda p, step: f"all-gather step {step}"},
+    examples=[],
+    ranks={"trace_reference": None, "describe_step": lambda p, step: f"all-gather step {step}",
+           "example_of": _chunk_example},
     derivation=lambda s: (
         "Start with your own chunk at position r. In step s (from 0) send the chunk at position (r\u2212s) mod p "
         "(your own first, then the one that just arrived) and store what comes from the left at (r\u2212s\u22121) "
@@ -330,10 +360,8 @@ build_exercise(
 
 
 # 11.5 ---------------------------------------------------------------------------
-RHD_EXAMPLES = [_vector_probe(4, 8, "float64", "example", "worked example", "4 ranks, 8 numbers")]
-
 build_exercise(
-    CH, "11.5", "Recursive halving-doubling", spec={},
+    CH, "11.5", "Recursive halving-doubling", spec={"example": [4, 8, "float64"]}, vary=_vary_example(True),
     prompt=lambda s: (
         "Write `allreduce_rhd(comm, x)`: the all-reduce of Rabenseifner's algorithm. Every rank passes its "
         "own 1-D vector `x` and returns the element-wise sum over all ranks, with the dtype of `x`.\n\n"
@@ -343,7 +371,7 @@ build_exercise(
         "you hold.\n"
         "* p must be a power of two (1, 2, 4, \u2026): raise `ValueError` on every rank otherwise. Any "
         "length, also one that p does not divide (split with `np.array_split` into p chunks and move "
-        "whole chunks)."),
+        "whole chunks).\n\n" + _example_text(s, _vector_example, rhd_reference, "allreduce_rhd")),
     function="allreduce_rhd", signature="(comm, x)",
     docstring="Recursive halving (reduce-scatter) then recursive doubling (all-gather).",
     body=("import numpy as np\n"
@@ -373,13 +401,13 @@ build_exercise(
           "return np.concatenate(chunks)"),
     reference=rhd_reference,
     probes=rank_probes(
-        fixed=RHD_EXAMPLES + [_vector_probe(2, 5, "int64", "edge", "edge cases"),
+        fixed=[_vector_probe(2, 5, "int64", "edge", "edge cases"),
                               _vector_probe(4, 7, "float32", "edge", "edge cases"),
                               _vector_probe(1, 3, "float64", "edge", "edge cases")],
         random_probe=_random_pow2, count=4,
         invalid=[_vector_probe(3, 6, "float64", "invalid", "invalid inputs")]),
-    examples=RHD_EXAMPLES,
-    ranks={"trace_reference": None, "describe_step": None},
+    examples=[],
+    ranks={"trace_reference": None, "describe_step": None, "example_of": _vector_example},
     derivation=lambda s: (
         "Halving: with distance d the pair (r, r\u2009XOR\u2009d) splits the block both are responsible for; "
         "the lower rank keeps the lower half. Each keeps its half, sends the other, and adds what it "
@@ -393,18 +421,31 @@ build_exercise(
 LISTING_116 = '''
 ?a|import numpy as np
 ?a|
+?e|def right_of(r, p):
+?e|    """The rank that rank r sends to."""
+?e|    return (r + 1) % p
+?e|
+?f|def left_of(r, p):
+?f|    """The rank that rank r receives from."""
+?f|    return (r - 1) % p
+?f|
+?g|DTYPES = ("float64", "float32", "int64")   # what the grader sends
+?g|
 def ring_allreduce(comm, x):
 ?b|    """Sum of every rank's vector x, on every rank: reduce-scatter, then all-gather."""
     p, r = comm.Get_size(), comm.Get_rank()
+?h|    # p chunks, cut as np.array_split cuts them (the first n % p one element longer)
     chunks = [c.copy() for c in np.array_split(x, p)]
     right, left = (r + 1) % p, (r - 1) % p
 ?c|    # reduce-scatter: after it, rank r holds the whole sum of chunk (r + 1) % p
     for step in range(p - 1):
+?i|        # send the partial sum of one chunk, add the one arriving from the left
         send, recv = (r - step) % p, (r - step - 1) % p
         got = comm.sendrecv(chunks[send], dest=right, source=left)
         chunks[recv] = chunks[recv] + got
 ?d|    # all-gather: pass each finished chunk on around the ring
     for step in range(p - 1):
+?j|        # the chunk to pass on, and where the one from the left goes
         out = (r - step) % p
         into = (r - step) % p
         chunks[into] = comm.sendrecv(chunks[out], dest=right, source=left)
@@ -474,10 +515,10 @@ values_exercise(
         "Data-parallel training all-reduces the gradients in *buckets* while the backward pass goes on (as "
         "PyTorch DDP's `bucket_cap_mb` does). A small bucket pays the ring's 2(p\u22121) latencies for little "
         "data; a large one starts late. Design the buckets for "
-        f"p = {s['p']} ranks on a machine with \u03b1 = {s['alpha_us']:g} \u00b5s and a bandwidth 1/\u03b2 = "
-        f"{s['bandwidth_gbs']:g} GB/s (your Lab 08 fit, if you have one, gives numbers like these: try "
-        f"yours too), for {s['gradient_mb']:g} MB of gradients (1 MB = 10\u2076 bytes):\n\n"
-        f"1. `bucket_mb`: the smallest bucket whose ring all-reduce spends at most {s['latency_pct']:g} % of "
+        f"p = {s['p']} ranks on a machine with \u03b1 = {exact(s['alpha_us'])} \u00b5s and a bandwidth 1/\u03b2 = "
+        f"{exact(s['bandwidth_gbs'])} GB/s (your Lab 08 fit, if you have one, gives numbers like these: try "
+        f"yours too), for {exact(s['gradient_mb'])} MB of gradients (1 MB = 10\u2076 bytes):\n\n"
+        f"1. `bucket_mb`: the smallest bucket whose ring all-reduce spends at most {exact(s['latency_pct'])} % of "
         "its time on latency;\n"
         "2. `buckets`: how many equal buckets of at least that size the gradients fill (a whole number: "
         "round down, so each bucket is at least `bucket_mb`);\n"
@@ -494,8 +535,8 @@ values_exercise(
         "total_ms = buckets * (a * alpha + b * size * beta) * 1e3"]),
     derivation=lambda s: (
         f"The latency share of one bucket of m bytes is a\u03b1 / (a\u03b1 + b\u00b7m\u03b2) with a = 2(p\u22121) = "
-        f"{2 * (s['p'] - 1)} and b = 2(p\u22121)/p; it is at most {s['latency_pct']:g} % when m \u2265 "
-        f"a\u03b1(1\u2212s)/(s\u00b7b\u03b2) = **{_bucket(s)['bucket_mb']:.4g} MB**. {s['gradient_mb']:g} MB fill "
-        f"**{_bucket(s)['buckets']}** such buckets, and all of them take **{_bucket(s)['total_ms']:.4g} ms** "
+        f"{2 * (s['p'] - 1)} and b = 2(p\u22121)/p; it is at most {exact(s['latency_pct'])} % when m \u2265 "
+        f"a\u03b1(1\u2212s)/(s\u00b7b\u03b2) = **{rounded(_bucket(s)['bucket_mb'], 4)} MB**. {exact(s['gradient_mb'])} MB fill "
+        f"**{_bucket(s)['buckets']}** such buckets, and all of them take **{rounded(_bucket(s)['total_ms'], 4)} ms** "
         "(the bandwidth term is the same for any bucketing; each extra bucket adds a\u03b1)."),
 )
