@@ -93,7 +93,7 @@ def evaluate_part(part: Any, sources: Sequence[str], work: Path, *, seed: int, l
     inside = Path(sandbox.SCRATCH) if use_bwrap else work
     inner = [mpiexec(), "-n", str(ranks_needed(probes) + 1), sandbox.python_executable(), "-I",
              str(inside / name / "ranks_runner.py"), str(inside / name)]
-    cmd = sandbox.command(str(work), inner, limits, slot, use_bwrap, course_visible=False)
+    cmd = sandbox.command(str(work), inner, limits, slot, use_bwrap, course_visible=False, shared_memory=True)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} if use_bwrap else sandbox.sandbox_env(str(work))
     limit = min(float(timeout), LAUNCH_SECONDS + per_probe * len(every))
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

@@ -181,17 +181,22 @@ def _failure_verdict(name: str, failure: dict, probes: Sequence[dict], harvested
         return Verdict(0.0, why, code=codes.DEADLOCK)
     if kind == "died":
         dead = failure.get("ranks") if type(failure.get("ranks")) is list else []
-        who = f"rank {', '.join(str(r) for r in dead[:8])}" if dead else "a rank"
-        return Verdict(0.0, f"`{name}`: {who} ended{on} (its process exited or crashed), so every rank stopped "
-                            "and the part could not be finished", code=codes.RANKS_FAILED)
-    waiting = failure.get("unfinished") if type(failure.get("unfinished")) is list else []
-    who = (f"ranks {', '.join(str(r) for r in waiting[:8])} had not returned" if waiting
+        who = (f"the process of rank {dead[0]}" if len(dead) == 1 else
+               f"the processes of ranks {', '.join(str(r) for r in dead[:8])}" if dead else "a rank's process")
+        return Verdict(0.0, f"`{name}`: {who} ended (an exit or a crash) while it ran{on}, so the other ranks "
+                            "could not finish and the part could not be checked", code=codes.RANKS_FAILED)
+    unfinished = failure.get("unfinished") if type(failure.get("unfinished")) is list else []
+    who = (f"rank {unfinished[0]} had not returned" if len(unfinished) == 1 else
+           f"ranks {', '.join(str(r) for r in unfinished[:8])} had not returned" if unfinished
            else "the ranks had not returned")
+    waiting = failure.get("waiting") if type(failure.get("waiting")) is dict else {}
+    where = "; ".join(f"rank {r} was in {str(w)[:60]}" for r, w in sorted(waiting.items())[:8])
     limit = failure.get("seconds")
     within = f" within {limit:g} s" if type(limit) in (int, float) else " within the time limit"
-    return Verdict(0.0, f"`{name}` did not finish{on}{within}: {who}"
-                        + (f" ({', '.join(raised)}, and the others waited for it)" if raised else
-                           " (a deadlock, such as two ranks that both send first, or a loop that never ends)"),
+    return Verdict(0.0, f"`{name}` did not finish{on}{within}: {who}" + (f" ({where})" if where else "")
+                        + (f"; {', '.join(raised)}, and the others waited for it" if raised else
+                           ": a deadlock (two ranks that both send first wait for each other forever), or a "
+                           "loop that never ends"),
                    code=codes.DEADLOCK if not raised else codes.RANKS_FAILED)
 
 
