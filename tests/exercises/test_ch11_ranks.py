@@ -5,7 +5,6 @@ The graded route (real MPI processes in the sandbox) is in ``tests/autograder/te
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from course.activities import REGISTRY, SYLLABUS, answer_sources
