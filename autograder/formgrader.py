@@ -135,12 +135,13 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
             _release_slot(slot)
         if row["status"] == "error":
             raise NbGraderException(f"{student}: {row['reason']}")
-        from . import term
+        from . import policy
 
-        # the same grades.json `course-autograde class` writes: refresh, report and term find it
-        term.record_rows(coursedir.root, assignment, [row],
-                         {"assignment": assignment, "seed": seed, "isolation": grader.isolation,
-                          "limits": vars(grader.limits), "shard": "formgrader"})
+        # the same grades.json `course-autograde class` writes, under the assignment's grade policy
+        # (due date, late rule, extensions): refresh, report and term find it
+        row = policy.record(coursedir.root, assignment, [row], {student: sub.timestamp},
+                            {"assignment": assignment, "seed": seed, "isolation": grader.isolation,
+                             "limits": vars(grader.limits), "shard": "formgrader"}, log=self.log.warning)[0]
         from .report import summary_line
 
         self.log.info("%s", summary_line(row, grader.isolation, seed))

@@ -174,7 +174,7 @@ class Service:
         _save_queue(self.root, assignment, entries)
 
     def _grade(self, assignment: str, options: dict, entries: Dict[str, dict], key: str) -> None:
-        from . import late
+        from . import policy
         from .grader import Grader
         from .report import summary_line
         from .submissions import collected
@@ -195,17 +195,10 @@ class Service:
         grader = Grader(self.root, assignment, workers=1, seed=options["seed"], log=self.log)
         started = time.monotonic()
         row = grader.grade_one(collected(student, folder, assignment))
-        grades_json = term.find_grades_json(self.root, assignment)
-        previous = json.loads(grades_json.read_text()) if grades_json else {}
-        recorded = previous.get("late_policy") or {}
-        policy = late.LatePolicy(**recorded.get("policy", {}))
-        due = late.parse_time(recorded["due"]) if recorded.get("due") else _gradebook_due(self.root, assignment)
-        row = late.apply([row], {student: collected(student, folder, assignment).timestamp}, due, policy,
-                         term.read_extensions(self.root, assignment))[0]
-        term.record_rows(self.root, assignment, [row],
-                         {"assignment": assignment, "seed": options["seed"], "isolation": grader.isolation,
-                          "limits": vars(grader.limits), "shard": "on-submit",
-                          "late_policy": {"policy": vars(policy), "due": due.isoformat() if due else None}})
+        # the assignment's grade policy (due date, late rule, extensions), as every route applies it
+        row = policy.record(self.root, assignment, [row], {student: collected(student, folder, assignment).timestamp},
+                            {"assignment": assignment, "seed": options["seed"], "isolation": grader.isolation,
+                             "limits": vars(grader.limits), "shard": "on-submit"}, log=self.log)[0]
         term.add_late_notes(self.root / "feedback", assignment, [row])
         self.log(summary_line(row, grader.isolation, options["seed"]))
         state = "failed" if row["status"] == "error" else "graded"
@@ -243,19 +236,6 @@ class Service:
                 time.sleep(interval)
         except KeyboardInterrupt:  # the hub stopping its services: the queue on disk says where it was
             self.log("grading on submit: stopped")
-
-
-def _gradebook_due(root: Path, assignment: str):
-    from nbgrader.api import Gradebook, MissingEntry
-
-    from .late import parse_time
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        try:
-            duedate = gb.find_assignment(assignment).duedate
-        except MissingEntry:
-            return None
-    return parse_time(duedate.isoformat()) if duedate else None
 
 
 def add_parser(sub) -> None:
