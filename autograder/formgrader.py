@@ -115,18 +115,19 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
         info = resources["nbgrader"]
         student, assignment = info["student"], info["assignment"]
         coursedir = self._coursedir()
-        why = sandbox.probe()
-        if why is not None and self.require_sandbox:
-            raise NbGraderException(
-                f"not grading {student}'s {assignment}: the student's code would run unsandboxed in this "
-                f"account ({why}); set c.SandboxedAutograde.require_sandbox = False in nbgrader_config.py "
-                "to grade with rlimits only")
+        from .isolation import check
+
+        try:  # the same rule as every route (autograder/isolation.py)
+            check(coursedir.root, (not self.require_sandbox) or None)
+        except ValueError as exc:
+            raise NbGraderException(f"{student}'s {assignment}: {exc}") from None
         seed = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
         folder = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
         sub = collected(student, folder, assignment)
         grader = Grader(coursedir.root, assignment, workers=1, seed=seed, feedback=False,
                         limits=sandbox.Limits.of(self),
-                        isolate=True, log=self.log.warning, reset_hand_grades=self.reset_hand_grades)
+                        isolate=True, log=self.log.warning, reset_hand_grades=self.reset_hand_grades,
+                        allow_unsandboxed=(not self.require_sandbox) or None)
         slot = _claim_slot()
         try:
             with _at_least_info(self.log):

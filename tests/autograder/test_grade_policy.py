@@ -127,3 +127,27 @@ def test_a_late_penalty_set_once_survives_every_regrade_route(tmp_path):
     refreshed = _cli(root, "refresh", CHAPTER, "--no-feedback")
     assert "bo: 3.5 in " in refreshed.stdout and "now 5.6" in refreshed.stdout
     assert _finals(root)["bo"] == (7.0, 5.6) and _canvas(root) == {"ada": "8", "bo": "5.6"}
+
+
+# ---------------------------------------------------------------------------- no sandbox, no grading
+def test_without_the_sandbox_no_route_grades_unless_told(monkeypatch, tmp_path):
+    """The CLI refuses to run student code unsandboxed by default, as the formgrader and Gradescope do;
+    ``--allow-unsandboxed``, ``c.Isolation.allow_unsandboxed`` or the environment allow it."""
+    from autograder import cli, isolation, sandbox
+
+    root = make_course(tmp_path / "course")
+    submit(root, "ada", solution(root, student="ada"))
+    monkeypatch.delenv(isolation.ENV, raising=False)
+    monkeypatch.setattr(sandbox, "probe", lambda: "bubblewrap (bwrap) is not installed")
+    graded = []
+    monkeypatch.setattr("autograder.grader.Grader.grade_all", lambda self, subs, progress: graded.append(subs))
+    assert cli.main(["class", CHAPTER, "--course-root", str(root), "--no-progress"]) == 2
+    assert not graded and not (root / "grades" / CHAPTER / "grades.json").exists()
+    with pytest.raises(ValueError, match="unsandboxed.*--allow-unsandboxed"):
+        isolation.check(root)
+    assert isolation.check(root, True).endswith("allowed by --allow-unsandboxed")
+    (root / "nbgrader_config.py").write_text((root / "nbgrader_config.py").read_text()
+                                             + "\nc.Isolation.allow_unsandboxed = True\n")
+    assert "c.Isolation.allow_unsandboxed" in isolation.check(root)
+    monkeypatch.setenv(isolation.ENV, "1")
+    assert isolation.ENV in isolation.check(tmp_path)
