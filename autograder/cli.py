@@ -385,7 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grades.json or a folder holding one (repeatable; default: the course root and its subfolders)")
     p.add_argument("--submissions", default=None, help="where the predictions.json come from (default: <course-root>/submitted)")
     p.add_argument("--ledgers", default=None, help="folder of ledger exports students shared (<student>.json)")
-    p.add_argument("--out", default=".", help="folder for report.html and report.json")
+    p.add_argument("--out", default=None, help="folder for report.html and report.json (default: "
+                                                "<course-root>/grades/report, with the course's other runtime data)")
     p.add_argument("--anonymise", action="store_true", help="research export: student ids become salted hashes")
     p.add_argument("--salt", default=None, help="secret salt for --anonymise (at least 16 characters)")
     from . import ci_template, gradescope, on_submit
@@ -461,8 +462,11 @@ def main(argv=None) -> int:
               + ("recording it in the course's gradebook" if args.record
                  else "the course's gradebook is not touched (--record to enter it)"))
         args.student = student
-        if args.out is None:  # recorded: the assignment's own grades; else here, as CI in a student's repo
-            args.out = str(term.grades_dir(root, assignment)) if args.record else "."
+        if args.out is None:  # recorded: the assignment's own grades; else a folder of its own, never
+            # where a class's grades are read (the course root, the assignment's grades/<assignment>/)
+            args.out = str(term.grades_dir(root, assignment) if args.record
+                           else term.runtime_dir(root) / "single" / assignment / student)
+            print(f"writing grades.json and feedback.html to {args.out}")
         with _grading_root(root, assignment, args.record) as (grading_root, _scratch):
             return _single(args, grading_root, assignment, notebook)
     except ValueError as exc:
@@ -551,11 +555,12 @@ def _report(args) -> int:
 
     if args.anonymise != (args.salt is not None):
         raise ValueError("--anonymise and --salt go together")
+    out = Path(args.out) if args.out else term.runtime_dir(Path(args.course_root)) / "report"
     report = make_report(args.assignments, course_root=args.course_root, grades=args.grades,
-                         submissions=args.submissions, ledgers=args.ledgers, out_dir=args.out, salt=args.salt)
+                         submissions=args.submissions, ledgers=args.ledgers, out_dir=out, salt=args.salt)
     students = sum(r["students_total"] for r in report["assignments"])
     print(f"report of {counted(len(report['assignments']), 'assignment')}, {counted(students, 'student row')}"
-          f"{' (anonymised)' if report['anonymised'] else ''}: wrote {Path(args.out) / 'report.html'}")
+          f"{' (anonymised)' if report['anonymised'] else ''}: wrote {out / 'report.html'}")
     return 0
 
 

@@ -600,8 +600,14 @@ class Grader:
                 self._write_problem_feedback(sub, result)
             return result
         notes = list(sub.notes) + self._structure_notes(nb)
+        from .tamper import changed_locked_cells
+
         with self.lock:
+            with self._gradebook() as gb:  # before nbgrader restores them: which locked cells were changed
+                tampered = changed_locked_cells(nb, gb, self.assignment.notebook, self.assignment_name)
             nb = self._sanitize(nb, sub.student)
+        for gid in tampered:
+            notes.append(f"locked cell {gid} was changed in your notebook: the original was restored and graded")
         seed = self._seed_for(sub.student)
         phases.lap("open")
         run = self._run_sandbox(nb, sub, slot, seed)
@@ -683,7 +689,7 @@ class Grader:
             self._write_feedback(sub, nb, verdicts, phases)
         status = state.get("state", "ok") if problem else "graded"
         reason = "; ".join(([problem] if problem else []) + notes) or "graded"
-        return self._rows(sub.student, status, reason, verdicts, grades)
+        return {**self._rows(sub.student, status, reason, verdicts, grades), "tampered": tampered}
 
     def _write_feedback(self, sub: Submission, nb, verdicts: Dict[str, "Verdict"], phases: PhaseClock) -> None:
         """``feedback/<student>/<assignment>/<notebook>.html`` and the exchange files; the render's
