@@ -555,7 +555,7 @@ def _report(args) -> int:
 
     if args.anonymise != (args.salt is not None):
         raise ValueError("--anonymise and --salt go together")
-    out = Path(args.out) if args.out else term.runtime_dir(Path(args.course_root)) / "report"
+    out = Path(args.out) if args.out else term.runtime_dir(Path(args.course_root).resolve()) / "report"
     report = make_report(args.assignments, course_root=args.course_root, grades=args.grades,
                          submissions=args.submissions, ledgers=args.ledgers, out_dir=out, salt=args.salt)
     students = sum(r["students_total"] for r in report["assignments"])
