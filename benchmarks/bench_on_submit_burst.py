@@ -121,7 +121,7 @@ def run_burst(root: Path, home: Path, exchange: Path, env: dict, students, withi
               timeout: float) -> dict:
     """Start the service, submit ``students`` spread over ``within`` seconds, wait until every one is
     released; return the queue's entries of these students."""
-    from autograder.late import parse_time
+    from autograder.records.late import parse_time
 
     service = subprocess.Popen([sys.executable, "-m", "autograder", "on-submit", "run", "--interval", "1",
                                 "--workers", str(workers)], cwd=root, env=env, stdout=subprocess.DEVNULL,
@@ -169,7 +169,7 @@ def main() -> None:
     counts = [int(w) for w in args.workers.split(",")]
     print(f"load average before: {' '.join(open('/proc/loadavg').read().split()[:3])}; "
           f"cores available: {len(os.sched_getaffinity(0))}")
-    from autograder import sandbox
+    from autograder.isolation import sandbox
 
     why = sandbox.probe()
     print(f"isolation: {'bwrap+rlimits' if why is None else 'rlimits only (' + why + ')'}")

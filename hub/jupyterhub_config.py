@@ -54,7 +54,7 @@ c.Spawner.server_token_scopes = server_token_scopes
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [os.path.join(venv_bin, "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
-# grading without bubblewrap only where whoever started the hub allowed it (autograder/isolation.py):
+# grading without bubblewrap only where whoever started the hub allowed it (autograder/isolation/unsandboxed.py):
 # the instructor's formgrader and the on-submit service follow the same rule as the command line
 _UNSANDBOXED = {k: env[k] for k in ("COURSE_ALLOW_UNSANDBOXED",) if k in env}
 c.Spawner.environment = {
@@ -73,7 +73,7 @@ TERMINAL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 c.Spawner.args = ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=",
                   f"--ServerApp.terminado_settings=shell_command={TERMINAL_SHELL}"]
 
-# Grading on submit (autograder/on_submit.py): a service that runs as the (first) instructor in their
+# Grading on submit (autograder/engines/on_submit.py): a service that runs as the (first) instructor in their
 # course root, watches the exchange and grades each submission of an assignment the instructor opted
 # in (`course-autograde on-submit enable NAME`) in the course's sandbox, then releases its feedback
 # (at once for a chapter, held for a lab). Nothing is graded until an assignment is opted in.

@@ -9,7 +9,7 @@ fixture is built once per run, not once per worker:
 * ``hub``: tests/hub (Unix users, JupyterHub, its proxy and its own Chromium).
 * every other test module (and every module's doctests) is a group of its own. Modules that grade
   in the sandbox as root may run side by side: each grader claims slot user ids no other grader
-  holds (``autograder.sandbox.slot_uid``).
+  holds (``autograder.isolation.sandbox.slot_uid``).
 
 The groups come from the test's path (:func:`xdist_group_of`), through a scheduler of our own
 (``pytest_xdist_make_scheduler``): pytest-xdist 3.8's own ``loadgroup`` reads
@@ -28,9 +28,10 @@ import pytest
 def _allow_grading_without_the_sandbox_here():
     """On a machine without a working bubblewrap (a laptop, this dev box) the suite still grades, with
     rlimits only, because it says so: ``COURSE_ALLOW_UNSANDBOXED=1``, which every route honours
-    (autograder/isolation.py). Where bubblewrap works (CI installs it) nothing is set and every test
+    (autograder/isolation/unsandboxed.py). Where bubblewrap works (CI installs it) nothing is set and every test
     grades in the sandbox. Tests of the refusal clear the variable themselves."""
-    from autograder import isolation, sandbox
+    from autograder.isolation import sandbox
+    from autograder.isolation import unsandboxed as isolation
 
     why = sandbox.probe()
     if why is not None and isolation.ENV not in os.environ:

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from autograder import policy
+from autograder.records import policy
 
 from .course_dir import CHAPTER, make_course, nbgrader_env, run_nbgrader, solution, submit, \
     with_wrong_first_answer
@@ -74,7 +74,7 @@ def test_policy_an_older_run_kept_in_grades_json_is_adopted(tmp_path):
 
 
 def test_apply_uses_the_policy_and_the_students_extension(tmp_path):
-    from autograder import term
+    from autograder.records import term
 
     policy.change(tmp_path, CHAPTER, due="2026-11-30 00:00 UTC", per_day=0.5)
     term.set_extension(tmp_path, CHAPTER, "bo", extra_days=3)
@@ -86,7 +86,7 @@ def test_apply_uses_the_policy_and_the_students_extension(tmp_path):
 
 
 def test_a_changed_score_in_an_exported_canvas_csv_is_named(tmp_path):
-    from autograder import lms
+    from autograder.records import lms
 
     folder = tmp_path / "grades" / CHAPTER
     rows = [{"student": "ada", "score": 8.0, "max_score": 8.0}, {"student": "bo", "score": 7.0, "max_score": 8.0}]
@@ -133,14 +133,16 @@ def test_a_late_penalty_set_once_survives_every_regrade_route(tmp_path):
 def test_without_the_sandbox_no_route_grades_unless_told(monkeypatch, tmp_path):
     """The CLI refuses to run student code unsandboxed by default, as the formgrader and Gradescope do;
     ``--allow-unsandboxed``, ``c.Isolation.allow_unsandboxed`` or the environment allow it."""
-    from autograder import cli, isolation, sandbox
+    from autograder.engines import cli
+    from autograder.isolation import sandbox
+    from autograder.isolation import unsandboxed as isolation
 
     root = make_course(tmp_path / "course")
     submit(root, "ada", solution(root, student="ada"))
     monkeypatch.delenv(isolation.ENV, raising=False)
     monkeypatch.setattr(sandbox, "probe", lambda: "bubblewrap (bwrap) is not installed")
     graded = []
-    monkeypatch.setattr("autograder.grader.Grader.grade_all", lambda self, subs, progress: graded.append(subs))
+    monkeypatch.setattr("autograder.grading.grader.Grader.grade_all", lambda self, subs, progress: graded.append(subs))
     assert cli.main(["class", CHAPTER, "--course-root", str(root), "--no-progress"]) == 2
     assert not graded and not (root / "grades" / CHAPTER / "grades.json").exists()
     with pytest.raises(ValueError, match="unsandboxed.*--allow-unsandboxed"):

@@ -8,7 +8,7 @@ import copy
 
 from nbgrader.api import Gradebook
 
-from autograder.tamper import changed_locked_cells, released_source
+from autograder.grading.tamper import changed_locked_cells, released_source
 
 from .course_dir import CHAPTER, grade_id, make_course, release, solution
 

@@ -13,7 +13,7 @@ able to read what it can read) needs one of:
 * ``COURSE_ALLOW_UNSANDBOXED=1`` in the grader's environment (a CI job or a test run on a machine
   without bubblewrap: ``tests/conftest.py`` sets it there, and says so).
 
-:class:`autograder.grader.Grader` asks :func:`check` before it grades anything, so no route can
+:class:`autograder.grading.grader.Grader` asks :func:`check` before it grades anything, so no route can
 forget it.
 """
 

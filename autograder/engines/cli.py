@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional, Tuple
 
-from . import lms, policy, report, term
+from ..records import lms, policy, grades as report, term
 from .options import limit_options, limits, temporary_course
-from .submissions import Submission, discover, in_shard, parse_shard
+from ..grading.submissions import Submission, discover, in_shard, parse_shard
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
     p.add_argument("--allow-unsandboxed", action="store_true",
                    help="grade with rlimits only where bubblewrap cannot isolate the student's code (UNSAFE: "
-                        "it runs in this account); by default nothing is graded then (autograder/isolation.py)")
+                        "it runs in this account); by default nothing is graded then (autograder/isolation/unsandboxed.py)")
     p.add_argument("--require-sandbox", action="store_true",
                    help="the default (kept for older CI files): refuse to grade without bubblewrap")
 
@@ -128,7 +128,7 @@ def single_student(notebook: Path, assignment: str, given: str = None):
     >>> single_student(Path("/downloads/bob.ipynb"), "ch02")
     ('bob', 'the file name bob.ipynb')
     """
-    from .submissions import STUDENT_ID
+    from ..grading.submissions import STUDENT_ID
 
     if given is not None:
         if not STUDENT_ID.match(given):
@@ -148,7 +148,7 @@ def single_student(notebook: Path, assignment: str, given: str = None):
 
 
 def _policy_flags(p: argparse.ArgumentParser) -> None:
-    """The assignment's grade policy (:mod:`autograder.policy`): a flag given changes the stored
+    """The assignment's grade policy (:mod:`autograder.records.policy`): a flag given changes the stored
     policy for every route that grades, and the output says so; none given, the stored one applies."""
     kept = " (kept in grades/<assignment>/policy.json for every route; default: as stored)"
     p.add_argument("--due", default=None,
@@ -263,7 +263,7 @@ def _write_canvas(args, results, out: Path) -> None:
 def _refresh(args, root: Path) -> int:
     """Grades from the gradebook after hand grading: nothing is graded again, so nothing is marked
     as needing grading again; feedback is made by nbgrader with the course's preprocessors."""
-    from . import handgrading
+    from ..grading import handgrading
 
     if not _has_assignment(root, args.assignment):
         raise ValueError(f"course_root {str(root)!r} has no gradebook with {args.assignment!r}")
@@ -398,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _make_grader(args, root: Path, assignment: str, workers=None):
-    from .grader import Grader
+    from ..grading.grader import Grader
 
     if args.require_sandbox and args.allow_unsandboxed:
         raise ValueError("--require-sandbox and --allow-unsandboxed contradict each other")
@@ -473,7 +473,7 @@ def main(argv=None) -> int:
         print(f"course-autograde: {exc}", file=sys.stderr)
         return 2
     except RuntimeError as exc:
-        from .compat import CompatError  # the installed libraries are not the checked ones: say which, no traceback
+        from ..compat import CompatError  # the installed libraries are not the checked ones: say which, no traceback
 
         if not isinstance(exc, CompatError):
             raise
@@ -550,8 +550,8 @@ def _term(args) -> int:
 
 
 def _report(args) -> int:
-    from .classreport import make_report
-    from .classreport.render import counted
+    from ..reports import make_report
+    from ..reports.render import counted
 
     if args.anonymise != (args.salt is not None):
         raise ValueError("--anonymise and --salt go together")

@@ -35,7 +35,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from . import term
+from ..records import term
+from ..records.exchange import course_config, exchange_inbound  # noqa: F401 (exchange_inbound: this module's API too)
 
 SETTINGS = "on-submit.json"
 QUEUE = "queue.json"
@@ -93,25 +94,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def exchange_inbound(root) -> Path:
-    """``<exchange root>/<course id>/inbound`` from the course's nbgrader configuration."""
-    from nbgrader.apps import NbGrader
-
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        app = NbGrader()
-        app.load_config_file()
-        config = app.config
-    finally:
-        os.chdir(cwd)
-    exchange = config.Exchange.get("root") or os.environ.get("NBGRADER_EXCHANGE") or "/srv/nbgrader/exchange"
-    course_id = config.CourseDirectory.get("course_id") or config.Exchange.get("course_id")
-    if not course_id:
-        raise ValueError("nbgrader_config.py sets no CourseDirectory.course_id: grading on submit needs it")
-    return Path(exchange) / course_id / "inbound"
-
-
 def arrivals(inbound: Path, assignment: str) -> List[dict]:
     """Submissions of ``assignment`` in the exchange's inbound folder (``student+assignment+time+random``)."""
     found = []
@@ -123,20 +105,6 @@ def arrivals(inbound: Path, assignment: str) -> List[dict]:
             continue
         found.append({"key": entry.name, "student": parts[0], "timestamp": parts[2]})
     return found
-
-
-def course_config(root):
-    """The course's nbgrader configuration, read as nbgrader reads it in ``root``."""
-    from nbgrader.apps import NbGrader
-
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        app = NbGrader()
-        app.load_config_file()
-        return app.config
-    finally:
-        os.chdir(cwd)
 
 
 class Exchange:
@@ -191,7 +159,7 @@ class Service:
     """One pass (:meth:`poll`) or a loop (:meth:`run`) over the opted-in assignments of a course root.
 
     Submissions are graded ``workers`` at a time (default: the cores this process may use), each in
-    its own sandbox slot, by one :class:`~autograder.grader.Grader` per assignment; each is released
+    its own sandbox slot, by one :class:`~autograder.grading.grader.Grader` per assignment; each is released
     as soon as it is graded, while the others grade. Every state change is written to the queue file
     at once, with its time: ``arrived`` (seen by the service), ``started``, ``graded_at``,
     ``released_at``; ``waited`` is the seconds it sat in the queue, ``seconds`` its grading.
@@ -282,7 +250,7 @@ class Service:
             return dict(entries[key])
 
     def _grader(self, assignment: str, options: dict):
-        from .grader import Grader
+        from ..grading.grader import Grader
 
         with self._lock:
             if assignment not in self._graders:
@@ -303,9 +271,9 @@ class Service:
                 self._in_flight.discard((assignment, key))
 
     def _grade_in(self, assignment: str, options: dict, key: str, slot: int) -> None:
-        from . import policy
-        from .report import summary_line
-        from .submissions import collected
+        from ..grading.submissions import collected
+        from ..records import policy
+        from ..records.grades import summary_line
 
         started = _stamp()
         entry = self._update(assignment, key, state="grading", started=started,
@@ -425,7 +393,7 @@ def add_parser(sub) -> None:
                         "this process may use)")
     p.add_argument("--allow-unsandboxed", action="store_true",
                    help="run, once: grade with rlimits only where bubblewrap cannot isolate the student's code "
-                        "(UNSAFE; autograder/isolation.py)")
+                        "(UNSAFE; autograder/isolation/unsandboxed.py)")
     p.set_defaults(run=_main)
 
 

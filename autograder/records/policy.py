@@ -1,11 +1,11 @@
 """A grade's policy lives with its assignment: due date, late rule and extensions, set once.
 
-``grades/<assignment>/policy.json`` holds the assignment's due date and :class:`~autograder.late.LatePolicy`;
-``grades/extensions.csv`` its students' own due dates (:mod:`autograder.term`); a due date not set
+``grades/<assignment>/policy.json`` holds the assignment's due date and :class:`~autograder.records.late.LatePolicy`;
+``grades/extensions.csv`` its students' own due dates (:mod:`autograder.records.term`); a due date not set
 here is the one nbgrader's gradebook has. Every route that grades reads the policy from here
 (:func:`load`) and applies it the same way (:func:`apply`): ``course-autograde class`` with or without
 ``--student``, ``single --record``, ``refresh``, the formgrader's Autograde button and ``nbgrader
-autograde`` (:class:`autograder.formgrader.SandboxedAutograde`), and grading on submit. Nothing that
+autograde`` (:class:`autograder.engines.formgrader.SandboxedAutograde`), and grading on submit. Nothing that
 grades again forgets it, since no flag has to be repeated.
 
 The policy changes only by a command that says what it changes (:func:`change`):
@@ -188,7 +188,7 @@ def change_from_args(args, root, assignment: str, log=print) -> AssignmentPolicy
 
 def apply(root, assignment: str, rows: Iterable[dict], timestamps: Dict[str, Optional[str]],
           policy: Optional[AssignmentPolicy] = None) -> List[dict]:
-    """``rows`` with ``late`` (:func:`autograder.late.apply`) under the assignment's policy and extensions."""
+    """``rows`` with ``late`` (:func:`autograder.records.late.apply`) under the assignment's policy and extensions."""
     policy = policy or load(root, assignment)
     return late.apply(rows, timestamps, policy.due, policy.late, term.read_extensions(root, assignment))
 
@@ -218,9 +218,9 @@ def released_score(root, assignment: str, student: str) -> Optional[float]:
     try:
         from nbgrader.utils import notebook_hash
 
-        from .on_submit import exchange_inbound
+        from .exchange import exchange_course
 
-        outbound = exchange_inbound(root).parent / "feedback"
+        outbound = exchange_course(root) / "feedback"
         for page in folder.glob("*.html"):
             released = outbound / f"{notebook_hash(secret=secret.read_text(), notebook_id=page.stem)}.html"
             if released.is_file():

@@ -2,7 +2,7 @@
 
 nbgrader's feedback shows every graded cell as "Score: 0.0 / 2.0" until a person grades it, and the
 total counts it as 0, so a student read a written answer nobody had read yet as a wrong one. This
-feedback step (in :data:`autograder.feedback.FEEDBACK_PREPROCESSORS`, so ``course-autograde``, grading
+feedback step (in :data:`autograder.grading.feedback.FEEDBACK_PREPROCESSORS`, so ``course-autograde``, grading
 on submit, ``nbgrader generate_feedback`` and the formgrader's button all run it) reads from the
 gradebook which parts still need grading by hand; each such cell then shows no score and says it waits
 for the instructor, and the total counts only what has been graded, with a note at the top naming
@@ -23,7 +23,7 @@ def pending_parts(db_url: str, notebook: str, assignment: str, student: str) -> 
     """``{grade id: max points}`` of the parts of ``student``'s submission that still need grading by hand."""
     from nbgrader.api import MissingEntry
 
-    from .compat import open_gradebook
+    from ..compat import open_gradebook
 
     with open_gradebook(db_url) as gb:
         try:

@@ -104,7 +104,7 @@ def read_submitted_predictions(folder: Optional[Path], assignment: str) -> Dict[
     ``submitted/`` or a folder of ``<student>.ipynb``/``.zip``); read only, never changed."""
     from course.prediction import read_predictions
 
-    from ..submissions import discover
+    from ..grading.submissions import discover
 
     if folder is None or not Path(folder).is_dir():
         return {}
@@ -237,7 +237,7 @@ def assignment_report(grades: dict, predictions: Dict[str, dict], ledgers: Dict[
             "submitted": late.get("submitted"), "variant": r.get("variant"),
             "locks": {k: predictions.get(r["student"], {}).get(k) for k in lock_keys},
             "parts": {p["part"]: p["points"] for p in r["parts"]}, "reason": r.get("reason", ""),
-            "tampered": list(r.get("tampered") or []),  # locked cells the student changed (autograder.tamper)
+            "tampered": list(r.get("tampered") or []),  # locked cells the student changed (autograder.grading.tamper)
             "feedback": _feedback_link(course_root, out_dir, r["student"], name)})
 
     return {**info, "seed": grades.get("seed"), "shard": grades.get("shard"), "students_total": len(rows),
