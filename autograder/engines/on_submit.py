@@ -142,7 +142,7 @@ class Exchange:
 
 
 def _seconds_between(start: Optional[str], end: Optional[str]) -> Optional[float]:
-    from .late import parse_time
+    from ..records.late import parse_time
 
     try:
         return round((parse_time(end) - parse_time(start)).total_seconds(), 1)
