@@ -371,9 +371,9 @@ def queue_lines(entries: Dict[str, dict]) -> List[str]:
         lines.append(f"{e['submitted']:<32} {e['student']:<20} {e['state']:<10} {cells[0]:>7} {cells[1]:>7} "
                      f"{cells[2]:>11}  {score} {e.get('note', '')}".rstrip())
     counts = depth(entries)
+    done = ", ".join(f"{counts[s]} {s}" for s in STATES[2:] if counts[s])
     lines.append(f"{len(entries)} submission(s); queue depth {counts['queued'] + counts['grading']} "
-                 f"({counts['queued']} queued, {counts['grading']} grading); " + ", ".join(
-                     f"{counts[s]} {s}" for s in STATES[2:] if counts[s]))
+                 f"({counts['queued']} queued, {counts['grading']} grading)" + (f"; {done}" if done else ""))
     return lines
 
 
