@@ -303,8 +303,8 @@ class Plan:
     @property
     def tokens_per_second_range(self) -> tuple:
         """``(low, high)`` tokens per second over the cluster."""
-        tokens = self.global_batch * self.tokens_per_second * self.step_time / max(self.global_batch, 1)
-        return (tokens / self.step_time_high, tokens / self.step_time_low)
+        tokens_per_step = self.tokens_per_second * self.step_time
+        return (tokens_per_step / self.step_time_high, tokens_per_step / self.step_time_low)
 
     @property
     def feasible(self) -> bool:
