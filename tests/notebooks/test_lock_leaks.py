@@ -156,7 +156,16 @@ def _content(text: str) -> list:
     """The content words of ``text``: lowercased, a hyphenated word one word ("micro-batch"), stop words dropped,
     a plural's s (or es) dropped."""
     words = re.findall(r"\w+(?:-\w+)*", text.lower().replace("−", "-"))
-    return [re.sub(r"(?<=\w{3})(?:es|s)$", "", w) for w in words if w not in _STOP]
+    return [_singular(w) for w in words if w not in _STOP]
+
+
+def _singular(word: str) -> str:
+    """``passes`` -> ``pass``, ``nodes`` -> ``node``, ``tokens`` -> ``token``; ``process`` stays."""
+    if len(word) > 4 and re.search(r"(?:[sxz]|ch|sh)es$", word):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
 
 
 def _sentences(text: str) -> list:
@@ -215,6 +224,10 @@ SETTING_SENTENCES = {
         "of weights, gradients and Adam state": "the problem to solve (on every track): how much state there is",
         "a pipeline split across cars would leave idle": "the Edge track's scene: what the bubble chart shows",
         "the time in seconds of one ring all-reduce": "Act I's question, about Act I's data-parallel job",
+    },
+    ("lab08", "act2"): {
+        "partial sums flow up a tree to rank 0": "the lab's definition of the tree, beside the ring's and recursive "
+                                                 "doubling's: what each algorithm does, not what it costs",
     },
 }
 MIN_SHARED_WORDS, MIN_SHARED_SHARE = 4, 0.25
@@ -393,6 +406,14 @@ RACES = {
     ("lab07", "act2"): lambda: {f"EP {ep}": _lab07_plan("llama3-8b-moe", ep).step_time for ep in (8, 16, 32, 64)},
     # Act III: one hot expert at twice its share on one of 64 GPUs; the share of the step spent waiting
     ("lab07", "act3"): lambda: {"expert-part": float(core.straggler_step_share(core.straggler_factor(2.0, 64, 64), 0.4))},
+    # Lab 08 Act I: one 1 kB message on the story's laptop (2 us, 5 GB/s)
+    ("lab08", "act1"): lambda: {"1us": float(core.point_to_point_time(1e3, 5e9, 2e-6))},
+    # Act II: the four algorithms at 64 MiB on 2 ranks of the story's laptop (MPI's own as Rabenseifner)
+    ("lab08", "act2"): lambda: {opt: float(core.allreduce_time(2**26, 2, 5e9, 2e-6, algorithm)) for opt, algorithm in
+                                (("ring", "ring"), ("recursive-doubling", "recursive_doubling"), ("tree", "tree"),
+                                  ("mpi", "rabenseifner"))},
+    # Act III: chunks of 10 // 4 cover 8 of 10 elements, 2 left over
+    ("lab08", "act3"): lambda: {"covered": 4.0 * (10 // 4), "left over": 10.0 - 4 * (10 // 4)},
 }
 
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
