@@ -204,7 +204,7 @@ def removed_note(removed: List[str], source: str) -> str:
     listed = ", ".join(removed[:12]) + (", ..." if len(removed) > 12 else "")
     return ("<div class='course-removed-markup'><p><strong>Markup removed.</strong> What the student wrote "
             f"contained markup that is never rendered on this page ({html.escape(listed)}); as written:</p>"
-            f"<pre>{html.escape(source[:20000])}</pre></div>")
+            f"<pre>{html.escape(inert_tex(source[:20000]))}</pre></div>")
 
 
 class SanitizedMarkdown(Configurable):

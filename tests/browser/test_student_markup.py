@@ -60,7 +60,9 @@ PROBE = """() => {
         .map(el => el.getAttribute('href') || el.getAttribute('src') || el.getAttribute('action')
                    || el.getAttribute('formaction') || (el.hasAttribute('srcdoc') ? 'srcdoc' : ''))
         .filter(u => /^\\s*(javascript|vbscript|data:text)|srcdoc/i.test(u));
-    return {xss: window.__xss || [], painted, fixed, clickable, title: document.title,
+    const own = {jquery: typeof window.jQuery, submission: typeof window.submission_id,
+                 tooltips: document.querySelectorAll('span.glyphicon.name-hidden[data-original-title]').length};
+    return {xss: window.__xss || [], painted, fixed, clickable, title: document.title, own,
             bodyBackground: body.backgroundColor, bodyColor: body.color,
             text: document.body ? document.body.innerText : ''};
 }""" % corpus.STUDENT_COLOUR
@@ -153,6 +155,10 @@ def visit(browser, url: str, shot: str, *, cookies_from: str = None):
     seen = page.evaluate(PROBE)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"student_markup_{shot}.png"), full_page=False)
+    note = page.locator(".course-removed-markup")
+    if note.count():  # what a grader sees of a payload: the note and the characters as written
+        note.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"student_markup_{shot}_removed.png"), full_page=False)
     links = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
     headers = response.all_headers() if response is not None else {}
     context.close()
@@ -195,6 +201,16 @@ def test_formgrader_manual_grading_page_is_inert(formgrader, browser):
     seen = visit(browser, page, "formgrader")
     assert "Student's answer" in seen["text"], seen["text"][:500]
     assert_inert(seen, "formgrader")
+    # the second wall: the course's header policy (autograder/formgrader_csp.py, enabled from .venv's config)
+    policy = seen["headers"].get("content-security-policy", "")
+    script_src = next((d for d in policy.replace("\n", ";").split(";") if d.strip().startswith("script-src")), "")
+    assert script_src and "'unsafe-inline'" not in script_src, policy
+    assert "base-uri 'none'" in policy and "object-src 'none'" in policy
+    # nbgrader's own page still works under it: its scripts from the server, its inline scripts (by hash)
+    assert seen["own"]["jquery"] == "function" and seen["own"]["submission"] == "string", seen["own"]
+    assert seen["own"]["tooltips"] >= 1, seen["own"]
+    assert not any("Content Security Policy" in line for line in seen["console"] if "xss" not in line.lower()), \
+        [line for line in seen["console"] if "Content Security Policy" in line][:3]
 
 
 def test_formgrader_page_of_the_notebook_as_handed_in_is_inert(graded, browser):
