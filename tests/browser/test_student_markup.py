@@ -63,7 +63,8 @@ PROBE = """() => {
     const own = {jquery: typeof window.jQuery, submission: typeof window.submission_id,
                  tooltips: document.querySelectorAll('span.glyphicon.name-hidden[data-original-title]').length};
     return {xss: window.__xss || [], painted, fixed, clickable, title: document.title, own,
-            bodyBackground: body.backgroundColor, bodyColor: body.color,
+            bodyBackground: body.backgroundColor, bodyColor: body.color, bodyFont: body.fontFamily,
+            policy: [...document.querySelectorAll('meta[http-equiv="Content-Security-Policy"]')].map(m => m.content),
             text: document.body ? document.body.innerText : ''};
 }""" % corpus.STUDENT_COLOUR
 
@@ -180,7 +181,9 @@ def test_feedback_is_inert(graded, browser):
     root, _ = graded
     feedback = root / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html"
     assert feedback.is_file(), sorted(str(p.relative_to(root)) for p in (root / "feedback").rglob("*"))
-    assert_inert(visit(browser, feedback.as_uri(), "feedback"), "feedback")
+    seen = visit(browser, feedback.as_uri(), "feedback")
+    assert_inert(seen, "feedback")
+    assert seen["policy"] and "script-src 'none'" in seen["policy"][0], seen["policy"]
 
 
 def test_class_report_and_its_links_are_inert(graded, browser):
@@ -188,6 +191,8 @@ def test_class_report_and_its_links_are_inert(graded, browser):
     report = root / "report" / "report.html"
     seen = visit(browser, report.as_uri(), "report")
     assert_inert(seen, "report", readable=False)
+    assert seen["policy"] and "script-src 'none'" in seen["policy"][0], seen["policy"]
+    assert "system-ui" in seen["bodyFont"], seen["bodyFont"]  # the report's own style still applies under it
     linked = [u for u in seen["links"] if u.startswith("file:") and "#" not in u.split("/")[-1][:1]]
     pages = sorted({u.split("#")[0] for u in linked} - {report.as_uri()})
     assert pages, "the report links no student's page"
