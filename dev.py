@@ -153,10 +153,10 @@ def install_nbgrader_env_config() -> None:
 def install_server_config() -> None:
     """Enable the course's Jupyter server extension in every Jupyter server run from ``.venv`` (``dev.py
     lab``, the hub's single-user servers): a Content-Security-Policy header on the formgrader's pages
-    that show a student's notebook (``autograder/formgrader_csp.py``). Written where nbgrader puts
+    that show a student's notebook (``autograder/engines/formgrader_csp.py``). Written where nbgrader puts
     its own (``etc/jupyter/jupyter_server_config.d``), so Jupyter merges both."""
     target = VENV / "etc" / "jupyter" / "jupyter_server_config.d" / "course-autograder.json"
-    wanted = json.dumps({"ServerApp": {"jpserver_extensions": {"autograder.formgrader_csp": True}}}, indent=2) + "\n"
+    wanted = json.dumps({"ServerApp": {"jpserver_extensions": {"autograder.engines.formgrader_csp": True}}}, indent=2) + "\n"
     if not target.exists() or target.read_text() != wanted:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(wanted)

@@ -65,8 +65,8 @@ c.HTMLExporter.preprocessors = ["autograder.grading.handgrading.ShowMarkingGuide
 # Everything a student hands in is data, never markup: every HTMLExporter built from this file (the
 # formgrader's submission pages, nbgrader generate_feedback and its button) first makes the notebook
 # inert (outputs, metadata, attachments, raw cells), renders markdown and HTML outputs through the
-# course's allow-list (nh3), and leaves out scripts and widgets (autograder/sanitize.py).
-from autograder.sanitize import configure as _sanitize_student_markup  # noqa: E402 -- below the settings it explains
+# course's allow-list (nh3), and leaves out scripts and widgets (autograder/grading/sanitize.py).
+from autograder.grading.sanitize import configure as _sanitize_student_markup  # noqa: E402 -- below the settings it explains
 
 _sanitize_student_markup(c)
 

@@ -52,7 +52,7 @@ def _template_config():
                      "bootstrap", "dist", "css")]
     from .sanitize import configure
 
-    configure(c)  # the student's notebook as inert data (autograder/sanitize.py), as nbgrader_config.py does
+    configure(c)  # the student's notebook as inert data (autograder/grading/sanitize.py), as nbgrader_config.py does
     return c
 
 

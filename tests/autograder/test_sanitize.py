@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import sanitize
-from autograder.offline_maths import to_mathml
+from autograder.grading import sanitize
+from autograder.grading.offline_maths import to_mathml
 
 from . import xss_payloads as corpus
 from .course_dir import ROOT, formgrader_page
@@ -112,8 +111,8 @@ def formgrader_html(hostile_notebook):
 def feedback_html(hostile_notebook):
     """The feedback page of the hostile notebook, as the course renders it (its last two steps: the
     feedback preprocessors that need no gradebook, then the HTML exporter)."""
-    from autograder.feedback import render_feedback
-    from autograder.offline_maths import MathToMathML
+    from autograder.grading.feedback import render_feedback
+    from autograder.grading.offline_maths import MathToMathML
 
     nb = nbformat.read(str(hostile_notebook), 4)
     for cell in nb.cells:  # what nbgrader's GetGrades adds from the gradebook

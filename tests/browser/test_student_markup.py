@@ -29,7 +29,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from tests.autograder import xss_payloads as corpus
@@ -169,7 +168,8 @@ def visit(browser, url: str, shot: str, *, cookies_from: str = None):
 def assert_inert(seen: dict, where: str, readable: bool = True) -> None:
     assert seen["xss"] == [] and seen["dialogs"] == [], f"{where}: student script ran: {seen['xss']} {seen['dialogs']}"
     assert seen["beacons"] == [], f"{where}: the page fetched for the student: {seen['beacons']}"
-    assert seen["painted"] == [] and seen["fixed"] == [], f"{where}: student style applied: {seen['painted'][:5]} {seen['fixed'][:5]}"
+    assert seen["painted"] == [] and seen["fixed"] == [], \
+        f"{where}: student style applied: {seen['painted'][:5]} {seen['fixed'][:5]}"
     assert seen["clickable"] == [], f"{where}: links that run script: {seen['clickable'][:5]}"
     assert seen["bodyBackground"] != corpus.STUDENT_COLOUR and "XSS" not in seen["title"]
     if readable:
@@ -206,7 +206,7 @@ def test_formgrader_manual_grading_page_is_inert(formgrader, browser):
     seen = visit(browser, page, "formgrader")
     assert "Student's answer" in seen["text"], seen["text"][:500]
     assert_inert(seen, "formgrader")
-    # the second wall: the course's header policy (autograder/formgrader_csp.py, enabled from .venv's config)
+    # the second wall: the course's header policy (autograder/engines/formgrader_csp.py, enabled from .venv's config)
     policy = seen["headers"].get("content-security-policy", "")
     script_src = next((d for d in policy.replace("\n", ";").split(";") if d.strip().startswith("script-src")), "")
     assert script_src and "'unsafe-inline'" not in script_src, policy

@@ -29,7 +29,7 @@ classes, styles, HTML or fetched extensions (the formgrader's page loads MathJax
 Behind it, a Content-Security-Policy is the second wall: in the feedback's head
 (``autograder/templates/feedback/mathjax.html.j2``), in the class report's
 (:func:`with_content_security_policy`), and as an HTTP header on the formgrader's submission pages
-(:mod:`autograder.formgrader_csp`).
+(:mod:`autograder.engines.formgrader_csp`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ HTML_TAGS = {
     "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
     "u", "ul", "var",
 }
-#: presentation MathML, as ``autograder.offline_maths`` (latex2mathml) writes it; no
+#: presentation MathML, as ``autograder.grading.offline_maths`` (latex2mathml) writes it; no
 #: ``annotation-xml`` (it may hold HTML), no ``maction`` (it links and toggles)
 MATHML_TAGS = {
     "math", "menclose", "merror", "mfenced", "mfrac", "mi", "mmultiscripts", "mn", "mo", "mover",
@@ -122,7 +122,8 @@ def _attribute(tag: str, name: str, value: str):
 
 
 _CLEANER = nh3.Cleaner(tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, url_schemes=URL_SCHEMES,
-                       attribute_filter=_attribute, id_prefix=ID_PREFIX, filter_style_properties=STYLE_PROPERTIES, link_rel="noopener noreferrer nofollow",
+                       attribute_filter=_attribute, id_prefix=ID_PREFIX, filter_style_properties=STYLE_PROPERTIES,
+                       link_rel="noopener noreferrer nofollow",
                        strip_comments=True)
 
 #: TeX commands that MathJax turns into a link (``\href``), a class, id, style or data attribute on the
@@ -493,8 +494,8 @@ def with_content_security_policy(head: str) -> str:
 
 
 FILTERS = {
-    "markdown2html": "autograder.sanitize.SanitizedMarkdown",
-    "clean_html": "autograder.sanitize.clean_html",
+    "markdown2html": "autograder.grading.sanitize.SanitizedMarkdown",
+    "clean_html": "autograder.grading.sanitize.clean_html",
 }
 
 
@@ -509,5 +510,5 @@ def configure(c) -> None:
     c.HTMLExporter.sanitize_html = True
     c.HTMLExporter.optimistic_validation = True
     listed = list(c.HTMLExporter.get("preprocessors", []))
-    name = "autograder.sanitize.SanitizeNotebook"
+    name = "autograder.grading.sanitize.SanitizeNotebook"
     c.HTMLExporter.preprocessors = [name] + [p for p in listed if p != name]

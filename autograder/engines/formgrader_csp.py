@@ -84,14 +84,15 @@ class SubmissionPagePolicy(OutputTransform):
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "autograder.formgrader_csp"}]
+    return [{"module": "autograder.engines.formgrader_csp"}]
 
 
 def _load_jupyter_server_extension(serverapp):
     # first, so that it sees the page as written (before any compressing transform)
     serverapp.web_app.transforms.insert(0, SubmissionPagePolicy)
-    serverapp.log.info("autograder.formgrader_csp: Content-Security-Policy on the formgrader's submission pages")
+    serverapp.log.info("autograder.engines.formgrader_csp: Content-Security-Policy on the formgrader's "
+                       "submission pages")
 
 
 #: the Jupyter configuration that enables this extension (written by dev.py and hub/setup.py)
-SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {"autograder.formgrader_csp": True}}}
+SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {"autograder.engines.formgrader_csp": True}}}
