@@ -232,3 +232,17 @@ def test_tex_commands_that_act_are_defused_but_readable():
     assert not re.search(r"\\(href|class|style|unicode|require|htmlStyle)(?![A-Za-z])", text)
     assert "\u29f5href{u}" in text and "\\frac{1}{2}" in text
     assert "\\hrefx" in text and "\\styles" in text  # other commands untouched
+
+
+def test_gradescope_shows_every_output_as_plain_text():
+    """Gradescope renders ``output`` as HTML or Markdown when asked to; the course never asks, so a reason
+    that quotes a student's text (a syntax error's line, a function name) is shown as characters."""
+    from autograder.engines.gradescope import results_json
+
+    quoted = "cell 5 has a syntax error (line 1: <img src=x onerror=alert(1)>)"
+    row = {"student": "mallory", "assignment": ASSIGNMENT, "status": "graded", "reason": quoted,
+           "parts": [{"part": "p1", "exercise": "3.1", "points": 0.0, "max_points": 1.0, "reason": quoted,
+                      "checks": []}]}
+    data = results_json(row, [], {})
+    assert data["output_format"] == "text" and all(t["output_format"] == "text" for t in data["tests"])
+    assert quoted in data["output"] and quoted in data["tests"][0]["output"]
