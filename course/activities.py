@@ -15,7 +15,7 @@ from course.assess.registry import Part
 from course.assess.variants import variant_of
 from course.chapters import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09
 from course.chapters import ch10
-from course.labs import lab05, lab06, lab07, tutorial
+from course.labs import lab05, lab06, lab07, lab08, tutorial
 
 ACTIVITIES = (
     ch00.ACTIVITY,
@@ -32,6 +32,7 @@ ACTIVITIES = (
     lab05.ACTIVITY,
     lab06.ACTIVITY,
     lab07.ACTIVITY,
+    lab08.ACTIVITY,
     tutorial.ACTIVITY,
 )
 
