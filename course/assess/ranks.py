@@ -33,13 +33,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import codes
-from .items import Function
+from .items import RANKS, Function
 from .registry import RAISED, Part, Verdict
 from .ranks_runner import plain_result
 from .simcomm import UNFINISHED, run_simulated
 
-#: where a ranks part's function runs when graded (beside "clean room" and "kernel")
-RANKS = "ranks"
 #: the checks of a ranks part, each an equal share (those its probes use)
 RANK_CHECKS = ("worked example", "edge cases", "random inputs", "invalid inputs")
 #: seconds the simulated ranks of one probe may take (visible check, plain nbgrader)
