@@ -125,7 +125,8 @@ class Grader:
 
     def __init__(self, course_root, assignment: str, *, workers: Optional[int] = None,
                  limits: sandbox.Limits = sandbox.Limits(), seed: int = 0,
-                 feedback: bool = True, isolate: bool = True, log=None, reset_hand_grades: bool = False):
+                 feedback: bool = True, isolate: bool = True, log=None, reset_hand_grades: bool = False,
+                 allow_unsandboxed: Optional[bool] = None):
         compat.require()  # the library internals grading relies on are the ones checked (autograder/compat.py)
         self.root = Path(course_root).resolve()
         # a part a person graded keeps its score and comment when the submission is graded again
@@ -145,7 +146,10 @@ class Grader:
         self.lock = threading.Lock()  # nbgrader's gradebook is SQLite: one writer at a time
         self.use_bwrap = False
         if isolate:
-            why = sandbox.probe()
+            from ..isolation.unsandboxed import check
+
+            # refuses (ValueError) unless a flag, the course's setting or the environment allows it
+            why = check(self.root, allow_unsandboxed)
             if why is None:
                 self.use_bwrap = True
             else:
@@ -617,8 +621,14 @@ class Grader:
                 self._write_problem_feedback(sub, result)
             return result
         notes = list(sub.notes) + self._structure_notes(nb)
+        from .tamper import changed_locked_cells
+
         with self.lock:
+            with self._gradebook() as gb:  # before nbgrader restores them: which locked cells were changed
+                tampered = changed_locked_cells(nb, gb, self.assignment.notebook, self.assignment_name)
             nb = self._sanitize(nb, sub.student)
+        for gid in tampered:
+            notes.append(f"locked cell {gid} was changed in your notebook: the original was restored and graded")
         seed = self._seed_for(sub.student)
         phases.lap("open")
         run = self._run_sandbox(nb, sub, slot, seed)
@@ -700,7 +710,7 @@ class Grader:
             self._write_feedback(sub, nb, verdicts, phases)
         status = state.get("state", "ok") if problem else "graded"
         reason = "; ".join(([problem] if problem else []) + notes) or "graded"
-        return self._rows(sub.student, status, reason, verdicts, grades)
+        return {**self._rows(sub.student, status, reason, verdicts, grades), "tampered": tampered}
 
     def _write_feedback(self, sub: Submission, nb, verdicts: Dict[str, "Verdict"], phases: PhaseClock) -> None:
         """``feedback/<student>/<assignment>/<notebook>.html`` and the exchange files; the render's

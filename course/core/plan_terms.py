@@ -1309,7 +1309,7 @@ def note_terms(*, cfg):
         "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
         "few_tokens_per_expert": few,
         "starved_expert_gemms": np.asarray(cfg.model.is_moe) & np.asarray(_moe.starved_expert_gemms(
-            cfg.tokens_per_expert, cfg.model.expert_ffn or 0, (cfg.model.experts or 0) / cfg.ep), dtype=bool),
+            (cfg.model.experts or 0) / cfg.ep), dtype=bool),
     }
 
 
@@ -1615,25 +1615,21 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
           (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
            f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
            if m.routing_groups else "") +
-          (("; one network copy per remote node (DeepEP)" if dispatcher in ("deepep", "hybridep") or m.routing_groups
+          (("; one network copy per remote node" if dispatcher in ("deepep", "hybridep") or m.routing_groups
+            else "; every remote copy over the network" if dispatcher == "deepep-ll"
+            else "; every EP rank gathers every token" if dispatcher == "allgather"
             else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
            + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
-           f"; one network copy per remote node (DeepEP), at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} "
-           f"of NVLink and {_moe.DEEPEP_NETWORK_EFFICIENCY:.0%} of the NIC (H800, deepseek-ai/DeepEP)"
-           if dispatcher == "deepep" or m.routing_groups
-           else f"; one network copy per remote expert (Megatron-Core's NCCL all-to-all), at NCCL all-to-all's "
-                f"measured {_coll.ALL_TO_ALL_NVLINK_EFFICIENCY:.0%} of NVLink (H100, nccl-tests issue #212) and "
-                f"{_coll.ALL_TO_ALL_NETWORK_EFFICIENCY:.0%} of the NIC (alltoall_perf busbw on 2 DGX H100 nodes, "
-                "deepseek-ai/DeepEP issue #3)") +
+           "; dispatcher " + ranges.get("dispatcher", "")) +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
-           "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed")
+           "; the 1F1B all-to-all overlap hides the measured share of what the ideal overlap would (all but their "
+           "SMs)" if ep_overlap else "; exposed")
           + "; with expert TP (ETP > 1) the received tokens (top-k copies of each dispatched token) are all-gathered "
           "over the ETP group after the dispatch and the expert outputs reduce-scattered before the combine "
           "(Megatron-Core MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess; DeepEP's flex "
           "dispatcher sends the same copies inside its all-to-all), forward and backward, "
           + (f"at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
-             f"at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} of NVLink and {_moe.DEEPEP_NETWORK_EFFICIENCY:.0%} "
-             "of the NIC" if dispatcher == "deepep"
+             "at the dispatcher's measured share of each link (above)" if dispatcher in ("deepep", "hybridep")
              or m.routing_groups else
              f"at NCCL's measured {_coll.NVLINK_COLLECTIVE_EFFICIENCY:.0%} of NVLink (nccl-tests issue #212) and "
              f"{_coll.NETWORK_COLLECTIVE_EFFICIENCY:.0%} of the NIC (nccl-tests issue #290)")
