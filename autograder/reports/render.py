@@ -152,11 +152,13 @@ def _students(rep: dict, anonymised: bool) -> str:
             name = f'<a href="{_e(s["feedback"])}">{name}</a>'
         rows.append([name, _e(s["status"]), f"{s['score']:g} / {s['max_score']:g}", f"{s['final_score']:g}",
                      str(s["late_days"]), *(_e(s["locks"].get(k) or "–") for k in locks),
-                     *("hand" if s["parts"].get(g) is None else f"{s['parts'][g]:g}" for g in parts)])
+                     *("hand" if s["parts"].get(g) is None else f"{s['parts'][g]:g}" for g in parts),
+                     _e(", ".join(s.get("tampered") or [])) or "–"])
     who = ("pseudonymised students (salted hashes)" if anonymised
            else "students (instructor only; a name links to the student's feedback)")
     return _table(f"Per student of {rep['assignment']}: {who}",
-                  ["student", "status", "points", "after late policy", "late days", *locks, *parts], rows,
+                  ["student", "status", "points", "after late policy", "late days", *locks, *parts,
+                   "locked cells changed"], rows,
                   numeric=tuple(range(2, 5 + len(locks) + len(parts))))
 
 
