@@ -14,7 +14,7 @@ from course.assess.activity import Activity, Syllabus
 from course.assess.registry import Part
 from course.assess.variants import variant_of
 from course.chapters import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09
-from course.chapters import ch10
+from course.chapters import ch10, ch11
 from course.labs import lab05, lab06, lab07, lab08, tutorial
 
 ACTIVITIES = (
@@ -29,6 +29,7 @@ ACTIVITIES = (
     ch08.ACTIVITY,
     ch09.ACTIVITY,
     ch10.ACTIVITY,
+    ch11.ACTIVITY,
     lab05.ACTIVITY,
     lab06.ACTIVITY,
     lab07.ACTIVITY,

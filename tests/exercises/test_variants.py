@@ -114,7 +114,7 @@ def test_every_exercise_whose_numbers_can_vary_does():
     fixed = sorted(set(EXERCISES) - set(VARIED))
     # 3.4 is written (graded by hand); every other exercise, choices and designs included, varies
     assert fixed == ["3.4"]
-    assert len(VARIED) == 64
+    assert len(VARIED) == 71
 
 
 @pytest.mark.parametrize("number", VARIED)
@@ -278,6 +278,24 @@ def test_an_unanswered_check_counts_no_attempt_and_reveals_nothing(as_ada, capsy
     assert Ledger().get("ch00/ex0_1")["by_identity"]  # counted for this student
 
 
+def test_a_half_answered_check_counts_no_attempt_like_a_blank_one(as_ada, capsys, monkeypatch, tmp_path):
+    """Issue 48: 10.1 with `total_b` given and `active_b` not (undefined or None) counted an attempt."""
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    monkeypatch.setattr(variants, "DERIVATION_AFTER_ATTEMPTS", 1)
+    from course.ledger import Ledger
+
+    for half in ({"total_b": 12.0}, {"total_b": 12.0, "active_b": None}, {"total_b": 13.0}):
+        check("10.1", half)
+        out = capsys.readouterr().out
+        assert "not complete yet" in out and "`active_b`" in out and "counts no attempt" in out
+        assert "Worked derivation" not in out
+    assert not (Ledger().get("ch10/ex10_1") or {}).get("by_identity")
+    check("10.1", {"total_b": 12.0, "active_b": 3.0})  # complete, wrong: an attempt
+    out = capsys.readouterr().out
+    assert "not yet (attempt 1)" in out
+    assert Ledger().get("ch10/ex10_1")["by_identity"]
+
+
 def test_exam_mode_checks_only_type_and_units(as_ada, capsys, monkeypatch):
     monkeypatch.setitem(variants.SETTINGS, "ch00_ring_allreduce", {"variants": True, "feedback": "exam"})
     check("0.1", {"volume_gb": 123.0})
@@ -323,7 +341,7 @@ def test_mastery_and_streak_come_from_real_checks(as_ada, monkeypatch, capsys):
     capsys.readouterr()
     ada = lambda assignment: variant_of(assignment, "ada")  # noqa: E731 -- a one-line helper local to this function
     data = mastery(today=dt.date(2026, 3, 3), student_variant=ada)
-    assert (data["mastered"], data["total"]) == (3, 65)
+    assert (data["mastered"], data["total"]) == (3, 72)
     assert data["chapters"]["ch00"] == {"mastered": 2, "total": 6}
     assert data["kinds"]["Derive"]["mastered"] == 2 and data["kinds"]["Build"]["mastered"] == 1
     assert (data["streak"], data["best_streak"]) == (3, 3)
@@ -355,7 +373,7 @@ def test_the_index_mastery_cell_shows_mastery_and_streak(as_ada, tmp_path, monke
     NotebookClient(nb, timeout=120, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     html = "".join(o.get("data", {}).get("text/html", "") for o in nb.cells[0].outputs)
-    assert "Mastered: 1 / 65" in html and "day streak <b>1</b>" in html
+    assert "Mastered: 1 / 72" in html and "day streak <b>1</b>" in html
     assert default_ledger_path().exists()
 
 
