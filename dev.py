@@ -219,6 +219,7 @@ def ensure_environment() -> None:
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         install_nbgrader_env_config()
         install_server_config()
+        install_server_env_config()
         install_lab_settings()
         compile_packages()
         return
@@ -229,6 +230,7 @@ def ensure_environment() -> None:
     install_locked()
     install_nbgrader_env_config()
     install_server_config()
+    install_server_env_config()
     install_lab_settings()
     compile_packages()
     STAMP.write_text(wanted + "\n")
@@ -241,6 +243,18 @@ def _exec(argv: list[str]) -> None:
     env.setdefault("PYTHONHASHSEED", "0")
     os.chdir(ROOT)
     os.execve(argv[0], argv, env)
+
+
+def install_server_env_config() -> None:
+    """Put ``hub/jupyter_server_env_config.py`` where every Jupyter server run from ``.venv`` reads it
+    (``.venv/etc/jupyter/jupyter_server_config.py``): the environment's ``bin`` (the ``course`` command) on
+    the PATH of every JupyterLab Terminal, whether the server was started by ``dev.py lab``, as a plain
+    ``.venv/bin/jupyter lab`` or by a hub."""
+    target = VENV / "etc" / "jupyter" / "jupyter_server_config.py"
+    wanted = (ROOT / "hub" / "jupyter_server_env_config.py").read_text()
+    if not target.exists() or target.read_text() != wanted:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(wanted)
 
 
 def install_lab_settings() -> None:

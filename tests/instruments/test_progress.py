@@ -78,7 +78,7 @@ def test_locks_and_reveals_counted_per_act(ledger_path, tmp_path):
 def test_a_lock_without_reveal_is_locked_not_revealed(ledger_path, tmp_path):
     session = LabSession("lab06", folder=tmp_path)
     lock = session.lock("act1")
-    lock.input.value = "A"
+    lock.input.value = "2x"  # the option that says "about 2x", wherever it sits
     lock.button.click()
     act1 = summary()["labs"]["lab06"]["acts"][0]
     assert act1["lock"]["locked"] and not act1["lock"]["revealed"]
