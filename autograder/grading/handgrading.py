@@ -108,15 +108,18 @@ def lab_cell_text(lab, call: str, ident: str, predictions: Dict[str, dict]) -> O
     except (KeyError, ValueError):
         return None
     options = _options(spec.options)
+    # each student saw the options in their own order, lettered by place: name them by content only
     lines = [f"**Prediction (locked before exploring).** {spec.question}", ""]
-    lines += [f"- {key}. {label}" for key, label in options.items()]
+    lines += [f"- {label}" for label in options.values()]
     chosen = predictions.get(lab.lock_key(ident), {}).get("value")
+    if chosen is not None and hasattr(spec, "option_id"):
+        chosen = spec.option_id(chosen) or chosen  # a letter an older predictions.json stored
     lines.append("")
     if chosen is None:
         lines.append("**The student's prediction:** none locked.")
     else:
         label = options.get(str(chosen))
-        lines.append(f"**The student's prediction:** {chosen}" + (f". {label}" if label else ""))
+        lines.append("**The student's prediction:** " + (f"“{label}”" if label else f"{chosen} (not an option)"))
     return "\n".join(lines)
 
 

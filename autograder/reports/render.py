@@ -214,7 +214,7 @@ def render(report: dict) -> str:
               "links, submission times, reasons and variants are left out.</p>" if anonymised else
               "<p class='note'>Instructor only: the per-student tables name students. Keys never appear in "
               "this report; wrong answers are shown as the classes the feedback hints use.</p>")
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+    page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>Class report: {_e(names)}</title><style>{CSS}</style></head><body><main>"
             f"<h1>Class report</h1><p class='muted'>{_e(names)} · generated {_e(report['generated'])}</p>{banner}"
@@ -223,3 +223,8 @@ def render(report: dict) -> str:
             f"<section aria-labelledby='term'><h2 id='term'>Across assignments</h2>{_term(report['term'])}</section>"
             f"<h2>How this is computed</h2><p>{_e(report['method']['discrimination'])}</p>"
             f"<p>Counted: {_e(report['method']['counted'])}.</p></main></body></html>\n")
+    # a second wall behind the escaping: no script, no style but the report's own, its bars' widths
+    # included (students' ids, predictions and ledger keys are theirs) -- autograder/grading/sanitize.py
+    from ..grading.sanitize import with_content_security_policy
+
+    return with_content_security_policy(page)

@@ -29,6 +29,7 @@ from .. import core
 from ..core import catalog
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_memory, fmt_time
+from .charts import UNNAMED
 from .bubble import BUBBLE_CEILING  # Lab 05's design rule, written once
 from .context import gpu_cluster_only
 
@@ -187,7 +188,7 @@ class Configurator(Instrument):
         self.ceiling = bq.Lines(x=[1, 64], y=[100 * BUBBLE_CEILING] * 2, scales={"x": px, "y": py},
                                 colors=[mark_color("gray")], line_style="dashed", labels=["10 % ceiling"],
                                 display_legend=True)
-        self.bubble_point = bq.Scatter(x=[8], y=[0.0], scales={"x": px, "y": py}, marker="diamond",
+        self.bubble_point = bq.Scatter(**UNNAMED, x=[8], y=[0.0], scales={"x": px, "y": py}, marker="diamond",
                                        colors=[mark_color("ink")], default_size=120, labels=["your PP and m"],
                                        display_legend=True)
         self.add_figure(figure([self.bubble_lines, self.ceiling, self.bubble_point], px, py, "pipeline stages PP",

@@ -278,6 +278,24 @@ def test_an_unanswered_check_counts_no_attempt_and_reveals_nothing(as_ada, capsy
     assert Ledger().get("ch00/ex0_1")["by_identity"]  # counted for this student
 
 
+def test_a_half_answered_check_counts_no_attempt_like_a_blank_one(as_ada, capsys, monkeypatch, tmp_path):
+    """Issue 48: 10.1 with `total_b` given and `active_b` not (undefined or None) counted an attempt."""
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    monkeypatch.setattr(variants, "DERIVATION_AFTER_ATTEMPTS", 1)
+    from course.ledger import Ledger
+
+    for half in ({"total_b": 12.0}, {"total_b": 12.0, "active_b": None}, {"total_b": 13.0}):
+        check("10.1", half)
+        out = capsys.readouterr().out
+        assert "not complete yet" in out and "`active_b`" in out and "counts no attempt" in out
+        assert "Worked derivation" not in out
+    assert not (Ledger().get("ch10/ex10_1") or {}).get("by_identity")
+    check("10.1", {"total_b": 12.0, "active_b": 3.0})  # complete, wrong: an attempt
+    out = capsys.readouterr().out
+    assert "not yet (attempt 1)" in out
+    assert Ledger().get("ch10/ex10_1")["by_identity"]
+
+
 def test_exam_mode_checks_only_type_and_units(as_ada, capsys, monkeypatch):
     monkeypatch.setitem(variants.SETTINGS, "ch00_ring_allreduce", {"variants": True, "feedback": "exam"})
     check("0.1", {"volume_gb": 123.0})
