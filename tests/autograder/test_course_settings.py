@@ -54,7 +54,7 @@ def test_the_instructors_folders_gradebook_and_steps(tmp_path):
     assert settings.folder("feedback", "ada", "ch01") == root / "returned" / "ada" / "ch01"
     assert settings.db_url == "postgresql://grader@db/course" and settings.gradebook_file is None
     assert settings.step(LimitOutput).max_lines == 3
-    assert settings.step(ClearOutput).remove_metadata_fields == ["collapsed"]
+    assert settings.step(ClearOutput).remove_metadata_fields == {"collapsed"}
     assert settings.step(AssignLatePenalties).plugin_class is HalfOffLate
 
 
