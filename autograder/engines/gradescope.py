@@ -263,7 +263,8 @@ def grade(root: Path) -> dict:
 
         warnings.filterwarnings("ignore", message=".*not in session.*")  # as grade_all: nbgrader's SQLAlchemy noise
         grader = Grader(root / "source" / "course_root", settings["assignment"], workers=1,
-                        limits=sandbox.Limits(**settings["limits"]), seed=seed, feedback=False)
+                        limits=sandbox.Limits(**settings["limits"]), seed=seed, feedback=False,
+                        allow_unsandboxed=not settings["require_sandbox"])
         with tempfile.TemporaryDirectory(prefix="autograder-unzip-") as unzip:
             sub = submission_for(root / "submission", settings["assignment"], student, Path(unzip))
             if group_note:
@@ -303,7 +304,7 @@ def add_parser(sub, limit_options) -> None:
     p.add_argument("--student-key", default="email", choices=STUDENT_KEYS,
                    help="the submission_metadata.json user field that is the course's student id "
                         "(their variant); email_login: the email before the @")
-    p.add_argument("--allow-rlimits-only", action="store_true",
+    p.add_argument("--allow-unsandboxed", "--allow-rlimits-only", dest="allow_rlimits_only", action="store_true",
                    help="grade even where bubblewrap cannot run (UNSAFE: student code could read the "
                         "bundle); by default such a container grades nothing and says why")
     limit_options(p)

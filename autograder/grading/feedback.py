@@ -66,6 +66,7 @@ FEEDBACK_PREPROCESSORS = [
     "autograder.grading.feedback.ScrubTestOutputs",
     "autograder.grading.handgrading.WidgetNote",
     "autograder.grading.handgrading.NotAnswered",
+    "autograder.grading.awaiting.AwaitingInstructor",
     "course.notebook_api.feedback.InsertDerivations",
     "autograder.grading.offline_maths.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
@@ -226,7 +227,7 @@ def feedback_notebook(nb, resources: dict, verdicts: Dict[str, "Verdict"], grade
     nb = copy.deepcopy(nb)
     resources = copy.deepcopy(resources)
     for pp in _preprocessors():
-        if type(pp).__name__ == "GetGrades" and gradebook_lock is not None:
+        if type(pp).__name__ in _READS_GRADEBOOK and gradebook_lock is not None:
             with gradebook_lock:
                 nb, resources = pp.preprocess(nb, resources)
         else:
@@ -235,6 +236,8 @@ def feedback_notebook(nb, resources: dict, verdicts: Dict[str, "Verdict"], grade
     return nb, resources
 
 
+#: the steps that read the gradebook (run under the grader's gradebook lock)
+_READS_GRADEBOOK = {"GetGrades", "AwaitingInstructor"}
 _exporters = threading.local()
 
 

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 import nbformat
 
 from ..judging import sandboxed_cleanroom as cleanroom
+from ..judging import ranks
 from .. import compat
 from ..isolation import kernel, sandbox
 from .course_settings import CourseSettings
@@ -125,7 +126,8 @@ class Grader:
 
     def __init__(self, course_root, assignment: str, *, workers: Optional[int] = None,
                  limits: sandbox.Limits = sandbox.Limits(), seed: int = 0,
-                 feedback: bool = True, isolate: bool = True, log=None, reset_hand_grades: bool = False):
+                 feedback: bool = True, isolate: bool = True, log=None, reset_hand_grades: bool = False,
+                 allow_unsandboxed: Optional[bool] = None):
         compat.require()  # the library internals grading relies on are the ones checked (autograder/compat.py)
         # the instructor's nbgrader_config.py: folders, gradebook, and nbgrader's steps configured by it
         self.course = CourseSettings(course_root)
@@ -147,7 +149,10 @@ class Grader:
         self.lock = threading.Lock()  # nbgrader's gradebook is SQLite: one writer at a time
         self.use_bwrap = False
         if isolate:
-            why = sandbox.probe()
+            from ..isolation.unsandboxed import check
+
+            # refuses (ValueError) unless a flag, the course's setting or the environment allows it
+            why = check(self.root, allow_unsandboxed)
             if why is None:
                 self.use_bwrap = True
             else:
@@ -386,9 +391,24 @@ class Grader:
             if split["functions"] or split["values"]:
                 room_thread.join()
             run["cleanroom"], run["split"] = (room or None), split
+            run["ranks"] = self._run_ranks(nb, sub, scratch, slot, seed, split["ranks"])
             return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _run_ranks(self, nb, sub: Submission, scratch: Path, slot: int, seed: int, grade_ids: List[str]) -> dict:
+        """Each collective part's function on real MPI ranks, one sandboxed launch per part from a fresh
+        copy (:mod:`autograder.judging.ranks`): ``{grade_id: harvest}``. A launch that deadlocks or
+        loses a rank ends at its time limit and costs that part only."""
+        from course.notebook_api import REGISTRY
+
+        sources = cleanroom.code_cells(nb)
+        out = {}
+        for gid in grade_ids:
+            work = self._scratch_copy(sub, scratch, f"ranks-{gid}", slot)
+            out[gid] = ranks.evaluate_part(REGISTRY[gid], sources, work, seed=seed, limits=self.limits, slot=slot,
+                                           use_bwrap=self.use_bwrap, timeout=float(self.limits.submission_timeout))
+        return out
 
     @staticmethod
     def _stuck_cell(run: dict, cells: int) -> Optional[int]:
@@ -429,6 +449,9 @@ class Grader:
                 f"your answers could not be read: cell {room['ended_in']} {ENDED_RUN}")
         verdicts = {}
         for gid in sorted(self.registered):
+            if gid in run.get("ranks", {}):  # a collective, judged from its own launch on real ranks
+                verdicts[gid] = safe_judge(REGISTRY[gid], run["ranks"][gid], seed)
+                continue
             if gid in in_room and room.get("harvested") is None:
                 verdicts[gid] = Verdict(0.0, failed_room.get(room.get("state"), "your answers could not be read"),
                                         code=codes.ENDED_RUN if room.get("ended_in") else codes.UNREADABLE)
@@ -603,8 +626,14 @@ class Grader:
                 self._write_problem_feedback(sub, result)
             return result
         notes = list(sub.notes) + self._structure_notes(nb)
+        from .tamper import changed_locked_cells
+
         with self.lock:
+            with self._gradebook() as gb:  # before nbgrader restores them: which locked cells were changed
+                tampered = changed_locked_cells(nb, gb, self.assignment.notebook, self.assignment_name)
             nb = self._sanitize(nb, sub.student)
+        for gid in tampered:
+            notes.append(f"locked cell {gid} was changed in your notebook: the original was restored and graded")
         seed = self._seed_for(sub.student)
         phases.lap("open")
         run = self._run_sandbox(nb, sub, slot, seed)
@@ -686,7 +715,7 @@ class Grader:
             self._write_feedback(sub, nb, verdicts, phases)
         status = state.get("state", "ok") if problem else "graded"
         reason = "; ".join(([problem] if problem else []) + notes) or "graded"
-        return self._rows(sub.student, status, reason, verdicts, grades)
+        return {**self._rows(sub.student, status, reason, verdicts, grades), "tampered": tampered}
 
     def _write_feedback(self, sub: Submission, nb, verdicts: Dict[str, "Verdict"], phases: PhaseClock) -> None:
         """``feedback/<student>/<assignment>/<notebook>.html`` and the exchange files; the render's

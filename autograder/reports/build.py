@@ -49,9 +49,14 @@ def find_grades(assignments: List[str], places: Iterable) -> Dict[str, dict]:
     their immediate subfolders and ``grades/<assignment>/``, e.g. a course root holding
     ``grades/ch02/grades.json`` and ``merged/``).
 
+    An assignment's own ``grades/<assignment>/grades.json`` is its class when a folder holds one: a
+    stray copy elsewhere (an older version's root ``grades.json``) is not read then. Found in a folder,
+    the grades of ``course-autograde single`` (one notebook) are never taken for a class.
+
     Raises ValueError when an assignment has none, or two different ones (name one with ``--grades``).
     """
     found: Dict[str, List[dict]] = {}
+    own: Dict[str, List[dict]] = {}
     for place in places:
         place = Path(place)
         candidates = [place] if place.is_file() else (
@@ -64,10 +69,14 @@ def find_grades(assignments: List[str], places: Iterable) -> Dict[str, dict]:
                     data = load_grades(file)
                 except ValueError:
                     continue
+                if not place.is_file() and data.get("shard") == "single":
+                    continue  # one notebook graded alone is not the class
                 found.setdefault(data["assignment"], []).append(data)
+                if place.is_dir() and file.parent == place / "grades" / data["assignment"]:
+                    own.setdefault(data["assignment"], []).append(data)
     out = {}
     for name in assignments:
-        options = found.get(name, [])
+        options = own.get(name) or found.get(name, [])
         if not options:
             raise ValueError(f"no grades.json of {name!r} found (run `course-autograde class {name}` first, "
                              f"or name it with --grades)")
@@ -228,6 +237,7 @@ def assignment_report(grades: dict, predictions: Dict[str, dict], ledgers: Dict[
             "submitted": late.get("submitted"), "variant": r.get("variant"),
             "locks": {k: predictions.get(r["student"], {}).get(k) for k in lock_keys},
             "parts": {p["part"]: p["points"] for p in r["parts"]}, "reason": r.get("reason", ""),
+            "tampered": list(r.get("tampered") or []),  # locked cells the student changed (autograder.grading.tamper)
             "feedback": _feedback_link(course_root, out_dir, r["student"], name)})
 
     return {**info, "seed": grades.get("seed"), "shard": grades.get("shard"), "students_total": len(rows),

@@ -335,7 +335,8 @@ def test_the_page_names_no_key_and_carries_everything_itself(graded):
         assert max(numbers) <= 8, row
     for s in graded["lab"]["students"]:
         assert set(s) == {"student", "status", "counted", "score", "max_score", "final_score", "late_days",
-                          "points_deducted", "submitted", "variant", "locks", "parts", "reason", "feedback"}
+                          "points_deducted", "submitted", "variant", "locks", "parts", "reason", "feedback",
+                          "tampered"}
         assert all(v is None or v <= 2 for v in s["parts"].values())
 
 

@@ -165,7 +165,7 @@ def test_bundle_layout(graded):
     with zipfile.ZipFile(graded["bundle"]) as zf:
         names = set(zf.namelist())
         assert {"setup.sh", "run_autograder", "requirements.lock", "settings.json",
-                "package/pyproject.toml", "package/autograder/gradescope.py",
+                "package/pyproject.toml", "package/autograder/engines/gradescope.py",
                 "course_root/gradebook.db", f"course_root/source/{CHAPTER}/{CHAPTER}.ipynb"} <= names
         for script in ("setup.sh", "run_autograder"):
             assert stat.S_IMODE(zf.getinfo(script).external_attr >> 16) == 0o755
