@@ -150,6 +150,18 @@ def install_nbgrader_env_config() -> None:
         target.write_text(wanted)
 
 
+def install_server_config() -> None:
+    """Enable the course's Jupyter server extension in every Jupyter server run from ``.venv`` (``dev.py
+    lab``, the hub's single-user servers): a Content-Security-Policy header on the formgrader's pages
+    that show a student's notebook (``autograder/engines/formgrader_csp.py``). Written where nbgrader puts
+    its own (``etc/jupyter/jupyter_server_config.d``), so Jupyter merges both."""
+    target = VENV / "etc" / "jupyter" / "jupyter_server_config.d" / "course-autograder.json"
+    wanted = json.dumps({"ServerApp": {"jpserver_extensions": {"autograder.engines.formgrader_csp": True}}}, indent=2) + "\n"
+    if not target.exists() or target.read_text() != wanted:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(wanted)
+
+
 #: packages pip would install as dependencies that nothing here uses and that cost every process time,
 #: left out of the lock (so no installer ever installs them, since all install with ``--no-deps``):
 #: ``rfc3987-syntax`` (pulled in by ``jsonschema[format-nongpl]``, which jupyter-events requires)
@@ -206,6 +218,7 @@ def ensure_environment() -> None:
     wanted = _inputs_hash()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         install_nbgrader_env_config()
+        install_server_config()
         install_lab_settings()
         compile_packages()
         return
@@ -215,6 +228,7 @@ def ensure_environment() -> None:
     print(f"dev.py: installing {LOCK.name} (first run takes a few minutes)", flush=True)
     install_locked()
     install_nbgrader_env_config()
+    install_server_config()
     install_lab_settings()
     compile_packages()
     STAMP.write_text(wanted + "\n")

@@ -203,6 +203,11 @@ def _part_output(part: dict) -> str:
     return "\n".join(lines)
 
 
+#: how Gradescope shows every ``output``: as plain text, never HTML or Markdown (a reason can quote what a
+#: student wrote: a syntax error's line, a function's name, a cell's text)
+OUTPUT_FORMAT = "text"
+
+
 def results_json(result: dict, hidden: List[str], extra: dict) -> dict:
     """Gradescope's results.json for one of :meth:`Grader.grade_one`'s result rows.
 
@@ -219,13 +224,13 @@ def results_json(result: dict, hidden: List[str], extra: dict) -> dict:
             "name": f"{part['exercise']} {part['part']}".strip() if part["exercise"] else part["part"],
             "number": str(number), "score": part["points"], "max_score": part["max_points"],
             "status": "passed" if part["points"] >= part["max_points"] else "failed",
-            "output": _part_output(part),
+            "output": _part_output(part), "output_format": OUTPUT_FORMAT,
             "visibility": "after_published" if part["part"] in hidden else "visible"})
     notes = [] if result["reason"] == "graded" else [result["reason"]]
     if manual:
         notes.append("graded by hand on Gradescope: " + ", ".join(manual))
     score = round(sum(t["score"] for t in tests), 6)
-    return {"score": score, "output": "\n".join(notes) or "graded", "tests": tests,
+    return {"score": score, "output": "\n".join(notes) or "graded", "output_format": OUTPUT_FORMAT, "tests": tests,
             "extra_data": {"student": result["student"], "assignment": result["assignment"],
                            "status": result["status"], "variant": result.get("variant"),
                            "kernel_points": {p["part"]: p.get("kernel_points") for p in result["parts"]},
@@ -233,8 +238,9 @@ def results_json(result: dict, hidden: List[str], extra: dict) -> dict:
 
 
 def _failure(why: str, extra: dict) -> dict:
-    return {"score": 0.0, "output": f"The autograder could not grade this submission: {why}. "
-                                    "Your instructor has been told and will regrade it.",
+    return {"score": 0.0, "output_format": OUTPUT_FORMAT,
+            "output": f"The autograder could not grade this submission: {why}. "
+                      "Your instructor has been told and will regrade it.",
             "tests": [], "extra_data": {"status": "error", **extra}}
 
 

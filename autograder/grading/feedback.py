@@ -54,6 +54,9 @@ def _template_config():
     c.HTMLExporter.extra_template_paths = [
         os.path.join(base, "server_extensions", "formgrader", "static", "node_modules",
                      "bootstrap", "dist", "css")]
+    from .sanitize import configure
+
+    configure(c)  # the student's notebook as inert data (autograder/grading/sanitize.py), as nbgrader_config.py does
     return c
 
 
