@@ -404,10 +404,13 @@ class Grader:
 
         sources = cleanroom.code_cells(nb)
         out = {}
+        # all the launches of one submission share its time: one that hangs leaves less to the next
+        deadline = time.monotonic() + float(self.limits.submission_timeout)
         for gid in grade_ids:
             work = self._scratch_copy(sub, scratch, f"ranks-{gid}", slot)
             out[gid] = ranks.evaluate_part(REGISTRY[gid], sources, work, seed=seed, limits=self.limits, slot=slot,
-                                           use_bwrap=self.use_bwrap, timeout=float(self.limits.submission_timeout))
+                                           use_bwrap=self.use_bwrap,
+                                           timeout=max(ranks.MIN_LAUNCH_SECONDS, deadline - time.monotonic()))
         return out
 
     @staticmethod

@@ -456,20 +456,23 @@ class SanitizeNotebook(NbGraderStep):
 # ---------------------------------------------------------------------------------------------------
 # Content-Security-Policy, the second wall on pages the course writes
 
-def content_security_policy(styles=(), scripts=()) -> str:
-    """A policy for a static page: no script but ``scripts`` (hashed), no style but the page's own
-    ``styles`` (hashed; so no ``style`` attribute either), images from the page's folder or inline
-    raster data, no frames, forms, plugins, base URL or network requests."""
+def _hashes(items) -> str:
     import hashlib
 
-    def hashes(items):
-        return " ".join("'sha256-%s'" % base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()
-                        for s in items)
+    return " ".join(sorted({"'sha256-%s'" % base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()
+                            for s in items}))
 
+
+def content_security_policy(styles=(), scripts=(), style_attributes=()) -> str:
+    """A policy for a static page: no script but ``scripts`` (hashed), no style but the page's own
+    ``styles`` and ``style_attributes`` (hashed), images from the page's folder or inline raster
+    data, no frames, forms, plugins, base URL or network requests."""
+    style_src = " ".join(filter(None, [_hashes(styles),
+                                       "'unsafe-hashes' " + _hashes(style_attributes) if style_attributes else ""]))
     return "; ".join([
         "default-src 'none'",
-        "script-src " + (hashes(scripts) or "'none'"),
-        "style-src " + (hashes(styles) or "'none'"),
+        "script-src " + (_hashes(scripts) or "'none'"),
+        "style-src " + (style_src or "'none'"),
         "img-src 'self' data:",
         "font-src 'self' data:",
         "base-uri 'none'",
@@ -479,18 +482,20 @@ def content_security_policy(styles=(), scripts=()) -> str:
 
 _STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.S | re.I)
 _SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.S | re.I)
+_STYLE_ATTRIBUTE = re.compile(r"""\sstyle=(?:"([^"]*)"|'([^']*)')""", re.I)
 
 
-def with_content_security_policy(head: str) -> str:
-    """``head`` (a page's HTML up to and including ``</head>``, all of it written by the course) with a
-    ``<meta http-equiv=Content-Security-Policy>`` before ``</head>`` that allows the styles and inline
-    scripts in it (by hash) and nothing that content below it could add."""
-    policy = content_security_policy(_STYLE.findall(head), _SCRIPT.findall(head))
-    meta = f'<meta http-equiv="Content-Security-Policy" content="{html.escape(policy)}">\n'
-    at = head.lower().rfind("</head>")
+def with_content_security_policy(page: str) -> str:
+    """``page`` (a whole HTML page, every byte of it written by the course, with what came from students
+    escaped) with a ``<meta http-equiv=Content-Security-Policy>`` before ``</head>`` that allows the
+    page's own styles, style attributes and inline scripts (by hash) and nothing else."""
+    at = page.lower().find("</head>")
     if at < 0:
-        raise ValueError("with_content_security_policy needs the page's head, up to </head>")
-    return head[:at] + meta + head[at:]
+        raise ValueError("with_content_security_policy needs a page with a </head>")
+    attributes = [a or b for a, b in _STYLE_ATTRIBUTE.findall(page[at:])]
+    policy = content_security_policy(_STYLE.findall(page[:at]), _SCRIPT.findall(page[:at]), attributes)
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{html.escape(policy, quote=False)}">\n'
+    return page[:at] + meta + page[at:]
 
 
 FILTERS = {

@@ -14,7 +14,8 @@ typed attributes instead of conventions:
     ``"kernel"`` (a lab answer read from the course's instruments).
 :class:`Function`
     A function the student writes (Build, Debug's fix), called in the clean
-    room on probe inputs and compared with ``reference``.
+    room on probe inputs and compared with ``reference``; a collective
+    (:class:`~course.assess.ranks.RankFunction`) is called on several ranks.
 :class:`Written`
     A written answer graded by hand (a reflection, an open Trace); its model
     answer is the worked answer feedback shows.
@@ -30,9 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Sequence
 
-#: where a part's answer is read: a fresh sandboxed process without the course package, or the kernel
-CLEAN_ROOM, KERNEL = "clean room", "kernel"
-JUDGED_IN = (CLEAN_ROOM, KERNEL)
+#: where a part's answer is read: a fresh sandboxed process without the course package, the kernel, or
+#: (a collective, :mod:`course.assess.ranks`) real MPI ranks in a sandbox of their own
+CLEAN_ROOM, KERNEL, RANKS = "clean room", "kernel", "ranks"
+JUDGED_IN = (CLEAN_ROOM, KERNEL, RANKS)
 
 
 @dataclass(frozen=True)

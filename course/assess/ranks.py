@@ -28,17 +28,16 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import codes
-from .items import Function
+from .items import RANKS, Function
 from .registry import RAISED, Part, Verdict
 from .ranks_runner import plain_result
 from .simcomm import UNFINISHED, run_simulated
 
-#: where a ranks part's function runs when graded (beside "clean room" and "kernel")
-RANKS = "ranks"
 #: the checks of a ranks part, each an equal share (those its probes use)
 RANK_CHECKS = ("worked example", "edge cases", "random inputs", "invalid inputs")
 #: seconds the simulated ranks of one probe may take (visible check, plain nbgrader)
@@ -331,7 +330,10 @@ def check_lines(part: Part, namespace: dict, ok: str, bad: str, variant: Optiona
             lines.append(f"{ok} {shown}: every rank returns the right result.")
         else:
             right = False
-            lines.append(f"{bad} {shown}: {verdict.reason.replace(f'`{item.name}` ', '', 1)}.")
+            # one probe: its check's reason (and where the data diverge), not the grading's count of checks
+            reason = re.sub(r"^`[^`]*` passes \d+ of \d+ checks?, each an equal share of the cell's points: ", "",
+                            verdict.reason).replace(f"`{item.name}` ", "", 1)
+            lines.append(f"{bad} {shown}: {reason}.")
     return right, lines
 
 

@@ -35,7 +35,7 @@ from . import _validate as v
 from . import collectives as _coll
 
 __all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", "Dispatcher", "DISPATCHER_MEASUREMENTS",
-    "grouped_gemm_factor", "GROUPED_GEMM_MEASURED", "starved_expert_gemms", "STARVED_LOCAL_EXPERTS", 
+    "grouped_gemm_factor", "GROUPED_GEMM_MEASURED", "starved_expert_gemms", "STARVED_LOCAL_EXPERTS", "ROUTER_KERNELS", "router_bytes_per_token", 
     "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
     "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
     "all_to_all_parts_per_layer", "moe_layer_tp_share", "expert_tp_gather_bytes", "expert_tp_comm_time_per_layer",
@@ -513,6 +513,45 @@ def grouped_gemm_factor(tokens_per_expert, bound="point"):
     return v.scalar_or_array(np.clip(out, 0.25, 1.0))
 
 
+#: Element-wise kernels of Megatron-Core's fused router per MoE layer pass (forward and backward), each reading and
+#: writing a token's ``E`` FP32 scores: NVIDIA's fusion took "the total number of kernels in the router part from
+#: 72 to 31" (Megatron-LM docs, "Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72", sec. 2.1.4).
+ROUTER_KERNELS = 31
+
+
+def router_bytes_per_token(experts, kernels=ROUTER_KERNELS):
+    """HBM bytes the router's element-wise kernels move per token and MoE layer pass.
+
+    Each of ``kernels`` memory-bound kernels (softmax or sigmoid, top-k, the routing map, the auxiliary loss and
+    their gradients) reads and writes the token's ``E`` scores in FP32: ``2 x 4 x E x kernels`` bytes. The router's
+    ``h x E`` GEMM is counted with the FLOPs; the permutation and un-permutation of the ``k`` routed copies with
+    the MoE layer's element-wise traffic (:func:`moe_mlp_activation_bytes_per_layer`).
+
+    Parameters
+    ----------
+    experts : int or array_like, >= 1
+        Routed experts ``E``.
+    kernels : int, optional
+        Element-wise router kernels per layer pass (:data:`ROUTER_KERNELS`; 72 without router fusion).
+
+    Returns
+    -------
+    float or ndarray
+        Bytes.
+
+    Source: Megatron-LM docs, "Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72", sec. 2.1.4
+    (kernel count); Williams et al. 2009 (roofline: element-wise kernels are memory-bound).
+
+    Examples
+    --------
+    >>> router_bytes_per_token(256)
+    63488.0
+    """
+    e = v.positive("experts", experts)
+    n = v.positive("kernels", kernels)
+    return v.scalar_or_array(2.0 * 4.0 * e * n)
+
+
 #: Routed experts of one MoE layer on one GPU from which a plan carries the note ``starved_expert_gemms``.
 STARVED_LOCAL_EXPERTS = 16
 
@@ -524,7 +563,7 @@ def starved_expert_gemms(local_experts):
     own GEMMs, allocations and casts launched by the host. Evidence (notebooks/validation.ipynb, held-out rows,
     issue 46): of the six held-out runs with 16 to 32 experts per GPU (Qwen3-30B-A3B on 8 GB300, GB200, B200 and 16
     H100, DeepSeek-V3 on 256 B200, Qwen3-235B-A22B on 64 B200; NVIDIA Megatron-Bridge 25.11 performance summary)
-    five ran 1.26 to 2.39 times slower than planned, where every Megatron-Core MoE row with 4 to 8 experts per
+    five ran 1.27 to 2.40 times slower than planned, where every Megatron-Core MoE row with 4 to 8 experts per
     GPU, fitted or held out, is inside its ±20 % band. Fine-grained experts, small per expert, come with many experts per GPU;
     NVIDIA names small expert GEMMs and host overhead MoE's "compute efficiency wall" (Megatron-Bridge
     documentation, "MoE Training Optimization").

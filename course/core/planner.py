@@ -148,7 +148,7 @@ NOTE_CODES = {
     "few_tokens_per_expert": "each expert multiplies fewer tokens per micro-batch than the planner was validated "
                              "at: the step estimate is likely optimistic (sweep leaves such layouts out)",
     "starved_expert_gemms": "16 or more routed experts of a layer on each GPU, each with its own kernels: five of the "
-                            "six held-out runs of this kind ran 1.26 to 2.39 times slower than planned "
+                            "six held-out runs of this kind ran 1.27 to 2.40 times slower than planned "
                             "(notebooks/validation.ipynb)",
 }
 
@@ -485,7 +485,7 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"this estimate is outside its validated range and likely optimistic. NVIDIA's measured "
                     f"layouts of Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, best_practice/Qwen3, "
                     f"compared in notebooks/validation.ipynb) took 1.1 and 1.1 times the planned step at 1,024 "
-                    f"and 512 tokens per expert (the plan 12 % and 7 % short, with its expert GEMMs priced by "
+                    f"and 512 tokens per expert (the plan 13 % and 9 % short, with its expert GEMMs priced by "
                     f"their shapes and the host time of their 16 local experts charged; 1.4 and 1.6 times before), "
                     f"where the planner was within 9 % at 4,096: what is left of the gap is what NVIDIA calls "
                     f"MoE's compute efficiency wall, small expert GEMMs and host overhead (Megatron-Bridge "
@@ -497,7 +497,7 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"Each GPU holds {local} of the {m.experts} routed experts of a layer ({m.expert_ffn:,} wide, "
                     f"{g('tokens_per_expert'):,.0f} tokens each per micro-batch), each with its own GEMMs and casts "
                     f"for the host to launch. Of NVIDIA's held-out runs with 16 to 32 experts per GPU (Megatron-Bridge "
-                    f"25.11 performance summary; notebooks/validation.ipynb) five of six ran 1.26 to 2.39 times slower "
+                    f"25.11 performance summary; notebooks/validation.ipynb) five of six ran 1.27 to 2.40 times slower "
                     f"than this planner says, one outside even its range: treat the estimate (range "
                     f"{g('step_time_low'):.2f}-{g('step_time_high'):.2f} s) as optimistic. Fewer experts per GPU (a "
                     f"larger EP), a larger micro-batch or CUDA Graphs (Megatron-Core --cuda-graph-scope) are what "

@@ -237,8 +237,9 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         Cell("code", "stakeholder_card('Your team lead', 'Before we buy a cluster: what do collectives cost on the '\n"
                      "                 'machines we already have? Measure, then tell me what you trust.', act='Act I')",
              "lab08_act1_story"),
-        Cell("markdown", "Pick an option and press **Lock**. The bench appears once your prediction is locked; it "
-                         "measures on first showing (a few seconds, with a progress bar) and keeps the measurement."),
+        Cell("markdown", "Pick an option and press **Lock**. The bench appears once your prediction is locked: "
+                         "press **Measure** (a few seconds). Run All measures whatever is not measured yet, with a "
+                         "progress bar; every measurement is kept, so a restart does not measure again."),
         *lab.lock_cells("act1"),
         Cell("code", "bench = lab.gate('act1', AlphaBetaBench())\n"
                      f"bench.restore({SAVED['bench']!r})\nbench.measure_if_missing()", "lab08_act1_bench"),

@@ -695,7 +695,7 @@ def notebook_text(page) -> str:
     return page.locator(".jp-Notebook").first.inner_text().replace("\xa0", " ")
 
 
-@pytest.mark.parametrize("assignment", [LAB05, LAB06, TUTORIAL, "lab07_expert_wall"])
+@pytest.mark.parametrize("assignment", [LAB05, LAB06, TUTORIAL, "lab07_expert_wall", "lab08_ring_for_real"])
 def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_release, assignment):
     from playwright.sync_api import expect
 

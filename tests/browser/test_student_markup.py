@@ -63,6 +63,7 @@ PROBE = """() => {
                  tooltips: document.querySelectorAll('span.glyphicon.name-hidden[data-original-title]').length};
     return {xss: window.__xss || [], painted, fixed, clickable, title: document.title, own,
             bodyBackground: body.backgroundColor, bodyColor: body.color, bodyFont: body.fontFamily,
+            bars: [...document.querySelectorAll('.bar[style]')].map(e => [e.style.width, getComputedStyle(e).width]),
             policy: [...document.querySelectorAll('meta[http-equiv="Content-Security-Policy"]')].map(m => m.content),
             text: document.body ? document.body.innerText : ''};
 }""" % corpus.STUDENT_COLOUR
@@ -192,7 +193,9 @@ def test_class_report_and_its_links_are_inert(graded, browser):
     seen = visit(browser, report.as_uri(), "report")
     assert_inert(seen, "report", readable=False)
     assert seen["policy"] and "script-src 'none'" in seen["policy"][0], seen["policy"]
-    assert "system-ui" in seen["bodyFont"], seen["bodyFont"]  # the report's own style still applies under it
+    # the report's own style still applies under it, its bars' widths (style attributes, by hash) too
+    assert "system-ui" in seen["bodyFont"], seen["bodyFont"]
+    assert seen["bars"] and all(want == got for want, got in seen["bars"]), seen["bars"]
     linked = [u for u in seen["links"] if u.startswith("file:") and "#" not in u.split("/")[-1][:1]]
     pages = sorted({u.split("#")[0] for u in linked} - {report.as_uri()})
     assert pages, "the report links no student's page"

@@ -56,7 +56,7 @@ def test_empty_ledger_shows_nothing_done(ledger_path):
     assert s["labs"]["lab05"]["locks_total"] == 3 and s["labs"]["lab05"]["locked"] == 0
     assert s["labs"]["lab06"]["locks_total"] == 2 and s["labs"]["tutorial"]["locks_total"] == 1
     assert all(ch["attempted"] == 0 and ch["points"] is None for ch in s["chapters"].values())
-    assert len(s["chapters"]) == 11
+    assert len(s["chapters"]) == 12
 
 
 def test_locks_and_reveals_counted_per_act(ledger_path, tmp_path):
