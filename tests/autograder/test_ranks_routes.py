@@ -1,7 +1,6 @@
-"""Chapter 11 through the grading routes: `course-autograde class`, `single` and the Gradescope bundle give
-the same points,
-the collectives graded on real MPI ranks; a deadlocking ring gets 0 and a reason for its part while the
-rest of the notebook is graded (issue 47)."""
+"""Chapter 11 through the grading routes: `course-autograde class`, `single` and the Gradescope bundle
+give the same points, the collectives graded on real MPI ranks; a deadlocking ring gets 0 and a reason
+for its part while the rest of the notebook is graded (issue 47)."""
 
 from __future__ import annotations
 
