@@ -76,7 +76,7 @@ def enable(root, assignment: str, hold: Optional[bool] = None, disable: bool = F
 
 def is_lab(assignment: str) -> bool:
     """A lab (or the tutorial) holds its feedback: its reflections are graded by hand first."""
-    from course.labs.activity import labs
+    from course.notebook_api.lab_session import labs
 
     return assignment in {lab.name for lab in labs().values()}
 
@@ -328,6 +328,11 @@ class Service:
 
     def run(self, interval: float = 10.0) -> None:
         self.recover()
+        for assignment, options in settings(self.root).items():  # ready before the first submission arrives
+            try:
+                self._grader(assignment, options)
+            except ValueError as exc:  # said again, per submission, when one arrives
+                self.log(f"{assignment}: {exc}")
         self.log(f"grading on submit in {self.root} with {self.workers} worker(s): watching {self.inbound} every "
                  f"{interval:g} s for "
                  f"{', '.join(settings(self.root)) or 'no assignment yet (course-autograde on-submit enable NAME)'}")
