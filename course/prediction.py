@@ -13,7 +13,7 @@ Where a locked prediction lives
   the current directory). It is the source of truth: re-running the cell, or
   restarting the kernel, re-creates the lock already locked with the saved
   answer, and the file travels with an nbgrader submission so graders can
-  award completion points (:func:`read_predictions`). Writes are atomic and
+  award completion points (:func:`course.predictions_file.read_predictions`). Writes are atomic and
   first-writer-wins, under a file lock.
 * The design ledger (:mod:`course.ledger`), as a record for the progress view.
   The ledger is never used to *restore* a lock: on an instructor's machine it
@@ -64,7 +64,6 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-import math
 import os
 import warnings
 from dataclasses import asdict, dataclass
@@ -76,6 +75,7 @@ import ipywidgets as widgets
 import mistune
 import traitlets
 
+from .predictions_file import PREDICTIONS_FILE, read_predictions
 from .theme import theme_css
 from .ledger import Ledger
 
@@ -87,7 +87,6 @@ __all__ = [
     "PREDICTIONS_FILE",
 ]
 
-PREDICTIONS_FILE = "predictions.json"
 AUTOPREDICT_ENV = "COURSE_AUTOPREDICT"
 _LETTERS = "ABCDEFGH"
 
@@ -294,33 +293,6 @@ class Reveal:
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _plain(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool)) and not (
-        isinstance(value, float) and not math.isfinite(value)
-    )
-
-
-def read_predictions(folder: str | os.PathLike = ".") -> dict[str, dict]:
-    """Locked predictions saved in ``folder/predictions.json``, for graders.
-
-    Never modifies the folder (a submission is evidence). A missing or
-    unreadable file gives ``{}``; entries that are not objects holding a plain
-    ``value`` (str, int, float, bool) are dropped.
-    """
-    path = Path(folder) / PREDICTIONS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {
-        str(k): v
-        for k, v in data.items()
-        if isinstance(v, dict) and _plain(v.get("value")) and v.get("locked", True) is True
-    }
 
 
 class PredictionLock:

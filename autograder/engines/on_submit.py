@@ -76,7 +76,7 @@ def enable(root, assignment: str, hold: Optional[bool] = None, disable: bool = F
 
 def is_lab(assignment: str) -> bool:
     """A lab (or the tutorial) holds its feedback: its reflections are graded by hand first."""
-    from course.labs.activity import labs
+    from course.notebook_api.lab_session import labs
 
     return assignment in {lab.name for lab in labs().values()}
 

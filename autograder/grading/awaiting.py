@@ -12,7 +12,8 @@ the parts and points still to come.
 from __future__ import annotations
 
 from nbformat.v4 import new_markdown_cell
-from nbgrader.preprocessors import NbGraderPreprocessor
+
+from ..compat import NbGraderStep
 
 WAITING = "Waiting for your instructor"
 #: marks the note this step puts at the top, so a second run replaces it
@@ -33,7 +34,7 @@ def pending_parts(db_url: str, notebook: str, assignment: str, student: str) -> 
         return {g.name: float(g.max_score) for g in sub.grades if g.needs_manual_grade}
 
 
-class AwaitingInstructor(NbGraderPreprocessor):
+class AwaitingInstructor(NbGraderStep):
     """Feedback step: parts waiting for grading by hand show no score, the total leaves them out."""
 
     def preprocess(self, nb, resources):

@@ -438,10 +438,10 @@ def sanitize_notebook(nb):
     return nb
 
 
-from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402 (enabled by default, unlike nbconvert's)
+from ..compat import NbGraderStep  # noqa: E402 (an nbgrader step: enabled by default, unlike nbconvert's)
 
 
-class SanitizeNotebook(NbGraderPreprocessor):
+class SanitizeNotebook(NbGraderStep):
     """nbconvert preprocessor: :func:`sanitize_notebook` on the copy an exporter renders.
 
     :func:`configure` lists it first in ``HTMLExporter.preprocessors`` (the formgrader's page and

@@ -111,7 +111,7 @@ def _option(lock: dict, value):
 def read_submitted_predictions(folder: Optional[Path], assignment: str) -> Dict[str, dict]:
     """``{student: {lock key: value}}`` from the submissions under ``folder`` (nbgrader's
     ``submitted/`` or a folder of ``<student>.ipynb``/``.zip``); read only, never changed."""
-    from course.prediction import read_predictions
+    from course.predictions_file import read_predictions
 
     from ..grading.submissions import discover
 

@@ -246,7 +246,7 @@ class Lab(Activity):
         key = self.lock_key(act.id)
 
         def harvest(namespace: dict, probes: Any) -> dict:
-            from course.prediction import read_predictions
+            from course.predictions_file import read_predictions
             return {"locked": read_predictions(".").get(key) is not None}
 
         def judge(harvested: dict, seed: int = 0) -> Verdict:

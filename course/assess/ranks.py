@@ -244,6 +244,12 @@ def judge_ranks(item: RankFunction, harvested: dict, probes: Dict[str, List[dict
                     divergence = _first_divergence(item, probe, runs[index].get("traces"))
         findings.append((label, len(groups[label]), wrong))
     verdict = partial_verdict(name, findings)
+    if not verdict.passed and any(type(v) is dict and v.get(RAISED) == "NameError"
+                                  for run in runs for v in run["ranks"]):
+        verdict = Verdict(verdict.score, f"{verdict.reason} (a NameError on the ranks: only the imports, functions, "
+                                         "classes and assignments that call nothing of your notebook run there, so "
+                                         "a name your function needs must be defined so, or inside the function)",
+                          verdict.checks, code=verdict.code, findings=verdict.findings)
     if divergence and not verdict.passed:
         verdict = Verdict(verdict.score, f"{verdict.reason}. The data first diverge at {divergence}",
                           verdict.checks, code=verdict.code, findings=verdict.findings)

@@ -1,4 +1,4 @@
-"""Lab 07 · The expert wall, declared once (:mod:`course.labs.activity`).
+"""Lab 07 · The expert wall, declared once (:mod:`course.assess.lab`).
 
 Story: a team trains a mixture of experts on the 1,024 H100s of Lab 05 (Cloud). The MoE is
 ``llama3-8b-moe`` of the catalog: Llama 3 8B with each MLP replaced by 64 experts of 1/8 its

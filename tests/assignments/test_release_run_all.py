@@ -20,7 +20,7 @@ import pytest
 
 from course.activities import SYLLABUS
 from course.assess.activity import Chapter
-from course.exercises import REGISTRY
+from course.notebook_api import REGISTRY
 
 from .nbgrader_course import ROOT
 

@@ -83,7 +83,7 @@ def _visible_checks(student: str, ledger: Path, attempts) -> None:
     """Run exercise 2.1's visible check as ``student`` would, recording in ``ledger`` (the package writes it)."""
     import os
 
-    from course.exercises import check
+    from course.notebook_api import check
     from tests.assignments.nbgrader_course import honest_answers
 
     right: dict = {}
@@ -104,7 +104,7 @@ def _visible_checks(student: str, ledger: Path, attempts) -> None:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    from course.labs.activity import LabSession
+    from course.notebook_api.lab_session import LabSession
     from course.ledger import Ledger
 
     base = tmp_path_factory.mktemp("classreport")

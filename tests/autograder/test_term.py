@@ -36,7 +36,7 @@ HAND = {("ada", "lab05_act1_why"): (2.0, "Clear and complete."), ("ada", "lab05_
 
 
 def _lab():
-    from course.labs.activity import labs
+    from course.notebook_api.lab_session import labs
 
     return labs()["lab05"]
 

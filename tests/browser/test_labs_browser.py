@@ -699,7 +699,7 @@ def notebook_text(page) -> str:
 def test_run_all_reaches_the_end_and_every_text_reads_in_both_themes(open_release, assignment):
     from playwright.sync_api import expect
 
-    from course.labs.activity import labs
+    from course.notebook_api.lab_session import labs
 
     lab = next(x for x in labs().values() if x.name == assignment)
     locks = [(act.id, act.lock) for act in lab.acts if act.lock is not None]

@@ -63,7 +63,7 @@ def test_whoami_says_the_id_where_it_came_from_and_how_to_change_it(monkeypatch,
 
 
 def test_feedback_drops_check_outputs_computed_for_another_students_id(monkeypatch, capsys):
-    from course.exercises.feedback import insert_derivations
+    from course.notebook_api.feedback import insert_derivations
 
     monkeypatch.setattr(variants, "unix_student", lambda uid=None: "grader")
     checks.whoami("ch02_gradient_accumulation")  # a kernel that ran as another account

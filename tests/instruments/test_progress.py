@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from course.labs.activity import LabSession, labs
+from course.notebook_api.lab_session import LabSession, labs
 from course.ledger import Ledger
 from course.progress import summary, to_html
 
@@ -86,8 +86,8 @@ def test_a_lock_without_reveal_is_locked_not_revealed(ledger_path, tmp_path):
 
 
 def test_visible_check_and_imported_points_reach_the_chapter_row(ledger_path):
-    from course.exercises import check
-    from course.exercises.mastery import record_points
+    from course.notebook_api import check
+    from course.notebook_api.mastery import record_points
 
     check("0.1", {})  # nothing assigned: not an attempt (a blank notebook's checks reveal nothing)
     row = summary()["chapters"]["ch00"]

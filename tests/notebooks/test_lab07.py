@@ -15,7 +15,7 @@ import pytest
 
 from course import core
 from course.core import catalog
-from course.exercises import judge_json
+from course.notebook_api import judge_json
 from course.assess.variants import student_seed, variant_of
 from course.instruments import AllToAllExplorer, Configurator, ExpertLoadView
 from course.instruments import alltoall, expert_load

@@ -29,7 +29,7 @@ import statistics
 import nbformat
 import pytest
 
-from course.labs.activity import labs
+from course.notebook_api.lab_session import labs
 
 LABS = labs()
 SHINGLE = 4
@@ -349,7 +349,7 @@ def test_a_question_shown_before_the_lock_does_not_name_the_correct_option(prefi
 
 from course import core  # noqa: E402 -- below the rules it implements
 from course.core import catalog  # noqa: E402 -- below the rules it implements
-from course.labs.activity import QUESTION_BEFORE_LOCK, REFLECTION_BEFORE_LOCK  # noqa: E402 -- below the rules it implements
+from course.notebook_api.lab_session import QUESTION_BEFORE_LOCK, REFLECTION_BEFORE_LOCK  # noqa: E402 -- below the rules it implements
 from course.labs.tracks import ACTS as TRACK_ACTS, scene_text  # noqa: E402 -- below the rules it implements
 
 VARIANTS = range(40)
