@@ -212,7 +212,8 @@ class Service:
                         entries[item["key"]] = {"student": item["student"], "submitted": item["timestamp"],
                                                 "state": "queued", "arrived": _stamp(), "updated": _now()}
                         self.log(f"{assignment}: {item['student']}'s submission of {item['timestamp']} queued")
-                waiting = sorted((k for k, e in entries.items() if e["state"] == "queued" and k not in self._in_flight),
+                waiting = sorted((k for k, e in entries.items()
+                                  if e["state"] == "queued" and (assignment, k) not in self._in_flight),
                                  key=lambda k: entries[k]["submitted"])
                 for key in waiting:  # nbgrader collect takes a student's newest: older ones never get graded
                     entry = entries[key]
@@ -276,8 +277,11 @@ class Service:
         from ..records.grades import summary_line
 
         started = _stamp()
-        entry = self._update(assignment, key, state="grading", started=started,
-                             waited=_seconds_between(self._arrived(assignment, key), started))
+        with self._lock:  # graded once: only an entry still queued is taken
+            if queue(self.root, assignment).get(key, {}).get("state") != "queued":
+                return
+            entry = self._update(assignment, key, state="grading", started=started,
+                                 waited=_seconds_between(self._arrived(assignment, key), started))
         student = entry["student"]
         failed = self.exchange.collect(assignment, student)
         folder = self.root / "submitted" / student / assignment

@@ -215,7 +215,7 @@ def test_the_grader_gave_what_each_role_deserves(graded):
 
 def _ids(key):
     """``{letter of the declaration: option id}`` of a lab06 lock (PREDICTED is written in letters)."""
-    from course.labs.activity import labs
+    from course.notebook_api.lab_session import labs
 
     return labs()["lab06"].lock_of(key.split("/")[1]).letters
 

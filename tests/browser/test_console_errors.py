@@ -88,7 +88,7 @@ def _run_all_cells(page, timeout_ms: int = 300_000) -> None:
 
 
 def _locked(notebook: str) -> dict:
-    from course.labs.activity import labs
+    from course.notebook_api.lab_session import labs
 
     lab = next(x for x in labs().values() if x.name == Path(notebook).parent.as_posix())
     return {lab.lock_key(act.id): {"value": act.lock.correct, "kind": "choice", "locked": True,
