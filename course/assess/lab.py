@@ -1,6 +1,6 @@
 """Labs as declared activities: acts, locks, graded answers and reflections, written once.
 
-A lab module (:mod:`course.labs.lab05`, ``lab06``, ``tutorial``) declares one
+A lab module (``course.labs.lab05``, ``lab06``, ``tutorial``) declares one
 :class:`Lab`: its numeric inputs (``spec``), its acts, and per act at most one
 prediction :class:`Lock` (question, options, correct option, explanation and
 the text that gives the answer away, shown only after the reveal), graded

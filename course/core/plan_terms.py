@@ -32,14 +32,14 @@ from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["PlanSettings", "Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
+__all__ = ["REFERENCE_GEMM_EFFICIENCY", "PlanSettings", "Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
            "grad_bytes_setting", "gather_bytes_setting", "ATTENTION_KERNELS", "RECOMPUTE_MODULES", "recompute_modules_setting"]
 
 #: Share of dense peak that a training step's matrix multiplications sustain on the calibration runs: the
 #: planner's single calibrated assumption. Fitted once on Megatron-LM SC21 Table 1 (A100, 16-bit, full
 #: recomputation), with every collective at its measured efficiency (nccl-tests) and each row's GEMMs at
-#: the share their shapes allow (``gemm_shapes``, :data:`REFERENCE_GEMM_EFFICIENCY`): with 0.64 every row's
+#: the share their shapes allow (``gemm_shapes``, :data:`REFERENCE_GEMM_EFFICIENCY`): with this value every row's
 #: predicted TFLOP/s per GPU lies within 5 % of the published one (-4.6 % to +3.5 %;
 #: tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``). Before GEMM shapes
 #: were priced one constant 0.63 did the same for every accelerator and shape.
@@ -49,7 +49,8 @@ DEFAULT_COMPUTE_EFFICIENCY = 0.64
 #: accelerator of the calibration runs; :mod:`course.core.gemm`). With ``gemm_shapes`` on, a configuration's
 #: matrix multiplications run at ``compute_efficiency x E(shape) / REFERENCE_GEMM_EFFICIENCY``, where
 #: ``E(shape)`` is :func:`~course.core.gemm.layer_gemm_efficiency` of its own GEMMs on its own accelerator:
-#: ``compute_efficiency / REFERENCE_GEMM_EFFICIENCY`` (0.72) is then the share of GEMM time a training step keeps
+#: ``compute_efficiency / REFERENCE_GEMM_EFFICIENCY`` (:value:`course.core.DEFAULT_COMPUTE_EFFICIENCY / course.core.plan_terms.REFERENCE_GEMM_EFFICIENCY | .2f`
+#: by default) is then the share of GEMM time a training step keeps
 #: (launches, element-wise kernels between the GEMMs, the optimizer step), calibrated once on SC21 Table 1.
 REFERENCE_GEMM_EFFICIENCY = 0.869
 
@@ -568,7 +569,7 @@ class Config:
         """Bytes per (average) layer and micro-batch one GPU keeps under ``checkpoint_policy``, divided by CP.
 
         :func:`~course.core.checkpointing.saved_bytes_per_token` x ``b s / CP`` tokens; the GEMM inputs it
-        keeps in FP8 under ``precision="fp8"`` one byte each instead of two (as :func:`memory_terms` counts
+        keeps in FP8 under ``precision="fp8"`` one byte each instead of two (as ``memory_terms`` counts
         them for the modes).
         """
         c, m = self.policy_cost, self.model
