@@ -37,30 +37,30 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
 # `course-autograde class` does, never with nbgrader's Execute in this account: the student's code
 # runs in the course's sandbox (bubblewrap, a uid per slot, limits), answers are judged by the
 # trusted judge from a clean room, and those scores go into the gradebook and autograded/
-# (autograder.formgrader.SandboxedAutograde; it refuses to grade if bubblewrap cannot isolate).
+# (autograder.engines.formgrader.SandboxedAutograde; it refuses to grade if bubblewrap cannot isolate).
 # The course's grader sanitizes the submission itself (it repairs what nbgrader's sanitizing
 # would reject), so nbgrader's own sanitizing step passes the notebook through unchanged.
 c.Autograde.sanitize_preprocessors = []
-c.Autograde.autograde_preprocessors = ["autograder.formgrader.SandboxedAutograde"]
+c.Autograde.autograde_preprocessors = ["autograder.engines.formgrader.SandboxedAutograde"]
 
 # Feedback shows each workbook exercise's worked derivation (computed from its spec by
 # course.core), inserted after the exercise; hidden-test regions are cleared from it, and every
 # graded test cell's outputs (hidden tests' tracebacks) become the trusted judge's summary that
-# course-autograde left in autograded/ (autograder.feedback.ScrubTestOutputs). The list is the
+# course-autograde left in autograded/ (autograder.grading.feedback.ScrubTestOutputs). The list is the
 # autograder's own, so `nbgrader generate_feedback`, the formgrader's Generate Feedback button and
 # `course-autograde` render alike (tests/autograder/test_feedback_paths.py).
-from autograder.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402 -- below the settings it explains
+from autograder.grading.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402 -- below the settings it explains
 
 c.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
 # ... and its maths is MathML, so it reads offline: no MathJax from a CDN (autograder/templates)
-from autograder.feedback import template_basedirs  # noqa: E402 -- below the settings it explains
+from autograder.grading.feedback import template_basedirs  # noqa: E402 -- below the settings it explains
 
 c.HTMLExporter.extra_template_basedirs = template_basedirs()
 
 # The formgrader shows under each hand-graded answer its model answer and marking guide (from
-# source/), and widgets as a short note instead of their repr (autograder/handgrading.py; the guide
+# source/), and widgets as a short note instead of their repr (autograder/grading/handgrading.py; the guide
 # appears only in the formgrader's template, never in feedback).
-c.HTMLExporter.preprocessors = ["autograder.handgrading.ShowMarkingGuide", "autograder.handgrading.WidgetNote"]
+c.HTMLExporter.preprocessors = ["autograder.grading.handgrading.ShowMarkingGuide", "autograder.grading.handgrading.WidgetNote"]
 
 # One release: the guide's plain `nbgrader generate_assignment NAME` writes exactly the committed
 # release/ (which `course build-release` makes). Answer cells get the activity's ``code_stub``

@@ -1,9 +1,16 @@
 """Safe, parallel grading of nbgrader assignments (``course-autograde`` / ``python -m autograder``).
 
-* :mod:`autograder.grader`: the per-submission pipeline on nbgrader's preprocessors
-* :mod:`autograder.sandbox`: bubblewrap + rlimits isolation
-* :mod:`autograder.kernel`: the sandboxed kernel, driven from the grader (execute, harvest)
-* :mod:`autograder.submissions`: finding submissions, sharding
-* :mod:`autograder.report`: grades.csv / grades.json, merging shards
-* :mod:`autograder.feedback`: feedback HTML without hidden tests
+One subpackage per job (``docs/authors/layout.md``):
+
+* :mod:`autograder.grading`: the per-submission pipeline on nbgrader's preprocessors, feedback, hand grading
+* :mod:`autograder.isolation`: the sandbox (bubblewrap + rlimits), warm kernels, the limits
+* :mod:`autograder.judging`: the clean room that computes the values a trusted process judges
+* :mod:`autograder.records`: grades files, late policy, extensions, the term, LMS export
+* :mod:`autograder.reports`: the instructor's class report
+* :mod:`autograder.engines`: the command line, formgrader, grading on submit, Gradescope, CI templates
+* :mod:`autograder.compat`: every place grading relies on the inside of nbgrader and its libraries
 """
+
+from autograder import _moved  # noqa: E402 -- after the docstring, which tools read first
+
+_moved.install()  # old module paths (autograder.grader, autograder.cli, ...) keep working

@@ -5,7 +5,7 @@ Each item is either an explicit subclass passed through the library's own config
 context manager applies only while grading runs and undoes afterwards. None of them is a public
 API of its library, so each is **guarded**: :data:`GUARDS` names the library, the versions the
 item was checked against (:data:`CHECKED`) and a hash of the source of every function it
-overrides, re-implements or reaches into. :func:`require` (called when a :class:`~autograder.grader.Grader`
+overrides, re-implements or reaches into. :func:`require` (called when a :class:`~autograder.grading.grader.Grader`
 is made) stops grading with :class:`CompatError` when the installed version or one of those
 sources differs, saying which library, which version and what to do.
 
@@ -100,7 +100,7 @@ GUARDS: Tuple[Guard, ...] = (
         ("jupyter_client.manager:KernelManager._connect_control_socket", "a0c7c9b00269be1f"),
         ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.launch_kernel", "5a5d3e639018fd53"),
         ("jupyter_client.connect:ConnectionFileMixin._reconcile_connection_info", "5392d13edc8b96ab"),
-        # what the provisioner then does with an adopted process (autograder.warm.WarmProcess)
+        # what the provisioner then does with an adopted process (autograder.isolation.warm.WarmProcess)
         ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.poll", "12ca1197bc501486"),
         ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.wait", "4f17103ed4cb9bd3"),
         ("jupyter_client.provisioning.local_provisioner:LocalProvisioner.send_signal", "66b39929d07b84e9"),

@@ -57,7 +57,7 @@ def make_course(root: Path, chapter: str, plain: bool = False) -> None:
     root.mkdir(parents=True)
     shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
     if plain:  # the course's config makes `nbgrader autograde` sandboxed; the baseline is nbgrader's own
-        from autograder.formgrader import PLAIN_NBGRADER_CONFIG
+        from autograder.engines.formgrader import PLAIN_NBGRADER_CONFIG
 
         with open(root / "nbgrader_config.py", "a") as fh:
             fh.write(PLAIN_NBGRADER_CONFIG)

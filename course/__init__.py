@@ -15,7 +15,17 @@ through other packages, and nothing else)::
     course.progress         ->  course.activities
     course.cli              ->  course.notebook_api
     course.lab_server       ->
-    autograder              ->  course.notebook_api, course
+    course.launch           ->
+    autograder              ->  autograder._moved
+    autograder._moved       ->  course._moved
+    autograder.__main__     ->  autograder.engines
+    autograder.engines      ->  autograder.reports, autograder.records
+    autograder.reports      ->  autograder.grading
+    autograder.records      ->
+    autograder.grading      ->  autograder.judging, course.notebook_api
+    autograder.judging      ->  autograder.isolation, course.notebook_api
+    autograder.isolation    ->  autograder.compat, course
+    autograder.compat       ->
     hub                     ->
 
 ``course.core`` is the numerical core (it imports nothing of the course); ``course.instruments``

@@ -2,7 +2,8 @@
 
 Released notebooks, hidden tests, ``nbgrader_config.py`` and older branches import
 ``course.exercises`` (now :mod:`course.notebook_api`) and ``course.labs.activity`` (now
-:mod:`course.notebook_api.lab_session`). ``import course`` puts :class:`MovedModules` first on
+:mod:`course.notebook_api.lab_session`); the grading side's old module paths are listed in
+:mod:`autograder._moved` and use the same finder. ``import course`` puts :class:`MovedModules` first on
 :data:`sys.meta_path`; importing an old name imports the new module and binds the old name to the
 *same* module object, so ``course.exercises.REGISTRY is course.notebook_api.REGISTRY`` and a test
 that monkeypatches one patches the other.
@@ -26,27 +27,34 @@ MOVED: Dict[str, str] = {
     "course.exercises.feedback": "course.notebook_api.feedback",
     "course.exercises.mastery": "course.notebook_api.mastery",
     "course.labs.activity": "course.notebook_api.lab_session",
+    "course.assess.cleanroom": "course.assess.cleanroom_protocol",
 }
 
 
 class MovedModules:
-    """A :data:`sys.meta_path` finder and loader that binds each old name of :data:`MOVED` to its new module."""
+    """A :data:`sys.meta_path` finder and loader that binds each old name of ``table`` (``{old: new}``,
+    :data:`MOVED` by default) to its new module. An old name is a package when the table lists a
+    module inside it."""
+
+    def __init__(self, table: Dict[str, str] = MOVED):
+        self.table = table
 
     def find_spec(self, name, path=None, target=None):
-        if name not in MOVED:
+        if name not in self.table:
             return None
-        return importlib.machinery.ModuleSpec(name, self, is_package=name == "course.exercises")
+        is_package = any(old.startswith(name + ".") for old in self.table)
+        return importlib.machinery.ModuleSpec(name, self, is_package=is_package)
 
     def create_module(self, spec):
         return None  # a placeholder that exec_module replaces
 
     def exec_module(self, module) -> None:
         # the import system returns whatever sys.modules holds for the name once exec_module is done
-        sys.modules[module.__name__] = importlib.import_module(MOVED[module.__name__])
+        sys.modules[module.__name__] = importlib.import_module(self.table[module.__name__])
 
 
-def install() -> None:
-    """Put one :class:`MovedModules` first on :data:`sys.meta_path` (idempotent), ahead of any finder that
-    could find a stale folder at an old path."""
-    if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
-        sys.meta_path.insert(0, MovedModules())
+def install(table: Dict[str, str] = MOVED) -> None:
+    """Put one :class:`MovedModules` for ``table`` first on :data:`sys.meta_path` (idempotent), ahead of any
+    finder that could find a stale folder at an old path."""
+    if not any(isinstance(finder, MovedModules) and finder.table is table for finder in sys.meta_path):
+        sys.meta_path.insert(0, MovedModules(table))

@@ -69,7 +69,7 @@ TERMINAL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 c.Spawner.args = ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=",
                   f"--ServerApp.terminado_settings=shell_command={TERMINAL_SHELL}"]
 
-# Grading on submit (autograder/on_submit.py): a service that runs as the (first) instructor in their
+# Grading on submit (autograder/engines/on_submit.py): a service that runs as the (first) instructor in their
 # course root, watches the exchange and grades each submission of an assignment the instructor opted
 # in (`course-autograde on-submit enable NAME`) in the course's sandbox, then releases its feedback
 # (at once for a chapter, held for a lab). Nothing is graded until an assignment is opted in.

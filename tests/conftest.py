@@ -9,7 +9,7 @@ fixture is built once per run, not once per worker:
 * ``hub``: tests/hub (Unix users, JupyterHub, its proxy and its own Chromium).
 * every other test module (and every module's doctests) is a group of its own. Modules that grade
   in the sandbox as root may run side by side: each grader claims slot user ids no other grader
-  holds (``autograder.sandbox.slot_uid``).
+  holds (``autograder.isolation.sandbox.slot_uid``).
 
 The groups come from the test's path (:func:`xdist_group_of`), through a scheduler of our own
 (``pytest_xdist_make_scheduler``): pytest-xdist 3.8's own ``loadgroup`` reads

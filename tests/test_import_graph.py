@@ -3,8 +3,8 @@ layer diagram in ``course/__init__.py`` is the import graph; and the engine impo
 
 The graph is read from the source with :mod:`ast` (every ``import`` statement, at module level or
 inside a function), so a cycle hidden in a lazy import is found without running anything. An old
-module name (``course.exercises``, ``course.labs.activity``: :data:`course._moved.MOVED`) counts as
-the module it now names.
+module name (``course.exercises``, ``course.labs.activity``: :data:`course._moved.MOVED`; the grading
+side's, :data:`autograder._moved.MOVED`) counts as the module it now names.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from typing import Dict, Iterable, List, Set, Tuple
 
 import pytest
 
-from course._moved import MOVED
+from autograder._moved import MOVED as GRADING_MOVED
+from course._moved import MOVED as COURSE_MOVED
+
+#: every old module name -> the module that now holds it
+MOVED = {**COURSE_MOVED, **GRADING_MOVED}
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("course", "autograder", "hub")
@@ -113,7 +117,7 @@ def test_the_graph_sees_lazy_and_relative_imports():
     assert "course.assess.registry" in graph["course.assess.kinds"]  # ``from .registry import ...``
     assert "course.activities" in graph["course.notebook_api.lab_session"]  # lazily, inside labs()
     # an old name counts as the module it now names
-    assert "course.notebook_api" in graph["autograder.grader"]  # ``from course.exercises import REGISTRY``
+    assert "course.notebook_api" in graph["autograder.grading.grader"]  # ``from course.exercises import REGISTRY``
 
 
 def test_find_cycle_finds_a_cycle_and_accepts_a_tree():
@@ -255,7 +259,7 @@ WIDGET_STACK = ("bqplot", "pandas", "ipywidgets", "anywidget", "matplotlib")
 #: what every grading or checking kernel (and the grader's judge) imports
 LEAN_ENTRY_POINTS = ("course.notebook_api", "course.exercises", "course.activities", "course.core",
                      "course.assess.checks", "course.notebook_api.lab_session", "course.labs.activity",
-                     "autograder.cleanroom")
+                     "autograder.judging.sandboxed_cleanroom")
 
 
 @pytest.mark.parametrize("module", LEAN_ENTRY_POINTS)
@@ -326,8 +330,14 @@ def test_old_import_paths_are_the_moved_modules():
         assert activity is importlib.import_module("course.notebook_api.lab_session")
         assert LabSession.__module__ == "course.notebook_api.lab_session"
         assert course.exercises.mastery is importlib.import_module("course.notebook_api.mastery")
-        for old, new in sorted(importlib.import_module("course._moved").MOVED.items()):
-            assert importlib.import_module(old) is sys.modules[old] is sys.modules[new], old
+        for table in ("course._moved", "autograder._moved"):
+            for old, new in sorted(importlib.import_module(table).MOVED.items()):
+                assert importlib.import_module(old) is sys.modules[old] is sys.modules[new], old
+        # an instructor's nbgrader_config.py of before the split names classes by their old paths
+        from traitlets.utils.importstring import import_item
+        assert import_item("autograder.formgrader.SandboxedAutograde").__module__ == "autograder.engines.formgrader"
+        from autograder.feedback import FEEDBACK_PREPROCESSORS
+        assert FEEDBACK_PREPROCESSORS is importlib.import_module("autograder.grading.feedback").FEEDBACK_PREPROCESSORS
         print("same modules")
     """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

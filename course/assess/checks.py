@@ -16,7 +16,7 @@ and prints one line per finding, against **this student's own numbers**
 
 In a kernel, what is judged is what grading will read: the notebook's code cells run again from
 the top by the clean room's own program without the course package
-(:mod:`course.assess.cleanroom`); a name only this kernel has (computed with ``course.core``, or in a
+(:mod:`course.assess.cleanroom_protocol`); a name only this kernel has (computed with ``course.core``, or in a
 cell that fails there) is *not yet*, naming the cell and its error. ``validate_exercise`` is the same
 check in a test cell, acting only under ``nbgrader validate``; under grading
 (``NBGRADER_EXECUTION``) a check counts nothing and shows no derivation.
@@ -61,7 +61,7 @@ def whoami(assignment: str, source: str = "workbook") -> None:
 
     ``source`` names where the default numbers come from ("workbook", "lab").
     """
-    from .cleanroom import record_cells
+    from .cleanroom_protocol import record_cells
 
     record_cells()  # the visible checks run again the cells this kernel runs, as grading will
     student, found_in = variants.current_student()
@@ -225,7 +225,7 @@ def assess(ex: Exercise, namespace: dict, variant: Optional[int], exam: bool) ->
     """``(lines, shaped, right)`` of exercise ``ex`` by the grader's rule.
 
     In a kernel the answers judged are those the notebook's code gives when run again from the
-    top by the clean room's own program without the course package (:mod:`course.assess.cleanroom`),
+    top by the clean room's own program without the course package (:mod:`course.assess.cleanroom_protocol`),
     as grading reads them; a name this kernel has that the re-run lacks is *not yet*, with the cell
     that failed. Outside a kernel (a script) the namespace is judged as it is.
     """
@@ -288,7 +288,7 @@ def _plain_or_none(value: Any) -> Any:
 def _grader_view(ex: Exercise, variant: Optional[int]) -> Optional[dict]:
     """What grading will read for ``ex``: ``{"values", "functions" (name: found), "verdicts", "failed",
     "sources"}``, ``{"error": reason}`` if the notebook could not be run again, ``None`` outside a kernel."""
-    from . import cleanroom
+    from . import cleanroom_protocol as cleanroom
 
     found = cleanroom.student_cells(ex.grade_id("_check"))
     if found is None:

@@ -41,7 +41,7 @@ UNPLAIN = "__unplain__"
 RAISED = "__raised__"
 #: key the trusted grader adds to a value part's harvest: the part's names that no code cell of the
 #: submitted notebook assigns (its answer cell is still the release's blank stub), computed from the
-#: notebook's text (:func:`course.assess.cleanroom.bound_names`), never read from the student's process
+#: notebook's text (:func:`course.assess.cleanroom_protocol.bound_names`), never read from the student's process
 UNBOUND = "__unbound__"
 
 

@@ -27,6 +27,7 @@ fp8             FP8 training: GEMMs at the FP8 peak, cast traffic, memory effect
 gemm            a GEMM's achieved speed from its shape (measured ceilings, waves, roofline); attention by length
 plan_terms      the planner's configuration record and its step-time / memory terms
 planner         4D-parallel plan(), vectorized sweep() and explain()
+measurement     measured timings: medians and spread, the alpha-beta fit and its trust, crossovers
 """
 
 from . import units  # noqa: F401 -- course.core.units, which notebooks and hidden tests use as core.units
@@ -51,3 +52,4 @@ from .expert_load import *  # noqa: F401,F403 -- course.core's API is the union 
 from .fp8 import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .checkpointing import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .planner import *  # noqa: F401,F403 -- course.core's API is the union of its modules
+from .measurement import *  # noqa: F401,F403 -- course.core's API is the union of its modules

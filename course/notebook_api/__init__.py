@@ -13,7 +13,7 @@ and its typed ``item``: :mod:`course.assess.items`).
 
 1. Harvest: plain values only, never a judgement. The autograder reads function
    results and assigned names in a clean room without the course package
-   (``autograder/cleanroom.py``) for the parts whose ``judged_in`` is
+   (``autograder/judging/sandboxed_cleanroom.py``) for the parts whose ``judged_in`` is
    ``"clean room"``, and builds each value part's harvest with ``part.harvest``
    on those plain values; the others (a lab answer, a locked prediction) are
    harvested in the student's kernel by ``harvest_json(grade_id, globals(), seed)``.

@@ -61,7 +61,7 @@ def course_parser() -> argparse.ArgumentParser:
 
 
 def autograde_parser() -> argparse.ArgumentParser:
-    from autograder import cli
+    from autograder.engines import cli
 
     return cli.build_parser()
 

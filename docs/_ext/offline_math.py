@@ -1,5 +1,5 @@
 """Maths as MathML (``html_math_renderer = "mathml"`` in ``conf.py``), drawn by the browser itself: the site loads no MathJax from a CDN, so it reads
-offline (the same choice as the course's feedback, :mod:`autograder.offline_maths`).
+offline (the same choice as the course's feedback, :mod:`autograder.grading.offline_maths`).
 
 A formula latex2mathml cannot convert is shown as its TeX source in ``<code>`` and reported as a
 warning, so a CI build with ``-W`` names it.

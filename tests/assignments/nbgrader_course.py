@@ -24,7 +24,7 @@ from typing import Dict, Tuple
 
 import nbformat
 
-from autograder.formgrader import PLAIN_NBGRADER_CONFIG
+from autograder.engines.formgrader import PLAIN_NBGRADER_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 

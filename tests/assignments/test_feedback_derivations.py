@@ -43,7 +43,7 @@ def test_each_derivation_appears_once_in_feedback(tmp_path):
 def test_currency_renders_as_dollars_not_maths():
     from nbconvert import HTMLExporter
 
-    from autograder.offline_maths import MathToMathML
+    from autograder.grading.offline_maths import MathToMathML
     from course.activities import SYLLABUS
     from course.assess.spec import derivation_markdown, spec_for
     from course.assess.variants import variant_of

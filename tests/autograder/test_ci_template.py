@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder import ci_template
+from autograder.engines import ci_template
 
 from . import attacks
 from .course_dir import CHAPTER, make_course, release, solution, submit, with_first_answer, with_wrong_first_answer

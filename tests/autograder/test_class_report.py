@@ -340,7 +340,7 @@ def test_the_page_names_no_key_and_carries_everything_itself(graded):
 
 
 def test_anonymised_export_keeps_no_identifier(graded):
-    from autograder.classreport.anonymise import pseudonym
+    from autograder.reports.anonymise import pseudonym
 
     folder = graded["base"] / "research"
     text = (folder / "report.json").read_text() + (folder / "report.html").read_text()

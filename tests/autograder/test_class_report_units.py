@@ -6,8 +6,8 @@ import statistics
 
 import pytest
 
-from autograder.classreport import catalog, stats
-from autograder.classreport.anonymise import anonymise
+from autograder.reports import catalog, stats
+from autograder.reports.anonymise import anonymise
 from course.exercises import judge_json
 
 
@@ -84,7 +84,7 @@ def test_a_short_salt_is_refused():
 def test_a_notebook_the_grader_could_not_read_is_left_out_of_the_item_statistics(tmp_path):
     """Counted are the students whose submission the grader could run or read: a file that is not a
     notebook has no answers, like a missing one, and its zeros would only lower every part's share right."""
-    from autograder.classreport.build import assignment_report
+    from autograder.reports.build import assignment_report
 
     parts = catalog.parts("ch02_gradient_accumulation")
 
@@ -106,7 +106,7 @@ def test_a_notebook_the_grader_could_not_read_is_left_out_of_the_item_statistics
 def test_wrong_answers_read_as_lines_at_1200_px(browser):
     """At 1,200 px the 'classified wrong answers' column was squeezed to ~160 px, a few words a line (student
     audit): each class the feedback hints use, with its count, reads on one line, two for the longest."""
-    from autograder.classreport.render import CSS, _parts
+    from autograder.reports.render import CSS, _parts
 
     labels = list(dict.fromkeys(catalog.class_labels().values()))
     long_first = sorted(labels, key=len, reverse=True)[:4] + ["not answered"]
@@ -142,7 +142,7 @@ def test_wrong_answers_read_as_lines_at_1200_px(browser):
 
 
 def test_counts_read_in_the_number_they_ask_for():
-    from autograder.classreport.render import _parts, counted
+    from autograder.reports.render import _parts, counted
 
     assert [counted(1, "part"), counted(2, "part"), counted(0, "student"), counted(1.0, "pt", "pts")] == [
         "1 part", "2 parts", "0 students", "1 pt"]

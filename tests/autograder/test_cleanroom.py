@@ -1,4 +1,4 @@
-"""The clean room (:mod:`autograder.cleanroom`): what it can reach, and what its answer must look like."""
+"""The clean room (:mod:`autograder.judging.sandboxed_cleanroom`): what it can reach, and what its answer must look like."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import cleanroom, sandbox
+from autograder.judging import sandboxed_cleanroom as cleanroom
+from autograder.isolation import sandbox
 
 SPLIT = {"functions": ["ch02_ex2_4"], "values": ["ch02_ex2_1"], "kernel": []}
 
@@ -75,7 +76,7 @@ def test_code_cells_leave_out_the_instructors_test_cells():
 def test_clean_room_holds_the_students_code_and_nothing_of_the_course(tmp_path):
     """Helpers from other cells work, failing cells are skipped, the course package is unreachable."""
     probe_names = ["course.core", "course.assess.registry", "course.assess.kinds", "autograder",
-                   "autograder.cleanroom", "nbgrader"]
+                   "autograder.judging.sandboxed_cleanroom", "nbgrader"]
     nb = new_notebook(cells=[
         new_code_cell("from course.exercises import check\ncheck('2.4', globals())"),
         new_code_cell("def _product(a, b, c):\n    return a * b * c"),

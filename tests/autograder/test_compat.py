@@ -61,7 +61,7 @@ def test_a_missing_function_trips_the_guard(monkeypatch):
 
 
 def test_a_grader_refuses_to_start_when_a_guard_trips(tmp_path, monkeypatch):
-    from autograder.grader import Grader
+    from autograder.grading.grader import Grader
 
     monkeypatch.setattr(compat, "_VERIFIED", False)
     monkeypatch.setattr(compat, "installed_version", lambda library: "0.0.1")
@@ -114,7 +114,7 @@ def test_cached_metadata_schema_applies_only_while_active_and_raises_as_jsonsche
 
 
 def test_the_cli_says_why_grading_stopped(tmp_path, monkeypatch, capsys):
-    from autograder import cli
+    from autograder.engines import cli
 
     # the class mode as far as it makes its Grader (what every grading mode does first)
     monkeypatch.setattr(cli, "_class", lambda args, root: cli._make_grader(args, root, args.assignment) and 0)

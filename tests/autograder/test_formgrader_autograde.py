@@ -2,7 +2,7 @@
 
 The button calls ``NbGraderAPI.autograde(assignment, student)`` in the instructor's Jupyter
 server; ``nbgrader_config.py`` makes nbgrader's Autograde converter grade with the course's
-sandboxed grader (:mod:`autograder.formgrader`). Here the API is called the way the button calls
+sandboxed grader (:mod:`autograder.engines.formgrader`). Here the API is called the way the button calls
 it (one process, the course's configuration, one student at a time) for honest, wrong and hostile
 submissions; then ``course-autograde class`` grades the same submissions and every part must score
 the same. A submission that reports who runs it and writes into the course root shows that its
@@ -21,7 +21,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder import sandbox
+from autograder.isolation import sandbox
 
 from . import attacks
 from .conftest import _with_answer
@@ -161,7 +161,7 @@ def test_honest_submissions_log_no_checksum_warnings(course):
 
 def test_the_button_writes_the_judges_summaries_for_feedback(course):
     """autograded/ carries the trusted judge's summary, so Generate Feedback shows its reason."""
-    from autograder.feedback import SUMMARY_KEY
+    from autograder.grading.feedback import SUMMARY_KEY
 
     cells = [c for c in course["autograded"]["bo"].cells if SUMMARY_KEY in c.get("metadata", {})]
     assert cells and any("does not match" in json.dumps(c.metadata[SUMMARY_KEY]) for c in cells)
@@ -173,14 +173,14 @@ def test_the_button_refuses_to_run_student_code_without_the_sandbox(monkeypatch,
 
     from nbgrader.converters.base import NbGraderException
 
-    import autograder.grader
-    from autograder.formgrader import SandboxedAutograde
+    import autograder.grading.grader
+    from autograder.engines.formgrader import SandboxedAutograde
 
     def must_not_grade(*args, **kwargs):
         raise AssertionError("graded without a sandbox")
 
     monkeypatch.setattr(sandbox, "probe", lambda: "bubblewrap (bwrap) is not installed")
-    monkeypatch.setattr(autograder.grader, "Grader", must_not_grade)
+    monkeypatch.setattr(autograder.grading.grader, "Grader", must_not_grade)
     step = SandboxedAutograde()
     step._coursedir = lambda: SimpleNamespace(root=str(tmp_path), submitted_directory="submitted",
                                               format_path=lambda *parts: str(tmp_path.joinpath(*parts)))

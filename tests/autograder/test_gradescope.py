@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import gradescope
+from autograder.engines import gradescope
 
 from . import attacks
 from .conftest import LIMITS

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder import ci_template
+from autograder.engines import ci_template
 
 from .course_dir import CHAPTER, ROOT, make_course, solution, submit, with_wrong_first_answer
 

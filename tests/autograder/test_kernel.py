@@ -1,4 +1,4 @@
-"""The grader-driven kernel (:mod:`autograder.kernel`): output cap, harvest, deadline, no-bwrap fallback."""
+"""The grader-driven kernel (:mod:`autograder.isolation.kernel`): output cap, harvest, deadline, no-bwrap fallback."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import kernel, sandbox
+from autograder.isolation import kernel, sandbox
 
 
 class _Stream:

@@ -1,4 +1,4 @@
-"""The grading limits are declared once (autograder.limits.GradingLimits) and every engine reads that declaration:
+"""The grading limits are declared once (autograder.isolation.limits.GradingLimits) and every engine reads that declaration:
 the command line (over nbgrader_config.py), the formgrader, the Gradescope bundle and the sandbox."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from traitlets.config import Config
 
-from autograder import gradescope, sandbox
-from autograder.cli import build_parser
-from autograder.formgrader import SandboxedAutograde
-from autograder.limits import GradingLimits
-from autograder.options import limits
+from autograder.engines import gradescope
+from autograder.isolation import sandbox
+from autograder.engines.cli import build_parser
+from autograder.engines.formgrader import SandboxedAutograde
+from autograder.isolation.limits import GradingLimits
+from autograder.engines.options import limits
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("cell_timeout", "timeout", "memory_mb", "max_processes", "scratch_mb")

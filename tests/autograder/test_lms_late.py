@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from autograder import late, lms
+from autograder.records import late, lms
 
 from .course_dir import CHAPTER, make_course, nbgrader_env, release, solution, submit, with_wrong_first_answer
 

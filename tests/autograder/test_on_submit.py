@@ -58,7 +58,7 @@ def course(tmp_path):
 
 
 def test_labs_hold_feedback_and_chapters_release_it_unless_told(tmp_path):
-    from autograder import on_submit
+    from autograder.engines import on_submit
 
     assert on_submit.enable(tmp_path, "lab05_parallelism_paradox")["hold"] is True
     assert on_submit.enable(tmp_path, CHAPTER)["hold"] is False

@@ -8,9 +8,9 @@ import copy
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder import sandbox
-from autograder.grader import Grader
-from autograder.submissions import discover
+from autograder.isolation import sandbox
+from autograder.grading.grader import Grader
+from autograder.grading.submissions import discover
 
 from .course_dir import CHAPTER, grade_id, make_course, solution, submit
 

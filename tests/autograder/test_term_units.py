@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from autograder import late, term
+from autograder.records import late, term
 
 
 def _row(student, assignment, score, max_score=8.0):

@@ -8,9 +8,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from autograder import report, sandbox
-from autograder.feedback import scrub_test_outputs
-from autograder.submissions import discover, in_shard, parse_shard
+from autograder.records import grades as report
+from autograder.isolation import sandbox
+from autograder.grading.feedback import scrub_test_outputs
+from autograder.grading.submissions import discover, in_shard, parse_shard
 from course.assess.registry import Verdict
 
 
@@ -76,7 +77,7 @@ def test_a_zip_is_unpacked_into_the_callers_folder_and_nothing_is_left_in_tmp(tm
 def test_a_throw_away_course_is_removed_also_when_making_it_fails(tmp_path, monkeypatch):
     import tempfile
 
-    from autograder.options import temporary_course
+    from autograder.engines.options import temporary_course
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -153,7 +154,7 @@ def test_feedback_says_what_the_visible_check_compared(monkeypatch):
     """A Derive part's feedback must describe the visible check the student really had: against
     their own key (variants) by default, type and units only in exam mode; a lab part has none."""
     import course.assess.variants as variants
-    from autograder.feedback import part_summary
+    from autograder.grading.feedback import part_summary
 
     text = part_summary("ch02_ex2_1", 1.0, Verdict(0.0, "`accum_steps` does not match the expected value"))
     assert text.startswith("0 of 1 points: `accum_steps` does not match")
@@ -170,6 +171,6 @@ def test_feedback_says_what_the_visible_check_compared(monkeypatch):
 ])
 def test_a_reason_names_its_cells_with_a_verb_that_agrees(numbers, expected):
     # a student read "cell 22, 23 has a syntax error" in a grading run with two broken cells
-    from autograder.grader import cells_words
+    from autograder.grading.grader import cells_words
 
     assert cells_words(numbers, "has a syntax error", "have a syntax error") == expected

@@ -1,4 +1,4 @@
-"""Kernels forked from the pre-warmed zygote (:mod:`autograder.warm`) are isolated as bwrap isolates
+"""Kernels forked from the pre-warmed zygote (:mod:`autograder.isolation.warm`) are isolated as bwrap isolates
 them: the same probe notebook, run both ways, sees the same user, capabilities, limits, file
 system, processes, network and environment; and what one forked kernel does is not seen by the
 next one or by the zygote."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import kernel, sandbox, warm
+from autograder.isolation import kernel, sandbox, warm
 
 pytestmark = [
     pytest.mark.slow,

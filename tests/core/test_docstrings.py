@@ -11,10 +11,12 @@ import re
 import pytest
 
 from course.core import (catalog, checkpointing, collectives, context_parallel, data_parallel, economics, fp8, layer_cost, lr,
-                         memory, moe, moe_capacity, pipeline, planner, precision, reliability, sgd, tensor, zero)
+                         measurement, memory, moe, moe_capacity, pipeline, planner, precision, reliability, sgd, tensor,
+                         zero)
 
 MODULES = (collectives, memory, pipeline, tensor, data_parallel, lr, reliability, precision,
-           economics, sgd, catalog, planner, layer_cost, zero, context_parallel, moe, moe_capacity, fp8, checkpointing)
+           economics, sgd, catalog, planner, layer_cost, zero, context_parallel, moe, moe_capacity, fp8, checkpointing,
+           measurement)
 
 PUBLIC_FUNCTIONS = sorted(
     {(module.__name__.rsplit(".", 1)[1], name): getattr(module, name)

@@ -141,7 +141,7 @@ def test_tutorial_shows_what_its_commands_printed(page):
 
 def test_course_autograde_reference_lists_every_option(page):
     """Generated from the parser: every option of every mode appears on the page."""
-    from autograder.cli import build_parser
+    from autograder.engines.cli import build_parser
 
     page.goto(page.site + "/reference/course-autograde.html")
     text = page.locator("main").inner_text()

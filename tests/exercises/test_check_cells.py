@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from course.assess import cleanroom
+from course.assess import cleanroom_protocol as cleanroom
 
 
 def _nb(path, cells):

@@ -3,7 +3,7 @@ feedback's maths step never read a price as maths, and no float prints as ``8e+0
 
 For 30 students and every workbook exercise, after removing code spans and well-formed maths
 (``$...$`` on one line, ``$$...$$``), no unescaped ``$``, no ``^`` and no e-notation is left; and
-the feedback's maths step (:mod:`autograder.offline_maths`) turns no currency into MathML.
+the feedback's maths step (:mod:`autograder.grading.offline_maths`) turns no currency into MathML.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_nothing_outside_maths_reads_as_maths_or_e_notation(activity):
 
 
 def test_currency_stays_text_in_the_feedback_maths_step():
-    from autograder.offline_maths import to_mathml
+    from autograder.grading.offline_maths import to_mathml
 
     for activity in CHAPTERS:
         for number, text in _texts(activity):

@@ -6,7 +6,7 @@ package (numpy, the instruments): about a second of CPU per submission, every ti
 *zygote* does that work once: a fresh process of this interpreter, started as root with the
 sandbox's environment, that imports those modules and nothing else, runs no student code and
 holds nothing of the grader. Per submission it forks, and the fork isolates itself as
-:mod:`autograder.sandbox` isolates a kernel that bwrap starts (same namespaces, file system,
+:mod:`autograder.isolation.sandbox` isolates a kernel that bwrap starts (same namespaces, file system,
 limits, uid), before a line of the student's notebook runs:
 
 * ``A`` (the fork, root, outside the sandbox) starts a new session, unshares the mount, PID,
@@ -14,11 +14,11 @@ limits, uid), before a line of the student's notebook runs:
   grader's deadline) kills ``B`` (parent-death signal, and a pipe ``B`` checks) and with it,
   as PID 1 of the new PID namespace, every process the notebook started.
 * ``B`` (PID 1) builds the file system on a fresh tmpfs and pivots into it: the allow-list of
-  :func:`autograder.sandbox.readable_paths` bound read-only (every submount re-mounted read-only
+  :func:`autograder.isolation.sandbox.readable_paths` bound read-only (every submount re-mounted read-only
   too), the kernel's socket folder bound read-write, ``/scratch`` a tmpfs capped at
   ``Limits.scratch_bytes``, ``/scratch-input`` the prepared scratch copy read-only, a minimal
   ``/dev`` and a ``/proc`` of the new PID namespace; loopback up, no other network. It sets the
-  rlimits of :func:`autograder.sandbox.prlimit_prefix`, drops every capability (bounding set,
+  rlimits of :func:`autograder.isolation.sandbox.prlimit_prefix`, drops every capability (bounding set,
   inheritable, ambient) and becomes the worker slot's own uid with no supplementary groups and
   ``no_new_privs``. Then it forks ``C`` and reaps until ``C`` ends.
 * ``C`` starts its own session, closes every inherited descriptor, copies ``/scratch-input``
@@ -395,7 +395,7 @@ class Zygote:
 
     def __init__(self, env: dict):
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        code = f"from autograder.warm import serve; serve({child.fileno()})"
+        code = f"from autograder.isolation.warm import serve; serve({child.fileno()})"
         self.proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd="/", pass_fds=[child.fileno()],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)

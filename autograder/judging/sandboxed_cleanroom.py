@@ -8,7 +8,7 @@ course's implementation:
 * the code is the code cells of the submitted notebook *file* (sanitized; the
   instructor's test cells are left out), not anything from the kernel that ran
   the notebook, so no code that ran there can reach this process;
-* the sandbox (:func:`autograder.sandbox.command` with ``course_visible=False``)
+* the sandbox (:func:`autograder.isolation.sandbox.command` with ``course_visible=False``)
   binds neither the ``course`` nor the ``autograder`` package, nor the repo, and
   masks them if they are installed in site-packages: no ``course.core``, no keys,
   no registry, under any name. A harmless stand-in ``course`` package (visible
@@ -52,11 +52,11 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from . import sandbox
+from ..isolation import sandbox
 
 # The clean room's program and stand-in package are the engine's, so the visible check runs the very
-# same program on the student's cells (course.assess.cleanroom).
-from course.assess.cleanroom import (  # noqa: E402,F401 -- re-exported (autograder.cleanroom.RUNNER_PATH ...), below the comment that says why
+# same program on the student's cells (course.assess.cleanroom_protocol).
+from course.assess.cleanroom_protocol import (  # noqa: E402,F401 -- re-exported (autograder.judging.sandboxed_cleanroom.RUNNER_PATH ...), below the comment that says why
     MAX_RESULT_BYTES, PROGRESS_MARK, RAISED, RESULT_MARK, RUNNER_PATH, STUB_EXERCISES, bound_names, harvests_for_parts,
     numbered_code_cells, request_for_parts, syntax_errors, write_room,
 )

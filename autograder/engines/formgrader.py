@@ -5,7 +5,7 @@ nbgrader's ``Autograde`` converter runs two lists of preprocessors on each submi
 code in a kernel of the grader's own account. ``nbgrader_config.py`` replaces them: sanitizing
 is left to the course's grader (an empty first list), and the second list is
 :class:`SandboxedAutograde` alone, which grades the collected submission exactly as
-``course-autograde class`` does (:meth:`autograder.grader.Grader.grade_one`: the kernel and the
+``course-autograde class`` does (:meth:`autograder.grading.grader.Grader.grade_one`: the kernel and the
 clean room in the sandbox, one uid per slot, the limits, the trusted judge) and records the same
 scores in the gradebook and the same notebook in ``autograded/``. nbgrader keeps what is its own:
 finding the submission, the student and submission rows with their timestamp, ``--force``, the
@@ -28,7 +28,7 @@ from traitlets import Bool, Integer
 
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 
-from .limits import GradingLimits
+from ..isolation.limits import GradingLimits
 
 #: lines for a copy of ``nbgrader_config.py`` that put nbgrader's own autograde steps back (its
 #: ``Execute``, in the grader's account, trusting the kernel): only for comparing with plain nbgrader
@@ -79,7 +79,7 @@ def _release_slot(slot: int) -> None:
 class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
     """Grades the collected submission with the course's sandboxed grader, in place of ``Execute``.
 
-    Its limits are :class:`~autograder.limits.GradingLimits` (``c.GradingLimits.*`` in
+    Its limits are :class:`~autograder.isolation.limits.GradingLimits` (``c.GradingLimits.*`` in
     ``nbgrader_config.py``, or the older ``c.SandboxedAutograde.*``), the same the command line reads.
 
     The notebook nbgrader hands in is its copy of ``submitted/<student>/<assignment>/``; the grader
@@ -108,9 +108,9 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
     def preprocess(self, nb, resources):
         from nbgrader.converters.base import NbGraderException
 
-        from . import sandbox
-        from .grader import Grader
-        from .submissions import collected
+        from ..isolation import sandbox
+        from ..grading.grader import Grader
+        from ..grading.submissions import collected
 
         info = resources["nbgrader"]
         student, assignment = info["student"], info["assignment"]
@@ -135,13 +135,13 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
             _release_slot(slot)
         if row["status"] == "error":
             raise NbGraderException(f"{student}: {row['reason']}")
-        from . import term
+        from ..records import term
 
         # the same grades.json `course-autograde class` writes: refresh, report and term find it
         term.record_rows(coursedir.root, assignment, [row],
                          {"assignment": assignment, "seed": seed, "isolation": grader.isolation,
                           "limits": vars(grader.limits), "shard": "formgrader"})
-        from .report import summary_line
+        from ..records.grades import summary_line
 
         self.log.info("%s", summary_line(row, grader.isolation, seed))
         graded = Path(grader.root) / "autograded" / student / assignment / f"{grader.assignment.notebook}.ipynb"

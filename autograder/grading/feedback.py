@@ -31,11 +31,11 @@ if TYPE_CHECKING:
 
 def template_basedirs():
     """nbgrader's templates, then the course's: its ``feedback/mathjax.html.j2`` loads no MathJax
-    from a CDN, since :mod:`autograder.offline_maths` has made the maths MathML already."""
+    from a CDN, since :mod:`autograder.grading.offline_maths` has made the maths MathML already."""
     import nbgrader
 
     return [os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")]
+            os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")]
 
 
 def _template_config():
@@ -59,11 +59,11 @@ def _template_config():
 FEEDBACK_PREPROCESSORS = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
-    "autograder.feedback.ScrubTestOutputs",
-    "autograder.handgrading.WidgetNote",
-    "autograder.handgrading.NotAnswered",
+    "autograder.grading.feedback.ScrubTestOutputs",
+    "autograder.grading.handgrading.WidgetNote",
+    "autograder.grading.handgrading.NotAnswered",
     "course.exercises.feedback.InsertDerivations",
-    "autograder.offline_maths.MathToMathML",
+    "autograder.grading.offline_maths.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 #: cell metadata key where ``course-autograde`` leaves each graded test cell's summary in
@@ -174,7 +174,7 @@ def _is_registered(grade_id) -> bool:
 
 from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402 (enabled by default, unlike nbconvert's)
 
-from . import compat  # noqa: E402 -- beside the nbgrader import it quiets
+from .. import compat  # noqa: E402 -- beside the nbgrader import it quiets
 
 # no "display_data_priority not recognized" warnings on Generate Feedback (autograder/compat.py)
 compat.accept_display_data_priority()

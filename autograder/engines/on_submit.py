@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from . import term
+from ..records import term
 
 SETTINGS = "on-submit.json"
 QUEUE = "queue.json"
@@ -174,10 +174,10 @@ class Service:
         _save_queue(self.root, assignment, entries)
 
     def _grade(self, assignment: str, options: dict, entries: Dict[str, dict], key: str) -> None:
-        from . import late
-        from .grader import Grader
-        from .report import summary_line
-        from .submissions import collected
+        from ..records import late
+        from ..grading.grader import Grader
+        from ..records.grades import summary_line
+        from ..grading.submissions import collected
 
         entry = entries[key]
         student = entry["student"]
@@ -248,7 +248,7 @@ class Service:
 def _gradebook_due(root: Path, assignment: str):
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .late import parse_time
+    from ..records.late import parse_time
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         try:

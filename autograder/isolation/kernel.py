@@ -1,13 +1,13 @@
 """Execute one submission in a sandboxed kernel that the grader drives.
 
-Only the student's kernel runs in the sandbox (:mod:`autograder.sandbox`:
+Only the student's kernel runs in the sandbox (:mod:`autograder.isolation.sandbox`:
 bubblewrap namespaces and rlimits). nbclient runs here, in the grader's worker
 thread, and talks to the kernel over ZeroMQ IPC sockets in a directory that is
 bound into the sandbox at the same path (the sandbox has no network, so TCP
 cannot reach it). This costs one Python process per submission, the kernel,
 where running nbclient inside the sandbox cost two. When the grader runs as
 root, that kernel is not started but forked from a pre-warmed interpreter
-(:mod:`autograder.warm`) that builds the same sandbox itself before any
+(:mod:`autograder.isolation.warm`) that builds the same sandbox itself before any
 student code runs; otherwise bwrap starts it.
 
 Everything the kernel sends is hostile, so:
@@ -48,7 +48,8 @@ from nbclient import NotebookClient
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_output
 
-from . import compat, sandbox, warm
+from .. import compat
+from . import sandbox, warm
 
 #: prefix of the line a harvest cell prints; read from that cell's stdout only
 HARVEST_MARK = "AUTOGRADER-HARVEST:"
@@ -117,7 +118,7 @@ class SandboxedKernelManager(compat.HookedKernelManager):
         self._sandbox_prefix = list(prefix)
         self._sockets_dir = sockets_dir
         self._uid = uid
-        self._warm_request = warm_request  # set: the kernel is forked by the zygote (:mod:`autograder.warm`)
+        self._warm_request = warm_request  # set: the kernel is forked by the zygote (:mod:`autograder.isolation.warm`)
         self._warm_process: Optional[warm.WarmProcess] = None
 
     def client(self, **kwargs):
@@ -125,7 +126,7 @@ class SandboxedKernelManager(compat.HookedKernelManager):
         return super().client(**kwargs)
 
     def adopt_process(self, kernel_cmd: list):
-        """The kernel forked by the zygote (:mod:`autograder.warm`) when warm; None: launch it sandboxed."""
+        """The kernel forked by the zygote (:mod:`autograder.isolation.warm`) when warm; None: launch it sandboxed."""
         if self._uid is not None:  # the kernel runs as the worker slot's user: hand it its files
             for path in [self._sockets_dir, *self._sockets_dir.iterdir()]:
                 os.chown(path, self._uid, self._uid)

@@ -6,7 +6,7 @@ Per submission (:meth:`Grader.grade_one`), in this order:
    ``DeduplicateIds``, ``OverwriteKernelspec``, ``OverwriteCells`` (deleted
    graded cells are put back) and ``CheckCellMetadata``; cells whose nbgrader
    metadata names no known cell lose that metadata first.
-2. *execute + harvest* (:mod:`autograder.kernel`): the notebook runs in its own
+2. *execute + harvest* (:mod:`autograder.isolation.kernel`): the notebook runs in its own
    kernel, the only process in the sandbox, driven by nbclient from this
    process; afterwards the same kernel harvests every registered part into
    plain JSON values.
@@ -17,7 +17,7 @@ Per submission (:meth:`Grader.grade_one`), in this order:
    ``SaveAutoGrades`` and ``AssignLatePenalties`` on the executed notebook,
    then the judged parts' scores overwrite the in-kernel ones. Manually graded
    cells stay for the formgrader.
-5. *feedback*: :mod:`autograder.feedback`; during :meth:`Grader.grade_all` rendered by
+5. *feedback*: :mod:`autograder.grading.feedback`; during :meth:`Grader.grade_all` rendered by
    worker processes (each keeps one nbconvert exporter) while the grading threads go
    on with the next submissions, else in the grading thread.
 
@@ -44,7 +44,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 import nbformat
 
-from . import cleanroom, compat, kernel, sandbox
+from ..judging import sandboxed_cleanroom as cleanroom
+from .. import compat
+from ..isolation import kernel, sandbox
 from .submissions import Submission
 
 if TYPE_CHECKING:  # the judge's record; imported where judging happens (the course package loads lazily)
@@ -185,7 +187,7 @@ class Grader:
 
     def _resources(self, student: str) -> dict:
         # metadata.path: the graded notebook's folder, as nbconvert gives it for a file (feedback reads
-        # the submission's predictions.json there: autograder.handgrading.WidgetNote)
+        # the submission's predictions.json there: autograder.grading.handgrading.WidgetNote)
         folder = self.root / "autograded" / student / self.assignment_name
         return {"unique_key": self.assignment.notebook,
                 "metadata": {"name": self.assignment.notebook, "path": str(folder)},
@@ -333,7 +335,7 @@ class Grader:
 
     def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
         """Execute the notebook (and harvest lab parts) in the kernel's sandbox, and evaluate function
-        parts and workbook answers in a clean room (:mod:`autograder.cleanroom`); return outputs,
+        parts and workbook answers in a clean room (:mod:`autograder.judging.sandboxed_cleanroom`); return outputs,
         harvests and a status."""
         # the kernel's IPC socket paths live under here, and Unix socket paths end at 107 bytes
         base = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 48 else "/tmp"
@@ -839,10 +841,10 @@ class _FeedbackWorkers:
     def __init__(self, count: int):
         import subprocess
 
-        code = "from autograder.grader import _feedback_worker; _feedback_worker()"
+        code = "from autograder.grading.grader import _feedback_worker; _feedback_worker()"
         self.idle: "queue.Queue" = queue.Queue()
         self.procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, cwd=str(Path(__file__).resolve().parent.parent))
+                                       stdout=subprocess.PIPE, cwd=str(Path(__file__).resolve().parents[2]))
                       for _ in range(count)]
         for proc in self.procs:
             self.idle.put(proc)
@@ -905,7 +907,7 @@ def _feedback_worker() -> None:
 
 
 def _feedback_html(nb, resources: dict, verdicts, db_url: str, gradebook_lock=None) -> str:
-    """The feedback HTML of one graded notebook (:mod:`autograder.feedback`): only the scores come
+    """The feedback HTML of one graded notebook (:mod:`autograder.grading.feedback`): only the scores come
     from the gradebook (under ``gradebook_lock`` when given); runs in a worker process or thread."""
     from .feedback import feedback_notebook, render_feedback
 

@@ -14,14 +14,14 @@ files in ``/autograder/submission`` and ``/autograder/submission_metadata.json``
   ``/autograder/venv`` with exactly ``requirements.lock`` (the repository's lock, verbatim, installed
   as ``dev.py`` installs it: ``--no-deps``, then ``pip check``) and the course package (``package/``,
   not editable);
-* ``run_autograder``: ``python -m autograder.gradescope --root /autograder``;
+* ``run_autograder``: ``python -m autograder.engines.gradescope --root /autograder``;
 * ``course_root/``: ``nbgrader_config.py``, ``source/<assignment>/`` and a fresh ``gradebook.db``
   holding only that assignment (no student of the instructor's own gradebook);
 * ``settings.json``: the assignment, limits, probe seed (``null``: random per submission,
   recorded in ``extra_data``), which user field is the student id, the parts graded on hidden
   tests, and whether grading without bubblewrap is refused.
 
-:func:`run` grades one submission with :class:`autograder.grader.Grader`, the class mode's own
+:func:`run` grades one submission with :class:`autograder.grading.grader.Grader`, the class mode's own
 pipeline (sanitize, sandboxed kernel, clean room, trusted judge), with one worker, and turns its
 result row into ``results.json`` (:func:`results_json`). The root is ``--root`` or the
 ``AUTOGRADER_ROOT`` environment variable (default ``/autograder``), so a test runs the bundle in a
@@ -40,9 +40,9 @@ import zipfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from . import sandbox
+from ..isolation import sandbox
 from .options import limits, temporary_course
-from .submissions import STUDENT_ID, Submission, _from_zip, _pick_notebook
+from ..grading.submissions import STUDENT_ID, Submission, _from_zip, _pick_notebook
 
 #: where Gradescope mounts everything (``--root`` / ``AUTOGRADER_ROOT`` override it)
 DEFAULT_ROOT = "/autograder"
@@ -50,7 +50,7 @@ ROOT_ENV = "AUTOGRADER_ROOT"
 #: which field of submission_metadata.json's user is the course's student id
 STUDENT_KEYS = ("email", "email_login", "sid", "id")
 #: the repository this module belongs to (its package, pins and nbgrader_config.py go in the bundle)
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: what of the repository the bundle's package/ holds (enough for ``pip install package/``)
 PACKAGE_FILES = ("pyproject.toml", "README.md")
 PACKAGE_DIRS = ("course", "autograder")
@@ -73,7 +73,7 @@ python3 -m venv "$ROOT/venv"
 "$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps "$HERE/package"
 "$ROOT/venv/bin/python" -m pip check --disable-pip-version-check
 # fail the image build, not every student's run, if the sandbox cannot work in this container
-"$ROOT/venv/bin/python" -m autograder.gradescope --root "$ROOT" --check
+"$ROOT/venv/bin/python" -m autograder.engines.gradescope --root "$ROOT" --check
 """.replace("@LOCK@", LOCK)
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -82,7 +82,7 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
-exec "$PYTHON" -m autograder.gradescope --root "$ROOT"
+exec "$PYTHON" -m autograder.engines.gradescope --root "$ROOT"
 """
 
 
@@ -259,7 +259,7 @@ def grade(root: Path) -> dict:
             seed = random.SystemRandom().randrange(2**31)
         import warnings
 
-        from .grader import Grader
+        from ..grading.grader import Grader
 
         warnings.filterwarnings("ignore", message=".*not in session.*")  # as grade_all: nbgrader's SQLAlchemy noise
         grader = Grader(root / "source" / "course_root", settings["assignment"], workers=1,
@@ -320,7 +320,7 @@ def _cli_bundle(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.gradescope",
+    parser = argparse.ArgumentParser(prog="python -m autograder.engines.gradescope",
                                      description="Gradescope's run_autograder: grade one submission")
     parser.add_argument("--root", default=os.environ.get(ROOT_ENV, DEFAULT_ROOT),
                         help=f"Gradescope's root (default: ${ROOT_ENV} or {DEFAULT_ROOT})")

@@ -73,7 +73,7 @@ def locked(folder: Path) -> Iterator[None]:
 def record_rows(root, assignment: str, rows: List[dict], meta: dict) -> Path:
     """Put ``rows`` into the assignment's ``grades.json``/``grades.csv``/``canvas.csv``, keeping every
     other student's row (the formgrader and grading on submit grade one student at a time)."""
-    from . import report
+    from . import grades as report
 
     folder = grades_dir(root, assignment)
     with locked(folder):

@@ -71,7 +71,7 @@ def apply(results: Iterable[dict], timestamps: Dict[str, Optional[str]], due: Op
 
     With no due date every ``final_score`` is the graded score; a submission without a
     timestamp (a plain folder of notebooks) is not penalised and says so. ``extensions``
-    (``{student: autograder.term.Extension}``) gives a student their own due date, recorded as
+    (``{student: autograder.records.term.Extension}``) gives a student their own due date, recorded as
     ``late.extension`` with the assignment's ``late.class_due``.
     """
     out = []

@@ -1,6 +1,6 @@
 """The clean room's program, shared by grading and the visible check.
 
-Grading (``autograder/cleanroom.py``) runs :mod:`course.assess.cleanroom_runner` in a sandbox that holds
+Grading (``autograder/judging/sandboxed_cleanroom.py``) runs :mod:`course.assess.cleanroom_runner` in a sandbox that holds
 no course package; the visible check (:mod:`course.assess.checks`) runs the same
 program, unsandboxed, from the student's kernel on the student's own cells, so
 an answer that only the course package (or a name a failing cell never defined)

@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional, Tuple
 
-from . import late, lms, report, sandbox, term
+from ..records import late, lms, grades as report, term
+from ..isolation import sandbox
 from .options import limit_options, limits, temporary_course
-from .submissions import Submission, discover, in_shard, parse_shard
+from ..grading.submissions import Submission, discover, in_shard, parse_shard
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -125,7 +126,7 @@ def single_student(notebook: Path, assignment: str, given: str = None):
     >>> single_student(Path("/downloads/bob.ipynb"), "ch02")
     ('bob', 'the file name bob.ipynb')
     """
-    from .submissions import STUDENT_ID
+    from ..grading.submissions import STUDENT_ID
 
     if given is not None:
         if not STUDENT_ID.match(given):
@@ -274,7 +275,7 @@ def _write_canvas(args, results, out: Path) -> None:
 def _late_policy(args, root: Path, previous: dict):
     """``(LatePolicy, due date or None)``: the flags given, else what the earlier run recorded in
     ``previous`` (a regrade of one student or a refresh keeps the class's policy), else none."""
-    from . import handgrading
+    from ..grading import handgrading
 
     recorded = previous.get("late_policy") or handgrading.previous_policy(previous.get("students", [])) or {}
     given = {"per_day": args.late_per_day, "grace_minutes": args.late_grace_minutes, "cap": args.late_cap}
@@ -289,7 +290,7 @@ def _late_policy(args, root: Path, previous: dict):
 def _refresh(args, root: Path) -> int:
     """Grades from the gradebook after hand grading: nothing is graded again, so nothing is marked
     as needing grading again; feedback is made by nbgrader with the course's preprocessors."""
-    from . import handgrading
+    from ..grading import handgrading
 
     if not _has_assignment(root, args.assignment):
         raise ValueError(f"course_root {str(root)!r} has no gradebook with {args.assignment!r}")
@@ -418,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _make_grader(args, root: Path, assignment: str, workers=None):
-    from .grader import Grader
+    from ..grading.grader import Grader
 
     if args.require_sandbox and sandbox.probe() is not None:
         raise ValueError(f"no sandbox: {sandbox.probe()}")
@@ -487,7 +488,7 @@ def main(argv=None) -> int:
         print(f"course-autograde: {exc}", file=sys.stderr)
         return 2
     except RuntimeError as exc:
-        from .compat import CompatError  # the installed libraries are not the checked ones: say which, no traceback
+        from ..compat import CompatError  # the installed libraries are not the checked ones: say which, no traceback
 
         if not isinstance(exc, CompatError):
             raise
@@ -550,8 +551,8 @@ def _term(args) -> int:
 
 
 def _report(args) -> int:
-    from .classreport import make_report
-    from .classreport.render import counted
+    from ..reports import make_report
+    from ..reports.render import counted
 
     if args.anonymise != (args.salt is not None):
         raise ValueError("--anonymise and --salt go together")

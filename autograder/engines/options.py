@@ -1,8 +1,8 @@
 """What every grading engine shares: the limit options and the throw-away course root.
 
 ``class``, ``single`` and the Gradescope bundle take the same seed and limits and build a
-gradebook the same way; they live here, below :mod:`autograder.cli` and
-:mod:`autograder.gradescope`, so neither imports the other.
+gradebook the same way; they live here, below :mod:`autograder.engines.cli` and
+:mod:`autograder.engines.gradescope`, so neither imports the other.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from . import sandbox
-from .limits import GradingLimits
+from ..isolation import sandbox
+from ..isolation.limits import GradingLimits
 
 
 def course_limits(course_root) -> GradingLimits:
@@ -42,14 +42,14 @@ def course_limits(course_root) -> GradingLimits:
 
 def limits(args) -> sandbox.Limits:
     """The limits to grade with: each flag given on the command line, else what the course's
-    ``nbgrader_config.py`` sets, else the declared default (:class:`~autograder.limits.GradingLimits`)."""
+    ``nbgrader_config.py`` sets, else the declared default (:class:`~autograder.isolation.limits.GradingLimits`)."""
     configured = course_limits(getattr(args, "course_root", None))
     given = {name: getattr(args, name, None) for name in GradingLimits.names()}
     return sandbox.Limits.of(configured.override(**given))
 
 
 def limit_options(p: argparse.ArgumentParser) -> None:
-    """The probe seed and one flag per limit of :class:`~autograder.limits.GradingLimits` (class and single
+    """The probe seed and one flag per limit of :class:`~autograder.isolation.limits.GradingLimits` (class and single
     mode, and the Gradescope bundle)."""
     p.add_argument("--seed", type=int, default=None, help="probe seed (default: random, recorded)")
     for name in GradingLimits.names():

@@ -95,7 +95,7 @@ def read_submitted_predictions(folder: Optional[Path], assignment: str) -> Dict[
     ``submitted/`` or a folder of ``<student>.ipynb``/``.zip``); read only, never changed."""
     from course.prediction import read_predictions
 
-    from ..submissions import discover
+    from ..grading.submissions import discover
 
     if folder is None or not Path(folder).is_dir():
         return {}

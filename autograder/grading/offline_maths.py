@@ -1,7 +1,7 @@
 """Feedback maths that reads offline: LaTeX in markdown becomes MathML, which browsers draw
 themselves, instead of waiting for MathJax from a CDN (a student reading feedback on a train).
 
-:class:`MathToMathML` is one of the feedback preprocessors (``autograder.feedback``); the
+:class:`MathToMathML` is one of the feedback preprocessors (``autograder.grading.feedback``); the
 feedback template loads no MathJax (``autograder/templates/feedback/mathjax.html.j2``).
 """
 

@@ -21,7 +21,7 @@ What a sandboxed run gets (see README, "Isolation"):
 
 If bubblewrap is missing or cannot create namespaces, :func:`probe` says so
 and the grader falls back to rlimits only, with a loud warning. A root grader's
-kernels are forked by :mod:`autograder.warm` into a sandbox with the same
+kernels are forked by :mod:`autograder.isolation.warm` into a sandbox with the same
 namespaces, allow-list, limits and uid, built in the child instead of by bwrap.
 """
 
@@ -98,7 +98,7 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 class Limits:
     """Resource limits of one submission (seconds, bytes, counts), as the sandbox applies them.
 
-    The limits an instructor sets are declared once, in :class:`autograder.limits.GradingLimits`
+    The limits an instructor sets are declared once, in :class:`autograder.isolation.limits.GradingLimits`
     (:meth:`Limits.of` makes this record from them; its defaults are the declared ones); the others
     are fixed here."""
 
@@ -136,21 +136,21 @@ def _package_dirs() -> List[str]:
     """Directories that must be readable for ``course`` and ``autograder`` to import."""
     import course
 
-    here = Path(__file__).resolve().parent  # autograder/ (may be a namespace package when editable)
+    here = Path(__file__).resolve().parents[1]  # autograder/ (may be a namespace package when editable)
     return sorted({str(here), str(Path(list(course.__path__)[0]).resolve())})
 
 
 def readable_paths(course_visible: bool = True) -> List[str]:
     """The allow-list of read-only paths inside the sandbox.
 
-    With ``course_visible=False`` (the clean room, :mod:`autograder.cleanroom`)
+    With ``course_visible=False`` (the clean room, :mod:`autograder.judging.sandboxed_cleanroom`)
     the ``course`` and ``autograder`` packages are left out.
 
     Each path is bound at its real path, so student code sees where Python, the virtual
     environment and the packages were installed (``course.__file__``, ``sys.path``, ``PATH``,
     ``/proc/self/mountinfo``): with an editable install, the instructor's clone. Not moved to a
     neutral path: a root grader's kernels are forked from an interpreter that imported the course
-    from its real path (:mod:`autograder.warm`), and an editable install's finder and metadata in
+    from its real path (:mod:`autograder.isolation.warm`), and an editable install's finder and metadata in
     site-packages name the clone anyway. Nothing else of the host is there (README, "Isolation":
     grade from a non-editable install in a neutral venv to show no home folder).
     """
@@ -258,7 +258,7 @@ def prlimit_prefix(limits: Limits) -> List[str]:
 
 def rlimits(limits: Limits) -> Dict[str, int]:
     """The limits of :func:`prlimit_prefix` as ``resource`` names (soft = hard), for a sandbox
-    that sets them itself (:mod:`autograder.warm`)."""
+    that sets them itself (:mod:`autograder.isolation.warm`)."""
     return {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_NPROC": limits.processes,
             "RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_FSIZE": limits.file_bytes,
             "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}

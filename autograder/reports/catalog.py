@@ -1,6 +1,6 @@
 """The one adapter between the class report and the course's activity declarations.
 
-Everything else in :mod:`autograder.classreport` works on plain data (``grades.json`` rows,
+Everything else in :mod:`autograder.reports` works on plain data (``grades.json`` rows,
 ``predictions.json``, ledger exports). What exists (assignments, acts, locks and their options,
 correct option and explanation, graded parts and their kind, chapter and act) and how a wrong
 answer is classified is read here, and only here, from today's declarations:

@@ -6,14 +6,14 @@ Everything that grades reads it:
 * ``nbgrader_config.py``: ``c.GradingLimits.cell_timeout = 120`` sets it for the whole course;
 * the command line (``course-autograde class``, ``single``, ``gradescope``): one flag per limit, named
   after it (``--cell-timeout``, ``--timeout``, ``--memory-mb``, ``--max-processes``, ``--scratch-mb``),
-  over what ``nbgrader_config.py`` says (:func:`autograder.options.limits`); the CI templates run
+  over what ``nbgrader_config.py`` says (:func:`autograder.engines.options.limits`); the CI templates run
   these commands in the course root, so they read the same file;
-* the formgrader's Autograde button: :class:`autograder.formgrader.SandboxedAutograde` *is* a
+* the formgrader's Autograde button: :class:`autograder.engines.formgrader.SandboxedAutograde` *is* a
   :class:`GradingLimits`, so ``c.GradingLimits.*`` and its older names ``c.SandboxedAutograde.*``
   both set it;
 * the Gradescope bundle: ``course-autograde gradescope`` writes the limits it read into the
   bundle's ``settings.json``;
-* the sandbox: :meth:`autograder.sandbox.Limits.of` turns them into the record it applies (seconds
+* the sandbox: :meth:`autograder.isolation.sandbox.Limits.of` turns them into the record it applies (seconds
   and bytes), whose defaults are these.
 """
 
