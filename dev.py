@@ -286,7 +286,7 @@ def ensure_environment() -> None:
     if not PYTHON.exists():
         print("dev.py: creating virtual environment in .venv", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    print(f"dev.py: installing {LOCK.relative_to(ROOT)} (the first run takes about a minute)", flush=True)
+    print(f"dev.py: installing {LOCK.relative_to(ROOT)} (the first run takes a few minutes)", flush=True)
     install_locked()
     install_nbgrader_env_config()
     install_lab_settings()

@@ -47,7 +47,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from nbgrader.preprocessors import SaveAutoGrades
 
-#: the installed versions each library's items were read and tested against (requirements.lock)
+#: the installed versions each library's items were read and tested against (requirements/grading.txt)
 CHECKED: Dict[str, Tuple[str, ...]] = {
     "nbgrader": ("0.9.6",),
     "jupyter_client": ("8.10.0",),
@@ -144,7 +144,7 @@ def source_hash(obj) -> str:
     return hashlib.sha256(inspect.getsource(inspect.unwrap(obj)).encode()).hexdigest()[:16]
 
 
-_UPGRADE_HELP = ("install the locked versions (`python3 dev.py setup` installs requirements.lock), or, "
+_UPGRADE_HELP = ("install the locked versions (`python3 dev.py setup` installs the lock, requirements/dev.txt), or, "
                  "if {library} was upgraded on purpose, read the changed code against autograder/compat.py, "
                  "adjust it, and record the new version and the hashes that `python -m autograder.compat` prints")
 

@@ -24,17 +24,15 @@ from pathlib import Path
 from textwrap import indent
 from typing import Dict
 
-#: the environment of the course, exactly as ``dev.py`` builds it: the lock (every package, pinned, from
-#: ``python3 dev.py lock``) with ``--no-deps``, the course, then ``pip check``
+#: the environment of grading, made by the course's one install recipe (``dev.py install``, as every
+#: environment is): the grading set (``requirements/grading.txt``, hash-checked, ``--no-deps``), the
+#: course in editable mode, then ``pip check``
 SETUP = """\
 sudo -n true 2>/dev/null && SUDO=sudo || SUDO=
 $SUDO apt-get update -q && $SUDO apt-get install -y -q bubblewrap util-linux
 # Ubuntu 24.04 restricts unprivileged user namespaces, which bubblewrap needs
 $SUDO sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
-python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --no-deps -r requirements.lock
-"$VENV/bin/python" -m pip install -q --no-deps -e .
-"$VENV/bin/python" -m pip check
+python3 dev.py install grading "$VENV" --editable
 """
 
 #: one shard: gradebook, grading, this shard's feedback kept beside its grades
@@ -107,7 +105,7 @@ jobs:
         with:
           python-version: "3.11"
       - id: setup
-        name: environment from requirements.lock and the sandbox
+        name: the grading environment (requirements/grading.txt) and the sandbox
         run: |
 {_block(SETUP, 10)}
       - id: grade
@@ -130,7 +128,7 @@ jobs:
         with:
           python-version: "3.11"
       - id: setup
-        name: environment from requirements.lock
+        name: the grading environment (requirements/grading.txt)
         run: |
 {_block(SETUP, 10)}
       - uses: actions/download-artifact@v4
