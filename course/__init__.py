@@ -4,7 +4,7 @@ Layers (arrows point from user to used; a package may import what its arrows rea
 through other packages, and nothing else)::
 
     course                  ->  course._moved
-    course.instruments      ->  course.core, course.theme, course.ledger
+    course.instruments      ->  course.core, course.theme, course.ledger, course.launch
     course.prediction       ->  course.theme, course.ledger
     course.assess           ->  course.prediction
     course.chapters         ->  course.assess, course.core

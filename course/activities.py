@@ -14,8 +14,8 @@ from course.assess.activity import Activity, Syllabus
 from course.assess.registry import Part
 from course.assess.variants import variant_of
 from course.chapters import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09
-from course.chapters import ch10
-from course.labs import lab05, lab06, lab07, tutorial
+from course.chapters import ch10, ch11
+from course.labs import lab05, lab06, lab07, lab08, tutorial
 
 ACTIVITIES = (
     ch00.ACTIVITY,
@@ -29,9 +29,11 @@ ACTIVITIES = (
     ch08.ACTIVITY,
     ch09.ACTIVITY,
     ch10.ACTIVITY,
+    ch11.ACTIVITY,
     lab05.ACTIVITY,
     lab06.ACTIVITY,
     lab07.ACTIVITY,
+    lab08.ACTIVITY,
     tutorial.ACTIVITY,
 )
 

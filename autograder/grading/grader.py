@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 import nbformat
 
 from ..judging import sandboxed_cleanroom as cleanroom
+from ..judging import ranks
 from .. import compat
 from ..isolation import kernel, sandbox
 from .submissions import Submission
@@ -381,9 +382,24 @@ class Grader:
             if split["functions"] or split["values"]:
                 room_thread.join()
             run["cleanroom"], run["split"] = (room or None), split
+            run["ranks"] = self._run_ranks(nb, sub, scratch, slot, seed, split["ranks"])
             return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _run_ranks(self, nb, sub: Submission, scratch: Path, slot: int, seed: int, grade_ids: List[str]) -> dict:
+        """Each collective part's function on real MPI ranks, one sandboxed launch per part from a fresh
+        copy (:mod:`autograder.judging.ranks`): ``{grade_id: harvest}``. A launch that deadlocks or
+        loses a rank ends at its time limit and costs that part only."""
+        from course.exercises import REGISTRY
+
+        sources = cleanroom.code_cells(nb)
+        out = {}
+        for gid in grade_ids:
+            work = self._scratch_copy(sub, scratch, f"ranks-{gid}", slot)
+            out[gid] = ranks.evaluate_part(REGISTRY[gid], sources, work, seed=seed, limits=self.limits, slot=slot,
+                                           use_bwrap=self.use_bwrap, timeout=float(self.limits.submission_timeout))
+        return out
 
     @staticmethod
     def _stuck_cell(run: dict, cells: int) -> Optional[int]:
@@ -424,6 +440,9 @@ class Grader:
                 f"your answers could not be read: cell {room['ended_in']} {ENDED_RUN}")
         verdicts = {}
         for gid in sorted(self.registered):
+            if gid in run.get("ranks", {}):  # a collective, judged from its own launch on real ranks
+                verdicts[gid] = safe_judge(REGISTRY[gid], run["ranks"][gid], seed)
+                continue
             if gid in in_room and room.get("harvested") is None:
                 verdicts[gid] = Verdict(0.0, failed_room.get(room.get("state"), "your answers could not be read"),
                                         code=codes.ENDED_RUN if room.get("ended_in") else codes.UNREADABLE)

@@ -213,12 +213,13 @@ def _parents(path: str) -> List[str]:
 
 def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
                   extra_binds: Sequence[str] = (), scratch_bytes: int = 512 * 2**20,
-                  course_visible: bool = True, student: Optional[str] = None) -> List[str]:
+                  course_visible: bool = True, student: Optional[str] = None, shared_memory: bool = False) -> List[str]:
     """The ``bwrap`` command line that runs ``inner`` with a copy of ``scratch_dir`` as /scratch.
 
     ``extra_binds`` are writable folders bound at their own path (the kernel's
     IPC sockets and connection file). ``course_visible=False`` leaves the
-    ``course`` and ``autograder`` packages out of the file system.
+    ``course`` and ``autograder`` packages out of the file system. ``shared_memory`` gives the run a
+    writable ``/dev/shm`` of its own, capped like the scratch (MPI ranks on one machine talk through it).
     """
     cmd = ["bwrap"]
     made = set()
@@ -235,7 +236,10 @@ def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
     # /scratch is a size-capped tmpfs (no submission can fill the disk, however many files it
     # writes), filled from a read-only view of the scratch copy before the kernel starts
     cmd += ["--perms", "0777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
-            "--ro-bind", scratch_dir, SCRATCH_INPUT, "--dev", "/dev", "--proc", "/proc",
+            "--ro-bind", scratch_dir, SCRATCH_INPUT, "--dev", "/dev", "--proc", "/proc"]
+    if shared_memory:
+        cmd += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", "/dev/shm"]
+    cmd += [
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--chdir", SCRATCH, "--clearenv"]
     if uid is None:  # unprivileged bwrap: a user namespace of our own
@@ -290,13 +294,13 @@ def probe() -> Optional[str]:
 
 def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_bwrap: bool,
             extra_binds: Sequence[str] = (), course_visible: bool = True,
-            student: Optional[str] = None) -> List[str]:
+            student: Optional[str] = None, shared_memory: bool = False) -> List[str]:
     """Full command line for one submission in worker ``slot`` (a prefix when ``inner`` is empty)."""
     if not use_bwrap:
         return prlimit_prefix(limits) + inner
     uid = slot_uid(slot) if os.geteuid() == 0 else None
     return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds, limits.scratch_bytes,
-                                                  course_visible, student)
+                                                  course_visible, student, shared_memory)
 
 
 def prepare_scratch(scratch_dir: Path, slot: int, use_bwrap: bool) -> None:

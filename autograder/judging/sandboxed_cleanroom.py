@@ -117,13 +117,16 @@ def split_parts(grade_ids) -> Dict[str, List[str]]:
     locked predictions (``judged_in == "kernel"``), harvested in the notebook's
     kernel: a forged harvest there can only produce what the course package in
     the same kernel lets an honest answer cell produce.
+    ``ranks``: collectives (``judged_in == "ranks"``), each run on real MPI ranks in a sandbox of its
+    own (:mod:`autograder.judging.ranks`).
     """
     from course.notebook_api import REGISTRY
 
-    split = {"functions": [], "values": [], "kernel": []}
+    split = {"functions": [], "values": [], "kernel": [], "ranks": []}
     for gid in sorted(g for g in grade_ids if g in REGISTRY):
         part = REGISTRY[gid]
-        where = ("kernel" if part.judged_in == "kernel" else "functions" if part.function is not None else "values")
+        where = ("kernel" if part.judged_in == "kernel" else "ranks" if part.judged_in == "ranks"
+                 else "functions" if part.function is not None else "values")
         split[where].append(gid)
     return split
 

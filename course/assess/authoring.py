@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from .activity import Chapter
 from .items import Written
 from .kinds import function_part, value_part
+from .ranks import ranks_part
 from .spec import Cell, Exercise, spec_for
 from .variants import split_seed
 
@@ -251,7 +252,8 @@ def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
                    examples: List[list], derivation: Callable[[Spec], str], points: float = 3.0,
                    returns: str = "number", note: Optional[str] = None,
                    extra_functions: Sequence[Dict[str, Any]] = (),
-                   vary: Optional[Callable[[Spec, Any], Spec]] = None) -> Exercise:
+                   vary: Optional[Callable[[Spec, Any], Spec]] = None,
+                   ranks: Optional[Dict[str, Any]] = None) -> Exercise:
     """A Build exercise: the student writes ``function`` (more with ``extra_functions``).
 
     ``extra_functions`` items are dicts with the same keys (function,
@@ -262,6 +264,10 @@ def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
     With ``vary``, ``spec["example"]`` (the worked example's arguments) is the
     student's own: the prompt cell shows it, the visible check runs it and the
     hidden probes include it.
+
+    With ``ranks`` (``{"trace_reference": ..., "describe_step": ...}``, either may be None) the function
+    is a collective, ``function(comm, *args)``, run on several ranks (:mod:`course.assess.ranks`):
+    ``probes`` and ``examples`` are rank probes, ``reference(p, args)`` gives every rank's result.
     """
     specs = [dict(function=function, signature=signature, docstring=docstring, body=body,
                   reference=reference, probes=probes, examples=examples, points=points,
@@ -290,6 +296,10 @@ def build_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
     ex = chapter.add(Exercise(chapter=chapter.prefix, assignment=chapter.name, number=number, kind="Build", title=title, spec=spec,
                                cells=lambda s: cells(s), derivation=derivation, prompt=prompt, vary=vary,
                                correction=note))
+    if ranks is not None:
+        ranks_part(ex, name=function, reference=reference, probes=probes, examples=examples, points=points,
+                   **ranks)  # (a varied worked example: ranks["example_of"])
+        return ex
     for i, f in enumerate(specs):
         function_part(ex, name=f["function"], reference=f["reference"],
                       probes=with_student_example(ex, f["probes"]) if i == 0 else f["probes"],
@@ -359,7 +369,8 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
                    body: str, reference: Callable[..., Any], probes: Callable[[int], Dict[str, List[list]]],
                    examples: List[list], derivation: Callable[[Spec], str], line_points: float = 1.0,
                    fix_points: float = 2.0, note: Optional[str] = None,
-                   vary: Optional[Callable[[Spec, Any], Spec]] = None) -> Exercise:
+                   vary: Optional[Callable[[Spec, Any], Spec]] = None,
+                   ranks: Optional[Dict[str, Any]] = None) -> Exercise:
     """A Debug exercise: name the buggy line (part ``_line``), write the fixed function (part ``_fix``).
 
     ``buggy_source`` is the listing; ``buggy_line`` the number of the buggy line in the workbook's
@@ -442,6 +453,10 @@ def debug_exercise(chapter: Chapter, number: str, title: str, *, spec: Spec, pro
     value_part(ex, names={"buggy_line": "line number"}, key=lambda s: {"buggy_line": line_of(s)},
                points=line_points, kind="debug", suffix="_line", rtol=0.0,
                options={"buggy_line": list(range(1, len(lines) + 1))})
+    if ranks is not None:  # the fixed function is a collective (see build_exercise)
+        ranks_part(ex, name=function, reference=reference, probes=probes, examples=examples,
+                   points=fix_points, kind="debug", suffix="_fix", **ranks)
+        return ex
     function_part(ex, name=function, reference=reference, probes=with_student_example(ex, probes),
                   examples=examples, points=fix_points, kind="debug", suffix="_fix")
     return ex

@@ -47,6 +47,7 @@ from . import variants
 from .attempts import answer_fingerprint, count_answer, identity
 from .kinds import call_plain
 from .items import CLEAN_ROOM
+from .ranks import RANKS, check_lines as rank_check_lines
 from .registry import (
     RAISED, Part, is_number_type, judge_plain, order_hint, roundtrip, safe_judge, to_plain, unit_hint,
 )
@@ -257,6 +258,8 @@ def assess(ex: Exercise, namespace: dict, variant: Optional[int], exam: bool) ->
         if part.function is not None:
             if part.function.name in missing:
                 ok, found = False, [missing[part.function.name]]
+            elif part.judged_in == RANKS:  # a collective: its examples on simulated ranks
+                ok, found = rank_check_lines(part, namespace, OK, BAD, variant)
             else:
                 ok, found = _check_function(part, namespace, _examples(ex, part, variant),
                                             _prompt_shows_own_example(ex, part, variant))

@@ -60,6 +60,10 @@ RETURNS_WRONG_VALUE = "returns_wrong_value"
 RAISES = "raises"
 RETURNS_NOT_PLAIN = "returns_not_plain"
 NO_VALUE_ERROR = "no_value_error"
+#: a function run on several ranks deadlocked (every rank waits) or never finished
+DEADLOCK = "deadlock"
+#: a function run on several ranks: a rank raised, exited or crashed and the others could not finish
+RANKS_FAILED = "ranks_failed"
 
 # -- a part the grader did not judge (``grades.json`` rows) -----------------------------------------
 #: the submission was missing or could not be graded (its note says why)
@@ -106,6 +110,8 @@ MEANING: Dict[str, str] = {
     RAISES: "the function raises an exception on a valid input",
     RETURNS_NOT_PLAIN: "the function returns no plain number (or tuple of numbers)",
     NO_VALUE_ERROR: "the function does not raise ValueError on an invalid input",
+    DEADLOCK: "the function, run on several ranks, deadlocked or never finished",
+    RANKS_FAILED: "the function, run on several ranks, lost a rank (it raised, exited or crashed)",
     NOT_GRADED: "the submission was missing or could not be graded",
     AWAITING_HAND_GRADE: "waits for a grade by hand",
     GRADED_BY_HAND: "graded by hand",

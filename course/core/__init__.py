@@ -24,6 +24,7 @@ context_parallel  context parallelism: K/V exchange per layer
 moe             mixture of experts: FLOPs, all-to-all, load imbalance, memory under EP
 expert_load     skewed routers: loads per expert, the busiest EP rank, dropped tokens, its step share
 fp8             FP8 training: GEMMs at the FP8 peak, cast traffic, memory effects
+frameworks      training frameworks and FP8 recipes as named, measured baselines with ranges
 gemm            a GEMM's achieved speed from its shape (measured ceilings, waves, roofline); attention by length
 plan_terms      the planner's configuration record and its step-time / memory terms
 planner         4D-parallel plan(), vectorized sweep() and explain()
@@ -32,6 +33,7 @@ measurement     measured timings: medians and spread, the alpha-beta fit and its
 
 from . import units  # noqa: F401 -- course.core.units, which notebooks and hidden tests use as core.units
 from . import gemm  # noqa: F401 -- a module: core.gemm.gemm_efficiency, ...
+from . import frameworks  # noqa: F401 -- a module: core.frameworks.FRAMEWORKS, ...
 from .collectives import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .memory import *  # noqa: F401,F403 -- course.core's API is the union of its modules
 from .pipeline import *  # noqa: F401,F403 -- course.core's API is the union of its modules

@@ -85,10 +85,16 @@ class Accelerator:
     matmul_ceilings: Mapping[str, float] = field(default_factory=dict, hash=False)
     #: streaming multiprocessors (the wave size of a GEMM's output tiles; 0 where not a GPU)
     sms: int = 0
+    #: precision -> (low, high) dense peak FLOP/s where the sustained clock is not published (a power-capped
+    #: part): the planner's range spans it (:func:`~course.core.plan_terms.range_terms`); empty: the data sheet's
+    peak_range: Mapping[str, tuple] = field(default_factory=dict, hash=False)
+    #: where ``peak_range`` comes from
+    peak_range_source: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "peak_flops", types.MappingProxyType(dict(self.peak_flops)))
         object.__setattr__(self, "matmul_ceilings", types.MappingProxyType(dict(self.matmul_ceilings)))
+        object.__setattr__(self, "peak_range", types.MappingProxyType(dict(self.peak_range)))
 
     @property
     def memory_capacity(self) -> float:
@@ -400,6 +406,23 @@ ACCELERATORS: dict[str, Accelerator] = {
                          "$2-3 per GPU-hour. Pass your own price where a bill matters",
         ),
         Accelerator(
+            name="H100 SXM 96GB (500 W)",
+            # the sustained peak of a 500 W H100 is not published: between the H100 NVL's (400 W) and the SXM's
+            peak_flops={"fp64": 34e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 912e12, "fp16": 912e12,
+                        "fp8": 1824e12, "int8": 1824e12},
+            peak_range={"bf16": (835e12, 989e12), "fp16": (835e12, 989e12), "fp8": (1670e12, 1979e12)},
+            peak_range_source="pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md: 'HBM2e-based SXM "
+                              "H100 with lower TDP, the actual peak TFLOPs number is between SXM and NVL, and we don't "
+                              "know its exact value'; H100 NVL dense BF16 835, FP8 1,670 TFLOPS (NVIDIA H100 data "
+                              "sheet, half the sparse 1,671 / 3,341); H100 SXM 989 / 1,979; point: the midpoint",
+            memory_bytes=96 * u.GB, memory_bandwidth=2.4 * u.TB_per_s,
+            attention_efficiency=FLASH_ATTENTION_2_H100, matmul_ceilings={"bf16": 0.803, "fp8": 0.709}, sms=132,
+            tdp_watts=500.0, source="Meta's Grand Teton H100 as pytorch/torchtitan benchmarks/"
+                   "llama3_h100_202412_torchtitan.md describes it: 'Each H100 GPU is equipped with 96GB HBM2e with "
+                   "2.4 TB/sec peak memory bandwidth', 'the default 500W power limit'; device memory taken as 96e9 "
+                   "bytes (not measured here); the H100 SXM's SMs, GEMM ceilings and FlashAttention-2 share",
+        ),
+        Accelerator(
             name="H800 SXM",
             peak_flops={"fp64": 1e12, "fp32": 67e12, "tf32": 494.5e12, "bf16": 989e12,
                         "fp16": 989e12, "fp8": 1979e12, "int8": 1979e12},
@@ -673,6 +696,14 @@ MODELS: dict[str, Model] = {
               "vocab 151,646 (151,936 padded); 57B total, 14B active; pre-training sequence 4,096",
               layers=28, hidden=3584, heads=28, kv_heads=4, ffn=2560, vocab=151936, seq_len=4096,
               mlp_matrices=3, dropout=False, experts=64, top_k=8, expert_ffn=2560, shared_experts=1, shared_ffn=20480),
+        Model("qwen3-30b-a3b", 30.5 * u.billion,
+              "Qwen Team 2025, Qwen3 Technical Report (arXiv 2505.09388), Table 2, and the released config.json "
+              "(Qwen/Qwen3-30B-A3B): 48 layers, hidden 2,048, 32 query / 4 KV heads of head_dim 128 (queries 4,096 "
+              "wide), every layer MoE with 128 routed experts of inner width 768 (moe_intermediate_size), 8 per "
+              "token, no shared experts, vocab 151,936; 30.5B total, 3.3B activated; pre-training sequence 4,096. "
+              "Fine-grained experts: each is 768 wide on a 2,048-wide model",
+              layers=48, hidden=2048, heads=32, kv_heads=4, ffn=768, vocab=151936, seq_len=4096,
+              mlp_matrices=3, dropout=False, experts=128, top_k=8, expert_ffn=768, head_size=128),
         Model("qwen3-235b-a22b", 235 * u.billion,
               "Qwen Team 2025, Qwen3 Technical Report (arXiv 2505.09388), Table 2, and the released "
               "config.json (Qwen/Qwen3-235B-A22B): 94 layers, hidden 4096, 64 query / 4 KV heads of "
@@ -697,6 +728,9 @@ NODES: dict[str, Node] = {
              LINKS["InfiniBand NDR"],
              "NVIDIA DGX H100 data sheet: 8x H100 SXM5 on 4 NVSwitch chips (NVLink 4), "
              "8x ConnectX-7 400 Gbit/s compute ports (one per GPU)"),
+        Node("Grand Teton H100 96GB", ACCELERATORS["H100 SXM 96GB (500 W)"], 8, LINKS["NVLink 4"], 8,
+             LINKS["Ethernet 400G"], "Meta Grand Teton (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md): "
+             "8 H100 per host fully connected with NVLink, 'backend RDMA network with 400 Gb/s per GPU'"),
         Node("DGX H800", ACCELERATORS["H800 SXM"], 8, LINKS["NVLink 4 (H800)"], 8, LINKS["InfiniBand NDR"],
              "DeepSeek-AI 2024 (DeepSeek-V3), sec. 3.1: nodes of 8 H800 GPUs on NVLink / NVSwitch, "
              "InfiniBand between nodes; sec. 3.2.2: IB 50 GB/s per GPU (one 400 Gbit/s NDR port each), "

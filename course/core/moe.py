@@ -28,10 +28,14 @@ import math
 
 import numpy as np
 
+from dataclasses import dataclass
+from typing import Optional
+
 from . import _validate as v
 from . import collectives as _coll
 
-__all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", 
+__all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", "Dispatcher", "DISPATCHER_MEASUREMENTS",
+    "grouped_gemm_factor", "GROUPED_GEMM_MEASURED", "starved_expert_gemms", 
     "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
     "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
     "all_to_all_parts_per_layer", "moe_layer_tp_share", "expert_tp_gather_bytes", "expert_tp_comm_time_per_layer",
@@ -418,6 +422,132 @@ def moe_dispatch_bytes_per_token(hidden, top_k, ep, ranks_per_node, groups=None,
 #: with NVLink and RDMA forwarding"; the EP 32 and 64 rows, 58 and 51 GB/s, count local traffic as well).
 DEEPEP_NVLINK_EFFICIENCY = 153.0 / 200.0
 DEEPEP_NETWORK_EFFICIENCY = 43.0 / 50.0
+
+
+@dataclass(frozen=True)
+class Dispatcher:
+    """How an MoE token dispatcher moves tokens, at its measured speed.
+
+    ``copies``: ``"expert"`` (one network copy per remote expert, NCCL's all-to-all), ``"node"`` (one per remote
+    node, forwarded over NVLink there), ``"network"`` (every remote copy over the network, NVLink unused) or
+    ``"gather"`` (every EP rank receives every token, then reduce-scatters the outputs). ``nvlink`` and
+    ``network``: (point, low, high) achieved share of each link's per-direction bandwidth; ``large_domain_nvlink``
+    the NVLink share measured where the NVLink domain holds more than 8 GPUs (NVL72), ``None``: as ``nvlink``.
+    ``latency``: seconds per all-to-all beyond the links' (kernel and synchronisation), measured.
+    """
+
+    name: str
+    copies: str
+    nvlink: tuple
+    network: tuple
+    large_domain_nvlink: Optional[tuple]
+    latency: float
+    source: str
+
+
+#: Every dispatcher the planner prices, with its measurement.
+DISPATCHER_MEASUREMENTS = {d.name: d for d in [
+    Dispatcher("alltoall", "expert", (370.0 / 450.0, 0.7, 0.9), (46.0 / 50.0, 0.86, 0.94), None, 0.0,
+               "Megatron-Core MoEAlltoAllTokenDispatcher over NCCL all-to-all: nccl-tests alltoall_perf, 370 GB/s "
+               "busbw of 450 on 8 H100 NVLink (nccl-tests issue #212) and 46 GB/s per 400 Gbit/s NIC across 2 DGX "
+               "H100 (deepseek-ai/DeepEP issue #3); range: the NVLink spread of nccl-tests' large messages and "
+               "DeepEP's internode 43 GB/s"),
+    Dispatcher("deepep", "node", (153.0 / 200.0, 0.72, 0.79), (43.0 / 50.0, 0.78, 0.92), (0.29, 0.21, 0.44), 0.0,
+               "DeepEP normal kernels (deepseek-ai/DeepEP README, H800, DeepSeek-V3 settings): 153-158 GB/s NVLink "
+               "intranode, 43-58 GB/s RDMA internode per 50 GB/s NIC; on a GB200 NVL72 domain (EP 32) NVIDIA "
+               "measured about 400 GB/s dispatch and 190 GB/s combine of 900 (Megatron-LM docs, 'Optimizing "
+               "DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72', sec. 2.2.1): 0.29 for the pair"),
+    Dispatcher("deepep-ll", "network", (1.0, 1.0, 1.0), (43.0 / 50.0, 39.0 / 50.0, 46.0 / 50.0), None, 244e-6,
+               "DeepEP low-latency kernels (deepseek-ai/DeepEP README, H800, 128 tokens, top-8, pure RDMA): EP 64 "
+               "dispatch 173 us at 43 GB/s, combine 314 us at 46 GB/s; 39-46 GB/s from EP 64 to 256; the "
+               "latency: the mean of dispatch and combine at EP 64, per all-to-all (NVLink unused: its share is "
+               "never read)"),
+    Dispatcher("hybridep", "node", (370.0 / 450.0, 0.29, 0.9), (43.0 / 50.0, 0.78, 0.92), (0.82, 0.29, 0.9), 0.0,
+               "NVIDIA HybridEP (deepseek-ai/DeepEP hybrid-ep branch; TMA copies inside the NVLink domain, IBGDA "
+               "RDMA across it): NVIDIA publishes its bandwidth only as a chart; its end-to-end gain over tuned "
+               "DeepEP on 256 GB200 is +113.6 TFLOPS (Megatron-LM docs, GB200 NVL72 guide, sec. 2.5). Priced at "
+               "NCCL's measured NVLink share, range from DeepEP's MNNVL share to nccl-tests' best"),
+    Dispatcher("allgather", "gather", (370.0 / 450.0, 0.7, 0.9), (47.0 / 50.0, 0.86, 0.94), None, 0.0,
+               "Megatron-Core MoEAllGatherTokenDispatcher: all-gather of every EP rank's tokens, reduce-scatter of "
+               "the outputs, at NCCL's all-gather / reduce-scatter shares (nccl-tests issues #212, #290)"),
+]}
+
+
+#: DeepGEMM's measured FP8 grouped-GEMM speed on H800 for DeepSeek-V3's expert shapes (deepseek-ai/DeepGEMM
+#: README, contiguous layout): rows per expert -> share of the speed at 4,096-8,192 rows. DeepSeek's grouped
+#: GEMMs lose 5 to 16 % going down to 1,024 rows (the midpoint, 0.895, is stored; the range is the table's).
+GROUPED_GEMM_MEASURED = ((1024.0, 0.895, 0.84, 0.95), (4096.0, 1.0, 1.0, 1.0))
+
+
+def grouped_gemm_factor(tokens_per_expert, bound="point"):
+    """Share of a large grouped GEMM's speed the expert GEMMs keep at ``tokens_per_expert`` rows each.
+
+    Interpolated in log2 of the rows between DeepGEMM's measured points (:data:`GROUPED_GEMM_MEASURED`), 1 at
+    4,096 rows and above, extrapolated below 1,024 at the same slope per halving (floored at 0.25). The shape
+    model of :mod:`course.core.gemm` prices wave quantization and the roofline; this is what the measurement
+    finds beyond them (tile scheduling across groups, per-group setup).
+
+    Parameters
+    ----------
+    tokens_per_expert : float or array_like, > 0
+    bound : {"point", "low", "high"}
+        The measured midpoint or an end of the measured range.
+
+    Returns
+    -------
+    float or ndarray in (0, 1]
+
+    Source: deepseek-ai/DeepGEMM README (grouped GEMMs, H800, FP8).
+
+    Examples
+    --------
+    >>> float(grouped_gemm_factor(8192)), float(grouped_gemm_factor(1024)), round(float(grouped_gemm_factor(512)), 4)
+    (1.0, 0.895, 0.8425)
+    """
+    t = v.positive("tokens_per_expert", tokens_per_expert)
+    col = {"point": 1, "low": 2, "high": 3}[v.choice("bound", bound, ("point", "low", "high"))]
+    (x0, *y0), (x1, *y1) = GROUPED_GEMM_MEASURED
+    lo, hi = y0[col - 1], y1[col - 1]
+    slope = (hi - lo) / (np.log2(x1) - np.log2(x0))
+    out = hi - slope * (np.log2(x1) - np.log2(np.minimum(t, x1)))
+    return v.scalar_or_array(np.clip(out, 0.25, 1.0))
+
+
+def starved_expert_gemms(tokens_per_expert, expert_ffn, local_experts=0):
+    """Whether fine-grained experts starve their GEMMs: True where the evidence says the planner's step is short.
+
+    Fires where experts are fine-grained (inner width below 2,048) and each multiplies fewer than 16,384
+    tokens per micro-batch, or where a GPU holds 16 or more experts of a layer (each launched on its own). Evidence:
+    NVIDIA's Qwen3-30B-A3B runs (expert width 768; Megatron-Bridge 25.11 performance summary) run at 121-666
+    model TFLOP/s per GPU where the planner, without host time, finds 1.5 to 4 times that; their 4,096-16,384
+    tokens per expert sit inside the old validated range (4,096), which therefore did not warn
+    (notebooks/validation.ipynb, held-out rows); NVIDIA names small expert GEMMs and host overhead as MoE's
+    "compute efficiency wall" (Megatron-Bridge documentation, "MoE Training Optimization").
+
+    Parameters
+    ----------
+    tokens_per_expert : float or array_like, >= 0
+        :func:`tokens_per_expert` of the layout.
+    expert_ffn : float or array_like, >= 0
+        Inner width of one routed expert (0: no experts).
+    local_experts : float or array_like, optional
+        Routed experts of one MoE layer on one GPU (``E / EP``).
+
+    Returns
+    -------
+    bool or ndarray of bool
+
+    Source: NVIDIA Megatron-Bridge 25.11 performance summary (Qwen3-30B-A3B rows); Megatron-LM docs,
+    "Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72" (host overhead).
+
+    Examples
+    --------
+    >>> bool(starved_expert_gemms(8192, 768)), bool(starved_expert_gemms(4096, 2048))
+    (True, False)
+    """
+    t = v.non_negative("tokens_per_expert", tokens_per_expert)
+    f = v.non_negative("expert_ffn", expert_ffn)
+    return v.scalar_or_array(((f > 0) & (f < 2048) & (t < 16384)) | (np.asarray(local_experts) >= 16))
 
 
 def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,

@@ -24,6 +24,7 @@ from . import context_parallel as _cp
 from . import data_parallel as _dp
 from . import economics as _econ
 from . import fp8 as _fp8
+from . import frameworks as _fw
 from . import gemm as _gemm
 from . import layer_cost as _lc
 from . import memory as _mem
@@ -32,7 +33,8 @@ from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["REFERENCE_GEMM_EFFICIENCY", "PlanSettings", "Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
+__all__ = ["REFERENCE_GEMM_EFFICIENCY", "PlanSettings", "Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions",
+           "range_terms", "range_sources", "RANGE_ASSUMPTIONS", "FRAMEWORKS", "FP8_RECIPES", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
            "grad_bytes_setting", "gather_bytes_setting", "ATTENTION_KERNELS", "RECOMPUTE_MODULES", "recompute_modules_setting"]
 
@@ -74,10 +76,20 @@ CP_ALGORITHMS = ("ring", "all_gather")
 #: not in the planner's model. Needs a model with multi-head latent attention (``Model.mla``).
 MEMORY_RECIPES = ("standard", "deepseek-v3")
 
-#: How MoE tokens reach their experts: Megatron-Core's ``alltoall`` dispatcher (one network copy per
-#: remote expert) or DeepEP (``--moe-token-dispatcher-type flex``: one copy per remote node, forwarded
-#: over NVLink there; deepseek-ai/DeepEP README; DeepSeek-AI 2024 sec. 3.2.2).
-DISPATCHERS = ("alltoall", "deepep")
+#: How MoE tokens reach their experts, each priced from its measurement (:data:`~course.core.moe.DISPATCHER_MEASUREMENTS`):
+#: Megatron-Core's ``alltoall`` dispatcher (one network copy per remote expert), DeepEP's normal kernels
+#: (``deepep``, ``--moe-token-dispatcher-type flex``: one copy per remote node, forwarded over NVLink there;
+#: DeepSeek-AI 2024 sec. 3.2.2) and low-latency kernels (``deepep-ll``, pure RDMA), NVIDIA's ``hybridep`` and
+#: Megatron-Core's ``allgather`` dispatcher.
+DISPATCHERS = tuple(_moe.DISPATCHER_MEASUREMENTS)
+#: Training frameworks with measured baselines (:data:`~course.core.frameworks.FRAMEWORKS`).
+FRAMEWORKS = tuple(_fw.FRAMEWORKS)
+#: FP8 scaling recipes (:data:`~course.core.frameworks.FP8_RECIPES`).
+FP8_RECIPES = tuple(_fw.FP8_RECIPES)
+#: The uncertain assumptions a plan's range follows (``step_time_low`` / ``step_time_high``), in the order of
+#: the ``range_driver`` codes; each named with where its range comes from in :func:`range_sources`.
+RANGE_ASSUMPTIONS = ("compute efficiency", "accelerator peak", "FP8 recipe", "grouped GEMMs", "all-to-all overlap",
+                     "dispatcher", "MoE host time")
 
 #: Submodules Megatron-Core can recompute beside ``recompute`` (``--recompute-modules``) that the planner
 #: charges: ``"mla_up_proj"``, "the MLA up projection and RoPE applying parts" (models with MLA), and
@@ -279,10 +291,22 @@ class PlanSettings:
     capacity_factor : float > 0, optional
         Token-dropping MoE: each expert computes ``capacity_factor x`` its mean load. ``None``: dropless,
         the busiest EP rank is a straggler.
-    dispatcher : {"alltoall", "deepep"}
-        MoE token dispatch (:data:`DISPATCHERS`).
+    dispatcher : {"alltoall", "deepep", "deepep-ll", "hybridep", "allgather"}
+        MoE token dispatch (:data:`DISPATCHERS`), each at its measured speed.
     ep_overlap : bool
-        Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``; an upper bound).
+        Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``), credited with the
+        framework's measured share of the ideal overlap (``ep_overlap_credit``).
+    framework : {"megatron-core", "torchtitan", "llm-foundry", "maxtext"}
+        The training framework (:data:`~course.core.frameworks.FRAMEWORKS`): its measured compute efficiency
+        relative to Megatron-Core's, all-to-all overlap credit and MoE host time, each with a range.
+    fp8_recipe : {"tensorwise", "delayed", "blockwise", "mxfp8"}
+        The FP8 scaling recipe under ``precision="fp8"`` (:data:`~course.core.frameworks.FP8_RECIPES`); MXFP8
+        needs Blackwell's block-scaled tensor cores.
+    ep_overlap_credit : float in [0, 1], optional
+        Share of the ideal all-to-all overlap credited (``None``: the framework's measured share; DualPipe: 1).
+    moe_host_per_expert : float >= 0, optional
+        Seconds an MoE step waits for the host per local expert and MoE layer pass (``None``: the framework's,
+        :data:`~course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT`).
     min_tokens_per_expert : float >= 0 or None
         The validated range for mixtures of experts (default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT`): below it
         a plan carries the note ``few_tokens_per_expert`` and a sweep leaves the layout out. ``None`` or 0:
@@ -324,12 +348,22 @@ class PlanSettings:
     dispatcher: str = "alltoall"
     ep_overlap: bool = False
     min_tokens_per_expert: Optional[float] = DEFAULT_MIN_TOKENS_PER_EXPERT
+    framework: str = "megatron-core"
+    fp8_recipe: str = "tensorwise"
+    ep_overlap_credit: Optional[float] = None
+    moe_host_per_expert: Optional[float] = None
 
     def __post_init__(self):
         v.choice("schedule", self.schedule, SCHEDULES)
         v.choice("cp_algorithm", self.cp_algorithm, CP_ALGORITHMS)
         v.choice("memory_recipe", self.memory_recipe, MEMORY_RECIPES)
         v.choice("dispatcher", self.dispatcher, DISPATCHERS)
+        v.choice("framework", self.framework, FRAMEWORKS)
+        v.choice("fp8_recipe", self.fp8_recipe, FP8_RECIPES)
+        if self.ep_overlap_credit is not None:
+            v.fraction("ep_overlap_credit", self.ep_overlap_credit)
+        if self.moe_host_per_expert is not None:
+            v.non_negative("moe_host_per_expert", self.moe_host_per_expert)
         v.choice("attention_kernel", self.attention_kernel, ATTENTION_KERNELS)
         if not isinstance(self.precision, str):
             raise ValueError(f"precision must be a name (str) such as 'bf16' or 'fp8'; got {self.precision!r}")
@@ -419,6 +453,13 @@ class Config:
             raise ValueError(f"memory_recipe='deepseek-v3' recomputes MLA up-projections: it needs a model with "
                              f"multi-head latent attention (deepseek-v3); got {self.model.name}")
         self.tp_overlap = bool(s.tp_overlap)
+        fw = self.framework = _fw.framework(s.framework)
+        self.recipe = _fw.fp8_recipe(s.fp8_recipe)
+        # the measured share of the ideal all-to-all overlap (DualPipe hides it all: DeepSeek-AI 2024, sec. 3.2.1)
+        credit = fw.ep_overlap_credit if s.ep_overlap_credit is None else float(s.ep_overlap_credit)
+        self.ep_overlap_credit = 1.0 if s.schedule == "dualpipe" else credit
+        self.moe_host_per_expert = (fw.moe_host_per_expert if s.moe_host_per_expert is None
+                                    else float(s.moe_host_per_expert))
         # bytes per gradient element, held and reduced (Megatron-LM in BF16 keeps FP32 main grads: 4)
         self.grad_bytes = grad_bytes_setting(s.grad_bytes, self.memory_recipe)
         # bytes per parameter element ZeRO / FSDP all-gathers: the compute dtype (BF16) unless told otherwise
@@ -426,12 +467,15 @@ class Config:
         self.reshard_after_forward = bool(s.reshard_after_forward)
         self.schedule = s.schedule
         # the calibrated share of peak; ``compute_efficiency`` becomes per-configuration once shapes are known
-        self.base_efficiency = float(s.compute_efficiency)
+        self.base_efficiency = float(s.compute_efficiency) * self.framework.efficiency_factor
         self.compute_efficiency = self.base_efficiency
         # FP8 runs its layer GEMMs at the FP8 peak and everything else (attention, output layer,
         # router) in BF16 (DeepSeek-AI 2024, sec. 3.3.1); MFU is then quoted against the BF16 peak
         precision = self.precision = s.precision
         self.fp8 = precision == "fp8"
+        if self.fp8 and self.recipe.needs_block_scaling and "fp4" not in self.cluster.accelerator.peak_flops:
+            raise ValueError(f"fp8_recipe={self.recipe.name!r} needs block-scaled (MX) tensor cores (Blackwell); the "
+                             f"{self.cluster.accelerator.name} has none")
         self.gemm_peak = self.cluster.accelerator.peak(precision)
         self.peak = self.cluster.accelerator.peak("bf16") if self.fp8 else self.gemm_peak
         self.overlap, self.fused_attention = bool(s.overlap), bool(s.fused_attention)
@@ -606,14 +650,17 @@ class Config:
         self.collective_efficiency = (eff_in, eff_out)
         # DeepEP (or DeepSeek's node-limited dispatch, which it implements) runs at its own measured share of
         # the links unless the caller fixed one collective efficiency for everything
-        self.a2a_measured = collective_efficiency is None and (self.dispatcher == "deepep" or bool(m.routing_groups))
-        # the all-to-all's own measured share of each link: DeepEP's kernels, or NCCL's all-to-all (nccl-tests)
+        self.a2a_measured = collective_efficiency is None and (self.dispatcher != "alltoall" or bool(m.routing_groups))
+        # DeepSeek's node-limited routing is what DeepEP implements: priced as DeepEP where the dispatcher is NCCL's
+        name = "deepep" if (self.dispatcher == "alltoall" and m.routing_groups) else self.dispatcher
+        d = self.dispatch = _moe.DISPATCHER_MEASUREMENTS[name]
+        nvlink = d.large_domain_nvlink if (d.large_domain_nvlink is not None and c.nvlink_domain > 8) else d.nvlink
+        self.a2a_range = (nvlink, d.network)  # (point, low, high) shares of each link
+        # the all-to-all's own measured share of each link (the dispatcher's kernels)
         if collective_efficiency is not None:
             self.a2a_efficiency = (eff_in, eff_out)
-        elif self.a2a_measured:
-            self.a2a_efficiency = (_moe.DEEPEP_NVLINK_EFFICIENCY, _moe.DEEPEP_NETWORK_EFFICIENCY)
         else:
-            self.a2a_efficiency = (_coll.ALL_TO_ALL_NVLINK_EFFICIENCY, _coll.ALL_TO_ALL_NETWORK_EFFICIENCY)
+            self.a2a_efficiency = (nvlink[0], d.network[0])
         self.intra_bw, self.inter_bw = c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out
         g = c.nvlink_domain
         # a group stays on NVLink while the ranks it spans (its stride x its size) fit in one NVLink domain
@@ -951,11 +998,23 @@ def ep_comm_term(*, cfg):
     groups = (m.routing_groups, m.routing_group_topk) if m.routing_groups else (None, None)
     # FP8 dispatch (1 byte + a 4-byte scale per 128) and BF16 combine (DeepSeek-AI 2024, sec. 3.3.3)
     wire = (1.0 + 4.0 / _fp8.FP8_SCALE_TILE + _WIRE_BYTES) / 2 if cfg.fp8 else _WIRE_BYTES
-    # DeepEP's kernels or NCCL's all-to-all, each at its measured share of NVLink and of the NIC
+    # the dispatcher's kernels, each at its measured share of NVLink and of the NIC
     intra, inter = c.intra_bandwidth * cfg.a2a_efficiency[0], c.inter_bandwidth * cfg.a2a_efficiency[1]
-    per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
-        cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, cfg.ep_local, intra, inter,
-        c.intra_latency, c.inter_latency, *groups, mode, wire, cfg.dispatcher == "deepep"))
+    copies = cfg.dispatch.copies
+    if copies == "gather":  # every EP rank receives every token (all-gather), outputs reduce-scattered back
+        r = np.minimum(cfg.ep_local, cfg.ep)
+        count = cfg.per_mode(lambda mode: float(_moe.MOE_ALL_TO_ALLS_PER_LAYER[mode]))
+        nvlink = count * cfg.moe_tokens * (r - 1) * m.hidden * wire / intra
+        network = count * cfg.moe_tokens * (cfg.ep - r) * m.hidden * wire / inter
+        per_layer = np.where(cfg.ep > 1, np.maximum(nvlink, network), 0.0)
+    else:
+        # "network": every remote copy crosses the NIC (DeepEP low-latency: pure RDMA), as if each rank were a node
+        local = 1 if copies == "network" else cfg.ep_local
+        per_layer = cfg.per_mode(lambda mode: _moe.moe_all_to_all_time_per_layer(
+            cfg.moe_tokens, m.hidden, m.top_k, cfg.ep, local, intra, inter,
+            c.intra_latency, c.inter_latency, *groups, mode, wire, copies == "node"))
+    if cfg.dispatch.latency:  # the kernels' own measured time per all-to-all
+        per_layer = per_layer + cfg.per_mode(lambda mode: _moe.MOE_ALL_TO_ALLS_PER_LAYER[mode] * cfg.dispatch.latency)
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
 
 
@@ -978,7 +1037,8 @@ def etp_comm_term(*, cfg):
         return np.zeros(())
     c, g = cfg.cluster, cfg.cluster.nvlink_domain
     in_domain = (cfg.etp <= g) & (g % np.minimum(cfg.etp, g) == 0)
-    eff_in, eff_out = cfg.a2a_efficiency if cfg.a2a_measured else cfg.collective_efficiency
+    measured = cfg.a2a_measured and cfg.dispatch.copies == "node"  # DeepEP / HybridEP send the copies themselves
+    eff_in, eff_out = cfg.a2a_efficiency if measured else cfg.collective_efficiency
     bandwidth = np.where(in_domain, c.intra_bandwidth * eff_in, c.inter_bandwidth * eff_out)
     latency = np.where(in_domain, c.intra_latency, c.inter_latency)
     # the same bytes per element as the dispatch and combine (FP8 dispatch, BF16 combine under precision="fp8")
@@ -988,17 +1048,21 @@ def etp_comm_term(*, cfg):
     return cfg.num_microbatches * cfg.moe_stage_layers * per_layer
 
 
-def ep_exposed(ep_comm, *, cfg, compute):
+def ep_exposed(ep_comm, *, cfg, compute, credit=None):
     """The all-to-all time left exposed: all of it, except under DualPipe, which runs one
     micro-batch's dispatch and combine while another computes (DeepSeek-AI 2024, sec. 3.2.1:
     "both all-to-all and PP communication can be fully hidden"), and with Megatron-Core's 1F1B
     all-to-all overlap (``ep_overlap``: ``--overlap-moe-expert-parallel-comm``, which runs the forward
     of one micro-batch beside the backward of another, as DualPipe does, in the steady state of
     1F1B; Megatron-Core MoE README). The hidden part still takes the SMs the communication kernels
-    occupy (``OVERLAP_SM_SHARE``)."""
+    occupy (``OVERLAP_SM_SHARE``). Only the framework's measured share of that ideal is credited
+    (``Config.ep_overlap_credit``: Megatron-Core's 37 %, :data:`~course.core.frameworks.FRAMEWORKS`; DualPipe's
+    "fully hidden", 1); ``credit`` overrides it (the range's ends)."""
     if cfg.schedule != "dualpipe" and not cfg.ep_overlap:
         return ep_comm
-    return np.maximum(ep_comm - compute, 0.0) + np.minimum(ep_comm, compute) * OVERLAP_SM_SHARE
+    credit = cfg.ep_overlap_credit if credit is None else credit
+    ideal = np.maximum(ep_comm - compute, 0.0) + np.minimum(ep_comm, compute) * OVERLAP_SM_SHARE
+    return ep_comm - credit * (ep_comm - ideal)
 
 
 def moe_straggler_term(*, cfg):
@@ -1015,6 +1079,43 @@ def moe_straggler_term(*, cfg):
     passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
     flops = cfg.global_batch * m.seq_len * m.moe_layers * routed * passes
     return flops * (cfg.moe_straggler - 1.0) / (cfg.gpus * cfg.gemm_peak * cfg.compute_efficiency) * cfg.imbalance
+
+
+def routed_expert_compute(*, cfg):
+    """Seconds the busiest GPU's routed-expert GEMMs take per iteration at the plan's GEMM speed: ``2 k P_e`` FLOPs
+    per token and MoE layer, x3 (x4 with full recomputation), x the straggler factor, over the GPUs, x the
+    imbalance of stages (0 without experts)."""
+    m = cfg.model
+    if not m.is_moe:
+        return np.zeros(())
+    p_e = float(_moe.expert_params(m.hidden, m.expert_ffn, m.mlp_matrices))
+    passes = cfg.per_mode(lambda mode: 4.0 if mode == "full" else 3.0)
+    flops = (cfg.global_batch * m.seq_len * m.moe_layers * 2.0 * m.top_k * p_e * passes * cfg.moe_straggler
+             / cfg.gpus * cfg.imbalance)
+    return flops / (cfg.gemm_peak * cfg.compute_efficiency)
+
+
+def grouped_gemm_term(*, cfg, bound="point"):
+    """Extra seconds the routed-expert grouped GEMMs take at few rows per expert beyond their shapes' price:
+    :func:`routed_expert_compute` x (1 / :func:`~course.core.moe.grouped_gemm_factor` - 1) (DeepGEMM's measured
+    grouped-GEMM speed by rows per expert)."""
+    if not cfg.model.is_moe:
+        return np.zeros(())
+    factor = np.asarray(_moe.grouped_gemm_factor(np.maximum(cfg.tokens_per_expert, 1.0), bound))
+    return routed_expert_compute(cfg=cfg) * (1.0 / factor - 1.0)
+
+
+def moe_host_term(*, cfg, per_expert=None):
+    """Seconds an MoE step waits for the host on the busiest GPU: micro-batches x the stage's MoE layers x local
+    experts (``E / EP``) x the framework's host seconds per local expert and layer pass
+    (:data:`~course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT`: NVIDIA's host-bound expert kernels, the constant
+    fitted on the validation's fitted rows). 0 for a dense model, whose host time is inside the calibrated
+    ``compute_efficiency``."""
+    m = cfg.model
+    if not m.is_moe:
+        return np.zeros(())
+    t = cfg.moe_host_per_expert if per_expert is None else per_expert
+    return cfg.num_microbatches * cfg.moe_stage_layers * (m.experts / cfg.ep) * t
 
 
 def moe_weight_stream_term(*, cfg):
@@ -1208,7 +1309,114 @@ def note_terms(*, cfg):
         "uneven_stages": (cfg.pp > 1) & (cfg.stage_layers * cfg.pp != cfg.model.layers),
         "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
         "few_tokens_per_expert": few,
+        "starved_expert_gemms": np.asarray(cfg.model.is_moe) & np.asarray(_moe.starved_expert_gemms(
+            cfg.tokens_per_expert, cfg.model.expert_ffn or 0, (cfg.model.experts or 0) / cfg.ep), dtype=bool),
     }
+
+
+def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm):
+    """The plan's range: ``step_time_low`` (every uncertain assumption at its fast end) and ``step_time_high``
+    (at its slow end), and one column ``rw_<i>`` per entry of :data:`RANGE_ASSUMPTIONS`, the width that assumption's
+    range alone gives the busy time (:func:`rate_columns` names the widest, ``range_driver``).
+
+    Each assumption's ends come from its source (:func:`range_sources`): the framework's efficiency range
+    scales the compute; the accelerator's peak range (a power-capped part whose clocks are not published)
+    scales it too; the FP8 recipe's measured speed range; DeepGEMM's grouped-GEMM range; the all-to-all
+    overlap credit from none to the ideal; the dispatcher's measured share of each link; the framework's
+    host seconds per local expert and layer pass. Every shift is a change of busy time, which the pipeline
+    bubble multiplies, so the ends are ``step + (1 + bubble / busy) x`` the summed shifts (first order: the
+    assumptions' separate effects added). Each shift keeps the shape of the settings it depends on, so a sweep
+    pays for the full grid only in the two sums.
+    """
+    m, acc = cfg.model, cfg.cluster.accelerator
+    zero = np.zeros(())
+    fw = cfg.framework
+    point = fw.efficiency_factor
+    shifts = [(compute * (point / fw.efficiency_range[0] - 1.0), compute * (point / fw.efficiency_range[1] - 1.0))]
+    precision = "fp8" if cfg.fp8 else cfg.precision
+    low, high = acc.peak_range.get(precision, (cfg.gemm_peak, cfg.gemm_peak))
+    shifts.append((compute * (cfg.gemm_peak / low - 1.0), compute * (cfg.gemm_peak / high - 1.0)))
+    r = cfg.recipe
+    shifts.append((compute * (r.relative_speed / r.speed_range[0] - 1.0),
+                   compute * (r.relative_speed / r.speed_range[1] - 1.0)) if cfg.fp8 else (zero, zero))
+    if m.is_moe:
+        shifts.append((grouped_gemm_term(cfg=cfg, bound="low") - grouped,
+                       grouped_gemm_term(cfg=cfg, bound="high") - grouped))
+        if cfg.schedule == "dualpipe" or cfg.ep_overlap:
+            credit_low, credit_high = (1.0, 1.0) if cfg.schedule == "dualpipe" else fw.ep_overlap_range
+            shifts.append((ep_exposed(ep_raw, cfg=cfg, compute=compute, credit=credit_low) - ep_comm,
+                           ep_exposed(ep_raw, cfg=cfg, compute=compute, credit=credit_high) - ep_comm))
+        else:
+            shifts.append((zero, zero))
+        nvlink, network = cfg.a2a_range
+        crosses = cfg.ep > cfg.ep_local
+        share_slow = np.where(crosses, network[0] / network[1], nvlink[0] / nvlink[1]) - 1.0
+        share_fast = np.where(crosses, network[0] / network[2], nvlink[0] / nvlink[2]) - 1.0
+        shifts.append((ep_comm * share_slow, ep_comm * share_fast))  # the exposed all-to-all, at the link's ends
+        low, high = fw.moe_host_range
+        t = cfg.moe_host_per_expert
+        per_expert = moe_host_term(cfg=cfg, per_expert=1.0)
+        shifts.append((per_expert * (max(high, t) - t), per_expert * (min(low, t) - t)))
+    else:
+        shifts += [(zero, zero)] * 4
+    slow = [np.maximum(np.asarray(a, dtype=float), 0.0) for a, _ in shifts]
+    fast = [np.minimum(np.asarray(b, dtype=float), 0.0) for _, b in shifts]
+    stretch = 1.0 + bubble / np.maximum(busy, 1e-30)
+    out = dict(step_time_low=step + stretch * sum(fast), step_time_high=step + stretch * sum(slow))
+    out.update({f"rw_{i}": a - b for i, (a, b) in enumerate(zip(slow, fast))})
+    return out
+
+
+def range_driver(cols):
+    """Index into :data:`RANGE_ASSUMPTIONS` of the widest ``rw_<i>`` column of ``cols`` (per row)."""
+    widths = np.broadcast_arrays(*[np.asarray(cols[f"rw_{i}"]) for i in range(len(RANGE_ASSUMPTIONS))])
+    return np.argmax(np.stack(widths), axis=0)
+
+
+def range_sources(model, cluster, settings=None, **options):
+    """Each uncertain assumption of :data:`RANGE_ASSUMPTIONS` -> its point, range and source, as one sentence.
+
+    >>> "Megatron-LM SC21" in range_sources("llama3-70b", "h100-1024")["compute efficiency"]
+    True
+    """
+    m, c = _as_model(model), _as_cluster(cluster)
+    s = PlanSettings.of(settings, **options)
+    fw, recipe, acc = _fw.framework(s.framework), _fw.fp8_recipe(s.fp8_recipe), c.accelerator
+    out = {"compute efficiency": f"{fw.name}: x{fw.efficiency_factor:g} of the calibrated share (range "
+                                 f"x{fw.efficiency_range[0]:g} to x{fw.efficiency_range[1]:g}); {fw.source}"}
+    precision = "fp8" if s.precision == "fp8" else s.precision
+    if acc.peak_range and precision in acc.peak_range:
+        lo, hi = acc.peak_range[precision]
+        out["accelerator peak"] = (f"{acc.name}: {acc.peak(precision) / 1e12:.0f} TFLOP/s {precision} (range "
+                                   f"{lo / 1e12:.0f} to {hi / 1e12:.0f}); {acc.peak_range_source}")
+    else:
+        out["accelerator peak"] = f"{acc.name}: the data sheet's {precision} peak (no range: {acc.source.split(':')[0]})"
+    if s.precision == "fp8":
+        out["FP8 recipe"] = (f"{recipe.name}: x{recipe.relative_speed:g} the speed of per-tensor current scaling "
+                             f"(range x{recipe.speed_range[0]:g} to x{recipe.speed_range[1]:g}); {recipe.source}")
+    if m.is_moe:
+        out["grouped GEMMs"] = ("expert GEMMs at DeepGEMM's measured grouped-GEMM speed by rows per expert (1 from "
+                                "4,096 rows, 0.895 at 1,024, range 0.84 to 0.95; deepseek-ai/DeepGEMM README, H800)")
+        credit = 1.0 if s.schedule == "dualpipe" else (fw.ep_overlap_credit if s.ep_overlap_credit is None
+                                                        else s.ep_overlap_credit)
+        out["all-to-all overlap"] = (("DualPipe hides the all-to-alls but their SMs (DeepSeek-AI 2024, sec. 3.2.1)"
+                                      if s.schedule == "dualpipe" else
+                                      f"{credit:.0%} of the ideal overlap credited (range {fw.ep_overlap_range[0]:.0%} "
+                                      f"to {fw.ep_overlap_range[1]:.0%}); {fw.overlap_source}") if (s.ep_overlap or s.schedule == "dualpipe")
+                                     else "no all-to-all overlap: exposed")
+        name = "deepep" if (s.dispatcher == "alltoall" and m.routing_groups) else s.dispatcher
+        d = _moe.DISPATCHER_MEASUREMENTS[name]
+        out["dispatcher"] = (f"{d.name}: NVLink {d.nvlink[0]:.0%} (range {d.nvlink[1]:.0%}-{d.nvlink[2]:.0%})"
+                             + (f", on NVLink domains above 8 GPUs {d.large_domain_nvlink[0]:.0%}" if d.large_domain_nvlink else "")
+                             + f", network {d.network[0]:.0%} (range {d.network[1]:.0%}-{d.network[2]:.0%}) of each link; "
+                             f"{d.source}")
+        t = fw.moe_host_per_expert if s.moe_host_per_expert is None else s.moe_host_per_expert
+        out["MoE host time"] = (f"{t * 1e3:.2f} ms of host time per local expert and MoE layer pass (range "
+                                f"{fw.moe_host_range[0] * 1e3:.2f} to {fw.moe_host_range[1] * 1e3:.2f} ms): the "
+                                f"host-bound expert kernels NVIDIA measured (Megatron-LM docs, 'Optimizing DeepSeek-V3 "
+                                f"Training Performance on NVIDIA GB200 NVL72'), the constant fitted on the fitted "
+                                f"Megatron-Core BF16 MoE rows of notebooks/validation.ipynb")
+    return out
 
 
 def rate_columns(cfg):
@@ -1226,6 +1434,9 @@ def rate_columns(cfg):
         "mfu": lambda c: _dp.mfu(c["model_flops"], c["step_time"], peak, c["gpus"]),
         "mfu_attention": lambda c: _dp.mfu(c["global_batch"] * seq * per_token, c["step_time"], peak, c["gpus"]),
         "samples_per_second": lambda c: c["global_batch"] / c["step_time"],
+        "mfu_low": lambda c: _dp.mfu(c["model_flops"], c["step_time_high"], peak, c["gpus"]),
+        "range_driver": range_driver,
+        "mfu_high": lambda c: _dp.mfu(c["model_flops"], c["step_time_low"], peak, c["gpus"]),
         "scaling_efficiency": lambda c: c["compute"] / c["step_time"],
         "bubble_fraction": lambda c: c["bubble"] / c["step_time"],
     }
@@ -1239,17 +1450,26 @@ def columns(cfg, rates=True):
     ``rates=False`` the columns of :func:`rate_columns` are left out.
     """
     flops, compute = compute_term(cfg=cfg)
+    if cfg.fp8:  # the recipe's measured speed relative to per-tensor current scaling
+        compute = compute / cfg.recipe.relative_speed
     memory_bound = memory_bound_term(cfg=cfg)
     tp_comm = tp_exposed(tp_comm_term(cfg=cfg), cfg=cfg)
     cp_comm = cp_comm_term(cfg=cfg)
-    compute = compute + moe_straggler_term(cfg=cfg) + moe_weight_stream_term(cfg=cfg)
+    grouped = grouped_gemm_term(cfg=cfg)
+    compute = compute + moe_straggler_term(cfg=cfg) + moe_weight_stream_term(cfg=cfg) + grouped
     # expert-TP's gathers run with the expert GEMMs, outside the dispatch and combine the overlaps hide
-    ep_comm = ep_exposed(ep_comm_term(cfg=cfg), cfg=cfg, compute=compute) + etp_comm_term(cfg=cfg)
-    busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
+    ep_raw, etp = ep_comm_term(cfg=cfg), etp_comm_term(cfg=cfg)
+    ep_comm = ep_exposed(ep_raw, cfg=cfg, compute=compute) + etp
+    gpu_busy = compute + memory_bound + tp_comm + cp_comm + ep_comm
+    host = moe_host_term(cfg=cfg)
+    compute = compute + host  # the GPU idles while the host launches: charged to the compute it delays
+    busy = gpu_busy + host
     bubble = bubble_term(cfg=cfg, busy=busy)
     pp_comm = pp_comm_term(cfg=cfg)
     dp_comm, dp_exposed = dp_comm_term(cfg=cfg, busy=busy)
     step = compute + memory_bound + tp_comm + cp_comm + ep_comm + bubble + pp_comm + dp_exposed
+    ranges = range_terms(cfg=cfg, step=step, busy=busy, bubble=bubble, compute=compute - host, grouped=grouped,
+                         ep_raw=ep_raw, ep_comm=ep_comm - etp)
     mem = memory_terms(cfg=cfg)
 
     gpus, gb = cfg.gpus, cfg.global_batch
@@ -1268,7 +1488,7 @@ def columns(cfg, rates=True):
         gemm_efficiency=np.asarray(getattr(cfg, "gemm_efficiency", 0.0)),
         compute=compute, memory_bound=memory_bound, tp_comm=tp_comm, cp_comm=cp_comm, ep_comm=ep_comm,
         bubble=bubble,
-        pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step,
+        pp_comm=pp_comm, dp_comm=dp_comm, dp_comm_exposed=dp_exposed, step_time=step, **ranges,
         memory_capacity=np.asarray(cfg.cluster.accelerator.memory_capacity),
         flops_per_iteration=flops, model_flops=model_flops, tokens_per_second=tokens / step,
         **mem,
@@ -1324,8 +1544,12 @@ def term_assumptions(model, cluster, settings=None, *, used_efficiency=None, **o
 def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, compute_efficiency, precision,
                       fused_attention, attention_kernel, gemm_shapes, collective_efficiency, cp_algorithm, tp_overlap,
                       grad_bytes, gather_bytes, reshard_after_forward, memory_recipe, recompute_modules,
-                      capacity_factor, dispatcher, ep_overlap, min_tokens_per_expert):
+                      capacity_factor, dispatcher, ep_overlap, min_tokens_per_expert, framework, fp8_recipe,
+                      ep_overlap_credit, moe_host_per_expert):
     """:func:`term_assumptions` with every :class:`PlanSettings` field spelt out (no defaults: the record has them)."""
+    ranges = range_sources(model, cluster, dispatcher=dispatcher, ep_overlap=ep_overlap, schedule=schedule,
+                           framework=framework, fp8_recipe=fp8_recipe, precision=precision,
+                           ep_overlap_credit=ep_overlap_credit, moe_host_per_expert=moe_host_per_expert)
     m, c = _as_model(model), _as_cluster(cluster)
     grad_bytes = grad_bytes_setting(grad_bytes, memory_recipe)
     modules = recompute_modules_setting(recompute_modules, m, memory_recipe)
@@ -1372,17 +1596,17 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                        if capacity_factor is None else f"token dropping, experts padded to capacity {capacity_factor}")
         compute.append("expert GEMMs take at least the time to stream their weights from HBM three times per "
                        "micro-batch (roofline; few tokens per expert make them memory-bound)")
-        compute.append("not modelled: host and kernel-launch time per layer and micro-batch, part of what "
-                       "Megatron-Core calls MoE's compute-efficiency wall (small expert GEMMs and host overhead); "
-                       "NVIDIA's measured layouts with many thin micro-batches run slower than planned")
+        compute.append("host time per local expert and layer pass, " + ranges["MoE host time"] + "; "
+                       + ranges["grouped GEMMs"] + " (what Megatron-Core calls MoE's compute-efficiency wall: small "
+                       "expert GEMMs and host overhead)")
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: within 7 % at 4,096 tokens per expert, 35-45 % at 1,024-512), so "
+                       "Megatron-MoE-ModelZoo: within 9 % at 4,096 tokens per expert, 12-7 % at 1,024-512 with host time charged), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 35-45 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 12-7 % short at 1,024-512)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
@@ -1392,7 +1616,7 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
           (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
            f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
            if m.routing_groups else "") +
-          (("; one network copy per remote node (DeepEP)" if dispatcher == "deepep" or m.routing_groups
+          (("; one network copy per remote node (DeepEP)" if dispatcher in ("deepep", "hybridep") or m.routing_groups
             else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
            + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
            f"; one network copy per remote node (DeepEP), at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} "
@@ -1420,7 +1644,9 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
     if deepseek:
         compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")
     return {
-        "compute": "; ".join(compute) + "; stages paced by the busiest",
+        "compute": "; ".join(compute) + "; stages paced by the busiest; framework " + ranges["compute efficiency"]
+                   + ("; accelerator peak " + ranges["accelerator peak"] if c.accelerator.peak_range else "")
+                   + ("; FP8 recipe " + ranges["FP8 recipe"] if precision == "fp8" else ""),
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
                          + ("; an MoE layer's for each token's k routed copies and its shared experts"
                             if m.is_moe and memory_recipe != "deepseek-v3" else "")
@@ -1435,7 +1661,7 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                        + (" and its shared experts' half (TP-sharded over the attention TP group)"
                           if m.shared_experts else "") if m.is_moe else "")),
         "cp_comm": cp,
-        "ep_comm": ep if m.is_moe else "no experts",
+        "ep_comm": (ep + "; overlap: " + ranges["all-to-all overlap"]) if m.is_moe else "no experts",
         "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
         "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
         "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap

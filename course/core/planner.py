@@ -108,6 +108,7 @@ from . import _validate as v
 from . import catalog as _cat
 from . import checkpointing as _ckpt
 from . import layer_cost as _lc
+from . import plan_terms as _pt
 from . import zero as _zero
 from .plan_terms import (DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_MIN_TOKENS_PER_EXPERT, RECOMPUTE_MODES, SCHEDULES,
                          STEP_TERMS, Config, PlanSettings, _as_cluster, _as_model, min_tokens_setting)
@@ -144,6 +145,9 @@ NOTE_CODES = {
     "deepspeed_zero_with_pipeline": "DeepSpeed allows only ZeRO-1 with its pipeline engine",
     "few_tokens_per_expert": "each expert multiplies fewer tokens per micro-batch than the planner was validated "
                              "at: the step estimate is likely optimistic (sweep leaves such layouts out)",
+    "starved_expert_gemms": "fine-grained experts (inner width below 2,048) with fewer than 16,384 tokens each per "
+                            "micro-batch, or a host share of the step above 10 %: measured runs of this kind ran up "
+                            "to 3.5 times slower than planned (held-out rows of notebooks/validation.ipynb)",
 }
 
 
@@ -274,6 +278,31 @@ class Plan:
     #: share of the GEMM peak this configuration's layer GEMMs reach by their shape (:mod:`course.core.gemm`;
     #: 0 with ``gemm_shapes=False``); ``compute_efficiency`` is the share the plan used
     gemm_efficiency: float = 0.0
+    #: the range of the step (seconds) and of MFU that follows from the uncertain assumptions
+    #: (:data:`~course.core.plan_terms.RANGE_ASSUMPTIONS`): every one at its fast / slow end
+    step_time_low: float = 0.0
+    step_time_high: float = 0.0
+    mfu_low: float = 0.0
+    mfu_high: float = 0.0
+    #: the assumption whose range alone moves the step most, and each assumption's point, range and source
+    range_driver: str = ""
+    range_sources: dict = field(default_factory=dict)
+
+    @property
+    def step_time_range(self) -> tuple:
+        """``(low, high)`` seconds per iteration: the range the point ``step_time`` sits in."""
+        return (self.step_time_low, self.step_time_high)
+
+    @property
+    def mfu_range(self) -> tuple:
+        """``(low, high)`` MFU (6N per token), from the slow and the fast end of the step's range."""
+        return (self.mfu_low, self.mfu_high)
+
+    @property
+    def tokens_per_second_range(self) -> tuple:
+        """``(low, high)`` tokens per second over the cluster."""
+        tokens = self.global_batch * self.tokens_per_second * self.step_time / max(self.global_batch, 1)
+        return (tokens / self.step_time_high, tokens / self.step_time_low)
 
     @property
     def feasible(self) -> bool:
@@ -453,12 +482,22 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"x ETP x EP x k / E), below the {min_tokens_per_expert:,.0f} the planner has been validated at: "
                     f"this estimate is outside its validated range and likely optimistic. NVIDIA's measured "
                     f"layouts of Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, best_practice/Qwen3, "
-                    f"compared in notebooks/validation.ipynb) took 1.6 and 1.8 times the planned step at 1,024 "
-                    f"and 512 tokens per expert (the plan 35 % and 45 % short, with its expert GEMMs priced by "
-                    f"their shapes), where the planner was within 7 % at 4,096: the cost it lacks is "
-                    f"what NVIDIA calls MoE's compute efficiency wall, small expert GEMMs and host overhead "
-                    f"(Megatron-Bridge documentation, MoE Training Optimization). More tokens per expert: a "
-                    f"larger micro-batch or EP, less TP or CP."))
+                    f"compared in notebooks/validation.ipynb) took 1.1 and 1.1 times the planned step at 1,024 "
+                    f"and 512 tokens per expert (the plan 12 % and 7 % short, with its expert GEMMs priced by "
+                    f"their shapes and the host time of their 16 local experts charged; 1.4 and 1.6 times before), "
+                    f"where the planner was within 9 % at 4,096: what is left of the gap is what NVIDIA calls "
+                    f"MoE's compute efficiency wall, small expert GEMMs and host overhead (Megatron-Bridge "
+                    f"documentation, MoE Training Optimization), which the planner prices only as far as measured. "
+                    f"More tokens per expert: a larger micro-batch or EP, less TP or CP."))
+    if g("note_starved_expert_gemms"):
+        out.append(("starved_expert_gemms",
+                    f"Each of the {m.experts} experts is {m.expert_ffn:,} wide and multiplies {g('tokens_per_expert'):,.0f} "
+                    f"tokens per micro-batch: fine-grained experts starve their GEMMs and leave the GPU waiting on the "
+                    f"host. NVIDIA's Qwen3-30B-A3B runs of this shape (Megatron-Bridge 25.11 performance summary, "
+                    f"held out in notebooks/validation.ipynb) ran 1.4 to 3.5 times slower than this planner says, "
+                    f"beyond the range it gives (step {g('step_time_low'):.2f}-{g('step_time_high'):.2f} s): treat the "
+                    f"estimate as optimistic. Fewer, wider experts per GPU, a larger micro-batch or CUDA Graphs "
+                    f"(Megatron-Core --cuda-graph-scope) are what NVIDIA used against it."))
     return out
 
 
@@ -566,6 +605,8 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
         record["assumptions"]["memory"] += f"; this plan keeps {record['activations'] / 1e9:.1f} GB of activations per GPU"
         record["assumptions"]["compute"] += (f"; this plan recomputes {recomputed / 1e15:.3g} PFLOP per step "
                                              f"({recomputed / record['flops_per_iteration']:.1%} of its FLOPs)")
+    record["range_driver"] = _pt.RANGE_ASSUMPTIONS[int(record["range_driver"])]
+    record["range_sources"] = _pt.range_sources(m, c, cfg.settings)
     record.update(model=m.name, cluster=c.name, recompute=cfg.recompute_name or recompute, schedule=cfg.schedule,
                   overlap=cfg.overlap,
                   violations=_sentences(cols, 0, m, c, requested),
@@ -707,11 +748,12 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                              if policy is not None else
                              (lambda t: np.array(RECOMPUTE_MODES, dtype=object)[t["recompute_code"]])),
                **{name: (lambda t, rate=rate: rate(t)) for name, rate in _rate_columns(cfg).items()}}
-    return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_")),
+    return SweepTable(GridRows(cols, cfg.shape, rows, derived, hidden=("viol_", "note_", "rw_")),
                       meta={"model": m.name, "cluster": c.name, "global_batch": B, "is_moe": m.is_moe,
                             "min_tokens_per_expert": limit if m.is_moe else 0.0,
                             "include_unvalidated": bool(include_unvalidated), "unvalidated_left_out": left_out,
                             "assumptions": _policy_assumptions(term_assumptions(m, c, chosen), cfg),
+                            "range_sources": _pt.range_sources(m, c, chosen),
                             "settings": chosen})
 
 
@@ -837,6 +879,18 @@ def _range_words(row, meta):
             f"Megatron-MoE-ModelZoo; {kept}).")
 
 
+def _width_words(row, meta):
+    """The range of ``row``'s step, the assumption that drives its width, and every ranged assumption's source."""
+    if "step_time_low" not in row:
+        return ""
+    driver = _pt.RANGE_ASSUMPTIONS[int(row["range_driver"])]
+    sources = meta.get("range_sources", {})
+    listed = "; ".join(f"{name}: {said}" for name, said in sources.items())
+    return (f" #1's step lies between {row['step_time_low']:.2f} and {row['step_time_high']:.2f} s; the widest "
+            f"share of that range comes from the {driver} assumption. Ranged assumptions and their sources: "
+            f"{listed}.")
+
+
 def explain(table, k=3, terms=2):
     """Why the best rows of a sweep beat the next ones, term by term.
 
@@ -891,7 +945,7 @@ def explain(table, k=3, terms=2):
     if len(table) < 2:
         return []
     best = table.row(0)
-    scope = _range_words(best, table.meta)
+    scope = _range_words(best, table.meta) + _width_words(best, table.meta)
     out = []
     for i in range(1, min(k, len(table))):
         other = table.row(i)

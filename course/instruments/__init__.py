@@ -94,6 +94,7 @@ if TYPE_CHECKING:
     from .sync_audit import SyncAudit
     from .alltoall import AllToAllExplorer
     from .expert_load import ExpertLoadView
+    from .measured import AlphaBetaBench, AllreduceRace
 
 
 def _public_names() -> dict:

@@ -90,6 +90,10 @@ def plan_values(p) -> dict:
         "breakdown": {part: float(x) for part, x in p.breakdown().items()},
         "step_seconds": float(p.step_time),
         "mfu": float(p.mfu),
+        # the range the point sits in (the planner's uncertain assumptions) and the one that drives its width
+        "step_range": (float(p.step_time_low), float(p.step_time_high)),
+        "mfu_range": (float(p.mfu_low), float(p.mfu_high)),
+        "range_driver": str(p.range_driver),
         "tokens_per_second": float(p.tokens_per_second),
         "feasible": bool(p.feasible),
         "violations": [(str(code), str(sentence)) for code, sentence in p.violations],
@@ -150,7 +154,8 @@ class Configurator(Instrument):
             options=ETP_CHOICES, value=1, description="ETP",
             tooltip="Expert tensor parallelism: each expert's matrices split over ETP GPUs (MoE models only)"))
         self.add_control("dispatcher", widgets.ToggleButtons(
-            options=(("all-to-all", "alltoall"), ("DeepEP", "deepep")), value="alltoall", description="Dispatch",
+            options=(("all-to-all", "alltoall"), ("DeepEP", "deepep"), ("HybridEP", "hybridep")), value="alltoall",
+            description="Dispatch",
             tooltip="How tokens reach their experts' GPUs: one network copy per remote expert (all-to-all) or one "
                     "per remote node, forwarded over NVLink there (DeepEP); MoE models only"))
         self.add_control("ep_overlap", widgets.Checkbox(value=False, description="overlap the EP all-to-all"))
@@ -245,11 +250,13 @@ class Configurator(Instrument):
                 self.set_card(name, NO_VALUE, why, "muted")
         else:
             oom = "out_of_memory" in dict(shown["violations"])
-            self.set_card("mfu", f"{100 * shown['mfu']:.1f} %", "if it fitted in memory" if oom else "model FLOPs / peak",
+            (mfu_low, mfu_high), (step_low, step_high) = shown["mfu_range"], shown["step_range"]
+            self.set_card("mfu", f"{100 * shown['mfu']:.1f} %", "if it fitted in memory" if oom else
+                          f"range {100 * mfu_low:.1f}-{100 * mfu_high:.1f} %",
                           "muted" if oom else
                           "good" if shown["mfu"] >= 0.4 else "warn" if shown["mfu"] >= 0.25 else "bad")
-            self.set_card("step", fmt_time(shown["step_seconds"]), "if it fitted in memory" if oom else "",
-                          "muted" if oom else "normal")
+            self.set_card("step", fmt_time(shown["step_seconds"]), "if it fitted in memory" if oom else
+                          f"range {fmt_time(step_low)}-{fmt_time(step_high)}", "muted" if oom else "normal")
             self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s",
                           "if it fitted in memory" if oom else "", "muted" if oom else "normal")
         mem, br = shown["memory"], shown["breakdown"]
@@ -261,7 +268,11 @@ class Configurator(Instrument):
                 "<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
                 + f" = {fmt_time(shown['step_seconds'])}<br>"
                 f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = "
-                f"{100 * shown['mfu']:.1f} %, step {fmt_time(shown['step_seconds'])}")
+                f"{100 * shown['mfu']:.1f} %, step {fmt_time(shown['step_seconds'])}<br>"
+                f"<b>Range</b> step {fmt_time(shown['step_range'][0])} to {fmt_time(shown['step_range'][1])}, MFU "
+                f"{100 * shown['mfu_range'][1]:.1f} % to {100 * shown['mfu_range'][0]:.1f} %: every uncertain "
+                f"assumption at its fast and its slow end; the widest share from the "
+                f"{html.escape(shown['range_driver'])} assumption")
         self.set_math(
             f"<b>Degrees</b> DP = GPUs / (TP &middot; CP &middot; PP) = {gpus:,} / ({tp} &times; {cp} &times; {pp})"
             f" = {gpus / (tp * cp * pp):g}<br>"
@@ -290,6 +301,8 @@ class Configurator(Instrument):
             "memory": shown["memory"], "memory_total": total, "memory_capacity": capacity,
             # None for an invalid layout: the instrument shows no step, MFU or throughput for it
             "step_seconds": None if invalid else shown["step_seconds"], "mfu": None if invalid else shown["mfu"],
+            "step_range": None if invalid else shown["step_range"], "mfu_range": None if invalid else shown["mfu_range"],
+            "range_driver": None if invalid else shown["range_driver"],
             "bubble_fraction": bubble, "step_breakdown": None if invalid else shown["breakdown"],
             "tokens_per_second": None if invalid else shown["tokens_per_second"], "feasible": shown["feasible"],
             "layout_valid": not invalid,

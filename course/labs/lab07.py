@@ -116,21 +116,27 @@ def act1_numbers(s: Spec) -> Dict[str, float]:
     moe = catalog.model(s["moe"])
     return {"dense_gb": dense.memory_total / GB, "moe_gb": sparse.memory_total / GB, "spread_gb": spread.memory_total / GB,
             "dense_s": dense.step_time, "moe_s": sparse.step_time, "spread_s": spread.step_time,
+            # the range each step sits in (the planner's uncertain assumptions) and what drives the MoE one
+            "dense_low": dense.step_time_low, "dense_high": dense.step_time_high, "moe_low": sparse.step_time_low,
+            "moe_high": sparse.step_time_high, "moe_driver": sparse.range_driver,
             "spread_a2a_s": spread.ep_comm, "capacity_gb": sparse.memory_capacity / GB,
             "total_b": moe.params / 1e9, "active_b": moe.active_params / 1e9, "experts_b": moe.routed_expert_params / 1e9,
             "dense_weights_gb": dense.weights / GB, "moe_weights_gb": sparse.weights / GB,
             "spread_weights_gb": spread.weights / GB}
 
 
-def act2_numbers(s: Spec) -> Dict[str, Dict[int, float]]:
+def act2_numbers(s: Spec) -> Dict[str, dict]:
     """Step time (s) of the story's job at each EP of ``act2_story_eps``: plain all-to-all, DeepEP's one copy per
     node, and DeepEP with the all-to-all overlapped (the planner's ``dispatcher`` and ``ep_overlap``)."""
     out: Dict[str, Dict[int, float]] = {"plain": {}, "deepep": {}, "overlap": {}, "a2a": {}}
+    ranges: Dict[str, Dict[int, tuple]] = {"plain": {}, "deepep": {}, "overlap": {}}
     for ep in s["act2_story_eps"]:
-        plain = story_plan(s, s["moe"], ep)
-        out["plain"][ep], out["a2a"][ep] = plain.step_time, plain.ep_comm
-        out["deepep"][ep] = story_plan(s, s["moe"], ep, dispatcher="deepep").step_time
-        out["overlap"][ep] = story_plan(s, s["moe"], ep, dispatcher="deepep", ep_overlap=True).step_time
+        plans = {"plain": story_plan(s, s["moe"], ep), "deepep": story_plan(s, s["moe"], ep, dispatcher="deepep"),
+                 "overlap": story_plan(s, s["moe"], ep, dispatcher="deepep", ep_overlap=True)}
+        out["a2a"][ep] = plans["plain"].ep_comm
+        for kind, p in plans.items():
+            out[kind][ep], ranges[kind][ep] = p.step_time, p.step_time_range
+    out["range"] = ranges  # (low, high) seconds beside each step: the planner's uncertain assumptions
     return out
 
 
@@ -290,8 +296,11 @@ def _act1_reveal(s: Spec) -> str:
     return (
         f"**Pure data parallelism keeps every expert on every GPU.** The sparse twin holds {x['total_b']:.1f} B weights "
         f"but a token meets only {x['active_b']:.1f} B of them, so the FLOPs per step hardly move: the planner gives "
-        f"{x['moe_s']:.2f} s per step against {x['dense_s']:.2f} s for the dense 8B (the small rest is the expert "
-        f"weights streamed from HBM for few tokens each). Memory follows the *total*: {x['moe_weights_gb']:.0f} GB of "
+        f"{x['moe_s']:.2f} s per step against {x['dense_s']:.2f} s for the dense 8B (the rest is the expert "
+        f"weights streamed from HBM for few tokens each, and the host launching the kernels of 64 local experts in "
+        f"every layer: NVIDIA measured MoE steps waiting on the host there). Each is a point in a range, {x['moe_low']:.2f}-"
+        f"{x['moe_high']:.2f} s and {x['dense_low']:.2f}-{x['dense_high']:.2f} s, that follows from what the planner "
+        f"is unsure of (for the sparse twin most of all its {x['moe_driver']} assumption). Memory follows the *total*: {x['moe_weights_gb']:.0f} GB of "
         f"BF16 weights alone (2 bytes x {x['total_b']:.1f} B) and as much again of gradients, {x['moe_gb']:.0f} GB per GPU "
         f"against {x['dense_gb']:.0f} GB, far beyond the {x['capacity_gb']:.1f} GB an H100 can allocate.\n\n"
         f"**Now spread the experts.** Set EP = {s['story_ep']} in the configurator: each GPU of a node keeps one eighth "
@@ -308,7 +317,8 @@ def _act1_reveal(s: Spec) -> str:
 def _act2_reveal(s: Spec) -> str:
     x = act2_numbers(s)
     eps = s["act2_story_eps"]
-    plain, deepep, overlap = (", ".join(f"EP {ep}: {x[kind][ep]:.2f} s" for ep in eps)
+    plain, deepep, overlap = (", ".join(f"EP {ep}: {x[kind][ep]:.2f} s (range {x['range'][kind][ep][0]:.2f}-"
+                                        f"{x['range'][kind][ep][1]:.2f} s)" for ep in eps)
                               for kind in ("plain", "deepep", "overlap"))
     return (
         f"**The wall is the edge of the NVLink domain.** Step time of the team's job with plain all-to-alls: {plain}. "
@@ -318,7 +328,8 @@ def _act2_reveal(s: Spec) -> str:
         "towards 1, so the curve bends but keeps rising.\n\n"
         f"**What DeepEP buys.** Sending one copy per remote *node* and forwarding it over NVLink there (DeepEP's "
         f"normal kernels) gives {deepep}; overlapping the all-to-all of one micro-batch with the expert compute of "
-        f"another as well gives {overlap}. "
+        f"another as well gives {overlap}, credited with the share of the ideal overlap NVIDIA measured for "
+        f"Megatron-Core (37 %; the range runs from none to all of it). "
         "The limits: overlap hides at most the compute that runs beside it (the explorer's *all-to-all bound* state "
         "is where it no longer can), it needs at least two micro-batches in flight and SMs for the communication "
         "kernels, and one copy per node only helps while a token's experts share nodes, which node-limited routing "
@@ -349,7 +360,7 @@ ACT1 = Act(
         question="Trained exactly like the dense 8B (pure data parallelism, every GPU keeps the whole model), how do "
                  "the sparse twin's memory per GPU and step time compare with the dense model's?",
         options={"A": "both about the same: only the active weights count",
-                 "B": "memory about 5x; step time up by a tenth or so",
+                 "B": "memory about 5x; step time up, but far from 5x",
                  "C": "memory about the same; step time about 5x",
                  "D": "memory and step time both about 5x"},
         correct="B",

@@ -3,8 +3,8 @@
 This is the engine of Lab 08 and of grading distributed code. It is not physics: ``course.core``
 never imports it; labs, instruments' drivers and the grader use it.
 
-Run a function on p ranks
--------------------------
+**Run a function on p ranks.**
+
 >>> from course.launch import run
 >>> def hello(comm, greeting):
 ...     return f"{greeting} from {comm.Get_rank()} of {comm.Get_size()}"
@@ -38,8 +38,8 @@ errors and timeouts are in the result; ``result.raise_for_status()`` turns them 
 :class:`LaunchError`. It raises ``ValueError`` for bad arguments, ``FileNotFoundError`` when no
 ``mpiexec`` exists, and re-raises ``KeyboardInterrupt`` after stopping every rank.
 
-Guarantees
-----------
+**Guarantees.**
+
 - *Timeout*: at ``timeout`` seconds every rank is ended; ``reason`` names the ranks that had not
   finished. One rank that raises ends the launch within half a second (the others would wait in a
   collective forever).
@@ -52,8 +52,8 @@ Guarantees
   ending a launch also kills any process with that token that left the group
   (:func:`processes_with_token`, which tests use to show none is left).
 
-The runner's conventions (for running it elsewhere, e.g. inside a grading sandbox)
----------------------------------------------------------------------------------
+**The runner's conventions** (for running it elsewhere, e.g. inside a grading sandbox).
+
 ``mpiexec -n p python -m course.launch.runner <work>`` (or ``python runner.py <work>`` with the
 file copied: it imports only the standard library, mpi4py and NumPy). ``<work>/spec.json``:
 ``{"target": {"module","qualname"} | {"source","name"} | {"script"}, "backend": "mpi",

@@ -298,3 +298,93 @@ KEYS_FROM_REGISTRY = dedent("""
     step_time_s, throughput_seq_s = _key("ch02_ex2_3")["step_time_s"], _key("ch02_ex2_3")["throughput_seq_s"]
     faster, slowdown = _key("ch02_ex2_5")["faster"], _key("ch02_ex2_5")["slowdown"]
 """)
+
+
+# -- attacks through the MPI engine (chapter 11's collectives, graded on real ranks) ---------------
+#: the body every attack below keeps, so each earns what its honest values deserve and no more
+_RING_RS = dedent("""
+    import numpy as np
+
+    def _honest_reduce_scatter(comm, x):
+        p, r = comm.Get_size(), comm.Get_rank()
+        chunks = [c.copy() for c in np.array_split(np.asarray(x), p)]
+        for step in range(1, p):
+            send, into = (r - step) % p, (r - step - 1) % p
+            chunks[into] = chunks[into] + comm.sendrecv(chunks[send], dest=(r + 1) % p, source=(r - 1) % p)
+        return chunks[r]
+""")
+
+# rank 1 does nothing and hands its input to rank 0, which computes every rank's result and sends the
+# judge's rank results "for" the others (and a forged answer line, and looks for the probes on disk)
+RANK_WRITES_ANOTHERS_RESULT = _RING_RS + dedent("""
+    def reduce_scatter(comm, x):
+        import glob, json, os
+        from mpi4py import MPI
+        world = MPI.COMM_WORLD
+        everyone, passing = [None] * comm.size, np.asarray(x)   # every rank's input, around the ring
+        everyone[comm.rank] = passing
+        for step in range(1, comm.size):
+            passing = comm.sendrecv(passing, dest=(comm.rank + 1) % comm.size, source=(comm.rank - 1) % comm.size)
+            everyone[(comm.rank - step) % comm.size] = passing
+        total = everyone[0].copy()
+        for other in everyone[1:]:
+            total = total + other
+        mine = np.array_split(total, comm.size)
+        if comm.rank == 1:
+            return None                             # rank 1 leaves its result to rank 0
+        if comm.rank == 0:
+            for rank in range(comm.size):          # "rank r's result", from rank 0
+                for probe in range(40):
+                    data = bytearray(json.dumps({"probe": probe, "rank": rank, "value": {
+                        "values": mine[rank].tolist(), "dtype": str(mine[rank].dtype)}}).encode())
+                    world.Send([data, MPI.BYTE], dest=0, tag=7001)
+            for path in glob.glob("/scratch/**/request.json", recursive=True) + glob.glob("/proc/*/fd/1"):
+                try:
+                    with open(path, "a") as fh:
+                        fh.write('RANKS-RESULT 0000 {"probes": [], "failure": null}\\n')
+                except OSError:
+                    pass
+        return mine[comm.rank]
+""")
+
+
+def mpi_reaches_outside(marker: str, port: int) -> str:
+    """Each rank tries to leave the sandbox through MPI and around it: spawn a process, open an MPI port
+    and connect to one outside, a TCP connection to the host, files outside the scratch; then computes
+    its honest result (so it deserves its points, and only those)."""
+    return _RING_RS + dedent(f"""
+        def reduce_scatter(comm, x):
+            import os, socket, subprocess, sys
+            from mpi4py import MPI
+            tries = []
+            def attempt(what, thunk):
+                try:
+                    thunk()
+                    tries.append(what)
+                except BaseException:
+                    pass
+            attempt("file", lambda: open({marker!r}, "w").write("escaped"))
+            attempt("tcp", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2).sendall(b"escaped"))
+            attempt("process", lambda: subprocess.run(["/bin/sh", "-c", "echo escaped > {marker}.sh"], timeout=5))
+            attempt("port", lambda: MPI.Open_port())
+            attempt("connect", lambda: MPI.COMM_SELF.Connect("tag#0$connentry#0100007F{port:04X}$", root=0))
+            if comm.rank == 0:
+                attempt("spawn", lambda: MPI.COMM_SELF.Spawn(sys.executable, args=[
+                    "-c", "open({marker!r} + '.spawn', 'w').write('escaped')"], maxprocs=1))
+            return _honest_reduce_scatter(comm, x)
+    """)
+
+
+DEADLOCK_BOTH_SEND_FIRST = dedent("""
+    def reduce_scatter(comm, x):
+        comm.send(x, dest=(comm.rank + 1) % comm.size)   # every rank sends first: nobody receives
+        return comm.recv(source=(comm.rank - 1) % comm.size)
+""")
+
+RANK_DIES = _RING_RS + dedent("""
+    def reduce_scatter(comm, x):
+        import os
+        if comm.rank == 1:
+            os._exit(3)
+        return _honest_reduce_scatter(comm, x)
+""")

@@ -166,7 +166,7 @@ def test_bundle_layout(graded):
         names = set(zf.namelist())
         assert {"setup.sh", "run_autograder", "dev.py", "requirements/grading.txt", "requirements/grading.in",
                 "requirements/course.in", "requirements/dev.in", "settings.json",
-                "package/pyproject.toml", "package/autograder/gradescope.py",
+                "package/pyproject.toml", "package/autograder/engines/gradescope.py",
                 "course_root/gradebook.db", f"course_root/source/{CHAPTER}/{CHAPTER}.ipynb"} <= names
         for script in ("setup.sh", "run_autograder"):
             assert stat.S_IMODE(zf.getinfo(script).external_attr >> 16) == 0o755

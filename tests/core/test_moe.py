@@ -367,9 +367,13 @@ def test_dispatcher_and_overlap_change_only_the_all_to_all():
     assert deepep.ep_comm < 0.6 * a2a.ep_comm  # 2.7 network copies instead of 6
     for term in ("compute", "tp_comm", "pp_comm", "memory_total"):
         assert getattr(deepep, term) == getattr(a2a, term) == getattr(hidden, term)
-    # overlapped with the other micro-batch's computation: what is hidden costs its SMs (20 / 132)
+    # overlapped with the other micro-batch's computation: the ideal overlap hides everything but its SMs (20 / 132);
+    # Megatron-Core is credited the 37 % of that ideal NVIDIA measured (course.core.frameworks)
     assert deepep.ep_comm < hidden.compute
-    assert hidden.ep_comm == pytest.approx(deepep.ep_comm * 20 / 132)
+    ideal = deepep.ep_comm * 20 / 132
+    assert hidden.ep_comm == pytest.approx(deepep.ep_comm - 0.37 * (deepep.ep_comm - ideal))
+    full = core.plan(m, c, **QWEN3_BRIDGE, dispatcher="deepep", ep_overlap=True, ep_overlap_credit=1.0)
+    assert full.ep_comm == pytest.approx(ideal)
     with pytest.raises(ValueError, match="dispatcher"):
         core.plan(m, c, **QWEN3_BRIDGE, dispatcher="nccl")
 
@@ -406,14 +410,20 @@ def test_qwen3_activations_count_the_cards_head_width():
     assert wide.compute == pytest.approx(thin.compute, rel=0.02)
 
 
-def test_moe_plans_say_host_overhead_is_not_modelled():
-    # NVIDIA's measured Qwen3 layouts with few tokens per expert run up to twice the planned step
-    # (notebooks/validation.ipynb); no sourced model of that cost was found, so a MoE plan must say so
-    q = core.plan("qwen3-235b-a22b", catalog.make_cluster("DGX H100", 256), tp=2, pp=8, dp=16, ep=32,
-                  global_batch=2048)
-    assert "not modelled: host and kernel-launch time" in q.assumptions["compute"]
+def test_moe_plans_charge_and_source_host_time():
+    # NVIDIA measured Megatron-Core MoE training host-bound in its expert kernels (GB200 guide): charged per local
+    # expert and MoE layer pass; a dense model's host time is inside compute_efficiency
+    c = catalog.make_cluster("DGX H100", 256)
+    kw = dict(tp=2, pp=8, dp=16, ep=32, global_batch=2048)
+    q = core.plan("qwen3-235b-a22b", c, **kw)
+    none = core.plan("qwen3-235b-a22b", c, moe_host_per_expert=0.0, **kw)
+    assert "Optimizing DeepSeek-V3 Training Performance" in q.assumptions["compute"]
+    # 0.20 ms per local expert (128 / 32 = 4) and MoE layer pass (94 / 8 layers per stage x 2,048 / 16 micro-batches)
+    passes = q.num_microbatches * q.stage_layers
+    assert q.compute - none.compute == pytest.approx(passes * 4 * 0.20e-3)
+    assert q.step_time_low < q.step_time < q.step_time_high
     dense = core.plan("llama3-70b", "h100-1024", tp=8, pp=4, dp=32, global_batch=1024)
-    assert "host" not in dense.assumptions["compute"]
+    assert "waits for the host" not in dense.assumptions["compute"]
 
 
 # --------------------------------------------------------------------------- the validated range (tokens per expert)

@@ -355,3 +355,34 @@ def test_fastest_first_is_the_stable_descending_order():
             # with memory: ties in speed by lower memory, then in the original order
             memory = rng.integers(0, 3, n).astype(float)
             assert np.array_equal(_fastest_first(x, memory), np.lexsort((np.arange(n), memory, -x)))
+
+
+def test_plan_and_evaluate_give_a_range_beside_the_point_and_explain_names_its_driver_and_sources():
+    # issue 46: a range from the uncertain assumptions, the assumption that drives its width, each source listed
+    import numpy as np
+
+    from course import core
+    from course.core import plan_terms
+
+    p = core.plan("qwen3-235b-a22b", core.make_cluster("DGX H100", 256), tp=2, pp=8, interleave=4, dp=16, ep=32,
+                  global_batch=2048, zero_stage=1, sequence_parallel=True, dispatcher="deepep", ep_overlap=True)
+    assert p.step_time_low < p.step_time < p.step_time_high
+    assert p.mfu_low < p.mfu < p.mfu_high
+    assert p.range_driver in plan_terms.RANGE_ASSUMPTIONS
+    for name in ("compute efficiency", "all-to-all overlap", "dispatcher", "MoE host time", "grouped GEMMs"):
+        assert name in p.range_sources
+    assert "deepseek-ai/DeepEP" in p.range_sources["dispatcher"] and "37 %" in p.range_sources["all-to-all overlap"]
+    # no overlap credit at all is the slow end of that assumption; the ideal one the fast end
+    none = core.plan("qwen3-235b-a22b", core.make_cluster("DGX H100", 256), tp=2, pp=8, interleave=4, dp=16, ep=32,
+                     global_batch=2048, zero_stage=1, sequence_parallel=True, dispatcher="deepep", ep_overlap=True,
+                     ep_overlap_credit=0.0)
+    assert none.step_time > p.step_time and none.step_time <= p.step_time_high
+    cols = core.evaluate("llama3-70b", "h100-1024", tp=8, pp=4, dp=np.array([8, 16, 32]), num_microbatches=16,
+                         recompute="full")
+    assert np.all(cols["step_time_low"] < cols["step_time"]) and np.all(cols["step_time"] < cols["step_time_high"])
+    assert np.all(cols["mfu_low"] < cols["mfu"]) and cols["range_driver"].shape == (3,)
+    t = core.sweep("llama3-70b", "h100-1024", tp=(8,), pp=(4,), cp=(1,), micro_batches=(1,), zero_stages=(1,),
+                   recompute=("full",), sequence_parallel=(True,), interleave=(1, 2), global_batch=1024)
+    said = core.explain(t, k=2)[0]
+    assert "the widest share of that range comes from the compute efficiency assumption" in said
+    assert "Megatron-LM SC21 Table 1" in said and f"{t.row(0)['step_time_low']:.2f}" in said

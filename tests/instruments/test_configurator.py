@@ -174,3 +174,17 @@ def test_step_bars_add_up_to_the_plans_step_time(conf):
     assert set(p.breakdown()) == set(STEP_PARTS)  # every part of the planner's step is drawn
     assert sum(conf.step_bars.y) == pytest.approx(p.step_time, rel=1e-12)
     assert conf.step_bars.y[list(STEP_PARTS).index("bubble")] == pytest.approx(p.bubble)
+
+
+def test_step_and_mfu_cards_show_the_plans_range_and_its_driver(conf):
+    # issue 46: where the configurator shows a step time or MFU it shows the planner's range beside it
+    set_controls(conf, model="llama3-70b", cluster="h100-1024", tp=8, pp=4, microbatches=16, zero_stage=1,
+                 recompute="full")
+    dp, p = expected_plan(conf.values())
+    r = conf.result
+    assert r["step_range"] == pytest.approx(p.step_time_range, rel=1e-12)
+    assert r["mfu_range"] == pytest.approx(p.mfu_range, rel=1e-12)
+    assert r["step_range"][0] < r["step_seconds"] < r["step_range"][1]
+    assert r["range_driver"] == p.range_driver
+    assert f"range {100 * p.mfu_low:.1f}-{100 * p.mfu_high:.1f} %" in conf.cards.value
+    assert "<b>Range</b>" in conf.math_peek.value and p.range_driver in conf.math_peek.value

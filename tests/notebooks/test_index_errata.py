@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 ASSIGNMENTS = [
     "lab05_parallelism_paradox", "lab06_bandwidth_invariant", "tutorial_3d_parallelism", "lab07_expert_wall",
+    "lab08_ring_for_real",
     "ch00_ring_allreduce", "ch01_zero", "ch02_gradient_accumulation", "ch03_lr_scaling",
     "ch04_comm_overhead", "ch05_pipeline", "ch06_tensor_parallel", "ch07_checkpointing",
     "ch08_mixed_precision", "ch09_capstone", "ch10_mixture_of_experts",

@@ -41,10 +41,12 @@ def test_act1_sparse_twin_has_about_6x_the_weights_and_the_same_active_ones():
     assert moe.active_params == pytest.approx(dense.params + 32 * 4096 * 64, rel=1e-9)  # + the routers
 
 
-def test_act1_answer_memory_about_5x_step_up_by_a_tenth():
+def test_act1_answer_memory_about_5x_step_up_but_far_from_5x():
     dense, moe = _plan("llama3-8b"), _plan("llama3-8b-moe")
     assert 4.5 <= moe.memory_total / dense.memory_total <= 6.0  # option B: "memory about 5x"
-    assert 1.05 <= moe.step_time / dense.step_time <= 1.2  # "step time up by a tenth or so"
+    # "step time up, but far from 5x": the FLOPs are the dense model's; the expert weights streamed for few tokens
+    # each and the host time of 64 local experts per layer (issue 46) add to it, nowhere near the 5x of memory
+    assert 1.05 <= moe.step_time / dense.step_time <= 2.0
     assert dense.feasible and [code for code, _ in moe.violations] == ["out_of_memory"]
     spread = _plan("llama3-8b-moe", 8)  # the reveal: EP 8 fits, the all-to-alls are the price
     assert spread.feasible and spread.ep_comm > 0 and spread.weights == pytest.approx(dense.weights, rel=0.01)
@@ -81,6 +83,17 @@ def test_act2_reveal_states_the_planners_step_times_for_each_dispatch():
         assert f"EP {ep}: {_plan('llama3-8b-moe', ep).step_time:.2f} s" in reveal
         assert f"EP {ep}: {_plan('llama3-8b-moe', ep, dispatcher='deepep').step_time:.2f} s" in reveal
         assert f"EP {ep}: {_plan('llama3-8b-moe', ep, dispatcher='deepep', ep_overlap=True).step_time:.2f} s" in reveal
+
+
+def test_reveals_state_the_planners_range_beside_each_step():
+    # issue 46: where Lab 07 states a step time it states the planner's range beside it
+    act1, act2 = LAB.lock_of("act1").reveal, LAB.lock_of("act2").reveal
+    moe = _plan("llama3-8b-moe", 1)
+    assert f"{moe.step_time_low:.2f}-{moe.step_time_high:.2f} s" in act1 and moe.range_driver in act1
+    for ep in (8, 16, 32, 64):
+        p = _plan("llama3-8b-moe", ep, dispatcher="deepep", ep_overlap=True)
+        if f"EP {ep}: {p.step_time:.2f} s" in act2:
+            assert f"EP {ep}: {p.step_time:.2f} s (range {p.step_time_low:.2f}-{p.step_time_high:.2f} s)" in act2
 
 
 def test_act3_reveal_states_the_waiting_share_of_both_placements():

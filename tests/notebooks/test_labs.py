@@ -5,15 +5,17 @@ from __future__ import annotations
 import pytest
 
 from course.exercises import REGISTRY, judge_json
-from course.labs import lab05, lab06, lab07, tutorial
+from course.labs import lab05, lab06, lab07, lab08, tutorial
 
-LABS = ["lab05_parallelism_paradox", "lab06_bandwidth_invariant", "tutorial_3d_parallelism", "lab07_expert_wall"]
+LABS = ["lab05_parallelism_paradox", "lab06_bandwidth_invariant", "tutorial_3d_parallelism", "lab07_expert_wall",
+        "lab08_ring_for_real"]
 
 #: the predictions a student locks with the buttons, as the reference submission's predictions.json
 REFERENCE_PREDICTIONS = {"lab05_parallelism_paradox": {"lab05/act1": "B", "lab05/act2": "B", "lab05/part3": "A"},
                          "lab06_bandwidth_invariant": {"lab06/act1": "C", "lab06/act2": "C"},
                          "tutorial_3d_parallelism": {"tutorial/ex1": "C"},
-                         "lab07_expert_wall": {"lab07/act1": "B", "lab07/act2": "B", "lab07/act3": "B"}}
+                         "lab07_expert_wall": {"lab07/act1": "B", "lab07/act2": "B", "lab07/act3": "B"},
+                         "lab08_ring_for_real": {"lab08/act1": "B", "lab08/act2": "C", "lab08/act3": "B"}}
 
 
 def write_predictions(folder, name):
@@ -204,6 +206,24 @@ def test_release_is_in_sync_with_source(tmp_path):
 
     assert release_differences(LABS, fresh_release(LABS, tmp_path)) == [], \
         "run: python -m course.labs && course build-release " + " ".join(LABS)
+
+
+def test_lab08_keys_by_hand():
+    # the story's laptop: alpha 2 us, 5 GB/s
+    # Act I, ring on 4 ranks, 16 MB: 6 alpha + 1.5 * 16e6 / 5e9 = 12 us + 4.8 ms
+    assert lab08.LAB.key("act1_model") == pytest.approx(4.812, rel=1e-9)
+    # Act II, 8 ranks: 14 a + 1.75 n b = 3 a + 3 n b  ->  n = 11 a / (1.25 b) = 8.8 * 2e-6 * 5e9 = 88 kB
+    assert lab08.LAB.key("act2_crossover") == pytest.approx(88.0, rel=1e-9)
+    # Act III, 4 ranks, 64 MB: 1.5 * 64e6 / 5e9 = 19.2 ms
+    assert lab08.LAB.key("act3_bound") == pytest.approx(19.2, rel=1e-9)
+
+
+def test_lab08_variants_keep_every_key_finite_and_positive():
+    for variant in range(40):
+        spec = lab08.LAB.spec_for(variant)
+        for answer in ("act1_model", "act2_crossover", "act3_bound"):
+            key = lab08.LAB.key(answer, spec)
+            assert 0 < key < float("inf"), (variant, answer, key)
 
 
 def test_tutorial_keys_by_hand():

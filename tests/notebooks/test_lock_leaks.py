@@ -234,6 +234,13 @@ RACES = {
     ("lab07", "act2"): lambda: {f"EP {ep}": _lab07_plan("llama3-8b-moe", ep).step_time for ep in (8, 16, 32, 64)},
     # Act III: one hot expert at twice its share on one of 64 GPUs; the share of the step spent waiting
     ("lab07", "act3"): lambda: {"B": float(core.straggler_step_share(core.straggler_factor(2.0, 64, 64), 0.4))},
+    # Lab 08 Act I: one 1 kB message on the story's laptop (2 us, 5 GB/s)
+    ("lab08", "act1"): lambda: {"B": float(core.point_to_point_time(1e3, 5e9, 2e-6))},
+    # Act II: the four algorithms at 64 MiB on 2 ranks of the story's laptop (MPI's own as Rabenseifner)
+    ("lab08", "act2"): lambda: {opt: float(core.allreduce_time(2**26, 2, 5e9, 2e-6, algorithm)) for opt, algorithm in
+                                (("A", "ring"), ("B", "recursive_doubling"), ("C", "tree"), ("D", "rabenseifner"))},
+    # Act III: chunks of 10 // 4 cover 8 of 10 elements, 2 left over
+    ("lab08", "act3"): lambda: {"covered": 4.0 * (10 // 4), "left over": 10.0 - 4 * (10 // 4)},
 }
 
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")

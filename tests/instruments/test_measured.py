@@ -1,0 +1,137 @@
+"""The measured instruments of Lab 08 on real ranks: measurement, fit and failure states, the ledger
+(a restart does not measure again), the student's ring checked and raced, nothing measured while grading.
+
+Times are never compared with numbers; only shapes and generous ratios are asserted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course.instruments import AllreduceRace, AlphaBetaBench
+from course.ledger import Ledger
+from course.launch import usable_cores
+
+from .helpers import assert_alive
+
+
+def no_launch(*args, **kwargs):
+    raise AssertionError("this instrument should not have started any process")
+
+
+@pytest.fixture(scope="module")
+def measured_bench():
+    bench = AlphaBetaBench(repeats=3)
+    bench.measure()
+    return bench
+
+
+def test_unmeasured_says_so_without_a_failure_state():
+    bench = AlphaBetaBench(launcher=no_launch)
+    assert bench.result["measured"] is False and bench.failures == []
+    assert "press <b>Measure</b>" in bench.table.value
+    assert_alive(bench)
+
+
+def test_ping_pong_is_measured_and_fitted(measured_bench):
+    r = measured_bench.result
+    assert r["operation"] == "ping-pong" and r["ranks"] == 2
+    assert len(r["medians"]) == 9 and len(r["sizes"]) == 9
+    assert r["latency"] >= 0 and r["bandwidth"] > 0 and r["bandwidth_error"] >= 0
+    assert r["medians"][-1] > 10 * r["medians"][0]   # 64 MiB against 1 KiB: 65,536x the bytes
+    assert np.all(np.isfinite(measured_bench.model.y))
+    assert "Measured points as a table" in measured_bench.table.value
+    assert "ping-pong" in measured_bench.describe(measured_bench.fig)
+
+
+def test_fitting_only_small_sizes_is_too_few_sizes(measured_bench):
+    measured_bench.controls["largest"].value = 2**14   # 1, 4, 16 KiB: three sizes
+    try:
+        assert "too_few_sizes" in measured_bench.failures
+        assert "3 message sizes" in measured_bench.failure_messages["too_few_sizes"]
+    finally:
+        measured_bench.controls["largest"].value = 2**26
+
+
+def test_measurements_survive_a_restart_through_the_ledger(measured_bench, tmp_path):
+    ledger = Ledger(tmp_path / "ledger.json")
+    measured_bench.record("lab08/bench", ledger=ledger)
+    again = AlphaBetaBench(launcher=no_launch).restore("lab08/bench", ledger=ledger)
+    again.measure_if_missing()   # restored: nothing to measure
+    assert again.result["medians"] == measured_bench.result["medians"]
+    assert again.result["latency"] == pytest.approx(measured_bench.result["latency"])
+
+
+def test_more_ranks_than_cores_is_flagged():
+    ranks = usable_cores() + 1
+    if ranks > 8:
+        pytest.fail("this machine has more cores than the bench's largest rank count; use a smaller machine")
+    bench = AlphaBetaBench(operation="all-reduce", ranks=ranks, repeats=3)
+    bench.measure()
+    assert "more_ranks_than_cores" in bench.failures
+    assert f"{ranks} ranks on {ranks - 1} cores" in bench.failure_messages["more_ranks_than_cores"]
+
+
+def test_nothing_is_measured_while_grading(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    bench = AlphaBetaBench(launcher=no_launch)
+    assert bench.measure_if_missing().result["measured"] is False
+
+
+RIGHT_RING = '''
+def student_ring(comm, x):
+    p, r = comm.Get_size(), comm.Get_rank()
+    out = x.copy()
+    edges = [k * out.size // p for k in range(p + 1)]          # chunk k is out[edges[k]:edges[k+1]]
+    part = lambda k: out[edges[k % p]:edges[k % p + 1]]
+    for s in range(p - 1):
+        got = np.empty_like(part(r - s - 1))
+        comm.Sendrecv(part(r - s).copy(), dest=(r + 1) % p, recvbuf=got, source=(r - 1) % p)
+        part(r - s - 1)[:] += got
+    for s in range(p - 1):
+        got = np.empty_like(part(r - s))
+        comm.Sendrecv(part(r + 1 - s).copy(), dest=(r + 1) % p, recvbuf=got, source=(r - 1) % p)
+        part(r - s)[:] = got
+    return out
+'''
+
+WRONG_RING = RIGHT_RING.replace("part(r - s - 1)[:] += got", "part(r - s)[:] += got")
+
+
+def _function(source, tmp_path, name="student_ring"):
+    import importlib.util
+
+    path = tmp_path / f"cell_{abs(hash(source))}.py"
+    path.write_text("import numpy as np\n" + source)
+    spec = importlib.util.spec_from_file_location("__main__", path)  # like a notebook cell: sent as source
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def test_a_wrong_ring_is_named_by_rank_and_case_and_left_out(tmp_path):
+    race = AllreduceRace(algorithms=("library",), alpha=2e-6, bandwidth=5e9, launcher=None)
+    race.use(_function(WRONG_RING, tmp_path))
+    assert race.student_check, "the wrong chunk index must be caught"
+    assert "your_ring_is_wrong" in race.failures
+    first = race.student_check[0]
+    # the first awkward case (length 1: an empty chunk beside a full one) breaks it on some rank
+    assert first.startswith("on 2 ranks") and "rank " in first and "length 1, float64" in first
+    assert "+yours" not in race.config_key(race.values())
+
+
+def test_a_right_ring_races_against_the_bound(tmp_path):
+    race = AllreduceRace(algorithms=("ring", "library"), alpha=2e-6, bandwidth=5e9, show_bound=True, repeats=3)
+    race.use(_function(RIGHT_RING, tmp_path))
+    assert race.student_check == []
+    race.measure()
+    r = race.result
+    assert set(r["medians"]) == {"ring", "library", "yours"}
+    assert r["correct"] == {"ring": True, "library": True, "yours": True}
+    assert r["bound_of"] == "yours" and 0 < r["bound_share"]
+    for name, medians in r["medians"].items():
+        assert medians[-1] > 10 * medians[0], name   # 64 MiB against 1 KiB
+    # p = 2: ring and recursive doubling move the same bytes; the model's crossover is "never"
+    assert r["crossover_model"] == float("inf")
+    assert_alive(race)
