@@ -12,7 +12,7 @@ Everything else is generated from that declaration:
   ... used by the lab module's ``layout``);
 * the graded parts (:meth:`Lab.parts`: a completion point per lock, read from
   ``predictions.json``; a value per answer, read in the kernel);
-* the ledger keys (:meth:`Lab.lock_key`) and the progress view (:meth:`Lab.progress`).
+* the ledger keys (:meth:`Lab.lock_key`) and the progress view (``Lab.progress``).
 
 Per-student variants (:mod:`course.assess.variants`): a lab's ``vary(spec,
 rng)`` draws a student's own inputs for its graded questions, while the story

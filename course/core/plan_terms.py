@@ -82,9 +82,9 @@ MEMORY_RECIPES = ("standard", "deepseek-v3")
 #: DeepSeek-AI 2024 sec. 3.2.2) and low-latency kernels (``deepep-ll``, pure RDMA), NVIDIA's ``hybridep`` and
 #: Megatron-Core's ``allgather`` dispatcher.
 DISPATCHERS = tuple(_moe.DISPATCHER_MEASUREMENTS)
-#: Training frameworks with measured baselines (:data:`~course.core.frameworks.FRAMEWORKS`).
+#: Training frameworks with measured baselines (``course.core.frameworks.FRAMEWORKS``).
 FRAMEWORKS = tuple(_fw.FRAMEWORKS)
-#: FP8 scaling recipes (:data:`~course.core.frameworks.FP8_RECIPES`).
+#: FP8 scaling recipes (``course.core.frameworks.FP8_RECIPES``).
 FP8_RECIPES = tuple(_fw.FP8_RECIPES)
 #: The uncertain assumptions a plan's range follows (``step_time_low`` / ``step_time_high``), in the order of
 #: the ``range_driver`` codes; each named with where its range comes from in :func:`range_sources`.
@@ -297,16 +297,16 @@ class PlanSettings:
         Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``), credited with the
         framework's measured share of the ideal overlap (``ep_overlap_credit``).
     framework : {"megatron-core", "torchtitan", "llm-foundry", "maxtext"}
-        The training framework (:data:`~course.core.frameworks.FRAMEWORKS`): its measured compute efficiency
+        The training framework (``course.core.frameworks.FRAMEWORKS``): its measured compute efficiency
         relative to Megatron-Core's, all-to-all overlap credit and MoE host time, each with a range.
     fp8_recipe : {"tensorwise", "delayed", "blockwise", "mxfp8"}
-        The FP8 scaling recipe under ``precision="fp8"`` (:data:`~course.core.frameworks.FP8_RECIPES`); MXFP8
+        The FP8 scaling recipe under ``precision="fp8"`` (``course.core.frameworks.FP8_RECIPES``); MXFP8
         needs Blackwell's block-scaled tensor cores.
     ep_overlap_credit : float in [0, 1], optional
         Share of the ideal all-to-all overlap credited (``None``: the framework's measured share; DualPipe: 1).
     moe_host_per_expert : float >= 0, optional
         Seconds an MoE step waits for the host per local expert and MoE layer pass (``None``: the framework's,
-        :data:`~course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT`).
+        ``course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT``).
     min_tokens_per_expert : float >= 0 or None
         The validated range for mixtures of experts (default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT`): below it
         a plan carries the note ``few_tokens_per_expert`` and a sweep leaves the layout out. ``None`` or 0:
@@ -1056,7 +1056,7 @@ def ep_exposed(ep_comm, *, cfg, compute, credit=None):
     of one micro-batch beside the backward of another, as DualPipe does, in the steady state of
     1F1B; Megatron-Core MoE README). The hidden part still takes the SMs the communication kernels
     occupy (``OVERLAP_SM_SHARE``). Only the framework's measured share of that ideal is credited
-    (``Config.ep_overlap_credit``: Megatron-Core's 37 %, :data:`~course.core.frameworks.FRAMEWORKS`; DualPipe's
+    (``Config.ep_overlap_credit``: Megatron-Core's 37 %, ``course.core.frameworks.FRAMEWORKS``; DualPipe's
     "fully hidden", 1); ``credit`` overrides it (the range's ends)."""
     if cfg.schedule != "dualpipe" and not cfg.ep_overlap:
         return ep_comm
@@ -1108,7 +1108,7 @@ def grouped_gemm_term(*, cfg, bound="point"):
 def moe_host_term(*, cfg, per_expert=None):
     """Seconds an MoE step waits for the host on the busiest GPU: micro-batches x the stage's MoE layers x local
     experts (``E / EP``) x the framework's host seconds per local expert and layer pass
-    (:data:`~course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT`: NVIDIA's host-bound expert kernels, the constant
+    (``course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT``: NVIDIA's host-bound expert kernels, the constant
     fitted on the validation's fitted rows). 0 for a dense model, whose host time is inside the calibrated
     ``compute_efficiency``."""
     m = cfg.model

@@ -61,7 +61,7 @@ class LabSession:
         """Render the question ``answer_id`` with this student's numbers (read-only prompt cells).
 
         A question declared ``after_lock`` gives its act's lock away: its act's lock renders it once
-        locked (a :class:`~course.prediction.LockedView`, returned for the cell to show)."""
+        locked (a ``course.prediction.LockedView``, returned for the cell to show)."""
         text = self.declaration.question_markdown(answer_id, self.spec)
         if not self.declaration.answer(answer_id).after_lock:
             display_markdown(text)
@@ -85,7 +85,7 @@ class LabSession:
 
     def reveal(self, act_id: str):
         """The act's reveal, rendered by its lock once locked and updated in place
-        (:class:`~course.prediction.RevealView`; ``.correct``, ``.message``... read its current result)."""
+        (``course.prediction.RevealView``; ``.correct``, ``.message``... read its current result)."""
         return self.lock(act_id).reveal_view()
 
     def ask(self, reflection_id: str):
