@@ -203,6 +203,18 @@ def install_nbgrader_env_config() -> None:
         target.write_text(wanted)
 
 
+def install_server_config() -> None:
+    """Enable the course's Jupyter server extension in every Jupyter server run from ``.venv`` (``dev.py
+    lab``, the hub's single-user servers): a Content-Security-Policy header on the formgrader's pages
+    that show a student's notebook (``autograder/engines/formgrader_csp.py``). Written where nbgrader puts
+    its own (``etc/jupyter/jupyter_server_config.d``), so Jupyter merges both."""
+    target = VENV / "etc" / "jupyter" / "jupyter_server_config.d" / "course-autograder.json"
+    wanted = json.dumps({"ServerApp": {"jpserver_extensions": {"autograder.engines.formgrader_csp": True}}}, indent=2) + "\n"
+    if not target.exists() or target.read_text() != wanted:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(wanted)
+
+
 #: packages pip would install as dependencies that nothing here uses and that cost every process time,
 #: left out of the lock (``uv pip compile --no-emit-package``; every installer installs with ``--no-deps``):
 #: ``rfc3987-syntax`` (pulled in by ``jsonschema[format-nongpl]``, which jupyter-events requires)
@@ -280,6 +292,8 @@ def ensure_environment() -> None:
     wanted = _inputs_hash()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         install_nbgrader_env_config()
+        install_server_config()
+        install_server_env_config()
         install_lab_settings()
         compile_packages()
         return
@@ -289,6 +303,8 @@ def ensure_environment() -> None:
     print(f"dev.py: installing {LOCK.relative_to(ROOT)} (the first run takes a few minutes)", flush=True)
     install_locked()
     install_nbgrader_env_config()
+    install_server_config()
+    install_server_env_config()
     install_lab_settings()
     compile_packages()
     STAMP.write_text(wanted + "\n")
@@ -301,6 +317,18 @@ def _exec(argv: list[str]) -> None:
     env.setdefault("PYTHONHASHSEED", "0")
     os.chdir(ROOT)
     os.execve(argv[0], argv, env)
+
+
+def install_server_env_config() -> None:
+    """Put ``hub/jupyter_server_env_config.py`` where every Jupyter server run from ``.venv`` reads it
+    (``.venv/etc/jupyter/jupyter_server_config.py``): the environment's ``bin`` (the ``course`` command) on
+    the PATH of every JupyterLab Terminal, whether the server was started by ``dev.py lab``, as a plain
+    ``.venv/bin/jupyter lab`` or by a hub."""
+    target = VENV / "etc" / "jupyter" / "jupyter_server_config.py"
+    wanted = (ROOT / "hub" / "jupyter_server_env_config.py").read_text()
+    if not target.exists() or target.read_text() != wanted:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(wanted)
 
 
 def install_lab_settings() -> None:

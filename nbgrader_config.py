@@ -62,6 +62,14 @@ c.HTMLExporter.extra_template_basedirs = template_basedirs()
 # appears only in the formgrader's template, never in feedback).
 c.HTMLExporter.preprocessors = ["autograder.grading.handgrading.ShowMarkingGuide", "autograder.grading.handgrading.WidgetNote"]
 
+# Everything a student hands in is data, never markup: every HTMLExporter built from this file (the
+# formgrader's submission pages, nbgrader generate_feedback and its button) first makes the notebook
+# inert (outputs, metadata, attachments, raw cells), renders markdown and HTML outputs through the
+# course's allow-list (nh3), and leaves out scripts and widgets (autograder/grading/sanitize.py).
+from autograder.grading.sanitize import configure as _sanitize_student_markup  # noqa: E402 -- below the settings it explains
+
+_sanitize_student_markup(c)
+
 # One release: the guide's plain `nbgrader generate_assignment NAME` writes exactly the committed
 # release/ (which `course build-release` makes). Answer cells get the activity's ``code_stub``
 # instead of nbgrader's `raise NotImplementedError()`, so "Run All" does not stop at the first

@@ -20,9 +20,6 @@ What remains a patch, and why (``docs/authors/maintaining.md`` says the same):
 * :func:`shared_gradebooks` rebinds ``Gradebook`` in five nbgrader preprocessor modules while a
   submission is graded: they construct ``Gradebook(db_url)`` themselves (no trait or hook
   chooses the class), and each construction costs a dozen schema round trips;
-* :func:`accept_display_data_priority` tags one trait of nbgrader's preprocessor base class as
-  configuration, once, when feedback is first made: nbconvert's HTML exporter configures it on
-  every preprocessor, and traitlets warned seven times per Generate Feedback;
 * :func:`cached_metadata_schema` swaps the ``jsonschema`` module nbgrader's metadata validator
   looks up, while ``CheckCellMetadata`` runs: it calls ``jsonschema.validate`` per cell, which
   re-checks the schema against its meta-schema each time.
@@ -45,7 +42,8 @@ from typing import Dict, Iterator, Optional, Tuple
 
 from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from nbgrader.preprocessors import SaveAutoGrades
+from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
+from traitlets import List
 
 #: the installed versions each library's items were read and tested against (requirements/grading.txt)
 CHECKED: Dict[str, Tuple[str, ...]] = {
@@ -111,9 +109,6 @@ GUARDS: Tuple[Guard, ...] = (
     Guard("restore cells without the checksum warning", "nbgrader", (
         ("nbgrader.preprocessors.overwritecells:OverwriteCells.report_change", "8b9f15517d7bed91"),
     ), "RestoreCells.report_change drops the 'checksum' change only and passes every other to it"),
-    Guard("display_data_priority accepted as configuration", "nbgrader", (
-        ("nbgrader.preprocessors.base:NbGraderPreprocessor", "3a216b464de42985"),
-    ), "the class declares display_data_priority as a plain List, which accept_display_data_priority tags"),
     Guard("notebook client budget", "nbclient", (
         ("nbclient.client:NotebookClient.output", "8ac7ba61fc598f51"),
         ("nbclient.client:NotebookClient.async_execute_cell", "366a0d406d758da2"),
@@ -467,24 +462,30 @@ if __name__ == "__main__":
 
 
 # ---------------------------------------------------------------------------------------------
-# nbgrader: quiet feedback and restored cells
+# nbgrader: quiet feedback and restored cells (subclasses, no patch)
 # ---------------------------------------------------------------------------------------------
 
 
-def accept_display_data_priority() -> None:
-    """Tag ``NbGraderPreprocessor.display_data_priority`` as configurable (idempotent).
+class NbGraderStep(NbGraderPreprocessor):
+    """nbgrader's preprocessor base class that accepts ``display_data_priority`` as configuration (a
+    subclass, no patch): the base of the course's own nbgrader steps.
 
     nbconvert's ``HTMLExporter`` configures ``NbConvertBase.display_data_priority`` for every
-    preprocessor it makes; nbgrader's preprocessor base class declares the trait without the config
-    tag, so traitlets warned "Config option `display_data_priority` not recognized" once per nbgrader
-    preprocessor on every Generate Feedback (seven lines). The trait is the same list and none of the
-    feedback preprocessors reads it: accepting it as configuration changes nothing but the noise.
-    Guarded (:data:`GUARDS`): the class's source must be the one checked.
+    preprocessor it makes; nbgrader's base class declares the trait again without the config tag, so
+    traitlets warned "Config option `display_data_priority` not recognized" once per nbgrader step on
+    every Generate Feedback. This class declares the same list, configurable. None of the feedback steps
+    reads it, so accepting it changes nothing but the noise.
     """
-    from nbgrader.preprocessors import NbGraderPreprocessor
 
-    check(next(g for g in GUARDS if g.name == "display_data_priority accepted as configuration"))
-    NbGraderPreprocessor.class_traits()["display_data_priority"].tag(config=True)
+    display_data_priority = List(list(NbGraderPreprocessor.class_traits()["display_data_priority"].default())
+                                 ).tag(config=True)
+
+
+def accepting_display_priority(step: type, module: str) -> type:
+    """``step`` (an nbgrader step class, e.g. ``GetGrades``) as a subclass that also accepts
+    ``display_data_priority`` (:class:`NbGraderStep`); configured by its own name as well
+    (``c.GetGrades.*`` applies, traitlets reads every class of the MRO), defined in ``module``."""
+    return type(step.__name__, (step, NbGraderStep), {"__doc__": step.__doc__, "__module__": module})
 
 
 @functools.cache  # one class per process, not one per graded submission

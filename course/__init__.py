@@ -5,12 +5,13 @@ through other packages, and nothing else)::
 
     course                  ->  course._moved
     course.instruments      ->  course.core, course.theme, course.ledger, course.launch
-    course.prediction       ->  course.theme, course.ledger
-    course.assess           ->  course.prediction
+    course.prediction       ->  course.theme, course.ledger, course.predictions_file
+    course.predictions_file ->
+    course.assess           ->  course.predictions_file, course.ledger
     course.chapters         ->  course.assess, course.core
     course.labs             ->  course.assess, course.instruments
     course.activities       ->  course.chapters, course.labs
-    course.notebook_api     ->  course.activities
+    course.notebook_api     ->  course.activities, course.prediction
     course.labs.__main__    ->  course.activities
     course.progress         ->  course.activities
     course.cli              ->  course.notebook_api
@@ -24,7 +25,7 @@ through other packages, and nothing else)::
     autograder.records      ->
     autograder.grading      ->  autograder.judging, course.notebook_api
     autograder.judging      ->  autograder.isolation, course.notebook_api
-    autograder.isolation    ->  autograder.compat, course
+    autograder.isolation    ->  autograder.compat, course, course.instruments
     autograder.compat       ->
     hub                     ->
 

@@ -13,7 +13,7 @@ Where a locked prediction lives
   the current directory). It is the source of truth: re-running the cell, or
   restarting the kernel, re-creates the lock already locked with the saved
   answer, and the file travels with an nbgrader submission so graders can
-  award completion points (:func:`read_predictions`). Writes are atomic and
+  award completion points (:func:`course.predictions_file.read_predictions`). Writes are atomic and
   first-writer-wins, under a file lock.
 * The design ledger (:mod:`course.ledger`), as a record for the progress view.
   The ledger is never used to *restore* a lock: on an instructor's machine it
@@ -64,7 +64,6 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-import math
 import os
 import warnings
 from dataclasses import asdict, dataclass
@@ -76,6 +75,7 @@ import ipywidgets as widgets
 import mistune
 import traitlets
 
+from .predictions_file import PREDICTIONS_FILE, read_predictions
 from .theme import theme_css
 from .ledger import Ledger
 
@@ -87,7 +87,6 @@ __all__ = [
     "PREDICTIONS_FILE",
 ]
 
-PREDICTIONS_FILE = "predictions.json"
 AUTOPREDICT_ENV = "COURSE_AUTOPREDICT"
 _LETTERS = "ABCDEFGH"
 
@@ -296,33 +295,6 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _plain(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool)) and not (
-        isinstance(value, float) and not math.isfinite(value)
-    )
-
-
-def read_predictions(folder: str | os.PathLike = ".") -> dict[str, dict]:
-    """Locked predictions saved in ``folder/predictions.json``, for graders.
-
-    Never modifies the folder (a submission is evidence). A missing or
-    unreadable file gives ``{}``; entries that are not objects holding a plain
-    ``value`` (str, int, float, bool) are dropped.
-    """
-    path = Path(folder) / PREDICTIONS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {
-        str(k): v
-        for k, v in data.items()
-        if isinstance(v, dict) and _plain(v.get("value")) and v.get("locked", True) is True
-    }
-
-
 class PredictionLock:
     """A question whose answer is committed, frozen, saved and later revealed.
 
@@ -345,6 +317,13 @@ class PredictionLock:
         Where ``predictions.json`` is kept (default: current directory).
     ledger : Ledger, optional
         Design ledger to record in (default: :class:`~course.ledger.Ledger()`).
+    aliases : mapping {old value: option key}, optional
+        Values an older ``predictions.json`` stored for an option (the letters stored before options
+        had ids); a saved alias restores as its option, and :meth:`answer` accepts it.
+
+    The options are shown in the order given, lettered ``A)``, ``B)``... by position; the letter is
+    only where it sits on this screen: what is locked, saved and revealed is the option's key, and
+    the status and reveal quote the option's text.
     """
 
     def __init__(
@@ -358,6 +337,7 @@ class PredictionLock:
         after_reveal: str = "",
         folder: str | os.PathLike | None = None,
         ledger: Ledger | None = None,
+        aliases: Mapping[str, str] | None = None,
     ):
         if not isinstance(key, str) or not key.strip():
             raise ValueError(f"key must be a non-empty string like 'lab06/act1', got {key!r}")
@@ -372,6 +352,7 @@ class PredictionLock:
         self._gated: list[Any] = []
         self._views: list[LockedView] = []
         self._value: Any = None
+        self.aliases = dict(aliases or {})
 
         self.kind = "choice"
         if isinstance(options, Mapping):
@@ -386,7 +367,7 @@ class PredictionLock:
             raise ValueError(f"correct must be one of {list(self.options)}, got {correct!r}")
         self.correct = correct
         self.input = RadioGroup(
-            options=[(label if label.startswith(f"{k})") else f"{k}) {label}", k) for k, label in self.options.items()],
+            options=[(f"{_LETTERS[i]}) {label}", k) for i, (k, label) in enumerate(self.options.items())],
             value=None, label=question, layout=widgets.Layout(width="auto"),
         )
         self.button = widgets.Button(
@@ -409,8 +390,8 @@ class PredictionLock:
         self.input.observe(self._on_input, names="value")
 
         saved = read_predictions(self.folder).get(key)
-        if saved is not None and self._valid(saved["value"]):
-            self._freeze(saved["value"], message="Locked earlier; restored from predictions.json.")
+        if saved is not None and self._valid(self._resolve(saved["value"])):
+            self._freeze(self._resolve(saved["value"]), message="Locked earlier; restored from predictions.json.")
         else:
             self._autopredict()
 
@@ -424,10 +405,17 @@ class PredictionLock:
         """The locked answer (option key or number), or ``None`` before locking."""
         return self._value
 
+    def _resolve(self, value: Any) -> Any:
+        """The option key ``value`` stands for (itself, or the option an alias names)."""
+        if isinstance(value, str) and value not in self.options:
+            return self.aliases.get(value, value)
+        return value
+
     def _valid(self, value: Any) -> bool:
         return isinstance(value, str) and value in self.options
 
     def _check(self, value: Any) -> Any:
+        value = self._resolve(value)
         if not isinstance(value, str) or value not in self.options:
             raise ValueError(f"value must be one of {list(self.options)}, got {value!r}")
         return value
@@ -548,7 +536,7 @@ class PredictionLock:
         """
         if not self.locked:
             return Reveal(self.key, False, message="Lock a prediction first; then the reveal compares it with reality.")
-        truth = actual if actual is not None else self.correct
+        truth = self._resolve(actual) if actual is not None else self.correct
         if truth not in self.options:
             raise ValueError(f"actual must be one of {list(self.options)}, got {truth!r}")
         correct = self._value == truth
@@ -559,7 +547,7 @@ class PredictionLock:
                 explanation = self.explanations or ""
         message = (
             f"You chose {self._label(self._value)}. "
-            + ("That is correct." if correct else f"The answer is {self._label(truth)}.")
+            + ("That is right." if correct else f"The right answer is {self._label(truth)}.")
         )
         result = Reveal(self.key, True, self._value, truth, correct, message, explanation, self.after_reveal)
         if record:
@@ -571,8 +559,8 @@ class PredictionLock:
 
     # -- display ------------------------------------------------------------
     def _label(self, value: Any) -> str:
-        label = self.options.get(value, "")
-        return label if label.startswith(f"{value})") else f"{value}) {label}".strip()
+        """An option as the student reads it wherever its letter may differ: its text, quoted."""
+        return f"“{self.options.get(value, value)}”"
 
     @staticmethod
     def _status_html(text: str, tone: str = "normal") -> str:

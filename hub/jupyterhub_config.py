@@ -54,11 +54,15 @@ c.Spawner.server_token_scopes = server_token_scopes
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [os.path.join(venv_bin, "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
+# grading without bubblewrap only where whoever started the hub allowed it (autograder/isolation/unsandboxed.py):
+# the instructor's formgrader and the on-submit service follow the same rule as the command line
+_UNSANDBOXED = {k: env[k] for k in ("COURSE_ALLOW_UNSANDBOXED",) if k in env}
 c.Spawner.environment = {
     "PATH": venv_bin + os.pathsep + "/usr/local/bin:/usr/bin:/bin",
     "NBGRADER_EXCHANGE": env["COURSE_HUB_EXCHANGE"],  # read by hub/nbgrader_env_config.py
     "LANG": "C.UTF-8",
     "COURSE_HUB_GROUPS": "1",  # hub/nbgrader_env_config.py: course membership from hub groups
+    **_UNSANDBOXED,
 }
 c.Spawner.start_timeout = 180  # a busy 2-core machine starts JupyterLab slowly
 c.Spawner.http_timeout = 180
@@ -86,5 +90,5 @@ c.JupyterHub.services = [{
                 "--course-root", os.path.join(_grader_home, COURSE_ID)],
     "environment": {"PATH": venv_bin + os.pathsep + "/usr/local/bin:/usr/bin:/bin", "HOME": _grader_home,
                     "USER": _grader, "LOGNAME": _grader, "LANG": "C.UTF-8",
-                    "NBGRADER_EXCHANGE": env["COURSE_HUB_EXCHANGE"]},
+                    "NBGRADER_EXCHANGE": env["COURSE_HUB_EXCHANGE"], **_UNSANDBOXED},
 }]

@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"
 COURSE_ID = "distributed-training"
 #: nbgrader pieces only instructors get (server extensions and JupyterLab plugins)
-INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
+#: (with the course's Content-Security-Policy on the formgrader's submission pages, autograder/engines/formgrader_csp.py)
+INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list",
+                                "autograder.engines.formgrader_csp")
 #: kernel websockets with TCP_NODELAY (course/lab_server.py: Nagle + delayed ACK held a redraw ~40 ms)
 KERNEL_CONNECTION = "course.lab_server.NoDelayKernelConnection"
 INSTRUCTOR_LAB_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list",

@@ -29,6 +29,7 @@ CONTENT = ("course.chapters", "course.labs", "course.activities")
 #: what must never import a chapter or a lab: the core, the instruments, the assessment engine, the
 #: notebook API (which may import only the list, :mod:`course.activities`) and what they stand on
 ENGINE = ("course.core", "course.instruments", "course.assess", "course.notebook_api", "course.prediction",
+          "course.predictions_file",
           "course.ledger", "course.theme")
 #: the one content module the notebook API may import: the list binds the engine to the content
 API, LIST = "course.notebook_api", "course.activities"
@@ -117,7 +118,9 @@ def test_the_graph_sees_lazy_and_relative_imports():
     assert "course.assess.registry" in graph["course.assess.kinds"]  # ``from .registry import ...``
     assert "course.activities" in graph["course.notebook_api.lab_session"]  # lazily, inside labs()
     # an old name counts as the module it now names
-    assert "course.notebook_api" in graph["autograder.grading.grader"]  # ``from course.exercises import REGISTRY``
+    assert moved_to("course.exercises.feedback") == "course.notebook_api.feedback"
+    assert moved_to("autograder.classreport.build") == "autograder.reports.build"
+    assert moved_to("autograder.reporting") == "autograder.reporting"  # a prefix of a name is not the name
 
 
 def test_find_cycle_finds_a_cycle_and_accepts_a_tree():
@@ -347,6 +350,39 @@ def test_old_import_paths_are_the_moved_modules():
         assert not path.with_suffix(".py").exists() and not (path / "__init__.py").exists(), old
 
 
+def old_names_imported(paths: Iterable[Path]) -> List[str]:
+    """``path:line: name`` for each import statement in ``paths`` that names a module by an old name."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            found += [f"{where}:{node.lineno}: {name}" for name in names if name in MOVED]
+    return found
+
+
+def test_first_party_code_imports_current_names_only():
+    """The old names are for code the course does not own (released notebooks, an instructor's
+    ``nbgrader_config.py``); the package, its tests, benchmarks, docs and configuration import each module
+    by its current name."""
+    paths = [path for folder in (*PACKAGES, "tests", "benchmarks", "docs") for path in (ROOT / folder).rglob("*.py")
+             if "_build" not in path.parts and path.name != "_moved.py"]
+    paths += [ROOT / "nbgrader_config.py", ROOT / "dev.py"]
+    assert old_names_imported(paths) == []
+
+
+def test_the_old_name_check_trips(tmp_path):
+    path = tmp_path / "old.py"
+    path.write_text("import course.exercises\nfrom autograder.grader import Grader\nfrom autograder import cli\n")
+    found = old_names_imported([path])
+    assert [line.split(": ")[1] for line in found] == ["course.exercises", "autograder.grader", "autograder.cli"]
+
+
 def test_the_clean_rooms_program_needs_only_the_standard_library():
     """``course/assess/cleanroom_runner.py`` is copied into a sandbox that holds no course package: it imports
     the standard library only (and IPython's input transformer, for a cell with magics: the kernel's own), and
@@ -371,3 +407,48 @@ def test_every_folder_of_modules_is_a_package():
     folders = {path.parent for package in PACKAGES for path in (ROOT / package).rglob("*.py")
                if "__pycache__" not in path.parts}
     assert sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file()) == []
+
+
+#: what only a drawing kernel needs: the grading side imports none of it (nor mistune, where it needs no nbconvert)
+WIDGET_LIBRARIES = ("ipywidgets", "anywidget", "bqplot")
+
+
+def loaded_top_level(modules: Iterable[str]) -> Set[str]:
+    """The top-level packages a fresh interpreter holds after importing ``modules``."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import importlib, json, sys\nfor name in sys.argv[1:]: importlib.import_module(name)\n"
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    out = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def grading_side_imports() -> Tuple[List[str], List[str]]:
+    """Every module of ``autograder``, and every ``course`` module one of them imports anywhere (lazily
+    too: what grading, hand grading, the class report or grading on submit import while they run)."""
+    graph = import_graph()
+    grading = sorted(name for name in graph if name.split(".")[0] == "autograder" and name != "autograder.__main__")
+    course = sorted({target for name in grading for target in graph[name] if target.split(".")[0] == "course"})
+    return grading, course
+
+
+def test_the_grader_imports_no_widget_library():
+    """Grading reads predictions, the activity list and the engine, never a widget: importing every module
+    of the grading side, and every course module it imports (lazily too), loads no ipywidgets, anywidget or
+    bqplot; the class report and the reading of ``predictions.json`` load no mistune either (nbgrader's
+    steps bring it with nbconvert, the report needs neither)."""
+    grading, course = grading_side_imports()
+    assert "course.predictions_file" in course and "autograder.grading.grader" in grading
+    assert "course.prediction" not in course, "the grading side imports the prediction lock widget"
+    loaded = loaded_top_level(grading + course)
+    assert loaded & set(WIDGET_LIBRARIES) == set(), sorted(loaded & set(WIDGET_LIBRARIES))
+    lean = ["autograder.reports", "autograder.reports.build", "course.predictions_file"]
+    assert "mistune" not in loaded_top_level(lean)
+
+
+def test_the_widget_check_trips():
+    """The same check on the prediction lock widget finds the widget libraries it imports."""
+    assert {"ipywidgets", "anywidget", "mistune"} <= loaded_top_level(["course.prediction"])

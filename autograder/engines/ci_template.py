@@ -21,8 +21,9 @@ only environment variables (``ASSIGNMENT``, ``SUBMISSIONS``, ``SHARD``, ``SHARDS
 from __future__ import annotations
 
 from pathlib import Path
-from textwrap import indent
 from typing import Dict
+
+import yaml
 
 #: the environment of grading, made by the course's one install recipe (``dev.py install``, as every
 #: environment is): the grading set (``requirements/grading.txt``, hash-checked, ``--no-deps``), the
@@ -57,144 +58,93 @@ for folder in shards/*/feedback; do cp -R "$folder"/. "grades/$ASSIGNMENT/feedba
 JOB_MINUTES = 180
 
 
-def _block(script: str, spaces: int) -> str:
-    return indent(script, " " * spaces).rstrip("\n")
+class _Dumper(yaml.SafeDumper):
+    """YAML as a person writes it: keys in the order given, each script a literal block, no anchors."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def _string(dumper, text: str):
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+
+
+_Dumper.add_representer(str, _string)
+
+
+def _yaml(header: str, document: dict) -> str:
+    """``header`` (comment lines) and ``document`` in YAML, written by a YAML library."""
+    comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    return comments + yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=1000, default_flow_style=False)
+
+
+def _header(shards: int, *more: str) -> str:
+    return "\n".join((f"Written by `course-autograde ci-template --shards {shards}`. Grades one assignment in "
+                       f"{shards} shards", "in parallel, then merges them into grades/<assignment>/ (grades.csv, "
+                       "grades.json, canvas.csv, feedback/).", *more))
+
+
+_SETTINGS_HELP = ("SEED: one probe seed for every shard of a run, so the class is graded on the same inputs.",
+                  "WORKERS: parallel sandboxes per job, the runner's cores.",
+                  "SANDBOX: --require-sandbox refuses to grade without bubblewrap (clear it only if you accept",
+                  "grading without isolation).")
 
 
 def github_workflow(shards: int) -> str:
     """``.github/workflows/grade.yml`` for ``shards`` parallel jobs."""
-    matrix = ", ".join(str(k) for k in range(1, shards + 1))
-    return f"""\
-# Written by `course-autograde ci-template --shards {shards}`. Grades one assignment in {shards} shards
-# in parallel, then merges them into grades/<assignment>/ (grades.csv, grades.json, canvas.csv, feedback/).
-# Start it from the Actions tab (Run workflow). Submissions are a folder in this repository.
-name: grade
-on:
-  workflow_dispatch:
-    inputs:
-      assignment:
-        description: assignment to grade (a folder of source/)
-        required: true
-      submissions:
-        description: folder of submissions (nbgrader's submitted/ or <student>.ipynb/.zip files)
-        default: submitted
-env:
-  ASSIGNMENT: ${{{{ inputs.assignment }}}}
-  SUBMISSIONS: ${{{{ inputs.submissions }}}}
-  SHARDS: "{shards}"
-  # one probe seed for every shard of this run, so the class is graded on the same inputs
-  SEED: ${{{{ github.run_id }}}}
-  # parallel sandboxes per job: the runner's cores (GitHub's standard Linux runners have 2 or 4)
-  WORKERS: "2"
-  # refuse to grade without bubblewrap (clear only if you accept grading without isolation)
-  SANDBOX: --require-sandbox
-  VENV: .venv
-jobs:
-  grade:
-    runs-on: ubuntu-24.04
-    timeout-minutes: {JOB_MINUTES}
-    strategy:
-      fail-fast: false
-      matrix:
-        shard: [{matrix}]
-    env:
-      SHARD: ${{{{ matrix.shard }}}}
-    steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.11"
-      - id: setup
-        name: the grading environment (requirements/grading.txt) and the sandbox
-        run: |
-{_block(SETUP, 10)}
-      - id: grade
-        name: grade shard ${{{{ matrix.shard }}}} of {shards}
-        run: |
-{_block(GRADE, 10)}
-      - uses: actions/upload-artifact@v4
-        with:
-          name: shard-${{{{ matrix.shard }}}}
-          path: shards/${{{{ matrix.shard }}}}/
-          retention-days: 30
-  merge:
-    needs: grade
-    runs-on: ubuntu-24.04
-    env:
-      SHARD: "0"
-    steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.11"
-      - id: setup
-        name: the grading environment (requirements/grading.txt)
-        run: |
-{_block(SETUP, 10)}
-      - uses: actions/download-artifact@v4
-        with:
-          pattern: shard-*
-          path: shards
-      - id: merge
-        name: one grades.csv, Canvas CSV and feedback
-        run: |
-{_block(MERGE, 10)}
-      - uses: actions/upload-artifact@v4
-        with:
-          name: grades
-          path: grades/
-          retention-days: 90
-"""
+    checkout = [{"uses": "actions/checkout@v4"},
+                {"uses": "actions/setup-python@v5", "with": {"python-version": "3.11"}}]
+    grade = {
+        "runs-on": "ubuntu-24.04", "timeout-minutes": JOB_MINUTES,
+        "strategy": {"fail-fast": False, "matrix": {"shard": list(range(1, shards + 1))}},
+        "env": {"SHARD": "${{ matrix.shard }}"},
+        "steps": [*checkout,
+                  {"id": "setup", "name": "the grading environment (requirements/grading.txt) and the sandbox", "run": SETUP},
+                  {"id": "grade", "name": f"grade shard ${{{{ matrix.shard }}}} of {shards}", "run": GRADE},
+                  {"uses": "actions/upload-artifact@v4",
+                   "with": {"name": "shard-${{ matrix.shard }}", "path": "shards/${{ matrix.shard }}/",
+                            "retention-days": 30}}]}
+    merge = {
+        "needs": "grade", "runs-on": "ubuntu-24.04", "env": {"SHARD": "0"},
+        "steps": [*checkout,
+                  {"id": "setup", "name": "the grading environment (requirements/grading.txt)", "run": SETUP},
+                  {"uses": "actions/download-artifact@v4", "with": {"pattern": "shard-*", "path": "shards"}},
+                  {"id": "merge", "name": "one grades.csv, Canvas CSV and feedback", "run": MERGE},
+                  {"uses": "actions/upload-artifact@v4",
+                   "with": {"name": "grades", "path": "grades/", "retention-days": 90}}]}
+    document = {
+        "name": "grade",
+        "on": {"workflow_dispatch": {"inputs": {
+            "assignment": {"description": "assignment to grade (a folder of source/)", "required": True},
+            "submissions": {"description": "folder of submissions (nbgrader's submitted/ or <student>.ipynb/.zip "
+                                           "files)", "default": "submitted"}}}},
+        "env": {"ASSIGNMENT": "${{ inputs.assignment }}", "SUBMISSIONS": "${{ inputs.submissions }}",
+                "SHARDS": str(shards), "SEED": "${{ github.run_id }}", "WORKERS": "2",
+                "SANDBOX": "--require-sandbox", "VENV": ".venv"},
+        "jobs": {"grade": grade, "merge": merge}}
+    return _yaml(_header(shards, "Start it from the Actions tab (Run workflow). Submissions are a folder in this "
+                                 "repository.", *_SETTINGS_HELP, "GitHub's standard Linux runners have 2 or 4 cores."),
+                 document)
 
 
 def gitlab_ci(shards: int) -> str:
     """``.gitlab-ci.yml`` for ``shards`` parallel jobs (runners need bubblewrap's user namespaces:
     a privileged Docker runner or a shell runner)."""
-    return f"""\
-# Written by `course-autograde ci-template --shards {shards}`. Grades one assignment in {shards} shards
-# in parallel, then merges them into grades/<assignment>/ (grades.csv, grades.json, canvas.csv, feedback/).
-# Run a pipeline with ASSIGNMENT set (CI/CD > Run pipeline). The runner must let bubblewrap create
-# namespaces (a privileged Docker runner, or a shell runner); SANDBOX="" grades without isolation.
-stages: [grade, merge]
-variables:
-  ASSIGNMENT: ""
-  SUBMISSIONS: submitted
-  SANDBOX: --require-sandbox
-  VENV: .venv
-  # one probe seed for every shard of this pipeline, so the class is graded on the same inputs
-  SEED: $CI_PIPELINE_ID
-  # parallel sandboxes per job: the runner's cores
-  WORKERS: "2"
-default:
-  image: python:3.11-bookworm
-  before_script:
-    - |
-{_block(SETUP, 6)}
-grade:
-  stage: grade
-  parallel: {shards}
-  timeout: {JOB_MINUTES} minutes
-  rules:
-    - if: $ASSIGNMENT != ""
-  script:
-    - export SHARD="$CI_NODE_INDEX" SHARDS="$CI_NODE_TOTAL"
-    - |
-{_block(GRADE, 6)}
-  artifacts:
-    paths: [shards/]
-    expire_in: 30 days
-merge:
-  stage: merge
-  needs: [grade]
-  rules:
-    - if: $ASSIGNMENT != ""
-  script:
-    - |
-{_block(MERGE, 6)}
-  artifacts:
-    paths: [grades/]
-    expire_in: 90 days
-"""
+    only_with_assignment = [{"if": '$ASSIGNMENT != ""'}]
+    document = {
+        "stages": ["grade", "merge"],
+        "variables": {"ASSIGNMENT": "", "SUBMISSIONS": "submitted", "SANDBOX": "--require-sandbox", "VENV": ".venv",
+                      "SEED": "$CI_PIPELINE_ID", "WORKERS": "2"},
+        "default": {"image": "python:3.11-bookworm", "before_script": [SETUP]},
+        "grade": {"stage": "grade", "parallel": shards, "timeout": f"{JOB_MINUTES} minutes",
+                  "rules": only_with_assignment,
+                  "script": ['export SHARD="$CI_NODE_INDEX" SHARDS="$CI_NODE_TOTAL"', GRADE],
+                  "artifacts": {"paths": ["shards/"], "expire_in": "30 days"}},
+        "merge": {"stage": "merge", "needs": ["grade"], "rules": only_with_assignment, "script": [MERGE],
+                  "artifacts": {"paths": ["grades/"], "expire_in": "90 days"}}}
+    return _yaml(_header(shards, "Run a pipeline with ASSIGNMENT set (CI/CD > Run pipeline). The runner must let "
+                                 "bubblewrap create", 'namespaces (a privileged Docker runner, or a shell runner); '
+                                 'SANDBOX="" grades without isolation.', *_SETTINGS_HELP), document)
 
 
 def write_templates(out_dir, shards: int) -> Dict[str, Path]:

@@ -1,11 +1,11 @@
-"""Command line: ``course-autograde {class,single,refresh,extend,term,merge,canvas,report,gradescope,ci-template}`` (also ``python -m autograder``).
+"""Command line: ``course-autograde {class,single,refresh,policy,extend,term,merge,canvas,report,gradescope,ci-template}`` (also ``python -m autograder``).
 
 Each assignment's grades live in ``<course root>/grades/<assignment>/`` (``grades.json``,
 ``grades.csv``, ``canvas.csv``) unless ``--out`` names another folder; ``term`` joins them.
 
 Exit status: 0 when grading ran (whatever the scores), 2 when the grader could
-not run (bad arguments, no gradebook, unknown assignment, sandbox missing with
-``--require-sandbox``).
+not run (bad arguments, no gradebook, unknown assignment, no sandbox and no
+``--allow-unsandboxed``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional, Tuple
 
-from ..records import late, lms, grades as report, term
-from ..isolation import sandbox
+from ..records import lms, policy, grades as report, term
 from .options import limit_options, limits, temporary_course
 from ..grading.submissions import Submission, discover, in_shard, parse_shard
 
@@ -34,8 +33,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="folder for grades.json, grades.csv and canvas.csv (default: <course-root>/grades/<assignment>)")
     limit_options(p)
     p.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
+    p.add_argument("--allow-unsandboxed", action="store_true",
+                   help="grade with rlimits only where bubblewrap cannot isolate the student's code (UNSAFE: "
+                        "it runs in this account); by default nothing is graded then (autograder/isolation/unsandboxed.py)")
     p.add_argument("--require-sandbox", action="store_true",
-                   help="refuse to grade without bubblewrap instead of falling back to rlimits")
+                   help="the default (kept for older CI files): refuse to grade without bubblewrap")
 
 
 def _record(p: argparse.ArgumentParser, default: str) -> None:
@@ -145,38 +147,25 @@ def single_student(notebook: Path, assignment: str, given: str = None):
                   "variant depend on who they are), name the file <student>.ipynb, or set COURSE_STUDENT")
 
 
-def _late_and_lms(p: argparse.ArgumentParser) -> None:
+def _policy_flags(p: argparse.ArgumentParser) -> None:
+    """The assignment's grade policy (:mod:`autograder.records.policy`): a flag given changes the stored
+    policy for every route that grades, and the output says so; none given, the stored one applies."""
+    kept = " (kept in grades/<assignment>/policy.json for every route; default: as stored)"
     p.add_argument("--due", default=None,
-                   help="due date, e.g. '2026-11-30 23:59 UTC' (default: the gradebook's, if set)")
-    p.add_argument("--late-per-day", type=float, default=0.0, help="fraction of the score lost per started day late")
-    p.add_argument("--late-grace-minutes", type=float, default=0.0, help="this late still counts as on time")
-    p.add_argument("--late-cap", type=float, default=1.0, help="largest fraction the late policy takes")
+                   help="set the due date, e.g. '2026-11-30 23:59 UTC'" + kept + ", else the gradebook's")
+    p.add_argument("--late-per-day", type=float, default=None,
+                   help="set the fraction of the score lost per started day late" + kept + ", else 0")
+    p.add_argument("--late-grace-minutes", type=float, default=None,
+                   help="set how late still counts as on time" + kept + ", else 0")
+    p.add_argument("--late-cap", type=float, default=None,
+                   help="set the largest fraction the late policy takes" + kept + ", else 1")
+
+
+def _late_and_lms(p: argparse.ArgumentParser) -> None:
+    _policy_flags(p)
     p.add_argument("--canvas-csv", default=None, help="also write a Canvas gradebook-import CSV here")
     p.add_argument("--canvas-assignment", default=None, help="its column header 'Name (Canvas id)'")
     p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
-
-
-def _unset_late_defaults(p: argparse.ArgumentParser) -> None:
-    """Late flags not given are None: the earlier run's policy (grades.json) then stands."""
-    for action in p._actions:
-        if action.dest in ("late_per_day", "late_grace_minutes", "late_cap"):
-            action.default = None
-
-
-def _due(args, root: Path, assignment: str):
-    """``--due``, else the due date nbgrader's gradebook has for ``assignment`` (None if neither)."""
-    if args.due:
-        return late.parse_time(args.due)
-    if not (root / "gradebook.db").is_file():
-        return None
-    from nbgrader.api import Gradebook, MissingEntry
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        try:
-            duedate = gb.find_assignment(assignment).duedate
-        except MissingEntry:
-            return None
-    return late.parse_time(duedate.isoformat()) if duedate else None
 
 
 def _out(args, root: Path, assignment: str) -> Path:
@@ -213,8 +202,7 @@ def _class(args, root: Path) -> int:
         args.seed = previous["seed"]  # the same probe inputs as the rest of the class
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2**31)
-    policy, due = _late_policy(args, root, previous)
-    extensions = term.read_extensions(root, args.assignment)
+    current = policy.change_from_args(args, root, args.assignment)
     # zipped submissions are unpacked into a folder that lives as long as their grading
     with tempfile.TemporaryDirectory(prefix="autograder-unzip-") as unzip:
         subs = [s for s in discover(folder, args.assignment, Path(unzip)) if in_shard(s.student, shard, shards)]
@@ -239,12 +227,11 @@ def _class(args, root: Path) -> int:
         if not record:
             print(f"graded {folder} without touching the course's gradebook (--record to enter these "
                   f"students there); feedback in {out / 'feedback'}")
-        results = late.apply(results, submitted_at, due, policy, extensions)
+        results = policy.apply(root, args.assignment, results, submitted_at, current)
         if not args.no_feedback:
             term.add_late_notes(root / "feedback" if record else out / "feedback", args.assignment, results)
         failed = sum(r["status"] != "graded" for r in results)
-        extra = {"shard": f"{shard}/{shards}",
-                 "late_policy": {"policy": vars(policy), "due": due.isoformat() if due else None}}
+        extra = {"shard": f"{shard}/{shards}", "late_policy": current.record()}
         if args.student:
             kept = {r["student"]: r for r in previous.get("students", [])}
             kept.update({r["student"]: r for r in results})
@@ -252,6 +239,7 @@ def _class(args, root: Path) -> int:
                                                    "regraded": sorted(args.student),
                                                    "late_policy": extra["late_policy"]}
         with term.locked(out):
+            policy.warn_changes(policy.changed_exports(root, args.assignment, out, results, args.canvas_csv))
             report.write(results, out, _meta(grader, args, extra))
             _write_canvas(args, results, out)
         log = report.write_log(results, out / "grading.log", grader.isolation, grader.seed)
@@ -270,21 +258,6 @@ def _write_canvas(args, results, out: Path) -> None:
     lms.write_canvas(results, out / "canvas.csv", column, args.canvas_roster)
     if args.canvas_csv:
         lms.write_canvas(results, args.canvas_csv, column, args.canvas_roster)
-
-
-def _late_policy(args, root: Path, previous: dict):
-    """``(LatePolicy, due date or None)``: the flags given, else what the earlier run recorded in
-    ``previous`` (a regrade of one student or a refresh keeps the class's policy), else none."""
-    from ..grading import handgrading
-
-    recorded = previous.get("late_policy") or handgrading.previous_policy(previous.get("students", [])) or {}
-    given = {"per_day": args.late_per_day, "grace_minutes": args.late_grace_minutes, "cap": args.late_cap}
-    settings = {**{"per_day": 0.0, "grace_minutes": 0.0, "cap": 1.0}, **recorded.get("policy", {}),
-                **{k: v for k, v in given.items() if v is not None}}
-    policy = late.LatePolicy(settings["per_day"], settings["grace_minutes"], settings["cap"])
-    due = (late.parse_time(args.due) if args.due else
-           late.parse_time(recorded["due"]) if recorded.get("due") else _due(args, root, args.assignment))
-    return policy, due
 
 
 def _refresh(args, root: Path) -> int:
@@ -310,13 +283,13 @@ def _refresh(args, root: Path) -> int:
     if not previous:
         previous = {"assignment": args.assignment, "seed": None, "isolation": None, "shard": "gradebook"}
     rows = handgrading.refreshed_rows(previous.get("students", []) + extra_rows, scores)
-    policy, due = _late_policy(args, root, previous)
+    current = policy.change_from_args(args, root, args.assignment)
     stamps = {s: info["timestamp"] for s, info in scores.items()}
-    results = late.apply(rows, stamps, due, policy, term.read_extensions(root, args.assignment))
+    results = policy.apply(root, args.assignment, rows, stamps, current)
     meta = {k: v for k, v in previous.items() if k != "students"}
     with term.locked(out):
-        report.write(results, out, {**meta, "refreshed_from_gradebook": True,
-                                    "late_policy": {"policy": vars(policy), "due": due.isoformat() if due else None}})
+        policy.warn_changes(policy.changed_exports(root, args.assignment, out, results, args.canvas_csv))
+        report.write(results, out, {**meta, "refreshed_from_gradebook": True, "late_policy": current.record()})
         _write_canvas(args, results, out)
     waiting = sum(p["status"] == "manual" for r in results for p in r["parts"])
     if not args.no_feedback:
@@ -348,7 +321,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", action="append", default=None, metavar="ID",
                    help="regrade only this student (repeatable); other rows of --out's grades.json stay as they are")
     _late_and_lms(p)
-    _unset_late_defaults(p)
     _common(p)
     _record(p, "a folder other than the course's submitted/ is graded without touching the gradebook; "
                "--record enters its students there")
@@ -370,7 +342,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "made from the gradebook if no class run wrote one, e.g. after the formgrader's Autograde)")
     p.add_argument("--no-feedback", action="store_true", help="leave feedback/ as it is")
     _late_and_lms(p)
-    _unset_late_defaults(p)
+    p = sub.add_parser("policy", help="show or change an assignment's grade policy (due date, late rule); "
+                                      "every route that grades applies it")
+    p.add_argument("assignment")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/, gradebook.db)")
+    _policy_flags(p)
+    p.add_argument("--no-due", action="store_true", help="remove the due date the policy sets (the "
+                                                         "gradebook's, if any, applies again)")
     p = sub.add_parser("canvas", help="a Canvas gradebook-import CSV from a grades.json")
     p.add_argument("grades", help="an assignment's name (its grades/<assignment>/grades.json), or a grades.json "
                                   "or a folder holding one")
@@ -407,7 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grades.json or a folder holding one (repeatable; default: the course root and its subfolders)")
     p.add_argument("--submissions", default=None, help="where the predictions.json come from (default: <course-root>/submitted)")
     p.add_argument("--ledgers", default=None, help="folder of ledger exports students shared (<student>.json)")
-    p.add_argument("--out", default=".", help="folder for report.html and report.json")
+    p.add_argument("--out", default=None, help="folder for report.html and report.json (default: "
+                                                "<course-root>/grades/report, with the course's other runtime data)")
     p.add_argument("--anonymise", action="store_true", help="research export: student ids become salted hashes")
     p.add_argument("--salt", default=None, help="secret salt for --anonymise (at least 16 characters)")
     from . import ci_template, gradescope, on_submit
@@ -421,10 +400,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _make_grader(args, root: Path, assignment: str, workers=None):
     from ..grading.grader import Grader
 
-    if args.require_sandbox and sandbox.probe() is not None:
-        raise ValueError(f"no sandbox: {sandbox.probe()}")
+    if args.require_sandbox and args.allow_unsandboxed:
+        raise ValueError("--require-sandbox and --allow-unsandboxed contradict each other")
     return Grader(root, assignment, workers=workers, limits=limits(args), seed=args.seed,
-                  feedback=not args.no_feedback, reset_hand_grades=getattr(args, "reset_hand_grades", False))
+                  feedback=not args.no_feedback, reset_hand_grades=getattr(args, "reset_hand_grades", False),
+                  allow_unsandboxed=args.allow_unsandboxed or None)
 
 
 def _meta(grader, args, extra) -> dict:
@@ -461,6 +441,8 @@ def main(argv=None) -> int:
             return _canvas(args)
         if args.mode == "extend":
             return _extend(args)
+        if args.mode == "policy":
+            return _policy(args)
         if args.mode == "term":
             return _term(args)
         root = Path(args.course_root).resolve()
@@ -480,8 +462,11 @@ def main(argv=None) -> int:
               + ("recording it in the course's gradebook" if args.record
                  else "the course's gradebook is not touched (--record to enter it)"))
         args.student = student
-        if args.out is None:  # recorded: the assignment's own grades; else here, as CI in a student's repo
-            args.out = str(term.grades_dir(root, assignment)) if args.record else "."
+        if args.out is None:  # recorded: the assignment's own grades; else a folder of its own, never
+            # where a class's grades are read (the course root, the assignment's grades/<assignment>/)
+            args.out = str(term.grades_dir(root, assignment) if args.record
+                           else term.runtime_dir(root) / "single" / assignment / student)
+            print(f"writing grades.json and feedback.html to {args.out}")
         with _grading_root(root, assignment, args.record) as (grading_root, _scratch):
             return _single(args, grading_root, assignment, notebook)
     except ValueError as exc:
@@ -517,7 +502,7 @@ def _extend(args) -> int:
     root = Path(args.course_root)
     if args.student is None:
         granted = term.read_extensions(root, args.assignment)
-        due = _due(argparse.Namespace(due=None), root.resolve(), args.assignment)
+        due = policy.load(root.resolve(), args.assignment).due
         for student, ext in sorted(granted.items()):
             print(f"{student}: {ext.describe(due)}")
         print(f"{len(granted)} extension(s) of {args.assignment} in {term.extensions_path(root)}")
@@ -528,9 +513,23 @@ def _extend(args) -> int:
         print(f"removed {args.student}'s extension of {args.assignment} from {path}")
     else:
         ext = term.read_extensions(root, args.assignment)[args.student]
-        due = _due(argparse.Namespace(due=None), root.resolve(), args.assignment)
+        due = policy.load(root.resolve(), args.assignment).due
         print(f"{args.student}, {args.assignment}: {ext.describe(due)}; written to {path}. `course-autograde "
               f"refresh {args.assignment}` applies it to grades, Canvas CSV and feedback")
+    return 0
+
+
+def _policy(args) -> int:
+    root = Path(args.course_root).resolve()
+    term.grades_dir(root, args.assignment)  # checks the name
+    current = policy.change_from_args(args, root, args.assignment)
+    granted = term.read_extensions(root, args.assignment)
+    print(f"{args.assignment}: {current.describe()}; {len(granted)} extension(s) "
+          f"(`course-autograde extend {args.assignment}` lists them)")
+    if any(getattr(args, name) is not None for name in ("due", "late_per_day", "late_grace_minutes", "late_cap")) \
+            or args.no_due:
+        print(f"`course-autograde refresh {args.assignment}` applies it to grades, canvas.csv and feedback "
+              "without grading again")
     return 0
 
 
@@ -556,11 +555,12 @@ def _report(args) -> int:
 
     if args.anonymise != (args.salt is not None):
         raise ValueError("--anonymise and --salt go together")
+    out = Path(args.out) if args.out else term.runtime_dir(Path(args.course_root).resolve()) / "report"
     report = make_report(args.assignments, course_root=args.course_root, grades=args.grades,
-                         submissions=args.submissions, ledgers=args.ledgers, out_dir=args.out, salt=args.salt)
+                         submissions=args.submissions, ledgers=args.ledgers, out_dir=out, salt=args.salt)
     students = sum(r["students_total"] for r in report["assignments"])
     print(f"report of {counted(len(report['assignments']), 'assignment')}, {counted(students, 'student row')}"
-          f"{' (anonymised)' if report['anonymised'] else ''}: wrote {Path(args.out) / 'report.html'}")
+          f"{' (anonymised)' if report['anonymised'] else ''}: wrote {out / 'report.html'}")
     return 0
 
 
@@ -579,7 +579,8 @@ def _single(args, root: Path, assignment: str, notebook: Path) -> int:
             _prepare_record(root, assignment, [sub], replace=args.replace, from_collected=collected)
         result = grader.grade_one(sub)
         if args.record and Path(args.out) == term.grades_dir(root, assignment):
-            term.record_rows(root, assignment, [result], _meta(grader, args, {"shard": "single"}))
+            policy.record(root, assignment, [result], {args.student: sub.timestamp},
+                          _meta(grader, args, {"shard": "single"}))
         else:
             report.write([result], args.out, _meta(grader, args, {"shard": "single"}))
         feedback = root / "feedback" / args.student / assignment / f"{assignment}.ipynb"

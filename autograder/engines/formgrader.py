@@ -115,18 +115,19 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
         info = resources["nbgrader"]
         student, assignment = info["student"], info["assignment"]
         coursedir = self._coursedir()
-        why = sandbox.probe()
-        if why is not None and self.require_sandbox:
-            raise NbGraderException(
-                f"not grading {student}'s {assignment}: the student's code would run unsandboxed in this "
-                f"account ({why}); set c.SandboxedAutograde.require_sandbox = False in nbgrader_config.py "
-                "to grade with rlimits only")
+        from ..isolation.unsandboxed import check
+
+        try:  # the same rule as every route (autograder/isolation/unsandboxed.py)
+            check(coursedir.root, (not self.require_sandbox) or None)
+        except ValueError as exc:
+            raise NbGraderException(f"{student}'s {assignment}: {exc}") from None
         seed = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
         folder = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
         sub = collected(student, folder, assignment)
         grader = Grader(coursedir.root, assignment, workers=1, seed=seed, feedback=False,
                         limits=sandbox.Limits.of(self),
-                        isolate=True, log=self.log.warning, reset_hand_grades=self.reset_hand_grades)
+                        isolate=True, log=self.log.warning, reset_hand_grades=self.reset_hand_grades,
+                        allow_unsandboxed=(not self.require_sandbox) or None)
         slot = _claim_slot()
         try:
             with _at_least_info(self.log):
@@ -135,12 +136,13 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
             _release_slot(slot)
         if row["status"] == "error":
             raise NbGraderException(f"{student}: {row['reason']}")
-        from ..records import term
+        from ..records import policy
 
-        # the same grades.json `course-autograde class` writes: refresh, report and term find it
-        term.record_rows(coursedir.root, assignment, [row],
-                         {"assignment": assignment, "seed": seed, "isolation": grader.isolation,
-                          "limits": vars(grader.limits), "shard": "formgrader"})
+        # the same grades.json `course-autograde class` writes, under the assignment's grade policy
+        # (due date, late rule, extensions): refresh, report and term find it
+        row = policy.record(coursedir.root, assignment, [row], {student: sub.timestamp},
+                            {"assignment": assignment, "seed": seed, "isolation": grader.isolation,
+                             "limits": vars(grader.limits), "shard": "formgrader"}, log=self.log.warning)[0]
         from ..records.grades import summary_line
 
         self.log.info("%s", summary_line(row, grader.isolation, seed))

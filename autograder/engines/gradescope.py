@@ -208,6 +208,11 @@ def _part_output(part: dict) -> str:
     return "\n".join(lines)
 
 
+#: how Gradescope shows every ``output``: as plain text, never HTML or Markdown (a reason can quote what a
+#: student wrote: a syntax error's line, a function's name, a cell's text)
+OUTPUT_FORMAT = "text"
+
+
 def results_json(result: dict, hidden: List[str], extra: dict) -> dict:
     """Gradescope's results.json for one of :meth:`Grader.grade_one`'s result rows.
 
@@ -224,13 +229,13 @@ def results_json(result: dict, hidden: List[str], extra: dict) -> dict:
             "name": f"{part['exercise']} {part['part']}".strip() if part["exercise"] else part["part"],
             "number": str(number), "score": part["points"], "max_score": part["max_points"],
             "status": "passed" if part["points"] >= part["max_points"] else "failed",
-            "output": _part_output(part),
+            "output": _part_output(part), "output_format": OUTPUT_FORMAT,
             "visibility": "after_published" if part["part"] in hidden else "visible"})
     notes = [] if result["reason"] == "graded" else [result["reason"]]
     if manual:
         notes.append("graded by hand on Gradescope: " + ", ".join(manual))
     score = round(sum(t["score"] for t in tests), 6)
-    return {"score": score, "output": "\n".join(notes) or "graded", "tests": tests,
+    return {"score": score, "output": "\n".join(notes) or "graded", "output_format": OUTPUT_FORMAT, "tests": tests,
             "extra_data": {"student": result["student"], "assignment": result["assignment"],
                            "status": result["status"], "variant": result.get("variant"),
                            "kernel_points": {p["part"]: p.get("kernel_points") for p in result["parts"]},
@@ -238,8 +243,9 @@ def results_json(result: dict, hidden: List[str], extra: dict) -> dict:
 
 
 def _failure(why: str, extra: dict) -> dict:
-    return {"score": 0.0, "output": f"The autograder could not grade this submission: {why}. "
-                                    "Your instructor has been told and will regrade it.",
+    return {"score": 0.0, "output_format": OUTPUT_FORMAT,
+            "output": f"The autograder could not grade this submission: {why}. "
+                      "Your instructor has been told and will regrade it.",
             "tests": [], "extra_data": {"status": "error", **extra}}
 
 
@@ -268,7 +274,8 @@ def grade(root: Path) -> dict:
 
         warnings.filterwarnings("ignore", message=".*not in session.*")  # as grade_all: nbgrader's SQLAlchemy noise
         grader = Grader(root / "source" / "course_root", settings["assignment"], workers=1,
-                        limits=sandbox.Limits(**settings["limits"]), seed=seed, feedback=False)
+                        limits=sandbox.Limits(**settings["limits"]), seed=seed, feedback=False,
+                        allow_unsandboxed=not settings["require_sandbox"])
         with tempfile.TemporaryDirectory(prefix="autograder-unzip-") as unzip:
             sub = submission_for(root / "submission", settings["assignment"], student, Path(unzip))
             if group_note:
@@ -308,7 +315,7 @@ def add_parser(sub, limit_options) -> None:
     p.add_argument("--student-key", default="email", choices=STUDENT_KEYS,
                    help="the submission_metadata.json user field that is the course's student id "
                         "(their variant); email_login: the email before the @")
-    p.add_argument("--allow-rlimits-only", action="store_true",
+    p.add_argument("--allow-unsandboxed", "--allow-rlimits-only", dest="allow_rlimits_only", action="store_true",
                    help="grade even where bubblewrap cannot run (UNSAFE: student code could read the "
                         "bundle); by default such a container grades nothing and says why")
     limit_options(p)

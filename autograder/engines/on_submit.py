@@ -16,22 +16,27 @@ name) and its state: ``queued``, ``grading``, ``graded`` (feedback held), ``rele
 written to disk (atomically) before the next step, so a crash or restart loses no submission: a
 ``grading`` entry is graded again (nothing of it was recorded), a ``graded`` one whose feedback
 should go out is released, and nothing in a later state is ever graded again.
-``course-autograde on-submit queue ASSIGNMENT`` prints the queue.
+``course-autograde on-submit queue ASSIGNMENT`` prints the queue: each submission's state, how long
+it waited for a worker, how long it took to grade and from Submit to released feedback, and the
+queue's depth. A deadline's burst is graded ``--workers`` at a time (default: the cores given),
+each submission once, in the order submitted.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue as queue_module
 import random
-import subprocess
-import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..records import term
+from ..records.exchange import course_config, exchange_inbound  # noqa: F401 (exchange_inbound: this module's API too)
 
 SETTINGS = "on-submit.json"
 QUEUE = "queue.json"
@@ -71,7 +76,7 @@ def enable(root, assignment: str, hold: Optional[bool] = None, disable: bool = F
 
 def is_lab(assignment: str) -> bool:
     """A lab (or the tutorial) holds its feedback: its reflections are graded by hand first."""
-    from course.labs.activity import labs
+    from course.notebook_api.lab_session import labs
 
     return assignment in {lab.name for lab in labs().values()}
 
@@ -89,25 +94,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def exchange_inbound(root) -> Path:
-    """``<exchange root>/<course id>/inbound`` from the course's nbgrader configuration."""
-    from nbgrader.apps import NbGrader
-
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        app = NbGrader()
-        app.load_config_file()
-        config = app.config
-    finally:
-        os.chdir(cwd)
-    exchange = config.Exchange.get("root") or os.environ.get("NBGRADER_EXCHANGE") or "/srv/nbgrader/exchange"
-    course_id = config.CourseDirectory.get("course_id") or config.Exchange.get("course_id")
-    if not course_id:
-        raise ValueError("nbgrader_config.py sets no CourseDirectory.course_id: grading on submit needs it")
-    return Path(exchange) / course_id / "inbound"
-
-
 def arrivals(inbound: Path, assignment: str) -> List[dict]:
     """Submissions of ``assignment`` in the exchange's inbound folder (``student+assignment+time+random``)."""
     found = []
@@ -121,123 +107,240 @@ def arrivals(inbound: Path, assignment: str) -> List[dict]:
     return found
 
 
-def _nbgrader(root, *args: str) -> subprocess.CompletedProcess:
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args, "--log-level=ERROR"], cwd=root,
-                          capture_output=True, text=True, env=dict(os.environ, PATH=path), timeout=1800)
+class Exchange:
+    """nbgrader's collect and release_feedback for one student, in this process (nbgrader's own API,
+    what the formgrader's buttons call): milliseconds each instead of an interpreter start-up, which
+    a deadline's burst would otherwise pay twice per submission. One at a time (nbgrader's API
+    changes its CourseDirectory while it runs)."""
+
+    def __init__(self, root):
+        from nbgrader.apps.api import NbGraderAPI
+        from nbgrader.coursedir import CourseDirectory
+
+        config = course_config(root)
+        config.CourseDirectory.root = str(root)
+        self.api = NbGraderAPI(CourseDirectory(config=config), config=config)
+        self.lock = threading.Lock()
+
+    def _run(self, kind: str, assignment: str, student: str, **traits) -> Optional[str]:
+        """``None`` on success, else nbgrader's error and log (the end of them)."""
+        from nbgrader.utils import capture_log, temp_attrs
+
+        with self.lock, temp_attrs(self.api.coursedir, assignment_id=assignment, student_id=student):
+            app = getattr(self.api.exchange, kind)(coursedir=self.api.coursedir,
+                                                   authenticator=self.api.authenticator, parent=self.api)
+            for name, value in traits.items():
+                setattr(app, name, value)
+            result = capture_log(app)
+        return None if result.get("success") else (result.get("error") or result.get("log") or "failed")[-300:]
+
+    def collect(self, assignment: str, student: str) -> Optional[str]:
+        return self._run("Collect", assignment, student, update=True)
+
+    def release_feedback(self, assignment: str, student: str) -> Optional[str]:
+        return self._run("ReleaseFeedback", assignment, student)
+
+
+def _seconds_between(start: Optional[str], end: Optional[str]) -> Optional[float]:
+    from ..records.late import parse_time
+
+    try:
+        return round((parse_time(end) - parse_time(start)).total_seconds(), 1)
+    except (TypeError, ValueError):
+        return None
+
+
+def _stamp() -> str:
+    """Now, to the millisecond (queue times are compared with the submission's own)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 class Service:
-    """One pass (:meth:`poll`) or a loop (:meth:`run`) over the opted-in assignments of a course root."""
+    """One pass (:meth:`poll`) or a loop (:meth:`run`) over the opted-in assignments of a course root.
 
-    def __init__(self, root, log=None):
+    Submissions are graded ``workers`` at a time (default: the cores this process may use), each in
+    its own sandbox slot, by one :class:`~autograder.grading.grader.Grader` per assignment; each is released
+    as soon as it is graded, while the others grade. Every state change is written to the queue file
+    at once, with its time: ``arrived`` (seen by the service), ``started``, ``graded_at``,
+    ``released_at``; ``waited`` is the seconds it sat in the queue, ``seconds`` its grading.
+    """
+
+    def __init__(self, root, log=None, workers: Optional[int] = None, allow_unsandboxed: Optional[bool] = None):
         import warnings
 
         warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy noise
         self.root = Path(root).resolve()
         self.log = log or (lambda msg: print(msg, flush=True))
         self.inbound = exchange_inbound(self.root)
+        self.workers = workers or len(os.sched_getaffinity(0))
+        if type(self.workers) is not int or self.workers < 1:
+            raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+        self.allow_unsandboxed = allow_unsandboxed
+        self.exchange = Exchange(self.root)
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="on-submit")
+        self._slots: "queue_module.Queue[int]" = queue_module.Queue()
+        for slot in range(self.workers):
+            self._slots.put(slot)
+        self._graders: Dict[str, object] = {}
+        self._lock = threading.RLock()  # the queue files and the set of submissions in flight
+        self._in_flight: set = set()
+        self._futures: list = []
 
     def recover(self) -> None:
         """After a crash: an entry left ``grading`` is queued again (nothing of it was recorded)."""
         for assignment in settings(self.root):
-            entries = queue(self.root, assignment)
-            stuck = [k for k, e in entries.items() if e["state"] == "grading"]
-            for key in stuck:
-                entries[key].update(state="queued", updated=_now(), note="the service stopped while grading it")
+            with self._lock:
+                entries = queue(self.root, assignment)
+                stuck = [k for k, e in entries.items() if e["state"] == "grading"]
+                for key in stuck:
+                    entries[key].update(state="queued", updated=_now(), note="the service stopped while grading it")
+                if stuck:
+                    _save_queue(self.root, assignment, entries)
             if stuck:
-                _save_queue(self.root, assignment, entries)
                 self.log(f"{assignment}: {len(stuck)} submission(s) interrupted while grading are queued again")
 
-    def poll(self) -> int:
-        """Queue new arrivals, grade what is queued, release what should be; returns submissions graded."""
-        graded = 0
+    def poll(self, wait: bool = True) -> int:
+        """Queue new arrivals and hand what is queued to the workers; release what should be.
+        ``wait``: return when all of it is graded (else at once: :meth:`run` looks again meanwhile).
+        Returns the submissions handed to the workers."""
+        handed = 0
         for assignment, options in settings(self.root).items():
+            with self._lock:
+                entries = queue(self.root, assignment)
+                for item in arrivals(self.inbound, assignment):
+                    if item["key"] not in entries:
+                        entries[item["key"]] = {"student": item["student"], "submitted": item["timestamp"],
+                                                "state": "queued", "arrived": _stamp(), "updated": _now()}
+                        self.log(f"{assignment}: {item['student']}'s submission of {item['timestamp']} queued")
+                waiting = sorted((k for k, e in entries.items() if e["state"] == "queued" and k not in self._in_flight),
+                                 key=lambda k: entries[k]["submitted"])
+                for key in waiting:  # nbgrader collect takes a student's newest: older ones never get graded
+                    entry = entries[key]
+                    newer = [k for k, e in entries.items()
+                             if e["student"] == entry["student"] and e["submitted"] > entry["submitted"]]
+                    if newer:
+                        entry.update(state="superseded", updated=_now(), note=f"a newer submission arrived ({newer[0]})")
+                _save_queue(self.root, assignment, entries)
+                todo = [k for k in waiting if entries[k]["state"] == "queued"]
+                self._in_flight.update((assignment, k) for k in todo)
+                leftovers = [k for k, e in entries.items() if e["state"] == "graded" and not options.get("hold")
+                             and (assignment, k) not in self._in_flight]
+            if todo:
+                self.log(f"{assignment}: {len(todo)} submission(s) to grade, {self.workers} worker(s)")
+            for key in todo:
+                self._futures.append(self._pool.submit(self._grade, assignment, options, key))
+                handed += 1
+            for key in leftovers:  # graded before a restart, its release not done
+                self._release(assignment, key)
+        if wait:
+            self.wait()
+        return handed
+
+    def wait(self) -> None:
+        """Until every submission handed to the workers is done."""
+        futures, self._futures = self._futures, []
+        for future in futures:
+            future.result()
+
+    def _update(self, assignment: str, key: str, **values) -> dict:
+        with self._lock:
             entries = queue(self.root, assignment)
-            for item in arrivals(self.inbound, assignment):
-                if item["key"] not in entries:
-                    entries[item["key"]] = {"student": item["student"], "submitted": item["timestamp"],
-                                            "state": "queued", "updated": _now()}
-                    self.log(f"{assignment}: {item['student']}'s submission of {item['timestamp']} queued")
+            entries[key].update(values, updated=_now())
             _save_queue(self.root, assignment, entries)
-            for key in sorted((k for k, e in entries.items() if e["state"] == "queued"),
-                              key=lambda k: entries[k]["submitted"]):
-                self._grade(assignment, options, entries, key)
-                graded += 1
-            for key, entry in entries.items():
-                if entry["state"] == "graded" and not options.get("hold"):
-                    self._release(assignment, entries, key)
-        return graded
+            return dict(entries[key])
 
-    def _set(self, assignment: str, entries: Dict[str, dict], key: str, **values) -> None:
-        entries[key].update(values, updated=_now())
-        _save_queue(self.root, assignment, entries)
-
-    def _grade(self, assignment: str, options: dict, entries: Dict[str, dict], key: str) -> None:
-        from ..records import late
+    def _grader(self, assignment: str, options: dict):
         from ..grading.grader import Grader
-        from ..records.grades import summary_line
-        from ..grading.submissions import collected
 
-        entry = entries[key]
+        with self._lock:
+            if assignment not in self._graders:
+                self._graders[assignment] = Grader(self.root, assignment, workers=self.workers, seed=options["seed"],
+                                                   log=self.log, allow_unsandboxed=self.allow_unsandboxed)
+            return self._graders[assignment]
+
+    def _grade(self, assignment: str, options: dict, key: str) -> None:
+        slot = self._slots.get()
+        try:
+            self._grade_in(assignment, options, key, slot)
+        except Exception as exc:  # noqa: BLE001 (the entry says why; the service keeps grading the others)
+            self._update(assignment, key, state="failed", note=f"{type(exc).__name__}: {str(exc)[:300]}")
+            self.log(f"{assignment}: grading {key} failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._slots.put(slot)
+            with self._lock:
+                self._in_flight.discard((assignment, key))
+
+    def _grade_in(self, assignment: str, options: dict, key: str, slot: int) -> None:
+        from ..grading.submissions import collected
+        from ..records import policy
+        from ..records.grades import summary_line
+
+        started = _stamp()
+        entry = self._update(assignment, key, state="grading", started=started,
+                             waited=_seconds_between(self._arrived(assignment, key), started))
         student = entry["student"]
-        newer = [k for k, e in entries.items() if e["student"] == student and e["submitted"] > entry["submitted"]]
-        if newer:  # nbgrader collect takes the newest: that one is graded in its turn
-            self._set(assignment, entries, key, state="superseded", note=f"a newer submission arrived ({newer[0]})")
-            return
-        self._set(assignment, entries, key, state="grading")
-        done = _nbgrader(self.root, "collect", assignment, f"--student={student}", "--update")
+        failed = self.exchange.collect(assignment, student)
         folder = self.root / "submitted" / student / assignment
-        if done.returncode != 0 or not folder.is_dir():
-            self._set(assignment, entries, key, state="failed",
-                      note=f"nbgrader collect failed: {(done.stderr or done.stdout)[-300:]}")
+        if failed is not None or not folder.is_dir():
+            self._update(assignment, key, state="failed", note=f"nbgrader collect failed: {failed}")
             return
-        grader = Grader(self.root, assignment, workers=1, seed=options["seed"], log=self.log)
-        started = time.monotonic()
-        row = grader.grade_one(collected(student, folder, assignment))
-        grades_json = term.find_grades_json(self.root, assignment)
-        previous = json.loads(grades_json.read_text()) if grades_json else {}
-        recorded = previous.get("late_policy") or {}
-        policy = late.LatePolicy(**recorded.get("policy", {}))
-        due = late.parse_time(recorded["due"]) if recorded.get("due") else _gradebook_due(self.root, assignment)
-        row = late.apply([row], {student: collected(student, folder, assignment).timestamp}, due, policy,
-                         term.read_extensions(self.root, assignment))[0]
-        term.record_rows(self.root, assignment, [row],
-                         {"assignment": assignment, "seed": options["seed"], "isolation": grader.isolation,
-                          "limits": vars(grader.limits), "shard": "on-submit",
-                          "late_policy": {"policy": vars(policy), "due": due.isoformat() if due else None}})
+        grader = self._grader(assignment, options)
+        clock = time.monotonic()
+        sub = collected(student, folder, assignment)
+        row = grader.grade_one(sub, slot)
+        # the assignment's grade policy (due date, late rule, extensions), as every route applies it
+        row = policy.record(self.root, assignment, [row], {student: sub.timestamp},
+                            {"assignment": assignment, "seed": options["seed"], "isolation": grader.isolation,
+                             "limits": vars(grader.limits), "shard": "on-submit"}, log=self.log)[0]
         term.add_late_notes(self.root / "feedback", assignment, [row])
         self.log(summary_line(row, grader.isolation, options["seed"]))
         state = "failed" if row["status"] == "error" else "graded"
-        self._set(assignment, entries, key, state=state, score=row["score"], max_score=row["max_score"],
-                  seconds=round(time.monotonic() - started, 1),
-                  note=row["reason"] if row["status"] != "graded" else "")
+        self._update(assignment, key, state=state, score=row["score"], max_score=row["max_score"],
+                     final_score=(row.get("late") or {}).get("final_score", row["score"]),
+                     waiting_parts=sum(p["status"] == "manual" for p in row["parts"]),
+                     seconds=round(time.monotonic() - clock, 1), graded_at=_stamp(),
+                     note=row["reason"] if row["status"] != "graded" else "")
+        if state == "graded" and not options.get("hold"):
+            self._release(assignment, key)
 
-    def _release(self, assignment: str, entries: Dict[str, dict], key: str) -> None:
-        student = entries[key]["student"]
-        done = _nbgrader(self.root, "release_feedback", assignment, f"--student={student}")
-        if done.returncode != 0:
-            self.log(f"{assignment}: releasing {student}'s feedback failed: {(done.stderr or done.stdout)[-300:]}")
+    def _arrived(self, assignment: str, key: str) -> Optional[str]:
+        entry = queue(self.root, assignment).get(key, {})
+        return entry.get("arrived") or entry.get("submitted")
+
+    def _release(self, assignment: str, key: str) -> None:
+        student = queue(self.root, assignment)[key]["student"]
+        failed = self.exchange.release_feedback(assignment, student)
+        if failed is not None:
+            self.log(f"{assignment}: releasing {student}'s feedback failed: {failed}")
             return
-        self._set(assignment, entries, key, state="released")
+        self._update(assignment, key, state="released", released_at=_stamp())
         self.log(f"{assignment}: {student}'s feedback released")
 
     def release_held(self, assignment: str) -> int:
         """The instructor's release of a held assignment's graded feedback; returns how many."""
-        entries = queue(self.root, assignment)
-        keys = [k for k, e in entries.items() if e["state"] == "graded"]
+        keys = [k for k, e in queue(self.root, assignment).items() if e["state"] == "graded"]
         for key in keys:
-            self._release(assignment, entries, key)
+            self._release(assignment, key)
         return len(keys)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
     def run(self, interval: float = 10.0) -> None:
         self.recover()
-        self.log(f"grading on submit in {self.root}: watching {self.inbound} every {interval:g} s for "
+        for assignment, options in settings(self.root).items():  # ready before the first submission arrives
+            try:
+                self._grader(assignment, options)
+            except ValueError as exc:  # said again, per submission, when one arrives
+                self.log(f"{assignment}: {exc}")
+        self.log(f"grading on submit in {self.root} with {self.workers} worker(s): watching {self.inbound} every "
+                 f"{interval:g} s for "
                  f"{', '.join(settings(self.root)) or 'no assignment yet (course-autograde on-submit enable NAME)'}")
         try:
             while True:
                 try:
-                    self.poll()
+                    self.poll(wait=False)
+                    self._futures = [f for f in self._futures if not f.done()]
                 except Exception as exc:  # noqa: BLE001 (the service keeps watching; the queue keeps its state)
                     self.log(f"grading on submit: {type(exc).__name__}: {exc}")
                 time.sleep(interval)
@@ -245,17 +348,38 @@ class Service:
             self.log("grading on submit: stopped")
 
 
-def _gradebook_due(root: Path, assignment: str):
-    from nbgrader.api import Gradebook, MissingEntry
+def depth(entries: Dict[str, dict]) -> Dict[str, int]:
+    """How many submissions are in each state (the queue's depth is ``queued`` + ``grading``)."""
+    counts = {state: 0 for state in STATES}
+    for entry in entries.values():
+        counts[entry["state"]] = counts.get(entry["state"], 0) + 1
+    return counts
 
-    from ..records.late import parse_time
 
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        try:
-            duedate = gb.find_assignment(assignment).duedate
-        except MissingEntry:
-            return None
-    return parse_time(duedate.isoformat()) if duedate else None
+def queue_lines(entries: Dict[str, dict]) -> List[str]:
+    """The instructor's view: one line per submission (when, who, state, its wait in the queue, its
+    grading, Submit to released feedback), then the depth."""
+    lines = [f"{'submitted':<32} {'student':<20} {'state':<10} {'waited':>7} {'graded':>7} {'to feedback':>11}  "
+             "score / note"]
+    for _key, e in sorted(entries.items(), key=lambda kv: kv[1]["submitted"]):
+        score = f"{e['final_score']:g}/{e['max_score']:g}" if e.get("final_score") is not None else (
+            f"{e['score']:g}/{e['max_score']:g}" if e.get("score") is not None else "")
+        if e.get("waiting_parts"):
+            score += f" ({e['waiting_parts']} part(s) waiting for the instructor)"
+        waited = e.get("waited")
+        if waited is None and e["state"] == "queued":
+            waited = _seconds_between(e.get("arrived"), _stamp())
+        to_feedback = _seconds_between(e["submitted"], e.get("released_at"))
+        cells = [f"{waited:g} s" if waited is not None else "",
+                 f"{e['seconds']:g} s" if e.get("seconds") is not None else "",
+                 f"{to_feedback:g} s" if to_feedback is not None else ""]
+        lines.append(f"{e['submitted']:<32} {e['student']:<20} {e['state']:<10} {cells[0]:>7} {cells[1]:>7} "
+                     f"{cells[2]:>11}  {score} {e.get('note', '')}".rstrip())
+    counts = depth(entries)
+    done = ", ".join(f"{counts[s]} {s}" for s in STATES[2:] if counts[s])
+    lines.append(f"{len(entries)} submission(s); queue depth {counts['queued'] + counts['grading']} "
+                 f"({counts['queued']} queued, {counts['grading']} grading)" + (f"; {done}" if done else ""))
+    return lines
 
 
 def add_parser(sub) -> None:
@@ -269,6 +393,12 @@ def add_parser(sub) -> None:
     p.add_argument("--no-hold", dest="hold", action="store_false",
                    help="enable: release feedback as soon as it is graded (default for chapters)")
     p.add_argument("--interval", type=float, default=10.0, help="run: seconds between looks at the exchange")
+    p.add_argument("--workers", type=int, default=None,
+                   help="run, once: submissions graded at a time, each in its own sandbox (default: the cores "
+                        "this process may use)")
+    p.add_argument("--allow-unsandboxed", action="store_true",
+                   help="run, once: grade with rlimits only where bubblewrap cannot isolate the student's code "
+                        "(UNSAFE; autograder/isolation/unsandboxed.py)")
     p.set_defaults(run=_main)
 
 
@@ -286,19 +416,18 @@ def _main(args) -> int:
                      if entry["hold"] else "released as soon as it is graded"))
         return 0
     if args.action == "queue":
-        entries = queue(root, args.assignment)
-        for key, e in sorted(entries.items(), key=lambda kv: kv[1]["submitted"]):
-            score = f" {e['score']:g}/{e['max_score']:g}" if e.get("score") is not None else ""
-            print(f"{e['submitted']}  {e['student']:<20} {e['state']:<10}{score}  {e.get('note', '')}".rstrip())
-        print(f"{len(entries)} submission(s) of {args.assignment}")
+        print("\n".join(queue_lines(queue(root, args.assignment))))
         return 0
-    service = Service(root)
-    if args.action == "release":
-        print(f"{args.assignment}: released the feedback of {service.release_held(args.assignment)} submission(s)")
-        return 0
-    if args.action == "once":
-        service.recover()
-        print(f"graded {service.poll()} submission(s)")
-        return 0
-    service.run(args.interval)
+    service = Service(root, workers=args.workers, allow_unsandboxed=args.allow_unsandboxed or None)
+    try:
+        if args.action == "release":
+            print(f"{args.assignment}: released the feedback of {service.release_held(args.assignment)} submission(s)")
+            return 0
+        if args.action == "once":
+            service.recover()
+            print(f"graded {service.poll()} submission(s)")
+            return 0
+        service.run(args.interval)
+    finally:
+        service.close()
     return 0

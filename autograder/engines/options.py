@@ -24,15 +24,9 @@ from ..isolation.limits import GradingLimits
 def course_limits(course_root) -> GradingLimits:
     """The limits ``nbgrader_config.py`` in ``course_root`` sets (``c.GradingLimits.*``, or the formgrader's
     older names ``c.SandboxedAutograde.*``), the declared defaults for the others."""
-    from traitlets.config import Config
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+    from ..grading.course_settings import course_config
 
-    config = Config()
-    if course_root is not None and (Path(course_root) / "nbgrader_config.py").is_file():
-        try:
-            config = PyFileConfigLoader("nbgrader_config.py", path=str(course_root)).load_config()
-        except ConfigFileNotFound:
-            pass
+    config = course_config(course_root)
     configured = GradingLimits(config=config)
     if "SandboxedAutograde" in config:  # the formgrader's names set the same limits
         configured.override(**{name: config.SandboxedAutograde[name] for name in GradingLimits.names()

@@ -12,7 +12,7 @@ so plain ``nbgrader generate_feedback`` and the formgrader's button run them too
    what the visible check covered versus what was graded), else by the score and
    pass/fail with the error's type;
 4. the workbook's worked derivations are inserted after each exercise
-   (``course.exercises.feedback.InsertDerivations``, skipped if absent);
+   (``course.notebook_api.feedback.InsertDerivations``, skipped if absent);
 5. nbconvert's HTMLExporter with nbgrader's ``feedback`` template renders it.
 """
 
@@ -46,10 +46,17 @@ def _template_config():
     base = os.path.dirname(nbgrader.__file__)
     c = Config()
     c.HTMLExporter.template_name = "feedback"
+    # nbconvert validates the whole notebook against the schema after each of its own preprocessors (a
+    # check on preprocessors, not on the notebook, which was validated when read): a sixth of a render.
+    # Its own setting makes that one validation after the last one.
+    c.HTMLExporter.optimistic_validation = True
     c.HTMLExporter.extra_template_basedirs = template_basedirs()
     c.HTMLExporter.extra_template_paths = [
         os.path.join(base, "server_extensions", "formgrader", "static", "node_modules",
                      "bootstrap", "dist", "css")]
+    from .sanitize import configure
+
+    configure(c)  # the student's notebook as inert data (autograder/grading/sanitize.py), as nbgrader_config.py does
     return c
 
 
@@ -57,12 +64,13 @@ def _template_config():
 #: points at this name); :func:`feedback_notebook` runs the same list, except the CSS step, which
 #: the HTML exporter of :func:`render_feedback` runs itself
 FEEDBACK_PREPROCESSORS = [
-    "nbgrader.preprocessors.GetGrades",
-    "nbgrader.preprocessors.ClearHiddenTests",
+    "autograder.grading.feedback.GetGrades",
+    "autograder.grading.feedback.ClearHiddenTests",
     "autograder.grading.feedback.ScrubTestOutputs",
     "autograder.grading.handgrading.WidgetNote",
     "autograder.grading.handgrading.NotAnswered",
-    "course.exercises.feedback.InsertDerivations",
+    "autograder.grading.awaiting.AwaitingInstructor",
+    "course.notebook_api.feedback.InsertDerivations",
     "autograder.grading.offline_maths.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
@@ -75,7 +83,7 @@ _RENDER_ONLY = {"nbconvert.preprocessors.CSSHTMLHeaderPreprocessor"}
 def _coverage(grade_id: str) -> str:
     """What the visible check covered versus what was graded, for a registered part."""
     try:
-        from course.exercises import REGISTRY
+        from course.notebook_api import REGISTRY
     except ImportError:
         return ""
     part = REGISTRY.get(grade_id)
@@ -172,15 +180,17 @@ def _is_registered(grade_id) -> bool:
     return isinstance(grade_id, str) and grade_id in REGISTRY
 
 
-from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402 (enabled by default, unlike nbconvert's)
+import nbgrader.preprocessors  # noqa: E402 -- below the list that names its steps
 
-from .. import compat  # noqa: E402 -- beside the nbgrader import it quiets
+from .. import compat  # noqa: E402 -- beside the nbgrader import
 
-# no "display_data_priority not recognized" warnings on Generate Feedback (autograder/compat.py)
-compat.accept_display_data_priority()
+# nbgrader's own feedback steps, accepting display_data_priority as configuration (compat.NbGraderStep):
+# no "display_data_priority not recognized" warnings on Generate Feedback
+GetGrades = compat.accepting_display_priority(nbgrader.preprocessors.GetGrades, __name__)
+ClearHiddenTests = compat.accepting_display_priority(nbgrader.preprocessors.ClearHiddenTests, __name__)
 
 
-class ScrubTestOutputs(NbGraderPreprocessor):
+class ScrubTestOutputs(compat.NbGraderStep):  # an nbgrader step: enabled by default, unlike nbconvert's
     """nbgrader feedback preprocessor: each graded test cell's outputs become its summary.
 
     The summary is the one ``course-autograde`` left in the cell's metadata (points, the trusted
@@ -220,7 +230,7 @@ def feedback_notebook(nb, resources: dict, verdicts: Dict[str, "Verdict"], grade
     nb = copy.deepcopy(nb)
     resources = copy.deepcopy(resources)
     for pp in _preprocessors():
-        if type(pp).__name__ == "GetGrades" and gradebook_lock is not None:
+        if type(pp).__name__ in _READS_GRADEBOOK and gradebook_lock is not None:
             with gradebook_lock:
                 nb, resources = pp.preprocess(nb, resources)
         else:
@@ -229,6 +239,8 @@ def feedback_notebook(nb, resources: dict, verdicts: Dict[str, "Verdict"], grade
     return nb, resources
 
 
+#: the steps that read the gradebook (run under the grader's gradebook lock)
+_READS_GRADEBOOK = {"GetGrades", "AwaitingInstructor"}
 _exporters = threading.local()
 
 

@@ -48,6 +48,7 @@ from ..judging import sandboxed_cleanroom as cleanroom
 from ..judging import ranks
 from .. import compat
 from ..isolation import kernel, sandbox
+from .course_settings import CourseSettings
 from .submissions import Submission
 
 if TYPE_CHECKING:  # the judge's record; imported where judging happens (the course package loads lazily)
@@ -125,9 +126,12 @@ class Grader:
 
     def __init__(self, course_root, assignment: str, *, workers: Optional[int] = None,
                  limits: sandbox.Limits = sandbox.Limits(), seed: int = 0,
-                 feedback: bool = True, isolate: bool = True, log=None, reset_hand_grades: bool = False):
+                 feedback: bool = True, isolate: bool = True, log=None, reset_hand_grades: bool = False,
+                 allow_unsandboxed: Optional[bool] = None):
         compat.require()  # the library internals grading relies on are the ones checked (autograder/compat.py)
-        self.root = Path(course_root).resolve()
+        # the instructor's nbgrader_config.py: folders, gradebook, and nbgrader's steps configured by it
+        self.course = CourseSettings(course_root)
+        self.root = self.course.root
         # a part a person graded keeps its score and comment when the submission is graded again
         self.reset_hand_grades = reset_hand_grades
         self.assignment_name = assignment
@@ -141,11 +145,14 @@ class Grader:
         self._feedback_dispatch = None  # threads that hand feedback to them, during grade_all
         self._feedback_pending: list = []  # (student, future) of feedback being rendered
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
-        self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
+        self.db_url = self.course.db_url
         self.lock = threading.Lock()  # nbgrader's gradebook is SQLite: one writer at a time
         self.use_bwrap = False
         if isolate:
-            why = sandbox.probe()
+            from ..isolation.unsandboxed import check
+
+            # refuses (ValueError) unless a flag, the course's setting or the environment allows it
+            why = check(self.root, allow_unsandboxed)
             if why is None:
                 self.use_bwrap = True
             else:
@@ -155,7 +162,7 @@ class Grader:
                 self.log("!" * 78 + "\n" + message + "\n" + "!" * 78)
         self.isolation = "bwrap+rlimits" if self.use_bwrap else "rlimits"
         self.assignment = self._load_assignment()
-        from course.exercises import REGISTRY
+        from course.notebook_api import REGISTRY
 
         self.registered = {gid for gid in self.assignment.grade_cells if gid in REGISTRY}
 
@@ -166,8 +173,9 @@ class Grader:
     def _load_assignment(self) -> Assignment:
         from nbgrader.api import MissingEntry
 
-        if not (self.root / "gradebook.db").exists():
-            raise ValueError(f"course_root {str(self.root)!r} has no gradebook.db: "
+        gradebook = self.course.gradebook_file
+        if gradebook is not None and not gradebook.exists():
+            raise ValueError(f"course_root {str(self.root)!r} has no {gradebook.name}: "
                              "run `nbgrader generate_assignment` there first")
         with self.lock, self._gradebook() as gb:
             try:
@@ -189,7 +197,7 @@ class Grader:
     def _resources(self, student: str) -> dict:
         # metadata.path: the graded notebook's folder, as nbconvert gives it for a file (feedback reads
         # the submission's predictions.json there: autograder.grading.handgrading.WidgetNote)
-        folder = self.root / "autograded" / student / self.assignment_name
+        folder = self.course.folder("autograded", student, self.assignment_name)
         return {"unique_key": self.assignment.notebook,
                 "metadata": {"name": self.assignment.notebook, "path": str(folder)},
                 "nbgrader": {"student": student, "assignment": self.assignment_name,
@@ -260,19 +268,20 @@ class Grader:
         _RestoreCells = compat.restore_cells_class()
 
         resources = self._resources(student)
-        for pp in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec()):
+        for pp in map(self.course.step, (ClearOutput, DeduplicateIds, OverwriteKernelspec)):
             nb, resources = pp.preprocess(nb, resources)
         for cell in nb.cells:  # DeduplicateIds leaves {} on the extra copies; nbgrader's checks reject {}
             if cell.get("metadata", {}).get("nbgrader") == {}:
                 del cell.metadata["nbgrader"]
         try:  # put deleted graded cells back where nbgrader can
-            restored, resources = _RestoreCells(add_missing_cells=True).preprocess(copy.deepcopy(nb), resources)
+            restored, resources = self.course.step(_RestoreCells, add_missing_cells=True).preprocess(
+                copy.deepcopy(nb), resources)
         except (KeyError, IndexError, ValueError):
             # nbgrader 0.9.6 fails when a neighbour of the deleted cell is gone too; registered parts
             # are judged from the harvest anyway, so grade without the missing cells
-            restored, resources = _RestoreCells().preprocess(nb, resources)
+            restored, resources = self.course.step(_RestoreCells).preprocess(nb, resources)
         with compat.cached_metadata_schema():
-            nb, resources = CheckCellMetadata().preprocess(restored, resources)
+            nb, resources = self.course.step(CheckCellMetadata).preprocess(restored, resources)
         return nb
 
     def _record(self, nb, student: str, verdicts: Dict[str, "Verdict"]) -> Dict[str, float]:
@@ -282,9 +291,9 @@ class Grader:
         from nbgrader.preprocessors import AssignLatePenalties, LimitOutput
 
         resources = self._resources(student)
-        nb, resources = LimitOutput().preprocess(nb, resources)
+        nb, resources = self.course.step(LimitOutput).preprocess(nb, resources)
         with self._gradebook() as gb:
-            nb, resources = compat.SaveAutoGradesInto().preprocess_into(
+            nb, resources = self.course.step(compat.SaveAutoGradesInto).preprocess_into(
                 gb, nb, resources, notebook_id=self.assignment.notebook, assignment_id=self.assignment_name,
                 student_id=student, db_url=self.db_url)
             gb.db.flush()
@@ -299,7 +308,7 @@ class Grader:
             gb.db.commit()
         # nbgrader checks cell metadata again here because its kernel ran on the notebook itself; ours
         # only sends outputs back (merged in _merge_outputs), so the check in _sanitize still holds
-        nb, resources = AssignLatePenalties().preprocess(nb, resources)
+        nb, resources = self.course.step(AssignLatePenalties).preprocess(nb, resources)
         return in_kernel
 
     def _keep_or_reset_hand_grades(self, sub_nb) -> None:
@@ -322,7 +331,7 @@ class Grader:
         """A folder with the submission's files, then the instructor's (as nbgrader), for one sandbox."""
         work = scratch / name
         work.mkdir()
-        source_dir = self.root / "source" / self.assignment_name
+        source_dir = self.course.folder("source", ".", self.assignment_name)
         for folder in (sub.folder, source_dir):
             if folder and folder.is_dir():
                 for path in folder.rglob("*"):
@@ -391,14 +400,17 @@ class Grader:
         """Each collective part's function on real MPI ranks, one sandboxed launch per part from a fresh
         copy (:mod:`autograder.judging.ranks`): ``{grade_id: harvest}``. A launch that deadlocks or
         loses a rank ends at its time limit and costs that part only."""
-        from course.exercises import REGISTRY
+        from course.notebook_api import REGISTRY
 
         sources = cleanroom.code_cells(nb)
         out = {}
+        # all the launches of one submission share its time: one that hangs leaves less to the next
+        deadline = time.monotonic() + float(self.limits.submission_timeout)
         for gid in grade_ids:
             work = self._scratch_copy(sub, scratch, f"ranks-{gid}", slot)
             out[gid] = ranks.evaluate_part(REGISTRY[gid], sources, work, seed=seed, limits=self.limits, slot=slot,
-                                           use_bwrap=self.use_bwrap, timeout=float(self.limits.submission_timeout))
+                                           use_bwrap=self.use_bwrap,
+                                           timeout=max(ranks.MIN_LAUNCH_SECONDS, deadline - time.monotonic()))
         return out
 
     @staticmethod
@@ -427,7 +439,7 @@ class Grader:
         """
         from course.assess import codes
         from course.assess.registry import RAISED, Verdict
-        from course.exercises import REGISTRY, judge_json, safe_judge
+        from course.notebook_api import REGISTRY, judge_json, safe_judge
 
         room = run.get("cleanroom") or {}
         in_room = set(run["split"]["functions"]) | set(run["split"]["values"])
@@ -617,8 +629,14 @@ class Grader:
                 self._write_problem_feedback(sub, result)
             return result
         notes = list(sub.notes) + self._structure_notes(nb)
+        from .tamper import changed_locked_cells
+
         with self.lock:
+            with self._gradebook() as gb:  # before nbgrader restores them: which locked cells were changed
+                tampered = changed_locked_cells(nb, gb, self.assignment.notebook, self.assignment_name)
             nb = self._sanitize(nb, sub.student)
+        for gid in tampered:
+            notes.append(f"locked cell {gid} was changed in your notebook: the original was restored and graded")
         seed = self._seed_for(sub.student)
         phases.lap("open")
         run = self._run_sandbox(nb, sub, slot, seed)
@@ -680,7 +698,7 @@ class Grader:
         phases.lap("gradebook")
         for gid, score in in_kernel.items():
             grades[gid]["kernel"] = score
-        out_dir = self.root / "autograded" / sub.student / self.assignment_name
+        out_dir = self.course.folder("autograded", sub.student, self.assignment_name)
         out_dir.mkdir(parents=True, exist_ok=True)
         from .feedback import annotate_summaries
 
@@ -700,7 +718,7 @@ class Grader:
             self._write_feedback(sub, nb, verdicts, phases)
         status = state.get("state", "ok") if problem else "graded"
         reason = "; ".join(([problem] if problem else []) + notes) or "graded"
-        return self._rows(sub.student, status, reason, verdicts, grades)
+        return {**self._rows(sub.student, status, reason, verdicts, grades), "tampered": tampered}
 
     def _write_feedback(self, sub: Submission, nb, verdicts: Dict[str, "Verdict"], phases: PhaseClock) -> None:
         """``feedback/<student>/<assignment>/<notebook>.html`` and the exchange files; the render's
@@ -715,7 +733,7 @@ class Grader:
         if html is None:
             html = _feedback_html(nb, self._resources(sub.student), verdicts, self.db_url,
                                   gradebook_lock=self.lock)
-        fb_dir = self.root / "feedback" / sub.student / self.assignment_name
+        fb_dir = self.course.folder("feedback", sub.student, self.assignment_name)
         fb_dir.mkdir(parents=True, exist_ok=True)
         _fresh(fb_dir / f"{self.assignment.notebook}.html").write_text(html)
         self._copy_exchange_files(sub, fb_dir)
@@ -734,7 +752,7 @@ class Grader:
                 f"{result['max_score']:g})</h1><p><strong>Your submission could not be graded:</strong> "
                 f"{esc(result['reason'])}.</p><table><tr><th>part</th><th>points</th></tr>{rows}</table>"
                 "</body></html>")
-        fb_dir = self.root / "feedback" / sub.student / self.assignment_name
+        fb_dir = self.course.folder("feedback", sub.student, self.assignment_name)
         fb_dir.mkdir(parents=True, exist_ok=True)
         _fresh(fb_dir / f"{self.assignment.notebook}.html").write_text(page)
         self._copy_exchange_files(sub, fb_dir)
@@ -760,7 +778,7 @@ class Grader:
     def _rows(self, student: str, status: str, reason: str, verdicts: Dict[str, "Verdict"],
               grades: Dict[str, dict]) -> dict:
         from course.assess import codes
-        from course.exercises import REGISTRY
+        from course.notebook_api import REGISTRY
 
         parts = []
         for gid, info in sorted(self.assignment.grade_cells.items()):
@@ -904,11 +922,7 @@ def _feedback_worker() -> None:
     from .feedback import _exporter, _preprocessors
 
     _preprocessors()
-    exporter = _exporter()
-    # nbconvert validates the whole notebook against the schema after each of its own
-    # preprocessors (a check on preprocessors, not on the notebook, which was validated when
-    # read): a sixth of a render. The HTML is the same without it.
-    exporter._validate_preprocessor = lambda nb, preprocessor: None
+    _exporter()  # built once per worker (it loads the templates)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but answers on the pipe
     while True:

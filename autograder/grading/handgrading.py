@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from nbformat.v4 import new_markdown_cell, new_output
-from nbgrader.preprocessors import NbGraderPreprocessor
+
+from ..compat import NbGraderStep
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = "[interactive widget: open the notebook in JupyterLab and run it to use it]"
@@ -44,7 +45,7 @@ def is_hand_graded(cell) -> bool:
     return bool(meta.get("grade")) and bool(meta.get("solution"))
 
 
-class ShowMarkingGuide(NbGraderPreprocessor):
+class ShowMarkingGuide(NbGraderStep):
     """Formgrader only: the model answer and marking guide under each hand-graded answer."""
 
     def _guides(self, assignment: str, notebook: str) -> Dict[str, str]:
@@ -86,7 +87,7 @@ _LAB_CALL = re.compile(r"""^\s*lab\.(ask|lock)\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)\
 def _lab(assignment: str):
     """The lab declared for ``assignment`` (None for a chapter or an unknown name)."""
     try:
-        from course.labs.activity import labs
+        from course.notebook_api.lab_session import labs
     except ImportError:
         return None
     return next((lab for lab in labs().values() if lab.name == assignment), None)
@@ -108,15 +109,18 @@ def lab_cell_text(lab, call: str, ident: str, predictions: Dict[str, dict]) -> O
     except (KeyError, ValueError):
         return None
     options = _options(spec.options)
+    # each student saw the options in their own order, lettered by place: name them by content only
     lines = [f"**Prediction (locked before exploring).** {spec.question}", ""]
-    lines += [f"- {key}. {label}" for key, label in options.items()]
+    lines += [f"- {label}" for label in options.values()]
     chosen = predictions.get(lab.lock_key(ident), {}).get("value")
+    if chosen is not None and hasattr(spec, "option_id"):
+        chosen = spec.option_id(chosen) or chosen  # a letter an older predictions.json stored
     lines.append("")
     if chosen is None:
         lines.append("**The student's prediction:** none locked.")
     else:
         label = options.get(str(chosen))
-        lines.append(f"**The student's prediction:** {chosen}" + (f". {label}" if label else ""))
+        lines.append("**The student's prediction:** " + (f"“{label}”" if label else f"{chosen} (not an option)"))
     return "\n".join(lines)
 
 
@@ -125,12 +129,12 @@ def _predictions(resources) -> Dict[str, dict]:
     folder = (resources.get("metadata") or {}).get("path")
     if not folder:
         return {}
-    from course.prediction import read_predictions
+    from course.predictions_file import read_predictions
 
     return read_predictions(Path(folder))
 
 
-class WidgetNote(NbGraderPreprocessor):
+class WidgetNote(NbGraderStep):
     """A widget's output becomes text instead of the widget's repr: a lab's question, or a note."""
 
     def preprocess(self, nb, resources):
@@ -152,7 +156,7 @@ class WidgetNote(NbGraderPreprocessor):
         return nb, resources
 
 
-class NotAnswered(NbGraderPreprocessor):
+class NotAnswered(NbGraderStep):
     """A hand-graded answer left as released (or blank) reads "not answered"."""
 
     def preprocess(self, nb, resources):

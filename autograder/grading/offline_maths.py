@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+from ..compat import NbGraderStep
 
 #: ``$$...$$`` (display) or ``$...$`` (inline; not ``\\$``, not spanning blank lines)
 MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?!\s)((?:[^$\n]|\n(?!\n))+?)(?<![\s\\])\$(?!\d)", re.S)
@@ -34,7 +34,7 @@ def to_mathml(text: str) -> str:
     return MATH.sub(one, text)
 
 
-class MathToMathML(NbGraderPreprocessor):
+class MathToMathML(NbGraderStep):
     """Markdown cells' TeX as MathML (outputs are left alone)."""
 
     def preprocess(self, nb, resources):

@@ -72,7 +72,7 @@ def harvest_source(grade_id: str, seed: int) -> str:
     """
     return (
         "(lambda _out: getattr(_out, '_autograder_raw_write', _out.write))(__import__('sys').stdout)("
-        f"{HARVEST_MARK!r} + __import__('course.exercises', fromlist=['harvest_json'])"
+        f"{HARVEST_MARK!r} + __import__('course.notebook_api', fromlist=['harvest_json'])"
         f".harvest_json({grade_id!r}, globals(), {int(seed)}) + '\\n')"
     )
 

@@ -45,17 +45,24 @@ import sys
 import threading
 from typing import Optional
 
-#: what the zygote imports before it forks (what a kernel of a course notebook imports anyway)
-PRELOAD = ("numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
-           "IPython.core.interactiveshell", "IPython.core.history", "ipykernel.debugger", "ipykernel.control",
-           "ipykernel.iostream", "ipykernel.heartbeat", "ipykernel.parentpoller", "tornado.platform.asyncio",
-           "psutil", "sqlite3", "pdb", "faulthandler", "course.exercises",
-           # ``import course.exercises`` no longer imports the instruments (ipywidgets, bqplot, pandas): a lab
-           # notebook's first cell does, so the zygote still does it once rather than each lab submission
-           *(f"course.instruments.{name}" for name in (
-               "base", "cards", "context", "allreduce", "bubble", "configurator", "efficiency", "parallel_map",
-               "pipeline_timeline", "ring", "scaling", "sync_audit")),
-           "course.labs.activity", "course.labs.tracks")
+#: what the zygote imports before it forks, besides the course (:func:`preload`): what a kernel imports anyway
+KERNEL_PRELOAD = ("numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
+                  "IPython.core.interactiveshell", "IPython.core.history", "ipykernel.debugger", "ipykernel.control",
+                  "ipykernel.iostream", "ipykernel.heartbeat", "ipykernel.parentpoller", "tornado.platform.asyncio",
+                  "psutil", "sqlite3", "pdb", "faulthandler")
+
+
+def preload() -> tuple:
+    """Every module the zygote imports before it forks: :data:`KERNEL_PRELOAD`, the notebook API (every
+    notebook's first cell), and each module that defines an instrument, from the instruments' own list
+    (:data:`course.instruments.MODULES`): importing the notebook API no longer imports the instruments
+    (ipywidgets, bqplot, pandas), a lab notebook's first cell does, so the zygote does it once rather
+    than each lab submission."""
+    import course.instruments
+
+    return (*KERNEL_PRELOAD, "course.notebook_api", "course.notebook_api.lab_session", "course.labs.tracks",
+            *(f"course.instruments.{name}" for name in course.instruments.MODULES))
+
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
@@ -308,7 +315,7 @@ def serve(fd: int) -> None:
     import importlib
 
     before = dict(os.environ)
-    for name in PRELOAD:
+    for name in preload():
         importlib.import_module(name)
     _IMPORT_ENV.update({k: v for k, v in os.environ.items() if before.get(k) != v})
     if threading.active_count() != 1:  # a fork copies only the thread that forks

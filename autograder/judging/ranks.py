@@ -39,6 +39,8 @@ RANKS = 4
 PROBE_SECONDS = 20.0
 #: seconds a launch may take beyond its probes (start-up of P+1 Python processes with NumPy and MPI)
 LAUNCH_SECONDS = 60.0
+#: seconds a launch gets at least, even when the submission's time is nearly used up
+MIN_LAUNCH_SECONDS = 30.0
 #: the most bytes read back from a launch
 MAX_ANSWER_BYTES = 8 * 2**20
 

@@ -42,16 +42,29 @@ def grades_dir(root, assignment: str) -> Path:
     return Path(root) / GRADES / assignment
 
 
+def runtime_dir(root) -> Path:
+    """``<root>/grades``, made if need be, with a ``.gitignore`` that keeps its student data out of git
+    even in a course repository whose own ``.gitignore`` does not list it."""
+    folder = Path(root) / GRADES
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# student data (grades, feedback, reports): never committed\n*\n")
+    return folder
+
+
 def find_grades_json(root, assignment: str) -> Optional[Path]:
     """The ``grades.json`` of ``assignment``: ``grades/<assignment>/``, else one an older version
-    wrote to the course root (if it holds that assignment); ``None`` if neither."""
+    wrote to the course root (if it holds that assignment's class: the grades an older ``single``
+    left there are one notebook's, never the class's); ``None`` if neither."""
     own = grades_dir(root, assignment) / "grades.json"
     if own.is_file():
         return own
     legacy = Path(root) / "grades.json"
     if legacy.is_file():
         try:
-            if json.loads(legacy.read_text()).get("assignment") == assignment:
+            data = json.loads(legacy.read_text())
+            if data.get("assignment") == assignment and data.get("shard") != "single":
                 return legacy
         except (ValueError, OSError):
             pass
@@ -61,6 +74,10 @@ def find_grades_json(root, assignment: str) -> Optional[Path]:
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[None]:
     """One writer at a time for a grades folder (the formgrader may autograde two students at once)."""
+    if folder.parent.name == GRADES:  # grades/<assignment>/: the runtime folder is git-ignored
+        runtime_dir(folder.parent.parent)
+    elif folder.name == GRADES:
+        runtime_dir(folder.parent)
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

@@ -49,9 +49,14 @@ def find_grades(assignments: List[str], places: Iterable) -> Dict[str, dict]:
     their immediate subfolders and ``grades/<assignment>/``, e.g. a course root holding
     ``grades/ch02/grades.json`` and ``merged/``).
 
+    An assignment's own ``grades/<assignment>/grades.json`` is its class when a folder holds one: a
+    stray copy elsewhere (an older version's root ``grades.json``) is not read then. Found in a folder,
+    the grades of ``course-autograde single`` (one notebook) are never taken for a class.
+
     Raises ValueError when an assignment has none, or two different ones (name one with ``--grades``).
     """
     found: Dict[str, List[dict]] = {}
+    own: Dict[str, List[dict]] = {}
     for place in places:
         place = Path(place)
         candidates = [place] if place.is_file() else (
@@ -64,10 +69,14 @@ def find_grades(assignments: List[str], places: Iterable) -> Dict[str, dict]:
                     data = load_grades(file)
                 except ValueError:
                     continue
+                if not place.is_file() and data.get("shard") == "single":
+                    continue  # one notebook graded alone is not the class
                 found.setdefault(data["assignment"], []).append(data)
+                if place.is_dir() and file.parent == place / "grades" / data["assignment"]:
+                    own.setdefault(data["assignment"], []).append(data)
     out = {}
     for name in assignments:
-        options = found.get(name, [])
+        options = own.get(name) or found.get(name, [])
         if not options:
             raise ValueError(f"no grades.json of {name!r} found (run `course-autograde class {name}` first, "
                              f"or name it with --grades)")
@@ -90,10 +99,19 @@ def _partial_shard(shard) -> bool:
     return len(parts) == 2 and parts[1].strip().isdigit() and int(parts[1]) > 1
 
 
+def _option(lock: dict, value):
+    """The option id a stored prediction names: the id itself, or the letter a ``predictions.json``
+    written before option ids stored (the option declared at that place); anything else as it is
+    (counted as not an option)."""
+    if value is None or value in lock["options"]:
+        return value
+    return lock.get("letters", {}).get(value, value)
+
+
 def read_submitted_predictions(folder: Optional[Path], assignment: str) -> Dict[str, dict]:
     """``{student: {lock key: value}}`` from the submissions under ``folder`` (nbgrader's
     ``submitted/`` or a folder of ``<student>.ipynb``/``.zip``); read only, never changed."""
-    from course.prediction import read_predictions
+    from course.predictions_file import read_predictions
 
     from ..grading.submissions import discover
 
@@ -187,7 +205,7 @@ def assignment_report(grades: dict, predictions: Dict[str, dict], ledgers: Dict[
     # -- per lock, and prediction versus outcome ------------------------------------------
     locks, versus = [], []
     for lock in catalog.locks(name):
-        chosen = {r["student"]: predictions.get(r["student"], {}).get(lock["key"]) for r in counted}
+        chosen = {r["student"]: _option(lock, predictions.get(r["student"], {}).get(lock["key"])) for r in counted}
         options = [{"option": o, "text": text, "correct": o == lock["correct"],
                     "count": sum(1 for v in chosen.values() if v == o)} for o, text in lock["options"].items()]
         locked = sum(1 for v in chosen.values() if v is not None)
@@ -219,6 +237,7 @@ def assignment_report(grades: dict, predictions: Dict[str, dict], ledgers: Dict[
     # -- per student (instructor only) ----------------------------------------------------
     students = []
     lock_keys = [lock["key"] for lock in locks]
+    by_key = {lock["key"]: lock for lock in catalog.locks(name)}
     for r in rows:
         late = r.get("late") or {}
         students.append({
@@ -226,8 +245,9 @@ def assignment_report(grades: dict, predictions: Dict[str, dict], ledgers: Dict[
             "score": r["score"], "max_score": r["max_score"], "final_score": late.get("final_score", r["score"]),
             "late_days": late.get("days_charged", 0), "points_deducted": late.get("points_deducted", 0.0),
             "submitted": late.get("submitted"), "variant": r.get("variant"),
-            "locks": {k: predictions.get(r["student"], {}).get(k) for k in lock_keys},
+            "locks": {k: _option(by_key[k], predictions.get(r["student"], {}).get(k)) for k in lock_keys},
             "parts": {p["part"]: p["points"] for p in r["parts"]}, "reason": r.get("reason", ""),
+            "tampered": list(r.get("tampered") or []),  # locked cells the student changed (autograder.grading.tamper)
             "feedback": _feedback_link(course_root, out_dir, r["student"], name)})
 
     return {**info, "seed": grades.get("seed"), "shard": grades.get("shard"), "students_total": len(rows),

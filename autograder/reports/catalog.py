@@ -48,15 +48,17 @@ def locks(assignment: str) -> List[dict]:
     """The prediction locks of ``assignment`` in act order.
 
     Each: ``key`` (as in ``predictions.json`` and the ledger), ``act``, ``act_title``,
-    ``grade_id`` (its completion part), ``question``, ``options`` ``{letter: text}``,
-    ``correct`` and ``explanation``. Empty for an assignment without locks.
+    ``grade_id`` (its completion part), ``question``, ``options`` ``{option id: text}`` (each
+    student saw them in their own order: an id names the content, never a place), ``correct``
+    (an id), ``letters`` (``{letter: id}``: what a ``predictions.json`` written before option ids
+    stored) and ``explanation``. Empty for an assignment without locks.
     """
     lab = _labs().get(assignment)
     if lab is None:
         return []
     return [{"key": lab.lock_key(act.id), "act": act.id, "act_title": act.title,
              "grade_id": lab.lock_grade_id(act.id), "question": act.lock.question,
-             "options": dict(act.lock.options), "correct": act.lock.correct,
+             "options": dict(act.lock.options), "correct": act.lock.correct, "letters": act.lock.letters,
              "explanation": act.lock.explanation}
             for act in lab.acts if act.lock is not None]
 

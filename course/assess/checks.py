@@ -69,9 +69,9 @@ def whoami(assignment: str, source: str = "workbook") -> None:
     if not variants.variants_on(assignment):
         print(f"{assignment}: everyone has the {source}'s numbers.")
     elif student is None:
-        print(f"{assignment}: {NO_STUDENT}, so these are the {source}'s numbers. Run "
-              "`course student <your nbgrader id>` (or set COURSE_STUDENT) and restart the kernel: "
-              "you are graded on the numbers of your id.")
+        print(f"{assignment}: {NO_STUDENT}, so these are the {source}'s numbers. Run, in a cell, "
+              "`from course.exercises import student; student('<your nbgrader id>')` (or `course student "
+              "<your nbgrader id>` in a Terminal) and restart the kernel: you are graded on the numbers of your id.")
     elif os.environ.get("NBGRADER_EXECUTION") == "autograde":
         # the grader's kernel: its COURSE_STUDENT is the grader's doing, and feedback shows this line
         print(f"{assignment}: numbers for student {student!r} (this is the grading run: the grader "
@@ -124,6 +124,12 @@ def check_exercise(ex: Exercise, namespace: dict) -> None:
     lines, shaped, right = assess(ex, namespace, variant, exam)
     for line in lines:
         print(line)
+    missing = _missing_answers(ex, namespace)
+    if missing:
+        # the same rule as a blank check: an answer is an attempt only once every part of it is given
+        print(f"{BAD} Exercise {ex.number}: not complete yet: {'; '.join(missing)}, then check again "
+              "(a check with an answer missing counts no attempt, as an unanswered one does).")
+        return
 
     # nbgrader's Validate or autograde (course-autograde's kernel too) runs the notebook: no attempt
     # is counted and no derivation shown (feedback inserts each derivation once, after the exercise)
@@ -352,9 +358,18 @@ def _answer_names(ex: Exercise) -> List[str]:
 
 
 def _answered(ex: Exercise, namespace: dict) -> bool:
-    """Whether the student has defined any of ``ex``'s answers (a partial answer is an attempt);
-    a function still holding the release's stub body (``pass``) is not an answer."""
+    """Whether the student has defined any of ``ex``'s answers (then the check shows its findings; it
+    counts an attempt only once every answer is given: :func:`_missing_answers`); a function still
+    holding the release's stub body (``pass``) is not an answer."""
     return any(name in namespace and not _stub_function(namespace[name]) for name in _answer_names(ex))
+
+
+def _missing_answers(ex: Exercise, namespace: dict) -> List[str]:
+    """What ``ex`` still lacks, one line per name: undefined, ``None``, or a function still the release's
+    stub. Empty once every answer is given (only then does a check count an attempt)."""
+    functions = {part.function.name for part in ex.parts if part.function is not None}
+    return [f"write the body of `{n}`" if n in functions else f"define `{n}`" for n in _answer_names(ex)
+            if n not in namespace or namespace[n] is None or _stub_function(namespace[n])]
 
 
 def _stub_function(value: Any) -> bool:
@@ -504,6 +519,21 @@ def _check_function(part: Part, namespace: dict, examples: List[list],
             lines.append(f"{BAD} {shown} returned {got:.6g}; {the} gives {expected:.6g}.")
         else:
             lines.append(f"{OK} {shown} = {got:.6g} matches {the}.")
+    good, bad = [], []
+    for args in item.invalid_examples:  # inputs outside the prompt's ranges: the prompt asks for a ValueError
+        got = call_plain(fn, args)
+        shown = f"{name}({', '.join(map(repr, args))})"
+        raised = isinstance(got, dict) and got.get(RAISED)
+        (good if raised == "ValueError" else bad).append(
+            shown if raised == "ValueError" else f"{shown} " + (f"raised {raised}" if raised else f"returned {got!r}"))
+    if bad:
+        ok = False
+        lines += [f"{BAD} {line}; input outside the prompt's ranges must raise ValueError." for line in bad[:3]]
+        if len(bad) > 3:
+            lines.append(f"{BAD} ... and {len(bad) - 3} more invalid inputs that do not raise ValueError.")
+    elif good:
+        lines.append(f"{OK} raises ValueError for each of the {len(good)} invalid inputs tried "
+                     f"(such as {good[0]}), as the prompt asks.")
     return ok, lines
 
 

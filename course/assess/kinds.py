@@ -175,6 +175,7 @@ def function_part(ex: Exercise, *, name: str, reference: Callable[..., Any],
                 assignment=ex.assignment, ledger_key=ex.ledger_key,
                 title=title or f"{ex.number} {ex.title}",
                 item=Function(name=name, reference=reference, examples=examples,
+                              invalid_examples=[list(a) for a in probes(0)["invalid"]],
                               returns=returns, rtol=rtol, atol=atol))
     ex.parts.append(part)
     return part

@@ -96,11 +96,17 @@ class Answer:
 
 @dataclass(frozen=True)
 class Act:
+    """One act: its title (a setting, never a conclusion: it stands above the lock), its lock, answers
+    and reflections. ``captions`` are the act's instrument captions that would point at the lock's
+    answer (what the instrument splits a quantity into, what to look for): the lock renders each,
+    by name, once locked (``lab.caption(name)``), never as markdown."""
+
     id: str
     title: str
     lock: Optional[Lock] = None
     answers: Tuple[Answer, ...] = ()
     reflections: Tuple[Reflection, ...] = ()
+    captions: Dict[str, str] = field(default_factory=dict)
 
 
 #: What nbgrader writes in place of a lab's solution region: a comment, so "Run All" does not
@@ -157,8 +163,10 @@ class Lab(Activity):
         raise ValueError(f"reflection {reflection_id!r} is not declared in {self.name}")
 
     def act_of(self, item_id: str) -> Act:
-        """The act that declares answer or reflection ``item_id``."""
+        """The act that declares answer, reflection or caption ``item_id``."""
         for act in self.acts:
+            if item_id in act.captions:
+                return act
             if any(x.id == item_id for x in act.answers + act.reflections):
                 return act
         raise ValueError(f"{item_id!r} is no answer or reflection of {self.name}")
@@ -238,7 +246,7 @@ class Lab(Activity):
         key = self.lock_key(act.id)
 
         def harvest(namespace: dict, probes: Any) -> dict:
-            from course.prediction import read_predictions
+            from course.predictions_file import read_predictions
             return {"locked": read_predictions(".").get(key) is not None}
 
         def judge(harvested: dict, seed: int = 0) -> Verdict:
@@ -328,6 +336,12 @@ class Lab(Activity):
                                          f"a locked prediction {self.lock_key(act_id)} in predictions.json "
                                          "(completion point)", answered=True),
                      self.lock_grade_id(act_id), 1.0)]
+
+    def caption_cell(self, name: str) -> Cell:
+        """A caption its act's lock renders once locked (:attr:`Act.captions`)."""
+        act = self.act_of(name)
+        self.lock_of(act.id)
+        return Cell("code", f"lab.caption({name!r})", f"{self.prefix}_{name}_caption")
 
     def reveal_cell(self, act_id: str) -> Cell:
         self.lock_of(act_id)

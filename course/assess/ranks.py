@@ -28,17 +28,16 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import codes
-from .items import Function
+from .items import RANKS, Function
 from .registry import RAISED, Part, Verdict
 from .ranks_runner import plain_result
 from .simcomm import UNFINISHED, run_simulated
 
-#: where a ranks part's function runs when graded (beside "clean room" and "kernel")
-RANKS = "ranks"
 #: the checks of a ranks part, each an equal share (those its probes use)
 RANK_CHECKS = ("worked example", "edge cases", "random inputs", "invalid inputs")
 #: seconds the simulated ranks of one probe may take (visible check, plain nbgrader)
@@ -245,6 +244,12 @@ def judge_ranks(item: RankFunction, harvested: dict, probes: Dict[str, List[dict
                     divergence = _first_divergence(item, probe, runs[index].get("traces"))
         findings.append((label, len(groups[label]), wrong))
     verdict = partial_verdict(name, findings)
+    if not verdict.passed and any(type(v) is dict and v.get(RAISED) == "NameError"
+                                  for run in runs for v in run["ranks"]):
+        verdict = Verdict(verdict.score, f"{verdict.reason} (a NameError on the ranks: only the imports, functions, "
+                                         "classes and assignments that call nothing of your notebook run there, so "
+                                         "a name your function needs must be defined so, or inside the function)",
+                          verdict.checks, code=verdict.code, findings=verdict.findings)
     if divergence and not verdict.passed:
         verdict = Verdict(verdict.score, f"{verdict.reason}. The data first diverge at {divergence}",
                           verdict.checks, code=verdict.code, findings=verdict.findings)
@@ -331,7 +336,10 @@ def check_lines(part: Part, namespace: dict, ok: str, bad: str, variant: Optiona
             lines.append(f"{ok} {shown}: every rank returns the right result.")
         else:
             right = False
-            lines.append(f"{bad} {shown}: {verdict.reason.replace(f'`{item.name}` ', '', 1)}.")
+            # one probe: its check's reason (and where the data diverge), not the grading's count of checks
+            reason = re.sub(r"^`[^`]*` passes \d+ of \d+ checks?, each an equal share of the cell's points: ", "",
+                            verdict.reason).replace(f"`{item.name}` ", "", 1)
+            lines.append(f"{bad} {shown}: {reason}.")
     return right, lines
 
 

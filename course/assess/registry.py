@@ -343,7 +343,9 @@ _SLIP_QUANTITIES = {1.073741824: ("bytes",), 8.0: ("bytes",), 60.0: ("time",), 3
                     100.0: ("percent", "other"),
                     # phases and directions double bytes, times and counts; a price has neither
                     2.0: ("bytes", "time", "percent", "count", "other")}
-OFF_BY_ONE = "off by one: count the ends again (n items have n - 1 gaps between them)"
+#: a whole count one off: every count the workbook asks for is a quotient rounded to a whole number (steps,
+#: tokens of a capacity, heads or layers per GPU), so the slip to name is the rounding, not a fencepost
+OFF_BY_ONE = "off by one: check where you round to a whole number (up or down?) and count again"
 #: what a student reads for each code of a wrong number (after "not yet: ")
 NUMBER_HINTS = {
     codes.FACTOR_OF_1000: "a factor of 1000 off: check the unit prefix (e.g. ms vs s, MB vs GB)",
@@ -405,7 +407,7 @@ def unit_hint(value: float, key: float, unit: Optional[str] = None) -> Tuple[boo
     >>> unit_hint(2.0, 1.75)
     (False, 'not yet: check the formula and the numbers you used')
     >>> unit_hint(5.1 * 1.073741824, 5.1, "%")[1], unit_hint(7, 8, "stages")[1]
-    ('not yet: check the formula and the numbers you used', 'not yet: off by one: count the ends again (n items have n - 1 gaps between them)')
+    ('not yet: check the formula and the numbers you used', 'not yet: off by one: check where you round to a whole number (up or down?) and count again')
     """
     code = number_code(value, key, unit)
     return code in _SLIP_CODES, "not yet: " + NUMBER_HINTS[code]

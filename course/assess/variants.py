@@ -149,9 +149,9 @@ IDENTITY_SOURCES = {
     "nbgrader grading folder": "this is a grading run: the folder names the student",
     "JupyterHub user": "your hub login is your nbgrader id",
     _STUDENT_ENV: f"unset {_STUDENT_ENV} (or set it to your nbgrader id) and restart the kernel",
-    "course student setting": "run `course student <your nbgrader id>` and restart the kernel",
+    "course student setting": "to change it, run in a cell `from course.exercises import student; student('<your nbgrader id>')` (or `course student <your nbgrader id>` in a Terminal) and restart the kernel",
     "Unix user": ("the name nbgrader records when you submit from this machine; if your nbgrader id "
-                  "is another, run `course student <your nbgrader id>` and restart the kernel"),
+                  "is another, run in a cell `from course.exercises import student; student('<your nbgrader id>')` (or `course student <your nbgrader id>` in a Terminal) and restart the kernel"),
 }
 
 

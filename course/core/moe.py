@@ -35,7 +35,7 @@ from . import _validate as v
 from . import collectives as _coll
 
 __all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", "Dispatcher", "DISPATCHER_MEASUREMENTS",
-    "grouped_gemm_factor", "GROUPED_GEMM_MEASURED", "starved_expert_gemms", 
+    "grouped_gemm_factor", "GROUPED_GEMM_MEASURED", "starved_expert_gemms", "STARVED_LOCAL_EXPERTS", "ROUTER_KERNELS", "router_bytes_per_token", 
     "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
     "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
     "all_to_all_parts_per_layer", "moe_layer_tp_share", "expert_tp_gather_bytes", "expert_tp_comm_time_per_layer",
@@ -513,41 +513,79 @@ def grouped_gemm_factor(tokens_per_expert, bound="point"):
     return v.scalar_or_array(np.clip(out, 0.25, 1.0))
 
 
-def starved_expert_gemms(tokens_per_expert, expert_ffn, local_experts=0):
-    """Whether fine-grained experts starve their GEMMs: True where the evidence says the planner's step is short.
+#: Element-wise kernels of Megatron-Core's fused router per MoE layer pass (forward and backward), each reading and
+#: writing a token's ``E`` FP32 scores: NVIDIA's fusion took "the total number of kernels in the router part from
+#: 72 to 31" (Megatron-LM docs, "Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72", sec. 2.1.4).
+ROUTER_KERNELS = 31
 
-    Fires where experts are fine-grained (inner width below 2,048) and each multiplies fewer than 16,384
-    tokens per micro-batch, or where a GPU holds 16 or more experts of a layer (each launched on its own). Evidence:
-    NVIDIA's Qwen3-30B-A3B runs (expert width 768; Megatron-Bridge 25.11 performance summary) run at 121-666
-    model TFLOP/s per GPU where the planner, without host time, finds 1.5 to 4 times that; their 4,096-16,384
-    tokens per expert sit inside the old validated range (4,096), which therefore did not warn
-    (notebooks/validation.ipynb, held-out rows); NVIDIA names small expert GEMMs and host overhead as MoE's
-    "compute efficiency wall" (Megatron-Bridge documentation, "MoE Training Optimization").
+
+def router_bytes_per_token(experts, kernels=ROUTER_KERNELS):
+    """HBM bytes the router's element-wise kernels move per token and MoE layer pass.
+
+    Each of ``kernels`` memory-bound kernels (softmax or sigmoid, top-k, the routing map, the auxiliary loss and
+    their gradients) reads and writes the token's ``E`` scores in FP32: ``2 x 4 x E x kernels`` bytes. The router's
+    ``h x E`` GEMM is counted with the FLOPs; the permutation and un-permutation of the ``k`` routed copies with
+    the MoE layer's element-wise traffic (:func:`moe_mlp_activation_bytes_per_layer`).
 
     Parameters
     ----------
-    tokens_per_expert : float or array_like, >= 0
-        :func:`tokens_per_expert` of the layout.
-    expert_ffn : float or array_like, >= 0
-        Inner width of one routed expert (0: no experts).
-    local_experts : float or array_like, optional
-        Routed experts of one MoE layer on one GPU (``E / EP``).
+    experts : int or array_like, >= 1
+        Routed experts ``E``.
+    kernels : int, optional
+        Element-wise router kernels per layer pass (:data:`ROUTER_KERNELS`; 72 without router fusion).
+
+    Returns
+    -------
+    float or ndarray
+        Bytes.
+
+    Source: Megatron-LM docs, "Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72", sec. 2.1.4
+    (kernel count); Williams et al. 2009 (roofline: element-wise kernels are memory-bound).
+
+    Examples
+    --------
+    >>> router_bytes_per_token(256)
+    63488.0
+    """
+    e = v.positive("experts", experts)
+    n = v.positive("kernels", kernels)
+    return v.scalar_or_array(2.0 * 4.0 * e * n)
+
+
+#: Routed experts of one MoE layer on one GPU from which a plan carries the note ``starved_expert_gemms``.
+STARVED_LOCAL_EXPERTS = 16
+
+
+def starved_expert_gemms(local_experts):
+    """Whether a GPU holds so many small expert GEMMs that the evidence says the planner's step is short.
+
+    Fires where a GPU holds :data:`STARVED_LOCAL_EXPERTS` (16) or more routed experts of a layer, each with its
+    own GEMMs, allocations and casts launched by the host. Evidence (notebooks/validation.ipynb, held-out rows,
+    issue 46): of the six held-out runs with 16 to 32 experts per GPU (Qwen3-30B-A3B on 8 GB300, GB200, B200 and 16
+    H100, DeepSeek-V3 on 256 B200, Qwen3-235B-A22B on 64 B200; NVIDIA Megatron-Bridge 25.11 performance summary)
+    five ran 1.27 to 2.40 times slower than planned, where every Megatron-Core MoE row with 4 to 8 experts per
+    GPU, fitted or held out, is inside its ±20 % band. Fine-grained experts, small per expert, come with many experts per GPU;
+    NVIDIA names small expert GEMMs and host overhead MoE's "compute efficiency wall" (Megatron-Bridge
+    documentation, "MoE Training Optimization").
+
+    Parameters
+    ----------
+    local_experts : float or array_like, >= 0
+        Routed experts of one MoE layer on one GPU (``E / EP``; 0 for a dense model).
 
     Returns
     -------
     bool or ndarray of bool
 
-    Source: NVIDIA Megatron-Bridge 25.11 performance summary (Qwen3-30B-A3B rows); Megatron-LM docs,
-    "Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72" (host overhead).
+    Source: NVIDIA Megatron-Bridge 25.11 performance summary (the held-out rows named above); Megatron-LM docs,
+    "Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72" (host-bound expert kernels).
 
     Examples
     --------
-    >>> bool(starved_expert_gemms(8192, 768)), bool(starved_expert_gemms(4096, 2048))
+    >>> bool(starved_expert_gemms(128 / 8)), bool(starved_expert_gemms(256 / 32))
     (True, False)
     """
-    t = v.non_negative("tokens_per_expert", tokens_per_expert)
-    f = v.non_negative("expert_ffn", expert_ffn)
-    return v.scalar_or_array(((f > 0) & (f < 2048) & (t < 16384)) | (np.asarray(local_experts) >= 16))
+    return v.scalar_or_array(np.asarray(v.non_negative("local_experts", local_experts)) >= STARVED_LOCAL_EXPERTS)
 
 
 def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,

@@ -917,6 +917,10 @@ def memory_bound_term(*, cfg):
         traffic = cfg.per_mode(lambda mode: _lc.elementwise_traffic_per_layer(stored, scores, mode))
     if cfg.fp8:  # every GEMM operand is cast to FP8 (and transposed) by a memory-bound kernel
         traffic = traffic + cfg.fp8_tokens * _fp8.fp8_cast_bytes_per_token(cfg.fp8_gemm_inputs)
+    if cfg.model.is_moe:  # the router's element-wise kernels over each token's E scores, per MoE layer
+        m = cfg.model
+        traffic = traffic + (cfg.micro_batch * m.seq_len / (cfg.cp * cfg.tp) * float(_moe.router_bytes_per_token(m.experts))
+                             * m.moe_layers / m.layers)
     if cfg.memory_recipe == "deepseek-v3":  # RMSNorms and SwiGLU products recomputed (sec. 3.2.3, 3.3.3)
         m = cfg.model
         widths = ((m.dense_layers * (m.ffn or 4 * m.hidden) + m.moe_layers
@@ -1310,7 +1314,7 @@ def note_terms(*, cfg):
         "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
         "few_tokens_per_expert": few,
         "starved_expert_gemms": np.asarray(cfg.model.is_moe) & np.asarray(_moe.starved_expert_gemms(
-            cfg.tokens_per_expert, cfg.model.expert_ffn or 0, (cfg.model.experts or 0) / cfg.ep), dtype=bool),
+            (cfg.model.experts or 0) / cfg.ep), dtype=bool),
     }
 
 
@@ -1602,11 +1606,11 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: within 9 % at 4,096 tokens per expert, 12-7 % at 1,024-512 with host time charged), so "
+                       "Megatron-MoE-ModelZoo: within 9 % at 4,096 tokens per expert, 13-9 % at 1,024-512 with host time charged), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 12-7 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 13-9 % short at 1,024-512)")
     bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
               "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
     cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
@@ -1616,25 +1620,21 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
           (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
            f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
            if m.routing_groups else "") +
-          (("; one network copy per remote node (DeepEP)" if dispatcher in ("deepep", "hybridep") or m.routing_groups
+          (("; one network copy per remote node" if dispatcher in ("deepep", "hybridep") or m.routing_groups
+            else "; every remote copy over the network" if dispatcher == "deepep-ll"
+            else "; every EP rank gathers every token" if dispatcher == "allgather"
             else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
            + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
-           f"; one network copy per remote node (DeepEP), at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} "
-           f"of NVLink and {_moe.DEEPEP_NETWORK_EFFICIENCY:.0%} of the NIC (H800, deepseek-ai/DeepEP)"
-           if dispatcher == "deepep" or m.routing_groups
-           else f"; one network copy per remote expert (Megatron-Core's NCCL all-to-all), at NCCL all-to-all's "
-                f"measured {_coll.ALL_TO_ALL_NVLINK_EFFICIENCY:.0%} of NVLink (H100, nccl-tests issue #212) and "
-                f"{_coll.ALL_TO_ALL_NETWORK_EFFICIENCY:.0%} of the NIC (alltoall_perf busbw on 2 DGX H100 nodes, "
-                "deepseek-ai/DeepEP issue #3)") +
+           "; dispatcher " + ranges.get("dispatcher", "")) +
           ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
-           "; the 1F1B all-to-all overlap hides them behind compute except their SMs" if ep_overlap else "; exposed")
+           "; the 1F1B all-to-all overlap hides the measured share of what the ideal overlap would (all but their "
+           "SMs)" if ep_overlap else "; exposed")
           + "; with expert TP (ETP > 1) the received tokens (top-k copies of each dispatched token) are all-gathered "
           "over the ETP group after the dispatch and the expert outputs reduce-scattered before the combine "
           "(Megatron-Core MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess; DeepEP's flex "
           "dispatcher sends the same copies inside its all-to-all), forward and backward, "
           + (f"at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
-             f"at DeepEP's measured {_moe.DEEPEP_NVLINK_EFFICIENCY:.0%} of NVLink and {_moe.DEEPEP_NETWORK_EFFICIENCY:.0%} "
-             "of the NIC" if dispatcher == "deepep"
+             "at the dispatcher's measured share of each link (above)" if dispatcher in ("deepep", "hybridep")
              or m.routing_groups else
              f"at NCCL's measured {_coll.NVLINK_COLLECTIVE_EFFICIENCY:.0%} of NVLink (nccl-tests issue #212) and "
              f"{_coll.NETWORK_COLLECTIVE_EFFICIENCY:.0%} of the NIC (nccl-tests issue #290)")
@@ -1648,8 +1648,10 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                    + ("; accelerator peak " + ranges["accelerator peak"] if c.accelerator.peak_range else "")
                    + ("; FP8 recipe " + ranges["FP8 recipe"] if precision == "fp8" else ""),
         "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
-                         + ("; an MoE layer's for each token's k routed copies and its shared experts"
-                            if m.is_moe and memory_recipe != "deepseek-v3" else "")
+                         + ("; an MoE layer's for each token's k routed copies and its shared experts (permutation, "
+                            "un-permutation, the weighted sum)" if m.is_moe and memory_recipe != "deepseek-v3" else "")
+                         + (f"; the router's {_moe.ROUTER_KERNELS} fused element-wise kernels over each token's "
+                            f"{m.experts} FP32 scores (NVIDIA's GB200 guide, sec. 2.1.4)" if m.is_moe else "")
                          + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
         "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
                      f"(Transformer Engine userbuffers) at its measured overlap efficiency {_tp.TP_OVERLAP_EFFICIENCY:.0%} "

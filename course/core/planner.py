@@ -82,9 +82,11 @@ costs only the SMs it occupies.
 
 Framework rules that are not physics (DeepSpeed's ban of ZeRO-2/3 with pipelines) and
 uneven stages are *notes*, not violations. So is an MoE layout outside the planner's validated
-range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default:
-the planner's step is 35-45 % shorter than NVIDIA's measured Qwen3-235B-A22B steps on H100 at 1,024-512
-tokens per expert, Megatron-MoE-ModelZoo); :func:`sweep` leaves such layouts out unless asked.
+range (fewer tokens per expert and micro-batch than ``min_tokens_per_expert``, 4,096 by default: the
+held-out fine-grained runs below it miss by a third to two thirds, ``notebooks/validation.ipynb``); :func:`sweep`
+leaves such layouts out unless asked; and a fine-grained layout (``starved_expert_gemms``). Every plan gives a
+range beside its point (``step_time_low`` / ``step_time_high``, ``range_driver``, ``range_sources``), from the
+uncertain assumptions of :data:`~course.core.plan_terms.RANGE_ASSUMPTIONS`.
 
 Example (GPT-3 175B on 1,024 H100s)::
 
@@ -145,9 +147,9 @@ NOTE_CODES = {
     "deepspeed_zero_with_pipeline": "DeepSpeed allows only ZeRO-1 with its pipeline engine",
     "few_tokens_per_expert": "each expert multiplies fewer tokens per micro-batch than the planner was validated "
                              "at: the step estimate is likely optimistic (sweep leaves such layouts out)",
-    "starved_expert_gemms": "fine-grained experts (inner width below 2,048) with fewer than 16,384 tokens each per "
-                            "micro-batch, or a host share of the step above 10 %: measured runs of this kind ran up "
-                            "to 3.5 times slower than planned (held-out rows of notebooks/validation.ipynb)",
+    "starved_expert_gemms": "16 or more routed experts of a layer on each GPU, each with its own kernels: five of the "
+                            "six held-out runs of this kind ran 1.27 to 2.40 times slower than planned "
+                            "(notebooks/validation.ipynb)",
 }
 
 
@@ -301,8 +303,8 @@ class Plan:
     @property
     def tokens_per_second_range(self) -> tuple:
         """``(low, high)`` tokens per second over the cluster."""
-        tokens = self.global_batch * self.tokens_per_second * self.step_time / max(self.global_batch, 1)
-        return (tokens / self.step_time_high, tokens / self.step_time_low)
+        tokens_per_step = self.tokens_per_second * self.step_time
+        return (tokens_per_step / self.step_time_high, tokens_per_step / self.step_time_low)
 
     @property
     def feasible(self) -> bool:
@@ -483,21 +485,23 @@ def _note_sentences(cols, i, m, min_tokens_per_expert=DEFAULT_MIN_TOKENS_PER_EXP
                     f"this estimate is outside its validated range and likely optimistic. NVIDIA's measured "
                     f"layouts of Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, best_practice/Qwen3, "
                     f"compared in notebooks/validation.ipynb) took 1.1 and 1.1 times the planned step at 1,024 "
-                    f"and 512 tokens per expert (the plan 12 % and 7 % short, with its expert GEMMs priced by "
+                    f"and 512 tokens per expert (the plan 13 % and 9 % short, with its expert GEMMs priced by "
                     f"their shapes and the host time of their 16 local experts charged; 1.4 and 1.6 times before), "
                     f"where the planner was within 9 % at 4,096: what is left of the gap is what NVIDIA calls "
                     f"MoE's compute efficiency wall, small expert GEMMs and host overhead (Megatron-Bridge "
                     f"documentation, MoE Training Optimization), which the planner prices only as far as measured. "
                     f"More tokens per expert: a larger micro-batch or EP, less TP or CP."))
     if g("note_starved_expert_gemms"):
+        local = m.experts // g("ep")
         out.append(("starved_expert_gemms",
-                    f"Each of the {m.experts} experts is {m.expert_ffn:,} wide and multiplies {g('tokens_per_expert'):,.0f} "
-                    f"tokens per micro-batch: fine-grained experts starve their GEMMs and leave the GPU waiting on the "
-                    f"host. NVIDIA's Qwen3-30B-A3B runs of this shape (Megatron-Bridge 25.11 performance summary, "
-                    f"held out in notebooks/validation.ipynb) ran 1.4 to 3.5 times slower than this planner says, "
-                    f"beyond the range it gives (step {g('step_time_low'):.2f}-{g('step_time_high'):.2f} s): treat the "
-                    f"estimate as optimistic. Fewer, wider experts per GPU, a larger micro-batch or CUDA Graphs "
-                    f"(Megatron-Core --cuda-graph-scope) are what NVIDIA used against it."))
+                    f"Each GPU holds {local} of the {m.experts} routed experts of a layer ({m.expert_ffn:,} wide, "
+                    f"{g('tokens_per_expert'):,.0f} tokens each per micro-batch), each with its own GEMMs and casts "
+                    f"for the host to launch. Of NVIDIA's held-out runs with 16 to 32 experts per GPU (Megatron-Bridge "
+                    f"25.11 performance summary; notebooks/validation.ipynb) five of six ran 1.27 to 2.40 times slower "
+                    f"than this planner says, one outside even its range: treat the estimate (range "
+                    f"{g('step_time_low'):.2f}-{g('step_time_high'):.2f} s) as optimistic. Fewer experts per GPU (a "
+                    f"larger EP), a larger micro-batch or CUDA Graphs (Megatron-Core --cuda-graph-scope) are what "
+                    f"NVIDIA used against it."))
     return out
 
 
@@ -667,8 +671,9 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
         Any :class:`~course.core.plan_terms.PlanSettings` field, overriding ``settings``.
     include_unvalidated : bool, optional
         Keep MoE rows below ``min_tokens_per_expert`` (they carry the note ``few_tokens_per_expert``).
-        By default they are left out, as infeasible rows are: there the planner's own validation finds
-        its step 35-45 % short of the measured one, so it would recommend layouts that run slower than it says.
+        By default they are left out, as infeasible rows are: there the planner's held-out validation finds its
+        step a third to two thirds short of the measured one (fine-grained runs on DGX B200), so it would recommend
+        layouts that run slower than it says.
 
     Source: as :func:`plan`; Dubey et al. 2024, sec. 3.4 (the default batch); the validated range:
     NVIDIA Megatron-MoE-ModelZoo ``best_practice/Qwen3`` (measured layouts, compared in

@@ -114,6 +114,8 @@ def _public_names() -> dict:
 #: public name -> the submodule that defines it
 _SOURCES = _public_names()
 __all__ = list(_SOURCES)
+#: the submodules that define the public names, in order (what a lab notebook's first cell may import)
+MODULES = tuple(dict.fromkeys(_SOURCES.values()))
 
 
 def __getattr__(name: str):

@@ -18,7 +18,7 @@ from .. import core
 from ..core import catalog
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
-from .charts import decade_ticks, integer_ticks, set_ticks
+from .charts import UNNAMED, decade_ticks, integer_ticks, set_ticks
 from .context import find_link, link_options
 from .controls import LogFloatSlider, LogIntSlider
 from .workloads import LARGE_WORKLOAD, WORKLOADS, _gradient_bytes  # noqa: F401 (re-exported)
@@ -202,7 +202,7 @@ class AllreduceComparator(Instrument):
         ex, ey = bq.LogScale(), bq.LinearScale(min=0, max=105)
         self.eff_line = bq.Lines(x=self.EFFICIENCY_N, y=np.zeros(len(self.EFFICIENCY_N)),
                                  scales={"x": ex, "y": ey}, colors=[ALGORITHM_COLORS["ring"]], stroke_width=2)
-        self.eff_point = bq.Scatter(x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=[mark_color("ink")],
+        self.eff_point = bq.Scatter(**UNNAMED, x=[128], y=[0.0], scales={"x": ex, "y": ey}, colors=[mark_color("ink")],
                                     marker="circle", default_size=80)
         eff_fig = self.add_figure(figure([self.eff_line, self.eff_point], ex, ey, "GPUs N",
                                          "ring bus bandwidth / link (%)", title="Ring efficiency vs N"))
@@ -345,9 +345,9 @@ class AlgorithmDashboard(Instrument):
         self.threshold = bq.Lines(x=self.SIZES[[0, -1]], y=[1.0, 1.0], scales={"x": xs, "y": ys},
                                   colors=[mark_color("gray")], line_style="dashed", labels=["50 % of step"],
                                   display_legend=True)
-        self.crossings = bq.Scatter(x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
+        self.crossings = bq.Scatter(**UNNAMED, x=[1e6], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")],
                                     marker="diamond", default_size=50, labels=["crossover"], display_legend=True)
-        self.current = bq.Scatter(x=[WORKLOADS[LARGE_WORKLOAD]], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("pink")],
+        self.current = bq.Scatter(**UNNAMED, x=[WORKLOADS[LARGE_WORKLOAD]], y=[1.0], scales={"x": xs, "y": ys}, colors=[mark_color("pink")],
                                   stroke=mark_color("ink"), marker="circle", default_size=160, labels=["your message"],
                                   display_legend=True)
         # the crossover diamonds are drawn last and smaller than "your message": one at the student's size

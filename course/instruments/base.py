@@ -444,6 +444,10 @@ class Instrument:
         for box in self._readouts:
             if box.layout.display != display:
                 box.layout.display = display
+        # and out of the body while hidden: a figure updated inside a hidden box is drawn with no size (see set_gated)
+        wanted = tuple(c for c in self._body_children if shown or c not in self._readouts)
+        if tuple(self._body.children) != wanted:
+            self._body.children = wanted
 
     # -- context/track ------------------------------------------------------------
     #: Track currently applied (``None`` until :meth:`apply_track`; Cloud is the default context).
@@ -542,6 +546,14 @@ class Instrument:
             self.failures_seen.update(self.failures)
         self._body.layout.display = "none" if gated else None
         self._gate_note.layout.display = None if gated else "none"
+        # a gated body leaves the panel, not only the screen: bqplot lays a figure out when it is drawn, and a figure
+        # drawn inside a hidden box has no size (a <rect> of negative height, translate(undefined), dozens of console
+        # errors per Run All); out of the panel, its views are created only once the lock opens
+        panel = getattr(self, "_panel", None)
+        if panel is not None:
+            wanted = tuple(c for c in self._panel_children if c is not (self._body if gated else self._gate_note))
+            if tuple(panel.children) != wanted:
+                panel.children = wanted
         for control in self.controls.values():
             if hasattr(control, "disabled"):
                 with control.hold_sync():
@@ -577,10 +589,13 @@ class Instrument:
                               layout=widgets.Layout(flex_flow="row wrap", width="100%"))
         peek = widgets.Accordion(children=[self.math_peek], titles=("Math peek",), selected_index=0)
         self._readouts = (cards, charts, self.extra, peek)
-        self._body = widgets.VBox([controls, self.banner, cards, charts, self.extra, peek])
-        box = widgets.VBox([head, self._gate_note, self._body, ControlNames()],
+        self._body_children = (controls, self.banner, cards, charts, self.extra, peek)
+        self._body = widgets.VBox(list(self._body_children))
+        self._panel_children = (head, self._gate_note, self._body, ControlNames())
+        box = widgets.VBox([c for c in self._panel_children if c is not self._gate_note],
                            layout=widgets.Layout(padding="8px", margin="6px 0"))
         box.add_class("course-panel")
+        self._panel = box
         return box
 
     def _chart_box(self, fig: bq.Figure) -> widgets.VBox:

@@ -24,6 +24,7 @@ import numpy as np
 from .. import core
 from ..theme import mark_color
 from .base import Instrument, figure
+from .charts import UNNAMED
 
 __all__ = ["BubbleChart", "MICROBATCH_GRID", "BUBBLE_CEILING"]
 
@@ -58,7 +59,7 @@ class BubbleChart(Instrument):
         self.ceiling = bq.Lines(x=[1, float(MICROBATCH_GRID[-1])], y=[100 * BUBBLE_CEILING] * 2,
                                 scales={"x": xs, "y": ys}, colors=[mark_color("gray")], line_style="dashed",
                                 labels=["10 % ceiling"], display_legend=True)
-        self.point = bq.Scatter(x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond", colors=[mark_color("red")],
+        self.point = bq.Scatter(**UNNAMED, x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond", colors=[mark_color("red")],
                                 default_size=140, labels=["your m"], display_legend=True)
         self.add_figure(figure([self.curve, self.ceiling, self.point], xs, ys, "micro-batches m",
                                "bubble (% of step)", title="Bubble vs micro-batches", x_tick_format="d",

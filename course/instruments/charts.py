@@ -23,6 +23,11 @@ __all__ = ["describe_figure", "describe_mark", "legend_entries", "legend_html", 
 #: A scatter or bar chart lists at most this many values by name; longer series are summarised.
 MAX_POINTS_LISTED = 8
 
+#: what every ``bq.Scatter`` of the instruments passes (``bq.Scatter(**UNNAMED, ...)``): no point names are drawn,
+#: and their offsets are numbers. bqplot's Scatter defaults both offsets to None and still places each point's
+#: name at ``translate(undefined, undefined)``: a console error per point and redraw in every browser.
+UNNAMED = {"display_names": False, "label_display_horizontal_offset": 0.0, "label_display_vertical_offset": 0.0}
+
 
 def _num(value) -> str:
     """A number as a sentence says it: 3 significant digits, thousands separated, '4,096' not '4.1e+03'.

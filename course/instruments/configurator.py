@@ -29,6 +29,7 @@ from .. import core
 from ..core import catalog
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_memory, fmt_time
+from .charts import UNNAMED
 from .bubble import BUBBLE_CEILING  # Lab 05's design rule, written once
 from .context import gpu_cluster_only
 
@@ -187,7 +188,7 @@ class Configurator(Instrument):
         self.ceiling = bq.Lines(x=[1, 64], y=[100 * BUBBLE_CEILING] * 2, scales={"x": px, "y": py},
                                 colors=[mark_color("gray")], line_style="dashed", labels=["10 % ceiling"],
                                 display_legend=True)
-        self.bubble_point = bq.Scatter(x=[8], y=[0.0], scales={"x": px, "y": py}, marker="diamond",
+        self.bubble_point = bq.Scatter(**UNNAMED, x=[8], y=[0.0], scales={"x": px, "y": py}, marker="diamond",
                                        colors=[mark_color("ink")], default_size=120, labels=["your PP and m"],
                                        display_legend=True)
         self.add_figure(figure([self.bubble_lines, self.ceiling, self.bubble_point], px, py, "pipeline stages PP",
@@ -256,7 +257,7 @@ class Configurator(Instrument):
                           "muted" if oom else
                           "good" if shown["mfu"] >= 0.4 else "warn" if shown["mfu"] >= 0.25 else "bad")
             self.set_card("step", fmt_time(shown["step_seconds"]), "if it fitted in memory" if oom else
-                          f"range {fmt_time(step_low)}-{fmt_time(step_high)}", "muted" if oom else "normal")
+                          f"range {fmt_time(step_low)} to {fmt_time(step_high)}", "muted" if oom else "normal")
             self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s",
                           "if it fitted in memory" if oom else "", "muted" if oom else "normal")
         mem, br = shown["memory"], shown["breakdown"]
@@ -269,9 +270,9 @@ class Configurator(Instrument):
                 + f" = {fmt_time(shown['step_seconds'])}<br>"
                 f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = "
                 f"{100 * shown['mfu']:.1f} %, step {fmt_time(shown['step_seconds'])}<br>"
-                f"<b>Range</b> step {fmt_time(shown['step_range'][0])} to {fmt_time(shown['step_range'][1])}, MFU "
-                f"{100 * shown['mfu_range'][1]:.1f} % to {100 * shown['mfu_range'][0]:.1f} %: every uncertain "
-                f"assumption at its fast and its slow end; the widest share from the "
+                f"<b>Range</b> step {fmt_time(shown['step_range'][0])} (every uncertain assumption at its fast end) "
+                f"to {fmt_time(shown['step_range'][1])} (at its slow end), MFU {100 * shown['mfu_range'][0]:.1f} % "
+                f"to {100 * shown['mfu_range'][1]:.1f} %; the widest share from the "
                 f"{html.escape(shown['range_driver'])} assumption")
         self.set_math(
             f"<b>Degrees</b> DP = GPUs / (TP &middot; CP &middot; PP) = {gpus:,} / ({tp} &times; {cp} &times; {pp})"

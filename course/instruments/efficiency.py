@@ -24,6 +24,7 @@ from .. import core
 from ..core import catalog
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_rate, fmt_time
+from .charts import UNNAMED
 from .context import gpu_cluster_only
 from .controls import LogIntSlider
 from .scaling import GPUS_PER_NODE, NODE, data_parallel_curve
@@ -71,7 +72,7 @@ class EfficiencyPlot(Instrument):
                               labels=["other fabric"], display_legend=True)
         self.actual = bq.Lines(x=CURVE_GPUS, y=zeros, scales={"x": xs, "y": ys}, colors=[mark_color("blue")], stroke_width=2.5,
                                labels=["this fabric"], display_legend=True)
-        self.point = bq.Scatter(x=[64], y=[0.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")], default_size=90,
+        self.point = bq.Scatter(**UNNAMED, x=[64], y=[0.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")], default_size=90,
                                 labels=["selected size"], display_legend=True)
         self.knee = bq.Lines(x=[0.0, 0.0], y=[0.0, 0.0], scales={"x": xs, "y": ys}, colors=[mark_color("red")],
                              stroke_width=2, line_style="dashed")

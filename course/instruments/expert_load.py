@@ -41,6 +41,19 @@ DROPPED_LIMIT = 0.01
 STRAGGLER_LIMIT = 0.20
 
 
+def load_axis_top(hottest: float, capacity: float | None) -> float:
+    """The top of the load axis: the hottest expert's load, but never more than 4x the higher of the mean (1)
+    and the capacity C (chart geometry, not physics). At a high skew the hottest expert carries 27x the mean on
+    256 experts; an axis to 27 would draw the mean (1) and the capacity (1.25) a pixel apart. A bar taller than
+    the top is clipped there, and the chart says so.
+
+    >>> load_axis_top(1.8, 1.25), load_axis_top(27.0, 1.25), load_axis_top(27.0, None), load_axis_top(1.8, 4.0)
+    (1.89, 5.25, 4.2, 4.2)
+    """
+    ceiling = 4.0 * max(1.0, capacity or 1.0)
+    return round(1.05 * max(min(max(hottest, 1.0), ceiling), capacity or 1.0), 6)
+
+
 def bar_outlines(heights, width: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
     """Bars of ``heights`` at x = 1, 2, ... as ONE series of rectangles broken by NaN (chart geometry, not physics).
 
@@ -60,6 +73,29 @@ def bar_outlines(heights, width: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
     left, right, gap, zero = centres - width / 2, centres + width / 2, np.full(heights.size, np.nan), np.zeros(heights.size)
     return (np.stack([left, left, right, right, gap], axis=1).ravel(),
             np.stack([zero, heights, heights, zero, gap], axis=1).ravel())
+
+
+def overflow_outlines(heights, capacity: float, width: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of the bars ``heights`` above ``capacity`` (the dropped tokens), as :func:`bar_outlines` draws
+    bars: one series of rectangles from ``capacity`` up, broken by NaN; empty when no bar reaches above it.
+
+    >>> x, y = overflow_outlines([2.0, 0.5, 1.5], 1.0, width=0.5)
+    >>> x.tolist()
+    [0.75, 0.75, 1.25, 1.25, nan, 2.75, 2.75, 3.25, 3.25, nan]
+    >>> y.tolist()
+    [1.0, 2.0, 2.0, 1.0, nan, 1.0, 1.5, 1.5, 1.0, nan]
+    """
+    heights = np.asarray(heights, dtype=float).ravel()
+    x, y = bar_outlines(heights, width)
+    over = np.repeat(heights > capacity, 5)
+    y = np.where(np.isnan(y), np.nan, np.maximum(y, capacity))
+    return x[over], y[over]
+
+
+def _drawn(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The series without its closing NaN: bqplot places a Lines mark's label at the last point, and a NaN there
+    is ``translate(undefined, undefined)`` (a console error at every redraw)."""
+    return (x[:-1], y[:-1]) if x.size and np.isnan(x[-1]) else (x, y)
 
 
 class ExpertLoadView(Instrument):
@@ -88,11 +124,12 @@ class ExpertLoadView(Instrument):
                                                          description="Capacity C"))
         self.add_control("expert_share", widgets.FloatSlider(value=0.4, min=0.05, max=0.95, step=0.05,
                                                              description="Expert share",
+                                                             style={"description_width": "initial"},  # never "Expert sh…"
                                                              tooltip="Expert compute's share of a balanced step"))
         # the x range is set (E + 1/2), not fitted to the marks: one change per move of E. The mean and capacity
         # lines are drawn on a fixed x scale of their own, across the plot: a new E never redraws them.
         xs, ys, across = bq.LinearScale(min=0.5, max=64.5), bq.LinearScale(min=0), bq.LinearScale(min=0.0, max=1.0)
-        bar_x, bar_y = bar_outlines(np.ones(64))
+        bar_x, bar_y = _drawn(*bar_outlines(np.ones(64)))
         self.loads = bq.Lines(x=bar_x, y=bar_y, scales={"x": xs, "y": ys}, colors=[mark_color("blue")],
                               fill="bottom", fill_colors=[mark_color("blue")], fill_opacities=[1.0], stroke_width=0,
                               labels=["tokens per expert / mean"], display_legend=True)
@@ -102,7 +139,13 @@ class ExpertLoadView(Instrument):
         self.mean_line = bq.Lines(x=[0.0, 1.0], y=[1.0, 1.0], scales={"x": across, "y": ys},
                                   colors=[mark_color("gray")], stroke_width=1.5, labels=["mean load"],
                                   display_legend=True)
-        self.add_figure(figure([self.loads, self.capacity_line, self.mean_line], xs, ys,
+        # the tokens above capacity, which a capacity factor drops: the top of each bar above the dashed line
+        # (a zero-height box until there is something to mark: a series of NaN alone draws a path "null")
+        self.dropped_marks = bq.Lines(x=[0.5, 0.5], y=[0.0, 0.0], scales={"x": xs, "y": ys}, colors=[mark_color("red")],
+                                      fill="bottom", fill_colors=[mark_color("red")], fill_opacities=[1.0],
+                                      stroke_width=0, labels=["dropped (above C)"], display_legend=True, visible=False)
+        self.load_scale = ys
+        self.add_figure(figure([self.loads, self.dropped_marks, self.capacity_line, self.mean_line], xs, ys,
                                "experts, most popular first", "load / mean", title="Tokens per expert", legend=True))
         for name, label in (("hottest", "Hottest expert"), ("straggler", "Busiest rank"), ("dropped", "Dropped tokens"),
                             ("share", "Waiting for the straggler")):
@@ -125,8 +168,14 @@ class ExpertLoadView(Instrument):
         dropped = 0.0 if capacity is None else float(core.dropped_token_share(loads, capacity))
         share = float(core.straggler_step_share(max(factor, 1.0), float(v["expert_share"])))
 
-        bar_x, bar_y = bar_outlines(loads)
+        top = load_axis_top(hottest, capacity)
+        shown = np.minimum(loads, top)  # a bar above the axis is drawn to its top (the chart says so)
+        if self.load_scale.max is None or self.load_scale.max < top:  # before the bars: they never poke out
+            self.load_scale.max = top
+        bar_x, bar_y = _drawn(*bar_outlines(shown))
         self.set_marks(self.loads, x=bar_x, y=bar_y)
+        if self.load_scale.max != top:
+            self.load_scale.max = top
         x_scale = self.loads.scales["x"]
         if x_scale.max != e + 0.5:  # after the bars: the browser draws both in one frame, not one frame each
             x_scale.max = e + 0.5
@@ -135,9 +184,15 @@ class ExpertLoadView(Instrument):
         else:
             self.set_marks(self.capacity_line, y=[capacity, capacity], labels=[f"capacity C = {capacity:g}"],
                            visible=True)
+        over_x, over_y = _drawn(*overflow_outlines(shown, capacity)) if capacity is not None else (np.array([]),) * 2
+        if over_x.size:
+            self.set_marks(self.dropped_marks, x=over_x, y=over_y, visible=True)
+        else:
+            self.set_marks(self.dropped_marks, visible=False)
         self.set_card("hottest", f"{hottest:.2f}x", "of the mean load", "warn" if hottest > 1.5 else "normal")
         self.set_card("straggler", f"{factor:.2f}x",
-                      "padded buffers of C" if capacity else f"EP {ep}: {e // ep} experts per rank")
+                      "padded buffers of C" if capacity else
+                      f"EP {ep}: {e // ep} expert{'s' if e // ep != 1 else ''} per rank")
         self.set_card("dropped", f"{100 * dropped:.1f} %", "of routed tokens" if capacity else "dropless: none",
                       "bad" if dropped > DROPPED_LIMIT else "good")
         self.set_card("share", f"{100 * share:.1f} %", "of the step", "bad" if share > STRAGGLER_LIMIT else "good")
@@ -157,10 +212,14 @@ class ExpertLoadView(Instrument):
         if share > STRAGGLER_LIMIT:
             self.flag("straggler_bound", f"Every other rank waits {100 * share:.0f} % of the step for the rank of the "
                                          "hottest expert.")
+        clipped = int(np.sum(loads > top))
         self._summary = (f"{e} experts, most popular first: the hottest carries {hottest:.2f} times the mean load, the "
                          f"least popular {float(loads[-1]):.2f}; "
+                         + (f"the {clipped} tallest bar{'s' if clipped > 1 else ''} reach{'' if clipped > 1 else 'es'} "
+                            f"above the axis (cut at {top:g}); " if clipped else "")
                          + ("dropless, no capacity line" if capacity is None else
-                            f"capacity C = {capacity:g} drops {100 * dropped:.1f} % of the routed tokens")
+                            f"capacity C = {capacity:g} drops {100 * dropped:.1f} % of the routed tokens (the bars' "
+                            "parts above the dashed line)")
                          + f"; the busiest of {ep} GPUs computes {factor:.2f} times the mean.")
         return {"experts": e, "ep": ep, "skew": s, "capacity": capacity, "loads": loads, "hottest": hottest,
                 "straggler": factor, "dropped": dropped, "straggler_share": share,

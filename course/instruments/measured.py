@@ -107,6 +107,10 @@ class MeasuredInstrument:
         """Measure the current configuration now (seconds: it starts real processes) and show it."""
         values = self.values()
         self.measure_button.disabled = True
+        status = getattr(self, "table", None)
+        if status is not None:  # a press of the button has no cell to show a progress bar in: say so here
+            status.value = ("<div class='course-ui' role='status'>Measuring on real processes… (a few seconds; "
+                            "the kernel's interrupt button stops it)</div>")
         try:
             record = self.run_measurement(values)
         finally:

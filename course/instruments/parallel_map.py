@@ -27,7 +27,7 @@ from ..core import catalog
 from ._layout import GROUP_KINDS, rank_layout
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_rate
-from .charts import segments
+from .charts import UNNAMED, segments
 from .context import gpu_cluster_only
 from .configurator import CLUSTER_CHOICES, MODEL_CHOICES, TP_CHOICES
 
@@ -93,9 +93,8 @@ class ParallelMap(Instrument):
                               stroke_width=2.5)
         # GPU 0's three groups, marked on their cells: which GPUs it talks to, and over which link
         self.group_marks = {
-            kind: bq.Scatter(x=[0.5], y=[0.5], scales={"x": xs, "y": ys}, marker=marker, colors=[color],
-                             default_size=size, stroke="var(--jp-layout-color0)", labels=[label],
-                             display_names=False)  # no (empty) text element per point to lay out on every move
+            kind: bq.Scatter(**UNNAMED, x=[0.5], y=[0.5], scales={"x": xs, "y": ys}, marker=marker, colors=[color],
+                             default_size=size, stroke="var(--jp-layout-color0)", labels=[label])  # no (empty) text element per point to lay out on every move
             for kind, marker, color, size, label in (
                 ("data", "square", "#f97316", 30, "GPU 0's DP group"),
                 ("context", "diamond", "#ec4899", 40, "GPU 0's CP group"),

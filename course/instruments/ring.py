@@ -19,7 +19,7 @@ import numpy as np
 from .. import core
 from ..theme import mark_color
 from .base import Instrument, figure
-from .charts import segments
+from .charts import UNNAMED, segments
 
 __all__ = ["RingAllreduceView", "schedule_table", "replay"]
 
@@ -75,15 +75,15 @@ class RingAllreduceView(Instrument):
         self.observe("gpus", self._resize_step)
 
         rx, ry = bq.LinearScale(min=-1.35, max=1.35), bq.LinearScale(min=-1.35, max=1.35)
-        self.nodes = bq.Scatter(x=[0.0], y=[0.0], scales={"x": rx, "y": ry}, default_size=600,
-                                colors=[mark_color("blue")], stroke=mark_color("ink"), names=["0"], display_names=True)
+        self.nodes = bq.Scatter(**{**UNNAMED, "display_names": True}, x=[0.0], y=[0.0], scales={"x": rx, "y": ry}, default_size=600,
+                                colors=[mark_color("blue")], stroke=mark_color("ink"), names=["0"])
         self.links = bq.Lines(x=[np.nan], y=[np.nan], scales={"x": rx, "y": ry}, colors=[mark_color("gray")],
                               stroke_width=1.5)
         self.sends = bq.Lines(x=[np.nan], y=[np.nan], scales={"x": rx, "y": ry}, colors=[mark_color("green")],
                               stroke_width=3)
-        self.heads = bq.Scatter(x=[0.0], y=[0.0], rotation=[0.0], marker="arrow", default_size=90,
+        self.heads = bq.Scatter(**UNNAMED, x=[0.0], y=[0.0], rotation=[0.0], marker="arrow", default_size=90,
                                 scales={"x": rx, "y": ry, "rotation": bq.LinearScale(min=0, max=360)},
-                                colors=[mark_color("green")], display_names=False)  # no empty text per arrow
+                                colors=[mark_color("green")])  # no empty text per arrow
         self.chunk_labels = bq.Label(x=[0.0], y=[0.0], text=[""], scales={"x": rx, "y": ry},
                                      font_weight="bold", colors=[mark_color("ink")], align="middle")
         ring_fig = figure([self.links, self.sends, self.heads, self.nodes, self.chunk_labels], rx, ry, "", "",

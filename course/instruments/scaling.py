@@ -29,7 +29,7 @@ from .. import core
 from ..core import catalog
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_memory, fmt_rate, fmt_time
-from .charts import integer_ticks, set_ticks
+from .charts import UNNAMED, integer_ticks, set_ticks
 from .context import gpu_cluster_only
 from .controls import LogIntSlider
 
@@ -133,10 +133,10 @@ class ScalingExplorer(Instrument):
         ys = bq.LinearScale(min=0, max=70)
         self.curve = bq.Lines(x=CURVE_GPUS, y=np.zeros(CURVE_GPUS.size), scales={"x": xs, "y": ys},
                               colors=[mark_color("blue")], stroke_width=2.5, labels=["model"], display_legend=True)
-        self.measured = bq.Scatter(x=[p[0] for p in STAKEHOLDER_POINTS], y=[100 * p[1] for p in STAKEHOLDER_POINTS],
+        self.measured = bq.Scatter(**UNNAMED, x=[p[0] for p in STAKEHOLDER_POINTS], y=[100 * p[1] for p in STAKEHOLDER_POINTS],
                                    scales={"x": xs, "y": ys}, marker="cross", colors=[mark_color("orange")], default_size=120,
                                    labels=["measured (stakeholder)"], display_legend=True)
-        self.current = bq.Scatter(x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond",
+        self.current = bq.Scatter(**UNNAMED, x=[8], y=[0.0], scales={"x": xs, "y": ys}, marker="diamond",
                                   colors=[mark_color("red")], default_size=140, labels=["selected N"], display_legend=True)
         self.node_edge = bq.Lines(x=[GPUS_PER_NODE, GPUS_PER_NODE], y=[0, 70], scales={"x": xs, "y": ys},
                                   colors=[mark_color("gray")], line_style="dashed", stroke_width=1.5)

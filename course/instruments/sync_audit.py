@@ -41,6 +41,7 @@ from .. import core
 from ..core import catalog, units
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_time
+from .charts import UNNAMED
 from .context import gpu_cluster_only
 from .controls import LogFloatSlider
 
@@ -124,7 +125,7 @@ class SyncAudit(Instrument):
                                   colors=[mark_color("blue")], stroke_width=2.5, labels=["sync"], display_legend=True)
         self.async_line = bq.Lines(x=100 * STRAGGLER_GRID, y=np.zeros(STRAGGLER_GRID.size), scales={"x": xs, "y": ys},
                                    colors=[mark_color("orange")], stroke_width=2.5, labels=["async"], display_legend=True)
-        self.point = bq.Scatter(x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")], default_size=100,
+        self.point = bq.Scatter(**UNNAMED, x=[5.0], y=[0.0], scales={"x": xs, "y": ys}, colors=[mark_color("ink")], default_size=100,
                                 labels=["selected share"], display_legend=True)
         self.add_figure(figure([self.sync_line, self.async_line, self.point], xs, ys, "stragglers (% of workers)",
                                "samples / s (healthy GPU: 32 per s)", title="Throughput vs stragglers", legend=True))

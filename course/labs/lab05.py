@@ -206,11 +206,13 @@ ACT1 = Act(
     "act1", "The data-parallel wall",
     lock=Lock(
         question="Why does MFU fall as the data-parallel job grows from 8 to 512 GPUs?",
-        options={"A": "NCCL's software overhead per call grows with the GPU count",
-                 "B": "the gradient all-reduce moves from NVLink onto the slower network",
-                 "C": "HBM and cache pressure on each GPU grow with the GPU count",
-                 "D": "the global batch grows too large, so more steps are needed"},
-        correct="B",
+        options={"nccl-overhead": "NCCL's software overhead per call grows with the GPU count",
+                 "network": "the gradient all-reduce moves from NVLink onto the slower network",
+                 "hbm-pressure": "HBM and cache pressure on each GPU grow with the GPU count",
+                 "global-batch": "the global batch grows too large, so more steps are needed"},
+        correct="network",
+        banned=("gradients leave NVLink", "onto the slower network", "instead of 450 GB/s NVLink",
+                "times the job's gradient sum"),
         explanation="Per-GPU compute is fixed (same micro-batch). The ring all-reduce moves about 2x the gradient "
                     "bytes per GPU; beyond one node it runs on 50 GB/s InfiniBand instead of 450 GB/s NVLink, so "
                     "exposed communication eats a growing share of the step.",
@@ -225,8 +227,12 @@ ACT1 = Act(
             "GPU wait for the slowest (Part 3), and the per-message latency of many small gradient buckets.\n\n"
             "**Math peek.** T_comm = 2(N−1)/N · 2P / B (bytes of bf16 gradients over link bandwidth) and "
             "T_compute = 6 P · b·s / (peak · efficiency); MFU falls by T_compute / (T_compute + exposed T_comm).")),
+    captions={"act1_fleet": (
+        "The all-reduce comparator times the job's gradient sum on its own: on Cloud the lead's 14 GB of "
+        "bf16 gradients on 512 GPUs; on the other tracks the track's fleet, link and model (FP32 gradients).")},
     answers=(Answer("act1_allreduce", "act1_allreduce_s", "Act I: all-reduce time of your job", "s",
-                    _act1_prompt, act1_allreduce_seconds, _act1_solution),),
+                    _act1_prompt, act1_allreduce_seconds, _act1_solution,
+                    after_lock=True),),  # it times the all-reduce over the network: the mechanism of the answer
     reflections=(Reflection(
         "act1_why",
         "Turn on *overlap* in the explorer. How do overlapping the all-reduce with the backward pass and "
@@ -243,19 +249,20 @@ ACT2 = Act(
     "act2", "GPT-3 175B on 1,024 H100s",
     lock=Lock(
         question="Which layout balances memory, compute and communication best?",
-        options={"A": "TP=16, PP=2, DP=32", "B": "TP=8, PP=4, DP=32", "C": "TP=8, PP=1, DP=128",
-                 "D": "TP=2, PP=32, DP=16"},
-        correct="B",
-        explanation="TP = 8 keeps the all-reduces of every layer inside one 8-GPU NVLink node; TP = 16 (A) spans "
+        options={"tp16-pp2": "TP=16, PP=2, DP=32", "tp8-pp4": "TP=8, PP=4, DP=32", "tp8-pp1": "TP=8, PP=1, DP=128",
+                 "tp2-pp32": "TP=2, PP=32, DP=16"},
+        correct="tp8-pp4",
+        banned=("TP=8, PP=4", "TP = 8, PP = 4", "tp=8, pp=4"),
+        explanation="TP = 8 keeps the all-reduces of every layer inside one 8-GPU NVLink node; TP = 16 spans "
                     "two nodes and sends them over InfiniBand. PP = 4 splits the 96 layers across nodes: with no "
-                    "pipeline (C) each GPU keeps 175B / 8 ≈ 22 B parameters, about 350 GB of weights, gradients "
+                    "pipeline (TP = 8, PP = 1) each GPU keeps 175B / 8 ≈ 22 B parameters, about 350 GB of weights, gradients "
                     "and Adam state; it fits only once ZeRO-2 or ZeRO-3 shards the gradients too (ZeRO-2: 78 of the "
-                    f"{H100.memory_capacity / 1e9:.3g} GB of an H100), and then reaches a lower MFU than B for the same batch. "
-                    "32 stages (D) idle (p−1)/(m+p−1) of the step, 49 % at m = 32 against 9 % for 4 stages, and "
-                    "need at least 32 micro-batches. DP takes the rest. But B only fits with ZeRO or "
+                    f"{H100.memory_capacity / 1e9:.3g} GB of an H100), and then reaches a lower MFU than TP = 8, PP = 4 for the same batch. "
+                    "32 stages idle (p−1)/(m+p−1) of the step, 49 % at m = 32 against 9 % for 4 stages, and "
+                    "need at least 32 micro-batches. DP takes the rest. But TP = 8, PP = 4 only fits with ZeRO or "
                     "recomputation (below).",
         reveal=(
-            "**B is the right shape, but not yet a plan that fits.** With plain mixed-precision Adam (16 bytes "
+            "**TP = 8, PP = 4, DP = 32 is the right shape, but not yet a plan that fits.** With plain mixed-precision Adam (16 bytes "
             "per parameter: no ZeRO) and no recomputation it needs about "
             f"{act2_plain_memory_gb(SPEC):.0f} GB per GPU by the planner's count ({SPEC['act2_microbatches']} "
             "micro-batches of one sequence; activations after Korthikanti et al.), and the configurator shows "
@@ -285,8 +292,11 @@ PART3 = Act(
     lock=Lock(
         question="Which saves more money per month on this cluster: switching to async SGD or keeping sync SGD "
                  "with ZeRO-sharded checkpoints?",
-        options={"A": "async SGD", "B": "ZeRO-sharded checkpoints", "C": "about the same"},
-        correct="A",
+        # a scale (async saves more / about the same / checkpoints save more), shown either way round
+        options={"async": "async SGD saves more", "same": "about the same",
+                 "sharded-checkpoints": "ZeRO-sharded checkpoints save more"},
+        correct="async", ordered=True, legacy=("async", "sharded-checkpoints", "same"),
+        banned=("straggler wait, ~12", "only part of a ~3"),
         explanation="Async recovers the straggler wait, ~12 % of the bill; faster checkpoints recover only part "
                     "of a ~3 % failure waste. But async pays in staleness (see the audit)."),
     answers=(Answer("part3_async_saves", "async_saves_usd", "Part 3: monthly dollars saved by async SGD",
@@ -344,10 +354,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.lock_cells("act1"),
         Cell("code", "explorer = lab.gate('act1', ScalingExplorer(params_b=7, gpus=512))\ntrack.link_to(explorer)\n"
                      f"explorer.restore({SAVED['explorer']!r}, track)", "lab05_act1_explorer"),
-        Cell("markdown",
-             "The all-reduce comparator times the job's gradient sum on its own: on Cloud the lead's 14 GB of "
-             "bf16 gradients on 512 GPUs; on the other tracks the track's fleet, link and model "
-             "(FP32 gradients)."),
+        lab.caption_cell("act1_fleet"),
         Cell("code", "fleet = lab.gate('act1', AllreduceComparator(gpus=512, message_gb=14))\ntrack.link_to(fleet)\n"
                      f"fleet.restore({SAVED['fleet']!r}, track)", "lab05_act1_fleet"),
         lab.reveal_cell("act1"),

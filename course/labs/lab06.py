@@ -176,9 +176,11 @@ ACT1 = Act(
     "act1", "One GPU in the middle, or a ring?",
     lock=Lock(
         question="At 128 GPUs, how many times longer does the naive all-reduce take than the ring?",
-        options={"A": "about 2x", "B": "about 7x (log2 of 128)", "C": "about 128x",
-                 "D": "about 16,000x"},
-        correct="C",
+        # a scale, shown smallest first or largest first
+        options={"2x": "about 2x", "7x": "about 7x (log2 of 128)", "128x": "about 128x", "16000x": "about 16,000x"},
+        correct="128x", ordered=True,
+        banned=("ratio tends to N", "(N-1) M bytes through one port", "(N−1)·M bytes through one port",
+                "grows in proportion to N"),
         explanation="GPU 0 receives and sends (N-1) M bytes through one port, while the ring sends 2(N-1)/N M per "
                     "GPU with all ports busy at once: the ratio tends to N = 128."),
     answers=(Answer(
@@ -207,9 +209,10 @@ ACT2 = Act(
     "act2", "Which algorithm for which workload?",
     lock=Lock(
         question="For the 0.5 MB update on 128 GPUs, which family wins?",
-        options={"A": "the plain ring", "B": "a binomial tree", "C": "Rabenseifner's algorithm",
-                 "D": "the naive gather at GPU 0"},
-        correct="C",
+        options={"ring": "the plain ring", "tree": "a binomial tree", "rabenseifner": "Rabenseifner's algorithm",
+                 "naive": "the naive gather at GPU 0"},
+        correct="rabenseifner",
+        banned=("log-many steps like the tree", "ring-like bytes", "never slower than either"),
         explanation=f"At 0.5 MB the ring pays {2 * (SPEC['gpus'] - 1)} latencies; a plain tree pays only "
                     f"{2 * (SPEC['gpus'] - 1).bit_length()} but sends the whole message every round. Rabenseifner "
                     "(and the double binary tree) take log2 N steps and move ring-like bytes, so they win.",

@@ -1,4 +1,4 @@
-"""Lab 07 · The expert wall, declared once (:mod:`course.labs.activity`).
+"""Lab 07 · The expert wall, declared once (:mod:`course.assess.lab`).
 
 Story: a team trains a mixture of experts on the 1,024 H100s of Lab 05 (Cloud). The MoE is
 ``llama3-8b-moe`` of the catalog: Llama 3 8B with each MLP replaced by 64 experts of 1/8 its
@@ -230,7 +230,8 @@ def _act1_prompt(s: Spec) -> str:
     edp = s["act1_stage_gpus"] // s["act1_ep"]
     return (f"**Your team's layout.** `{model.name}` ({model.moe_layers} MoE layers of {model.experts} routed experts, "
             f"{model.routed_expert_params / 1e9:,.1f} B routed-expert weights in all) with EP = {s['act1_ep']} and "
-            f"PP = {s['act1_pp']}; each pipeline stage has {s['act1_stage_gpus']} GPUs, so every expert has "
+            f"PP = {s['act1_pp']} on a job of {s['act1_stage_gpus'] * s['act1_pp']:,} GPUs (the story's job, "
+            f"and the configurator's default, has {s['gpus']:,}): each pipeline stage has {s['act1_stage_gpus']} GPUs, so every expert has "
             f"EDP = {s['act1_stage_gpus']} / {s['act1_ep']} = {edp} copies, over which ZeRO-1 shards its Adam state. "
             "Assign `expert_state_gb`: the routed experts' BF16 weights, BF16 gradients and FP32 Adam state on one GPU, "
             "in GB, with the layers split evenly over the stages. `core.expert_params_per_gpu(...)` gives the weights "
@@ -355,18 +356,25 @@ def _act3_reveal(s: Spec) -> str:
 
 
 ACT1 = Act(
-    "act1", "Sparse is not free",
+    "act1", "The sparse twin",
     lock=Lock(
         question="Trained exactly like the dense 8B (pure data parallelism, every GPU keeps the whole model), how do "
                  "the sparse twin's memory per GPU and step time compare with the dense model's?",
-        options={"A": "both about the same: only the active weights count",
-                 "B": "memory about 5x; step time up, but far from 5x",
-                 "C": "memory about the same; step time about 5x",
-                 "D": "memory and step time both about 5x"},
-        correct="B",
+        options={"same-both": "both about the same: only the active weights count",
+                 "memory-up": "memory about 5x; step time up, but far from 5x",
+                 "step-up": "memory about the same; step time about 5x",
+                 "both-up": "memory and step time both about 5x"},
+        correct="memory-up",
+        # the mechanism the right option names: a token meets the dense model's weights, the layer stores all
+        banned=("exactly as many MLP weights", "stores eight times", "Sparse is not free", "Memory follows the total",
+                "compute the active", "compute of a small", "not in bytes", "as many weights as the dense"),
         explanation="Memory follows the weights a GPU stores (all of them, with their gradients); compute follows "
                     "the weights a token passes through, the same as the dense model's.",
         reveal=_act1_reveal(SPEC)),
+    captions={"act1_configurator": (
+        "Switch the configurator's model between `llama3-8b` and `llama3-8b-moe` to compare them, then raise "
+        "**EP**, the expert-parallel size: the experts of each layer are split over EP GPUs, and every token "
+        "travels to the GPUs of its experts and back.")},
     answers=(Answer("act1_expert_state", "expert_state_gb", "Act I: expert state per GPU of your layout", "GB",
                     _act1_prompt, expert_state_gb, _act1_solution, graded="within 2 % of the key", after_lock=True),),
     reflections=(Reflection(
@@ -382,18 +390,36 @@ ACT1 = Act(
 )
 
 ACT2 = Act(
-    "act2", "The all-to-all wall",
+    "act2", "Spreading the experts",
     lock=Lock(
         question="Keep the twin's job and raise EP from 8 (one node) to 16, 32 and 64 (2, 4 and 8 nodes). How does "
                  "the step time move?",
-        options={"A": "it falls steadily, since more GPUs share each expert",
-                 "B": "it jumps when the experts first span two nodes",
-                 "C": "it stays flat: each GPU sends the same bytes at any EP",
-                 "D": "it rises only past 32, where per-peer latency adds up"},
-        correct="B",
+        options={"falls": "it falls steadily, since more GPUs share each expert",
+                 "jumps": "it jumps when the experts first span two nodes",
+                 "flat": "it stays flat: each GPU sends the same bytes at any EP",
+                 "rises-past-32": "it rises only past 32, where per-peer latency adds up"},
+        correct="jumps",
+        banned=("all-to-all wall", "beyond one NVLink domain", "a larger one spans nodes", "edge of the NVLink",
+                "spans nodes, a large share", "crosses the network", "The wall is"),
         explanation="Inside one node the dispatch rides NVLink; the first EP that spans nodes sends a large share of "
                     "each token's copies over the network, about a ninth of NVLink's bandwidth.",
         reveal=_act2_reveal(SPEC)),
+    captions={
+        "act2_explorer": (
+            "The explorer below draws the all-to-all time of one MoE layer against EP, split into what crosses "
+            "NVLink and what crosses the network (both run at once; the longer sets the time), next to the expert "
+            "compute of the layer. Its controls: the EP ranks per node (placement), the links, the tokens each GPU "
+            "dispatches, top-k, the routing (every copy on its own; *one copy per node*, forwarded over NVLink "
+            "there, as DeepEP's kernels do; or *node-limited*, a token's experts on at most M nodes), PP and "
+            "*overlap* with expert compute."),
+        "act2_failures": (
+            "Find both failure states: **all-to-all bound** (the exposed all-to-all outlasts the expert compute: try "
+            "Ethernet 100G at a large EP) and **experts do not fit** (the experts' state alone exceeds a GPU: try "
+            "`deepseek-v3` at a small EP with PP 1). Then see what *one copy per node*, a node limit and *overlap* "
+            "do, and where they stop helping. The configurator above shows the same job's whole step as you move "
+            "its EP, its *Dispatch* (all-to-all or DeepEP) and its all-to-all overlap. (The explorer runs each link "
+            "at its full bandwidth; the configurator's planner at the bandwidth NCCL collectives achieve on it, so "
+            "its all-to-all is somewhat longer.)")},
     answers=(Answer("act2_alltoall", "alltoall_ms", "Act II: the all-to-all time of your job", "ms",
                     _act2_prompt, alltoall_ms, _act2_solution, graded="within 2 % of the key", after_lock=True),),
     reflections=(Reflection(
@@ -414,11 +440,14 @@ ACT3 = Act(
         question="64 experts, one per GPU, dropless. The router sends one expert twice its fair share of tokens; the "
                  "other 63 share the rest evenly. Expert compute was 40 % of a balanced step. How much longer is "
                  "the step?",
-        options={"A": "about 1.6 % longer: one expert in 64 is slow",
-                 "B": "about 40 % longer: its GPU does twice the work",
-                 "C": "no longer: the others finish early, the mean is unchanged",
-                 "D": "about twice as long: the whole step doubles"},
-        correct="B",
+        # a scale, shown smallest first or largest first; every option works with the question's numbers
+        options={"none": "no longer: the other 63 finish early and the mean load is unchanged",
+                 "tiny": "about 0.6 % longer: (2 − 1) × 40 % shared out over 64 GPUs",
+                 "expert-part": "about 40 % longer: (2 − 1) × 40 % of the balanced step",
+                 "double": "about 100 % longer: 2 × the whole balanced step"},
+        correct="expert-part", ordered=True, legacy=("tiny", "expert-part", "none", "double"),
+        banned=("busiest GPU sets the pace", "busiest expert sets the pace", "waits for the GPU of its hottest",
+                "cannot finish before the slowest"),
         explanation="The combine all-to-all cannot finish before the slowest GPU, so every GPU waits for the one with "
                     "twice the tokens: the expert part doubles, the rest of the step does not.",
         reveal=_act3_reveal(SPEC)),
@@ -468,9 +497,9 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "# Lab 07 · The expert wall\n\n"
              "DeepSeek-V3, Qwen3, Mixtral and Llama 4 are *mixtures of experts* (MoE): each transformer block keeps "
              "many small MLPs, the experts, and a router sends every token to a few of them. This lab follows one "
-             "team's model from a dense one to a sparse one and asks three questions: what the parameters a token does "
-             "not use cost (Act I), what happens when the experts spread beyond one NVLink domain (Act II), and what "
-             "an uneven router costs (Act III).\n\n"
+             "team's model from a dense one to a sparse one in three acts: the sparse twin trained exactly like the "
+             "dense model (Act I), its experts spread over more and more GPUs (Act II), and a router that does not "
+             "share the tokens out evenly (Act III). Each act asks you to predict before its instrument appears.\n\n"
              "**Grading.** Each locked prediction earns a completion point (saved in `predictions.json` next to this "
              "notebook and submitted with it; a wrong prediction costs nothing). Numbers you assign are autograded; "
              "reflections are graded by hand. A cell marked *Your numbers* shows the question about your own job "
@@ -484,54 +513,40 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
             "from course.instruments.cards import stakeholder_card, HudFooter\n"
             "hud = HudFooter(prefix='lab07')"), "lab07_setup"),
         Cell("markdown",
-             "## Act I · Sparse is not free\n\n"
+             "## Act I · The sparse twin\n\n"
              f"The team trains Llama 3 8B on Lab 05's {s['gpus']:,} H100s (128 nodes of 8 on InfiniBand NDR). Its "
              f"sparse twin, `{moe.name}`, keeps the attention layers and replaces each of the {dense.layers} MLPs "
              f"(inner width {dense.ffn:,}) by a router and {moe.experts} *experts*, small MLPs of inner width "
-             f"{moe.expert_ffn:,}; the router sends every token to its top {moe.top_k}. Each token therefore passes "
-             "through exactly as many MLP weights as in the dense model, while the layer stores eight times as many.\n\n"
-             "Both jobs use the same layout: every GPU runs its own micro-batches (pure data parallelism, one "
-             "8,192-token sequence per micro-batch, 2 per step), ZeRO-1 shards Adam's state over the copies, and the "
-             "backward pass recomputes each layer's activations (full recomputation)."),
-        Cell("code", "stakeholder_card('ML lead', 'A sparse model gives us the quality of a much bigger model for the '\n"
-                     "                 'compute of a small one. Same GPUs, same recipe: what could go wrong?', act='Act I')",
+             f"{moe.expert_ffn:,}; the router sends every token to its top {moe.top_k}.\n\n"
+             f"**The job, for both models:** all {s['gpus']:,} GPUs, each running its own micro-batches (pure data "
+             f"parallelism: TP = PP = 1, every GPU a whole copy of the model), {s['microbatches']} micro-batches of one "
+             "8,192-token sequence per GPU and step, ZeRO-1 sharding Adam's state over the copies, and full "
+             "recomputation (the backward pass recomputes each layer's activations)."),
+        Cell("code", "stakeholder_card('ML lead', 'We want to swap our dense 8B for its sparse twin and change nothing '\n"
+                     "                 'else: same GPUs, same recipe. What should we expect per GPU?', act='Act I')",
              "lab07_act1_story"),
         *lab.lock_cells("act1"),
         Cell("code", "configurator = lab.gate('act1', Configurator(model='llama3-8b-moe', cluster='h100-1024', tp=1, "
                      "pp=1,\n                                          microbatches=2, recompute='full', zero_stage=1, "
                      "ep=1))\n"
                      f"configurator.restore({SAVED['configurator']!r})\nconfigurator", "lab07_act1_configurator"),
-        Cell("markdown",
-             "Switch the configurator's model between `llama3-8b` and `llama3-8b-moe` to compare them, then raise "
-             "**EP**, the expert-parallel size: the experts of each layer are split over EP GPUs, and every token "
-             "travels to the GPUs of its experts and back."),
+        lab.caption_cell("act1_configurator"),
         lab.reveal_cell("act1"),
         *lab.answer_cells("act1_expert_state", s),
         *lab.reflection_cells("act1_why"),
         Cell("markdown",
-             "## Act II · The all-to-all wall\n\n"
-             "With expert parallelism every MoE layer runs a *dispatch* (each GPU sends each token's hidden vector, "
-             "h × 2 bytes, to the GPUs holding its k experts) and a *combine* (the results come back): an all-to-all "
-             "each, in the forward and again in the backward pass. An EP group of 8 fits in one node's NVLink domain; "
-             "a larger one spans nodes joined by InfiniBand.\n\n"
-             "The explorer below draws the all-to-all time of one MoE layer against EP, split into what crosses "
-             "NVLink and what crosses the network (both run at once; the longer sets the time), next to the expert "
-             "compute of the layer. Its controls: the EP ranks per node (placement), the links, the tokens each GPU "
-             "dispatches, top-k, the routing (every copy on its own; *one copy per node*, forwarded over NVLink "
-             "there, as DeepEP's kernels do; or *node-limited*, a token's experts on at most M nodes), PP and "
-             "*overlap* with expert compute."),
+             "## Act II · Spreading the experts\n\n"
+             "With expert parallelism (EP) the experts of each layer are split over EP GPUs, and every MoE layer runs "
+             "a *dispatch* (each GPU sends each token's hidden vector, h × 2 bytes, to the GPUs holding its k "
+             "experts) and a *combine* (the results come back): an all-to-all each, in the forward and again in the "
+             "backward pass. The team's nodes hold 8 H100s each, on NVLink 4 (450 GB/s per direction per GPU) "
+             "inside a node and InfiniBand NDR (50 GB/s per direction per GPU) between nodes."),
         *lab.lock_cells("act2"),
+        lab.caption_cell("act2_explorer"),
         Cell("code", "explorer = lab.gate('act2', AllToAllExplorer(model='llama3-8b-moe', tokens=8192))\n"
                      f"explorer.restore({SAVED['explorer']!r})\nexplorer",
              "lab07_act2_explorer"),
-        Cell("markdown",
-             "Find both failure states: **all-to-all bound** (the exposed all-to-all outlasts the expert compute: try "
-             "Ethernet 100G at a large EP) and **experts do not fit** (the experts' state alone exceeds a GPU: try "
-             "`deepseek-v3` at a small EP with PP 1). Then see what *one copy per node*, a node limit and *overlap* "
-             "do, and where they stop helping. The configurator above shows the same job's whole step as you move "
-             "its EP, its *Dispatch* (all-to-all or DeepEP) and its all-to-all overlap. (The explorer runs each link at its "
-             "full bandwidth; the configurator's planner at the bandwidth NCCL collectives achieve on it, so its "
-             "all-to-all is somewhat longer.)"),
+        lab.caption_cell("act2_failures"),
         lab.reveal_cell("act2"),
         *lab.answer_cells("act2_alltoall", s),
         *lab.reflection_cells("act2_why"),

@@ -80,9 +80,11 @@ ACT1 = Act(
     lock=Lock(
         question="Two MPI processes on this machine pass a 1 kB message through shared memory. How long does "
                  "one message take, start to finish?",
-        options={"A": "about 10 nanoseconds", "B": "about 1 microsecond", "C": "about 100 microseconds",
-                 "D": "about 10 milliseconds"},
-        correct="B",
+        # a scale, shown shortest first or longest first
+        options={"10ns": "about 10 nanoseconds", "1us": "about 1 microsecond", "100us": "about 100 microseconds",
+                 "10ms": "about 10 milliseconds"},
+        correct="1us", ordered=True,
+        banned=("a few hundred nanoseconds to a few microseconds", "far above one memory access"),
         explanation="Between processes of one machine MPICH copies through shared memory: a few hundred "
                     "nanoseconds to a few microseconds per message (its latency α), far above one memory access "
                     "and far below a network round trip. On a busy machine your ranks wait for a core, and your "
@@ -119,8 +121,10 @@ ACT2 = Act(
     "act2", "Ring, tree and the library",
     lock=Lock(
         question="On your machine, at 64 MiB, which of the four all-reduce algorithms will take the longest?",
-        options={"A": "the ring", "B": "recursive doubling", "C": "the binomial tree", "D": "MPI's own Allreduce"},
-        correct="C",
+        options={"ring": "the ring", "recursive-doubling": "recursive doubling", "tree": "the binomial tree",
+                 "mpi": "MPI's own Allreduce"},
+        correct="tree",
+        banned=("the tree moves the most", "whole message up the tree", "2⌈lg p⌉·n·β"),
         explanation="A binomial tree sends the whole message up the tree and the whole sum back down: "
                     "2⌈lg p⌉·n·β of copying, against 2(p−1)/p·n·β for the ring and ⌈lg p⌉·n·β for recursive "
                     "doubling. At 64 MiB the bytes decide, and the tree moves the most.",
@@ -158,9 +162,10 @@ ACT3 = Act(
     lock=Lock(
         question="A ring all-reduce cuts the vector into p chunks of n // p elements each. With n = 10 elements "
                  "on p = 4 ranks, what happens?",
-        options={"A": "the sum is still right everywhere", "B": "the last 2 elements are never summed",
-                 "C": "MPI raises an error on the sizes", "D": "the ranks deadlock in Sendrecv"},
-        correct="B",
+        options={"still-right": "the sum is still right everywhere", "last-two-lost": "the last 2 elements are never summed",
+                 "mpi-error": "MPI raises an error on the sizes", "deadlock": "the ranks deadlock in Sendrecv"},
+        correct="last-two-lost",
+        banned=("cover 8 of the 10", "silently wrong", "never sent, so each rank"),
         explanation="4 chunks of 10 // 4 = 2 elements cover 8 of the 10; the last 2 are never sent, so each rank "
                     "keeps its own values there. Nothing fails loudly: the sum is silently wrong. Chunks of "
                     "n // p or n // p + 1 elements (as numpy.array_split cuts them) cover every element.",
@@ -237,8 +242,9 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         Cell("code", "stakeholder_card('Your team lead', 'Before we buy a cluster: what do collectives cost on the '\n"
                      "                 'machines we already have? Measure, then tell me what you trust.', act='Act I')",
              "lab08_act1_story"),
-        Cell("markdown", "Pick an option and press **Lock**. The bench appears once your prediction is locked; it "
-                         "measures on first showing (a few seconds, with a progress bar) and keeps the measurement."),
+        Cell("markdown", "Pick an option and press **Lock**. The bench appears once your prediction is locked: "
+                         "press **Measure** (a few seconds). Run All measures whatever is not measured yet, with a "
+                         "progress bar; every measurement is kept, so a restart does not measure again."),
         *lab.lock_cells("act1"),
         Cell("code", "bench = lab.gate('act1', AlphaBetaBench())\n"
                      f"bench.restore({SAVED['bench']!r})\nbench.measure_if_missing()", "lab08_act1_bench"),

@@ -60,9 +60,8 @@ SCENES: Dict[str, Dict[str, Scene]] = {
             "Training infrastructure lead",
             "Same 7B model, same batch per GPU. MFU was 52 % on 8 GPUs, 38 % on 64 and 19 % on 512. "
             "We only added GPUs and it got worse. Why?",
-            "The scaling explorer draws MFU against the GPU count, for the fabric you pick; the comparator below "
-            "it times the job's gradient sum ({gradient} of bf16 gradients on {devices} GPUs) algorithm by "
-            "algorithm."),
+            "Once you lock, the scaling explorer draws MFU against the GPU count, for the fabric you pick, and a "
+            "second instrument below it times one part of the step on {devices} GPUs."),
         "act2": Scene(
             "MLOps architect",
             "GPT-3 175B needs {state} of weights, gradients and Adam state (16 bytes per parameter): "

@@ -96,9 +96,10 @@ EX1 = Act(
     lock=Lock(
         question=f"Pure data parallelism (TP=1, PP=1, DP=256) for Llama-3 70B on H100s of "
                  f"{H100.memory_capacity / GB:.3g} GB:",
-        options={"A": "runs, communication-bound", "B": "runs, compute-bound",
-                 "C": "does not fit: out of memory", "D": "fits only with bf16 weights"},
-        correct="C",
+        options={"comm-bound": "runs, communication-bound", "compute-bound": "runs, compute-bound",
+                 "out-of-memory": "does not fit: out of memory", "bf16-weights": "fits only with bf16 weights"},
+        correct="out-of-memory",
+        banned=("1.1 TB", "14x an H100"),
         explanation="Mixed-precision Adam needs 16 bytes per parameter (2 weights + 2 gradients + 12 optimizer) = "
                     "1.1 TB for 70B parameters before any activation: 14x an H100."),
     answers=(Answer(

@@ -324,7 +324,9 @@ class _Progress:
             if self.bar is None:
                 from tqdm.auto import tqdm
 
-                self.bar = tqdm(total=total, desc=self.desc, unit="step", leave=False)
+                # leave=True: in a notebook a bar that closes leaves an empty widget output behind; a
+                # finished bar says what was measured
+                self.bar = tqdm(total=total, desc=self.desc, unit="step", leave=True)
             elif total is not None and total != self.bar.total:
                 self.bar.total = total
             self.bar.n = done

@@ -6,10 +6,12 @@ activity list (:mod:`course.activities`).
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional, Tuple
 
 from course.assess.checks import display_markdown, whoami
+from course.assess.items import Lock
 from course.assess.lab import Lab, Spec
+from course.assess.lock_order import option_orders
 from course.assess.variants import current_student, variant_of
 
 
@@ -18,6 +20,18 @@ QUESTION_BEFORE_LOCK = ("**Your numbers.** This question appears here once you h
                         "above: it would give the prediction away.")
 REFLECTION_BEFORE_LOCK = ("**Reflection (graded by hand).** The question appears here once you have locked "
                           "your prediction above: it presumes the answer.")
+
+
+def course_locks() -> List[Tuple[str, Lock]]:
+    """Every prediction lock of the course as ``(ledger key, lock)``, in the activity list's order
+    (the walk :func:`~course.assess.lock_order.option_orders` balances over)."""
+    return [(lab.lock_key(act.id), act.lock) for lab in labs().values() for act in lab.acts if act.lock is not None]
+
+
+def lock_orders(student: Optional[str]) -> Dict[str, Tuple[str, ...]]:
+    """``{lock key: option ids in the order student sees them}``: the same in their kernel, after a
+    restart and in the grader's (:mod:`course.assess.lock_order`)."""
+    return option_orders(course_locks(), student)
 
 
 def labs() -> Dict[str, Lab]:
@@ -74,10 +88,12 @@ class LabSession:
 
         if act_id not in self._locks:
             spec = self.declaration.lock_of(act_id)
+            key = self.declaration.lock_key(act_id)
+            order = lock_orders(self.student)[key]  # this student's order; ids are what is stored
             self._locks[act_id] = PredictionLock(
-                self.declaration.lock_key(act_id), spec.question, options=spec.options, correct=spec.correct,
+                key, spec.question, options={i: spec.options[i] for i in order}, correct=spec.correct,
                 explanations=spec.explanation, after_reveal=spec.reveal,
-                folder=self._folder, ledger=self._ledger)
+                folder=self._folder, ledger=self._ledger, aliases=spec.letters)
         return self._locks[act_id]
 
     def gate(self, act_id: str, *targets: Any) -> Any:
@@ -87,6 +103,12 @@ class LabSession:
         """The act's reveal, rendered by its lock once locked and updated in place
         (``course.prediction.RevealView``; ``.correct``, ``.message``... read its current result)."""
         return self.lock(act_id).reveal_view()
+
+    def caption(self, name: str):
+        """An instrument caption that would point at its act's answer, rendered by the act's lock once
+        locked (:attr:`~course.assess.lab.Act.captions`); nothing until then."""
+        act = self.declaration.act_of(name)
+        return self.lock(act.id).after_lock(act.captions[name], before="")
 
     def ask(self, reflection_id: str):
         """The prompt of a reflection in an act with a lock: it presumes the lock's answer, so the

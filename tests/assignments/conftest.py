@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course.exercises import REGISTRY
+from course.notebook_api import REGISTRY
 
 from .nbgrader_course import NbgraderCourse, solution_submission
 

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from course.exercises import REGISTRY
+from course.notebook_api import REGISTRY
 from course.activities import EXERCISES
 from course.assess.spec import spec_for
 
@@ -261,7 +261,7 @@ def _chapter(chapter):
 
 
 def test_visible_checks_name_the_unit_slip_without_the_answer(capsys, tmp_path, monkeypatch):
-    from course.exercises import check
+    from course.notebook_api import check
 
     monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
     cases = [("5.1", {"bubble_overhead_pct": 0.25}, "percent written as a fraction"),
@@ -279,7 +279,7 @@ def test_visible_checks_name_the_unit_slip_without_the_answer(capsys, tmp_path, 
 
 
 def test_visible_check_records_mastery_in_the_ledger(tmp_path, monkeypatch, solutions, capsys):
-    from course.exercises import check
+    from course.notebook_api import check
     from course.ledger import Ledger
 
     path = tmp_path / "ledger.json"
@@ -296,7 +296,7 @@ def test_visible_check_records_mastery_in_the_ledger(tmp_path, monkeypatch, solu
 
 
 def test_progress_counts_chapters_5_to_9_from_visible_checks(tmp_path, monkeypatch, solutions, capsys):
-    from course.exercises import check
+    from course.notebook_api import check
     from course.ledger import Ledger
     from course.progress import summary
 

@@ -14,8 +14,8 @@ import nbformat
 
 import pytest
 
-from course.exercises import REGISTRY
-from course.exercises.feedback import insert_derivations
+from course.notebook_api import REGISTRY
+from course.notebook_api.feedback import insert_derivations
 
 from .conftest import WORKBOOK_5_9, wrong_submission
 from .nbgrader_course import NbgraderCourse, solution_submission

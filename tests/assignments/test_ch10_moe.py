@@ -28,7 +28,7 @@ from course import core
 from course.activities import EXERCISES, SYLLABUS
 from course.assess.spec import spec_for
 from course.assess.variants import variant_of
-from course.exercises import REGISTRY
+from course.notebook_api import REGISTRY
 
 from .conftest import wrong_submission
 from .nbgrader_course import ROOT, NbgraderCourse, solution_submission

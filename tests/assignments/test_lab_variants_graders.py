@@ -17,9 +17,9 @@ import sys
 
 import pytest
 
-from course.exercises import REGISTRY
+from course.notebook_api import REGISTRY
 from course.assess.variants import variant_of
-from course.labs.activity import labs
+from course.notebook_api.lab_session import labs
 
 from tests.notebooks.test_labs import write_predictions
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from course.exercises import REGISTRY
+from course.notebook_api import REGISTRY
 from course.activities import EXERCISES
 from course.assess.spec import spec_for
 from course.assess.variants import variant_of

@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course.exercises import REGISTRY, Verdict
-from course.exercises.feedback import insert_derivations
+from course.notebook_api import REGISTRY, Verdict
+from course.notebook_api.feedback import insert_derivations
 from course.activities import ACTIVITIES, EXERCISES
 from course.assess.spec import spec_for
 

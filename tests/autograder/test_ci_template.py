@@ -126,3 +126,14 @@ def test_shards_split_the_class(ci):
 def test_shards_must_be_sensible(tmp_path):
     with pytest.raises(ValueError, match="shards"):
         ci_template.write_templates(tmp_path, 0)
+
+
+def test_the_templates_are_written_by_a_yaml_library():
+    """GitHub's trigger key ``on`` stays the string ``on`` for a YAML 1.1 reader (PyYAML reads a bare ``on``
+    as true), and the header comments say what wrote the file and how to run it."""
+    for text in (ci_template.github_workflow(2), ci_template.gitlab_ci(2)):
+        assert text.startswith("# Written by `course-autograde ci-template --shards 2`")
+        assert "&id" not in text and "*id" not in text  # no anchors: each job reads whole
+    github = yaml.safe_load(ci_template.github_workflow(2))
+    assert "on" in github and True not in github
+    assert list(github["on"]["workflow_dispatch"]["inputs"]) == ["assignment", "submissions"]

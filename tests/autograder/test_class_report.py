@@ -37,6 +37,8 @@ PREDICTED = {"s00": ("C", "C"), "s01": ("C", "C"), "s02": ("C", "B"), "s03": ("C
              "s10": ("B", "B"), "s11": ("B", "C"), "s12": ("D", "B"), "s13": ("B", "B"), "s14": ("C", "B"),
              "s15": ("A", "B"), "s16": ("B", "C"), "s17": ("C", "D"), "s18": ("B", "B"), "s19": (None, None),
              "s20": (None, None), "s21": ("C", "C")}
+#: whose predictions.json holds letters, as written before options had ids (the report reads them as options)
+LEGACY_STUDENT = "s12"
 #: students who share their design ledger with the instructor
 SHARED_LEDGERS = ["s00", "s06", "s10", "s14", "s19"]
 CH02_STUDENTS = ["s00", "s01", "s02", "s03", "s04", "s05"]
@@ -81,7 +83,7 @@ def _visible_checks(student: str, ledger: Path, attempts) -> None:
     """Run exercise 2.1's visible check as ``student`` would, recording in ``ledger`` (the package writes it)."""
     import os
 
-    from course.exercises import check
+    from course.notebook_api import check
     from tests.assignments.nbgrader_course import honest_answers
 
     right: dict = {}
@@ -102,7 +104,7 @@ def _visible_checks(student: str, ledger: Path, attempts) -> None:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    from course.labs.activity import LabSession
+    from course.notebook_api.lab_session import LabSession
     from course.ledger import Ledger
 
     base = tmp_path_factory.mktemp("classreport")
@@ -132,9 +134,14 @@ def graded(tmp_path_factory):
         stamp = "2026-11-22 12:00:00.000000 UTC" if role == "late" else "2026-11-20 10:00:00.000000 UTC"
         (folder / "timestamp.txt").write_text(stamp)
         session = LabSession("lab06", folder=folder, ledger=Ledger(ledgers / f"{student}.json"))
+        if student == LEGACY_STUDENT:  # a predictions.json written before option ids: it stored the letters
+            (folder / "predictions.json").write_text(json.dumps(
+                {f"lab06/{act}": {"value": option, "kind": "choice", "locked": True, "locked_at": "2026-11-19T10:00:00+00:00"}
+                 for act, option in zip(("act1", "act2"), PREDICTED[student])}))
+            continue
         for act, option in zip(("act1", "act2"), PREDICTED[student]):
             if option is not None:
-                session.lock(act).answer(option)
+                session.lock(act).answer(option)  # a letter of the declaration: the lock stores its option's id
         if student in SHARED_LEDGERS and (ledgers / f"{student}.json").exists():
             shutil.copy(ledgers / f"{student}.json", shared / f"{student}.json")
     for student in CH02_STUDENTS:
@@ -206,16 +213,25 @@ def test_the_grader_gave_what_each_role_deserves(graded):
     assert graded["grades"]["s20"]["status"] == "missing"
 
 
+def _ids(key):
+    """``{letter of the declaration: option id}`` of a lab06 lock (PREDICTED is written in letters)."""
+    from course.labs.activity import labs
+
+    return labs()["lab06"].lock_of(key.split("/")[1]).letters
+
+
 def test_lock_counts_match_the_predictions_made(graded):
     locks = {lock["key"]: lock for lock in graded["lab"]["locks"]}
     assert list(locks) == ["lab06/act1", "lab06/act2"]
     for index, key in enumerate(locks):
-        made = [PREDICTED[s][index] for s in _counted()]
+        ids = _ids(key)
+        made = [ids.get(PREDICTED[s][index]) for s in _counted()]
         lock = locks[key]
-        assert {o["option"]: o["count"] for o in lock["options"]} == {o: made.count(o) for o in "ABCD"}
-        assert lock["right"] == made.count("C") and lock["correct"] == "C"
+        # counted by option id (content), the legacy student's letters included
+        assert {o["option"]: o["count"] for o in lock["options"]} == {ids[o]: made.count(ids[o]) for o in "ABCD"}
+        assert lock["right"] == made.count(ids["C"]) and lock["correct"] == ids["C"]
         assert lock["no_prediction"] == made.count(None)
-        assert lock["share_right"] == pytest.approx(made.count("C") / (len(made) - made.count(None)))
+        assert lock["share_right"] == pytest.approx(made.count(ids["C"]) / (len(made) - made.count(None)))
         assert "ring" in lock["explanation"] or "log" in lock["explanation"]
     # by hand from the table: Act I, 10 of 20 locked predictions right (s19 locked none; s20 is not counted)
     assert locks["lab06/act1"]["right"] == 10 and locks["lab06/act1"]["locked"] == 20
@@ -288,7 +304,9 @@ def test_per_student_rows_late_days_and_feedback_links(graded):
     assert list(rows) == STUDENTS
     assert rows["s21"]["late_days"] == 2 and rows["s21"]["final_score"] == pytest.approx(0.8 * rows["s21"]["score"])
     assert all(rows[s]["late_days"] == 0 for s in STUDENTS if s != "s21")
-    assert rows["s07"]["locks"] == {"lab06/act1": "B", "lab06/act2": "B"}
+    assert rows["s07"]["locks"] == {"lab06/act1": _ids("lab06/act1")["B"], "lab06/act2": _ids("lab06/act2")["B"]}
+    assert rows[LEGACY_STUDENT]["locks"] == {k: _ids(k)[v] for k, v in zip(("lab06/act1", "lab06/act2"),
+                                                                           PREDICTED[LEGACY_STUDENT])}
     report_dir = graded["root"] / "report"
     for s in _counted():
         link = rows[s]["feedback"]
@@ -335,7 +353,8 @@ def test_the_page_names_no_key_and_carries_everything_itself(graded):
         assert max(numbers) <= 8, row
     for s in graded["lab"]["students"]:
         assert set(s) == {"student", "status", "counted", "score", "max_score", "final_score", "late_days",
-                          "points_deducted", "submitted", "variant", "locks", "parts", "reason", "feedback"}
+                          "points_deducted", "submitted", "variant", "locks", "parts", "reason", "feedback",
+                          "tampered"}
         assert all(v is None or v <= 2 for v in s["parts"].values())
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from autograder.reports import catalog, stats
 from autograder.reports.anonymise import anonymise
-from course.exercises import judge_json
+from course.notebook_api import judge_json
 
 
 def test_discrimination_is_the_correlation_with_the_rest():
@@ -150,3 +150,27 @@ def test_counts_read_in_the_number_they_ask_for():
            "share_right": 1.0, "discrimination": None, "item_total": None, "distribution": {"1": 1}, "wrong": []}
     html = _parts({"assignment": "ch02_gradient_accumulation", "counted": 1, "parts": [one]})
     assert "over 1 student " in html and "1 pt: 1" in html and "1 students" not in html
+
+
+def test_the_page_is_a_template_that_keeps_every_value_text():
+    """report.html comes from a Jinja2 template with autoescaping: a student id, an option's text or a
+    ledger key that holds markup reads as those characters, and the page's own markup is intact."""
+    from autograder.reports.render import render
+
+    hostile = "<img src=x onerror=alert(1)>"
+    rep = {"assignment": "ch02_gradient_accumulation", "title": "Chapter 2", "students_total": 1, "counted": 1,
+           "excluded": 0, "seed": 7, "shard": None, "prediction_vs_outcome": [],
+           "locks": [{"act_title": "Act I", "key": "lab06/act1", "question": "Which?", "locked": 1, "right": 0,
+                      "share_right": 0.0, "no_prediction": 0, "not_an_option": 0, "explanation": hostile,
+                      "options": [{"option": "A", "correct": True, "text": hostile, "count": 1}]}],
+           "parts": [], "ledger": {"students": 1, "entries": [
+               {"key": hostile, "students": 1, "mean_attempts": 2.0, "share_passed": 1.0, "predictions": 1,
+                "failures_hit": {}}]},
+           "students": [{"student": hostile, "feedback": "feedback/x/ch02.html", "status": "graded", "score": 1.0,
+                         "max_score": 2.0, "final_score": 1.0, "late_days": 0, "locks": {"lab06/act1": hostile},
+                         "parts": {}}]}
+    page = render({"generated": "now", "assignments": [rep], "method": {"discrimination": "r", "counted": "all"},
+                   "term": {"acts": [], "chapters": [], "kinds": []}})
+    assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 5
+    assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>\n")
+    assert '<a href="feedback/x/ch02.html">' in page and "<style>" in page and "1 student;" in page

@@ -57,7 +57,7 @@ def test_only_plain_values_are_read():
                           "invalid": [1] * len(job["invalid"])}}
     data = cleanroom.parse(_answer(request, functions=odd), "n0", request)
     harvested = cleanroom.harvests(data, SPLIT)
-    from course.exercises import safe_judge, REGISTRY
+    from course.notebook_api import safe_judge, REGISTRY
 
     verdict = safe_judge(REGISTRY["ch02_ex2_4"], harvested["ch02_ex2_4"], 3)
     assert verdict.score == 0  # every value 1 is wrong, and a dict is no number
@@ -100,7 +100,7 @@ def test_clean_room_holds_the_students_code_and_nothing_of_the_course(tmp_path):
     assert out["state"] == "ok", out
     # only nbgrader (a third-party package in the venv) imports; nothing of course or autograder
     assert out["harvested"]["ch02_ex2_1"] == {"values": {"accum_steps": 1}}
-    from course.exercises import REGISTRY, safe_judge
+    from course.notebook_api import REGISTRY, safe_judge
 
     verdict = safe_judge(REGISTRY["ch02_ex2_4"], out["harvested"]["ch02_ex2_4"], 5)
     assert verdict.score == 1.0, verdict
@@ -119,7 +119,7 @@ def test_a_name_the_clean_room_did_not_find_is_explained():
 def test_a_blank_answer_is_not_answered_and_a_lost_one_is_explained():
     """The release's stub assigns nothing: "not answered", without the note about the course package,
     which stays for a name some cell assigns that the clean room did not get (the cell failed there)."""
-    from course.exercises import REGISTRY, safe_judge
+    from course.notebook_api import REGISTRY, safe_judge
 
     request, part = _request(), REGISTRY["ch02_ex2_1"]
     data = cleanroom.parse(_answer(request, values={}), "n0", request)

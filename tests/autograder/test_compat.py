@@ -123,3 +123,36 @@ def test_the_cli_says_why_grading_stopped(tmp_path, monkeypatch, capsys):
     assert cli.main(["class", "ch01", "--course-root", str(tmp_path), "--no-progress"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("course-autograde: grading stopped: nbgrader 0.0.1 is installed") and "Traceback" not in err
+
+
+def test_feedback_steps_accept_display_data_priority_without_a_patch():
+    """nbconvert's HTML exporter configures ``NbConvertBase.display_data_priority``; every nbgrader step the
+    course runs in feedback (and the formgrader's view) takes it as configuration through a subclass
+    (``compat.NbGraderStep``), and nbgrader's own base class is left as nbgrader declares it."""
+    from nbgrader.preprocessors import NbGraderPreprocessor
+    from traitlets.utils.importstring import import_item
+
+    from autograder.grading.feedback import FEEDBACK_PREPROCESSORS
+    from autograder.grading.handgrading import ShowMarkingGuide
+
+    steps = [import_item(name) for name in FEEDBACK_PREPROCESSORS] + [ShowMarkingGuide]
+    nbgrader_steps = [step for step in steps if issubclass(step, NbGraderPreprocessor)]
+    assert len(nbgrader_steps) >= 6
+    for step in nbgrader_steps:
+        assert "display_data_priority" in step.class_traits(config=True), step
+    assert "display_data_priority" not in NbGraderPreprocessor.class_traits(config=True)
+    import nbgrader.preprocessors as nbgrader_steps_module
+
+    assert import_item("autograder.grading.feedback.GetGrades").__mro__[1] is nbgrader_steps_module.GetGrades
+
+
+def test_feedback_html_is_validated_once_by_nbconverts_own_setting():
+    """No private nbconvert method is replaced: the exporter validates once, after its last step."""
+    from nbconvert.exporters.exporter import Exporter
+
+    from autograder.grading.feedback import _exporter
+
+    exporter = _exporter()
+    assert exporter.optimistic_validation is True
+    assert "_validate_preprocessor" not in vars(exporter) and type(exporter)._validate_preprocessor is \
+        Exporter._validate_preprocessor

@@ -180,6 +180,7 @@ def test_the_button_refuses_to_run_student_code_without_the_sandbox(monkeypatch,
         raise AssertionError("graded without a sandbox")
 
     monkeypatch.setattr(sandbox, "probe", lambda: "bubblewrap (bwrap) is not installed")
+    monkeypatch.delenv("COURSE_ALLOW_UNSANDBOXED", raising=False)  # tests/conftest.py sets it without bwrap
     monkeypatch.setattr(autograder.grading.grader, "Grader", must_not_grade)
     step = SandboxedAutograde()
     step._coursedir = lambda: SimpleNamespace(root=str(tmp_path), submitted_directory="submitted",

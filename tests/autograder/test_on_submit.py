@@ -98,7 +98,7 @@ def test_graded_released_once_and_a_crash_loses_nothing(course):
     assert states == ["released", "released"], _queue(root)
     assert "graded 0 submission(s)" in _run([*cli, "once"], root, env).stdout
     listing = _run([*cli, "queue", CHAPTER], root, env).stdout
-    assert listing.count("released") == 2 and "2 submission(s)" in listing
+    assert listing.count(" released ") == 2 and "2 submission(s); queue depth 0" in listing and "2 released" in listing
     assert len(fetch_feedback()) == 2
     from nbgrader.api import Gradebook
 
@@ -106,3 +106,40 @@ def test_graded_released_once_and_a_crash_loses_nothing(course):
         assert [s.student.id for s in gb.find_assignment(CHAPTER).submissions] == [who]
     grades = json.loads((root / "grades" / CHAPTER / "grades.json").read_text())
     assert [(r["student"], r["score"]) for r in grades["students"]] == [(who, 8.0)]
+
+
+def test_a_burst_is_graded_in_parallel_once_each_under_the_assignments_policy(course, tmp_path):
+    """Three students submit at once (one of them twice): two workers grade them side by side, each
+    newest submission once and the older one never; the late penalty the assignment's policy sets
+    reaches grades.json and canvas.csv; the queue shows each wait and the depth (issue 45)."""
+    root, env, cli, _submit, _fetch, _who = course
+    home = tmp_path / "student"
+    policy = _run([sys.executable, "-m", "autograder", "policy", CHAPTER, "--due", "2020-01-01 00:00 UTC",
+                   "--late-per-day", "0.1", "--late-cap", "0.3"], root, env)
+    assert "due date: none -> 2020-01-01 00:00 UTC" in policy.stdout
+    _run([*cli, "enable", CHAPTER], root, env)
+    students = ["s_ada", "s_bo", "s_cy", "s_ada"]
+    for number, student in enumerate(students):
+        if number == len(students) - 1:
+            time.sleep(1.1)  # nbgrader's exchange names are per second: s_ada's second is the newer one
+        nbformat.write(solution(root, student=student), str(home / CHAPTER / f"{CHAPTER}.ipynb"))
+        _run([sys.executable, "-m", "nbgrader", "submit", CHAPTER, "--course=distributed-training",
+              f"--student={student}"], home, dict(env, HOME=str(home)))
+    once = _run([*cli, "once", "--workers", "2"], root, env)
+    assert "graded 3 submission(s)" in once.stdout and "3 submission(s) to grade, 2 worker(s)" in once.stdout
+    entries = sorted(_queue(root).values(), key=lambda e: e["submitted"])
+    assert sorted(e["state"] for e in entries) == ["released", "released", "released", "superseded"]
+    assert entries[0]["student"] == "s_ada" and entries[0]["state"] == "superseded"
+    released = [e for e in entries if e["state"] == "released"]
+    assert all(e["waited"] is not None and e["seconds"] > 0 and e["released_at"] > e["graded_at"] for e in released)
+    # two workers: the second submission started before the first was graded
+    by_start = sorted(released, key=lambda e: e["started"])
+    assert by_start[1]["started"] < by_start[0]["graded_at"], by_start
+    grades = json.loads((root / "grades" / CHAPTER / "grades.json").read_text())
+    finals = {r["student"]: (r["score"], r["late"]["final_score"]) for r in grades["students"]}
+    assert finals == {s: (8.0, 5.6) for s in ("s_ada", "s_bo", "s_cy")}  # years late: the 30 % cap
+    canvas = (root / "grades" / CHAPTER / "canvas.csv").read_text().splitlines()
+    assert sorted(line.split(",")[-1] for line in canvas[2:]) == ["5.6", "5.6", "5.6"]
+    listing = _run([*cli, "queue", CHAPTER], root, env).stdout
+    assert "queue depth 0 (0 queued, 0 grading)" in listing and "3 released, 1 superseded" in listing
+    assert "waited" in listing.splitlines()[0] and "to feedback" in listing.splitlines()[0]

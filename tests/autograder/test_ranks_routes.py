@@ -1,6 +1,6 @@
-"""Chapter 11 through the grading routes: `course-autograde class` and `single` give the same points,
-the collectives graded on real MPI ranks; a deadlocking ring gets 0 and a reason for its part while the
-rest of the notebook is graded (issue 47)."""
+"""Chapter 11 through the grading routes: `course-autograde class`, `single` and the Gradescope bundle
+give the same points, the collectives graded on real MPI ranks; a deadlocking ring gets 0 and a reason
+for its part while the rest of the notebook is graded (issue 47)."""
 
 from __future__ import annotations
 
@@ -70,3 +70,34 @@ def test_single_mode_gives_the_same_points_as_class_mode(graded, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     row = json.loads((out / "grades.json").read_text())["students"][0]
     assert _points(row) == _points(graded["rows"]["bob"])
+
+
+def test_gradescope_gives_the_same_points_as_class_mode(graded, tmp_path):
+    """The Gradescope bundle grades the deadlocking notebook to the same points, part by part."""
+    import shutil
+    import zipfile
+    from pathlib import Path
+
+    root = graded["root"]
+    bundle = tmp_path / "autograder.zip"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "gradescope", ASSIGNMENT, "--course-root", str(root),
+                           "--out", str(bundle), "--seed", "3", *LIMITS], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    gs = tmp_path / "gs"
+    with zipfile.ZipFile(bundle) as zf:
+        zf.extractall(gs / "source")
+    shutil.copy(gs / "source" / "run_autograder", gs / "run_autograder")
+    (gs / "run_autograder").chmod(0o755)
+    (gs / "submission").mkdir()
+    shutil.copy(root / "submitted" / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", gs / "submission")
+    (gs / "submission_metadata.json").write_text(json.dumps({
+        "id": 1, "created_at": "2026-11-20T14:22:32.365935-07:00",
+        "assignment": {"id": 2, "title": "Chapter 11", "total_points": "1"},
+        "users": [{"email": "bob", "id": 1003, "name": "Bob"}], "previous_submissions": []}))
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "AUTOGRADER_ROOT": str(gs),
+           "AUTOGRADER_PYTHON": sys.executable, "HOME": str(gs)}
+    run = subprocess.run([str(gs / "run_autograder")], cwd=gs, env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    data = json.loads((gs / "results" / "results.json").read_text())
+    by_part = {t["name"].split()[-1]: t["score"] for t in data["tests"]}
+    assert by_part == pytest.approx(_points(graded["rows"]["bob"])), by_part

@@ -83,7 +83,7 @@ LOCKED = {"act1": "A", "act2": "B", "part3": "C"}
 
 @pytest.fixture(scope="module")
 def lab_graded(tmp_path_factory):
-    from course.labs.activity import LabSession
+    from course.notebook_api.lab_session import LabSession
     from course.ledger import Ledger
 
     base = tmp_path_factory.mktemp("runaway_lab")

@@ -44,7 +44,7 @@ def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_p
     lock.get_by_text("Pick an option first.").wait_for(timeout=30_000)
     assert not lock.locator("input[type=radio]").first.is_disabled()
 
-    lock.get_by_text("C) about 128x").click()
+    lock.get_by_text("about 128x").click()
     button.click()
     # the kernel locks, then shows the instrument; bqplot sizes a figure once it is scrolled to
     lock.get_by_text("Your prediction:").wait_for(timeout=30_000)

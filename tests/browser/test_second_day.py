@@ -192,7 +192,7 @@ def test_restart_and_run_all_keep_every_failure_state_and_the_design(open_copy, 
         configurator, bubbles = instrument(page, CONFIGURATOR), instrument(page, BUBBLES)
         expect_gated(configurator)
         lock_prediction(page, lock_box(page, "Which layout balances memory, compute and communication best?"),
-                        "B) TP=8, PP=4, DP=32", configurator)
+                        "TP=8, PP=4, DP=32", configurator)
         # four failure states, each shown and then left
         press_on_slider(page, configurator, "tp", "ArrowRight", 2)  # TP 16 crosses the 8-GPU node
         expect(configurator.locator(".course-failure-tp_crosses_node")).to_be_visible(timeout=30_000)

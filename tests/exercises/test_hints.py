@@ -119,3 +119,13 @@ def test_every_quantity_class_has_its_own_hint():
     for quantity, (value, key, unit, words) in cases.items():
         assert quantity_of(unit) == quantity
         assert words in unit_hint(value, key, unit)[1], (quantity, unit_hint(value, key, unit))
+
+
+def test_the_off_by_one_hint_names_the_rounding_where_no_fencepost_exists():
+    """Issue 48: 10.4's capacity one off got "n items have n - 1 gaps"; its slip is the rounding up."""
+    from course.chapters.ch10 import _key_10_4
+
+    ex = EXERCISES["10.4"]
+    capacity = _key_10_4(ex.spec)["capacity"]
+    hint = unit_hint(capacity - 1, capacity, "count of tokens")[1]
+    assert "round" in hint and "gaps" not in hint

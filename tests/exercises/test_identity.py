@@ -63,7 +63,7 @@ def test_whoami_says_the_id_where_it_came_from_and_how_to_change_it(monkeypatch,
 
 
 def test_feedback_drops_check_outputs_computed_for_another_students_id(monkeypatch, capsys):
-    from course.exercises.feedback import insert_derivations
+    from course.notebook_api.feedback import insert_derivations
 
     monkeypatch.setattr(variants, "unix_student", lambda uid=None: "grader")
     checks.whoami("ch02_gradient_accumulation")  # a kernel that ran as another account
@@ -85,3 +85,32 @@ def test_whoami_in_the_grading_run_does_not_tell_the_student_to_unset_the_grader
     out = capsys.readouterr().out
     assert "numbers for student 'ada'" in out and "grading run" in out  # feedback still reads the id
     assert "COURSE_STUDENT" not in out and "restart the kernel" not in out
+
+
+def test_a_student_sees_and_sets_their_id_from_the_notebook(monkeypatch, tmp_path, capsys):
+    """Issue 48: no terminal needed. `student()` shows the id and where it comes from; `student('ada')` or the
+    panel's box saves it (as `course student ada` does); a stronger source (the hub login) is said, not overridden."""
+    from course.exercises import student
+
+    monkeypatch.setattr(variants, "student_file", lambda: tmp_path / ".course" / "student")
+    for name in ("JUPYTERHUB_USER", "COURSE_STUDENT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(variants, "unix_student", lambda uid=None: None)
+    monkeypatch.chdir(tmp_path)
+    panel = student()
+    assert "No student id is set" in panel.status.value and not panel.save.disabled
+    panel.box.value = "ada"
+    panel.save.click()  # what the button does in the browser
+    assert (tmp_path / ".course" / "student").read_text().strip() == "ada"
+    assert "Restart the kernel" in panel.message.value
+    assert variants.current_student() == ("ada", "course student setting")
+    assert "You are <b>ada</b>" in panel.status.value
+    panel.box.value = "not an id!"
+    panel.save.click()
+    assert "student must be" in panel.message.value  # a clear line, no traceback
+    student("grace")
+    assert "Saved 'grace'" in capsys.readouterr().out and variants.current_student()[0] == "grace"
+    monkeypatch.setenv("JUPYTERHUB_USER", "bob")
+    hub = student("mallory")
+    assert hub.save.disabled and "hub login" in hub.status.value
+    assert (tmp_path / ".course" / "student").read_text().strip() == "grace"  # nothing saved over the hub's id

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from course.core import catalog
-from course.exercises import judge_json
+from course.notebook_api import judge_json
 from course.assess.variants import student_seed, variant_of
 from course.labs import lab05, lab06, tutorial
-from course.labs.activity import labs
+from course.notebook_api.lab_session import labs
 
 LABS = {lab.name: lab for lab in labs().values()}
 NUMERIC = [(lab.name, a.id) for lab in LABS.values() for act in lab.acts for a in act.answers
@@ -189,7 +189,7 @@ def test_lab06_act2_asks_each_student_about_their_own_update_and_the_winner_chan
 
 
 def test_the_kernel_session_shows_the_students_own_numbers(monkeypatch, tmp_path, capsys):
-    from course.labs.activity import LabSession
+    from course.notebook_api.lab_session import LabSession
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COURSE_STUDENT", "ada")
@@ -204,7 +204,7 @@ def test_the_kernel_session_shows_the_students_own_numbers(monkeypatch, tmp_path
 
 
 def test_plain_nbgrader_hidden_test_grades_the_student_of_the_grading_folder(tmp_path, monkeypatch):
-    from course.exercises import grade_in_kernel
+    from course.notebook_api import grade_in_kernel
 
     folder = tmp_path / "autograded" / "bob" / lab06.NAME
     folder.mkdir(parents=True)
@@ -228,7 +228,7 @@ def test_cli_prints_a_students_lab_numbers_keys_and_worked_answers(capsys):
 
 
 def test_feedback_renders_the_students_prompts_and_worked_answers():
-    from course.exercises.feedback import insert_derivations
+    from course.notebook_api.feedback import insert_derivations
 
     nb = nbformat.read(f"release/{tutorial.NAME}/{tutorial.NAME}.ipynb", 4)
     insert_derivations(nb, "cy")

@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-import course.exercises as exercises
-from course.exercises import REGISTRY, Verdict, grade_in_kernel, harvest_json, judge_json
+import course.notebook_api as exercises
+from course.notebook_api import REGISTRY, Verdict, grade_in_kernel, harvest_json, judge_json
 from course.assess.attempts import current_identity, record_of
 from course.assess.registry import unit_hint
-from course.exercises import check
+from course.notebook_api import check
 from course.assess.kinds import course_references, imports_course, poisoned_core
 from course.assess.registry import judge_plain, plain_number, to_plain, NotPlain
 

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from course.exercises import REGISTRY, check, grade_in_kernel, judge_json, harvest_json
+from course.notebook_api import REGISTRY, check, grade_in_kernel, judge_json, harvest_json
 from course.assess import checks, variants
 from course.activities import ACTIVITIES, EXERCISES
 from course.assess.spec import spec_for
@@ -278,6 +278,24 @@ def test_an_unanswered_check_counts_no_attempt_and_reveals_nothing(as_ada, capsy
     assert Ledger().get("ch00/ex0_1")["by_identity"]  # counted for this student
 
 
+def test_a_half_answered_check_counts_no_attempt_like_a_blank_one(as_ada, capsys, monkeypatch, tmp_path):
+    """Issue 48: 10.1 with `total_b` given and `active_b` not (undefined or None) counted an attempt."""
+    monkeypatch.setenv("COURSE_LEDGER", str(tmp_path / "ledger.json"))
+    monkeypatch.setattr(variants, "DERIVATION_AFTER_ATTEMPTS", 1)
+    from course.ledger import Ledger
+
+    for half in ({"total_b": 12.0}, {"total_b": 12.0, "active_b": None}, {"total_b": 13.0}):
+        check("10.1", half)
+        out = capsys.readouterr().out
+        assert "not complete yet" in out and "`active_b`" in out and "counts no attempt" in out
+        assert "Worked derivation" not in out
+    assert not (Ledger().get("ch10/ex10_1") or {}).get("by_identity")
+    check("10.1", {"total_b": 12.0, "active_b": 3.0})  # complete, wrong: an attempt
+    out = capsys.readouterr().out
+    assert "not yet (attempt 1)" in out
+    assert Ledger().get("ch10/ex10_1")["by_identity"]
+
+
 def test_exam_mode_checks_only_type_and_units(as_ada, capsys, monkeypatch):
     monkeypatch.setitem(variants.SETTINGS, "ch00_ring_allreduce", {"variants": True, "feedback": "exam"})
     check("0.1", {"volume_gb": 123.0})
@@ -311,7 +329,7 @@ class _Day(dt.date):
 
 
 def test_mastery_and_streak_come_from_real_checks(as_ada, monkeypatch, capsys):
-    from course.exercises.mastery import mastery
+    from course.notebook_api.mastery import mastery
 
     monkeypatch.setattr(checks._dt, "date", _Day)
     answers = {"0.1": _honest("0.1", "ada"), "2.1": _honest("2.1", "ada"), "0.5": _honest("0.5", "ada")}
@@ -334,7 +352,7 @@ def test_mastery_and_streak_come_from_real_checks(as_ada, monkeypatch, capsys):
 
 
 def test_graded_full_points_count_as_mastered(as_ada, tmp_path):
-    from course.exercises.mastery import mastery, record_points
+    from course.notebook_api.mastery import mastery, record_points
 
     record_points({"ch02_ex2_2": (1.0, 1.0)})  # as `course import-grades grades.json` records it
     data = mastery(today=dt.date(2026, 3, 3))
@@ -373,7 +391,7 @@ def test_cli_prints_a_students_numbers_and_keys(capsys):
 def test_feedback_shows_the_students_prompt_and_derivation():
     import nbformat
 
-    from course.exercises.feedback import insert_derivations
+    from course.notebook_api.feedback import insert_derivations
 
     nb = nbformat.read("release/ch02_gradient_accumulation/ch02_gradient_accumulation.ipynb", 4)
     insert_derivations(nb, "ada")
@@ -390,7 +408,7 @@ def test_feedback_drops_check_outputs_computed_without_the_students_id(capsys):
     from nbformat.v4 import new_output
 
     from course.assess.checks import whoami
-    from course.exercises.feedback import insert_derivations
+    from course.notebook_api.feedback import insert_derivations
 
     whoami("ch02_gradient_accumulation")  # as in the autograder's sandbox: nobody
     printed = capsys.readouterr().out

@@ -82,7 +82,16 @@ def test_the_load_view_stays_alive_and_shows_the_core(experts, ep, skew, droples
     assert np.isclose(v.result["dropped"], 0.0 if dropless else core.dropped_token_share(loads, c))
     # the chart: one bar per expert at x = 1..E, as tall as the core's load, inside an x range of exactly E bars
     heights, lefts = np.asarray(v.loads.y)[1::5], np.asarray(v.loads.x)[0::5]
-    assert np.allclose(heights, loads) and np.allclose(lefts + 0.45, np.arange(1, experts + 1))
+    top = expert_load.load_axis_top(float(loads[0]), None if dropless else c)
+    assert v.loads.scales["y"].max == top  # every bar, the mean and the capacity line inside the axis
+    assert np.allclose(heights, np.minimum(loads, top)) and np.allclose(lefts + 0.45, np.arange(1, experts + 1))
+    # the dropped tokens: the part of each bar above C, drawn over it in another colour
+    over = np.asarray(v.dropped_marks.y)
+    if dropless or not np.any(loads > c):
+        assert not v.dropped_marks.visible
+    else:
+        assert v.dropped_marks.visible and np.count_nonzero(np.isnan(over)) == np.count_nonzero(loads > c) - 1
+        assert np.allclose(over[0::5], c) and np.allclose(over[1::5], np.minimum(loads[loads > c], top))
     assert v.loads.scales["x"].max == experts + 0.5 and v.loads.scales["x"].min == 0.5
 
 
@@ -103,13 +112,48 @@ def test_the_load_view_draws_its_bars_as_one_path_with_a_box_in_the_legend():
     v = ExpertLoadView(experts=8)
     figures, marks = list(v.figures), [m for f in v.figures for m in f.marks]
     v.controls["experts"].value = 256  # 256 bars: still the same three marks, the bars one filled path
-    assert same_figures(v, figures, marks) and len(marks) == 3 and v.loads.fill == "bottom"
-    assert np.count_nonzero(np.isnan(np.asarray(v.loads.y))) == 256
+    assert same_figures(v, figures, marks) and len(marks) == 4 and v.loads.fill == "bottom"
+    assert np.count_nonzero(np.isnan(np.asarray(v.loads.y))) == 255  # between the bars; none after the last
+    assert not np.isnan(np.asarray(v.loads.x)[-1])  # bqplot puts the mark's label at its last point
     assert ("tokens per expert / mean", v.loads.colors[0], "box") in legend_entries(v.figures[0]._course_legend_marks)
     # the mean and capacity lines run across the whole plot whatever E is: their x scale spans exactly their ends
     for line in (v.mean_line, v.capacity_line):
         assert (line.scales["x"].min, line.scales["x"].max) == (0.0, 1.0) and list(line.x) == [0.0, 1.0]
         assert line.scales["y"] is v.loads.scales["y"]
+
+
+def test_mean_and_capacity_lines_stay_apart_at_high_skew():
+    """Issue 48: at skew 1.5 on 256 experts the axis ran to 27 and the mean (1) and C (1.25) lines merged."""
+    view = ExpertLoadView()
+    with view.batch():
+        view.controls["experts"].value = 256
+        view.controls["ep"].value = 8
+        view.controls["skew"].value = 1.5
+        view.controls["dropless"].value = False
+        view.controls["capacity"].value = 1.25
+    top = view.loads.scales["y"].max
+    assert view.result["hottest"] > 20 and top <= 4.2 * 1.25
+    assert (1.25 - 1.0) / top > 0.04  # more than 10 px apart on a 250 px plot
+    assert "above the axis" in next(iter(view.figure_texts.values())).value  # the cut bars are said to be cut
+
+
+def test_the_load_view_names_one_expert_per_rank_in_the_singular_and_shows_its_whole_labels():
+    view = ExpertLoadView()
+    with view.batch():
+        view.controls["experts"].value = 64
+        view.controls["ep"].value = 64
+    assert "1 expert per rank" in view.cards.value and "1 experts" not in view.cards.value
+    assert view.controls["expert_share"].style.description_width == "initial"
+
+
+def test_the_explorer_marks_your_ep_at_the_time_its_card_states():
+    explorer = AllToAllExplorer()
+    explorer.controls["ep"].value = 16
+    explorer.controls["overlap"].value = True
+    r = explorer.result
+    assert r["exposed_seconds"] < r["all_to_all_seconds"]
+    assert list(explorer.mine.y) == [pytest.approx(r["exposed_seconds"] * 1e3)]
+    assert "exposed" in explorer.mine.labels[0]
 
 
 def test_expert_load_legend_names_only_the_lines_drawn():

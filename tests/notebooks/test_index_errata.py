@@ -16,7 +16,7 @@ ASSIGNMENTS = [
     "lab08_ring_for_real",
     "ch00_ring_allreduce", "ch01_zero", "ch02_gradient_accumulation", "ch03_lr_scaling",
     "ch04_comm_overhead", "ch05_pipeline", "ch06_tensor_parallel", "ch07_checkpointing",
-    "ch08_mixed_precision", "ch09_capstone", "ch10_mixture_of_experts",
+    "ch08_mixed_precision", "ch09_capstone", "ch10_mixture_of_experts", "ch11_collectives_by_hand",
 ]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from course import core
 from course.labs import lab05, lab06, tutorial
-from course.labs.activity import labs
+from course.notebook_api.lab_session import labs
 from course.labs.tracks import scene_text
 
 LABS = labs()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course.exercises import REGISTRY, judge_json
+from course.notebook_api import REGISTRY, judge_json
 from course.labs import lab05, lab06, lab07, lab08, tutorial
 
 LABS = ["lab05_parallelism_paradox", "lab06_bandwidth_invariant", "tutorial_3d_parallelism", "lab07_expert_wall",

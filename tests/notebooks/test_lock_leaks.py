@@ -29,7 +29,7 @@ import statistics
 import nbformat
 import pytest
 
-from course.labs.activity import labs
+from course.notebook_api.lab_session import labs
 
 LABS = labs()
 SHINGLE = 4
@@ -124,6 +124,178 @@ def test_the_correct_option_is_not_the_longest_by_far(prefix, act_id):
         f"{prefix}/{act_id}: the correct option has {correct} characters, the median {statistics.median(lengths)}")
 
 
+# -- everything a student can read before locking (issue 48) ----------------------------------------
+#
+# Not only the notebook: the student docs (every page: a student reads them in any order), the other
+# notebooks a student has (course map, errata), Lab 05's track scenes on every track, each question shown
+# before its lock (for the student with no id and 40 variants), every lock's question and options, and,
+# for a later act, what the earlier acts' locks render once locked (their explanation, reveal, captions and
+# the questions they show). Three checks read each lock's right option and explanation against it:
+# (g) the phrases the lock declares ``banned`` (the mechanism the right option names, in the words a leak
+#     would use) stand nowhere; every lock declares some;
+# (h) no sentence shares four or more distinctive words (in the right option and its explanation, in no
+#     other option nor the question, and not among the course's everyday words) making up a quarter of its
+#     words: a sentence that restates the mechanism in its own words (issue 48's "Once an EP group spans
+#     nodes, a large share of every token's k copies crosses the network") does, while setting vocabulary
+#     spread over the page does not. A paraphrase in everyday words ("Each token therefore passes through
+#     exactly as many MLP weights as in the dense model") escapes it: the banned phrases (g) are for those.
+#     A sentence that states a needed setting and still trips it is listed in SETTING_SENTENCES with the
+#     reason;
+# (i) the right option's distinguishing 4-word shingles stand nowhere (a).
+
+from pathlib import Path  # noqa: E402 -- below the rules it implements
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDENT_DOCS = sorted((ROOT / "docs" / "students").glob("*.md"))
+_STOP = set("the a an of to in on at by for and or is are be as it its this that with from than then so each every "
+            "one two per into their they we our you your was were has have had not no only about up all same more "
+            "less but over under once".split())
+
+
+def _content(text: str) -> list:
+    """The content words of ``text``: lowercased, a hyphenated word one word ("micro-batch"), stop words dropped,
+    a plural's s (or es) dropped."""
+    words = re.findall(r"\w+(?:-\w+)*", text.lower().replace("−", "-"))
+    return [_singular(w) for w in words if w not in _STOP]
+
+
+def _singular(word: str) -> str:
+    """``passes`` -> ``pass``, ``nodes`` -> ``node``, ``tokens`` -> ``token``; ``process`` stays."""
+    if len(word) > 4 and re.search(r"(?:[sxz]|ch|sh)es$", word):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _sentences(text: str) -> list:
+    return [x.strip() for x in re.split(r"(?<=[.!?:;])\s+|\n+", text) if x.strip()]
+
+
+def _notebook_text(path) -> str:
+    nb = nbformat.read(str(path), 4)
+    return "\n".join(c.source for c in nb.cells)
+
+
+def student_corpus(lab, act_id: str) -> dict:
+    """``{where: text}`` of everything a student can read before locking ``act_id`` of ``lab``."""
+    corpus = {f"release/{lab.name}": "\n".join(sum(_page(lab), []))}
+    corpus.update({f"docs/students/{p.name}": p.read_text(encoding="utf-8") for p in STUDENT_DOCS})
+    shown = []
+    for act in lab.acts:
+        if act.lock is not None:
+            shown += [act.lock.question, *(t for k, t in act.lock.options.items() if act.id != act_id or k != act.lock.correct)]
+        for answer in act.answers:
+            if not (answer.after_lock and act.lock is not None):
+                shown += sorted({answer.prompt(spec) for spec in [lab.spec] + [lab.spec_for(v) for v in VARIANTS]})
+    corpus["questions and options"] = "\n".join(shown)
+    earlier = []
+    for act in lab.acts:
+        if act.id == act_id:
+            break
+        if act.lock is not None:
+            earlier += [act.lock.explanation, act.lock.reveal, *act.captions.values(),
+                        *(r.prompt for r in act.reflections)]
+            earlier += [answer.prompt(lab.spec) for answer in act.answers]
+    corpus["earlier acts, once locked"] = "\n".join(earlier)
+    if lab.prefix == "lab05":
+        corpus["track scenes"] = "\n".join(" ".join(scene_text(track, a)) for track in ("Cloud", "Edge", "Mobile", "Tiny")
+                                            for a in TRACK_ACTS)
+    return corpus
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.replace("−", "-").replace("\u202f", " ").replace("*", "")).lower()
+
+
+@pytest.mark.parametrize("prefix,act_id", LOCKS)
+def test_no_banned_phrase_stands_where_a_student_reads_before_locking(prefix, act_id):
+    lab = LABS[prefix]
+    lock = lab.lock_of(act_id)
+    assert lock.banned, f"{prefix}/{act_id}: a lock declares the phrases that would give it away (banned=...)"
+    for where, text in student_corpus(lab, act_id).items():
+        for phrase in lock.banned:
+            assert _norm(phrase) not in _norm(text), f"{prefix}/{act_id}: {phrase!r} stands in {where}"
+
+
+#: (lock, part of a sentence) a student must read before locking although it trips (h), and why
+SETTING_SENTENCES = {
+    ("lab05", "act2"): {
+        "of weights, gradients and Adam state": "the problem to solve (on every track): how much state there is",
+        "a pipeline split across cars would leave idle": "the Edge track's scene: what the bubble chart shows",
+        "the time in seconds of one ring all-reduce": "Act I's question, about Act I's data-parallel job",
+    },
+    ("lab08", "act2"): {
+        "partial sums flow up a tree to rank 0": "the lab's definition of the tree, beside the ring's and recursive "
+                                                 "doubling's: what each algorithm does, not what it costs",
+    },
+}
+MIN_SHARED_WORDS, MIN_SHARED_SHARE = 4, 0.25
+#: a word in more than this share of the course's sentences is the course's vocabulary, not a mechanism
+COMMON_WORD = 0.01
+
+
+def _common_words() -> set:
+    """Words of more than COMMON_WORD of the sentences in every lab notebook and student page."""
+    sentences = [set(_content(x)) for lab in LABS.values() for x in _sentences("\n".join(sum(_page(lab), [])))]
+    sentences += [set(_content(x)) for p in STUDENT_DOCS for x in _sentences(p.read_text(encoding="utf-8"))]
+    counts: dict = {}
+    for words in sentences:
+        for w in words:
+            counts[w] = counts.get(w, 0) + 1
+    return {w for w, n in counts.items() if n > COMMON_WORD * len(sentences)}
+
+
+COMMON = _common_words()
+
+
+def restating_sentences(lock, text: str) -> list:
+    """The sentences of ``text`` that restate the right option's mechanism: (h) above."""
+    shown = set(_content(lock.question)).union(*(set(_content(t)) for k, t in lock.options.items() if k != lock.correct))
+    key = {w for w in _content(lock.options[lock.correct] + " " + lock.explanation)
+           if w.isalpha() and len(w) > 2} - shown - COMMON
+    found = []
+    for sentence in _sentences(text):
+        words = {w for w in _content(sentence) if w.isalpha() and len(w) > 2}
+        common = words & key
+        if len(common) >= MIN_SHARED_WORDS and len(common) >= MIN_SHARED_SHARE * len(words):
+            found.append((sentence, sorted(common)))
+    return found
+
+
+@pytest.mark.parametrize("prefix,act_id", LOCKS)
+def test_no_sentence_a_student_reads_before_locking_restates_the_answer(prefix, act_id):
+    lab = LABS[prefix]
+    lock = lab.lock_of(act_id)
+    allowed = SETTING_SENTENCES.get((prefix, act_id), {})
+    leaks = [(where, sentence[:140], common) for where, text in student_corpus(lab, act_id).items()
+             for sentence, common in restating_sentences(lock, text)
+             if not any(part in sentence for part in allowed)]
+    assert not leaks, f"{prefix}/{act_id}: sentences restate the right option: {leaks}"
+
+
+@pytest.mark.parametrize("prefix,act_id", LOCKS)
+def test_the_correct_option_stands_nowhere_a_student_reads_before_locking(prefix, act_id):
+    lab = LABS[prefix]
+    lock = lab.lock_of(act_id)
+    for where, text in student_corpus(lab, act_id).items():
+        leaks = _distinguishing(lock) & shingles(text)
+        assert not leaks, f"{prefix}/{act_id}: the right option's words stand in {where}: {leaks}"
+
+
+def test_the_checks_catch_the_leaks_of_issue_48():
+    act1, act2 = LABS["lab07"].lock_of("act1"), LABS["lab07"].lock_of("act2")
+    old_act1 = ("Each token therefore passes through exactly as many MLP weights as in the dense model, while the "
+                "layer stores eight times as many.")
+    # a paraphrase in the course's everyday words ("token", "model") escapes (h); the banned phrases catch it
+    assert any(_norm(p) in _norm(old_act1) for p in act1.banned)
+    assert any(_norm(p) in _norm("## Act II · The all-to-all wall") for p in act2.banned)
+    old_docs = ("* **The wall is the edge of the NVLink domain.** Once an EP group spans nodes, a large share of every "
+                "token's k copies crosses the network.")
+    assert restating_sentences(act2, old_docs)
+    assert any(_norm(p) in _norm(old_docs) for p in act2.banned)
+
+
 # -- words a student has (deliverable 5) -------------------------------------------------------------
 
 @pytest.mark.parametrize("prefix", sorted(LABS))
@@ -177,7 +349,7 @@ def test_a_question_shown_before_the_lock_does_not_name_the_correct_option(prefi
 
 from course import core  # noqa: E402 -- below the rules it implements
 from course.core import catalog  # noqa: E402 -- below the rules it implements
-from course.labs.activity import QUESTION_BEFORE_LOCK, REFLECTION_BEFORE_LOCK  # noqa: E402 -- below the rules it implements
+from course.notebook_api.lab_session import QUESTION_BEFORE_LOCK, REFLECTION_BEFORE_LOCK  # noqa: E402 -- below the rules it implements
 from course.labs.tracks import ACTS as TRACK_ACTS, scene_text  # noqa: E402 -- below the rules it implements
 
 VARIANTS = range(40)
@@ -203,8 +375,8 @@ def _part3():
     n = s["workers"]
     bill = core.monthly_bill(n, catalog.accelerator(s["accelerator"]).price_per_hour, s["hours_per_month"])
     mtbf = core.cluster_mtbf(s["gpu_mtbf_seconds"], n)
-    return {"A": float(core.async_monthly_savings(bill, n, s["straggler_fraction"], s["slowdown"])),
-            "B": float(core.sharded_checkpoint_monthly_savings(bill, s["checkpoint_seconds"], n, mtbf,
+    return {"async": float(core.async_monthly_savings(bill, n, s["straggler_fraction"], s["slowdown"])),
+            "sharded-checkpoints": float(core.sharded_checkpoint_monthly_savings(bill, s["checkpoint_seconds"], n, mtbf,
                                                                 s["restart_seconds"]))}
 
 
@@ -216,16 +388,16 @@ RACES = {
                                 "ring": _ring(14e9, 128, "InfiniBand NDR")},
     # Act II: the 0.5 MB update on 128 GPUs over NDR, one time per option
     ("lab06", "act2"): lambda: {opt: _ring(0.5e6, 128, "InfiniBand NDR", algorithm) for opt, algorithm in
-                                (("A", "ring"), ("B", "tree"), ("C", "rabenseifner"), ("D", "naive"))},
+                                (("ring", "ring"), ("tree", "tree"), ("rabenseifner", "rabenseifner"), ("naive", "naive"))},
     # Act I: the 7B job's gradient sum inside one node (NVLink, 8 GPUs) and across 64 (NDR, 512 GPUs)
     ("lab05", "act1"): lambda: {"one node": _ring(14e9, 8, "NVLink 4"),
                                 "512 GPUs": _ring(14e9, 512, "InfiniBand NDR")},
     # Act II: memory per GPU of each layout with plain mixed-precision Adam
-    ("lab05", "act2"): lambda: {"A": _plain_memory(16, 2, 32), "B": _plain_memory(8, 4, 32),
-                                "C": _plain_memory(8, 1, 128), "D": _plain_memory(2, 32, 16)},
+    ("lab05", "act2"): lambda: {"tp16-pp2": _plain_memory(16, 2, 32), "tp8-pp4": _plain_memory(8, 4, 32),
+                                "tp8-pp1": _plain_memory(8, 1, 128), "tp2-pp32": _plain_memory(2, 32, 16)},
     ("lab05", "part3"): _part3,
     # Exercise 1: the memory pure data parallelism needs per GPU
-    ("tutorial", "ex1"): lambda: {"C": core.plan("llama3-70b", "research-256", tp=1, pp=1, dp=256).memory_total},
+    ("tutorial", "ex1"): lambda: {"out-of-memory": core.plan("llama3-70b", "research-256", tp=1, pp=1, dp=256).memory_total},
     # Lab 07 Act I: memory and step of the dense 8B and its sparse twin, both pure data parallelism
     ("lab07", "act1"): lambda: {f"{name} {what}": getattr(_lab07_plan(name), attr)
                                 for name in ("llama3-8b", "llama3-8b-moe")
@@ -233,12 +405,13 @@ RACES = {
     # Act II: the twin's step time as EP leaves the node (8 -> 16) and beyond
     ("lab07", "act2"): lambda: {f"EP {ep}": _lab07_plan("llama3-8b-moe", ep).step_time for ep in (8, 16, 32, 64)},
     # Act III: one hot expert at twice its share on one of 64 GPUs; the share of the step spent waiting
-    ("lab07", "act3"): lambda: {"B": float(core.straggler_step_share(core.straggler_factor(2.0, 64, 64), 0.4))},
+    ("lab07", "act3"): lambda: {"expert-part": float(core.straggler_step_share(core.straggler_factor(2.0, 64, 64), 0.4))},
     # Lab 08 Act I: one 1 kB message on the story's laptop (2 us, 5 GB/s)
-    ("lab08", "act1"): lambda: {"B": float(core.point_to_point_time(1e3, 5e9, 2e-6))},
+    ("lab08", "act1"): lambda: {"1us": float(core.point_to_point_time(1e3, 5e9, 2e-6))},
     # Act II: the four algorithms at 64 MiB on 2 ranks of the story's laptop (MPI's own as Rabenseifner)
     ("lab08", "act2"): lambda: {opt: float(core.allreduce_time(2**26, 2, 5e9, 2e-6, algorithm)) for opt, algorithm in
-                                (("A", "ring"), ("B", "recursive_doubling"), ("C", "tree"), ("D", "rabenseifner"))},
+                                (("ring", "ring"), ("recursive-doubling", "recursive_doubling"), ("tree", "tree"),
+                                  ("mpi", "rabenseifner"))},
     # Act III: chunks of 10 // 4 cover 8 of 10 elements, 2 left over
     ("lab08", "act3"): lambda: {"covered": 4.0 * (10 // 4), "left over": 10.0 - 4 * (10 // 4)},
 }
@@ -325,5 +498,5 @@ def test_the_number_check_sees_the_race_of_the_audit():
     # Lab 06 Act II as the audit found it: "Rabenseifner 90 us vs recursive doubling 105, tree 210, ring 1290 us"
     race = RACES[("lab06", "act2")]()
     on_page = numbers_on("Rabenseifner 90 us vs recursive doubling 105, tree 210, ring 1290 us")
-    assert sorted(side for side, value in race.items() if printed(value, on_page)) == ["A", "B", "C"]
-    assert not printed(race["C"], numbers_on("N = 128 GPUs, M = 0.5 MB, B = 50 GB/s, alpha = 5 us"))
+    assert sorted(side for side, value in race.items() if printed(value, on_page)) == ["rabenseifner", "ring", "tree"]
+    assert not printed(race["rabenseifner"], numbers_on("N = 128 GPUs, M = 0.5 MB, B = 50 GB/s, alpha = 5 us"))

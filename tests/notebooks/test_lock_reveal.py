@@ -12,7 +12,7 @@ import re
 import nbformat
 import pytest
 
-from course.labs.activity import LabSession, labs
+from course.notebook_api.lab_session import LabSession, labs
 
 LABS = labs()
 

@@ -1,0 +1,227 @@
+"""A hostile student's markup is inert on every page an instructor or a student opens (issue 45).
+
+Mallory hands in ch03 with every payload of ``tests/autograder/xss_payloads.py``: in her written
+answer and in cells of her own (markdown, raw HTML, hostile metadata and attachments), and code
+that makes hostile outputs when the grader runs it (HTML with scripts, JavaScript, SVG, markdown,
+LaTeX, a PNG that breaks out of its tag, an isolated frame, a widget). The course grades her as an
+instructor does (``course-autograde class`` in the sandbox, then ``report``), and Chromium opens:
+
+* her feedback HTML (what grading on submit releases to her, too), from disk;
+* the class report and every page it links;
+* the formgrader's Manual Grading page of her submission, from a real Jupyter server with
+  nbgrader's formgrader and the course's configuration, as the instructor's logged-in session;
+* the formgrader's page of her notebook *as handed in* (every stored output and every malformed
+  field the JSON can carry, which grading would have replaced), rendered by the same exporter.
+
+On each: no payload's script runs (``window.__xss``, ``alert`` dialogs), nothing is fetched from the
+beacon (meta refresh, ``<base>``, stylesheets, frames, remote images), no element is painted with
+the student's colour and no student element is fixed over the page, no ``javascript:`` URL is left
+to click; and on the pages that show her answer, what she wrote is readable as characters.
+Screenshots go to ``test-artifacts/student_markup_*.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.autograder import xss_payloads as corpus
+from tests.autograder.course_dir import formgrader_page, make_course, nbgrader_env, solution
+
+from .conftest import ARTIFACTS, CHROMIUM, REPO, _free_port, _wait_ready
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ASSIGNMENT = "ch03_lr_scaling"
+ANSWER = "ch03_ex3_4_why"
+STUDENT = "mallory"
+#: payloads whose JSON breaks nbformat's schema: a grader refuses such a notebook outright, so they go
+#: only into the page of the notebook as handed in
+SCHEMA_BREAKING = {"out_unknown_type", "out_execution_count", "cell_execution_count", "cell_id"}
+
+#: run in each page after load: what ran, what is painted, what is left to click
+PROBE = """() => {
+    const colour = %r;
+    const painted = [], fixed = [];
+    for (const el of document.querySelectorAll('body *')) {
+        const s = getComputedStyle(el);
+        if (s.color === colour || s.backgroundColor === colour || s.fill === colour) painted.push(el.tagName);
+        if (s.position === 'fixed' && el.closest('#notebook-container, .cell, .rendered_html')) fixed.push(el.tagName);
+    }
+    const body = getComputedStyle(document.body);
+    const clickable = [...document.querySelectorAll('[href], [src], [action], [formaction], [srcdoc]')]
+        .map(el => el.getAttribute('href') || el.getAttribute('src') || el.getAttribute('action')
+                   || el.getAttribute('formaction') || (el.hasAttribute('srcdoc') ? 'srcdoc' : ''))
+        .filter(u => /^\\s*(javascript|vbscript|data:text)|srcdoc/i.test(u));
+    const own = {jquery: typeof window.jQuery, submission: typeof window.submission_id,
+                 tooltips: document.querySelectorAll('span.glyphicon.name-hidden[data-original-title]').length};
+    return {xss: window.__xss || [], painted, fixed, clickable, title: document.title, own,
+            bodyBackground: body.backgroundColor, bodyColor: body.color, bodyFont: body.fontFamily,
+            bars: [...document.querySelectorAll('.bar[style]')].map(e => [e.style.width, getComputedStyle(e).width]),
+            policy: [...document.querySelectorAll('meta[http-equiv="Content-Security-Policy"]')].map(m => m.content),
+            text: document.body ? document.body.innerText : ''};
+}""" % corpus.STUDENT_COLOUR
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, *args], cwd=root, env=nbgrader_env(), capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
+    return proc
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A course root where mallory's hostile ch03 was graded, fed back and reported."""
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is missing (apt-get install -y chromium; .ci/run installs it in CI)")
+    base = tmp_path_factory.mktemp("student_markup")
+    root = make_course(base / "course", ASSIGNMENT)
+    handed_in = corpus.hostile(solution(root, ASSIGNMENT, student=STUDENT), ANSWER)
+    gradable = corpus.hostile(solution(root, ASSIGNMENT, student=STUDENT), ANSWER,
+                              [p for p in corpus.ALL if p.name not in SCHEMA_BREAKING])
+    folder = root / "submitted" / STUDENT / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / f"{ASSIGNMENT}.ipynb").write_text(json.dumps(gradable))
+    _run(root, "-m", "autograder", "class", ASSIGNMENT, "--course-root", str(root), "--out", str(root / "out"),
+         "--no-progress", "--seed", "3", "--cell-timeout", "60")
+    _run(root, "-m", "autograder", "report", ASSIGNMENT, "--course-root", str(root), "--grades", str(root / "out"),
+         "--out", str(root / "report"))
+    (base / f"{ASSIGNMENT}.ipynb").write_text(json.dumps(handed_in))
+    return root, base
+
+
+@pytest.fixture(scope="module")
+def formgrader(graded):
+    """A Jupyter server in the course root with nbgrader's formgrader, configured as the course's
+    instructors' servers are (the course's server extensions from ``.venv``'s Jupyter config)."""
+    root, base = graded
+    port, token = _free_port(), uuid.uuid4().hex
+    config = base / "jupyter-config"
+    config.mkdir()
+    env = dict(nbgrader_env(), JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+               JUPYTER_DATA_DIR=str(base / "data"), PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "jupyter", "server", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+           f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = base / "formgrader.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, token, process, log)
+        yield url, token, root, log
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _submission_id(root: Path) -> str:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        return gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, STUDENT).id
+
+
+def visit(browser, url: str, shot: str, *, cookies_from: str = None):
+    """Open ``url`` in a fresh context, offline but for 127.0.0.1 and files; return what the page did."""
+    context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    dialogs, beacons, console = [], [], []
+
+    def route(r):
+        target = r.request.url
+        if "xss-beacon" in target:
+            beacons.append(target)
+            return r.abort()
+        if target.startswith(("file:", "http://127.0.0.1", "data:", "about:")):
+            return r.continue_()
+        return r.abort()  # no network: the CDN's MathJax does not load here either
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("console", lambda m: console.append(m.text))
+    response = page.goto(url, wait_until="load", timeout=120_000)
+    page.wait_for_timeout(1500)  # timers, frames, late loads
+    seen = page.evaluate(PROBE)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"student_markup_{shot}.png"), full_page=False)
+    note = page.locator(".course-removed-markup")
+    if note.count():  # what a grader sees of a payload: the note and the characters as written
+        note.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"student_markup_{shot}_removed.png"), full_page=False)
+    links = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+    headers = response.all_headers() if response is not None else {}
+    context.close()
+    return dict(seen, dialogs=dialogs, beacons=beacons, console=console, links=links, headers=headers)
+
+
+def assert_inert(seen: dict, where: str, readable: bool = True) -> None:
+    assert seen["xss"] == [] and seen["dialogs"] == [], f"{where}: student script ran: {seen['xss']} {seen['dialogs']}"
+    assert seen["beacons"] == [], f"{where}: the page fetched for the student: {seen['beacons']}"
+    assert seen["painted"] == [] and seen["fixed"] == [], \
+        f"{where}: student style applied: {seen['painted'][:5]} {seen['fixed'][:5]}"
+    assert seen["clickable"] == [], f"{where}: links that run script: {seen['clickable'][:5]}"
+    assert seen["bodyBackground"] != corpus.STUDENT_COLOUR and "XSS" not in seen["title"]
+    if readable:
+        missing = [p.name for p in corpus.MARKDOWN if p.visible and p.visible not in seen["text"]]
+        assert missing == [], f"{where}: what the student wrote is not readable: {missing}"
+
+
+def test_feedback_is_inert(graded, browser):
+    root, _ = graded
+    feedback = root / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    assert feedback.is_file(), sorted(str(p.relative_to(root)) for p in (root / "feedback").rglob("*"))
+    seen = visit(browser, feedback.as_uri(), "feedback")
+    assert_inert(seen, "feedback")
+    assert seen["policy"] and "script-src 'none'" in seen["policy"][0], seen["policy"]
+
+
+def test_class_report_and_its_links_are_inert(graded, browser):
+    root, _ = graded
+    report = root / "report" / "report.html"
+    seen = visit(browser, report.as_uri(), "report")
+    assert_inert(seen, "report", readable=False)
+    assert seen["policy"] and "script-src 'none'" in seen["policy"][0], seen["policy"]
+    # the report's own style still applies under it, its bars' widths (style attributes, by hash) too
+    assert "system-ui" in seen["bodyFont"], seen["bodyFont"]
+    assert seen["bars"] and all(want == got for want, got in seen["bars"]), seen["bars"]
+    linked = [u for u in seen["links"] if u.startswith("file:") and "#" not in u.split("/")[-1][:1]]
+    pages = sorted({u.split("#")[0] for u in linked} - {report.as_uri()})
+    assert pages, "the report links no student's page"
+    for i, link in enumerate(pages):
+        assert_inert(visit(browser, link, f"report_link_{i}"), f"report link {link}")
+
+
+def test_formgrader_manual_grading_page_is_inert(formgrader, browser):
+    url, token, root, log = formgrader
+    page = f"{url}/formgrader/submissions/{_submission_id(root)}/?token={token}"
+    seen = visit(browser, page, "formgrader")
+    assert "Student's answer" in seen["text"], seen["text"][:500]
+    assert_inert(seen, "formgrader")
+    # the second wall: the course's header policy (autograder/engines/formgrader_csp.py, enabled from .venv's config)
+    policy = seen["headers"].get("content-security-policy", "")
+    script_src = next((d for d in policy.replace("\n", ";").split(";") if d.strip().startswith("script-src")), "")
+    assert script_src and "'unsafe-inline'" not in script_src, policy
+    assert "base-uri 'none'" in policy and "object-src 'none'" in policy
+    # nbgrader's own page still works under it: its scripts from the server, its inline scripts (by hash)
+    assert seen["own"]["jquery"] == "function" and seen["own"]["submission"] == "string", seen["own"]
+    assert seen["own"]["tooltips"] >= 1, seen["own"]
+    assert not any("Content Security Policy" in line for line in seen["console"] if "xss" not in line.lower()), \
+        [line for line in seen["console"] if "Content Security Policy" in line][:3]
+
+
+def test_formgrader_page_of_the_notebook_as_handed_in_is_inert(graded, browser):
+    root, base = graded
+    (base / "handed_in.html").write_text(formgrader_page(root, ASSIGNMENT, base / f"{ASSIGNMENT}.ipynb"))
+    assert_inert(visit(browser, (base / "handed_in.html").as_uri(), "handed_in"), "notebook as handed in")
