@@ -10,7 +10,7 @@ is made) stops grading with :class:`CompatError` when the installed version or o
 sources differs, saying which library, which version and what to do.
 
 Upgrading one of these libraries on purpose: ``python3 dev.py lock --upgrade`` (or a new pin in
-``requirements.txt``), then ``.venv/bin/python -m autograder.compat`` lists each guard with the
+``requirements/grading.in``, then ``python3 dev.py lock``), then ``.venv/bin/python -m autograder.compat`` lists each guard with the
 installed version and the current hashes; read each changed function against the code below,
 adjust it, then put the new version in :data:`CHECKED` and the printed hashes in :data:`GUARDS`,
 and run the autograder tests.
