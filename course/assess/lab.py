@@ -338,7 +338,7 @@ class Lab(Activity):
                      self.lock_grade_id(act_id), 1.0)]
 
     def caption_cell(self, name: str) -> Cell:
-        """A caption its act's lock renders once locked (:attr:`Act.captions`)."""
+        """A caption its act's lock renders once locked (``Act.captions``)."""
         act = self.act_of(name)
         self.lock_of(act.id)
         return Cell("code", f"lab.caption({name!r})", f"{self.prefix}_{name}_caption")

@@ -131,7 +131,7 @@ def grade_in_kernel(grade_id: str, namespace: dict, seed: "int | None" = None) -
 
 def student(student_id=None):
     """Show who this kernel is, with a box to save your id; ``student("ada")`` saves it at once (then restart
-    the kernel): :mod:`course.notebook_api.identity`. Imported here lazily: checking and grading never load
+    the kernel): ``course.notebook_api.identity``. Imported here lazily: checking and grading never load
     the widget stack."""
     from course.notebook_api.identity import student as panel
 

@@ -106,7 +106,7 @@ class LabSession:
 
     def caption(self, name: str):
         """An instrument caption that would point at its act's answer, rendered by the act's lock once
-        locked (:attr:`~course.assess.lab.Act.captions`); nothing until then."""
+        locked (``course.assess.lab.Act.captions``); nothing until then."""
         act = self.declaration.act_of(name)
         return self.lock(act.id).after_lock(act.captions[name], before="")
 
