@@ -212,7 +212,8 @@ class Service:
                         entries[item["key"]] = {"student": item["student"], "submitted": item["timestamp"],
                                                 "state": "queued", "arrived": _stamp(), "updated": _now()}
                         self.log(f"{assignment}: {item['student']}'s submission of {item['timestamp']} queued")
-                waiting = sorted((k for k, e in entries.items() if e["state"] == "queued" and k not in self._in_flight),
+                waiting = sorted((k for k, e in entries.items()
+                                  if e["state"] == "queued" and (assignment, k) not in self._in_flight),
                                  key=lambda k: entries[k]["submitted"])
                 for key in waiting:  # nbgrader collect takes a student's newest: older ones never get graded
                     entry = entries[key]
@@ -254,8 +255,14 @@ class Service:
 
         with self._lock:
             if assignment not in self._graders:
-                self._graders[assignment] = Grader(self.root, assignment, workers=self.workers, seed=options["seed"],
-                                                   log=self.log, allow_unsandboxed=self.allow_unsandboxed)
+                grader = Grader(self.root, assignment, workers=self.workers, seed=options["seed"],
+                                log=self.log, allow_unsandboxed=self.allow_unsandboxed)
+                if self.workers > 1:  # feedback rendered in processes of its own, as grade_all does: the
+                    # workers are threads of this process, and rendering is Python (one core for all of them)
+                    from ..grading.grader import _FeedbackWorkers
+
+                    grader._feedback_pool = _FeedbackWorkers(max(1, self.workers // 2))
+                self._graders[assignment] = grader
             return self._graders[assignment]
 
     def _grade(self, assignment: str, options: dict, key: str) -> None:
@@ -276,8 +283,11 @@ class Service:
         from ..records.grades import summary_line
 
         started = _stamp()
-        entry = self._update(assignment, key, state="grading", started=started,
-                             waited=_seconds_between(self._arrived(assignment, key), started))
+        with self._lock:  # graded once: only an entry still queued is taken
+            if queue(self.root, assignment).get(key, {}).get("state") != "queued":
+                return
+            entry = self._update(assignment, key, state="grading", started=started,
+                                 waited=_seconds_between(self._arrived(assignment, key), started))
         student = entry["student"]
         failed = self.exchange.collect(assignment, student)
         folder = self.root / "submitted" / student / assignment
@@ -325,6 +335,10 @@ class Service:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        for grader in self._graders.values():
+            if grader._feedback_pool is not None:
+                grader._feedback_pool.close()
+                grader._feedback_pool = None
 
     def run(self, interval: float = 10.0) -> None:
         self.recover()

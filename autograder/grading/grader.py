@@ -38,9 +38,9 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import nbformat
 
@@ -109,6 +109,26 @@ class PhaseClock:
     def add(self, name: str, seconds: Optional[float]) -> None:
         if seconds is not None:
             self.seconds[name] = round(float(seconds), 3)
+
+
+@dataclass
+class Work:
+    """One submission on its way through :attr:`Grader.STEPS`: what each step found so far."""
+
+    sub: Submission
+    slot: int
+    phases: "PhaseClock"
+    nb: Any = None
+    notes: List[str] = field(default_factory=list)
+    #: the locked cells the student changed (restored before grading)
+    tampered: List[str] = field(default_factory=list)
+    seed: int = 0
+    run: dict = field(default_factory=dict)
+    problem: Optional[str] = None
+    verdicts: Dict[str, "Verdict"] = field(default_factory=dict)
+    grades: Dict[str, dict] = field(default_factory=dict)
+    #: the submission's rows, once a step settled it
+    result: Optional[dict] = None
 
 
 @dataclass
@@ -603,14 +623,34 @@ class Grader:
         digest = hashlib.sha256(f"{self.seed}:{self.assignment_name}:{student}".encode()).digest()
         return student_seed(self.assignment_name, student, int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
 
+    #: what grading one submission does, in order, as nbgrader's converters run their preprocessors: each
+    #: step reads and extends the submission's :class:`Work`; a step that settles the submission early (no
+    #: notebook, a file that is not one) gives its result, and the steps after it do not run
+    STEPS = ("open_submission", "read_notebook", "sanitize", "execute", "read_code", "judge", "record",
+             "write_autograded", "feedback", "result")
+
     def _grade_one(self, sub: Submission, slot: int, phases: "PhaseClock") -> dict:
+        work = Work(sub, slot, phases)
+        for name in self.STEPS:
+            getattr(self, f"_step_{name}")(work)
+            if work.result is not None:
+                return work.result
+        raise AssertionError("the result step gives every submission its rows")
+
+    def _step_open_submission(self, work: "Work") -> None:
+        """The submission in the gradebook; without a notebook, nbgrader's zeros and the reason."""
+        sub = work.sub
         with self.lock:
             self._open_submission(sub)
         if sub.notebook is None:
             with self.lock:
                 self._zero_all(sub.student)
                 grades = self._read_grades(sub.student)
-            return self._rows(sub.student, sub.status, sub.problem or "no notebook", {}, grades)
+            work.result = self._rows(sub.student, sub.status, sub.problem or "no notebook", {}, grades)
+
+    def _step_read_notebook(self, work: "Work") -> None:
+        """The notebook file, read as data; a file that is not a notebook scores 0 and says why."""
+        sub = work.sub
         try:
             if sub.notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
                 raise ValueError("the file is larger than 50 MB")
@@ -624,30 +664,48 @@ class Grader:
             detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
             reason = (f"your notebook file could not be read as a notebook ({detail}); open it "
                       "in Jupyter, save it and submit again")
-            result = self._rows(sub.student, "unreadable", reason, {}, grades)
+            work.result = self._rows(sub.student, "unreadable", reason, {}, grades)
             if self.feedback:
-                self._write_problem_feedback(sub, result)
-            return result
-        notes = list(sub.notes) + self._structure_notes(nb)
+                self._write_problem_feedback(sub, work.result)
+            return
+        work.nb = nb
+
+    def _step_sanitize(self, work: "Work") -> None:
+        """nbgrader's sanitizing steps, the notes on the notebook's structure and its changed locked cells,
+        and the student's seed."""
+        work.notes = list(work.sub.notes) + self._structure_notes(work.nb)
         from .tamper import changed_locked_cells
 
         with self.lock:
             with self._gradebook() as gb:  # before nbgrader restores them: which locked cells were changed
-                tampered = changed_locked_cells(nb, gb, self.assignment.notebook, self.assignment_name)
-            nb = self._sanitize(nb, sub.student)
-        for gid in tampered:
-            notes.append(f"locked cell {gid} was changed in your notebook: the original was restored and graded")
-        seed = self._seed_for(sub.student)
-        phases.lap("open")
-        run = self._run_sandbox(nb, sub, slot, seed)
+                work.tampered = changed_locked_cells(work.nb, gb, self.assignment.notebook, self.assignment_name)
+            work.nb = self._sanitize(work.nb, work.sub.student)
+        work.notes += [f"locked cell {gid} was changed in your notebook: the original was restored and graded"
+                       for gid in work.tampered]
+        work.seed = self._seed_for(work.sub.student)
+        work.phases.lap("open")
+
+    def _step_execute(self, work: "Work") -> None:
+        """The notebook in its sandboxed kernel and the clean room; their outputs merged, what stopped noted."""
+        nb, phases = work.nb, work.phases
+        run = work.run = self._run_sandbox(nb, work.sub, work.slot, work.seed)
         phases.lap("sandbox")
         phases.add("kernel", run["status"].get("seconds"))
         phases.add("cleanroom", (run.get("cleanroom") or {}).get("seconds"))
         state = run["status"]
-        problem = self._submission_problem(state, kernel_parts=bool(run["split"]["kernel"]), cells=len(nb.cells))
+        work.problem = self._submission_problem(state, kernel_parts=bool(run["split"]["kernel"]), cells=len(nb.cells))
         self._merge_outputs(nb, run["executed"])
-        for index in state.get("timed_out_cells", []):
-            notes.append(f"cell {index + 1} ran longer than {self.limits.cell_timeout} s and was stopped")
+        work.notes += self._kernel_notes(nb, run)
+        room = run.get("cleanroom") or {}
+        work.notes += self._room_notes(room)
+        self._mark_cells(nb, state, room)
+        if state.get("output_truncated"):
+            work.notes.append("your notebook printed too much; the rest of its output was dropped")
+
+    def _kernel_notes(self, nb, run: dict) -> List[str]:
+        """What the kernel's run stopped: a note per cell, and the stopped cell's output says so."""
+        notes = [f"cell {index + 1} ran longer than {self.limits.cell_timeout} s and was stopped"
+                 for index in run["status"].get("timed_out_cells", [])]
         for index in run.get("stopped_cells", []):
             if run.get("stopped_how", {}).get(index) == "died":
                 notes.append(f"cell {index + 1} ended the Python kernel (os._exit, a signal such as os.kill, "
@@ -661,7 +719,11 @@ class Grader:
                 text = "[autograder: this cell never finished and was stopped; the notebook was run again without it]\n"
             if nb.cells[index].cell_type == "code":
                 nb.cells[index].outputs = [nbformat.v4.new_output("stream", name="stderr", text=text)]
-        room = run.get("cleanroom") or {}
+        return notes
+
+    def _room_notes(self, room: dict) -> List[str]:
+        """What the clean room's run stopped or what ended it, a note each."""
+        notes = []
         for number in room.get("stopped_cells", []):
             if number in room.get("exited_cells", []):
                 notes.append(f"cell {number} ended its own process when your code was run again to grade it "
@@ -679,46 +741,64 @@ class Grader:
         for gid in room.get("ended_by_calls", []):
             notes.append(f"calling your function for {gid} ended the grading run: it was run again without "
                          "those calls")
-        self._mark_cells(nb, state, room)
-        if state.get("output_truncated"):
-            notes.append("your notebook printed too much; the rest of its output was dropped")
-        # the names the notebook's code assigns, from its text: a value no cell assigns is not answered
+        return notes
+
+    def _step_read_code(self, work: "Work") -> None:
+        """From the notebook's text: the names its code assigns (a value no cell assigns is not answered),
+        and each cell Python cannot compile, named with Python's message (the student's own cells only,
+        never the test cells, so nothing hidden is shown)."""
+        run, nb = work.run, work.nb
         run["bound"] = cleanroom.bound_names(cleanroom.code_cells(nb))
-        # a cell Python cannot compile runs nothing: named with Python's message, read here from the
-        # text (the student's own cells only, never the test cells, so nothing hidden is shown)
         run["syntax_cells"] = []
         for number, message in cleanroom.syntax_errors(cleanroom.numbered_code_cells(nb)):
             run["syntax_cells"].append(number)
-            notes.append(f"cell {number} has a syntax error ({message}), so none of it ran")
-        verdicts = self._judge(run, seed, problem)
-        phases.lap("judge")
+            work.notes.append(f"cell {number} has a syntax error ({message}), so none of it ran")
+
+    def _step_judge(self, work: "Work") -> None:
+        """Each registered part judged, in this process, from plain values."""
+        work.verdicts = self._judge(work.run, work.seed, work.problem)
+        work.phases.lap("judge")
+
+    def _step_record(self, work: "Work") -> None:
+        """nbgrader's recording steps and the judged scores, in the gradebook; the grades read back."""
         with self.lock:
-            in_kernel = self._record(nb, sub.student, verdicts)
-            grades = self._read_grades(sub.student)
-        phases.lap("gradebook")
+            in_kernel = self._record(work.nb, work.sub.student, work.verdicts)
+            work.grades = self._read_grades(work.sub.student)
+        work.phases.lap("gradebook")
         for gid, score in in_kernel.items():
-            grades[gid]["kernel"] = score
+            work.grades[gid]["kernel"] = score
+
+    def _step_write_autograded(self, work: "Work") -> None:
+        """The graded notebook (with the judge's summaries, so feedback nbgrader makes later says the same),
+        the exchange files and the labs' locked predictions, in nbgrader's autograded folder."""
+        sub, nb = work.sub, work.nb
         out_dir = self.course.folder("autograded", sub.student, self.assignment_name)
         out_dir.mkdir(parents=True, exist_ok=True)
         from .feedback import annotate_summaries
 
-        # the judge's summaries travel with autograded/, so feedback nbgrader makes later says the same
-        annotate_summaries(nb, verdicts)
+        annotate_summaries(nb, work.verdicts)
         nbformat.write(nb, str(_fresh(out_dir / f"{self.assignment.notebook}.ipynb")))
         self._copy_exchange_files(sub, out_dir)
         locked = sub.folder / "predictions.json" if sub.folder else None  # the labs' locked predictions
         if locked is not None and locked.is_file() and not locked.is_symlink() and locked.stat().st_size < 65536:
             shutil.copyfile(locked, _fresh(out_dir / "predictions.json"))
-        phases.lap("write")
+        work.phases.lap("write")
+
+    def _step_feedback(self, work: "Work") -> None:
+        """The feedback page: rendered by a worker process while this thread grades the next submission
+        (during :meth:`grade_all`), else here."""
         if self.feedback and self._feedback_dispatch is not None:
-            # rendered by a worker process while this thread grades the next submission
-            self._feedback_pending.append((sub.student, self._feedback_dispatch.submit(
-                self._write_feedback, sub, nb, verdicts, phases)))
+            self._feedback_pending.append((work.sub.student, self._feedback_dispatch.submit(
+                self._write_feedback, work.sub, work.nb, work.verdicts, work.phases)))
         elif self.feedback:
-            self._write_feedback(sub, nb, verdicts, phases)
-        status = state.get("state", "ok") if problem else "graded"
-        reason = "; ".join(([problem] if problem else []) + notes) or "graded"
-        return {**self._rows(sub.student, status, reason, verdicts, grades), "tampered": tampered}
+            self._write_feedback(work.sub, work.nb, work.verdicts, work.phases)
+
+    def _step_result(self, work: "Work") -> None:
+        """The submission's rows: its status and every note as its reason."""
+        status = work.run["status"].get("state", "ok") if work.problem else "graded"
+        reason = "; ".join(([work.problem] if work.problem else []) + work.notes) or "graded"
+        work.result = {**self._rows(work.sub.student, status, reason, work.verdicts, work.grades),
+                       "tampered": work.tampered}
 
     def _write_feedback(self, sub: Submission, nb, verdicts: Dict[str, "Verdict"], phases: PhaseClock) -> None:
         """``feedback/<student>/<assignment>/<notebook>.html`` and the exchange files; the render's

@@ -143,3 +143,49 @@ def test_a_burst_is_graded_in_parallel_once_each_under_the_assignments_policy(co
     listing = _run([*cli, "queue", CHAPTER], root, env).stdout
     assert "queue depth 0 (0 queued, 0 grading)" in listing and "3 released, 1 superseded" in listing
     assert "waited" in listing.splitlines()[0] and "to feedback" in listing.splitlines()[0]
+
+
+@pytest.mark.parametrize("polls", [3])
+def test_a_running_service_hands_each_submission_to_the_workers_once(tmp_path, monkeypatch, polls):
+    """The service looks at the exchange every second while its workers grade: a submission already
+    handed to a worker is never handed again (each is graded once), whatever the number of looks."""
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange.default.submit import ExchangeSubmit
+    from traitlets.config import Config
+
+    from autograder.engines import on_submit
+
+    root = make_course(tmp_path / "course")
+    exchange = tmp_path / "exchange"
+    (exchange / "distributed-training" / "inbound").mkdir(parents=True)
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(exchange))
+    _run([sys.executable, "-m", "nbgrader", "release_assignment", CHAPTER], root, dict(nbgrader_env()))
+    on_submit.enable(root, CHAPTER)
+    for student in ("s_ada", "s_bo", "s_cy"):  # nbgrader's own submit, as `nbgrader submit --student`
+        folder = tmp_path / student / CHAPTER
+        folder.mkdir(parents=True)
+        nbformat.write(solution(root, student=student), str(folder / f"{CHAPTER}.ipynb"))
+        config = Config()
+        config.Exchange.root, config.Exchange.assignment_dir = str(exchange), str(tmp_path / student)
+        config.Exchange.cache = str(tmp_path / student / ".cache")
+        config.CourseDirectory.course_id, config.CourseDirectory.assignment_id = "distributed-training", CHAPTER
+        config.CourseDirectory.student_id = student
+        ExchangeSubmit(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config),
+                       config=config).start()
+    service = on_submit.Service(root, workers=2, log=lambda msg: None)
+    collected = []
+
+    def slow_collect(assignment, student):  # a worker busy for a while: the service looks again meanwhile
+        collected.append(student)
+        time.sleep(0.5)
+        return "stopped here by the test"
+
+    monkeypatch.setattr(service.exchange, "collect", slow_collect)
+    try:
+        handed = [service.poll(wait=False) for _ in range(polls)]
+        service.wait()
+    finally:
+        service.close()
+    assert handed == [3] + [0] * (polls - 1) and sorted(collected) == ["s_ada", "s_bo", "s_cy"]
+    assert sorted(e["state"] for e in on_submit.queue(root, CHAPTER).values()) == ["failed"] * 3

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CHROMIUM, REPO, open_notebook_page, shutdown_kernels, start_lab_server
-from .test_labs_browser import run_all_or_fail, screenshot_on_failure
+from .conftest import CHROMIUM, REPO, dismiss_dialogs, open_notebook_page, shutdown_kernels, start_lab_server, wait_idle
+from .test_labs_browser import PROMPT_NUMBERS, RUN_ALL_STATE, run_all_or_fail, screenshot_on_failure
 
 ANYWIDGET_TIMEOUT = "[anywidget] Failed to initialize model."
 RELEASE = sorted(p.relative_to(REPO / "release").as_posix() for p in (REPO / "release").glob("*/*.ipynb"))
@@ -52,7 +52,10 @@ def _run_all_and_count(server, browser, notebook: str, predictions: dict | None 
     try:
         page = open_notebook_page(server, context, f"{folder.name}/{Path(notebook).name}")
         with screenshot_on_failure(page, f"console_{Path(notebook).stem}"):
-            run_all_or_fail(page)
+            if notebook in LABS:
+                run_all_or_fail(page)  # every cell run and every widget shown
+            else:
+                _run_all_cells(page)
             page.wait_for_timeout(2000)  # figures lay out after the last output arrives
             for inst in page.locator(".course-instrument").all():  # what a student scrolls past
                 inst.scroll_into_view_if_needed()
@@ -71,8 +74,21 @@ def _own(errors: list) -> list:
     return [e for e in errors if ANYWIDGET_TIMEOUT not in e]
 
 
+def _run_all_cells(page, timeout_ms: int = 300_000) -> None:
+    """Run All of a notebook that may show no widget (a chapter): until every code cell has run."""
+    base = max(page.evaluate(PROMPT_NUMBERS), default=0)
+    dismiss_dialogs(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    state = page.wait_for_function(f"(base) => {{ const s = ({RUN_ALL_STATE})(base); return s === 'ran' || "
+                                   "s === 'traceback' ? s : false; }", arg=base, timeout=timeout_ms,
+                                   polling=250).json_value()
+    assert state == "ran", "a cell raised during Run All"
+    wait_idle(page, timeout_ms)
+
+
 def _locked(notebook: str) -> dict:
-    from course.labs.activity import labs
+    from course.notebook_api.lab_session import labs
 
     lab = next(x for x in labs().values() if x.name == Path(notebook).parent.as_posix())
     return {lab.lock_key(act.id): {"value": act.lock.correct, "kind": "choice", "locked": True,
@@ -90,8 +106,15 @@ def test_run_all_logs_no_console_error(server, browser, notebook):
     assert not errors, f"{notebook}: {len(errors)} console errors on Run All, e.g. {errors[:5]}"
 
 
+#: labs whose locked Run All is known to log errors, with what and whose: strict, so the mark must go once fixed
+KNOWN = {"lab08_ring_for_real/lab08_ring_for_real.ipynb": (
+    "Lab 08's measured charts start as NaN placeholders before any measurement: bqplot logs translate(x, NaN) per "
+    "Scatter point and path d=null per all-NaN Lines (53 errors on 2 Dec 2026; NOTES-i48.md, for i47a)")}
+
+
 @pytest.mark.browser
-@pytest.mark.parametrize("notebook", LABS)
+@pytest.mark.parametrize("notebook", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n]))
+                                      if n in KNOWN else n for n in LABS])
 def test_run_all_of_a_locked_lab_logs_no_console_error(server, browser, notebook):
     errors = _own(_run_all_and_count(server, browser, notebook, _locked(notebook)))
     print(f"[console] {notebook} (locked): {len(errors)} errors")

@@ -90,7 +90,7 @@ def test_whoami_in_the_grading_run_does_not_tell_the_student_to_unset_the_grader
 def test_a_student_sees_and_sets_their_id_from_the_notebook(monkeypatch, tmp_path, capsys):
     """Issue 48: no terminal needed. `student()` shows the id and where it comes from; `student('ada')` or the
     panel's box saves it (as `course student ada` does); a stronger source (the hub login) is said, not overridden."""
-    from course.exercises import student
+    from course.notebook_api import student
 
     monkeypatch.setattr(variants, "student_file", lambda: tmp_path / ".course" / "student")
     for name in ("JUPYTERHUB_USER", "COURSE_STUDENT"):

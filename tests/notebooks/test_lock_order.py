@@ -14,7 +14,7 @@ import pytest
 
 from course.assess.items import Lock
 from course.assess.lock_order import option_orders, positions_of_right
-from course.labs.activity import LabSession
+from course.notebook_api.lab_session import LabSession
 from course.ledger import Ledger
 from course.notebook_api.lab_session import course_locks, lock_orders
 from course.prediction import PREDICTIONS_FILE
