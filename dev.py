@@ -5,17 +5,19 @@
     python3 dev.py test    # run the whole test suite (on one pytest-xdist worker per core)
     python3 dev.py setup   # only create or update .venv (and check it is exactly the locked set)
     python3 dev.py hub     # JupyterHub with an instructor and two students (as root)
-    python3 dev.py lock    # rewrite requirements.lock from requirements.txt (--upgrade: newest of all)
+    python3 dev.py lock    # recompile the lock, requirements/*.txt, from requirements/*.in (--upgrade: newest of all)
+    python3 dev.py install SET VENV   # install the locked SET (grading, course, dev) and the course into VENV
     python3 dev.py lint    # ruff, with the rules of pyproject.toml
     python3 dev.py docs    # build the documentation site into build/docs/html (offline)
 
 Every command creates (or reuses) a virtual environment in ``.venv`` holding exactly
-the packages of ``requirements.lock`` (every package, pinned, made by ``python3 dev.py
-lock`` from the top-level pins in ``requirements.txt``) and this package in editable
-mode. The environment is reinstalled only when ``requirements.txt``,
-``requirements.lock`` or ``pyproject.toml`` changes (a hash of the three is kept in
+the packages of ``requirements/dev.txt`` (every package the development set needs, pinned and
+hashed, compiled by ``python3 dev.py lock`` from the top-level pins in ``requirements/*.in``) and
+this package in editable mode. The environment is reinstalled only when a file of
+``requirements/`` or ``pyproject.toml`` changes (a hash of them is kept in
 ``.venv/.course-stamp``); then, and on every ``setup``, the installed set is compared
-with the lock and ``pip check`` runs, and a difference stops with what to do.
+with the lock and ``pip check`` runs, and a difference stops with what to do. ``install`` is the
+one install recipe: the Gradescope bundle, the CI templates and the Kubernetes image run it too.
 Extra arguments are passed through: ``python3 dev.py test -k ring`` or
 ``python3 dev.py lab --no-browser --port 8899``. ``test`` runs on one pytest-xdist
 worker per core (at most 4, ``--dist loadgroup``: tests that share state stay on one
@@ -43,19 +45,41 @@ VENV = ROOT / ".venv"
 STAMP = VENV / ".course-stamp"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
-#: the top-level pins (what the course asks for) and the lock (every package installed, pinned)
-REQUIREMENTS = ROOT / "requirements.txt"
-LOCK = ROOT / "requirements.lock"
-#: this checkout's distribution (installed editable, not in the lock) and the installer's own
-#: packages (``pip freeze`` leaves them out too; nothing here needs them at run time)
+#: the lock: three layers, each compiled (``python3 dev.py lock``, by uv) from its ``.in`` file of top-level
+#: pins into a ``.txt`` of every package it needs, pinned and hashed. Each layer is compiled held to the one
+#: below (``-c``), so grading.txt is a subset of course.txt, which is a subset of dev.txt, at the same versions.
+REQUIREMENTS = ROOT / "requirements"
+#: what grading needs (the grading images), what the course needs (the hub's image), what development needs (.venv)
+SETS = ("grading", "course", "dev")
+DEV_SET = "dev"
+LOCK = REQUIREMENTS / f"{DEV_SET}.txt"
+#: this checkout's distribution (installed, editable in .venv, not in the lock) and the installer's own
+#: package (``pip freeze`` leaves it out too; nothing here needs it at run time). setuptools is locked:
+#: nbgrader requires it, and the course is built with the locked one (``--no-build-isolation``), so an
+#: install downloads nothing beyond the lock's hashed files.
 PROJECT = "distributed-training-course"
-INSTALLER = ("pip", "setuptools", "wheel")
+INSTALLER = ("pip",)
+#: the oldest Python every locked release supports (soupsieve 4.1.3 asks for 3.11.5); pyproject.toml's
+#: requires-python says the same, and the lock is compiled for it
+PYTHON_FLOOR = (3, 11, 5)
+#: the resolver ``dev.py lock`` runs, installed from the package index into a throwaway venv
+LOCK_TOOL = "uv==0.13.8"
+
+
+def lock_file(name: str) -> Path:
+    """``requirements/<name>.txt``: every package of the set ``name``, pinned and hashed."""
+    return REQUIREMENTS / f"{name}.txt"
+
+
+def input_file(name: str) -> Path:
+    """``requirements/<name>.in``: the set's top-level pins, written by hand."""
+    return REQUIREMENTS / f"{name}.in"
 
 
 def _inputs_hash() -> str:
     digest = hashlib.sha256()
-    for path in (REQUIREMENTS, LOCK, ROOT / "pyproject.toml"):
-        digest.update(path.read_bytes() if path.exists() else b"")
+    for path in [*sorted(REQUIREMENTS.glob("*.in")), *sorted(REQUIREMENTS.glob("*.txt")), ROOT / "pyproject.toml"]:
+        digest.update(path.name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
     return digest.hexdigest()
 
 
@@ -68,16 +92,21 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def read_pins(path: Path) -> dict:
+def read_pins(path: Path, layers: bool = False) -> dict:
     """``name==version`` lines (``name[extra]==version`` too) of a requirements file as {canonical name: version}.
 
     Comments, blank lines and ``--hash`` continuations are skipped; a line that is not an exact pin
     (a range, a URL, an index option) stops with the line, because the lock must pin everything.
+    ``layers``: an ``.in`` file's ``-r other.in`` adds that file's pins, ``-c other.txt`` is skipped.
     """
     pins = {}
     for number, line in enumerate(path.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip().rstrip("\\").strip()
         if not line or line.startswith("--hash"):
+            continue
+        if layers and line.startswith(("-r ", "-c ")):
+            if line.startswith("-r "):
+                pins.update(read_pins(path.parent / line[3:].strip(), layers=True))
             continue
         match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[A-Za-z0-9,._ -]+\])?==([A-Za-z0-9.+!_-]+)"
                              r"(\s+--hash=\S+)*", line)
@@ -97,21 +126,22 @@ def installed(python: Path) -> dict:
     return {canonical(name): version for name, version in json.loads(out).items()}
 
 
-def lock_problems(python: Path = PYTHON) -> list:
-    """How the environment of ``python`` differs from :data:`LOCK`, and what ``pip check`` says ([]: none).
+def lock_problems(python: Path = PYTHON, name: str = DEV_SET) -> list:
+    """How the environment of ``python`` differs from the locked set ``name``, and what ``pip check`` says ([]: none).
 
-    The project (editable) and :data:`INSTALLER` are not compared; everything else must be
-    exactly the locked set: no package missing, none at another version, none more.
+    The project and :data:`INSTALLER` are not compared; everything else must be exactly the
+    locked set: no package missing, none at another version, none more.
     """
-    locked, present = read_pins(LOCK), installed(python)
-    for name in (PROJECT, *INSTALLER):
-        present.pop(name, None)
-    problems = [f"{name}=={version} is locked but not installed"
-                for name, version in sorted(locked.items()) if name not in present]
-    problems += [f"{name} is {present[name]}, locked at {version}"
-                 for name, version in sorted(locked.items()) if name in present and present[name] != version]
-    problems += [f"{name}=={version} is installed but not locked"
-                 for name, version in sorted(present.items()) if name not in locked]
+    lock = lock_file(name)
+    locked, present = read_pins(lock), installed(python)
+    for other in (PROJECT, *INSTALLER):
+        present.pop(other, None)
+    problems = [f"{pkg}=={version} is locked but not installed"
+                for pkg, version in sorted(locked.items()) if pkg not in present]
+    problems += [f"{pkg} is {present[pkg]}, locked at {version}"
+                 for pkg, version in sorted(locked.items()) if pkg in present and present[pkg] != version]
+    problems += [f"{pkg}=={version} is installed but not locked"
+                 for pkg, version in sorted(present.items()) if pkg not in locked]
     check = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "check"],
                            capture_output=True, text=True)
     if check.returncode != 0:
@@ -120,21 +150,44 @@ def lock_problems(python: Path = PYTHON) -> list:
 
 
 def stale_lock() -> list:
-    """Top-level pins of ``requirements.txt`` the lock does not hold at the same version ([]: none)."""
-    if not LOCK.exists():
-        return [f"{LOCK.name} does not exist"]
-    locked = read_pins(LOCK)
-    return [f"requirements.txt pins {name}=={version}, {LOCK.name} "
-            + (f"has {locked[name]}" if name in locked else "lacks it")
-            for name, version in sorted(read_pins(REQUIREMENTS).items()) if locked.get(name) != version]
+    """How the lock falls short of its inputs ([]: it does not).
+
+    Each set's lock must exist, hold every top-level pin of its ``.in`` file (and of the layers
+    that file includes) at the same version, and hold the set below it at the same versions.
+    """
+    problems, below = [], None
+    for name in SETS:
+        lock = lock_file(name)
+        if not lock.exists():
+            problems.append(f"{lock.relative_to(ROOT)} does not exist")
+            below = None
+            continue
+        locked = read_pins(lock)
+        problems += [f"{input_file(name).relative_to(ROOT)} pins {pkg}=={version}, {lock.relative_to(ROOT)} "
+                     + (f"has {locked[pkg]}" if pkg in locked else "lacks it")
+                     for pkg, version in sorted(read_pins(input_file(name), layers=True).items())
+                     if locked.get(pkg) != version]
+        if below is not None:
+            problems += [f"{lock.relative_to(ROOT)} " + (f"has {pkg}=={locked[pkg]}" if pkg in locked else f"lacks {pkg}")
+                         + f" where {lock_file(below[0]).relative_to(ROOT)} has {version}"
+                         for pkg, version in sorted(below[1].items()) if locked.get(pkg) != version]
+        below = (name, locked)
+    # the front door points at the development set and pins nothing itself (a pin there would be missed)
+    front = ROOT / "requirements.txt"
+    if front.exists():
+        lines = [line.split("#", 1)[0].strip() for line in front.read_text().splitlines()]
+        problems += [f"requirements.txt says {line!r}: top-level pins go in requirements/*.in"
+                     for line in lines if line and line != f"-r requirements/{DEV_SET}.txt"]
+    return problems
 
 
-def verify_environment() -> None:
-    """Stop with every difference between ``.venv`` and the lock (CI runs this through ``setup``)."""
-    problems = lock_problems()
+def verify_environment(python: Path = PYTHON, name: str = DEV_SET) -> None:
+    """Stop with every difference between the environment of ``python`` and the locked set ``name``."""
+    problems = lock_problems(python, name)
     if problems:
-        sys.exit("dev.py: .venv is not the locked set:\n  " + "\n  ".join(problems)
-                 + "\nrun `python3 dev.py setup` again; if the lock itself is wrong, `python3 dev.py lock`")
+        sys.exit(f"dev.py: {python.parent.parent} is not the locked set {lock_file(name).relative_to(ROOT)}:\n  "
+                 + "\n  ".join(problems)
+                 + "\nrun `python3 dev.py setup` (or `install`) again; if the lock itself is wrong, `python3 dev.py lock`")
 
 
 def install_nbgrader_env_config() -> None:
@@ -163,7 +216,7 @@ def install_server_config() -> None:
 
 
 #: packages pip would install as dependencies that nothing here uses and that cost every process time,
-#: left out of the lock (so no installer ever installs them, since all install with ``--no-deps``):
+#: left out of the lock (``uv pip compile --no-emit-package``; every installer installs with ``--no-deps``):
 #: ``rfc3987-syntax`` (pulled in by ``jsonschema[format-nongpl]``, which jupyter-events requires)
 #: builds about 30 Earley parsers when imported, and ``jsonschema`` imports it on its own import,
 #: which every ``import nbformat`` does: 1.1 s of CPU in each nbgrader, autograder, Jupyter server
@@ -173,26 +226,47 @@ def install_server_config() -> None:
 UNUSED = ("rfc3987-syntax",)
 
 
-def install_locked() -> None:
-    """Make ``.venv`` exactly :data:`LOCK` plus this package (editable), then check it.
+def venv_python(env: Path) -> Path:
+    return env / ("Scripts" if os.name == "nt" else "bin") / ("python.exe" if os.name == "nt" else "python")
 
-    ``--no-deps``: pip installs the lines of the lock and nothing it would resolve on its own; a
-    package installed before and no longer locked (an upgrade dropped it, someone ran pip by
-    hand) is uninstalled; :func:`verify_environment` then compares and runs ``pip check``.
+
+def install(name: str, env: Path, project=ROOT, editable: bool = False) -> None:
+    """The install recipe, the one every environment of the course is made with: make ``env`` exactly
+    the locked set ``name`` plus the course from ``project`` (None: the lock only, as an image's
+    cached first layer), then check it.
+
+    ``python3 dev.py setup`` runs it for ``.venv`` (``dev``, editable); the Gradescope bundle's
+    ``setup.sh``, the CI templates' setup step and the Kubernetes image run it as
+    ``python3 dev.py install SET VENV``. ``--require-hashes``: every file pip installs must be one
+    the lock names by its sha256; ``--no-deps``: pip installs the lines of the lock and nothing it
+    would resolve on its own; the course is built with the locked setuptools
+    (``--no-build-isolation``), so nothing is downloaded beyond the lock. A package installed
+    before and no longer locked is uninstalled; then the set is compared and ``pip check`` runs.
     """
     stale = stale_lock()
     if stale:
-        sys.exit("dev.py: the lock does not match requirements.txt:\n  " + "\n  ".join(stale)
-                 + "\nrun `python3 dev.py lock` (and commit requirements.lock)")
-    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check"]
-    subprocess.run(pip + ["install", "-q", "--no-deps", "-r", str(LOCK)], check=True)
-    subprocess.run(pip + ["install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
-    locked, present = read_pins(LOCK), installed(PYTHON)
+        sys.exit("dev.py: the lock does not match requirements/*.in:\n  " + "\n  ".join(stale)
+                 + "\nrun `python3 dev.py lock` (and commit requirements/)")
+    python = venv_python(env)
+    if not python.exists():
+        print(f"dev.py: creating virtual environment in {env}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(env)
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
+    subprocess.run(pip + ["install", "-q", "--no-deps", "--require-hashes", "-r", str(lock_file(name))], check=True)
+    if project is not None:
+        subprocess.run(pip + ["install", "-q", "--no-deps", "--no-build-isolation",
+                              *(["-e"] if editable else []), str(project)], check=True)
+    locked, present = read_pins(lock_file(name)), installed(python)
     extra = sorted(set(present) - set(locked) - {PROJECT, *INSTALLER})
     if extra:
         print(f"dev.py: removing packages that are not locked: {', '.join(extra)}", flush=True)
         subprocess.run(pip + ["uninstall", "-y", "-q", *extra], check=True)
-    verify_environment()
+    verify_environment(python, name)
+
+
+def install_locked() -> None:
+    """Make ``.venv`` exactly the development set plus this package (editable), then check it."""
+    install(DEV_SET, VENV, ROOT, editable=True)
 
 
 #: the packages installed in editable mode, read from this checkout by every process
@@ -226,7 +300,7 @@ def ensure_environment() -> None:
     if not PYTHON.exists():
         print("dev.py: creating virtual environment in .venv", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    print(f"dev.py: installing {LOCK.name} (first run takes a few minutes)", flush=True)
+    print(f"dev.py: installing {LOCK.relative_to(ROOT)} (the first run takes a few minutes)", flush=True)
     install_locked()
     install_nbgrader_env_config()
     install_server_config()
@@ -337,7 +411,26 @@ def run_tests(extra: list[str]) -> None:
 def run_setup(extra: list[str]) -> None:
     """Only create or update ``.venv`` (``ensure_environment`` has run by now), and check it against the lock."""
     verify_environment()
-    print(f"dev.py: environment ready in {VENV}: exactly {LOCK.name}, pip check clean", flush=True)
+    print(f"dev.py: environment ready in {VENV}: exactly {LOCK.relative_to(ROOT)}, pip check clean", flush=True)
+
+
+def run_install(extra: list[str]) -> None:
+    """``python3 dev.py install SET VENV [--project DIR] [--editable]``: :func:`install`, for an image or CI."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python3 dev.py install",
+                                     description="Install the locked SET and the course into VENV (created if "
+                                                 "missing) and check it is exactly that set (pip check too).")
+    parser.add_argument("set", choices=SETS, help="grading: grading images; course: the hub's image; dev: development")
+    parser.add_argument("venv", type=Path, help="the virtual environment to create or update")
+    parser.add_argument("--project", type=Path, default=ROOT, help="the course's source tree (default: this checkout)")
+    parser.add_argument("--editable", action="store_true", help="install the course in editable mode")
+    parser.add_argument("--no-project", action="store_true",
+                        help="install the locked set only (an image's first layer, cached while the lock is unchanged)")
+    args = parser.parse_args(extra)
+    install(args.set, args.venv.resolve(), None if args.no_project else args.project.resolve(), args.editable)
+    print(f"dev.py: {args.venv} holds exactly {lock_file(args.set).relative_to(ROOT)}"
+          + ("" if args.no_project else " and the course") + "; pip check clean", flush=True)
 
 
 def run_lint(extra: list[str]) -> None:
@@ -345,53 +438,49 @@ def run_lint(extra: list[str]) -> None:
     _exec([str(BIN / "ruff"), "check", *(extra or ["."])])
 
 
-LOCK_HEADER = """\
-# Every package the course installs, pinned. Generated by `python3 dev.py lock` from the top-level
-# pins in requirements.txt (Python {python}); do not edit: change requirements.txt and run it again,
-# or `python3 dev.py lock --upgrade` for the newest releases of everything that is not pinned there.
-# dev.py, .ci/run, the Gradescope bundle, the Kubernetes image and the CI templates install exactly
-# these lines (pip install --no-deps -r requirements.lock) and run pip check.
-# Left out: pip, setuptools, wheel (the installer's) and {unused} (unused: dev.py's UNUSED).
-"""
-
-
 def run_lock(extra: list[str]) -> None:
-    """Resolve ``requirements.txt`` in a throwaway venv and write every installed package to :data:`LOCK`.
+    """Compile each set's ``requirements/<set>.in`` into ``requirements/<set>.txt`` with uv, in a throwaway venv.
 
-    Without ``--upgrade`` the packages already locked keep their versions (given to pip as
-    constraints) unless ``requirements.txt`` pins them itself, so adding or bumping a top-level
-    pin changes only what it needs; ``--upgrade`` resolves everything afresh.
+    Every package pinned and hashed (every file of that release on the index, so any platform's
+    wheel checks), for :data:`PYTHON_FLOOR`. Each set is compiled held to the set below it
+    (its ``.in`` says ``-c``). Without ``--upgrade`` uv keeps the versions locked now unless an
+    ``.in`` file pins another, so adding or bumping a pin changes only what it needs;
+    ``--upgrade`` resolves everything afresh. uv reads no pip configuration and writes no index
+    or find-links line, and the result is checked for one.
     """
     upgrade = "--upgrade" in extra
-    top = read_pins(REQUIREMENTS)
+    old = {name: read_pins(lock_file(name)) for name in SETS if lock_file(name).exists()}
     with tempfile.TemporaryDirectory(prefix="course-lock-") as tmp:
-        env = Path(tmp) / "venv"
-        venv.EnvBuilder(with_pip=True).create(env)
-        python = env / ("Scripts" if os.name == "nt" else "bin") / ("python.exe" if os.name == "nt" else "python")
-        pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
-        command = pip + ["install", "-q", "--no-compile", "-r", str(REQUIREMENTS)]
-        if LOCK.exists() and not upgrade:
-            kept = Path(tmp) / "kept.txt"
-            kept.write_text("".join(f"{name}=={version}\n" for name, version in read_pins(LOCK).items()
-                                    if name not in top and name not in UNUSED))
-            command += ["-c", str(kept)]
-        print(f"dev.py: resolving {REQUIREMENTS.name} in a throwaway venv"
-              + (" (everything afresh)" if upgrade else " (locked versions kept)"), flush=True)
-        if subprocess.run(command).returncode != 0:
-            sys.exit("dev.py lock: pip could not install requirements.txt"
-                     + ("" if upgrade else " with the versions locked now; try `python3 dev.py lock --upgrade`"))
-        subprocess.run(pip + ["uninstall", "-y", "-q", *UNUSED], check=True)
-        found = {name: version for name, version in installed(python).items() if name not in (PROJECT, *INSTALLER)}
-        check = subprocess.run(pip + ["check"], capture_output=True, text=True)
-        if check.returncode != 0:
-            sys.exit(f"dev.py lock: pip check fails on the resolved set:\n{check.stdout}")
-    old = read_pins(LOCK) if LOCK.exists() else {}
-    LOCK.write_text(LOCK_HEADER.format(python="%d.%d" % sys.version_info[:2], unused=", ".join(UNUSED))
-                    + "".join(f"{name}=={found[name]}\n" for name in sorted(found)))
-    changes = [f"  {name}: {old.get(name, '-')} -> {found.get(name, '-')}"
-               for name in sorted(set(old) | set(found)) if old.get(name) != found.get(name)]
-    print(f"dev.py: wrote {LOCK.name}: {len(found)} packages, {len(changes)} changed"
-          + "".join("\n" + line for line in changes), flush=True)
+        tool = Path(tmp) / "venv"
+        venv.EnvBuilder(with_pip=True).create(tool)
+        subprocess.run([str(venv_python(tool)), "-m", "pip", "--disable-pip-version-check", "install", "-q",
+                        LOCK_TOOL], check=True)
+        uv = venv_python(tool).parent / ("uv.exe" if os.name == "nt" else "uv")
+        print("dev.py: compiling requirements/*.in" + (" (everything afresh)" if upgrade else " (locked versions kept)"),
+              flush=True)
+        for name in SETS:
+            command = [str(uv), "pip", "compile", "--quiet", "--no-config", "--generate-hashes",
+                       "--python-version", ".".join(map(str, PYTHON_FLOOR)),
+                       "--custom-compile-command", "python3 dev.py lock",
+                       *(arg for package in UNUSED for arg in ("--no-emit-package", package)),
+                       *(["--upgrade"] if upgrade else []),
+                       str(input_file(name).relative_to(ROOT)), "-o", str(lock_file(name).relative_to(ROOT))]
+            if subprocess.run(command, cwd=ROOT).returncode != 0:
+                sys.exit(f"dev.py lock: uv could not resolve requirements/{name}.in"
+                         + ("" if upgrade else " with the versions locked now; try `python3 dev.py lock --upgrade`"))
+    for name in SETS:
+        text = lock_file(name).read_text()
+        if re.search(r"://|^\s*--(index-url|extra-index-url|find-links|trusted-host)", text, re.M):
+            sys.exit(f"dev.py lock: {lock_file(name).name} names an index or a host; it must hold pins and hashes only")
+        found = read_pins(lock_file(name))
+        before = old.get(name, {})
+        changes = [f"  {pkg}: {before.get(pkg, '-')} -> {found.get(pkg, '-')}"
+                   for pkg in sorted(set(before) | set(found)) if before.get(pkg) != found.get(pkg)]
+        print(f"dev.py: wrote requirements/{name}.txt: {len(found)} packages, {len(changes)} changed"
+              + "".join("\n" + line for line in changes), flush=True)
+    stale = stale_lock()
+    if stale:
+        sys.exit("dev.py lock: the compiled lock still falls short:\n  " + "\n  ".join(stale))
 
 
 def _free_port() -> int:
@@ -475,15 +564,20 @@ def run_docs(extra: list[str]) -> None:
 
 
 COMMANDS = {"lab": run_lab, "test": run_tests, "hub": run_hub, "setup": run_setup, "lock": run_lock,
-            "lint": run_lint, "docs": run_docs}
+            "install": run_install, "lint": run_lint, "docs": run_docs}
+#: commands that need no .venv: ``lock`` resolves in a throwaway venv, ``install`` makes another environment
+WITHOUT_VENV = ("lock", "install")
 
 
 def main(argv: list[str]) -> None:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__)
         sys.exit(2)
-    if argv[0] == "lock":  # needs no .venv: it resolves in a throwaway one
-        run_lock(argv[1:])
+    if sys.version_info < PYTHON_FLOOR:
+        sys.exit(f"dev.py: the locked packages need Python >= {'.'.join(map(str, PYTHON_FLOOR))}; "
+                 f"this is {sys.version.split()[0]} ({sys.executable})")
+    if argv[0] in WITHOUT_VENV:
+        COMMANDS[argv[0]](argv[1:])
         return
     ensure_environment()
     COMMANDS[argv[0]](argv[1:])

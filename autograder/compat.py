@@ -10,7 +10,7 @@ is made) stops grading with :class:`CompatError` when the installed version or o
 sources differs, saying which library, which version and what to do.
 
 Upgrading one of these libraries on purpose: ``python3 dev.py lock --upgrade`` (or a new pin in
-``requirements.txt``), then ``.venv/bin/python -m autograder.compat`` lists each guard with the
+``requirements/grading.in``, then ``python3 dev.py lock``), then ``.venv/bin/python -m autograder.compat`` lists each guard with the
 installed version and the current hashes; read each changed function against the code below,
 adjust it, then put the new version in :data:`CHECKED` and the printed hashes in :data:`GUARDS`,
 and run the autograder tests.
@@ -45,7 +45,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 from traitlets import List
 
-#: the installed versions each library's items were read and tested against (requirements.lock)
+#: the installed versions each library's items were read and tested against (requirements/grading.txt)
 CHECKED: Dict[str, Tuple[str, ...]] = {
     "nbgrader": ("0.9.6",),
     "jupyter_client": ("8.10.0",),
@@ -139,7 +139,7 @@ def source_hash(obj) -> str:
     return hashlib.sha256(inspect.getsource(inspect.unwrap(obj)).encode()).hexdigest()[:16]
 
 
-_UPGRADE_HELP = ("install the locked versions (`python3 dev.py setup` installs requirements.lock), or, "
+_UPGRADE_HELP = ("install the locked versions (`python3 dev.py setup` installs the lock, requirements/dev.txt), or, "
                  "if {library} was upgraded on purpose, read the changed code against autograder/compat.py, "
                  "adjust it, and record the new version and the hashes that `python -m autograder.compat` prints")
 

@@ -1,8 +1,8 @@
 """The one list of activities: every workbook chapter and every lab, explicitly.
 
 The registry (:data:`REGISTRY`), the ``source/`` notebooks (``course build-sources``), grading
-(:mod:`autograder`), feedback, ``course variant`` and the progress view are all generated from
-:data:`ACTIVITIES`. Nothing is discovered and nothing registers itself when imported: adding an
+(``autograder``), feedback, ``course variant`` and the progress view are all generated from
+``ACTIVITIES``. Nothing is discovered and nothing registers itself when imported: adding an
 activity is its declaration (a module with ``ACTIVITY``) plus one line here.
 """
 
@@ -17,6 +17,7 @@ from course.chapters import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08
 from course.chapters import ch10, ch11
 from course.labs import lab05, lab06, lab07, lab08, tutorial
 
+#: Every workbook chapter and lab of the course, each declared once in its own module and listed here.
 ACTIVITIES = (
     ch00.ACTIVITY,
     ch01.ACTIVITY,

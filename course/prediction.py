@@ -1,7 +1,7 @@
 """Prediction locks: commit to an answer before the instrument shows the truth.
 
 A :class:`PredictionLock` asks one question, a choice among a few options
-(typically four), shown as one labelled radio group (:class:`RadioGroup`: one
+(typically four), shown as one labelled radio group (``RadioGroup``: one
 Tab stop, the arrow keys move the choice and never reach JupyterLab's notebook
 shortcuts). The student picks, presses **Lock**, and from then on the answer is frozen: the widgets are disabled,
 ``lock()`` again changes nothing, and ``answer()`` with another value raises
@@ -512,7 +512,7 @@ class PredictionLock:
 
     # -- what the lock shows once locked -------------------------------------
     def reveal_view(self) -> RevealView:
-        """The reveal card, rendered once this lock is locked and updated in place (:class:`RevealView`)."""
+        """The reveal card, rendered once this lock is locked and updated in place (``RevealView``)."""
         view = RevealView(self)
         self._views.append(view)
         return view

@@ -1,7 +1,7 @@
 """Progress from the design ledger, for the course index notebook.
 
 What to show comes from the one activity list (:data:`course.activities.ACTIVITIES`):
-each activity gives its own rows (:meth:`~course.assess.activity.Activity.progress`:
+each activity gives its own rows (``Activity.progress``:
 a lab's acts, locks and graded parts, a chapter's exercises).
 What is done comes only from ledger fields the package writes:
 

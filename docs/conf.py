@@ -28,6 +28,7 @@ extensions = [
     "offline_math",
     "offline_widgets",
     "course_reference",
+    "code_values",
     "internal_links",
 ]
 
@@ -51,9 +52,6 @@ nb_ipywidgets_js = {}
 # every cross-reference must resolve (CI builds with -W): a broken link is an error
 nitpicky = True
 nitpick_ignore_regex = [
-    # a docstring that names a course object the site does not document (a private helper, a
-    # module's data) links where it can (_ext/course_reference.py) and is plain text otherwise
-    (r"py:.*", r".*"),
     # types named in numpydoc parameter lists and annotations of outside libraries
     ("py:class", r"(numpy|np|pandas|pd|typing|collections|pathlib|argparse|traitlets|nbformat|nbgrader)\..*"),
     ("py:class", r"(ArrayLike|NDArray|array_like|array-like|ndarray|optional|callable|scalar|Path)"),

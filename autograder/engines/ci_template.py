@@ -25,17 +25,15 @@ from typing import Dict
 
 import yaml
 
-#: the environment of the course, exactly as ``dev.py`` builds it: the lock (every package, pinned, from
-#: ``python3 dev.py lock``) with ``--no-deps``, the course, then ``pip check``
+#: the environment of grading, made by the course's one install recipe (``dev.py install``, as every
+#: environment is): the grading set (``requirements/grading.txt``, hash-checked, ``--no-deps``), the
+#: course in editable mode, then ``pip check``
 SETUP = """\
 sudo -n true 2>/dev/null && SUDO=sudo || SUDO=
 $SUDO apt-get update -q && $SUDO apt-get install -y -q bubblewrap util-linux
 # Ubuntu 24.04 restricts unprivileged user namespaces, which bubblewrap needs
 $SUDO sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
-python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --no-deps -r requirements.lock
-"$VENV/bin/python" -m pip install -q --no-deps -e .
-"$VENV/bin/python" -m pip check
+python3 dev.py install grading "$VENV" --editable
 """
 
 #: one shard: gradebook, grading, this shard's feedback kept beside its grades
@@ -101,7 +99,7 @@ def github_workflow(shards: int) -> str:
         "strategy": {"fail-fast": False, "matrix": {"shard": list(range(1, shards + 1))}},
         "env": {"SHARD": "${{ matrix.shard }}"},
         "steps": [*checkout,
-                  {"id": "setup", "name": "environment from requirements.lock and the sandbox", "run": SETUP},
+                  {"id": "setup", "name": "the grading environment (requirements/grading.txt) and the sandbox", "run": SETUP},
                   {"id": "grade", "name": f"grade shard ${{{{ matrix.shard }}}} of {shards}", "run": GRADE},
                   {"uses": "actions/upload-artifact@v4",
                    "with": {"name": "shard-${{ matrix.shard }}", "path": "shards/${{ matrix.shard }}/",
@@ -109,7 +107,7 @@ def github_workflow(shards: int) -> str:
     merge = {
         "needs": "grade", "runs-on": "ubuntu-24.04", "env": {"SHARD": "0"},
         "steps": [*checkout,
-                  {"id": "setup", "name": "environment from requirements.lock", "run": SETUP},
+                  {"id": "setup", "name": "the grading environment (requirements/grading.txt)", "run": SETUP},
                   {"uses": "actions/download-artifact@v4", "with": {"pattern": "shard-*", "path": "shards"}},
                   {"id": "merge", "name": "one grades.csv, Canvas CSV and feedback", "run": MERGE},
                   {"uses": "actions/upload-artifact@v4",

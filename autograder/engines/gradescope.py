@@ -10,10 +10,11 @@ files in ``/autograder/submission`` and ``/autograder/submission_metadata.json``
 
 :func:`build_bundle` writes the zip:
 
-* ``setup.sh``: Debian/Ubuntu packages of the sandbox (``bubblewrap``, ``util-linux``), a venv in
-  ``/autograder/venv`` with exactly ``requirements.lock`` (the repository's lock, verbatim, installed
-  as ``dev.py`` installs it: ``--no-deps``, then ``pip check``) and the course package (``package/``,
-  not editable);
+* ``setup.sh``: Debian/Ubuntu packages of the sandbox (``bubblewrap``, ``util-linux``), then a venv
+  in ``/autograder/venv`` made by the course's one install recipe, ``python3 dev.py install grading``
+  (the bundle carries ``dev.py`` and ``requirements/`` verbatim): exactly the grading set
+  (``requirements/grading.txt``, every file hash-checked, ``--no-deps``) and the course package
+  (``package/``, not editable), then ``pip check``;
 * ``run_autograder``: ``python -m autograder.engines.gradescope --root /autograder``;
 * ``course_root/``: ``nbgrader_config.py``, ``source/<assignment>/`` and a fresh ``gradebook.db``
   holding only that assignment (no student of the instructor's own gradebook);
@@ -55,26 +56,27 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE_FILES = ("pyproject.toml", "README.md")
 PACKAGE_DIRS = ("course", "autograder")
 
-#: the lock of the repository (every package, pinned; ``python3 dev.py lock`` writes it)
-LOCK = "requirements.lock"
+#: the install recipe and the lock it installs (``dev.py install``: every environment of the course is
+#: made by it; the bundle installs the grading set, ``requirements/grading.txt``)
+INSTALLER = ("dev.py",)
+LOCK_DIR = "requirements"
+LOCK_SET = "grading"
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image (base image: Ubuntu 24.04;
-# the pins need Python >= 3.11, Ubuntu 22.04 has 3.10). It installs the sandbox and the course as pinned.
+# the pins need Python >= 3.11.5, Ubuntu 22.04 has 3.10). It installs the sandbox, then the course's
+# grading set and the course with the course's one install recipe (dev.py install: every file
+# hash-checked against requirements/grading.txt, nothing beyond it, then pip check).
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap util-linux
-python3 -m venv "$ROOT/venv"
-# exactly the lock (--no-deps: nothing pip would resolve beyond it), then the course, then pip check
-"$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps -r "$HERE/@LOCK@"
-"$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps "$HERE/package"
-"$ROOT/venv/bin/python" -m pip check --disable-pip-version-check
+python3 "$HERE/dev.py" install @SET@ "$ROOT/venv" --project "$HERE/package"
 # fail the image build, not every student's run, if the sandbox cannot work in this container
 "$ROOT/venv/bin/python" -m autograder.engines.gradescope --root "$ROOT" --check
-""".replace("@LOCK@", LOCK)
+""".replace("@SET@", LOCK_SET)
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this once per submission, in a fresh container, from /autograder.
@@ -125,7 +127,10 @@ def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = 
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
             _write_text(zf, "setup.sh", SETUP_SH, executable=True)
             _write_text(zf, "run_autograder", RUN_AUTOGRADER, executable=True)
-            _write_text(zf, LOCK, (REPO / LOCK).read_text())
+            for name in INSTALLER:
+                _write_text(zf, name, (REPO / name).read_text())
+            for path in sorted((REPO / LOCK_DIR).glob("*.*")):  # every set's .in and .txt: dev.py checks the layers
+                _write_text(zf, f"{LOCK_DIR}/{path.name}", path.read_text())
             _write_text(zf, "settings.json", json.dumps(settings, indent=1) + "\n")
             for name in PACKAGE_FILES:
                 zf.write(REPO / name, f"package/{name}")

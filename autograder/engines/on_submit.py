@@ -255,8 +255,14 @@ class Service:
 
         with self._lock:
             if assignment not in self._graders:
-                self._graders[assignment] = Grader(self.root, assignment, workers=self.workers, seed=options["seed"],
-                                                   log=self.log, allow_unsandboxed=self.allow_unsandboxed)
+                grader = Grader(self.root, assignment, workers=self.workers, seed=options["seed"],
+                                log=self.log, allow_unsandboxed=self.allow_unsandboxed)
+                if self.workers > 1:  # feedback rendered in processes of its own, as grade_all does: the
+                    # workers are threads of this process, and rendering is Python (one core for all of them)
+                    from ..grading.grader import _FeedbackWorkers
+
+                    grader._feedback_pool = _FeedbackWorkers(max(1, self.workers // 2))
+                self._graders[assignment] = grader
             return self._graders[assignment]
 
     def _grade(self, assignment: str, options: dict, key: str) -> None:
@@ -329,6 +335,10 @@ class Service:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        for grader in self._graders.values():
+            if grader._feedback_pool is not None:
+                grader._feedback_pool.close()
+                grader._feedback_pool = None
 
     def run(self, interval: float = 10.0) -> None:
         self.recover()

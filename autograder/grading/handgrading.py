@@ -11,7 +11,7 @@
   question, its options and the student's locked choice (both from the lab's declaration in the
   package, the choice from the submission's ``predictions.json``); any other widget a short note.
 * :class:`NotAnswered` shows "not answered" for a hand-graded answer left blank, in feedback.
-* :func:`refresh` brings the gradebook's scores (hand-graded ones included) into
+* :func:`refreshed_rows` (``course-autograde refresh``) brings the gradebook's scores (hand-graded ones included) into
   ``grades.json``, ``grades.csv``, the late policy and the Canvas CSV without grading anything
   again, so nothing is marked as needing grading again.
 """

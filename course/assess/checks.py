@@ -160,7 +160,7 @@ VALIDATING = ("NBGRADER_EXECUTION", "validate")
 
 class ValidateFinding(AssertionError):
     """What Validate reports for a test cell: the verdict lines first, then the exercise's line, and no
-    traceback (IPython shows :meth:`_render_traceback_` in its place, so no frame and no path of the
+    traceback (IPython shows ``_render_traceback_`` in its place, so no frame and no path of the
     course package reaches the student: nbgrader's Validate prints the error output as it is).
 
     >>> ValidateFinding(["\u2718 `x`: not yet.", "Exercise 0.1 not yet right."])._render_traceback_()

@@ -2,7 +2,7 @@
 
 Not imported by the course: :func:`course.assess.cleanroom_protocol.write_room` copies this file into the
 room as ``runner.py``, and grading runs it there (``python -I runner.py CELLS STUB CELL_TIMEOUT``)
-inside the sandbox, which holds no course package (:mod:`autograder.judging.sandboxed_cleanroom`); the visible check
+inside the sandbox, which holds no course package (``autograder.judging.sandboxed_cleanroom``); the visible check
 runs it the same way, unsandboxed. It reads its settings from argv and the request from stdin, and
 uses the standard library only (and IPython's input transformer for a cell with magics).
 :mod:`course.assess.cleanroom_protocol` describes what it answers.

@@ -2,7 +2,7 @@
 
 ``insert_derivations(nb, syllabus, student)`` puts, after the last cell of every
 graded item it finds in ``nb``, a markdown cell with that item's worked answer
-for the student's numbers (:meth:`Activity.worked_markdown`: a workbook
+for the student's numbers (``Activity.worked_markdown``: a workbook
 exercise's derivation, a lab answer's reference solution and key). What a cell
 is comes from one helper, :meth:`Syllabus.role_of` (the cell's nbgrader grade id
 looked up in the declarations). It is idempotent and adds nothing else: hidden
@@ -11,7 +11,7 @@ a call to the trusted judge, no test data).
 
 Two ways to use it:
 
-* nbgrader: ``nbgrader_config.py`` puts :class:`course.notebook_api.feedback.InsertDerivations`
+* nbgrader: ``nbgrader_config.py`` puts ``course.notebook_api.feedback.InsertDerivations``
   (this module's preprocessor bound to the activity list) into
   ``GenerateFeedback.preprocessors``, so ``nbgrader generate_feedback`` includes them.
 * the autograder calls the same preprocessor on the autograded notebook before it

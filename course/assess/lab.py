@@ -1,6 +1,6 @@
 """Labs as declared activities: acts, locks, graded answers and reflections, written once.
 
-A lab module (:mod:`course.labs.lab05`, ``lab06``, ``tutorial``) declares one
+A lab module (``course.labs.lab05``, ``lab06``, ``tutorial``) declares one
 :class:`Lab`: its numeric inputs (``spec``), its acts, and per act at most one
 prediction :class:`Lock` (question, options, correct option, explanation and
 the text that gives the answer away, shown only after the reveal), graded
@@ -12,7 +12,7 @@ Everything else is generated from that declaration:
   ... used by the lab module's ``layout``);
 * the graded parts (:meth:`Lab.parts`: a completion point per lock, read from
   ``predictions.json``; a value per answer, read in the kernel);
-* the ledger keys (:meth:`Lab.lock_key`) and the progress view (:meth:`Lab.progress`).
+* the ledger keys (:meth:`Lab.lock_key`) and the progress view (``Lab.progress``).
 
 Per-student variants (:mod:`course.assess.variants`): a lab's ``vary(spec,
 rng)`` draws a student's own inputs for its graded questions, while the story
@@ -338,7 +338,7 @@ class Lab(Activity):
                      self.lock_grade_id(act_id), 1.0)]
 
     def caption_cell(self, name: str) -> Cell:
-        """A caption its act's lock renders once locked (:attr:`Act.captions`)."""
+        """A caption its act's lock renders once locked (``Act.captions``)."""
         act = self.act_of(name)
         self.lock_of(act.id)
         return Cell("code", f"lab.caption({name!r})", f"{self.prefix}_{name}_caption")

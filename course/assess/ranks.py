@@ -18,7 +18,7 @@ Where the function runs (the part's item is a :class:`RankFunction`, ``judged_in
   a deadlock at once and say what each rank waits in.
 
 Both give the same harvest: ``{"probes": [{"ranks": [result per rank], "traces": [...]}, ...],
-"failure": None | {"kind": "deadlock" | "timeout" | "died", "probe": index, ...}}``; :func:`judge`
+"failure": None | {"kind": "deadlock" | "timeout" | "died", "probe": index, ...}}``; ``judge``
 reads it in the trusted process. With a ``trace_reference`` (a correct algorithm of the same shape),
 a wrong answer's reason names the rank and step where the data it sends first differ from the
 reference's.

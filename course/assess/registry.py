@@ -92,7 +92,7 @@ class Verdict:
 
     ``findings`` holds one code per thing the reason names, in its order (a value part with two
     wrong names has two); it defaults to ``(code,)``. Without a ``code``, a verdict that passed is
-    :data:`~course.assess.codes.CORRECT` and one that did not is
+    ``course.assess.codes.CORRECT`` and one that did not is
     :data:`~course.assess.codes.WRONG_VALUE`.
     """
 
@@ -136,7 +136,7 @@ class Part:
         Id of the graded item within its activity: an exercise number (``"0.1"``), a lab
         answer id (``"act1_allreduce"``) or the act of a lock (``"act1"``).
     kind : str
-        One of :data:`KINDS`.
+        One of ``KINDS``.
     points : float
         Points of the test cell (also written into the notebook metadata).
     names : tuple of str
@@ -180,7 +180,7 @@ class Part:
 
     @property
     def judged_in(self) -> str:
-        """Where the answer is read: ``"clean room"`` or ``"kernel"`` (:data:`course.assess.items.JUDGED_IN`)."""
+        """Where the answer is read: ``"clean room"`` or ``"kernel"`` (``course.assess.items.JUDGED_IN``)."""
         return self.item.judged_in if self.item is not None else "kernel"
 
     @property

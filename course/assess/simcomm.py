@@ -75,7 +75,7 @@ class World:
         self.traces: List[list] = [[] for _ in range(size)]
 
     def block(self, rank: int, ready: Callable[[], bool], what: str) -> None:
-        """Wait (holding :attr:`cond`) until ``ready()``; raise :class:`Deadlock` if no rank can move."""
+        """Wait (holding ``cond``) until ``ready()``; raise :class:`Deadlock` if no rank can move."""
         while not ready():
             if self.failure is not None:
                 raise Stopped()

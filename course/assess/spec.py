@@ -43,7 +43,7 @@ class Cell:
     (manually graded markdown answer). ``grade_id`` and ``points`` matter for
     every role but markdown; ``item`` is the id of the activity item the cell
     belongs to (an exercise number, a lab answer id), so feedback finds the
-    worked answer of the item the cell belongs to through :func:`course.assess.notebook.cell_role`.
+    worked answer of the item the cell belongs to through :meth:`course.assess.activity.Syllabus.role_of`.
     """
 
     role: str

@@ -169,7 +169,7 @@ def _first_login_uid() -> int:
 
 def unix_student(uid: Optional[int] = None) -> Optional[str]:
     """The login name of ``uid`` (default: this process's), as nbgrader's exchange records it; None for
-    root, system and sandbox accounts (uid below :func:`_first_login_uid`, ``nobody``, no password entry).
+    root, system and sandbox accounts (uid below ``_first_login_uid``, ``nobody``, no password entry).
     """
     try:
         import pwd

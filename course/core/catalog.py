@@ -376,11 +376,12 @@ H100_MEMORY_BYTES = 81_559 * u.MiB
 
 #: Share of the H100's dense BF16 peak that FlashAttention-2 sustains: "FlashAttention-2 achieving only
 #: 35% utilization on the H100 GPU" (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract),
-#: against about 0.63 for large GEMMs (the planner's compute_efficiency). It was the open fused kernel
+#: against :value:`course.core.DEFAULT_COMPUTE_EFFICIENCY` for large GEMMs (the planner's compute_efficiency). It was the open fused kernel
 #: for the H100 until FlashAttention-3 (up to 75 % in its forward pass) was released in July 2024; the
 #: H800 has the same SMs. Pass another accelerator (dataclasses.replace) to plan with a faster kernel.
 FLASH_ATTENTION_2_H100 = 0.35
 
+#: Every accelerator of the catalog by name (:func:`accelerator` looks one up), each with its sources.
 ACCELERATORS: dict[str, Accelerator] = {
     a.name: a
     for a in [
@@ -524,6 +525,7 @@ ACCELERATORS: dict[str, Accelerator] = {
 
 _LAT_NOTE = "latency: order-of-magnitude assumption, not a vendor figure"
 
+#: Every interconnect and network fabric by name (:func:`link` looks one up), each with its sources.
 LINKS: dict[str, Link] = {
     k.name: k
     for k in [
@@ -616,6 +618,7 @@ MEGATRON_TABLE1 = (
     (_megatron(1008, 160, 25600, 128), 8, 64, 3072, 3072, 163e12, 1, 1),
 )
 
+#: Every model of the catalog by name (:func:`model` looks one up), each with its sources.
 MODELS: dict[str, Model] = {
     m.name: m
     for m in [
@@ -717,6 +720,7 @@ MODELS: dict[str, Model] = {
 
 # --------------------------------------------------------------------------- nodes and clusters
 
+#: Every server of the catalog (its accelerators, their links and NICs) by name (:func:`node` looks one up).
 NODES: dict[str, Node] = {
     n.name: n
     for n in [
@@ -798,6 +802,7 @@ def make_cluster(node_or_name, gpus: int, fabric=None, name: Optional[str] = Non
                    f"{int(gpus) // g} x {nd.name} on {fab.name}", fabric=fab)
 
 
+#: Every cluster of the catalog (copies of a node on a fabric) by name (:func:`cluster` looks one up).
 CLUSTERS: dict[str, Cluster] = {
     c.name: c
     for c in [
@@ -830,6 +835,7 @@ CLUSTERS: dict[str, Cluster] = {
 
 # --------------------------------------------------------------------------- tracks
 
+#: The deployment contexts of the Lab 05 plan (Cloud, Edge, Mobile, Tiny) by name (:func:`track` looks one up).
 TRACKS: dict[str, Track] = {
     t.name: t
     for t in [

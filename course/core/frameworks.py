@@ -38,7 +38,7 @@ class Framework:
     layer for one micro-batch: the per-expert kernels, their launches and PyTorch overhead), with
     ``moe_host_range``; dense layers' host time is inside ``compute_efficiency``.
     ``source`` says where the efficiency comes from, ``overlap_source`` the overlap credit (the host time's
-    source is :data:`MEGATRON_MOE_HOST_PER_EXPERT`'s).
+    source is ``MEGATRON_MOE_HOST_PER_EXPERT``'s).
     """
 
     name: str

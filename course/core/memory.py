@@ -489,7 +489,7 @@ def workbook_activation_bytes(micro_batch, seq, hidden, layers, precision="fp16"
     """Activation bytes of all layers in the workbook's model: ``2bsd * layers * bytes``.
 
     Stored once each; the workbook's 8.5 multiplies by a further 2 for no
-    reason (DESIGN errata 9): FP16 needs 42.9 GB, FP8 21.5 GB for b = 4,
+    reason (errata item 9, notebooks/errata.ipynb): FP16 needs 42.9 GB, FP8 21.5 GB for b = 4,
     s = 4096, d = 8192, 80 layers.
 
     Parameters

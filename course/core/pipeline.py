@@ -28,6 +28,7 @@ from .tensor import tp_allreduce_bytes
 
 __all__ = [
     "PIPELINE_SCHEDULES",
+    "FBW_SHARES",
     "bubble_overhead",
     "bubble_fraction",
     "pipeline_step_time",

@@ -33,7 +33,7 @@ from . import pipeline as _pipe
 from . import tensor as _tp
 from . import zero as _zero
 
-__all__ = ["PlanSettings", "Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions",
+__all__ = ["REFERENCE_GEMM_EFFICIENCY", "PlanSettings", "Config", "columns", "broadcast_columns", "rate_columns", "term_assumptions",
            "range_terms", "range_sources", "RANGE_ASSUMPTIONS", "FRAMEWORKS", "FP8_RECIPES", "DEFAULT_COMPUTE_EFFICIENCY", "RECOMPUTE_MODES", "SCHEDULES", "STEP_TERMS",
            "CP_ALGORITHMS", "MEMORY_RECIPES", "DISPATCHERS", "DEFAULT_MIN_TOKENS_PER_EXPERT", "min_tokens_setting",
            "grad_bytes_setting", "gather_bytes_setting", "ATTENTION_KERNELS", "RECOMPUTE_MODULES", "recompute_modules_setting"]
@@ -41,7 +41,7 @@ __all__ = ["PlanSettings", "Config", "columns", "broadcast_columns", "rate_colum
 #: Share of dense peak that a training step's matrix multiplications sustain on the calibration runs: the
 #: planner's single calibrated assumption. Fitted once on Megatron-LM SC21 Table 1 (A100, 16-bit, full
 #: recomputation), with every collective at its measured efficiency (nccl-tests) and each row's GEMMs at
-#: the share their shapes allow (``gemm_shapes``, :data:`REFERENCE_GEMM_EFFICIENCY`): with 0.64 every row's
+#: the share their shapes allow (``gemm_shapes``, :data:`REFERENCE_GEMM_EFFICIENCY`): with this value every row's
 #: predicted TFLOP/s per GPU lies within 5 % of the published one (-4.6 % to +3.5 %;
 #: tests/core/test_megatron_table1.py, ``python -m course.core.planner --megatron``). Before GEMM shapes
 #: were priced one constant 0.63 did the same for every accelerator and shape.
@@ -51,7 +51,8 @@ DEFAULT_COMPUTE_EFFICIENCY = 0.64
 #: accelerator of the calibration runs; :mod:`course.core.gemm`). With ``gemm_shapes`` on, a configuration's
 #: matrix multiplications run at ``compute_efficiency x E(shape) / REFERENCE_GEMM_EFFICIENCY``, where
 #: ``E(shape)`` is :func:`~course.core.gemm.layer_gemm_efficiency` of its own GEMMs on its own accelerator:
-#: ``compute_efficiency / REFERENCE_GEMM_EFFICIENCY`` (0.72) is then the share of GEMM time a training step keeps
+#: ``compute_efficiency / REFERENCE_GEMM_EFFICIENCY`` (:value:`course.core.DEFAULT_COMPUTE_EFFICIENCY / course.core.plan_terms.REFERENCE_GEMM_EFFICIENCY | .2f`
+#: by default) is then the share of GEMM time a training step keeps
 #: (launches, element-wise kernels between the GEMMs, the optimizer step), calibrated once on SC21 Table 1.
 REFERENCE_GEMM_EFFICIENCY = 0.869
 
@@ -81,9 +82,9 @@ MEMORY_RECIPES = ("standard", "deepseek-v3")
 #: DeepSeek-AI 2024 sec. 3.2.2) and low-latency kernels (``deepep-ll``, pure RDMA), NVIDIA's ``hybridep`` and
 #: Megatron-Core's ``allgather`` dispatcher.
 DISPATCHERS = tuple(_moe.DISPATCHER_MEASUREMENTS)
-#: Training frameworks with measured baselines (:data:`~course.core.frameworks.FRAMEWORKS`).
+#: Training frameworks with measured baselines (``course.core.frameworks.FRAMEWORKS``).
 FRAMEWORKS = tuple(_fw.FRAMEWORKS)
-#: FP8 scaling recipes (:data:`~course.core.frameworks.FP8_RECIPES`).
+#: FP8 scaling recipes (``course.core.frameworks.FP8_RECIPES``).
 FP8_RECIPES = tuple(_fw.FP8_RECIPES)
 #: The uncertain assumptions a plan's range follows (``step_time_low`` / ``step_time_high``), in the order of
 #: the ``range_driver`` codes; each named with where its range comes from in :func:`range_sources`.
@@ -296,16 +297,16 @@ class PlanSettings:
         Megatron-Core's 1F1B all-to-all overlap (``--overlap-moe-expert-parallel-comm``), credited with the
         framework's measured share of the ideal overlap (``ep_overlap_credit``).
     framework : {"megatron-core", "torchtitan", "llm-foundry", "maxtext"}
-        The training framework (:data:`~course.core.frameworks.FRAMEWORKS`): its measured compute efficiency
+        The training framework (``course.core.frameworks.FRAMEWORKS``): its measured compute efficiency
         relative to Megatron-Core's, all-to-all overlap credit and MoE host time, each with a range.
     fp8_recipe : {"tensorwise", "delayed", "blockwise", "mxfp8"}
-        The FP8 scaling recipe under ``precision="fp8"`` (:data:`~course.core.frameworks.FP8_RECIPES`); MXFP8
+        The FP8 scaling recipe under ``precision="fp8"`` (``course.core.frameworks.FP8_RECIPES``); MXFP8
         needs Blackwell's block-scaled tensor cores.
     ep_overlap_credit : float in [0, 1], optional
         Share of the ideal all-to-all overlap credited (``None``: the framework's measured share; DualPipe: 1).
     moe_host_per_expert : float >= 0, optional
         Seconds an MoE step waits for the host per local expert and MoE layer pass (``None``: the framework's,
-        :data:`~course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT`).
+        ``course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT``).
     min_tokens_per_expert : float >= 0 or None
         The validated range for mixtures of experts (default :data:`DEFAULT_MIN_TOKENS_PER_EXPERT`): below it
         a plan carries the note ``few_tokens_per_expert`` and a sweep leaves the layout out. ``None`` or 0:
@@ -612,7 +613,7 @@ class Config:
         """Bytes per (average) layer and micro-batch one GPU keeps under ``checkpoint_policy``, divided by CP.
 
         :func:`~course.core.checkpointing.saved_bytes_per_token` x ``b s / CP`` tokens; the GEMM inputs it
-        keeps in FP8 under ``precision="fp8"`` one byte each instead of two (as :func:`memory_terms` counts
+        keeps in FP8 under ``precision="fp8"`` one byte each instead of two (as ``memory_terms`` counts
         them for the modes).
         """
         c, m = self.policy_cost, self.model
@@ -1059,7 +1060,7 @@ def ep_exposed(ep_comm, *, cfg, compute, credit=None):
     of one micro-batch beside the backward of another, as DualPipe does, in the steady state of
     1F1B; Megatron-Core MoE README). The hidden part still takes the SMs the communication kernels
     occupy (``OVERLAP_SM_SHARE``). Only the framework's measured share of that ideal is credited
-    (``Config.ep_overlap_credit``: Megatron-Core's 37 %, :data:`~course.core.frameworks.FRAMEWORKS`; DualPipe's
+    (``Config.ep_overlap_credit``: Megatron-Core's 37 %, ``course.core.frameworks.FRAMEWORKS``; DualPipe's
     "fully hidden", 1); ``credit`` overrides it (the range's ends)."""
     if cfg.schedule != "dualpipe" and not cfg.ep_overlap:
         return ep_comm
@@ -1111,7 +1112,7 @@ def grouped_gemm_term(*, cfg, bound="point"):
 def moe_host_term(*, cfg, per_expert=None):
     """Seconds an MoE step waits for the host on the busiest GPU: micro-batches x the stage's MoE layers x local
     experts (``E / EP``) x the framework's host seconds per local expert and layer pass
-    (:data:`~course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT`: NVIDIA's host-bound expert kernels, the constant
+    (``course.core.frameworks.MEGATRON_MOE_HOST_PER_EXPERT``: NVIDIA's host-bound expert kernels, the constant
     fitted on the validation's fitted rows). 0 for a dense model, whose host time is inside the calibrated
     ``compute_efficiency``."""
     m = cfg.model

@@ -2,7 +2,7 @@
 
 An instrument is a small class with four parts:
 
-1. **Controls**: ipywidgets registered by name in :meth:`Instrument.build`
+1. **Controls**: ipywidgets registered by name in ``Instrument.build``
    with :meth:`add_control`; tests and notebooks reach them as
    ``inst.controls["gpus"]`` and drive the instrument by setting ``.value``.
 2. **Charts**: bqplot ``Figure`` objects with their ``Marks`` and ``Scales``,
@@ -10,8 +10,8 @@ An instrument is a small class with four parts:
    arrays to mark traits (``mark.x``, ``mark.y``...) through :meth:`set_marks`.
 3. **Readouts**: metric cards (:meth:`add_card` / :meth:`set_card`), a "math
    peek" showing the governing equation with the current numbers substituted
-   (:meth:`set_math`), and failure banners (:meth:`flag`).
-4. **Result**: :meth:`refresh` receives the current control values, calls the
+   (``set_math``), and failure banners (:meth:`flag`).
+4. **Result**: ``refresh`` receives the current control values, calls the
    core ONCE (vectorized: a whole curve per call, not a Python loop), updates
    marks, cards and math peek, flags failure states, and returns a plain dict
    of the numbers shown. That dict becomes ``inst.result``; the active failure
@@ -186,7 +186,7 @@ def figure(marks: list, x_scale, y_scale, x_label: str, y_label: str, *, title: 
     """A bqplot Figure with two labelled axes (built once per instrument).
 
     ``legend=True`` lists the marks that say ``display_legend`` in a legend under
-    the figure (an instrument shows it, :func:`~course.instruments.charts.legend_html`):
+    the figure (an instrument shows it, ``course.instruments.charts.legend_html``):
     a legend inside the plot covers curves. ``legend="inside"`` keeps bqplot's legend
     box, drawn in the JupyterLab theme's colours (bqplot's default is a white box,
     unreadable in the Dark theme).
@@ -216,7 +216,7 @@ class Instrument:
     """Base class: controls + charts built once, one core call per change, failure banners.
 
     Subclasses set ``title`` (and optionally ``subtitle``) and implement
-    :meth:`build` and :meth:`refresh`. Keyword arguments of the constructor
+    ``build`` and ``refresh``. Keyword arguments of the constructor
     set initial control values by name (``AllreduceComparator(gpus=64)``).
     """
 
@@ -328,7 +328,7 @@ class Instrument:
         """Assign new data arrays to one mark, sending one message (none when nothing changed).
 
         Traits that already hold the value are left alone: a NaN-broken series
-        (:func:`~course.instruments.charts.segments`) never compares equal to itself
+        (``course.instruments.charts.segments``) never compares equal to itself
         in traitlets, and every re-sent array is a redraw in the browser.
         """
         changed = {trait: value for trait, value in data.items() if not same_value(getattr(mark, trait), value)}
@@ -520,7 +520,7 @@ class Instrument:
             roles["gradient_gb"].value = float(model.params) * memory.precision_bytes("fp32") / units.GB
 
     def follow(self, selector) -> "Instrument":
-        """Follow a :class:`~course.instruments.context.TrackSelector`: apply its track now and on change."""
+        """Follow a ``course.instruments.context.TrackSelector``: apply its track now and on change."""
         self.apply_track(selector.track)
 
         def switch(_name):

@@ -35,7 +35,7 @@ message"}``, ``tracebacks``, ``missing`` (ranks with neither value nor error), `
 when ``ok``), ``output`` (tail of each rank's stdout+stderr), ``launcher_output``, ``returncode``,
 ``seconds``, ``cores``, ``load``, ``oversubscribed``. ``run`` never raises for what the ranks do:
 errors and timeouts are in the result; ``result.raise_for_status()`` turns them into
-:class:`LaunchError`. It raises ``ValueError`` for bad arguments, ``FileNotFoundError`` when no
+``LaunchError``. It raises ``ValueError`` for bad arguments, ``FileNotFoundError`` when no
 ``mpiexec`` exists, and re-raises ``KeyboardInterrupt`` after stopping every rank.
 
 **Guarantees.**
@@ -47,10 +47,10 @@ errors and timeouts are in the result; ``result.raise_for_status()`` turns them 
 - *Never outlive the kernel*: ranks run in a new session under MPICH's ``mpiexec.gforker`` (every
   rank a direct child in one process group); each rank dies with the process manager
   (``PR_SET_PDEATHSIG``) and watches the kernel (pid and start time) in a watchdog thread, so a
-  kernel restart or a SIGKILL of the kernel ends its ranks within :data:`runner.WATCH_PERIOD`;
+  kernel restart or a SIGKILL of the kernel ends its ranks within ``runner.WATCH_PERIOD``;
   ``atexit`` ends live launches; every process carries a random token in its environment, and
   ending a launch also kills any process with that token that left the group
-  (:func:`processes_with_token`, which tests use to show none is left).
+  (``processes_with_token``, which tests use to show none is left).
 
 **The runner's conventions** (for running it elsewhere, e.g. inside a grading sandbox).
 

@@ -75,7 +75,7 @@ class RunResult:
     missing : list of int
         Ranks that wrote neither a result nor an error (still running at the end, or killed).
     output : list of str
-        The tail of each rank's stdout and stderr (at most :data:`MAX_OUTPUT_BYTES`).
+        The tail of each rank's stdout and stderr (at most ``MAX_OUTPUT_BYTES``).
     launcher_output : str
         What ``mpiexec`` itself printed (its own errors).
     returncode : int or None
@@ -119,7 +119,7 @@ class RunResult:
         return self.ranks > self.cores
 
     def raise_for_status(self) -> "RunResult":
-        """Raise :class:`LaunchError` unless ``ok``; return ``self`` otherwise."""
+        """Raise ``LaunchError`` unless ``ok``; return ``self`` otherwise."""
         if not self.ok:
             raise LaunchError(self)
         return self

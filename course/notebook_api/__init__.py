@@ -1,7 +1,7 @@
 """What notebooks, hidden tests and the autograder call: the assessment engine
 (:mod:`course.assess`) bound to the one activity list (:mod:`course.activities`).
 
-Notebooks import it by its older name, ``course.exercises`` (an alias: :mod:`course._moved`); the lab
+Notebooks import it by its older name, ``course.exercises`` (an alias: ``course._moved``); the lab
 session is :mod:`course.notebook_api.lab_session` (old name ``course.labs.activity``).
 
 Contract for the autograder
@@ -34,12 +34,12 @@ and its typed ``item``: :mod:`course.assess.items`).
 
 Grade ids: ``chNN_exN_M`` (``ch00_ex0_1``); Debug parts add ``_line`` and
 ``_fix``; a second Build function adds ``_<function>``. They are formatted once,
-by the declarations (:meth:`Exercise.grade_id`, :meth:`Lab.grade_id`), and never
+by the declarations (``Exercise.grade_id``, ``Lab.grade_id``), and never
 parsed back: what a cell is comes from :meth:`Syllabus.role_of`.
 
 Adding a chapter: write ``course/chapters/chNN.py`` (``ACTIVITY = CH = Chapter(...)``
 and exercises declared through :mod:`course.assess.authoring`), add one line to
-:data:`course.activities.ACTIVITIES`; then ``course build-sources`` and
+``course.activities.ACTIVITIES``; then ``course build-sources`` and
 ``course build-release <assignment>``.
 """
 
@@ -131,7 +131,7 @@ def grade_in_kernel(grade_id: str, namespace: dict, seed: "int | None" = None) -
 
 def student(student_id=None):
     """Show who this kernel is, with a box to save your id; ``student("ada")`` saves it at once (then restart
-    the kernel): :mod:`course.notebook_api.identity`. Imported here lazily: checking and grading never load
+    the kernel): ``course.notebook_api.identity``. Imported here lazily: checking and grading never load
     the widget stack."""
     from course.notebook_api.identity import student as panel
 

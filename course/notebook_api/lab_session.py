@@ -75,7 +75,7 @@ class LabSession:
         """Render the question ``answer_id`` with this student's numbers (read-only prompt cells).
 
         A question declared ``after_lock`` gives its act's lock away: its act's lock renders it once
-        locked (a :class:`~course.prediction.LockedView`, returned for the cell to show)."""
+        locked (a ``course.prediction.LockedView``, returned for the cell to show)."""
         text = self.declaration.question_markdown(answer_id, self.spec)
         if not self.declaration.answer(answer_id).after_lock:
             display_markdown(text)
@@ -101,12 +101,12 @@ class LabSession:
 
     def reveal(self, act_id: str):
         """The act's reveal, rendered by its lock once locked and updated in place
-        (:class:`~course.prediction.RevealView`; ``.correct``, ``.message``... read its current result)."""
+        (``course.prediction.RevealView``; ``.correct``, ``.message``... read its current result)."""
         return self.lock(act_id).reveal_view()
 
     def caption(self, name: str):
         """An instrument caption that would point at its act's answer, rendered by the act's lock once
-        locked (:attr:`~course.assess.lab.Act.captions`); nothing until then."""
+        locked (``course.assess.lab.Act.captions``); nothing until then."""
         act = self.declaration.act_of(name)
         return self.lock(act.id).after_lock(act.captions[name], before="")
 

@@ -151,25 +151,29 @@ class CoreApi(SphinxDirective):
 
 
 def resolve_short_name(app, env, node, contnode):
-    """A Python reference that names an object by its re-exported or short name
-    (``course.core.allreduce_time``, ``STEP_TERMS`` inside its own module) links to the one
-    documented object of that name; a name documented twice or never stays unresolved."""
+    """A Python reference that names a course object by a short or re-exported name
+    (``course.core.allreduce_time``, ``STEP_TERMS`` from another module of the core, ``Lab.parts``)
+    links to the documented object whose dotted name ends with it: the one in the current module
+    if there is one, else the one on the whole site. A name documented more than once outside the
+    current module, or never, stays unresolved (and fails the build: nitpicky, warnings as errors)."""
     if node.get("refdomain") != "py":
         return None
-    target = node["reftarget"]
-    short = target.rsplit(".", 1)[-1]
+    target = node["reftarget"].lstrip("~.")
     objects = env.get_domain("py").objects
     module = node.get("py:module") or ""
     want_module = node.get("reftype") == "mod"
-    candidates = [name for name, entry in objects.items() if name.rsplit(".", 1)[-1] == short
-                  and (entry.objtype == "module") == want_module
-                  and (name.startswith(module + ".") or target.startswith("course."))]
-    if len(candidates) != 1:
+    tail = target.split(".", 2)[-1] if target.startswith("course.") else target
+    candidates = sorted(name for name, entry in objects.items()
+                        if (name == tail or name.endswith("." + tail)) and (entry.objtype == "module") == want_module
+                        and name.startswith("course."))
+    local = [name for name in candidates if module and name.startswith(module + ".")]
+    chosen = local if len(local) == 1 else candidates
+    if len(chosen) != 1:
         return None
     from sphinx.util.nodes import make_refnode
 
-    entry = objects[candidates[0]]
-    return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, candidates[0])
+    entry = objects[chosen[0]]
+    return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, chosen[0])
 
 
 def source_as_notes(app, what, name, obj, options, lines) -> None:

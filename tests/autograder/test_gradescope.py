@@ -164,14 +164,18 @@ def test_variant_from_metadata_and_hidden_parts_after_published(graded):
 def test_bundle_layout(graded):
     with zipfile.ZipFile(graded["bundle"]) as zf:
         names = set(zf.namelist())
-        assert {"setup.sh", "run_autograder", "requirements.lock", "settings.json",
+        assert {"setup.sh", "run_autograder", "dev.py", "requirements/grading.txt", "requirements/grading.in",
+                "requirements/course.in", "requirements/dev.in", "settings.json",
                 "package/pyproject.toml", "package/autograder/engines/gradescope.py",
                 "course_root/gradebook.db", f"course_root/source/{CHAPTER}/{CHAPTER}.ipynb"} <= names
         for script in ("setup.sh", "run_autograder"):
             assert stat.S_IMODE(zf.getinfo(script).external_attr >> 16) == 0o755
-        assert zf.read("requirements.lock").decode() == (ROOT / "requirements.lock").read_text()
+        # the course's one install recipe and its lock, verbatim
+        assert zf.read("dev.py").decode() == (ROOT / "dev.py").read_text()
+        for path in (ROOT / "requirements").glob("*.*"):
+            assert zf.read(f"requirements/{path.name}").decode() == path.read_text()
         setup = zf.read("setup.sh").decode()
-        assert "bubblewrap" in setup and 'pip install' in setup and "requirements.lock" in setup
+        assert "bubblewrap" in setup and "dev.py\" install grading" in setup and "pip install" not in setup
         assert not any("__pycache__" in n for n in names)
         db = graded["bundle"].parent / "bundled.db"
         db.write_bytes(zf.read("course_root/gradebook.db"))
@@ -181,15 +185,15 @@ def test_bundle_layout(graded):
     subprocess.run(["bash", "-n", str(graded["roots"]["ada@uni.edu"] / "source" / "setup.sh")], check=True)
 
 
-def test_setup_sh_installs_exactly_the_lock_as_dev_py_does(tmp_path):
-    """setup.sh, run with apt-get and python3 stubbed: the lock with --no-deps, the package, pip check, the check."""
+def test_setup_sh_installs_the_grading_set_with_the_one_recipe(tmp_path):
+    """setup.sh, run with apt-get and python3 stubbed: dev.py install of the grading set and the package, then the check."""
     bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
     bin_dir.mkdir()
     stub = f'#!/bin/sh\necho "$(basename "$0") $*" >> {log}\n'
-    # python3 -m venv DIR makes DIR/bin/python, a stub like the others
-    venv = stub + ('[ "$1 $2" = "-m venv" ] && mkdir -p "$3/bin" && cp "$0" "$3/bin/python"\n'
-                   'exit 0\n')
-    for name, text in (("apt-get", stub), ("python3", venv)):
+    # python3 dev.py install SET VENV ... makes VENV/bin/python, a stub like the others
+    python = stub + ('[ "$2" = "install" ] && mkdir -p "$4/bin" && cp "$0" "$4/bin/python"\n'
+                     'exit 0\n')
+    for name, text in (("apt-get", stub), ("python3", python)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     script = tmp_path / "source" / "setup.sh"
@@ -197,11 +201,11 @@ def test_setup_sh_installs_exactly_the_lock_as_dev_py_does(tmp_path):
     script.write_text(gradescope.SETUP_SH)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "AUTOGRADER_ROOT": str(tmp_path)}
     subprocess.run(["bash", str(script)], check=True, env=env, capture_output=True)
-    pip = [line.split()[3:] for line in log.read_text().splitlines() if line.startswith("python -m pip")]
-    assert [args[0] for args in pip] == ["install", "install", "check"]
-    assert pip[0][-3:] == ["--no-deps", "-r", f"{script.parent}/requirements.lock"]
-    assert "--no-deps" in pip[1] and pip[1][-1] == f"{script.parent}/package"
-    assert log.read_text().splitlines()[-1].endswith("--check")  # the check runs in the final venv
+    calls = log.read_text().splitlines()
+    python_calls = [line.split()[1:] for line in calls if line.startswith("python")]
+    assert python_calls[0] == [f"{script.parent}/dev.py", "install", "grading", f"{tmp_path}/venv",
+                               "--project", f"{script.parent}/package"]
+    assert calls[-1].startswith("python -m autograder.engines.gradescope") and calls[-1].endswith("--check")
 
 
 def test_group_and_bad_metadata():

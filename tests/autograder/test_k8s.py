@@ -1,6 +1,6 @@
 """hub/k8s/: what can be checked without Kubernetes (this machine has none).
 
-The manifests and Helm values parse; the image installs exactly requirements.lock; the grading
+The manifests and Helm values parse; the image installs exactly the course set with dev.py install; the grading
 Jobs run the CI templates' scripts (which test_ci_template.py runs as a matrix); the hub's role
 hook gives instructors and students what hub/setup.py gives them; and the grading pod's script,
 with the volume paths pointed at folders here, grades and merges a small class.
@@ -56,13 +56,15 @@ def test_every_manifest_parses():
 
 
 def test_image_installs_exactly_the_pins():
+    """The image is made by the one install recipe (dev.py install): the course set, first alone (a cached
+    layer), then with the package; nothing else installs anything."""
     text = (K8S / "Dockerfile").read_text()
-    commands = [c for c in re.split(r"&&|\n", text.replace("\\\n", " ")) if "pip install" in c]
-    assert [c.split("pip install", 1)[1].split() for c in commands] == [
-        ["--no-cache-dir", "--disable-pip-version-check", "--no-deps", "-r", "/opt/course/requirements.lock"],
-        ["--no-cache-dir", "--disable-pip-version-check", "--no-deps", "/opt/course"]]  # nothing beyond the pins
-    assert "COPY requirements.lock /opt/course/requirements.lock" in text
-    assert re.search(r"pip install .*/opt/course \\\n && /opt/venv/bin/python -m pip check", text)
+    assert "pip install" not in text
+    runs = [c.strip() for c in re.split(r"&&|\n", text.replace("\\\n", " ")) if "dev.py install" in c and not c.startswith("#")]
+    assert runs == ["RUN python /opt/course/dev.py install course /opt/venv --no-project",
+                    "RUN python /opt/course/dev.py install course /opt/venv --project /opt/course"]
+    assert "COPY requirements /opt/course/requirements" in text and "COPY dev.py /opt/course/dev.py" in text
+    assert text.index("--no-project") < text.index("COPY course ")  # the lock's layer does not change with the code
     base = re.search(r"^FROM python:(\d+)\.(\d+)", text, re.M)
     assert (int(base[1]), int(base[2])) == sys.version_info[:2]  # the Python the pins are tested on
 

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.progress import Stalled, wait_for_function, wait_for_locator, wait_until
+
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -88,20 +90,23 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_ready(url: str, token: str, process: subprocess.Popen, log: Path, timeout: float = 120,
+def _wait_ready(url: str, token: str, process: subprocess.Popen, log: Path,
                 probe: str = "/api/status?token={token}") -> None:
-    """Wait until ``url + probe`` answers 200 (``probe``: JupyterHub's is ``/hub/api``)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Wait until ``url + probe`` answers 200 (``probe``: JupyterHub's is ``/hub/api``), as long as the
+    server is starting (tests/progress.py: its processes use CPU); stop at once if it exits."""
+    def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"{process.args[:3]} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            with urllib.request.urlopen(url + probe.format(token=token), timeout=2) as resp:
-                if resp.status == 200:
-                    return
+            with urllib.request.urlopen(url + probe.format(token=token), timeout=5) as resp:
+                return resp.status == 200
         except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"{process.args[:3]} did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
+            return False
+
+    try:
+        wait_until(answers, f"{process.args[:3]} answering {probe.split('?')[0]}", poll=0.5)
+    except Stalled as stalled:
+        raise RuntimeError(f"{stalled}\n{log.read_text()[-3000:]}") from None
 
 
 @pytest.fixture(scope="session")
@@ -202,54 +207,62 @@ def dismiss_dialogs(page) -> list[str]:
     return texts
 
 
-def run_all_cells(page, timeout_ms: int = 180_000) -> None:
+def run_all_cells(page) -> None:
     """Run every cell through JupyterLab's own menu; wait until each code cell has run.
 
-    The menu click is retried once: on a busy machine the first click can land
-    before the menu bar is ready.
+    The menu click is retried once: on a busy machine the first click can land before the menu
+    bar is ready (no cell starts within 20 s). Then it waits as long as the kernel and the page
+    are working (tests/progress.py), not for a fixed time.
     """
     all_ran = """() => {
         const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')];
         return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
     }"""
+    started = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
+        .some(p => /\\[[\\d*]+\\]/.test(p.textContent))"""
     for attempt in range(2):
         dismiss_dialogs(page)
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
         try:
-            page.wait_for_function(all_ran, timeout=timeout_ms if attempt else 20_000, polling=250)
+            page.wait_for_function(started, timeout=20_000, polling=250)
             break
         except Exception:
             if attempt:
                 raise
-    wait_idle(page, timeout_ms)
+    wait_for_function(page, all_ran, "every code cell run")
+    wait_idle(page)
 
 
-def wait_idle(page, timeout_ms: int = 180_000) -> None:
-    """Wait until no cell shows the running prompt [*] and the kernel reports idle."""
-    page.wait_for_function(
-        """() => {
-            const prompts = [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')];
-            if (!prompts.length || prompts.some(p => p.textContent.includes('*'))) return false;
-            const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
-            return !ind || ind.getAttribute('data-status') === 'idle';
-        }""",
-        timeout=timeout_ms,
-        polling=250,
-    )
+IDLE = """() => {
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')];
+    if (!prompts.length || prompts.some(p => p.textContent.includes('*'))) return false;
+    const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+    return !ind || ind.getAttribute('data-status') === 'idle';
+}"""
+
+
+def wait_idle(page, timeout_ms=None) -> None:
+    """Wait until no cell shows the running prompt [*] and the kernel reports idle: as long as the
+    kernel and the page are working, or within ``timeout_ms`` when a caller has its own bound."""
+    if timeout_ms is not None:
+        page.wait_for_function(IDLE, timeout=timeout_ms, polling=250)
+    else:
+        wait_for_function(page, IDLE, "the kernel going idle")
 
 
 def open_notebook_page(server: LabServer, context, relative: str):
     """Open ``relative`` (a path under the server root) in a new page of ``context``; wait for an idle kernel."""
     page = context.new_page()
-    page.goto(server.notebook_url(relative), wait_until="domcontentloaded", timeout=120_000)
-    page.locator(".jp-Notebook").first.wait_for(timeout=120_000)
+    page.goto(server.notebook_url(relative), wait_until="commit")
+    wait_for_locator(page.locator(".jp-Notebook").first, f"JupyterLab showing {relative}")
     wait_kernel_ready(page, server, relative)
     return page
 
 
-def wait_kernel_ready(page, server: LabServer, relative: str, timeout_s: float = 120) -> None:
-    """Wait until the notebook's own kernel runs, is connected and idle, and the page says idle for 1 s.
+def wait_kernel_ready(page, server: LabServer, relative: str) -> None:
+    """Wait until the notebook's own kernel runs, is connected and idle, and the page says idle for 1 s,
+    as long as the server, the kernel starting and the page are working (tests/progress.py).
 
     The page's indicator reads "idle" for a moment before its kernel has even
     started; a Run All clicked then is dropped.
@@ -257,9 +270,9 @@ def wait_kernel_ready(page, server: LabServer, relative: str, timeout_s: float =
     import json
 
     headers = {"Authorization": f"token {server.token}"}
-    deadline = time.monotonic() + timeout_s
-    idle_since = None
-    while time.monotonic() < deadline:
+    idle_since = [None]
+
+    def ready_for_a_second() -> bool:
         try:
             request = urllib.request.Request(f"{server.url}/api/sessions", headers=headers)
             with urllib.request.urlopen(request, timeout=10) as resp:
@@ -271,13 +284,15 @@ def wait_kernel_ready(page, server: LabServer, relative: str, timeout_s: float =
                  and page.evaluate("() => document.querySelector('.jp-Notebook-ExecutionIndicator')"
                                    "?.getAttribute('data-status') === 'idle'"))
         if not ready:
-            idle_since = None
-        elif idle_since is None:
-            idle_since = time.monotonic()
-        elif time.monotonic() - idle_since >= 1.0:
-            return
+            idle_since[0] = None
+        elif idle_since[0] is None:
+            idle_since[0] = time.monotonic()
+        elif time.monotonic() - idle_since[0] >= 1.0:
+            return True
         page.wait_for_timeout(250)
-    raise RuntimeError(f"the kernel of {relative} was not ready within {timeout_s} s")
+        return False
+
+    wait_until(ready_for_a_second, f"the kernel of {relative} ready", poll=0)
 
 
 @pytest.fixture

@@ -106,8 +106,15 @@ def test_run_all_logs_no_console_error(server, browser, notebook):
     assert not errors, f"{notebook}: {len(errors)} console errors on Run All, e.g. {errors[:5]}"
 
 
+#: labs whose locked Run All is known to log errors, with what and whose: strict, so the mark must go once fixed
+KNOWN = {"lab08_ring_for_real/lab08_ring_for_real.ipynb": (
+    "Lab 08's measured charts start as NaN placeholders before any measurement: bqplot logs translate(x, NaN) per "
+    "Scatter point and path d=null per all-NaN Lines (53 errors on 2 Dec 2026; NOTES-i48.md, for i47a)")}
+
+
 @pytest.mark.browser
-@pytest.mark.parametrize("notebook", LABS)
+@pytest.mark.parametrize("notebook", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n]))
+                                      if n in KNOWN else n for n in LABS])
 def test_run_all_of_a_locked_lab_logs_no_console_error(server, browser, notebook):
     errors = _own(_run_all_and_count(server, browser, notebook, _locked(notebook)))
     print(f"[console] {notebook} (locked): {len(errors)} errors")

@@ -43,6 +43,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests import progress
+
 from .conftest import (ARTIFACTS, CHROMIUM, CONTRAST_JS, REPO, dismiss_dialogs, open_notebook_page, shutdown_kernels,
                        start_lab_server, wait_idle)
 
@@ -114,7 +116,7 @@ WIDGET_OUTPUTS = """() => {
 }"""
 
 
-def run_all_or_fail(page, timeout_ms: int = 240_000) -> None:
+def run_all_or_fail(page) -> None:
     """Run All Cells from the menu until every cell has run and every widget shows.
 
     Fails with the traceback's text if a cell raises. Run All is clicked again
@@ -122,8 +124,9 @@ def run_all_or_fail(page, timeout_ms: int = 240_000) -> None:
     menu click can land before the menu is ready), when its queued cells are
     dropped, or when widgets show "Error displaying widget: model not found"
     (cells that ran before the page's widget manager was connected to the kernel).
+    The run itself is waited on for as long as the kernel and the page are working
+    (tests/progress.py), however loaded the machine is.
     """
-    deadline = time.monotonic() + timeout_ms / 1000
     for attempt in range(1, 5):
         base = max(page.evaluate(PROMPT_NUMBERS), default=0)
         dismiss_dialogs(page)
@@ -135,8 +138,7 @@ def run_all_or_fail(page, timeout_ms: int = 240_000) -> None:
             print(f"[browser] Run All attempt {attempt}: nothing started within 30 s; clicking again")
             continue
         while True:
-            remaining = max(deadline - time.monotonic(), 1) * 1000
-            state = page.wait_for_function(RUN_ALL_STATE, arg=base, timeout=remaining, polling=250).json_value()
+            state = progress.wait_for_function(page, RUN_ALL_STATE, "Run All Cells", arg=base).json_value()
             if state != "lost":
                 break
             page.wait_for_timeout(2000)  # 'lost' must persist: a cell may be between two states
@@ -149,9 +151,9 @@ def run_all_or_fail(page, timeout_ms: int = 240_000) -> None:
         if state == "lost":
             print(f"[browser] Run All attempt {attempt}: the queued cells were dropped; running them again")
             continue
-        wait_idle(page, max(deadline - time.monotonic(), 1) * 1000)
-        page.wait_for_function(f"() => {{ const [s, l, n] = ({WIDGET_OUTPUTS})(); return n > 0 && s + l === n; }}",
-                               timeout=max(deadline - time.monotonic(), 1) * 1000, polling=250)
+        wait_idle(page)
+        progress.wait_for_function(page, f"() => {{ const [s, l, n] = ({WIDGET_OUTPUTS})(); return n > 0 && s + l === n; }}",
+                                   "every widget output rendered")
         shown, lost, total = page.evaluate(WIDGET_OUTPUTS)
         if not lost:
             return

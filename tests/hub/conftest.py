@@ -86,7 +86,7 @@ def hub():
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, "", process, log, timeout=300, probe="/hub/api")  # first run: npm install
+        _wait_ready(url, "", process, log, probe="/hub/api")  # the first run installs the proxy with npm
         password = (base / "state" / "password").read_text().strip()
         yield Hub(url, password, base / "exchange", process, log)
     finally:

@@ -25,6 +25,8 @@ import pytest
 from hub.users import as_user
 from tests.autograder.course_dir import CHAPTER, solution, with_wrong_first_answer
 
+from tests.progress import wait_for_locator, wait_for_url, wait_until
+
 from .conftest import ARTIFACTS, INSTRUCTOR, OTHER_COURSE, REPO, STUDENTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -32,7 +34,9 @@ COURSE_ID = "distributed-training"
 ALICE, BOB = STUDENTS
 #: ch02 has four 1-point parts and two 2-point parts; bob's first answer (1 point) ignores dp
 EXPECTED = {ALICE: 8.0, BOB: 7.0}
-SPAWN_MS = 240_000  # a user's JupyterLab starting on a busy 2-core machine
+#: Playwright's own bound for one quick step (a click, a read); the slow steps (a server spawning,
+#: JupyterLab loading its extensions, grading in the sandbox) wait on progress (tests/progress.py)
+STEP_MS = 120_000
 
 
 def answers() -> dict:
@@ -44,15 +48,17 @@ def answers() -> dict:
 
 def login(browser, hub, user: str):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(120_000)
+    context.set_default_timeout(STEP_MS)
     page = context.new_page()
-    page.goto(f"{hub.url}/hub/login", timeout=120_000)
+    page.goto(f"{hub.url}/hub/login", wait_until="domcontentloaded")
     page.fill("#username_input", user)
     page.fill("#password_input", hub.password)
     page.click("#login_submit")
-    page.wait_for_url(f"**/user/{user}/lab**", timeout=SPAWN_MS)
-    page.locator(".jp-LabShell").wait_for()
-    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for()
+    # the spawn, then JupyterLab loading every extension: minutes on a loaded machine, so these wait
+    # as long as the hub, the user's server and the browser are working, and fail once they stop
+    wait_for_url(page, f"**/user/{user}/lab**", f"{user}'s server spawning")
+    wait_for_locator(page.locator(".jp-LabShell"), f"JupyterLab's shell for {user}")
+    wait_for_locator(page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader"), f"the Nbgrader menu for {user}")
     return page
 
 
@@ -113,7 +119,7 @@ def formgrader_autograde(page, hub, student: str) -> str:
     row = page.locator("tr", has_text=student).first
     row.locator(".autograde a").first.click()
     modal = page.locator("#success-modal, #error-modal").first
-    modal.wait_for(timeout=600_000)  # grading one notebook in the sandbox on a busy machine
+    wait_for_locator(modal, f"the Formgrader's Autograde of {student}")  # grading in the sandbox
     text = modal.inner_text()
     assert modal.get_attribute("id") == "success-modal", text
     return text
@@ -223,10 +229,13 @@ def test_whole_term_on_the_hub(hub, browser):
         click_in_row(page, "submitted_assignments_list", "Fetch Feedback", "submitted_assignments_list",
                      "view feedback")
         # the link shows once nbgrader listed the fetched feedback; the file is then on disk, or about to be
-        feedback, deadline = [], time.monotonic() + 60
-        while not feedback and time.monotonic() < deadline:
-            feedback = list((hub.home(student) / CHAPTER / "feedback").rglob(f"{CHAPTER}.html"))
-            time.sleep(0.5)
+        feedback = []
+
+        def fetched() -> bool:
+            feedback[:] = (hub.home(student) / CHAPTER / "feedback").rglob(f"{CHAPTER}.html")
+            return bool(feedback)
+
+        wait_until(fetched, f"{student}'s feedback on disk", poll=0.5)
         assert len(feedback) == 1, student
         relative = feedback[0].relative_to(hub.home(student))
         page.goto(f"{hub.url}/user/{student}/files/{relative}")
