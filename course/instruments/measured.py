@@ -24,7 +24,7 @@ import numpy as np
 from .. import core
 from ..theme import mark_color
 from .base import Instrument, figure, fmt_bytes, fmt_rate, fmt_time
-from .charts import decade_ticks, set_ticks
+from .charts import UNNAMED, decade_ticks, set_ticks
 
 __all__ = ["MeasuredInstrument", "AlphaBetaBench", "AllreduceRace", "SIZES", "algorithm_label"]
 
@@ -195,6 +195,16 @@ class MeasuredInstrument:
             set_ticks(y_axis, decade_ticks(lo, hi, max_ticks=8, strides=(1, 2, 3)), _time_tick)
 
 
+#: where a Lines mark sits, hidden, before it has data: bqplot draws a path of all-NaN values as ``d="null"`` and
+#: places a series' label at its last point (``translate(x, NaN)``), a console error per mark and redraw
+PLACEHOLDER_SECONDS = 1e-3
+
+
+def _placeholder(shape) -> np.ndarray:
+    """Finite y values for a hidden Lines mark with no data yet (:data:`PLACEHOLDER_SECONDS`)."""
+    return np.full(shape, PLACEHOLDER_SECONDS)
+
+
 def _bars(sizes: np.ndarray, low: np.ndarray, high: np.ndarray):
     """Vertical spread bars (quartile to quartile) as one Lines mark: one two-point line per size."""
     x = np.repeat(sizes[:, None], 2, axis=1)
@@ -226,15 +236,17 @@ class AlphaBetaBench(MeasuredInstrument, Instrument):
         xs, ys = bq.LogScale(min=float(SIZES[0]), max=float(SIZES[-1])), bq.LogScale(min=1e-6, max=1.0)
         grid = np.geomspace(SIZES[0], SIZES[-1], 64)
         self.grid = grid
-        self.model = bq.Lines(x=grid, y=np.full(grid.size, np.nan), scales={"x": xs, "y": ys},
+        # no data yet: hidden lines at finite placeholders, scatters with no points (see PLACEHOLDER_SECONDS)
+        self.model = bq.Lines(x=grid, y=_placeholder(grid.size), scales={"x": xs, "y": ys}, visible=False,
                               colors=[mark_color("blue")], stroke_width=2, labels=["α-β model (fit)"],
                               display_legend=True)
-        self.spread = bq.Lines(x=[[SIZES[0], SIZES[0]]], y=[[np.nan, np.nan]], scales={"x": xs, "y": ys},
-                               colors=[mark_color("gray")], stroke_width=2, labels=["spread (quartiles)"])
-        self.points = bq.Scatter(x=[float(SIZES[0])], y=[np.nan], scales={"x": xs, "y": ys},
+        self.spread = bq.Lines(x=[[SIZES[0], SIZES[0]]], y=_placeholder((1, 2)), scales={"x": xs, "y": ys},
+                               colors=[mark_color("gray")], stroke_width=2, labels=["spread (quartiles)"],
+                               visible=False)
+        self.points = bq.Scatter(**UNNAMED, x=[], y=[], scales={"x": xs, "y": ys},
                                  colors=[mark_color("ink")], default_size=50, labels=["measured median"],
                                  display_legend=True)
-        self.left_out = bq.Scatter(x=[float(SIZES[0])], y=[np.nan], scales={"x": xs, "y": ys},
+        self.left_out = bq.Scatter(**UNNAMED, x=[], y=[], scales={"x": xs, "y": ys},
                                    colors=[mark_color("gray")], marker="cross", default_size=40,
                                    labels=["measured, not fitted"], display_legend=True)
         self.fig = self.add_figure(figure([self.spread, self.model, self.points, self.left_out], xs, ys,
@@ -290,11 +302,12 @@ class AlphaBetaBench(MeasuredInstrument, Instrument):
         fit = core.fit_alpha_beta(sizes[used], summary.median[used], a, b, spread=summary.spread[used],
                                   ranks=ranks, cores=int(record["cores"]))
         self.set_marks(self.points, x=sizes[used], y=summary.median[used])
-        self.set_marks(self.left_out, x=sizes[~used] if (~used).any() else [float(sizes[0])],
-                       y=summary.median[~used] if (~used).any() else [np.nan])
+        self.set_marks(self.left_out, x=sizes[~used], y=summary.median[~used])
         bx, by = _bars(sizes, summary.q1, summary.q3)
-        self.set_marks(self.spread, x=bx, y=by)
-        self.set_marks(self.model, y=np.asarray(fit.predict(self.grid, a, b)))
+        self.set_marks(self.spread, x=bx, y=by, visible=True)
+        model_y = np.asarray(fit.predict(self.grid, a, b), dtype=float)
+        drawn = bool(np.isfinite(model_y).any())  # a fit that failed has no curve: hide it, never draw all-NaN
+        self.set_marks(self.model, y=model_y if drawn else _placeholder(self.grid.size), visible=drawn)
         self._log_axes(self.fig, np.concatenate([summary.q1, summary.q3]))
         for code, sentence in fit.reasons:
             if code != "more_ranks_than_cores":  # flag_machine says it, with the machine's numbers
@@ -363,16 +376,18 @@ class AllreduceRace(MeasuredInstrument, Instrument):
         self.add_control("repeats", widgets.IntSlider(value=3, min=3, max=30, description="repeats"))
         names = self.algorithms + ("yours",)
         xs, ys = bq.LogScale(min=float(SIZES[0]), max=float(SIZES[-1])), bq.LogScale(min=1e-6, max=1.0)
-        self.measured_lines = bq.Lines(x=np.asarray(SIZES, float), y=np.full((len(names), len(SIZES)), np.nan),
+        # no data yet: hidden at finite placeholders (PLACEHOLDER_SECONDS); once measured each mark holds only the
+        # rows of the algorithms that have times (:meth:`_set_rows`), so no series is all-NaN
+        self.measured_lines = bq.Lines(x=np.asarray(SIZES, float), y=_placeholder((len(names), len(SIZES))),
                                        scales={"x": xs, "y": ys}, colors=[ALGORITHM_COLORS[a] for a in names],
                                        labels=[algorithm_label(a) for a in names], display_legend=True,
-                                       stroke_width=2, marker="circle", marker_size=24)
-        self.model_lines = bq.Lines(x=np.asarray(SIZES, float), y=np.full((len(names), len(SIZES)), np.nan),
+                                       stroke_width=2, marker="circle", marker_size=24, visible=False)
+        self.model_lines = bq.Lines(x=np.asarray(SIZES, float), y=_placeholder((len(names), len(SIZES))),
                                     scales={"x": xs, "y": ys}, colors=[ALGORITHM_COLORS[a] for a in names],
-                                    line_style="dashed", stroke_width=1.5,
+                                    line_style="dashed", stroke_width=1.5, visible=False,
                                     labels=[f"{algorithm_label(a)} (model)" for a in names])
-        self.bound = bq.Lines(x=np.asarray(SIZES, float), y=np.full(len(SIZES), np.nan), scales={"x": xs, "y": ys},
-                              colors=[mark_color("gray")], line_style="dash_dotted", stroke_width=2,
+        self.bound = bq.Lines(x=np.asarray(SIZES, float), y=_placeholder(len(SIZES)), scales={"x": xs, "y": ys},
+                              colors=[mark_color("gray")], line_style="dash_dotted", stroke_width=2, visible=False,
                               labels=["bandwidth bound 2(p−1)/p·n·β"], display_legend=self.show_bound)
         self.fig = self.add_figure(figure([self.model_lines, self.bound, self.measured_lines], xs, ys,
                                           "message size", "all-reduce time", title="Time vs message size",
@@ -384,6 +399,16 @@ class AllreduceRace(MeasuredInstrument, Instrument):
         self.table = widgets.HTML()
         self.check_box = widgets.HTML()
         self.extra.children = (self.measure_button, self.check_box, self.table)
+
+    def _set_rows(self, mark: bq.Lines, names: list, y: np.ndarray, suffix: str = "") -> None:
+        """Show on ``mark`` the rows of ``y`` (one per name) that hold times, with their colours and labels;
+        hide it, at its placeholder, when none does (bqplot logs an error for each all-NaN series)."""
+        keep = [i for i in range(len(names)) if np.isfinite(y[i]).all()]
+        if not keep:
+            self.set_marks(mark, visible=False)
+            return
+        self.set_marks(mark, y=y[keep], colors=[ALGORITHM_COLORS[names[i]] for i in keep],
+                       labels=[f"{algorithm_label(names[i])}{suffix}" for i in keep], visible=True)
 
     def use(self, function: Callable) -> "AllreduceRace":
         """Race the student's all-reduce ``function(comm, x)`` too (its source is sent to the ranks).
@@ -517,7 +542,7 @@ class AllreduceRace(MeasuredInstrument, Instrument):
             if name in record["samples"]:
                 medians[name] = core.timing_summary(record["samples"][name], warmup=int(record.get("warmup", 1))).median
                 y[i] = medians[name]
-        self.set_marks(self.measured_lines, y=y)
+        self._set_rows(self.measured_lines, names, y)
         ranks = int(record["ranks"])
         fitted = self.fitted()
         model_y = np.full_like(y, np.nan)
@@ -536,7 +561,7 @@ class AllreduceRace(MeasuredInstrument, Instrument):
                           "dashed model curves are only as good as that fit.", severity="warning")
             if self.show_bound:
                 bound = np.asarray(core.allreduce_time(sizes, ranks, bandwidth, 0.0, "ring"))
-                self.set_marks(self.bound, y=bound)
+                self.set_marks(self.bound, y=bound, visible=True)
                 mine = "yours" if "yours" in medians else "ring"
                 share = float(bound[-1] / medians[mine][-1])
                 out.update(bound_seconds=bound.tolist(), bound_share=share, bound_of=mine)
@@ -546,7 +571,7 @@ class AllreduceRace(MeasuredInstrument, Instrument):
                 self.set_card("bound", "—", "Act III draws the bound")
         else:
             self.set_card("bound", "—", "needs Act I's fit (measure the bench first)")
-        self.set_marks(self.model_lines, y=model_y)
+        self._set_rows(self.model_lines, names, model_y, " (model)")
         if "ring" in medians and "recursive_doubling" in medians:
             measured = core.measured_crossover(sizes, medians["recursive_doubling"], medians["ring"])
             out["crossover_measured"] = measured

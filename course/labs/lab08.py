@@ -165,13 +165,17 @@ ACT3 = Act(
         options={"still-right": "the sum is still right everywhere", "last-two-lost": "the last 2 elements are never summed",
                  "mpi-error": "MPI raises an error on the sizes", "deadlock": "the ranks deadlock in Sendrecv"},
         correct="last-two-lost",
-        banned=("cover 8 of the 10", "silently wrong", "never sent, so each rank"),
+        banned=("cover 8 of the 10", "silently wrong", "never sent, so each rank", "not only multiples of p",
+                "where a sum is wrong"),
         explanation="4 chunks of 10 // 4 = 2 elements cover 8 of the 10; the last 2 are never sent, so each rank "
                     "keeps its own values there. Nothing fails loudly: the sum is silently wrong. Chunks of "
                     "n // p or n // p + 1 elements (as numpy.array_split cuts them) cover every element.",
         reveal="**Your ring against the bound.** Each rank sends and receives 2(p−1)/p · n bytes: no all-reduce "
                "can move less (Patarasuk & Yuan 2009). The bound's line is that traffic at your fitted 1/β, "
                "with no latency at all; the share card says how close your ring came at the largest size."),
+    captions={"act3_ring": (
+        "Your ring must be right for any length (not only multiples of p), any dtype and any number of ranks: the "
+        "race below checks it on awkward cases first and names the rank, case and element where a sum is wrong.")},
     answers=(Answer(
         "act3_bound", "bound_ms", "Act III: the bandwidth bound", "milliseconds",
         lambda s: (f"**The colleague's bound.** With 1/β = {s['bandwidth'] / 1e9:g} GB/s, what is the bandwidth "
@@ -272,10 +276,9 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "## Act III · Build the ring\n\n"
              "Write `my_ring_allreduce(comm, x)` below: a reduce-scatter (p − 1 steps: send one chunk to the "
              "right, receive one from the left, add it), then an all-gather (p − 1 steps: pass the finished "
-             "chunks on), each step one `comm.Sendrecv`. It must be right for any length (not only multiples "
-             "of p), any dtype and any number of ranks: the race below checks it on awkward cases first and "
-             "names the rank, case and element where a sum is wrong."),
+             "chunks on), each step one `comm.Sendrecv`."),
         *lab.lock_cells("act3"),
+        lab.caption_cell("act3_ring"),
         Cell("code", STARTER),
         Cell("code", "ring = lab.gate('act3', AllreduceRace(model=bench, algorithms=('ring', 'library'), "
                      "show_bound=True))\n"

@@ -107,9 +107,7 @@ def test_run_all_logs_no_console_error(server, browser, notebook):
 
 
 #: labs whose locked Run All is known to log errors, with what and whose: strict, so the mark must go once fixed
-KNOWN = {"lab08_ring_for_real/lab08_ring_for_real.ipynb": (
-    "Lab 08's measured charts start as NaN placeholders before any measurement: bqplot logs translate(x, NaN) per "
-    "Scatter point and path d=null per all-NaN Lines (53 errors on 2 Dec 2026; NOTES-i48.md, for i47a)")}
+KNOWN: dict = {}
 
 
 @pytest.mark.browser
