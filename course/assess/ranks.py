@@ -266,7 +266,8 @@ def ranks_part(ex: Any, *, name: str, reference: Callable, probes: Callable[[int
     ``probes(seed)`` gives ``{"valid": [probe, ...], "invalid": [probe, ...]}``; ``examples`` are the
     probes the visible check runs (on simulated ranks). With ``example_of(spec)`` (the worked example's
     probe for a student's spec), each student's own worked example leads the probes and is what the
-    visible check runs."""
+    visible check runs, then ``examples``; an example on which ``reference`` raises ValueError (a rank
+    count the function must refuse) expects ValueError on every rank."""
     from .spec import spec_for
     from .variants import split_seed
 
@@ -333,7 +334,9 @@ def check_lines(part: Part, namespace: dict, ok: str, bad: str, variant: Optiona
         verdict = judge_ranks(item, harvest, {"valid": [dict(probe, group="worked example")], "invalid": []})
         shown = f"`{item.name}` on {probe['p']} simulated ranks ({probe.get('label', 'the worked example')})"
         if verdict.passed:
-            lines.append(f"{ok} {shown}: every rank returns the right result.")
+            done = ("raises ValueError on every rank, as it must" if _expected_results(item.reference, probe) is None
+                    else "every rank returns the right result")
+            lines.append(f"{ok} {shown}: {done}.")
         else:
             right = False
             # one probe: its check's reason (and where the data diverge), not the grading's count of checks

@@ -406,7 +406,8 @@ build_exercise(
                               _vector_probe(1, 3, "float64", "edge", "edge cases")],
         random_probe=_random_pow2, count=4,
         invalid=[_vector_probe(3, 6, "float64", "invalid", "invalid inputs")]),
-    examples=[],
+    # the visible check also tries a rank count that is not a power of two: the prompt asks for ValueError there
+    examples=[_vector_probe(3, 5, "float64", "visible", "worked example", "p = 3, not a power of two")],
     ranks={"trace_reference": None, "describe_step": None, "example_of": _vector_example},
     derivation=lambda s: (
         "Halving: with distance d the pair (r, r\u2009XOR\u2009d) splits the block both are responsible for; "

@@ -111,6 +111,24 @@ def test_the_visible_check_runs_the_students_own_example(capsys):
     assert not right
 
 
+def test_the_visible_check_of_11_5_expects_value_error_for_p_not_a_power_of_two():
+    from course.assess.checks import assess
+
+    ex = SYLLABUS.exercise("11.5")
+    variant = variant_of(ASSIGNMENT, "ada")
+    lines, shaped, right = assess(ex, _honest("ada"), variant, exam=False)
+    assert right and any("not a power of two" in line and "raises ValueError on every rank" in line
+                         for line in lines), lines
+    solution = next(src for src in answer_sources(ASSIGNMENT, "ada").values() if "def allreduce_rhd" in src)
+    lenient_source = solution.replace("raise ValueError('p must be a power of two')", "pass")  # never refuses
+    assert "ValueError" not in lenient_source
+    lenient = {}
+    exec(lenient_source, lenient)
+    lines, shaped, right = assess(ex, lenient, variant, exam=False)
+    assert not right, lines
+    assert any("not a power of two" in line and "ValueError" in line for line in lines), lines
+
+
 def test_only_definitions_reach_the_ranks():
     cells = ["import numpy as np\nK = 4\nx = np.arange(K)\nprint(x)",
              "def helper(a):\n    return a\n\n@staticmethod\ndef f(comm, x):\n    return helper(x)\nf(None, 1)",

@@ -40,3 +40,19 @@ def test_the_visible_check_passes_the_reference_and_fails_a_function_that_never_
     ok, lines = _check_function(part, {item.name: lenient}, list(item.examples))
     assert not ok
     assert any("must raise ValueError" in line for line in lines), lines
+
+
+#: parts run on (simulated) MPI ranks: their visible check runs the student's worked example, then the item's examples
+RANK_PARTS = [(ex.number, part) for ex in EXERCISES.values() for part in ex.parts
+              if part.function is not None and part.function.judged_in == "ranks"]
+
+
+def test_every_ranks_part_graded_on_invalid_inputs_checks_one_visibly():
+    from course.assess.ranks import _expected_results
+
+    graded = [(number, part) for number, part in RANK_PARTS if part.probes(0)["invalid"]]
+    assert "11.5" in {number for number, _ in graded}
+    for number, part in graded:
+        refused = [probe for probe in part.function.examples
+                   if _expected_results(part.function.reference, probe) is None]
+        assert refused, f"{number} `{part.function.name}`: the visible check tries no input it must refuse"
