@@ -158,6 +158,13 @@ class MeasuredInstrument:
                       "cores): other programs took turns with your ranks, so times are slower and noisier than "
                       "the machine's own. Measure again when it is quieter.", severity="warning")
 
+    def describe_unmeasured(self, fig: bq.Figure, result: dict) -> str:
+        """The chart's words before a measurement for the current settings (a screen reader's NOT_MEASURED)."""
+        said = {"largest": lambda n: f"fit up to {fmt_bytes(n)}"}  # a size in bytes, as the slider says it
+        settings = ", ".join(said[name](value) if name in said else f"{name} {value}"
+                             for name, value in result.items() if name != "measured")
+        return f"Chart: {fig.title}. Not measured yet for these settings ({settings}): press Measure."
+
     # -- ledger --------------------------------------------------------------------------------
     def ledger_entry(self) -> dict:
         entry = super().ledger_entry()
@@ -340,6 +347,8 @@ class AlphaBetaBench(MeasuredInstrument, Instrument):
         r = self.result
         if not r:
             return super().describe(fig)
+        if not r.get("medians"):  # nothing measured for these settings: say so, with the settings, not a KeyError
+            return self.describe_unmeasured(fig, r)
         return (f"Chart: measured {r['operation']} time against message size on {r['ranks']} ranks, log-log. "
                 f"Fitted latency {fmt_time(r['latency'])}, bandwidth {fmt_rate(r['bandwidth'])}; "
                 f"the fit is {'trusted' if r['trusted'] else 'not trusted'}. "
@@ -607,6 +616,8 @@ class AllreduceRace(MeasuredInstrument, Instrument):
         r = self.result
         if not r:
             return super().describe(fig)
+        if not r.get("medians"):  # nothing measured for these settings: say so, with the settings, not a KeyError
+            return self.describe_unmeasured(fig, r)
         parts = [f"Chart: measured all-reduce time against message size on {r['ranks']} ranks, log-log."]
         for name, med in r["medians"].items():
             parts.append(f"{algorithm_label(name)}: {fmt_time(med[0])} at {fmt_bytes(r['sizes'][0])}, "
