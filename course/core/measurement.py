@@ -124,7 +124,8 @@ class AlphaBetaFit:
         No reason below applies.
     reasons : tuple of (code, sentence)
         Why the fit cannot be trusted: ``"too_few_sizes"``, ``"too_noisy"``,
-        ``"more_ranks_than_cores"``, ``"latency_unresolved"``; each sentence says why.
+        ``"bandwidth_unresolved"``, ``"more_ranks_than_cores"``, ``"latency_unresolved"``; each
+        sentence says why.
     """
 
     latency: float
@@ -170,7 +171,8 @@ def fit_alpha_beta(message_bytes, seconds, latency_count=1.0, bandwidth_factor=1
     sizes; the relative error of beta exceeds :data:`FIT_MAX_RELATIVE_ERROR` or a timing's
     spread exceeds :data:`TIMING_MAX_SPREAD` (too noisy); more ranks than cores (ranks wait
     for a core, so the times measure the scheduler); alpha is not resolved (its error is
-    larger than itself, or it came out negative).
+    larger than itself, or it came out negative); the bandwidth is not resolved (the times do
+    not grow with size: ``beta``, ``bandwidth`` and their errors are NaN).
 
     Parameters
     ----------
@@ -202,6 +204,12 @@ def fit_alpha_beta(message_bytes, seconds, latency_count=1.0, bandwidth_factor=1
     (2.0, 10.0, True)
     >>> fit_alpha_beta(n[:3], 2e-6 + n[:3] / 10e9).codes
     ('too_few_sizes',)
+
+    Flat times (the bandwidth lost in the noise) give an untrusted fit, not an error:
+
+    >>> flat = fit_alpha_beta(n[:4], np.array([3e-6, 2e-6, 1e-6, 1e-6]))
+    >>> flat.codes, bool(np.isnan(flat.bandwidth))
+    (('bandwidth_unresolved',), True)
     """
     n = v.positive("message_bytes", message_bytes)
     t = v.positive("seconds", seconds)
@@ -228,8 +236,11 @@ def fit_alpha_beta(message_bytes, seconds, latency_count=1.0, bandwidth_factor=1
     covariance = s2 * np.linalg.pinv(design.T @ design)
     alpha, beta = float(coef[0]), float(coef[1])
     alpha_err, beta_err = (float(np.sqrt(max(covariance[i, i], 0.0))) for i in range(2))
-    if beta <= 0:
-        raise ValueError("seconds must grow with message_bytes: the fitted time per byte is not positive")
+    # Times that do not grow with size are a measurement (small messages on a busy machine), not bad
+    # input: the fit says so and gives no bandwidth, rather than raising in the student's face.
+    flat = beta <= 0
+    if flat:
+        beta = beta_err = float("nan")
 
     reasons = []
     if distinct < FIT_MIN_SIZES:
@@ -239,7 +250,10 @@ def fit_alpha_beta(message_bytes, seconds, latency_count=1.0, bandwidth_factor=1
     if spread is not None:
         sp = np.broadcast_to(v.non_negative("spread", spread), n.shape)
         noisy_spread = float(np.max(sp))
-    if beta_err / beta > FIT_MAX_RELATIVE_ERROR or (noisy_spread is not None and noisy_spread > TIMING_MAX_SPREAD):
+    if flat:
+        reasons.append(("bandwidth_unresolved", "the times do not grow with message size over these sizes, so "
+                        "the bandwidth is lost in the noise: add larger messages or more repeats"))
+    elif beta_err / beta > FIT_MAX_RELATIVE_ERROR or (noisy_spread is not None and noisy_spread > TIMING_MAX_SPREAD):
         worst = f"; the widest timing varies by {noisy_spread:.0%} of its median" if noisy_spread is not None else ""
         reasons.append(("too_noisy", f"the bandwidth is uncertain by {beta_err / beta:.0%}{worst}: other programs "
                         f"share the machine; close them or measure more repeats"))
