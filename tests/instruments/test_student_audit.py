@@ -65,7 +65,7 @@ def test_an_invalid_layout_shows_dashes_not_mfu_step_or_throughput(tp, pp):
         conf.controls["tp"].value, conf.controls["pp"].value = 8, 8
     assert conf.failures == []
     assert "gpus_mismatch" not in conf.failures
-    assert card_text(conf, "mfu").endswith("model FLOPs / peak") and "%" in card_text(conf, "mfu")
+    assert "range" in card_text(conf, "mfu") and "%" in card_text(conf, "mfu")  # the card shows MFU with its range (issue 46)
     assert conf.result["mfu"] > 0 and any(conf.step_bars.y)
 
 
