@@ -18,6 +18,7 @@ The course root the grader was given wins over a ``c.CourseDirectory.root`` in t
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Optional
 
@@ -25,14 +26,18 @@ CONFIG_FILE = "nbgrader_config.py"
 
 
 def course_config(course_root):
-    """What ``nbgrader_config.py`` in ``course_root`` configures (a traitlets ``Config``; empty without one)."""
+    """What ``nbgrader_config.py`` in ``course_root`` configures (a traitlets ``Config``; empty without one).
+
+    The loader gets a logger of its own: without one, traitlets logs "Using default logger" at DEBUG
+    into the log of whatever application is running (the formgrader's Autograde log)."""
     from traitlets.config import Config
     from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
     if course_root is None or not (Path(course_root) / CONFIG_FILE).is_file():
         return Config()
     try:
-        return PyFileConfigLoader(CONFIG_FILE, path=str(course_root)).load_config()
+        return PyFileConfigLoader(CONFIG_FILE, path=str(course_root),
+                                  log=logging.getLogger(__name__)).load_config()
     except ConfigFileNotFound:
         return Config()
 

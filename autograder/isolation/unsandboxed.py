@@ -20,6 +20,7 @@ forget it.
 from __future__ import annotations
 
 import os
+import logging
 from pathlib import Path
 from typing import Optional
 
@@ -44,7 +45,8 @@ def _course_config(course_root):
     if course_root is None or not (Path(course_root) / "nbgrader_config.py").is_file():
         return Config()
     try:
-        return PyFileConfigLoader("nbgrader_config.py", path=str(course_root)).load_config()
+        return PyFileConfigLoader("nbgrader_config.py", path=str(course_root),
+                                  log=logging.getLogger(__name__)).load_config()
     except ConfigFileNotFound:
         return Config()
 

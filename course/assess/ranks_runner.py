@@ -300,6 +300,13 @@ def student_rank(world, room):
 
 def main():
     room = sys.argv[1]
+    # MPICH's gforker answers one rank's non-zero exit by sending SIGINT, then SIGQUIT, to every other
+    # rank. The judge must outlive a dying rank to say which one ended, and the other ranks must stay
+    # alive to be told apart from it; the grader's time limit and world.Abort still end them all.
+    import signal
+
+    for number in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(number, signal.SIG_IGN)
     from mpi4py import MPI
 
     world = MPI.COMM_WORLD

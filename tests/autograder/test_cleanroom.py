@@ -28,9 +28,10 @@ def _answer(request, nonce="n0", **override):
 
 def test_split_puts_functions_and_names_in_the_clean_room():
     split = cleanroom.split_parts(["ch02_ex2_1", "ch02_ex2_4", "ch02_ex2_4_required_accum_steps", "nope",
-                                   "lab06_act1_lock", "lab06_act2_small"])
+                                   "lab06_act1_lock", "lab06_act2_small", "ch11_ex11_3"])
     assert split == {"functions": ["ch02_ex2_4", "ch02_ex2_4_required_accum_steps"],
-                     "values": ["ch02_ex2_1"], "kernel": ["lab06_act1_lock", "lab06_act2_small"]}
+                     "values": ["ch02_ex2_1"], "kernel": ["lab06_act1_lock", "lab06_act2_small"],
+                     "ranks": ["ch11_ex11_3"]}  # a collective runs on real MPI ranks, never in the kernel
     request = _request()
     assert request["values"] == ["accum_steps"] and request["functions"]["ch02_ex2_4"]["function"] == "effective_batch"
 
