@@ -169,7 +169,8 @@ class Grader(GradebookSteps, Execution, JudgeStep):
         return {"unique_key": self.assignment.notebook,
                 "metadata": {"name": self.assignment.notebook, "path": str(folder)},
                 "nbgrader": {"student": student, "assignment": self.assignment_name,
-                             "notebook": self.assignment.notebook, "db_url": self.db_url}}
+                             "notebook": self.assignment.notebook, "db_url": self.db_url,
+                             "course_root": str(self.root)}}  # feedback's steps read its configuration
 
 
     # ------------------------------------------------------------------ one submission
