@@ -15,6 +15,7 @@ change only re-reads stored samples and calls the core once: medians and quartil
 from __future__ import annotations
 
 import html
+import time
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import bqplot as bq
@@ -79,10 +80,21 @@ class MeasuredInstrument:
     def __init__(self, launcher: Optional[Callable] = None, **initial: Any):
         self.measurements: Dict[str, dict] = {}
         self.last_launch_reason = ""
+        self._progress_what, self._progress_started = "Measuring", time.monotonic()
         self._launcher = launcher
         self.measure_button = widgets.Button(description="Measure", icon="play", tooltip="time it on real processes")
         self.measure_button.add_class("course-control-measure")
         self.measure_button.on_click(lambda _button: self._measure_clicked())
+        # the sweep's own progress bar (fed by course.launch's progress reports): a press of the button has no
+        # cell output for a tqdm bar, so the instrument carries one; hidden until the first measurement
+        self.progress_bar = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="",
+                                                  layout=widgets.Layout(width="260px"))
+        self.progress_bar.add_class("course-progress")
+        self.progress_text = widgets.HTML()
+        self.progress = widgets.HBox([self.progress_bar, self.progress_text],
+                                     layout=widgets.Layout(display="none", align_items="center"))
+        self.progress.add_class("course-ui")
+        self.measure_row = widgets.HBox([self.measure_button, self.progress], layout=widgets.Layout(align_items="center"))
         super().__init__(**initial)
 
     # -- to implement --------------------------------------------------------------------------
@@ -94,45 +106,97 @@ class MeasuredInstrument:
 
     # -- measuring -----------------------------------------------------------------------------
     def launch(self, target, *args, ranks: int, **kwargs):
-        """Start ``target`` on ``ranks`` processes (course.launch.run, with a progress bar)."""
+        """Start ``target`` on ``ranks`` processes (course.launch.run), its progress shown on :attr:`progress_bar`."""
+        kwargs.setdefault("progress", self.show_progress)
         if self._launcher is not None:
             return self._launcher(target, *args, ranks=ranks, **kwargs)
         from course.launch import run
 
         kwargs.setdefault("timeout", self.timeout)
-        kwargs.setdefault("progress", f"measuring on {ranks} ranks")
         return run(target, *args, ranks=ranks, **kwargs)
 
+    # -- the progress bar ------------------------------------------------------------------------
+    def begin_progress(self, what: str) -> None:
+        """Show the progress bar at zero, saying ``what`` is running."""
+        self._progress_what, self._progress_started = what, time.monotonic()
+        with self.progress_bar.hold_sync():
+            self.progress_bar.value, self.progress_bar.max, self.progress_bar.bar_style = 0.0, 1.0, "info"
+        self.progress_text.value = f"<span role='status'>{html.escape(what)}… (the kernel's ■ interrupt stops it)</span>"
+        self.progress.layout.display = "flex"
+
+    def show_progress(self, done, total) -> None:
+        """What course.launch calls each time rank 0 reports a step done (``total`` steps in all)."""
+        with self.progress_bar.hold_sync():
+            if total:
+                self.progress_bar.max = float(total)
+            self.progress_bar.value = float(min(done, self.progress_bar.max))
+        count = f"{done:g} of {total:g} steps" if total else f"{done:g} steps"
+        self.progress_text.value = (f"<span role='status'>{html.escape(self._progress_what)}: {count} "
+                                    "(the kernel's ■ interrupt stops it)</span>")
+
+    def end_progress(self, outcome: str, said: str) -> None:
+        """Finish the bar: ``outcome`` "done" (full, green), "failed" (red) or "stopped" (amber), with ``said``."""
+        seconds = time.monotonic() - getattr(self, "_progress_started", 0.0)
+        with self.progress_bar.hold_sync():
+            if outcome == "done":
+                self.progress_bar.value = self.progress_bar.max
+            self.progress_bar.bar_style = {"done": "success", "failed": "danger"}.get(outcome, "warning")
+        took = f" after {seconds:.1f} s" if outcome != "done" else f" in {seconds:.1f} s"
+        self.progress_text.value = f"<span role='status'>{html.escape(said)}{took}</span>"
+
+    # -- measuring -----------------------------------------------------------------------------
     def measure(self) -> dict:
-        """Measure the current configuration now (seconds: it starts real processes) and show it."""
+        """Measure the current configuration now (seconds: it starts real processes) and show it.
+
+        The progress bar moves while the sweep runs and finishes when it ends; an interrupt (the
+        kernel's stop button) ends every rank, keeps nothing, says so on the bar, and propagates."""
         values = self.values()
         self.measure_button.disabled = True
-        status = getattr(self, "table", None)
-        if status is not None:  # a press of the button has no cell to show a progress bar in: say so here
-            status.value = ("<div class='course-ui' role='status'>Measuring on real processes… (a few seconds; "
-                            "the kernel's interrupt button stops it)</div>")
+        self.begin_progress(self.measuring_what(values))
         try:
             record = self.run_measurement(values)
+        except KeyboardInterrupt:
+            self.end_progress("stopped", "Stopped: the measurement was interrupted, every rank ended and nothing "
+                                         "was kept")
+            raise
+        except BaseException:
+            self.end_progress("failed", "The measurement could not run")
+            raise
         finally:
             self.measure_button.disabled = False
         if record.get("error"):
             self.last_launch_reason = record["error"]
+            self.end_progress("failed", "The measurement did not finish (see the message above)")
         else:
             self.last_launch_reason = ""
             self.measurements[self.config_key(values)] = record
+            self.end_progress("done", f"Measured on {record.get('ranks', '?')} ranks")
         self.update()
         return record
 
+    def measuring_what(self, values: dict) -> str:
+        """What the progress bar says while measuring ``values``."""
+        return "Measuring on real processes"
+
     def measure_if_missing(self) -> "MeasuredInstrument":
         """Measure unless the current configuration has a measurement (restored from the ledger, say)
-        or the instrument is still locked behind its prediction. Returns ``self`` (a cell shows it)."""
+        or the instrument is still locked behind its prediction. Returns ``self`` (a cell shows it).
+        An interrupt propagates (Run All stops there); a failure is shown on the instrument."""
         if not self.gated and not grading() and self.config_key(self.values()) not in self.measurements:
-            self._measure_clicked()
+            try:
+                self.measure()
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # noqa: BLE001 -- shown as a banner, never a traceback
+                self._show_error(exc, "measure")
         return self
 
     def _measure_clicked(self) -> None:
+        """The Measure button: an interrupt ends the sweep and is said on the bar, never a traceback in the log."""
         try:
             self.measure()
+        except KeyboardInterrupt:
+            pass
         except Exception as exc:  # noqa: BLE001 -- shown as a banner, never a traceback
             self._show_error(exc, "measure")
 
@@ -263,11 +327,15 @@ class AlphaBetaBench(MeasuredInstrument, Instrument):
                             ("machine", "Measured on")):
             self.add_card(name, label)
         self.table = widgets.HTML()
-        self.extra.children = (self.measure_button, self.table)
+        self.extra.children = (self.measure_row, self.table)
 
     def config_key(self, values: dict) -> str:
         ranks = 2 if values["operation"] == "ping-pong" else int(values["ranks"])
         return f"{values['operation']}@{ranks}"
+
+    def measuring_what(self, values: dict) -> str:
+        ranks = 2 if values["operation"] == "ping-pong" else int(values["ranks"])
+        return f"Timing {values['operation']} on {ranks} ranks, {len(SIZES)} sizes × {int(values['repeats'])} repeats"
 
     def run_measurement(self, values: dict) -> dict:
         from course.launch import bench
@@ -300,6 +368,11 @@ class AlphaBetaBench(MeasuredInstrument, Instrument):
                 self.flag("measurement_failed", f"The measurement did not finish: {reason}")
             else:
                 self.table.value = NOT_MEASURED
+            # another configuration's points would pass for these settings': clear them
+            self.set_marks(self.points, x=[], y=[])
+            self.set_marks(self.left_out, x=[], y=[])
+            self.set_marks(self.spread, visible=False)
+            self.set_marks(self.model, visible=False)
             return {"measured": False, **self._settings(v)}
         sizes = np.asarray(record["sizes"], dtype=float)
         summary = core.timing_summary(record["samples"], warmup=int(record.get("warmup", 1)))
@@ -383,13 +456,15 @@ class AllreduceRace(MeasuredInstrument, Instrument):
     def build(self):
         self.add_control("ranks", widgets.IntSlider(value=2, min=2, max=MAX_RANKS, description="ranks p"))
         self.add_control("repeats", widgets.IntSlider(value=3, min=3, max=30, description="repeats"))
-        names = self.algorithms + ("yours",)
+        # "yours" joins the marks' rows only once the student's ring was measured (:meth:`_set_rows`): a legend
+        # entry for a ring not yet written would promise a line that is not there
+        names = self.algorithms
         xs, ys = bq.LogScale(min=float(SIZES[0]), max=float(SIZES[-1])), bq.LogScale(min=1e-6, max=1.0)
-        # no data yet: hidden at finite placeholders (PLACEHOLDER_SECONDS); once measured each mark holds only the
-        # rows of the algorithms that have times (:meth:`_set_rows`), so no series is all-NaN
+        # no data yet: hidden at finite placeholders (PLACEHOLDER_SECONDS), without a legend; once measured each
+        # mark holds only the rows of the algorithms that have times (:meth:`_set_rows`), so no series is all-NaN
         self.measured_lines = bq.Lines(x=np.asarray(SIZES, float), y=_placeholder((len(names), len(SIZES))),
                                        scales={"x": xs, "y": ys}, colors=[ALGORITHM_COLORS[a] for a in names],
-                                       labels=[algorithm_label(a) for a in names], display_legend=True,
+                                       labels=[algorithm_label(a) for a in names], display_legend=False,
                                        stroke_width=2, marker="circle", marker_size=24, visible=False)
         self.model_lines = bq.Lines(x=np.asarray(SIZES, float), y=_placeholder((len(names), len(SIZES))),
                                     scales={"x": xs, "y": ys}, colors=[ALGORITHM_COLORS[a] for a in names],
@@ -407,17 +482,19 @@ class AllreduceRace(MeasuredInstrument, Instrument):
             self.add_card(name, label)
         self.table = widgets.HTML()
         self.check_box = widgets.HTML()
-        self.extra.children = (self.measure_button, self.check_box, self.table)
+        self.extra.children = (self.measure_row, self.check_box, self.table)
 
     def _set_rows(self, mark: bq.Lines, names: list, y: np.ndarray, suffix: str = "") -> None:
         """Show on ``mark`` the rows of ``y`` (one per name) that hold times, with their colours and labels;
         hide it, at its placeholder, when none does (bqplot logs an error for each all-NaN series)."""
         keep = [i for i in range(len(names)) if np.isfinite(y[i]).all()]
+        legend = mark is self.measured_lines  # the measured lines carry the legend; the dashed models match their colours
         if not keep:
-            self.set_marks(mark, visible=False)
+            self.set_marks(mark, visible=False, display_legend=False)
             return
         self.set_marks(mark, y=y[keep], colors=[ALGORITHM_COLORS[names[i]] for i in keep],
-                       labels=[f"{algorithm_label(names[i])}{suffix}" for i in keep], visible=True)
+                       labels=[f"{algorithm_label(names[i])}{suffix}" for i in keep], visible=True,
+                       display_legend=legend)
 
     def use(self, function: Callable) -> "AllreduceRace":
         """Race the student's all-reduce ``function(comm, x)`` too (its source is sent to the ranks).
@@ -440,10 +517,18 @@ class AllreduceRace(MeasuredInstrument, Instrument):
         self.student = {"source": target["source"], "name": target["name"], "version": digest}
         self.student_check = self.checks.get(digest)
         if self.student_check is None and not self.gated and not grading():
+            self.begin_progress("Checking your ring")
             try:
                 self._run_check()
+            except KeyboardInterrupt:
+                self.end_progress("stopped", "Stopped: the check was interrupted and every rank ended")
+                raise
             except Exception as exc:  # noqa: BLE001 -- shown as a banner, never a traceback
+                self.end_progress("failed", "Your ring could not be checked")
                 self._show_error(exc, "check your function")
+            else:
+                self.end_progress("done" if self.student_check == [] else "failed",
+                                  "Your ring is right" if self.student_check == [] else "Your ring is not right yet")
         self.update()
         return self
 
@@ -457,7 +542,10 @@ class AllreduceRace(MeasuredInstrument, Instrument):
 
         cases = [{"length": n, "dtype": d, "seed": 8} for n in (1, 5, 12, 1001) for d in ("float64", "float32", "int64")]
         problems = []
-        for ranks in (2, 3):
+        said = self._progress_what
+        self._progress_what = "Checking your ring on 2 and 3 ranks"
+        for done, ranks in enumerate((2, 3)):
+            self.show_progress(done, 2)
             result = self.launch(bench.check_allreduce, self.student["source"], self.student["name"], cases,
                                  ranks=ranks, timeout=20.0, progress=False)
             if not result.ok:
@@ -468,16 +556,17 @@ class AllreduceRace(MeasuredInstrument, Instrument):
                     if not case["ok"]:
                         problems.append(f"on {ranks} ranks, rank {case['rank']}, length {case['length']}, "
                                         f"{case['dtype']}: {case['error']}")
+        self.show_progress(2, 2)
+        self._progress_what = said
         return problems
 
     def config_key(self, values: dict) -> str:
         mine = self.student and self.student_check == []
         return f"race@{int(values['ranks'])}" + (f"+yours:{self.student['version']}" if mine else "")
 
-    def measure(self) -> dict:
-        if self.student and self.student_check is None:
-            self._run_check()
-        return super().measure()
+    def measuring_what(self, values: dict) -> str:
+        names = len(self.algorithms) + (1 if self.student else 0)
+        return f"Racing {names} all-reduce algorithms on {int(values['ranks'])} ranks, {len(SIZES)} sizes"
 
     def ledger_entry(self) -> dict:
         entry = super().ledger_entry()
@@ -502,6 +591,9 @@ class AllreduceRace(MeasuredInstrument, Instrument):
     def run_measurement(self, values: dict) -> dict:
         from course.launch import bench
 
+        if self.student and self.student_check is None:  # checked first: a wrong ring is left out of the race
+            self._run_check()
+            self.show_progress(0, 1)
         ranks = int(values["ranks"])
         student = self.student if self.student and self.student_check == [] else None
         result = self.launch(bench.allreduce_sweep, list(SIZES), list(self.algorithms), int(values["repeats"]), 1,
@@ -542,6 +634,10 @@ class AllreduceRace(MeasuredInstrument, Instrument):
                 self.flag("measurement_failed", f"The measurement did not finish: {self.last_launch_reason}")
             else:
                 self.table.value = NOT_MEASURED
+            # another configuration's lines (and their legend) would pass for these settings': hide them
+            for mark in (self.measured_lines, self.model_lines):
+                self.set_marks(mark, visible=False, display_legend=False)
+            self.set_marks(self.bound, visible=False)
             return {"measured": False, **self._settings(v)}
         sizes = np.asarray(record["sizes"], dtype=float)
         names = list(self.algorithms) + ["yours"]

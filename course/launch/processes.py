@@ -16,6 +16,7 @@ See :mod:`course.launch` for the API and the guarantees. The pieces here:
 from __future__ import annotations
 
 import atexit
+import functools
 import inspect
 import io
 import json
@@ -74,6 +75,10 @@ class RunResult:
         The launch was ended at its timeout, or by KeyboardInterrupt (then re-raised by :func:`run`).
     missing : list of int
         Ranks that wrote neither a result nor an error (still running at the end, or killed).
+    ended : dict
+        ``{rank: how}`` for ranks whose process ended on its own without a result or an error (it
+        called ``os._exit``, crashed or was killed), the first to end first; the launch is ended at
+        once then, since the other ranks would wait for it in a collective.
     output : list of str
         The tail of each rank's stdout and stderr (at most ``MAX_OUTPUT_BYTES``).
     launcher_output : str
@@ -109,6 +114,9 @@ class RunResult:
     cores: int = 1
     load: float = 0.0
     reason: str = ""
+    #: ``{rank: how it ended}`` for ranks whose process ended with neither a result nor an error
+    #: (``os._exit``, a crash, a signal), the first to end first
+    ended: Dict[int, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -158,6 +166,30 @@ def find_mpiexec() -> str:
             return found
     raise FileNotFoundError("no mpiexec found beside this Python or on PATH: install the course's requirements "
                             "(python3 dev.py setup installs the mpich and mpi4py wheels)")
+
+
+@functools.lru_cache(maxsize=8)
+def is_hydra(launcher: str) -> bool:
+    """Whether ``launcher`` is MPICH's Hydra process manager (``mpiexec.hydra``, or an ``mpiexec``
+    that says ``HYDRA`` when asked for its version)."""
+    name = Path(launcher).name
+    if "gforker" in name:
+        return False
+    if "hydra" in name:
+        return True
+    try:
+        said = subprocess.run([launcher, "--version"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return b"HYDRA" in said.stdout + said.stderr
+
+
+def launcher_options(launcher: str) -> List[str]:
+    """What the course adds to ``mpiexec -n p``: for Hydra, ``-disable-auto-cleanup``, since Hydra
+    otherwise kills every rank the moment one ends and the launcher could no longer tell which one
+    ended first (the launcher ends the others itself, half a second later). gforker needs nothing:
+    the ranks ignore the SIGINT and SIGQUIT it sends them (:func:`runner.ignore_process_manager_signals`)."""
+    return ["-disable-auto-cleanup"] if is_hydra(launcher) else []
 
 
 # -- results ---------------------------------------------------------------------------------------
@@ -300,10 +332,11 @@ def _number(text: str):
 
 
 class _Progress:
-    """Reads ``<work>/progress`` lines and moves a tqdm bar (tqdm.auto: a widget in a notebook)."""
+    """Reads ``<work>/progress`` lines and moves a tqdm bar (tqdm.auto: a widget in a notebook), or
+    calls ``show(done, total)`` (an instrument's own progress bar)."""
 
-    def __init__(self, path: Path, desc: Optional[str]):
-        self.path, self.offset, self.bar, self.desc = path, 0, None, desc
+    def __init__(self, path: Path, desc: Optional[str], show: Optional[Callable] = None):
+        self.path, self.offset, self.bar, self.desc, self.show = path, 0, None, desc, show
 
     def poll(self) -> None:
         try:
@@ -321,6 +354,9 @@ class _Progress:
                 total = _number(parts[1]) if len(parts) > 1 else None
             except (ValueError, IndexError):
                 continue
+            if self.show is not None:
+                self.show(done, total)
+                continue
             if self.bar is None:
                 from tqdm.auto import tqdm
 
@@ -335,6 +371,62 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+_SIGNAL_NAMES = {int(s): s.name for s in signal.Signals}
+
+
+def _rank_process(work: Path, rank: int):
+    """``(pid, start time)`` a rank wrote when it began (``rank-<r>.pid``), or None."""
+    try:
+        pid, start = (work / f"rank-{rank}.pid").read_text().split()
+        return int(pid), (None if start == "None" else int(start))
+    except (OSError, ValueError):
+        return None
+
+
+def _process_ended(pid: int, start) -> Optional[str]:
+    """None while ``pid`` (started at ``start``) runs; else how it ended: ``"exited with status 3"``,
+    ``"was killed by SIGSEGV"`` (read while the process manager has not yet reaped it), or
+    ``"ended"``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+    except FileNotFoundError:
+        return "ended"
+    except OSError:  # no /proc (not Linux): ask the kernel whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "ended"
+        except PermissionError:
+            pass
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    if start is not None and len(fields) > 19 and int(fields[19]) != start:
+        return "ended"  # the pid now names another process
+    if fields[0] not in ("Z", "X"):
+        return None
+    if len(fields) > 49:  # exit_code (proc(5) field 52), in waitpid's format, while a zombie
+        status = int(fields[49])
+        if status & 0x7F:
+            return f"was killed by {_SIGNAL_NAMES.get(status & 0x7F, f'signal {status & 0x7F}')}"
+        return f"exited with status {(status >> 8) & 0xFF}"
+    return "ended"
+
+
+def _ended_ranks(work: Path, ranks: int, seen: Dict[int, str]) -> None:
+    """Add to ``seen`` each rank whose process ended without writing a result or an error."""
+    for rank in range(ranks):
+        if rank in seen:
+            continue
+        process = _rank_process(work, rank)
+        if process is None:
+            continue
+        how = _process_ended(*process)
+        # a rank writes its result or error before it exits: look again after seeing it gone
+        if how and not (work / f"rank-{rank}.result").exists() and not (work / f"rank-{rank}.error").exists():
+            seen[rank] = how
 
 
 def _tail(path: Path) -> str:
@@ -352,7 +444,10 @@ def run(target, *args, ranks: int = 2, timeout: float = 60.0, backend: str = "mp
         progress: Union[bool, str] = False, env: Optional[Dict[str, str]] = None,
         cwd: Optional[str] = None, mpiexec: Optional[str] = None, python: Optional[str] = None,
         kwargs: Optional[dict] = None) -> RunResult:
-    """Run ``target(comm, *args, **kwargs)`` on ``ranks`` processes; see :mod:`course.launch`."""
+    """Run ``target(comm, *args, **kwargs)`` on ``ranks`` processes; see :mod:`course.launch`.
+
+    ``progress``: False, True or a description (a tqdm bar), or a function ``show(done, total)``
+    called each time a rank reports (an instrument's own progress bar)."""
     ranks = int(ranks)
     if ranks < 1:
         raise ValueError(f"ranks must be >= 1, got {ranks}")
@@ -384,15 +479,22 @@ def run(target, *args, ranks: int = 2, timeout: float = 60.0, backend: str = "mp
         # the guard (runner.py run as a file, without the course package) sets the parent-death
         # signal and execs mpiexec: if this process dies, mpiexec is killed, and the ranks with it
         guard = [sys.executable, "-S", runner.__file__, "--guard", str(os.getpid())] if _HAS_PDEATHSIG else []
-        command = guard + [launcher, "-n", str(ranks), python or sys.executable, "-m", "course.launch.runner", str(work)]
-        bar = _Progress(work / "progress", progress if isinstance(progress, str) else None) if progress else None
+        command = guard + [launcher, *launcher_options(launcher), "-n", str(ranks), python or sys.executable,
+                           # course.launch imports its runner before -m runs it: a harmless warning per rank
+                           "-W", "ignore:'course.launch.runner' found in sys.modules:RuntimeWarning",
+                           "-m", "course.launch.runner", str(work)]
+        bar = None
+        if callable(progress):
+            bar = _Progress(work / "progress", None, show=progress)
+        elif progress:
+            bar = _Progress(work / "progress", progress if isinstance(progress, str) else None)
         started = time.monotonic()
         with open(work / "launcher.out", "wb") as launcher_out:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=launcher_out, stderr=subprocess.STDOUT,
                                     env=child_env, cwd=cwd, start_new_session=True)
         with _LIVE_LOCK:
             _LIVE[token] = proc
-        first_failure = None
+        first_failure, polls = None, 0
         try:
             while proc.poll() is None:
                 if bar:
@@ -401,7 +503,10 @@ def run(target, *args, ranks: int = 2, timeout: float = 60.0, backend: str = "mp
                 if now - started > timeout:
                     result.timed_out = True
                     break
-                if first_failure is None and any(work.glob("rank-*.error")):
+                polls += 1
+                if first_failure is None and polls % 5 == 0:
+                    _ended_ranks(work, ranks, result.ended)
+                if first_failure is None and (result.ended or any(work.glob("rank-*.error"))):
                     first_failure = now
                 if first_failure is not None and now - first_failure > FAILURE_GRACE_SECONDS:
                     break
@@ -410,6 +515,8 @@ def run(target, *args, ranks: int = 2, timeout: float = 60.0, backend: str = "mp
             result.interrupted = True
             raise
         finally:
+            if not result.interrupted:  # who ended on its own, before the launch is ended for all
+                _ended_ranks(work, ranks, result.ended)
             _end_launch(proc, token)
             result.seconds = time.monotonic() - started
             result.returncode = proc.returncode
@@ -449,7 +556,22 @@ def _collect(result: RunResult, work: Path) -> None:
             result.missing.append(r)
     # the first rank to fail is named first: the others often fail because of it
     result.errors = dict(sorted(result.errors.items(), key=lambda item: (raised_at.get(item[0], 0.0), item[0])))
+    # several ranks seen ended at once (Hydra kills every rank when one crashes): the one whose crash is
+    # in its output, then one that ended on its own rather than by the process manager's kill, comes first
+    def suspect(item):
+        rank, how = item
+        output = result.output[rank] if rank < len(result.output) else ""
+        return (not _crash_line(output), how in ("was killed by SIGKILL", "was killed by SIGTERM"))
+    result.ended = dict(sorted(result.ended.items(), key=suspect))
     result.reason = _reason(result, unreadable)
+
+
+def _crash_line(output: str) -> str:
+    """The line a crash left in a rank's output (faulthandler's ``Fatal Python error: ...``), if any."""
+    for line in reversed(output.splitlines()):
+        if line.startswith("Fatal Python error:"):
+            return line[:200]
+    return ""
 
 
 def _ranks(numbers: Sequence[int]) -> str:
@@ -464,6 +586,18 @@ def _reason(result: RunResult, unreadable: Dict[int, str]) -> str:
         first = next(iter(result.errors))
         more = f" ({_ranks(sorted(result.errors))} raised)" if len(result.errors) > 1 else ""
         return f"rank {first} raised {result.errors[first]}{more}"
+    if result.ended:
+        first, how = next(iter(result.ended.items()))
+        others = [r for r in result.missing if r not in result.ended]
+        crash = _crash_line(result.output[first] if first < len(result.output) else "")
+        also = sorted(r for r in result.ended if r != first)
+        more = f"; {_ranks(also)} ended too" if also else ""
+        stopped = f"; {_ranks(others)}, waiting for it, were stopped" if others else ""
+        if crash:
+            how = f"crashed ({crash})"
+        elif how == "ended":
+            how = "ended (os._exit, a crash or a signal)"
+        return f"rank {first} ended without returning a value or raising an error: its process {how}{more}{stopped}"
     if result.timed_out:
         waiting = result.missing or list(range(result.ranks))
         return (f"timed out after {result.timeout:g} s: {_ranks(waiting)} had not finished "

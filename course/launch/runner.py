@@ -23,9 +23,11 @@ program the grader runs in its sandbox, where the rest of the course is not impo
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import pickle
+import signal
 import sys
 import textwrap
 import threading
@@ -176,19 +178,40 @@ def _write_atomic(path: str, data: bytes) -> None:
     os.replace(partial, path)
 
 
+def ignore_process_manager_signals() -> None:
+    """Ignore SIGINT and SIGQUIT. MPICH's gforker answers one rank's non-zero exit by sending SIGINT,
+    then SIGQUIT, to every other rank: they would die with it, and the launcher could not tell the
+    rank that ended from the ranks it took along. The launcher ends a launch with SIGTERM and
+    SIGKILL, which stay in force (and a kernel's interrupt reaches the kernel, not its ranks)."""
+    for number in (signal.SIGINT, getattr(signal, "SIGQUIT", None)):
+        if number is not None:
+            signal.signal(number, signal.SIG_IGN)
+
+
+def _write_pid(work: str, rank) -> None:
+    """``rank-<r>.pid``: this process's pid and start time, so the launcher sees a rank that ended
+    without a result or an error (``os._exit``, a crash, a signal) and names it at once."""
+    _write_atomic(os.path.join(work, f"rank-{rank}.pid"),
+                  f"{os.getpid()} {process_start_time(os.getpid())}".encode())
+
+
 def main(work: str) -> int:
     with open(os.path.join(work, "spec.json")) as handle:
         spec = json.load(handle)
+    ignore_process_manager_signals()
     _die_with_parent()
     if spec.get("owner_pid"):
         _watch_owner(int(spec["owner_pid"]), spec.get("owner_start"))
     rank_guess = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "x"
     _redirect_output(os.path.join(work, f"rank-{rank_guess}.out"))
+    # a crash in C code (a segmentation fault in MPI or NumPy) leaves its Python traceback in the output
+    faulthandler.enable(file=sys.stderr)
     rank = rank_guess
     try:
         comm, rank = _communicator(spec["backend"], spec)
         if str(rank) != rank_guess:  # a process manager without PMI_RANK: name the file by the real rank
             os.replace(os.path.join(work, f"rank-{rank_guess}.out"), os.path.join(work, f"rank-{rank}.out"))
+        _write_pid(work, rank)
         with open(os.path.join(work, "args.pkl"), "rb") as handle:
             args, kwargs = pickle.load(handle)
         if "script" in spec["target"]:
@@ -202,7 +225,7 @@ def main(work: str) -> int:
             value = _load_target(spec["target"])(comm, *args, **kwargs)
         _write_atomic(os.path.join(work, f"rank-{rank}.result"), pickle.dumps(value, protocol=4))
     except KeyboardInterrupt:
-        # the process manager interrupts the other ranks once one has failed: that is not their error
+        # an interrupt that still arrives (SIGINT is ignored above) ends this rank; it is not its error
         os._exit(130)
     except BaseException as exc:  # noqa: BLE001 -- every failure is reported to the launcher
         record = {"type": type(exc).__name__, "message": str(exc)[:2000],

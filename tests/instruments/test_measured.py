@@ -135,3 +135,53 @@ def test_a_right_ring_races_against_the_bound(tmp_path):
     # p = 2: ring and recursive doubling move the same bytes; the model's crossover is "never"
     assert r["crossover_model"] == float("inf")
     assert_alive(race)
+
+
+def test_the_progress_bar_follows_the_sweep_and_finishes(measured_bench):
+    bar = measured_bench.progress_bar
+    assert measured_bench.progress.layout.display == "flex"
+    # ping-pong reports one step per size: the bar's length is the sweep's, and it ends full and green
+    assert bar.max == 9 and bar.value == bar.max and bar.bar_style == "success"
+    assert "Measured on 2 ranks in" in measured_bench.progress_text.value
+
+
+def test_an_interrupt_ends_the_ranks_says_so_and_keeps_nothing(monkeypatch):
+    import os
+    import signal
+    import threading
+    import uuid
+
+    from tests.launch.test_launch import marked, wait_until
+
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv("COURSE_TEST_MARK", mark)  # inherited by the ranks
+    bench = AlphaBetaBench(operation="all-reduce", ranks=2, repeats=30)
+
+    def interrupt_once_running():
+        wait_until(lambda: len(marked(mark)) >= 3, 60)   # the launcher and both ranks
+        os.kill(os.getpid(), signal.SIGINT)              # what the kernel's interrupt button sends
+
+    threading.Thread(target=interrupt_once_running, daemon=True).start()
+    bench._measure_clicked()   # the button: the interrupt is said on the bar, not raised into the widget log
+    assert bench.progress_bar.bar_style == "warning"
+    assert "Stopped: the measurement was interrupted" in bench.progress_text.value
+    assert bench.measurements == {} and not bench.measure_button.disabled
+    assert wait_until(lambda: marked(mark) == [], 10), f"left behind: {marked(mark)}"
+    threading.Thread(target=interrupt_once_running, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):  # from a cell, Run All must stop there
+        bench.measure_if_missing()
+    assert wait_until(lambda: marked(mark) == [], 10), f"left behind: {marked(mark)}"
+
+
+def test_the_legend_names_your_ring_only_once_it_was_measured(tmp_path):
+    race = AllreduceRace(algorithms=("ring", "library"), alpha=2e-6, bandwidth=5e9, repeats=3)
+    assert not race.measured_lines.display_legend   # nothing measured: no legend at all
+    assert "your ring" not in race.measured_lines.labels
+    race.measure()
+    assert race.measured_lines.display_legend and list(race.measured_lines.labels) == ["ring", "MPI's Allreduce"]
+    race.use(_function(RIGHT_RING, tmp_path))
+    assert race.student_check == [] and "your ring" not in race.measured_lines.labels  # checked, not yet raced
+    race.measure()
+    assert list(race.measured_lines.labels) == ["ring", "MPI's Allreduce", "your ring"]
+    race.controls["ranks"].value = 3   # not measured on 3 ranks: no lines, no legend from 2 ranks
+    assert not race.measured_lines.visible and not race.measured_lines.display_legend

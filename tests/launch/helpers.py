@@ -58,3 +58,21 @@ def hostile_result(comm, path):
 
 def pid_of(comm):
     return os.getpid()
+
+
+def one_rank_exits(comm, status=3):
+    """Rank 1 leaves without a result or an error (as os._exit in a student's ring would); the rest wait."""
+    if comm.Get_rank() == 1:
+        os._exit(status)
+    comm.Barrier()
+    return "unreachable"
+
+
+def one_rank_crashes(comm):
+    """Rank 1 dies of a segmentation fault (as a crash in C code would); the rest wait for it."""
+    import signal
+
+    if comm.Get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    comm.Barrier()
+    return "unreachable"

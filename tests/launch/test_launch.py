@@ -89,6 +89,25 @@ def test_a_rank_that_raises_is_named_and_ends_the_launch_early():
         result.raise_for_status()
 
 
+@pytest.mark.parametrize("target, hows", [
+    # the exit status is read only if the launcher sees the rank before gforker reaps it
+    ("one_rank_exits", ("exited with status 3", "ended (os._exit, a crash or a signal)")),
+    ("one_rank_crashes", ("crashed (Fatal Python error: Segmentation fault)",)),
+], ids=["os._exit", "segfault"])
+def test_a_rank_that_dies_is_named_and_the_others_are_stopped_at_once(target, hows):
+    # MPICH's gforker sends SIGINT and SIGQUIT to every other rank when one exits non-zero: the ranks
+    # ignore both, so rank 1 alone has ended when the launcher looks, and it is the one named
+    mark = uuid.uuid4().hex
+    result = launch.run(f"{HELPERS}:{target}", ranks=3, timeout=60, env={"COURSE_TEST_MARK": mark})
+    assert not result.ok and not result.timed_out
+    assert list(result.ended) == [1]
+    assert result.reason in [f"rank 1 ended without returning a value or raising an error: its process {how}; "
+                             "ranks 0, 2, waiting for it, were stopped" for how in hows]
+    assert result.errors == {} and result.missing == [0, 1, 2]
+    assert result.seconds < 30  # noticed at once, far before the 60 s timeout
+    assert marked(mark) == []
+
+
 def test_a_deadlock_times_out_with_its_ranks_and_leaves_no_process():
     mark = uuid.uuid4().hex
     result = launch.run(f"{HELPERS}:both_receive_first", ranks=2, timeout=3, env={"COURSE_TEST_MARK": mark})
@@ -111,6 +130,14 @@ def test_progress_reaches_the_bar(capsys):
     result = launch.run(f"{HELPERS}:reports_progress", 5, ranks=2, timeout=60, progress="sweep")
     assert result.ok, result.reason
     assert "5/5" in capsys.readouterr().err
+
+
+def test_progress_can_feed_a_function():
+    seen = []
+    result = launch.run(f"{HELPERS}:reports_progress", 4, ranks=2, timeout=60, progress=lambda d, t: seen.append((d, t)))
+    assert result.ok, result.reason
+    assert seen and seen[-1] == (4, 4)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
 def _owner(mark, tmp_path):
