@@ -297,19 +297,36 @@ def test_instruments_package_names_resolve_on_first_use():
         package.no_such_instrument
 
 
-def test_instruments_names_are_listed_once():
-    """``course.instruments`` names each public name once, in its ``if TYPE_CHECKING:`` imports (what type
-    checkers read); the lazy table and ``__all__`` are read from those lines, not written again."""
+def test_instruments_names_are_declared_once_in_a_table():
+    """``course.instruments`` declares each public name once, in its table :data:`PUBLIC` (submodule ->
+    names): the lazy loader, ``__all__`` and :data:`MODULES` come from it, and the package never reads its
+    own source to find them."""
     import course.instruments as package
 
     source = (ROOT / "course" / "instruments" / "__init__.py").read_text()
-    tree = ast.parse(source)
-    (block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
-    static = {alias.asname or alias.name: node.module for node in block.body for alias in node.names}
-    assert package._SOURCES == static and package.__all__ == list(static)
-    assert "AllreduceComparator" in static and "SyncAudit" in static
-    for name in static:
-        assert len(re.findall(rf"\b{name}\b", source.split('"""', 2)[2])) == 1, name  # the docstring may name it
+    code = source.split('"""', 2)[2]  # the docstring may name them
+    assert "__file__" not in code and "import ast" not in code
+    assert package.__all__ == [name for names in package.PUBLIC.values() for name in names]
+    assert package.MODULES == tuple(package.PUBLIC)
+    assert "AllreduceComparator" in package.__all__ and "SyncAudit" in package.__all__
+    for name in package.__all__:
+        assert len(re.findall(rf"\b{name}\b", code)) == 1, name
+
+
+def test_every_instrument_class_is_in_the_table():
+    """An instrument a submodule of the table defines but the table does not list would not be importable
+    from ``course.instruments``: every :class:`Instrument` subclass there is listed, under its module."""
+    import importlib
+    import inspect
+
+    import course.instruments as package
+
+    for module_name, names in package.PUBLIC.items():
+        module = importlib.import_module(f"course.instruments.{module_name}")
+        defined = {name for name, value in vars(module).items()
+                   if inspect.isclass(value) and issubclass(value, package.Instrument)
+                   and value.__module__ == module.__name__ and not name.startswith("_")}
+        assert defined <= set(names), f"{module_name} defines {sorted(defined - set(names))}, not in PUBLIC"
 
 
 def test_old_import_paths_are_the_moved_modules():

@@ -117,8 +117,10 @@ def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = 
                  seed: Optional[int] = None, student_key: str = "email", require_sandbox: bool = True) -> Path:
     """Write ``autograder.zip`` for ``assignment`` of ``course_root`` to ``out``; return its path."""
 
+    from ..grading.course_settings import CourseSettings
+
     course_root = Path(course_root).resolve()
-    source = course_root / "source" / assignment
+    source = CourseSettings(course_root).folder("source", ".", assignment)
     with temporary_course(course_root, assignment) as fresh:  # a gradebook with this assignment only
         settings = bundle_settings(assignment, limits, seed, student_key, require_sandbox,
                                    hidden_parts(source / f"{assignment}.ipynb"))
@@ -138,7 +140,7 @@ def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = 
                 _write_tree(zf, REPO / name, f"package/{name}")
             zf.write(course_root / "nbgrader_config.py", "course_root/nbgrader_config.py")
             zf.write(fresh / "gradebook.db", "course_root/gradebook.db")
-            _write_tree(zf, source, f"course_root/source/{assignment}")
+            _write_tree(zf, source, f"course_root/{source.relative_to(course_root).as_posix()}")
     return out
 
 

@@ -1,6 +1,7 @@
 """Grading one assignment: nbgrader's steps around a sandboxed kernel and a trusted judge.
 
-* :mod:`~autograder.grading.grader`: the per-submission pipeline (``Grader.STEPS``) on nbgrader's preprocessors,
+* :mod:`~autograder.grading.grader`: the per-submission pipeline (``c.Grader.steps``, the configurable step
+  classes of :mod:`~autograder.grading.steps`) on nbgrader's preprocessors,
   composed of :mod:`~autograder.grading.gradebook_steps`, :mod:`~autograder.grading.execution`,
   :mod:`~autograder.grading.judge_step` and :mod:`~autograder.grading.feedback_workers`
 * :mod:`~autograder.grading.course_settings`: the instructor's ``nbgrader_config.py`` (folders, gradebook, steps)

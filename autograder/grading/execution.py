@@ -41,7 +41,7 @@ class Execution:
         sandbox.prepare_scratch(work, slot, self.use_bwrap)
         return work
 
-    def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int) -> dict:
+    def _run_sandbox(self, nb, sub: Submission, slot: int, seed: int, reruns: int = MAX_KERNEL_RERUNS) -> dict:
         """Execute the notebook (and harvest lab parts) in the kernel's sandbox, and evaluate function
         parts and workbook answers in a clean room (:mod:`autograder.judging.sandboxed_cleanroom`); return outputs,
         harvests and a status."""
@@ -72,7 +72,7 @@ class Execution:
             # end: a cell that ignored the interrupt (a bare except in a loop) hung it, or one that
             # ended it (os._exit, a signal, closing its channels), so run the notebook again in a fresh
             # sandbox without that cell, as the clean room does
-            while split["kernel"] and len(stopped) < MAX_KERNEL_RERUNS:
+            while split["kernel"] and len(stopped) < reruns:
                 stuck = self._stuck_cell(run, len(nb.cells))
                 if stuck is None or stuck in stopped or nb.cells[stuck].cell_type != "code":
                     break

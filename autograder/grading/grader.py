@@ -1,10 +1,12 @@
 """Grading one assignment: nbgrader's steps, with execution sandboxed and judging trusted.
 
-Per submission (:meth:`Grader.grade_one`) the steps of :attr:`Grader.STEPS` run in order, each a
-small method over the submission's :class:`Work`; the grader is composed of its parts, each in its own
-module: :mod:`~autograder.grading.gradebook_steps` (nbgrader's steps on the gradebook, the rows),
-:mod:`~autograder.grading.execution` (kernel, clean room, ranks), :mod:`~autograder.grading.judge_step`
-(the trusted judge) and :mod:`~autograder.grading.feedback_workers`. What they do, in order:
+Per submission (:meth:`Grader.grade_one`) the steps ``c.Grader.steps`` lists run in order, each a
+configurable class over the submission's :class:`~autograder.grading.steps.Work`
+(:mod:`autograder.grading.steps`, configured in ``nbgrader_config.py`` as nbgrader's own steps are); they
+use the grader's parts, each in its own module: :mod:`~autograder.grading.gradebook_steps` (nbgrader's
+steps on the gradebook, the rows), :mod:`~autograder.grading.execution` (kernel, clean room, ranks),
+:mod:`~autograder.grading.judge_step` (the trusted judge) and :mod:`~autograder.grading.feedback_workers`.
+What they do, in order:
 
 1. *sanitize* (parent, gradebook lock): nbgrader's ``ClearOutput``,
    ``DeduplicateIds``, ``OverwriteKernelspec``, ``OverwriteCells`` (deleted
@@ -40,46 +42,27 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
-import nbformat
+from traitlets import Any, List as ListTrait
+from traitlets.config import Configurable
 
-from ..judging import sandboxed_cleanroom as cleanroom
 from .. import compat
 from ..isolation import sandbox
-from .common import MAX_NOTEBOOK_BYTES, PhaseClock, _fresh
+from .common import PhaseClock, _fresh
 from .common import cells_words  # noqa: F401 -- the grader's helper, as tests and readers know it
 from .course_settings import CourseSettings
 from .execution import Execution
 from .feedback_workers import _FeedbackWorkers, _feedback_html
 from .gradebook_steps import GradebookSteps
-from .judge_step import JudgeStep
+from .judge_step import Judging
+from .steps import DEFAULT_STEPS, FeedbackStep, Work, build_steps
 from .submissions import Submission
 
 if TYPE_CHECKING:  # the judge's record; imported where judging happens (the course package loads lazily)
     from course.assess.registry import Verdict
-
-
-@dataclass
-class Work:
-    """One submission on its way through :attr:`Grader.STEPS`: what each step found so far."""
-
-    sub: Submission
-    slot: int
-    phases: "PhaseClock"
-    nb: Any = None
-    notes: List[str] = field(default_factory=list)
-    #: the locked cells the student changed (restored before grading)
-    tampered: List[str] = field(default_factory=list)
-    seed: int = 0
-    run: dict = field(default_factory=dict)
-    problem: Optional[str] = None
-    verdicts: Dict[str, "Verdict"] = field(default_factory=dict)
-    grades: Dict[str, dict] = field(default_factory=dict)
-    #: the submission's rows, once a step settled it
-    result: Optional[dict] = None
 
 
 @dataclass
@@ -92,8 +75,16 @@ class Assignment:
     known_ids: set                 # every nbgrader cell id in the source notebook
 
 
-class Grader(GradebookSteps, Execution, JudgeStep):
-    """Grades submissions of one assignment into a course root (gradebook, autograded/, feedback/)."""
+class Grader(Configurable, GradebookSteps, Execution, Judging):
+    """Grades submissions of one assignment into a course root (gradebook, autograded/, feedback/).
+
+    Configured by the course's ``nbgrader_config.py``: ``c.Grader.steps`` and each step's own settings
+    (:mod:`autograder.grading.steps`)."""
+
+    steps = ListTrait(Any(), default_value=list(DEFAULT_STEPS),
+                      help="the steps grading one submission runs, in order: built-in step class names "
+                           "(autograder.grading.steps), dotted import paths or GradingStep classes; it ends "
+                           "with ResultStep").tag(config=True)
 
     def __init__(self, course_root, assignment: str, *, workers: Optional[int] = None,
                  limits: sandbox.Limits = sandbox.Limits(), seed: int = 0,
@@ -101,8 +92,12 @@ class Grader(GradebookSteps, Execution, JudgeStep):
                  allow_unsandboxed: Optional[bool] = None):
         compat.require()  # the library internals grading relies on are the ones checked (autograder/compat.py)
         # the instructor's nbgrader_config.py: folders, gradebook, and nbgrader's steps configured by it
-        self.course = CourseSettings(course_root)
+        course = CourseSettings(course_root)
+        super().__init__(config=course.config)
+        self.course = course
         self.root = self.course.root
+        #: the enabled steps, each built with the course's configuration (c.<Step>.<setting>)
+        self.pipeline = build_steps(self.steps, parent=self)
         # a part a person graded keeps its score and comment when the submission is graded again
         self.reset_hand_grades = reset_hand_grades
         self.assignment_name = assignment
@@ -111,7 +106,8 @@ class Grader(GradebookSteps, Execution, JudgeStep):
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
         self.limits = limits
         self.seed = int(seed)
-        self.feedback = feedback
+        # feedback=False, or c.FeedbackStep.enabled = False (or no FeedbackStep): no feedback page at all
+        self.feedback = feedback and any(isinstance(step, FeedbackStep) for step in self.pipeline)
         self._feedback_pool = None  # worker processes that render feedback during grade_all
         self._feedback_dispatch = None  # threads that hand feedback to them, during grade_all
         self._feedback_pending: list = []  # (student, future) of feedback being rendered
@@ -169,7 +165,8 @@ class Grader(GradebookSteps, Execution, JudgeStep):
         return {"unique_key": self.assignment.notebook,
                 "metadata": {"name": self.assignment.notebook, "path": str(folder)},
                 "nbgrader": {"student": student, "assignment": self.assignment_name,
-                             "notebook": self.assignment.notebook, "db_url": self.db_url}}
+                             "notebook": self.assignment.notebook, "db_url": self.db_url,
+                             "course_root": str(self.root)}}  # feedback's steps read its configuration
 
 
     # ------------------------------------------------------------------ one submission
@@ -195,142 +192,13 @@ class Grader(GradebookSteps, Execution, JudgeStep):
         digest = hashlib.sha256(f"{self.seed}:{self.assignment_name}:{student}".encode()).digest()
         return student_seed(self.assignment_name, student, int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
 
-    #: what grading one submission does, in order, as nbgrader's converters run their preprocessors: each
-    #: step reads and extends the submission's :class:`Work`; a step that settles the submission early (no
-    #: notebook, a file that is not one) gives its result, and the steps after it do not run
-    STEPS = ("open_submission", "read_notebook", "sanitize", "execute", "read_code", "judge", "record",
-             "write_autograded", "feedback", "result")
-
     def _grade_one(self, sub: Submission, slot: int, phases: "PhaseClock") -> dict:
         work = Work(sub, slot, phases)
-        for name in self.STEPS:
-            getattr(self, f"_step_{name}")(work)
+        for step in self.pipeline:
+            step.run(self, work)
             if work.result is not None:
                 return work.result
         raise AssertionError("the result step gives every submission its rows")
-
-    def _step_open_submission(self, work: "Work") -> None:
-        """The submission in the gradebook; without a notebook, nbgrader's zeros and the reason."""
-        sub = work.sub
-        with self.lock:
-            self._open_submission(sub)
-        if sub.notebook is None:
-            with self.lock:
-                self._zero_all(sub.student)
-                grades = self._read_grades(sub.student)
-            work.result = self._rows(sub.student, sub.status, sub.problem or "no notebook", {}, grades)
-
-    def _step_read_notebook(self, work: "Work") -> None:
-        """The notebook file, read as data; a file that is not a notebook scores 0 and says why."""
-        sub = work.sub
-        try:
-            if sub.notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
-                raise ValueError("the file is larger than 50 MB")
-            nb = nbformat.read(str(sub.notebook), as_version=4)
-            if not isinstance(nb.get("cells"), list):
-                raise ValueError("it has no list of cells")
-        except Exception as exc:
-            with self.lock:
-                self._zero_all(sub.student)
-                grades = self._read_grades(sub.student)
-            detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-            reason = (f"your notebook file could not be read as a notebook ({detail}); open it "
-                      "in Jupyter, save it and submit again")
-            work.result = self._rows(sub.student, "unreadable", reason, {}, grades)
-            if self.feedback:
-                self._write_problem_feedback(sub, work.result)
-            return
-        work.nb = nb
-
-    def _step_sanitize(self, work: "Work") -> None:
-        """nbgrader's sanitizing steps, the notes on the notebook's structure and its changed locked cells,
-        and the student's seed."""
-        work.notes = list(work.sub.notes) + self._structure_notes(work.nb)
-        from .tamper import changed_locked_cells
-
-        with self.lock:
-            with self._gradebook() as gb:  # before nbgrader restores them: which locked cells were changed
-                work.tampered = changed_locked_cells(work.nb, gb, self.assignment.notebook, self.assignment_name)
-            work.nb = self._sanitize(work.nb, work.sub.student)
-        work.notes += [f"locked cell {gid} was changed in your notebook: the original was restored and graded"
-                       for gid in work.tampered]
-        work.seed = self._seed_for(work.sub.student)
-        work.phases.lap("open")
-
-    def _step_execute(self, work: "Work") -> None:
-        """The notebook in its sandboxed kernel and the clean room; their outputs merged, what stopped noted."""
-        nb, phases = work.nb, work.phases
-        run = work.run = self._run_sandbox(nb, work.sub, work.slot, work.seed)
-        phases.lap("sandbox")
-        phases.add("kernel", run["status"].get("seconds"))
-        phases.add("cleanroom", (run.get("cleanroom") or {}).get("seconds"))
-        state = run["status"]
-        work.problem = self._submission_problem(state, kernel_parts=bool(run["split"]["kernel"]), cells=len(nb.cells))
-        self._merge_outputs(nb, run["executed"])
-        work.notes += self._kernel_notes(nb, run)
-        room = run.get("cleanroom") or {}
-        work.notes += self._room_notes(room)
-        self._mark_cells(nb, state, room)
-        if state.get("output_truncated"):
-            work.notes.append("your notebook printed too much; the rest of its output was dropped")
-
-
-    def _step_read_code(self, work: "Work") -> None:
-        """From the notebook's text: the names its code assigns (a value no cell assigns is not answered),
-        and each cell Python cannot compile, named with Python's message (the student's own cells only,
-        never the test cells, so nothing hidden is shown)."""
-        run, nb = work.run, work.nb
-        run["bound"] = cleanroom.bound_names(cleanroom.code_cells(nb))
-        run["syntax_cells"] = []
-        for number, message in cleanroom.syntax_errors(cleanroom.numbered_code_cells(nb)):
-            run["syntax_cells"].append(number)
-            work.notes.append(f"cell {number} has a syntax error ({message}), so none of it ran")
-
-    def _step_judge(self, work: "Work") -> None:
-        """Each registered part judged, in this process, from plain values."""
-        work.verdicts = self._judge(work.run, work.seed, work.problem)
-        work.phases.lap("judge")
-
-    def _step_record(self, work: "Work") -> None:
-        """nbgrader's recording steps and the judged scores, in the gradebook; the grades read back."""
-        with self.lock:
-            in_kernel = self._record(work.nb, work.sub.student, work.verdicts)
-            work.grades = self._read_grades(work.sub.student)
-        work.phases.lap("gradebook")
-        for gid, score in in_kernel.items():
-            work.grades[gid]["kernel"] = score
-
-    def _step_write_autograded(self, work: "Work") -> None:
-        """The graded notebook (with the judge's summaries, so feedback nbgrader makes later says the same),
-        the exchange files and the labs' locked predictions, in nbgrader's autograded folder."""
-        sub, nb = work.sub, work.nb
-        out_dir = self.course.folder("autograded", sub.student, self.assignment_name)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        from .feedback import annotate_summaries
-
-        annotate_summaries(nb, work.verdicts)
-        nbformat.write(nb, str(_fresh(out_dir / f"{self.assignment.notebook}.ipynb")))
-        self._copy_exchange_files(sub, out_dir)
-        locked = sub.folder / "predictions.json" if sub.folder else None  # the labs' locked predictions
-        if locked is not None and locked.is_file() and not locked.is_symlink() and locked.stat().st_size < 65536:
-            shutil.copyfile(locked, _fresh(out_dir / "predictions.json"))
-        work.phases.lap("write")
-
-    def _step_feedback(self, work: "Work") -> None:
-        """The feedback page: rendered by a worker process while this thread grades the next submission
-        (during :meth:`grade_all`), else here."""
-        if self.feedback and self._feedback_dispatch is not None:
-            self._feedback_pending.append((work.sub.student, self._feedback_dispatch.submit(
-                self._write_feedback, work.sub, work.nb, work.verdicts, work.phases)))
-        elif self.feedback:
-            self._write_feedback(work.sub, work.nb, work.verdicts, work.phases)
-
-    def _step_result(self, work: "Work") -> None:
-        """The submission's rows: its status and every note as its reason."""
-        status = work.run["status"].get("state", "ok") if work.problem else "graded"
-        reason = "; ".join(([work.problem] if work.problem else []) + work.notes) or "graded"
-        work.result = {**self._rows(work.sub.student, status, reason, work.verdicts, work.grades),
-                       "tampered": work.tampered}
 
     def _write_feedback(self, sub: Submission, nb, verdicts: Dict[str, "Verdict"], phases: PhaseClock) -> None:
         """``feedback/<student>/<assignment>/<notebook>.html`` and the exchange files; the render's

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the judge's record; imported where judging happens (the cou
     from course.assess.registry import Verdict
 
 
-class JudgeStep:
+class Judging:
     """Judging: a part of the grader (its methods use its settings)."""
 
     def _judge(self, run: dict, seed: int, problem: Optional[str]) -> Dict[str, "Verdict"]:

@@ -148,7 +148,9 @@ def read_ledgers(folder: Optional[Path]) -> Dict[str, dict]:
 def _feedback_link(course_root: Optional[Path], out_dir: Path, student: str, assignment: str) -> Optional[str]:
     if course_root is None:
         return None
-    folder = Path(course_root) / "feedback" / student / assignment
+    from ..grading.course_settings import CourseSettings
+
+    folder = CourseSettings(course_root).folder("feedback", student, assignment)
     pages = sorted(folder.glob("*.html")) if folder.is_dir() else []
     return os.path.relpath(pages[0], out_dir) if pages else None
 
@@ -327,7 +329,12 @@ def build_report(grades: Dict[str, dict], *, course_root=None, submissions=None,
                  out_dir=".") -> dict:
     """The whole report: one section per assignment (in the order given) and the term view."""
     course_root = Path(course_root).resolve() if course_root is not None else None
-    folder = Path(submissions) if submissions else (course_root / "submitted" if course_root else None)
+    if submissions:
+        folder = Path(submissions)
+    else:  # the course's own submitted folder, as its nbgrader_config.py names it
+        from ..grading.course_settings import CourseSettings
+
+        folder = CourseSettings(course_root).step_root("submitted") if course_root else None
     shared = read_ledgers(Path(ledgers)) if ledgers else {}
     out_dir = Path(out_dir).resolve()
     reports = [assignment_report(g, read_submitted_predictions(folder, name), shared, course_root, out_dir)

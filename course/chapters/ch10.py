@@ -40,8 +40,8 @@ uses the router, its top-$k$ routed experts and the shared ones:
 
 $$P_\text{total} = hE + E\cdot 3hf_e + E_s\cdot 3hf_e, \qquad P_\text{active} = hE + k\cdot 3hf_e + E_s\cdot 3hf_e.$$
 
-Training FLOPs follow the **active** parameters ($6\,N_\text{active}\,D$); memory follows the **total**:
-every expert's weights, gradients and Adam states live on some GPU. (Sources: Fedus et al. 2022,
+Training FLOPs count the active parameters ($6\,N_\text{active}\,D$); a GPU's memory counts the
+weights, gradients and Adam states of every expert it holds. (Sources: Fedus et al. 2022,
 *Switch Transformers*; DeepSeek-AI 2024, *DeepSeek-V3 Technical Report*, sec. 2.1.2.)
 
 **Expert parallelism (EP).** The experts are spread over $\text{EP}$ GPUs, and pipeline stages split
@@ -75,7 +75,7 @@ most $g$ of the $N$ nodes; then it reaches $(N-1)\,\frac{g}{N}\left[1-(1-1/g)^k\
 $\lceil C\cdot T k / E\rceil$ routed copies of the $T k$ a micro-batch of $T$ tokens routes; copies
 beyond its buffer are *dropped* (they skip the expert through the residual connection). Without a
 capacity (*dropless* MoE, as in DeepSeek-V3 and Megatron-Core's default), every copy is computed and
-the busiest expert sets the pace: the layer takes $\max_i L_i / \overline{L}$ times the balanced time
+the layer takes $\max_i L_i / \overline{L}$ times the balanced time
 (Fedus et al. 2022, sec. 2.2; Gale et al. 2023, *MegaBlocks*).
 
 In `course.core`: `moe_mlp_params`, `expert_params_per_gpu`, `expert_data_parallel_size`,

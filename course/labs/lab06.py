@@ -180,7 +180,7 @@ ACT1 = Act(
         options={"2x": "about 2x", "7x": "about 7x (log2 of 128)", "128x": "about 128x", "16000x": "about 16,000x"},
         correct="128x", ordered=True,
         banned=("ratio tends to N", "(N-1) M bytes through one port", "(N−1)·M bytes through one port",
-                "grows in proportion to N"),
+                "grows in proportion to N", "about p times slower", "ratio is about p", "naive / ring = 128"),
         explanation="GPU 0 receives and sends (N-1) M bytes through one port, while the ring sends 2(N-1)/N M per "
                     "GPU with all ports busy at once: the ratio tends to N = 128."),
     answers=(Answer(
@@ -212,7 +212,8 @@ ACT2 = Act(
         options={"ring": "the plain ring", "tree": "a binomial tree", "rabenseifner": "Rabenseifner's algorithm",
                  "naive": "the naive gather at GPU 0"},
         correct="rabenseifner",
-        banned=("log-many steps like the tree", "ring-like bytes", "never slower than either"),
+        banned=("log-many steps like the tree", "ring-like bytes", "never slower than either", "beat both at every size",
+                "winners for the 0.5 MB"),
         explanation=f"At 0.5 MB the ring pays {2 * (SPEC['gpus'] - 1)} latencies; a plain tree pays only "
                     f"{2 * (SPEC['gpus'] - 1).bit_length()} but sends the whole message every round. Rabenseifner "
                     "(and the double binary tree) take log2 N steps and move ring-like bytes, so they win.",

@@ -1,4 +1,4 @@
-"""Lab 07 · The expert wall, declared once (:mod:`course.assess.lab`).
+"""Lab 07 · Mixtures of experts, declared once (:mod:`course.assess.lab`).
 
 Story: a team trains a mixture of experts on the 1,024 H100s of Lab 05 (Cloud). The MoE is
 ``llama3-8b-moe`` of the catalog: Llama 3 8B with each MLP replaced by 64 experts of 1/8 its
@@ -494,7 +494,7 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     dense, moe = catalog.model(s["dense"]), catalog.model(s["moe"])
     return [
         Cell("markdown",
-             "# Lab 07 · The expert wall\n\n"
+             "# Lab 07 · Mixtures of experts\n\n"
              "DeepSeek-V3, Qwen3, Mixtral and Llama 4 are *mixtures of experts* (MoE): each transformer block keeps "
              "many small MLPs, the experts, and a router sends every token to a few of them. This lab follows one "
              "team's model from a dense one to a sparse one in three acts: the sparse twin trained exactly like the "
@@ -572,4 +572,4 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
     ]
 
 
-ACTIVITY = LAB = Lab(NAME, "lab07", "Lab 07 · The expert wall", SPEC, (ACT1, ACT2, ACT3), layout, vary)
+ACTIVITY = LAB = Lab(NAME, "lab07", "Lab 07 · Mixtures of experts", SPEC, (ACT1, ACT2, ACT3), layout, vary)

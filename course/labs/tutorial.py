@@ -186,14 +186,14 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.answer_cells("ex1_memory", s),
         Cell("markdown",
              "## The fabric between the nodes\n\n"
-             "Take a configuration that fits (TP = 8 inside a node, PP = 4, DP = 8, full recomputation) and "
+             "Take a configuration that fits (TP = 4 inside a node, PP = 8, DP = 8, full recomputation) and "
              "change only the network between nodes: 100 Gb Ethernet (12.5 GB/s per port), InfiniBand HDR "
              "(200 Gb/s = 25 GB/s) and NDR (400 Gb/s = 50 GB/s). Network ports are quoted in bits per second: "
              "divide by 8 for bytes."),
         Cell("code",
              "for fabric in ('Ethernet 100G', 'InfiniBand HDR', 'InfiniBand NDR'):\n"
              "    cluster = core.catalog.make_cluster('DGX H100', 256, fabric=fabric)\n"
-             "    p = core.plan(MODEL, cluster, tp=8, pp=4, dp=8, num_microbatches=16, recompute='full')\n"
+             "    p = core.plan(MODEL, cluster, tp=4, pp=8, dp=8, num_microbatches=16, recompute='full')\n"
              "    print(f'{fabric:15s} step {p.step_time:6.2f} s   DP all-reduce exposed {p.dp_comm_exposed:6.3f} s'\n"
              "          f'   MFU {p.mfu:5.1%}   feasible {p.feasible}')", "tut_fabric"),
         Cell("markdown",

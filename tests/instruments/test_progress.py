@@ -72,7 +72,7 @@ def test_locks_and_reveals_counted_per_act(ledger_path, tmp_path):
     assert (lab07["locks_total"], lab07["locked"], lab07["revealed"], lab07["correct"]) == (3, 3, 3, 3)
     assert [p["grade_id"] for a in lab07["acts"] for p in a["parts"]] == [
         "lab07_act1_expert_state", "lab07_act2_alltoall", "lab07_act3_straggler"]
-    assert "Lab 07 · The expert wall · 3/3 predictions locked" in to_html(s)
+    assert "Lab 07 · Mixtures of experts · 3/3 predictions locked" in to_html(s)
 
 
 def test_a_lock_without_reveal_is_locked_not_revealed(ledger_path, tmp_path):

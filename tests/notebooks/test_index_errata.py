@@ -93,44 +93,24 @@ def test_index_executes(kernel_env):
         assert "No explorer notebooks" in text
 
 
-def test_errata_has_a_mixture_of_experts_section_with_sources():
-    text = markdown(read("errata.ipynb"))
-    moe = text[text.index("## Mixtures of experts"):text.index("## Workbook exercises")]
-    topics = re.findall(r"^### (.+)$", moe, flags=re.M)
-    assert topics == ["Memory follows the total parameters, not the active ones", "The all-to-all volume grows with top-k",
-                      "A capacity factor of 1.0 drops tokens even for a balanced router"]
-    for part in ("**Often said.**", "**In fact.**", "**Reason.**", "**Sources.**"):
-        assert moe.count(part) == 3, part
+def test_the_mixture_of_experts_notes_live_with_the_instructors_not_on_the_errata_page():
+    # they teach what Lab 07's locks ask, and a student can open the errata page before locking (issue 48)
+    assert "Mixtures of experts" not in markdown(read("errata.ipynb"))
+    notes = (REPO / "docs" / "instructors" / "teaching-notes.md").read_text(encoding="utf-8")
+    moe = notes[notes.index("### Three claims about MoE training"):notes.index("## Chapter 10")]
+    assert moe.count("* **") == 3 and moe.count("Sources:") == 3
     assert "GShard" in moe and "Switch Transformers" in moe and "DeepSeek-V3" in moe
-
-
-def _moe_errata_numbers() -> list:
-    """What the MoE section must print, from the core (not from the notebook)."""
-    from course import core
-    from course.core import catalog
-
-    m = catalog.model("mixtral-8x7b")
-    d = catalog.model("deepseek-v3")
-    top8 = core.moe_dispatch_bytes_per_token(d.hidden, 8, 64, 8)[1]
-    sigma = (64 / (4096 * 2)) ** 0.5
-    return [f"{m.active_params / 1e9:.1f} B active per token", f"{16 * m.params / 1e9:,.0f} GB (total)",
-            f"top-8, EP 64 on 8 nodes: {8 * (1 - 8 / 64) * 7168 * 2 / 1e3:,.1f} kB per token over the network",
-            f"{top8 / 1e3:,.1f} kB per token",
-            f"C =  1.0: {100 * float(core.dropped_token_fraction(1.0, sigma)):.3f} % of the routed tokens dropped"]
 
 
 @pytest.mark.slow
 def test_errata_executes_and_shows_corrected_numbers(kernel_env):
     text = execute("errata.ipynb")
-    for expected in _moe_errata_numbers():
-        assert expected in text, expected
     for expected in [
         "peak: 989 TFLOPS",                 # 1
         "HDR 25 GB/s",                      # 2
         "fraction (p-1)/(m+p-1):        27.3%",  # 3: p=4, m=8 -> 3/11
         "0.5 x the bound",                  # 4
         "(2048x more)",                     # 5
-        "p=128: naive / ring = 128x",       # 6
         "117 MB = 112 MiB",                 # 7
         "overhead 375.0%, share of step 79%",
         "NDR 50 GB/s: 4x",                  # 8

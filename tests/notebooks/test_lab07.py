@@ -1,4 +1,4 @@
-"""Lab 07 · The expert wall: every number it states comes from the core, every lock's answer holds under the
+"""Lab 07 · Mixtures of experts: every number it states comes from the core, every lock's answer holds under the
 core, each graded question is the student's own and the instruments a student moves give its key.
 
 Expected values are worked here from the definitions (bytes per weight, copies that leave a node, a Zipf law)
