@@ -27,6 +27,9 @@ import time
 RESULT_TAG, STEP_TAG, SETUP_TAG = 7001, 7002, 7003
 #: the most bytes one rank message may have
 MAX_MESSAGE = 2**20
+#: seconds the judge waits, after answering a failure, for the grader to read the answer and end the launch
+#: before it aborts the job itself
+ANSWER_GRACE_SECONDS = 5.0
 #: numbers of each step's payload kept in the trace
 TRACE_ELEMENTS = 64
 #: numbers per rank result read back
@@ -200,6 +203,11 @@ def judge(world, room):
                     "kind": "timeout", "unfinished": sorted(waiting), "seconds": limit,
                     "waiting": {r: w for r, w in where.items() if int(r) in waiting}}
                 answer({"probes": runs[:index + 1], "failure": dict(failure, probe=index)})
+                # the answer reaches the grader through the process manager, which forwards this rank's output
+                # on its own time: an Abort at once could kill it with the line half forwarded (the grader then
+                # reads no answer at all). The grader ends the launch as soon as it has the line; Abort only
+                # if it has not done so by then
+                time.sleep(ANSWER_GRACE_SECONDS)
                 world.Abort(3)
                 return
             time.sleep(0.005)
