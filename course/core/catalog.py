@@ -26,6 +26,7 @@ Look entries up by name (case, spaces, dashes and underscores do not matter)::
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 from dataclasses import dataclass, field, replace
@@ -199,7 +200,7 @@ class Model:
         """Transformer blocks whose MLP is a mixture of experts (0 for a dense model)."""
         return self.layers - self.dense_layers if self.is_moe else 0
 
-    @property
+    @functools.cached_property  # pure in the frozen fields; the planner reads it in every term
     def attention_layer_params(self) -> float:
         """Weights of one attention block (``attention_params`` when given, else Q, K, V, O)."""
         if self.attention_params is not None:
@@ -215,7 +216,7 @@ class Model:
         """``h`` of the ``4 s h`` attention-score FLOPs: ``attention_width`` for MLA, else ``heads x head_dim``."""
         return self.attention_width or self.heads * self.head_dim
 
-    @property
+    @functools.cached_property  # pure in the frozen fields; the planner reads it in every term
     def routed_expert_params(self) -> float:
         """Weights of every routed expert of every MoE layer: what EP shards."""
         if not self.is_moe:
@@ -223,14 +224,14 @@ class Model:
         return float(self.moe_layers * self.experts * _moe.expert_params(self.hidden, self.expert_ffn,
                                                                           self.mlp_matrices))
 
-    @property
+    @functools.cached_property  # pure in the frozen fields; the planner reads it in every term
     def active_params(self) -> float:
         """Weights a token passes through (``params`` for a dense model): the ``N`` of ``6N``."""
         if not self.is_moe:
             return float(self.params)
         return float(self.params - self.routed_expert_params * (1.0 - self.top_k / self.experts))
 
-    @property
+    @functools.cached_property  # pure in the frozen fields; the planner reads it in every term
     def active_layer_params(self) -> float:
         """Weights a token passes through in an average block (``layer_params`` when dense)."""
         if not self.is_moe:
@@ -246,7 +247,7 @@ class Model:
         """Width of one attention head: ``head_size`` where the model card gives it, else ``hidden // heads``."""
         return self.head_size or self.hidden // self.heads
 
-    @property
+    @functools.cached_property  # pure in the frozen fields; the planner reads it in every term
     def layer_params(self) -> int:
         """Weights of one transformer block, biases and norms left out:
         ``2 h^2`` (query, output) + ``2 h d_kv`` (key, value; ``d_kv = kv_heads * h / heads``)
@@ -872,6 +873,7 @@ _ALIASES = {
 }
 
 
+@functools.lru_cache(maxsize=512)
 def _key(name: str) -> str:
     return "".join(ch for ch in str(name).lower() if ch.isalnum())
 

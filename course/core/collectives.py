@@ -152,7 +152,8 @@ def allreduce_coefficients(n, algorithm: str = "ring"):
     """
     v.choice("algorithm", algorithm, ALLREDUCE_ALGORITHMS)
     p = v.integer("n", n, minimum=1)
-    lg = _ceil_log2(p).astype(float)
+    # ring and naive need no ceil(lg p): skip it (the planner prices every DP, TP and CP group with the ring)
+    lg = None if algorithm in ("ring", "naive") else _ceil_log2(p).astype(float)
     pf = p.astype(float)
     ring_factor = 2.0 * (pf - 1.0) / pf
     if algorithm == "ring":

@@ -178,6 +178,30 @@ def layer_gemm_efficiency(shapes, accelerator, precision="bf16", operand_bytes=2
     >>> round(float(layer_gemm_efficiency([(2048, 3 * 1536, 12288, 1), (2048, 12288, 1536, 1)], a100)), 3)
     0.785
     """
+    if all(not getattr(x, "shape", ()) for shape in shapes for x in shape):  # numbers and 0-d arrays
+        # one layout (a plan, an instrument's curve over DP): a pure function of numbers, looked up once computed
+        key = (tuple(float(x) for shape in shapes for x in shape), _accelerator_key(accelerator, precision),
+               precision, float(operand_bytes))
+        hit = _SCALAR_LAYER_EFFICIENCY.get(key)
+        if hit is None:
+            if len(_SCALAR_LAYER_EFFICIENCY) >= 4096:
+                _SCALAR_LAYER_EFFICIENCY.clear()
+            hit = _SCALAR_LAYER_EFFICIENCY[key] = _layer_gemm_efficiency(shapes, accelerator, precision, operand_bytes)
+        return hit
+    return _layer_gemm_efficiency(shapes, accelerator, precision, operand_bytes)
+
+
+#: Efficiencies of single layouts already computed, keyed by their numbers (see :func:`layer_gemm_efficiency`).
+_SCALAR_LAYER_EFFICIENCY = {}
+
+
+def _accelerator_key(accelerator, precision):
+    """Every number of ``accelerator`` that :func:`gemm_time` reads at ``precision``."""
+    return (accelerator.peak(precision), matmul_ceiling(accelerator, precision), getattr(accelerator, "sms", 0),
+            accelerator.memory_bandwidth)
+
+
+def _layer_gemm_efficiency(shapes, accelerator, precision, operand_bytes):
     flops = time = 0.0
     for m, n, k, count in shapes:
         flops = flops + count * 2.0 * np.asarray(m, float) * n * k
@@ -199,6 +223,9 @@ ATTENTION_KERNEL_TFLOPS = {
     "flash-attention-3": (292.0, 423.0, 521.0, 579.0, 602.0, 616.0),
     "cudnn": (315.0, 410.0, 484.0, 518.0, 529.0, 539.0),
 }
+
+
+_LOG2_LENGTHS = np.log2(FLASH_ATTENTION_2_LENGTHS)
 
 
 def attention_length_factor(seq_len, kernel="flash-attention-2"):
@@ -231,6 +258,5 @@ def attention_length_factor(seq_len, kernel="flash-attention-2"):
     """
     length = np.asarray(v.positive("seq_len", seq_len), dtype=float)
     curve = ATTENTION_KERNEL_TFLOPS[v.choice("kernel", kernel, tuple(ATTENTION_KERNEL_TFLOPS))]
-    speed = np.interp(np.log2(np.minimum(length, FLASH_ATTENTION_2_LENGTHS[4])), np.log2(FLASH_ATTENTION_2_LENGTHS),
-                      curve)
+    speed = np.interp(np.log2(np.minimum(length, FLASH_ATTENTION_2_LENGTHS[4])), _LOG2_LENGTHS, curve)
     return v.scalar_or_array(speed / FLASH_ATTENTION_2_TFLOPS[4])

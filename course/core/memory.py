@@ -166,7 +166,7 @@ def bytes_per_param(weights: str = "fp16", optimizer: str = "adam", grads: str |
 
 def _stage(zero_stage) -> np.ndarray:
     # range first, on the floats: a huge value must not wrap around in the integer cast
-    if np.any(np.abs(v.finite("zero_stage", zero_stage)) > 3):
+    if v.any_true(np.abs(v.finite("zero_stage", zero_stage)) > 3):
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
     return v.integer("zero_stage", zero_stage, minimum=0)
 

@@ -179,7 +179,7 @@ def moe_mlp_params(hidden, expert_ffn, experts, top_k, shared_experts=0, shared_
     """
     E = v.integer("experts", experts)
     k = v.integer("top_k", top_k)
-    if np.any(k > E):
+    if v.any_true(k > E):
         raise ValueError(f"top_k must be <= experts; got top_k={top_k!r}, experts={experts!r}")
     es = v.integer("shared_experts", shared_experts, minimum=0)
     one = expert_params(hidden, expert_ffn, mlp_matrices)
@@ -970,7 +970,7 @@ def expert_data_parallel_size(tp, cp, dp, ep, etp=1):
     """
     attn = v.integer("tp", tp) * v.integer("cp", cp) * v.integer("dp", dp)
     exp = v.integer("etp", etp) * v.integer("ep", ep)
-    if np.any(attn % exp):
+    if v.any_true(attn % exp):
         raise ValueError(f"etp x ep must divide tp x cp x dp; got etp={etp!r}, ep={ep!r}, "
                          f"tp x cp x dp = {attn!r}")
     out = (attn // exp).astype(np.int64)

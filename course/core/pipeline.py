@@ -243,7 +243,7 @@ def in_flight_microbatches_at_stage(p, m, stage, schedule="1f1b", v=1):
     v_.choice("schedule", schedule, PIPELINE_SCHEDULES)
     p_, m_, vv = _pmv(p, m, v)
     s = v_.integer("stage", stage, minimum=0)
-    if np.any(s >= p_):
+    if v_.any_true(s >= p_):
         raise ValueError(f"stage must be below p; got stage={stage!r}, p={p!r}")
     if schedule == "gpipe":
         out = m_ * np.ones_like(p_ * vv * (s + 1))
@@ -310,7 +310,7 @@ def min_microbatches_for_bubble(p, target, v=1, measure="overhead"):
 def _layers_pp(layers, pp):
     n_layers = v_.integer("layers", layers, minimum=1)
     p_ = v_.integer("pp", pp, minimum=1)
-    if np.any(n_layers < p_):
+    if v_.any_true(n_layers < p_):
         raise ValueError(f"layers must be >= pp (every stage needs a layer), got layers={layers!r}, pp={pp!r}")
     return n_layers, p_
 
@@ -442,7 +442,7 @@ def slowest_stage_layers(layers, pp, first_stage_layers=0, last_stage_layers=0):
     pinned = (first > 0).astype(np.int64) + (last > 0)
     rest_stages = np.maximum(p_ - pinned, 1)
     rest = n_layers - first - last
-    if np.any((p_ > 1) & (rest < 0)):
+    if v_.any_true((p_ > 1) & (rest < 0)):
         raise ValueError(f"first_stage_layers + last_stage_layers must be <= layers; got "
                          f"{first_stage_layers!r} + {last_stage_layers!r} > {layers!r}")
     even = -(-n_layers // p_)

@@ -205,12 +205,12 @@ def _by_mode(recompute_code, fn):
     # arrays keep their own broadcastable shapes (a sweep puts each setting on its own axis), so a
     # term computes on the axes it depends on and broadcasts only when combined
     first = int(recompute_code.flat[0]) if recompute_code.size else 0
-    if np.all(recompute_code == first):  # one mode everywhere: no selection needed
+    if recompute_code.ndim == 0 or v.all_true(recompute_code == first):  # one mode everywhere: no selection needed
         return np.asarray(fn(RECOMPUTE_MODES[first]), dtype=float)
     out = None
     for code, mode in enumerate(RECOMPUTE_MODES):
         mask = recompute_code == code
-        if not np.any(mask):
+        if not v.any_true(mask):
             continue
         val = np.asarray(fn(mode), dtype=float)
         out = np.where(mask, val, 0.0) if out is None else np.where(mask, val, out)
@@ -392,16 +392,19 @@ class PlanSettings:
         """``settings`` (a :class:`PlanSettings`, or ``None`` for the defaults) with ``options`` replacing fields."""
         if settings is not None and not isinstance(settings, cls):
             raise ValueError(f"settings must be a PlanSettings; got {type(settings).__name__}")
-        names = [f.name for f in fields(cls)]
         for name in options:
-            if name not in names:
-                raise ValueError(f"unknown planner setting {name!r}; the settings are {', '.join(names)}")
-        base = settings if settings is not None else cls()
+            if name not in _SETTING_NAMES:
+                raise ValueError(f"unknown planner setting {name!r}; the settings are {', '.join(_SETTING_NAMES)}")
+        base = settings if settings is not None else _DEFAULT_SETTINGS  # frozen: one shared record of defaults
         return replace(base, **options) if options else base
 
     def as_kwargs(self) -> dict:
         """The settings as keyword arguments (field name -> value)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_SETTING_NAMES = tuple(f.name for f in fields(PlanSettings))
+_DEFAULT_SETTINGS = PlanSettings()
 
 
 @dataclass
@@ -501,22 +504,27 @@ class Config:
             last_stage_layers=v.integer("last_stage_layers", last_stage_layers, minimum=0),
             sequence_parallel=np.asarray(sequence_parallel, dtype=bool),
             recompute_code=self._recompute_codes(recompute))
-        if np.any(arrays["zero_stage"] > 3):
+        if v.any_true(arrays["zero_stage"] > 3):
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3; got {zero_stage!r}")
-        if np.any(arrays["interleave"] > 1) and self.schedule != "1f1b":
+        if v.any_true(arrays["interleave"] > 1) and self.schedule != "1f1b":
             raise ValueError("interleave > 1 needs schedule='1f1b' (the interleaved 1F1B schedule)")
-        if not self.model.is_moe and (np.any(arrays["ep"] > 1) or np.any(arrays["etp"] > 1)):
+        if not self.model.is_moe and (v.any_true(arrays["ep"] > 1) or v.any_true(arrays["etp"] > 1)):
             raise ValueError(f"ep and etp must be 1 for {self.model.name}, which has no experts; "
                              f"got ep={ep!r}, etp={etp!r}")
         self.capacity_factor = None if s.capacity_factor is None else float(s.capacity_factor)
-        if np.any(arrays["pp"] > self.model.layers):
+        if v.any_true(arrays["pp"] > self.model.layers):
             raise ValueError(f"pp must be <= the {self.model.layers} layers of {self.model.name}; got {pp!r}")
         # not broadcast: each array keeps its shape (see _by_mode); ``shape`` is the broadcast one
-        self.shape = np.broadcast_shapes(*(np.shape(a) for a in arrays.values()))
+        self.shape = np.broadcast(*arrays.values()).shape  # NumPy's C broadcast, not broadcast_shapes' Python
         for name, arr in arrays.items():
             keep = name in ("sequence_parallel", "recompute_code") or arr.dtype == np.int64
             setattr(self, name, arr if keep else arr.astype(np.int64))
-        self._derive(s.collective_efficiency)
+        with v.inputs_checked():  # every input is checked above: the derived terms need no re-check
+            self._derive_all(s.collective_efficiency)
+
+    def _derive_all(self, collective_efficiency):
+        """What every term needs, from the checked settings and arrays (links, experts, GEMM efficiency)."""
+        self._derive(collective_efficiency)
         if self.attention_measured:
             # the fused kernel's measured share of peak (FlashAttention-2's plateau from 8K queries), scaled to the
             # kernel in use and, with GEMM shapes priced, to the CP chunk's length (shorter chunks run slower)
@@ -577,7 +585,7 @@ class Config:
         if isinstance(recompute, str):
             return np.asarray(RECOMPUTE_MODES.index(v.choice("recompute", recompute, RECOMPUTE_MODES)))
         rc = v.integer("recompute", recompute, minimum=0).astype(np.int64)
-        if np.any(rc >= len(RECOMPUTE_MODES)):
+        if v.any_true(rc >= len(RECOMPUTE_MODES)):
             raise ValueError(f"recompute codes must index {RECOMPUTE_MODES}; got {recompute!r}")
         return rc
 
@@ -825,7 +833,7 @@ class Config:
             per_flag = {flag: _lc.layer_activation_bytes(m.seq_len, self.micro_batch, m.hidden, m.heads,
                                                          m.kv_heads or m.heads, m.ffn or 4 * m.hidden,
                                                          m.mlp_matrices, m.dropout, self.tp, flag, mode)
-                        for flag in (False, True) if np.any(sp == flag)}
+                        for flag in (False, True) if v.any_true(sp == flag)}
             act = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
                    else next(iter(per_flag.values())))
             # each CP rank keeps s/c tokens and the scores of its s/c queries against all s keys
@@ -908,7 +916,7 @@ def memory_bound_term(*, cfg):
         # permute / unpermute, the weighted sum of the k expert outputs) touch each token's k routed copies and
         # its shared experts: the same bytes the activation memory counts (Config.moe_activation_delta)
         stored = stored + cfg.moe_activation_delta("selective") * cfg.model.moe_layers / cfg.model.layers
-    needs_scores = np.any(cfg.recompute_code == 1) and not cfg.fused_attention
+    needs_scores = v.any_true(cfg.recompute_code == 1) and not cfg.fused_attention
     scores = cfg.korthikanti_bytes("none") - cfg.korthikanti_bytes("selective") if needs_scores else 0.0
     if cfg.checkpoint_policy is not None:  # the recomputed forward re-runs the kernels of what it re-materialises
         share = cfg.policy_cost["recomputed_share"] / cfg.policy_cost["every"]
@@ -966,7 +974,7 @@ def tp_exposed(tp_comm, *, cfg):
 
 def cp_comm_term(*, cfg):
     """Seconds of CP key/value all-gathers and reduce-scatters per layer and micro-batch."""
-    if not np.any(cfg.cp > 1):
+    if not v.any_true(cfg.cp > 1):
         return np.zeros(())
     m, link = cfg.model, cfg.cp_link
     # a recomputed ring attention (selective recomputation re-runs the core attention) passes the
@@ -996,7 +1004,7 @@ def ep_comm_term(*, cfg):
     all-to-all overlap).
     """
     m = cfg.model
-    if not m.is_moe or not np.any(cfg.ep > 1):
+    if not m.is_moe or not v.any_true(cfg.ep > 1):
         return np.zeros(())
     c = cfg.cluster
     groups = (m.routing_groups, m.routing_group_topk) if m.routing_groups else (None, None)
@@ -1037,7 +1045,7 @@ def etp_comm_term(*, cfg):
     all-to-all overlap puts on the communication stream (``megatron/core/models/gpt/fine_grained_callables.py``).
     """
     m = cfg.model
-    if not m.is_moe or not np.any(cfg.etp > 1):
+    if not m.is_moe or not v.any_true(cfg.etp > 1):
         return np.zeros(())
     c, g = cfg.cluster, cfg.cluster.nvlink_domain
     in_domain = (cfg.etp <= g) & (g % np.minimum(cfg.etp, g) == 0)
@@ -1157,7 +1165,7 @@ def bubble_term(*, cfg, busy):
 
 def pp_comm_term(*, cfg):
     """Seconds of point-to-point sends: ``b (s/cp) h / tp`` 16-bit values, forward and backward, x v."""
-    if not np.any(cfg.pp > 1):
+    if not v.any_true(cfg.pp > 1):
         return np.zeros(())
     m, link = cfg.model, cfg.pp_link
     # Megatron's scatter/gather optimisation splits each send over the TP group (sec. 4.1)
@@ -1241,7 +1249,7 @@ def memory_terms(*, cfg):
     last_layers = np.where((cfg.pp > 1) & (cfg.last_stage_layers > 0), cfg.last_stage_layers, cfg.stage_layers)
     held = None
     for code, name in enumerate(schedules):
-        if not np.any(kind == code):
+        if not v.any_true(kind == code):
             continue
         if name == "dualpipe":  # both ends of the pipeline on every device: p + 1 everywhere
             at = lambda s: _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]  # noqa: E731 -- a one-line helper local to this function
@@ -1255,7 +1263,7 @@ def memory_terms(*, cfg):
     stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
     if cfg.checkpoint_policy is not None:  # the policy's saved tensors, and one layer re-materialised in its backward
         activations = cfg.policy_activation_bytes() * held
-        if np.any(cfg.policy_cost["gemm_flops"] + cfg.policy_cost["attention_flops"] > 0):
+        if v.any_true(cfg.policy_cost["gemm_flops"] + cfg.policy_cost["attention_flops"] > 0):
             activations = activations + cfg.policy_transient_bytes()
     elif cfg.memory_recipe == "deepseek-v3":  # the recipe's own count (Config.recipe_activation_bytes)
         activations = cfg.per_mode(lambda mode: cfg.activation_bytes(mode) if mode == "full"
@@ -1272,7 +1280,7 @@ def memory_terms(*, cfg):
             activations = activations - cfg.per_mode(
                 lambda mode: 0.0 if mode == "full" else cfg.recomputed_mlp_bytes()) * held * dense_share
     # full recomputation still materialises one layer's activations during its backward
-    if cfg.checkpoint_policy is None and np.any(cfg.recompute_code == 2):
+    if cfg.checkpoint_policy is None and v.any_true(cfg.recompute_code == 2):
         activations = activations + np.where(cfg.recompute_code == 2, cfg.activation_bytes("none"), 0.0)
     out["activations"] = activations
     out["memory_total"] = out["weights"] + out["gradients"] + out["optimizer"] + activations
@@ -1366,15 +1374,29 @@ def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm):
     slow = [np.maximum(np.asarray(a, dtype=float), 0.0) for a, _ in shifts]
     fast = [np.minimum(np.asarray(b, dtype=float), 0.0) for _, b in shifts]
     stretch = 1.0 + bubble / np.maximum(busy, 1e-30)
-    out = dict(step_time_low=step + stretch * sum(fast), step_time_high=step + stretch * sum(slow))
+    out = dict(step_time_low=step + stretch * _summed(fast), step_time_high=step + stretch * _summed(slow))
     out.update({f"rw_{i}": a - b for i, (a, b) in enumerate(zip(slow, fast))})
     return out
 
 
+def _summed(arrays):
+    """``sum(arrays)`` (left to right, from 0) into one buffer of their broadcast shape, not one per addition."""
+    total = np.zeros(np.broadcast(*arrays).shape)
+    for a in arrays:
+        total += a
+    return total
+
+
 def range_driver(cols):
     """Index into :data:`RANGE_ASSUMPTIONS` of the widest ``rw_<i>`` column of ``cols`` (per row)."""
-    widths = np.broadcast_arrays(*[np.asarray(cols[f"rw_{i}"]) for i in range(len(RANGE_ASSUMPTIONS))])
-    return np.argmax(np.stack(widths), axis=0)
+    # np.argmax over the stacked columns, without broadcasting them all first: the first widest wins ties
+    widest = np.asarray(cols["rw_0"])
+    index = np.zeros(widest.shape, np.int64)
+    for i in range(1, len(RANGE_ASSUMPTIONS)):
+        width = np.asarray(cols[f"rw_{i}"])
+        wider = width > widest
+        index, widest = np.where(wider, i, index), np.where(wider, width, widest)
+    return index
 
 
 def range_sources(model, cluster, settings=None, **options):
@@ -1453,6 +1475,12 @@ def columns(cfg, rates=True):
     ``cfg.shape``); :func:`broadcast_columns` gives them all the full shape. With
     ``rates=False`` the columns of :func:`rate_columns` are left out.
     """
+    with v.inputs_checked():  # ``Config`` checked every input: the core functions below need not re-check
+        return _added_up(cfg, rates)
+
+
+def _added_up(cfg, rates):
+    """The body of :func:`columns`."""
     flops, compute = compute_term(cfg=cfg)
     if cfg.fp8:  # the recipe's measured speed relative to per-tensor current scaling
         compute = compute / cfg.recipe.relative_speed
@@ -1511,7 +1539,12 @@ def columns(cfg, rates=True):
 
 def broadcast_columns(cols, shape):
     """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``."""
-    return {k: np.array(np.broadcast_to(a, shape)) for k, a in cols.items()}
+    out = {}
+    for k, a in cols.items():  # a filled ``np.empty`` costs a third of ``np.array(np.broadcast_to(a, shape))``
+        a = np.asarray(a)
+        out[k] = full = np.empty(shape, a.dtype)
+        full[...] = a
+    return out
 
 
 def term_assumptions(model, cluster, settings=None, *, used_efficiency=None, **options):
@@ -1561,6 +1594,67 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                        if collective_efficiency is None else (collective_efficiency, collective_efficiency))
     links = (f"NVLink at {eff_in:.0%} and the network at {eff_out:.0%} of link bandwidth (nccl-tests), "
              f"latency {c.intra_latency * 1e6:.0f} / {c.inter_latency * 1e6:.0f} us per hop (order of magnitude)")
+    compute = _compute_assumptions(m, c, ranges, used_efficiency=used_efficiency,
+                                   compute_efficiency=compute_efficiency, precision=precision,
+                                   gemm_shapes=gemm_shapes, attention_kernel=attention_kernel,
+                                   fused_attention=fused_attention, modules=modules,
+                                   capacity_factor=capacity_factor, min_tokens_per_expert=min_tokens_per_expert)
+    bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
+              "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
+    cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
+          f"the hidden part still takes {OVERLAP_SM_SHARE:.0%} of the SMs" if cp_algorithm == "ring"
+          else "all-gather of K/V before attention, exposed (Llama 3)")
+    ep = _ep_assumption(m, ranges, dispatcher=dispatcher, collective_efficiency=collective_efficiency,
+                        schedule=schedule, ep_overlap=ep_overlap)
+    deepseek = memory_recipe == "deepseek-v3"
+    if deepseek:
+        compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")
+    return {
+        "compute": "; ".join(compute) + "; stages paced by the busiest; framework " + ranges["compute efficiency"]
+                   + ("; accelerator peak " + ranges["accelerator peak"] if c.accelerator.peak_range else "")
+                   + ("; FP8 recipe " + ranges["FP8 recipe"] if precision == "fp8" else ""),
+        "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
+                         + ("; an MoE layer's for each token's k routed copies and its shared experts (permutation, "
+                            "un-permutation, the weighted sum)" if m.is_moe and memory_recipe != "deepseek-v3" else "")
+                         + (f"; the router's {_moe.ROUTER_KERNELS} fused element-wise kernels over each token's "
+                            f"{m.experts} FP32 scores (NVIDIA's GB200 guide, sec. 2.1.4)" if m.is_moe else "")
+                         + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
+        "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
+                     f"(Transformer Engine userbuffers) at its measured overlap efficiency {_tp.TP_OVERLAP_EFFICIENCY:.0%} "
+                     "(TE 1.4 on 8 H800 NVLink, GPT-3 175B GEMMs; Chang et al. 2024, Flux, sec. 6): that share of "
+                     "the traffic's time is saved, the rest (split GEMMs, SMs shared) stays on the step; " if tp_overlap
+                     else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links
+                    + ("; an MoE layer's routed experts use no attention-TP collective (Megatron-Core: each GPU "
+                       "dispatches its own s / TP tokens), so it pays the attention half of a dense layer's traffic"
+                       + (" and its shared experts' half (TP-sharded over the attention TP group)"
+                          if m.shared_experts else "") if m.is_moe else "")),
+        "cp_comm": cp,
+        "ep_comm": (ep + "; overlap: " + ranges["all-to-all overlap"]) if m.is_moe else "no experts",
+        "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
+        "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
+        "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
+                             else "gradient all-reduce after the pipeline flush, not overlapped")
+                            + f"; gradients reduced in {grad_bytes * 8:g}-bit, parameters gathered in "
+                            f"{gather_bytes_setting(gather_bytes) * 8:g}-bit"
+                            + ("" if reshard_after_forward else "; ZeRO-3 keeps the gathered parameters from forward "
+                               "to backward (reshard_after_forward=False: no second gather, their memory held)")),
+        "memory": (("16-bit weights, " + ("FP32 gradients" if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
+                    + ", FP32 master weights + BF16 Adam moments (8 bytes), ZeRO over DP x CP" if deepseek else
+                    "16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else
+                                          f"{grad_bytes:g}-byte gradients (Megatron's FP32 main grads)"
+                                          if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
+                    + ", 12 bytes of Adam state per weight, ZeRO over DP x CP")
+                   + (" (experts over expert-DP)" if m.is_moe else "")
+                   + ("; activations: DeepSeek-V3's (norms and MLA up-projections recomputed, GEMM and SwiGLU "
+                      "inputs cached in FP8, attention output in E5M6)" if deepseek else
+                      "; activations: Korthikanti et al.'s per-tensor count for the layer's shape")
+                   + ", the fullest stage holding p - s micro-batches (1F1B)"),
+    }
+
+
+def _compute_assumptions(m, c, ranges, *, used_efficiency, compute_efficiency, precision, gemm_shapes,
+                         attention_kernel, fused_attention, modules, capacity_factor, min_tokens_per_expert) -> list:
+    """The compute term's assumptions, one phrase each (GEMMs, attention, recomputation, experts)."""
     peak = c.accelerator.peak("fp8" if precision == "fp8" else precision)
     if gemm_shapes:
         ceiling = _gemm.matmul_ceiling(c.accelerator, "fp8" if precision == "fp8" else precision)
@@ -1611,76 +1705,33 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
                        "layouts, Megatron-MoE-ModelZoo: 13-9 % short at 1,024-512)")
-    bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
-              "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
-    cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
-          f"the hidden part still takes {OVERLAP_SM_SHARE:.0%} of the SMs" if cp_algorithm == "ring"
-          else "all-gather of K/V before attention, exposed (Llama 3)")
-    ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
-          (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
-           f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
-           if m.routing_groups else "") +
-          (("; one network copy per remote node" if dispatcher in ("deepep", "hybridep") or m.routing_groups
-            else "; every remote copy over the network" if dispatcher == "deepep-ll"
-            else "; every EP rank gathers every token" if dispatcher == "allgather"
-            else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
-           + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
-           "; dispatcher " + ranges.get("dispatcher", "")) +
-          ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
-           "; the 1F1B all-to-all overlap hides the measured share of what the ideal overlap would (all but their "
-           "SMs)" if ep_overlap else "; exposed")
-          + "; with expert TP (ETP > 1) the received tokens (top-k copies of each dispatched token) are all-gathered "
-          "over the ETP group after the dispatch and the expert outputs reduce-scattered before the combine "
-          "(Megatron-Core MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess; DeepEP's flex "
-          "dispatcher sends the same copies inside its all-to-all), forward and backward, "
-          + (f"at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
-             "at the dispatcher's measured share of each link (above)" if dispatcher in ("deepep", "hybridep")
-             or m.routing_groups else
-             f"at NCCL's measured {_coll.NVLINK_COLLECTIVE_EFFICIENCY:.0%} of NVLink (nccl-tests issue #212) and "
-             f"{_coll.NETWORK_COLLECTIVE_EFFICIENCY:.0%} of the NIC (nccl-tests issue #290)")
-          + "; counted in this term, exposed (Megatron-Core runs them in MoELayer.routed_experts_compute, beside the "
-          "expert GEMMs, outside the dispatch and combine the all-to-all overlaps hide)")
-    deepseek = memory_recipe == "deepseek-v3"
-    if deepseek:
-        compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")
-    return {
-        "compute": "; ".join(compute) + "; stages paced by the busiest; framework " + ranges["compute efficiency"]
-                   + ("; accelerator peak " + ranges["accelerator peak"] if c.accelerator.peak_range else "")
-                   + ("; FP8 recipe " + ranges["FP8 recipe"] if precision == "fp8" else ""),
-        "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
-                         + ("; an MoE layer's for each token's k routed copies and its shared experts (permutation, "
-                            "un-permutation, the weighted sum)" if m.is_moe and memory_recipe != "deepseek-v3" else "")
-                         + (f"; the router's {_moe.ROUTER_KERNELS} fused element-wise kernels over each token's "
-                            f"{m.experts} FP32 scores (NVIDIA's GB200 guide, sec. 2.1.4)" if m.is_moe else "")
-                         + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
-        "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
-                     f"(Transformer Engine userbuffers) at its measured overlap efficiency {_tp.TP_OVERLAP_EFFICIENCY:.0%} "
-                     "(TE 1.4 on 8 H800 NVLink, GPT-3 175B GEMMs; Chang et al. 2024, Flux, sec. 6): that share of "
-                     "the traffic's time is saved, the rest (split GEMMs, SMs shared) stays on the step; " if tp_overlap
-                     else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links
-                    + ("; an MoE layer's routed experts use no attention-TP collective (Megatron-Core: each GPU "
-                       "dispatches its own s / TP tokens), so it pays the attention half of a dense layer's traffic"
-                       + (" and its shared experts' half (TP-sharded over the attention TP group)"
-                          if m.shared_experts else "") if m.is_moe else "")),
-        "cp_comm": cp,
-        "ep_comm": (ep + "; overlap: " + ranges["all-to-all overlap"]) if m.is_moe else "no experts",
-        "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
-        "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
-        "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
-                             else "gradient all-reduce after the pipeline flush, not overlapped")
-                            + f"; gradients reduced in {grad_bytes * 8:g}-bit, parameters gathered in "
-                            f"{gather_bytes_setting(gather_bytes) * 8:g}-bit"
-                            + ("" if reshard_after_forward else "; ZeRO-3 keeps the gathered parameters from forward "
-                               "to backward (reshard_after_forward=False: no second gather, their memory held)")),
-        "memory": (("16-bit weights, " + ("FP32 gradients" if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
-                    + ", FP32 master weights + BF16 Adam moments (8 bytes), ZeRO over DP x CP" if deepseek else
-                    "16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else
-                                          f"{grad_bytes:g}-byte gradients (Megatron's FP32 main grads)"
-                                          if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
-                    + ", 12 bytes of Adam state per weight, ZeRO over DP x CP")
-                   + (" (experts over expert-DP)" if m.is_moe else "")
-                   + ("; activations: DeepSeek-V3's (norms and MLA up-projections recomputed, GEMM and SwiGLU "
-                      "inputs cached in FP8, attention output in E5M6)" if deepseek else
-                      "; activations: Korthikanti et al.'s per-tensor count for the layer's shape")
-                   + ", the fullest stage holding p - s micro-batches (1F1B)"),
-    }
+    return compute
+
+
+def _ep_assumption(m, ranges, *, dispatcher, collective_efficiency, schedule, ep_overlap) -> str:
+    """The expert-parallel all-to-alls' assumptions: dispatcher, link shares, overlap, expert TP."""
+    return ("dispatch + combine all-to-alls, NVLink and network in parallel" +
+            (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
+             f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
+             if m.routing_groups else "") +
+            (("; one network copy per remote node" if dispatcher in ("deepep", "hybridep") or m.routing_groups
+              else "; every remote copy over the network" if dispatcher == "deepep-ll"
+              else "; every EP rank gathers every token" if dispatcher == "allgather"
+              else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
+             + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
+             "; dispatcher " + ranges.get("dispatcher", "")) +
+            ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
+             "; the 1F1B all-to-all overlap hides the measured share of what the ideal overlap would (all but their "
+             "SMs)" if ep_overlap else "; exposed")
+            + "; with expert TP (ETP > 1) the received tokens (top-k copies of each dispatched token) are all-gathered "
+            "over the ETP group after the dispatch and the expert outputs reduce-scattered before the combine "
+            "(Megatron-Core MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess; DeepEP's flex "
+            "dispatcher sends the same copies inside its all-to-all), forward and backward, "
+            + (f"at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
+               "at the dispatcher's measured share of each link (above)" if dispatcher in ("deepep", "hybridep")
+               or m.routing_groups else
+               f"at NCCL's measured {_coll.NVLINK_COLLECTIVE_EFFICIENCY:.0%} of NVLink (nccl-tests issue #212) and "
+               f"{_coll.NETWORK_COLLECTIVE_EFFICIENCY:.0%} of the NIC (nccl-tests issue #290)")
+            + "; counted in this term, exposed (Megatron-Core runs them in MoELayer.routed_experts_compute, beside the "
+            "expert GEMMs, outside the dispatch and combine the all-to-all overlaps hide)")
+

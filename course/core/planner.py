@@ -726,25 +726,28 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
     if not len(base):
         raise ValueError(f"global_batch = {B} admits no configuration of {n} GPUs with micro-batches "
                          f"{tuple(micro_batches)}")
-    # one axis per setting (base layouts, ZeRO stage, recompute, SP): every term computes on the axes
-    # it depends on, and only the sums broadcast to the whole grid
+    # one axis per setting (ZeRO stage, recompute, SP, base layouts): every term computes on the axes
+    # it depends on, and only the sums broadcast to the whole grid. The base layouts, by far the longest
+    # axis, are the last: NumPy's loops then run along one long contiguous axis when operands broadcast
+    # differently (on the axes the other way round, with the 2 SP values innermost, the same pass takes a
+    # fifth longer). Rows are still listed in the grid's order, base layout outermost (_rows_in_grid_order).
     on = lambda values, axis: np.reshape(values, [-1 if a == axis else 1 for a in range(4)])  # noqa: E731 -- a one-line helper local to this function
-    b = lambda j: on(base[:, j], 0)  # noqa: E731 -- a one-line helper local to this function
+    b = lambda j: on(base[:, j], 3)  # noqa: E731 -- a one-line helper local to this function
     cfg = Config(m, c, tp=b(0), cp=b(1), pp=b(2), dp=b(3), micro_batch=b(4), num_microbatches=b(5),
-                 interleave=b(6), ep=b(7), etp=b(8), zero_stage=on(np.array(zero_stages, dtype=np.int64), 1),
-                 recompute=policy if policy is not None else on(rc_axis, 2), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 3),
+                 interleave=b(6), ep=b(7), etp=b(8), zero_stage=on(np.array(zero_stages, dtype=np.int64), 0),
+                 recompute=policy if policy is not None else on(rc_axis, 1), sequence_parallel=on(np.array(sequence_parallel, dtype=bool), 2),
                  settings=chosen)
     cols = _columns(cfg, rates=False)
     keep = np.ones(cfg.shape, bool) if include_infeasible else np.broadcast_to(cols["feasible"], cfg.shape)
     sp = np.array(sequence_parallel, dtype=bool)
     if not sp.all():  # SP splits nothing without TP: TP = 1 layouts only once, with SP off
-        keep = keep & ~((b(0) == 1) & on(sp, 3))
+        keep = keep & ~((b(0) == 1) & on(sp, 2))
     left_out = 0
     if m.is_moe and limit > 0 and not include_unvalidated:  # outside the validated range: left out as well
         few = np.broadcast_to(cols["note_few_tokens_per_expert"], cfg.shape)
         left_out = int(np.count_nonzero(keep & few))
         keep = keep & ~few
-    rows = np.flatnonzero(keep.reshape(-1))
+    rows = _rows_in_grid_order(keep)
     speed = np.broadcast_to(cols["tokens_per_second"], cfg.shape).reshape(-1)[rows]
     memory = np.broadcast_to(cols["memory_total"], cfg.shape).reshape(-1)[rows]
     rows = rows[_fastest_first(speed, memory)]  # fastest first; ties: less memory first, then the grid's order
@@ -760,6 +763,20 @@ def sweep(model, cluster, tp=None, pp=None, cp=(1, 2, 4, 8, 16), micro_batches=(
                             "assumptions": _policy_assumptions(term_assumptions(m, c, chosen), cfg),
                             "range_sources": _pt.range_sources(m, c, chosen),
                             "settings": chosen})
+
+
+def _rows_in_grid_order(keep):
+    """Flat indices of the true cells of ``keep`` (axes ZeRO stage, recompute, SP, base layout), listed in the
+    order of the grid with the base layout outermost (the order :func:`sweep` promises for exact ties).
+
+    >>> keep = np.zeros((1, 1, 2, 3), bool)   # 2 SP values x 3 layouts
+    >>> keep[0, 0, 0, 1] = keep[0, 0, 1, 0] = True   # cells 1 (SP 0, layout 1) and 3 (SP 1, layout 0)
+    >>> _rows_in_grid_order(keep).tolist()   # layout 0 first
+    [3, 1]
+    """
+    z, r, s, n = keep.shape
+    layout, rest = np.divmod(np.flatnonzero(np.moveaxis(keep, 3, 0).reshape(-1)), z * r * s)
+    return rest * n + layout
 
 
 def _sweep_recompute(recompute):

@@ -197,7 +197,7 @@ def zero_exposed_time(allreduce_seconds, zero_stage, num_microbatches, forward_s
     bwd_share = per_mb - fwd_share
     total = np.zeros(np.broadcast(ar, m, tf, tb, k, z).shape)
     for window, share, times in ((tf, fwd_share, m), (tb, bwd_share, m), (tb, per_step, 1)):
-        if np.any(share > 0):  # stages 0-1 talk once per step: skip the empty parts
+        if v.any_true(share > 0):  # stages 0-1 talk once per step: skip the empty parts
             total = total + times * exposed(window, share * ar)
     return v.scalar_or_array(total)
 
@@ -274,8 +274,17 @@ def sharded_traffic_time(gather_seconds, reduce_seconds, zero_stage, num_microba
     def exposed(window, comm):
         return np.where(comm > 0, _dp.exposed_comm_time(window, np.maximum(comm, 0.0), k), 0.0)
 
+    # each part is one of a few traffic widths picked by the stage: the exposure of each width is computed on
+    # the axes it depends on and added only where the stage picks it (the same sums, part by part, as adding
+    # the exposure of the picked part; a sweep's stage axis neither multiplies the work nor the temporaries)
+    parts = ((tf, fwd_mb, m, ((3, g),)), (tb, bwd_mb, m, ((2, r), (3, again * g + r))),
+             (tb, step, 1, ((0, 2.0 * r), (1, r + g), (2, g))))
     hidden = np.zeros(np.broadcast(g, r, m, tf, tb, k, z).shape)
-    for window, part, times in ((tf, fwd_mb, m), (tb, bwd_mb, m), (tb, step, 1)):
-        if np.any(part > 0):
-            hidden = hidden + times * exposed(window, part)
+    for window, part, times, widths in parts:
+        if not v.any_true(part > 0):
+            continue
+        for stage, comm in widths:
+            at = z == stage
+            if v.any_true(at):
+                np.add(hidden, times * exposed(window, comm), out=hidden, where=at)
     return v.scalar_or_array(total), v.scalar_or_array(hidden)
