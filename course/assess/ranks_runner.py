@@ -110,14 +110,11 @@ def _alive(pid):
         return False
 
 
-def judge(world, room):
+def _hand_out(world, request):
+    """Each rank its function and its arguments of every probe; ``{rank: pid}`` as the ranks report them.
+    Returns once every rank has them and the request file is gone (student code may run then)."""
     from mpi4py import MPI
 
-    _not_dumpable()
-    path = os.path.join(room, "request.json")
-    with open(path) as fh:
-        request = json.load(fh)
-    os.remove(path)
     probes, ranks = request["probes"], world.Get_size() - 1
     sizes = sorted({probe["p"] for probe in probes})
     for r in range(ranks):
@@ -131,7 +128,21 @@ def judge(world, room):
             pids[status.Get_source() - 1] = note["pid"]
     world.Barrier()  # the request is gone and every rank has its arguments: student code may run
     for size in sizes:
-        world.Split(MPI.UNDEFINED, 0)
+        world.Split(MPI.UNDEFINED, 0)  # the judge takes part in each size's split, in no group
+    return pids
+
+
+def judge(world, room):
+    from mpi4py import MPI
+
+    _not_dumpable()
+    path = os.path.join(room, "request.json")
+    with open(path) as fh:
+        request = json.load(fh)
+    os.remove(path)
+    probes, ranks = request["probes"], world.Get_size() - 1
+    pids = _hand_out(world, request)
+    status = MPI.Status()
     out = sys.stdout
     limit = float(request.get("probe_seconds", 20))
 
