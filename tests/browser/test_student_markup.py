@@ -55,11 +55,11 @@ PROBE = """() => {
         if (s.position === 'fixed' && el.closest('#notebook-container, .cell, .rendered_html')) fixed.push(el.tagName);
     }
     // the grader's own page stays visible: not hidden by a student's style, not covered by a student element
-    const own = [...document.querySelectorAll('h1, h4, #toc, .panel-heading, .course-removed-markup')];
-    const hidden = own.filter(el => { const s = getComputedStyle(el);
+    const pageOwn = [...document.querySelectorAll('h1, h4, #toc, .panel-heading, .course-removed-markup')];
+    const hidden = pageOwn.filter(el => { const s = getComputedStyle(el);
         return s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0
                || parseFloat(s.fontSize) === 0; }).map(el => el.tagName + '.' + el.className);
-    const covered = own.filter(el => { const r = el.getBoundingClientRect();
+    const covered = pageOwn.filter(el => { const r = el.getBoundingClientRect();
         if (!r.width || !r.height || r.top < 0 || r.top + 2 > innerHeight) return false;
         const hit = document.elementFromPoint(r.left + 2, r.top + 2);
         return hit && !el.contains(hit) && !hit.contains(el)
