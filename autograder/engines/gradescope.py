@@ -110,7 +110,15 @@ def bundle_settings(assignment: str, limits: sandbox.Limits, seed: Optional[int]
     if student_key not in STUDENT_KEYS:
         raise ValueError(f"student_key must be one of {STUDENT_KEYS}, got {student_key!r}")
     return {"assignment": assignment, "limits": vars(limits), "seed": seed, "student_key": student_key,
-            "require_sandbox": bool(require_sandbox), "hidden_parts": hidden}
+            "allow_unsandboxed": not require_sandbox, "hidden_parts": hidden}
+
+
+def unsandboxed_allowed(settings: dict) -> bool:
+    """Whether the bundle was written with ``--allow-unsandboxed`` (an older bundle's ``require_sandbox``
+    says the opposite)."""
+    if "allow_unsandboxed" in settings:
+        return bool(settings["allow_unsandboxed"])
+    return not settings.get("require_sandbox", True)
 
 
 def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = sandbox.Limits(),
@@ -262,7 +270,7 @@ def grade(root: Path) -> dict:
         student, group_note = student_from_metadata(metadata, settings["student_key"])
         extra["student"] = student
         use_bwrap = sandbox.probe() is None
-        if settings["require_sandbox"] and not use_bwrap:
+        if not unsandboxed_allowed(settings) and not use_bwrap:
             return _failure("the grading sandbox (bubblewrap) cannot run in this container "
                             f"({sandbox.probe()})", extra)
         seed = settings["seed"]
@@ -277,7 +285,7 @@ def grade(root: Path) -> dict:
         warnings.filterwarnings("ignore", message=".*not in session.*")  # as grade_all: nbgrader's SQLAlchemy noise
         grader = Grader(root / "source" / "course_root", settings["assignment"], workers=1,
                         limits=sandbox.Limits(**settings["limits"]), seed=seed, feedback=False,
-                        allow_unsandboxed=not settings["require_sandbox"])
+                        allow_unsandboxed=unsandboxed_allowed(settings))
         with tempfile.TemporaryDirectory(prefix="autograder-unzip-") as unzip:
             sub = submission_for(root / "submission", settings["assignment"], student, Path(unzip))
             if group_note:
@@ -345,7 +353,7 @@ def main(argv=None) -> int:
     if args.check:
         settings = json.loads((root / "source" / "settings.json").read_text())
         why = sandbox.probe()
-        if why is not None and settings["require_sandbox"]:
+        if why is not None and not unsandboxed_allowed(settings):
             print(f"autograder: no grading sandbox in this image: {why}", file=sys.stderr)
             return 1
         print(f"autograder: ready to grade {settings['assignment']} "
