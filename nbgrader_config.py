@@ -52,6 +52,12 @@ c.Autograde.autograde_preprocessors = ["autograder.engines.formgrader.SandboxedA
 from autograder.grading.feedback import FEEDBACK_PREPROCESSORS  # noqa: E402 -- below the settings it explains
 
 c.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
+# ... and each page says what the assignment's grade policy (grades/<assignment>/policy.json: due date,
+# late rule, extensions) did to the score, the same note course-autograde and grading on submit give
+# (autograder/engines/nbgrader_feedback.py), also from the formgrader's Generate Feedback button.
+from autograder.engines.nbgrader_feedback import after_feedback  # noqa: E402 -- below the settings it explains
+
+c.GenerateFeedback.post_convert_hook = after_feedback
 # ... and its maths is MathML, so it reads offline: no MathJax from a CDN (autograder/templates)
 from autograder.grading.feedback import template_basedirs  # noqa: E402 -- below the settings it explains
 

@@ -144,6 +144,14 @@ _UPGRADE_HELP = ("install the locked versions (`python3 dev.py setup` installs t
                  "adjust it, and record the new version and the hashes that `python -m autograder.compat` prints")
 
 
+def current_hash(target: str) -> str:
+    """The source hash of ``target`` as installed, or ``missing (<why>)`` where it cannot be read."""
+    try:
+        return source_hash(resolve(target))
+    except (ImportError, AttributeError, TypeError, OSError) as exc:
+        return f"missing ({type(exc).__name__})"
+
+
 def check(guard: Guard) -> None:
     """Raise :class:`CompatError` unless ``guard``'s library is a checked version with unchanged sources."""
     version = installed_version(guard.library)
@@ -153,10 +161,7 @@ def check(guard: Guard) -> None:
         raise CompatError(f"grading stopped: {guard.library} {version} is installed, but the autograder's "
                           f"{guard.name} was checked against {guard.library} {', '.join(checked)} only; {help_}")
     for target, expected in guard.sources:
-        try:
-            found = source_hash(resolve(target))
-        except (ImportError, AttributeError, TypeError, OSError) as exc:
-            found = f"missing ({type(exc).__name__})"
+        found = current_hash(target)
         if found != expected:
             raise CompatError(f"grading stopped: {target} of {guard.library} {version} is not the code the "
                               f"autograder's {guard.name} was checked against (source hash {found}, "
@@ -449,10 +454,7 @@ def main() -> int:
         print(f"{guard.name}: {guard.library} {installed_version(guard.library)} "
               f"(checked: {', '.join(CHECKED[guard.library])}) {state}")
         for target, expected in guard.sources:
-            try:
-                found = source_hash(resolve(target))
-            except (ImportError, AttributeError, TypeError, OSError) as exc:
-                found = f"missing ({type(exc).__name__})"
+            found = current_hash(target)
             print(f'    ("{target}", "{found}"),' + ("" if found == expected else f"  # recorded {expected}"))
     return 1 if failed else 0
 

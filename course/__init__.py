@@ -22,7 +22,7 @@ through other packages, and nothing else)::
     autograder.__main__     ->  autograder.engines
     autograder.engines      ->  autograder.reports, autograder.records
     autograder.reports      ->  autograder.grading
-    autograder.records      ->
+    autograder.records      ->  autograder.grading
     autograder.grading      ->  autograder.judging, course.notebook_api
     autograder.judging      ->  autograder.isolation, course.notebook_api
     autograder.isolation    ->  autograder.compat, course, course.instruments

@@ -366,10 +366,7 @@ class PredictionLock:
         if correct is not None and correct not in self.options:
             raise ValueError(f"correct must be one of {list(self.options)}, got {correct!r}")
         self.correct = correct
-        self.input = RadioGroup(
-            options=[(f"{_LETTERS[i]}) {label}", k) for i, (k, label) in enumerate(self.options.items())],
-            value=None, label=question, layout=widgets.Layout(width="auto"),
-        )
+        self._choices = widgets.HBox([])  # the radio group (_new_group), created below with its first state
         self.button = widgets.Button(
             # enabled from the start: a keyboard user who chooses and presses Tab at once must land on it (a
             # button enabled only once the kernel has seen the choice was skipped); with nothing chosen it says so
@@ -380,19 +377,18 @@ class PredictionLock:
             f"{theme_css()}<div class='course-kicker'>Prediction lock</div>"
             f"<div class='course-ui' style='font-weight:600;margin:4px 0'>{html.escape(question)}</div>"
         )
-        row = [self.input]
         self.widget = widgets.VBox(
-            [header, widgets.HBox(row), widgets.HBox([self.button, self.status])],
+            [header, self._choices, widgets.HBox([self.button, self.status])],
             layout=widgets.Layout(padding="8px 12px", margin="6px 0"),
         )
         self.widget.add_class("course-prediction-lock")
         self.button.on_click(lambda _b: self._lock_from_ui())
-        self.input.observe(self._on_input, names="value")
 
         saved = read_predictions(self.folder).get(key)
         if saved is not None and self._valid(self._resolve(saved["value"])):
             self._freeze(self._resolve(saved["value"]), message="Locked earlier; restored from predictions.json.")
         else:
+            self._new_group(value=None, disabled=False)
             self._autopredict()
 
     # -- state --------------------------------------------------------------
@@ -465,10 +461,29 @@ class PredictionLock:
         except Exception as exc:  # show, never raise into the widget callback
             self.status.value = self._status_html(f"Could not lock: {html.escape(str(exc))}", "bad")
 
+    def _new_group(self, value: Any, disabled: bool) -> None:
+        """Show a radio group created with ``value`` and ``disabled`` as its first state.
+
+        The group is an anywidget, and anywidget (0.11) drops every later update the kernel sends to a
+        model whose front-end module took more than two seconds to load (a busy browser during Run All:
+        its ``Runtime`` rejects ``ready`` after ``AbortSignal.timeout(2000)`` and ``_handle_comm_msg``
+        awaits it). A state a group is created with travels in the model's opening message, which that
+        timeout cannot drop; so a lock that locks (or is restored locked) replaces its group with a new,
+        disabled one instead of updating the old one.
+        """
+        old = getattr(self, "input", None)
+        self.input = RadioGroup(
+            options=[(f"{_LETTERS[i]}) {label}", k) for i, (k, label) in enumerate(self.options.items())],
+            value=value, disabled=disabled, label=self.question, layout=widgets.Layout(width="auto"),
+        )
+        self.input.observe(self._on_input, names="value")
+        self._choices.children = (self.input,)
+        if old is not None:
+            old.close()
+
     def _freeze(self, value: Any, message: str) -> None:
         self._value = value
-        self.input.value = value
-        self.input.disabled = True
+        self._new_group(value=value, disabled=True)
         self.button.disabled = True
         self.button.description = "Locked"
         self.button.button_style = ""

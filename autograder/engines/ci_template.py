@@ -86,8 +86,8 @@ def _header(shards: int, *more: str) -> str:
 
 _SETTINGS_HELP = ("SEED: one probe seed for every shard of a run, so the class is graded on the same inputs.",
                   "WORKERS: parallel sandboxes per job, the runner's cores.",
-                  "SANDBOX: --require-sandbox refuses to grade without bubblewrap (clear it only if you accept",
-                  "grading without isolation).")
+                  "SANDBOX: empty, grading refuses to run student code without bubblewrap (every route's default);",
+                  "--allow-unsandboxed grades with rlimits only, student code in the runner's account (UNSAFE).")
 
 
 def github_workflow(shards: int) -> str:
@@ -120,7 +120,7 @@ def github_workflow(shards: int) -> str:
                                            "files)", "default": "submitted"}}}},
         "env": {"ASSIGNMENT": "${{ inputs.assignment }}", "SUBMISSIONS": "${{ inputs.submissions }}",
                 "SHARDS": str(shards), "SEED": "${{ github.run_id }}", "WORKERS": "2",
-                "SANDBOX": "--require-sandbox", "VENV": ".venv"},
+                "SANDBOX": "", "VENV": ".venv"},
         "jobs": {"grade": grade, "merge": merge}}
     return _yaml(_header(shards, "Start it from the Actions tab (Run workflow). Submissions are a folder in this "
                                  "repository.", *_SETTINGS_HELP, "GitHub's standard Linux runners have 2 or 4 cores."),
@@ -133,7 +133,7 @@ def gitlab_ci(shards: int) -> str:
     only_with_assignment = [{"if": '$ASSIGNMENT != ""'}]
     document = {
         "stages": ["grade", "merge"],
-        "variables": {"ASSIGNMENT": "", "SUBMISSIONS": "submitted", "SANDBOX": "--require-sandbox", "VENV": ".venv",
+        "variables": {"ASSIGNMENT": "", "SUBMISSIONS": "submitted", "SANDBOX": "", "VENV": ".venv",
                       "SEED": "$CI_PIPELINE_ID", "WORKERS": "2"},
         "default": {"image": "python:3.11-bookworm", "before_script": [SETUP]},
         "grade": {"stage": "grade", "parallel": shards, "timeout": f"{JOB_MINUTES} minutes",
@@ -144,7 +144,7 @@ def gitlab_ci(shards: int) -> str:
                   "artifacts": {"paths": ["grades/"], "expire_in": "90 days"}}}
     return _yaml(_header(shards, "Run a pipeline with ASSIGNMENT set (CI/CD > Run pipeline). The runner must let "
                                  "bubblewrap create", 'namespaces (a privileged Docker runner, or a shell runner); '
-                                 'SANDBOX="" grades without isolation.', *_SETTINGS_HELP), document)
+                                 'without them nothing is graded.', *_SETTINGS_HELP), document)
 
 
 def write_templates(out_dir, shards: int) -> Dict[str, Path]:

@@ -22,13 +22,19 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional, Tuple
 
+from ..grading.course_settings import CourseSettings
 from ..records import lms, policy, grades as report, term
 from .options import limit_options, limits, temporary_course
 from ..grading.submissions import Submission, discover, in_shard, parse_shard
 
 
+def _course_root(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--course-root", default=".",
+                   help="nbgrader course root (its nbgrader_config.py says where the gradebook and folders are)")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, source/)")
+    _course_root(p)
     p.add_argument("--out", default=None,
                    help="folder for grades.json, grades.csv and canvas.csv (default: <course-root>/grades/<assignment>)")
     limit_options(p)
@@ -36,8 +42,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-unsandboxed", action="store_true",
                    help="grade with rlimits only where bubblewrap cannot isolate the student's code (UNSAFE: "
                         "it runs in this account); by default nothing is graded then (autograder/isolation/unsandboxed.py)")
-    p.add_argument("--require-sandbox", action="store_true",
-                   help="the default (kept for older CI files): refuse to grade without bubblewrap")
+    # retired: refusing without bubblewrap is the default; older CI files still pass it
+    p.add_argument("--require-sandbox", action="store_true", help=argparse.SUPPRESS)
 
 
 def _record(p: argparse.ArgumentParser, default: str) -> None:
@@ -53,28 +59,31 @@ def _record(p: argparse.ArgumentParser, default: str) -> None:
 @contextlib.contextmanager
 def _grading_root(root: Path, assignment: str, record: bool) -> Iterator[Tuple[Path, Optional[Path]]]:
     """``(course root to grade in, scratch course or None)``: the course itself when recording,
-    else a throw-away copy (its gradebook copied, or made from source/), removed on exit."""
+    else a throw-away copy (its gradebook copied, or made from the source folder), removed on exit.
+    The copy is configured as the course (:meth:`CourseSettings.scratch`: folder names, nbgrader's
+    steps) with a gradebook of its own."""
+    course = CourseSettings(root)
     if record:
-        if not _has_assignment(root, assignment):
-            raise ValueError(f"--record needs the course's gradebook with {assignment!r} in {root}: "
-                             f"run `nbgrader generate_assignment {assignment}` there first")
+        if not course.has_assignment(assignment):
+            raise ValueError(f"--record needs the course's gradebook ({course.db_url}) with {assignment!r}: "
+                             f"run `nbgrader generate_assignment {assignment}` in {root} first")
         yield root, None
         return
-    if not _has_assignment(root, assignment):
+    if course.gradebook_file is None or not course.has_assignment(assignment):  # no SQLite file to copy
         with temporary_course(root, assignment) as scratch:
             yield scratch, scratch
         return
     import sqlite3
 
     with tempfile.TemporaryDirectory(prefix="autograder-course-") as tmp:
-        scratch = Path(tmp)
-        source = root / "source" / assignment
+        scratch = course.scratch(tmp)
+        source = course.folder("source", ".", assignment)
         if source.is_dir():  # the instructor's data files travel into the sandbox as under nbgrader
-            shutil.copytree(source, scratch / "source" / assignment)
-        with contextlib.closing(sqlite3.connect(root / "gradebook.db")) as live, \
-                contextlib.closing(sqlite3.connect(scratch / "gradebook.db")) as copy:
+            shutil.copytree(source, scratch.folder("source", ".", assignment))
+        with contextlib.closing(sqlite3.connect(course.gradebook_file)) as live, \
+                contextlib.closing(sqlite3.connect(scratch.gradebook_file)) as copy:
             live.backup(copy)  # consistent even while another grader writes
-        yield scratch, scratch
+        yield scratch.root, scratch.root
 
 
 def nbgrader_timestamp(seconds: float) -> str:
@@ -94,7 +103,7 @@ def _prepare_record(root: Path, assignment: str, subs, *, replace: bool, from_co
     """
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with Gradebook(CourseSettings(root).db_url) as gb:
         for sub in subs:
             if not from_collected and not replace:
                 try:
@@ -112,16 +121,17 @@ def _prepare_record(root: Path, assignment: str, subs, *, replace: bool, from_co
 
 def _copy_feedback(scratch: Path, assignment: str, dest: Path) -> None:
     """Feedback HTML graded in a scratch course, to ``dest/<student>/<assignment>/``."""
-    for html in sorted((scratch / "feedback").glob(f"*/{assignment}/*.html")):
+    for html in sorted(CourseSettings(scratch).step_root("feedback").glob(f"*/{assignment}/*.html")):
         target = dest / html.parent.parent.name / assignment
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy(html, target / html.name)
 
 
-def single_student(notebook: Path, assignment: str, given: str = None):
+def single_student(notebook: Path, assignment: str, given: str = None, steps=("submitted", "autograded")):
     """``(student id, where it came from)`` for ``single``: ``--student``, else the nbgrader folder
-    ``.../<student>/<assignment>/`` the notebook sits in, else the file name ``<student>.ipynb``,
-    else ``COURSE_STUDENT``; ``(None, why not)`` if none names one.
+    ``.../<student>/<assignment>/`` the notebook sits in (under one of the course's ``steps`` folders,
+    as its ``nbgrader_config.py`` names them), else the file name ``<student>.ipynb``, else
+    ``COURSE_STUDENT``; ``(None, why not)`` if none names one.
 
     >>> single_student(Path("/c/submitted/ada/ch02/ch02.ipynb"), "ch02")
     ('ada', 'the folder submitted/ada/ch02')
@@ -135,7 +145,7 @@ def single_student(notebook: Path, assignment: str, given: str = None):
             raise ValueError(f"--student must be letters, digits or _.@+- (at most 100), got {given!r}")
         return given, "--student"
     if notebook.parent.name == assignment and STUDENT_ID.match(notebook.parent.parent.name) \
-            and notebook.parent.parent.parent.name in ("submitted", "autograded"):
+            and notebook.parent.parent.parent.name in steps:
         return notebook.parent.parent.name, (f"the folder {notebook.parent.parent.parent.name}/"
                                              f"{notebook.parent.parent.name}/{assignment}")
     if notebook.stem != assignment and STUDENT_ID.match(notebook.stem):
@@ -192,9 +202,13 @@ def _previous(out_dir, assignment: str, root: Optional[Path] = None) -> dict:
 
 def _class(args, root: Path) -> int:
     shard, shards = parse_shard(args.shard)
-    folder = Path(args.submissions) if args.submissions else root / "submitted"
+    course = CourseSettings(root)
+    folder = Path(args.submissions) if args.submissions else course.step_root("submitted")
+    # the course's own submitted folder is what nbgrader collected: its grades belong in the gradebook;
+    # any other folder is recorded only when asked (--record), never by surprise
+    from_collected = course.is_step_folder(folder, "submitted")
     out = _out(args, root, args.assignment)
-    if not args.out and not args.record and folder.resolve() != (root / "submitted").resolve():
+    if not args.out and not args.record and not from_collected:
         # a folder graded without the gradebook never replaces the class's grades of the assignment
         out = out / f"unrecorded-{folder.resolve().name}"
     previous = _previous(out, args.assignment, None if args.out else root) if args.student else {}
@@ -211,14 +225,12 @@ def _class(args, root: Path) -> int:
             if unknown:
                 raise ValueError(f"student {unknown[0]!r} has no submission of {args.assignment} in {folder}")
             subs = [s for s in subs if s.student in set(args.student)]
-        # the course's own submitted/ is what nbgrader collected: its grades belong in the gradebook;
-        # any other folder is recorded only when asked (--record), never by surprise
-        record = args.record or folder.resolve() == (root / "submitted").resolve()
+        record = args.record or from_collected
         submitted_at = {s.student: s.timestamp for s in subs}  # the late policy counts real timestamps only
         with _grading_root(root, args.assignment, record) as (grading_root, scratch):
             if record:
                 _prepare_record(grading_root, args.assignment, subs, replace=args.replace,
-                                from_collected=folder.resolve() == (root / "submitted").resolve())
+                                from_collected=from_collected)
             grader = _make_grader(args, grading_root, args.assignment, args.workers)
             started = time.monotonic()
             results = grader.grade_all(subs, progress=not args.no_progress)
@@ -229,7 +241,7 @@ def _class(args, root: Path) -> int:
                   f"students there); feedback in {out / 'feedback'}")
         results = policy.apply(root, args.assignment, results, submitted_at, current)
         if not args.no_feedback:
-            term.add_late_notes(root / "feedback" if record else out / "feedback", args.assignment, results)
+            term.add_late_notes(root, args.assignment, results, feedback_root=None if record else out / "feedback")
         failed = sum(r["status"] != "graded" for r in results)
         extra = {"shard": f"{shard}/{shards}", "late_policy": current.record()}
         if args.student:
@@ -265,15 +277,17 @@ def _refresh(args, root: Path) -> int:
     as needing grading again; feedback is made by nbgrader with the course's preprocessors."""
     from ..grading import handgrading
 
-    if not _has_assignment(root, args.assignment):
-        raise ValueError(f"course_root {str(root)!r} has no gradebook with {args.assignment!r}")
+    course = CourseSettings(root)
+    if not course.has_assignment(args.assignment):
+        raise ValueError(f"course_root {str(root)!r} has no gradebook ({course.db_url}) with {args.assignment!r}")
     out = _out(args, root, args.assignment)
     previous = _previous(out, args.assignment, None if args.out else root)
-    settled = handgrading.settle_hand_grades(f"sqlite:///{root / 'gradebook.db'}", args.assignment)
+    db_url = course.db_url
+    settled = handgrading.settle_hand_grades(db_url, args.assignment)
     if settled:
         print(f"{settled} part(s) graded by hand were still flagged as needing grading (an earlier regrade "
               "by plain nbgrader): their hand scores stand")
-    scores = handgrading.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}", args.assignment)
+    scores = handgrading.gradebook_scores(db_url, args.assignment)
     if args.out and not previous:
         raise ValueError(f"{out / 'grades.json'} does not exist: run `course-autograde class "
                          f"{args.assignment}` first (or give --out the folder it wrote to)")
@@ -299,7 +313,7 @@ def _refresh(args, root: Path) -> int:
                               env=dict(os.environ, PATH=path), timeout=3600)
         if done.returncode != 0:
             raise ValueError(f"nbgrader generate_feedback failed: {done.stderr[-800:]}")
-        term.add_late_notes(root / "feedback", args.assignment, results)
+        term.add_late_notes(root, args.assignment, results)
     print(f"refreshed {len(results)} students of {args.assignment} from the gradebook; {waiting} parts still "
           f"wait for grading by hand; wrote {out / 'grades.csv'}, {out / 'canvas.csv'}"
           + (f" and {args.canvas_csv}" if args.canvas_csv else "")
@@ -307,14 +321,12 @@ def _refresh(args, root: Path) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="course-autograde", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="mode", required=True)
+def _class_parser(sub) -> None:
     p = sub.add_parser("class", help="grade every submission of an assignment")
     p.add_argument("assignment")
     p.add_argument("submissions", nargs="?", default=None,
-                   help="submitted/<student>/<assignment>/ or a folder of <student>.ipynb/.zip "
-                        "(default: <course-root>/submitted)")
+                   help="<student>/<assignment>/ folders or a folder of <student>.ipynb/.zip "
+                        "(default: the course's submitted folder, c.CourseDirectory.submitted_directory)")
     p.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: cores)")
     p.add_argument("--shard", default="1/1", help="grade only shard K of N (K/N)")
     p.add_argument("--no-progress", action="store_true")
@@ -322,8 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="regrade only this student (repeatable); other rows of --out's grades.json stay as they are")
     _late_and_lms(p)
     _common(p)
-    _record(p, "a folder other than the course's submitted/ is graded without touching the gradebook; "
+    _record(p, "a folder other than the course's submitted folder is graded without touching the gradebook; "
                "--record enters its students there")
+
+
+def _single_parser(sub) -> None:
     p = sub.add_parser("single", help="grade one notebook (CI in a student's repository)")
     p.add_argument("notebook")
     p.add_argument("--assignment", default=None, help="default: the notebook's file name")
@@ -333,33 +348,25 @@ def build_parser() -> argparse.ArgumentParser:
                         "COURSE_STUDENT")
     _common(p)
     _record(p, "graded without touching the course's gradebook unless --record")
+
+
+def _refresh_and_policy_parsers(sub) -> None:
     p = sub.add_parser("refresh", help="after grading by hand in the formgrader: grades.json/csv, late "
                                        "policy, Canvas CSV and feedback from the gradebook, nothing regraded")
     p.add_argument("assignment")
-    p.add_argument("--course-root", default=".", help="nbgrader course root (gradebook.db, autograded/)")
+    _course_root(p)
     p.add_argument("--out", default=None,
                    help="the folder of the class run's grades.json (default: <course-root>/grades/<assignment>; "
                         "made from the gradebook if no class run wrote one, e.g. after the formgrader's Autograde)")
-    p.add_argument("--no-feedback", action="store_true", help="leave feedback/ as it is")
+    p.add_argument("--no-feedback", action="store_true", help="leave the feedback folder as it is")
     _late_and_lms(p)
     p = sub.add_parser("policy", help="show or change an assignment's grade policy (due date, late rule); "
                                       "every route that grades applies it")
     p.add_argument("assignment")
-    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/, gradebook.db)")
+    _course_root(p)
     _policy_flags(p)
     p.add_argument("--no-due", action="store_true", help="remove the due date the policy sets (the "
                                                          "gradebook's, if any, applies again)")
-    p = sub.add_parser("canvas", help="a Canvas gradebook-import CSV from a grades.json")
-    p.add_argument("grades", help="an assignment's name (its grades/<assignment>/grades.json), or a grades.json "
-                                  "or a folder holding one")
-    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/)")
-    p.add_argument("--out", default=None, help="default: canvas.csv beside the grades.json")
-    p.add_argument("--canvas-assignment", default=None, help="column header 'Name (Canvas id)' (default: the assignment)")
-    p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
-    p = sub.add_parser("merge", help="merge shards' grades.json into one grades.json/grades.csv")
-    p.add_argument("shards", nargs="+", help="grades.json files or folders holding one")
-    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/)")
-    p.add_argument("--out", default=None, help="default: <course-root>/grades/<assignment>")
     p = sub.add_parser("extend", help="give a student an extension (their own due date) for an assignment, "
                                       "kept in <course-root>/grades/extensions.csv; without a student, list them")
     p.add_argument("assignment")
@@ -368,27 +375,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--due", default=None, help="the student's own due date, e.g. '2026-12-04 23:59 UTC'")
     p.add_argument("--note", default="", help="why (shown to the student in feedback)")
     p.add_argument("--remove", action="store_true", help="take the extension back")
-    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/)")
+    _course_root(p)
+
+
+def _export_parsers(sub) -> None:
+    p = sub.add_parser("canvas", help="a Canvas gradebook-import CSV from a grades.json")
+    p.add_argument("grades", help="an assignment's name (its grades/<assignment>/grades.json), or a grades.json "
+                                  "or a folder holding one")
+    _course_root(p)
+    p.add_argument("--out", default=None, help="default: canvas.csv beside the grades.json")
+    p.add_argument("--canvas-assignment", default=None, help="column header 'Name (Canvas id)' (default: the assignment)")
+    p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
+    p = sub.add_parser("merge", help="merge shards' grades.json into one grades.json/grades.csv")
+    p.add_argument("shards", nargs="+", help="grades.json files or folders holding one")
+    _course_root(p)
+    p.add_argument("--out", default=None, help="default: <course-root>/grades/<assignment>")
     p = sub.add_parser("term", help="the term's gradebook: term.csv and term-canvas.csv (one column per "
                                     "assignment) from every assignment's grades")
     p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
                    help="in this order (default: every grades/<assignment>/ in the course root, by name)")
-    p.add_argument("--course-root", default=".", help="nbgrader course root (grades/)")
+    _course_root(p)
     p.add_argument("--out", default=None, help="default: <course-root>/grades")
     p.add_argument("--canvas-column", action="append", default=[], metavar="ASSIGNMENT=HEADER",
                    help="Canvas column for an assignment, e.g. 'lab05=Lab 5 (777)' (repeatable)")
     p.add_argument("--canvas-roster", default=None, help="the course's Canvas gradebook export (IDs, sections)")
+
+
+def _report_parser(sub) -> None:
     p = sub.add_parser("report", help="the class report (report.html, report.json) of graded assignments")
     p.add_argument("assignments", nargs="+", metavar="ASSIGNMENT", help="one or more graded assignments (a term view)")
-    p.add_argument("--course-root", default=".", help="nbgrader course root (submitted/, feedback/, grades.json)")
+    _course_root(p)
     p.add_argument("--grades", action="append", default=None, metavar="PATH",
                    help="grades.json or a folder holding one (repeatable; default: the course root and its subfolders)")
-    p.add_argument("--submissions", default=None, help="where the predictions.json come from (default: <course-root>/submitted)")
+    p.add_argument("--submissions", default=None,
+                   help="where the predictions.json come from (default: the course's submitted folder)")
     p.add_argument("--ledgers", default=None, help="folder of ledger exports students shared (<student>.json)")
     p.add_argument("--out", default=None, help="folder for report.html and report.json (default: "
                                                 "<course-root>/grades/report, with the course's other runtime data)")
     p.add_argument("--anonymise", action="store_true", help="research export: student ids become salted hashes")
     p.add_argument("--salt", default=None, help="secret salt for --anonymise (at least 16 characters)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="course-autograde", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="mode", required=True)
+    for add in (_class_parser, _single_parser, _refresh_and_policy_parsers, _export_parsers, _report_parser):
+        add(sub)
     from . import ci_template, gradescope, on_submit
 
     on_submit.add_parser(sub)
@@ -410,19 +442,6 @@ def _make_grader(args, root: Path, assignment: str, workers=None):
 def _meta(grader, args, extra) -> dict:
     return {"assignment": grader.assignment_name, "seed": grader.seed, "isolation": grader.isolation,
             "limits": vars(grader.limits), **extra}
-
-
-def _has_assignment(root: Path, assignment: str) -> bool:
-    if not (root / "gradebook.db").is_file():
-        return False
-    from nbgrader.api import Gradebook, MissingEntry
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        try:
-            gb.find_assignment(assignment)
-            return True
-        except MissingEntry:
-            return False
 
 
 def main(argv=None) -> int:
@@ -455,7 +474,9 @@ def main(argv=None) -> int:
         # single
         notebook = Path(args.notebook).resolve()
         assignment = args.assignment or notebook.stem
-        student, source = single_student(notebook, assignment, args.student)
+        course = CourseSettings(root)
+        steps = (course.step_root("submitted").name, course.step_root("autograded").name)
+        student, source = single_student(notebook, assignment, args.student, steps)
         if student is None:
             raise ValueError(source)
         print(f"grading {notebook.name} as student {student} (from {source}); "
@@ -575,7 +596,8 @@ def _single(args, root: Path, assignment: str, notebook: Path) -> int:
             stamp = notebook.parent / "timestamp.txt"
             if notebook.is_file() and stamp.is_file():
                 sub.timestamp = stamp.read_text().strip()[:64]
-            collected = (root / "submitted" / args.student / assignment).resolve() == notebook.parent
+            course = CourseSettings(root)
+            collected = course.folder("submitted", args.student, assignment).resolve() == notebook.parent
             _prepare_record(root, assignment, [sub], replace=args.replace, from_collected=collected)
         result = grader.grade_one(sub)
         if args.record and Path(args.out) == term.grades_dir(root, assignment):
@@ -583,8 +605,8 @@ def _single(args, root: Path, assignment: str, notebook: Path) -> int:
                           _meta(grader, args, {"shard": "single"}))
         else:
             report.write([result], args.out, _meta(grader, args, {"shard": "single"}))
-        feedback = root / "feedback" / args.student / assignment / f"{assignment}.ipynb"
-        if feedback.with_suffix(".html").is_file():
-            shutil.copy(feedback.with_suffix(".html"), Path(args.out) / "feedback.html")
+        feedback = grader.course.folder("feedback", args.student, assignment) / f"{grader.assignment.notebook}.html"
+        if feedback.is_file():
+            shutil.copy(feedback, Path(args.out) / "feedback.html")
         print(report.summary_table([result]))
         return 0 if result["status"] != "error" else 1

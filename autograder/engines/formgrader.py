@@ -146,7 +146,7 @@ class SandboxedAutograde(NbGraderPreprocessor, GradingLimits):
         from ..records.grades import summary_line
 
         self.log.info("%s", summary_line(row, grader.isolation, seed))
-        graded = Path(grader.root) / "autograded" / student / assignment / f"{grader.assignment.notebook}.ipynb"
+        graded = grader.course.folder("autograded", student, assignment) / f"{grader.assignment.notebook}.ipynb"
         if not graded.is_file():  # no notebook to grade: every part 0 in the gradebook, nothing executed
             return nb, resources
         return nbformat.read(str(graded), as_version=4), resources

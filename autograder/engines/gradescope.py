@@ -110,15 +110,25 @@ def bundle_settings(assignment: str, limits: sandbox.Limits, seed: Optional[int]
     if student_key not in STUDENT_KEYS:
         raise ValueError(f"student_key must be one of {STUDENT_KEYS}, got {student_key!r}")
     return {"assignment": assignment, "limits": vars(limits), "seed": seed, "student_key": student_key,
-            "require_sandbox": bool(require_sandbox), "hidden_parts": hidden}
+            "allow_unsandboxed": not require_sandbox, "hidden_parts": hidden}
+
+
+def unsandboxed_allowed(settings: dict) -> bool:
+    """Whether the bundle was written with ``--allow-unsandboxed`` (an older bundle's ``require_sandbox``
+    says the opposite)."""
+    if "allow_unsandboxed" in settings:
+        return bool(settings["allow_unsandboxed"])
+    return not settings.get("require_sandbox", True)
 
 
 def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = sandbox.Limits(),
                  seed: Optional[int] = None, student_key: str = "email", require_sandbox: bool = True) -> Path:
     """Write ``autograder.zip`` for ``assignment`` of ``course_root`` to ``out``; return its path."""
 
+    from ..grading.course_settings import CourseSettings
+
     course_root = Path(course_root).resolve()
-    source = course_root / "source" / assignment
+    source = CourseSettings(course_root).folder("source", ".", assignment)
     with temporary_course(course_root, assignment) as fresh:  # a gradebook with this assignment only
         settings = bundle_settings(assignment, limits, seed, student_key, require_sandbox,
                                    hidden_parts(source / f"{assignment}.ipynb"))
@@ -138,7 +148,7 @@ def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = 
                 _write_tree(zf, REPO / name, f"package/{name}")
             zf.write(course_root / "nbgrader_config.py", "course_root/nbgrader_config.py")
             zf.write(fresh / "gradebook.db", "course_root/gradebook.db")
-            _write_tree(zf, source, f"course_root/source/{assignment}")
+            _write_tree(zf, source, f"course_root/{source.relative_to(course_root).as_posix()}")
     return out
 
 
@@ -260,7 +270,7 @@ def grade(root: Path) -> dict:
         student, group_note = student_from_metadata(metadata, settings["student_key"])
         extra["student"] = student
         use_bwrap = sandbox.probe() is None
-        if settings["require_sandbox"] and not use_bwrap:
+        if not unsandboxed_allowed(settings) and not use_bwrap:
             return _failure("the grading sandbox (bubblewrap) cannot run in this container "
                             f"({sandbox.probe()})", extra)
         seed = settings["seed"]
@@ -275,7 +285,7 @@ def grade(root: Path) -> dict:
         warnings.filterwarnings("ignore", message=".*not in session.*")  # as grade_all: nbgrader's SQLAlchemy noise
         grader = Grader(root / "source" / "course_root", settings["assignment"], workers=1,
                         limits=sandbox.Limits(**settings["limits"]), seed=seed, feedback=False,
-                        allow_unsandboxed=not settings["require_sandbox"])
+                        allow_unsandboxed=unsandboxed_allowed(settings))
         with tempfile.TemporaryDirectory(prefix="autograder-unzip-") as unzip:
             sub = submission_for(root / "submission", settings["assignment"], student, Path(unzip))
             if group_note:
@@ -343,7 +353,7 @@ def main(argv=None) -> int:
     if args.check:
         settings = json.loads((root / "source" / "settings.json").read_text())
         why = sandbox.probe()
-        if why is not None and settings["require_sandbox"]:
+        if why is not None and not unsandboxed_allowed(settings):
             print(f"autograder: no grading sandbox in this image: {why}", file=sys.stderr)
             return 1
         print(f"autograder: ready to grade {settings['assignment']} "

@@ -290,11 +290,11 @@ class Service:
                                  waited=_seconds_between(self._arrived(assignment, key), started))
         student = entry["student"]
         failed = self.exchange.collect(assignment, student)
-        folder = self.root / "submitted" / student / assignment
+        grader = self._grader(assignment, options)
+        folder = grader.course.folder("submitted", student, assignment)  # where nbgrader collected it
         if failed is not None or not folder.is_dir():
             self._update(assignment, key, state="failed", note=f"nbgrader collect failed: {failed}")
             return
-        grader = self._grader(assignment, options)
         clock = time.monotonic()
         sub = collected(student, folder, assignment)
         row = grader.grade_one(sub, slot)
@@ -302,7 +302,7 @@ class Service:
         row = policy.record(self.root, assignment, [row], {student: sub.timestamp},
                             {"assignment": assignment, "seed": options["seed"], "isolation": grader.isolation,
                              "limits": vars(grader.limits), "shard": "on-submit"}, log=self.log)[0]
-        term.add_late_notes(self.root / "feedback", assignment, [row])
+        term.add_late_notes(self.root, assignment, [row])
         self.log(summary_line(row, grader.isolation, options["seed"]))
         state = "failed" if row["status"] == "error" else "graded"
         self._update(assignment, key, state=state, score=row["score"], max_score=row["max_score"],

@@ -56,19 +56,23 @@ def limit_options(p: argparse.ArgumentParser) -> None:
 @contextlib.contextmanager
 def temporary_course(root: Path, assignment: str) -> Iterator[Path]:
     """A throw-away course root with a gradebook for ``assignment`` (single mode without one), removed
-    on exit, also when making it fails."""
-    source = root / "source" / assignment
-    if not source.is_dir() or not (root / "nbgrader_config.py").is_file():
+    on exit, also when making it fails. It is configured as the course (folder names, nbgrader's steps;
+    :meth:`~autograder.grading.course_settings.CourseSettings.scratch`) with a gradebook of its own, so
+    ``nbgrader generate_assignment`` there never writes to the course's."""
+    from ..grading.course_settings import CONFIG_FILE, CourseSettings
+
+    course = CourseSettings(root)
+    source = course.folder("source", ".", assignment)
+    if not source.is_dir() or not (course.root / CONFIG_FILE).is_file():
         raise ValueError(f"course_root {str(root)!r} has neither a gradebook with {assignment!r} "
-                         f"nor source/{assignment} and nbgrader_config.py to make one")
+                         f"nor {source.relative_to(course.root)} and {CONFIG_FILE} to make one")
     with tempfile.TemporaryDirectory(prefix="autograder-course-") as scratch:
-        tmp = Path(scratch)
-        shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
-        shutil.copytree(source, tmp / "source" / assignment)
+        tmp = course.scratch(scratch)
+        shutil.copytree(source, tmp.folder("source", ".", assignment))
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
         result = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
-                                 "--force", "--log-level=ERROR"], cwd=tmp, capture_output=True, text=True,
+                                 "--force", "--log-level=ERROR"], cwd=tmp.root, capture_output=True, text=True,
                                 env=dict(os.environ, PATH=path), timeout=600)
         if result.returncode != 0:
             raise ValueError(f"nbgrader generate_assignment failed: {result.stderr[-500:]}")
-        yield tmp
+        yield tmp.root

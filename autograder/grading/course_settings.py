@@ -14,6 +14,12 @@ reads it through nbgrader's own classes, so what works for ``nbgrader autograde`
 
 A course root without ``nbgrader_config.py`` gets nbgrader's defaults, the layout nbgrader documents.
 The course root the grader was given wins over a ``c.CourseDirectory.root`` in the file.
+
+Every route reads the course through this one helper: ``course-autograde`` (:mod:`autograder.engines.cli`),
+grading on submit, the formgrader's Autograde and Generate Feedback, the grade policy and term records
+(:mod:`autograder.records`), the Gradescope bundle. Where a route grades in a throw-away copy of the
+course (:meth:`CourseSettings.scratch`), the copy keeps the instructor's folders and steps but has its
+own root and gradebook, so nothing it does reaches the course's.
 """
 
 from __future__ import annotations
@@ -25,21 +31,39 @@ from typing import Optional
 CONFIG_FILE = "nbgrader_config.py"
 
 
-def course_config(course_root):
-    """What ``nbgrader_config.py`` in ``course_root`` configures (a traitlets ``Config``; empty without one).
+def _config_file(folder):
+    """``nbgrader_config.py`` in ``folder`` as a traitlets ``Config`` (empty without one).
 
     The loader gets a logger of its own: without one, traitlets logs "Using default logger" at DEBUG
     into the log of whatever application is running (the formgrader's Autograde log)."""
     from traitlets.config import Config
     from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
-    if course_root is None or not (Path(course_root) / CONFIG_FILE).is_file():
+    if folder is None or not (Path(folder) / CONFIG_FILE).is_file():
         return Config()
     try:
-        return PyFileConfigLoader(CONFIG_FILE, path=str(course_root),
-                                  log=logging.getLogger(__name__)).load_config()
+        return PyFileConfigLoader(CONFIG_FILE, path=str(folder), log=logging.getLogger(__name__)).load_config()
     except ConfigFileNotFound:
         return Config()
+
+
+def course_config(course_root, jupyter_path: bool = False):
+    """What ``nbgrader_config.py`` in ``course_root`` configures (a traitlets ``Config``; empty without one).
+
+    ``jupyter_path``: first the ``nbgrader_config.py`` files on Jupyter's config path (``jupyter --paths``;
+    lowest priority first), as nbgrader's own commands read them: where the exchange is
+    (``c.Exchange.root``) is often set there, for every user of a machine or hub. Grading itself reads
+    the course root's file only, so a setting meant for another course never changes a grade."""
+    from traitlets.config import Config
+
+    config = Config()
+    if jupyter_path:
+        from jupyter_core.paths import jupyter_config_path
+
+        for folder in reversed(jupyter_config_path()):
+            config.merge(_config_file(folder))
+    config.merge(_config_file(course_root))
+    return config
 
 
 class CourseSettings:
@@ -64,11 +88,50 @@ class CourseSettings:
         prefix = "sqlite:///"
         return Path(self.db_url[len(prefix):]) if self.db_url.startswith(prefix) else None
 
+    def has_assignment(self, assignment: str) -> bool:
+        """Whether the gradebook exists and knows ``assignment``."""
+        from nbgrader.api import MissingEntry
+
+        from ..compat import open_gradebook
+
+        if self.gradebook_file is not None and not self.gradebook_file.is_file():
+            return False
+        with open_gradebook(self.db_url) as gb:
+            try:
+                gb.find_assignment(assignment)
+                return True
+            except MissingEntry:
+                return False
+
     def folder(self, step: str, student: str, assignment: str) -> Path:
         """Where nbgrader keeps ``step`` (``"submitted"``, ``"autograded"``, ``"feedback"``, ``"source"``,
         ``"release"``) of ``student``'s ``assignment`` (``"."`` for the instructor's own folders)."""
         directory = getattr(self.coursedir, f"{step}_directory")
         return Path(self.coursedir.format_path(directory, student, assignment))
+
+    def step_root(self, step: str) -> Path:
+        """The folder that holds every student's ``<student>/<assignment>/`` of ``step`` (``root/submitted``
+        in nbgrader's layout; the course's commands expect ``directory_structure`` to end in
+        ``{student_id}/{assignment_id}``, nbgrader's default)."""
+        return Path(self.coursedir.format_path(getattr(self.coursedir, f"{step}_directory"), ".", ".")).resolve()
+
+    def is_step_folder(self, folder, step: str) -> bool:
+        """Whether ``folder`` is this course's folder of ``step`` (e.g. what nbgrader collected)."""
+        return Path(folder).resolve() == self.step_root(step)
+
+    def scratch(self, folder) -> "CourseSettings":
+        """A throw-away course at ``folder`` configured as this one (folder names, nbgrader's steps, limits)
+        but with its own root and gradebook (``folder/gradebook.db``): ``nbgrader_config.py`` there loads
+        the instructor's and then pins ``root`` and ``db_url``, for this process and for nbgrader run there."""
+        folder = Path(folder).resolve()
+        lines = ["c = get_config()  # noqa: F821 -- a throw-away copy of a course (autograder/grading/course_settings.py)"]
+        own = self.root / CONFIG_FILE
+        if own.is_file():
+            lines.append(f"load_subconfig({str(own)!r})  # noqa: F821 -- the instructor's settings")
+        lines += [f"c.CourseDirectory.root = {str(folder)!r}",
+                  f"c.CourseDirectory.db_url = {'sqlite:///' + str(folder / 'gradebook.db')!r}"]
+        (folder / CONFIG_FILE).write_text("\n".join(lines) + "\n")
+        return CourseSettings(folder)
 
     def step(self, cls, **kwargs):
         """nbgrader's (or nbconvert's) step ``cls`` built with the instructor's configuration."""

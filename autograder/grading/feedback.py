@@ -207,29 +207,51 @@ class ScrubTestOutputs(compat.NbGraderStep):  # an nbgrader step: enabled by def
         return nb, resources
 
 
-def _preprocessors():
+def _course_config(course_root):
+    """The course's configuration (:mod:`autograder.grading.course_settings`), read once per process and root."""
+    from .course_settings import CourseSettings
+
+    key = str(course_root)
+    if key not in _CONFIGS:
+        _CONFIGS[key] = CourseSettings(course_root).config
+    return _CONFIGS[key]
+
+
+_CONFIGS: dict = {}
+
+
+def _preprocessors(course_root=None):
+    """The feedback steps, each built with the course's configuration (``c.ClearHiddenTests.*``,
+    ``c.GetGrades.*``, ...): ``c.GenerateFeedback.preprocessors`` of its ``nbgrader_config.py``, as
+    ``nbgrader generate_feedback`` runs them, else :data:`FEEDBACK_PREPROCESSORS`."""
+    from traitlets.config import Config
     from traitlets.utils.importstring import import_item
 
+    config = _course_config(course_root) if course_root is not None else Config()
+    listed = config.GenerateFeedback.get("preprocessors") if "GenerateFeedback" in config else None
     found = []
-    for dotted in FEEDBACK_PREPROCESSORS:
+    for step in listed or FEEDBACK_PREPROCESSORS:
+        dotted = step if isinstance(step, str) else f"{step.__module__}.{step.__name__}"
         if dotted in _RENDER_ONLY:
             continue
         try:
-            found.append(import_item(dotted)())
+            cls = import_item(step) if isinstance(step, str) else step
         except ImportError:  # the workbook's derivation hook is optional
             continue
+        found.append(cls(config=config))
     return found
 
 
 def feedback_notebook(nb, resources: dict, verdicts: Dict[str, "Verdict"], gradebook_lock=None):
-    """The feedback notebook (a copy); needs the gradebook (``resources['nbgrader']``).
+    """The feedback notebook (a copy); needs the gradebook (``resources['nbgrader']``; its ``course_root``,
+    when given, configures the steps).
 
     Only ``GetGrades`` reads the gradebook, so only it runs under ``gradebook_lock``
     (when given); the other steps run in parallel with other workers.
     """
     nb = copy.deepcopy(nb)
     resources = copy.deepcopy(resources)
-    for pp in _preprocessors():
+    for pp in _preprocessors(resources.get("nbgrader", {}).get("course_root")):
         if type(pp).__name__ in _READS_GRADEBOOK and gradebook_lock is not None:
             with gradebook_lock:
                 nb, resources = pp.preprocess(nb, resources)

@@ -165,7 +165,8 @@ class Grader(Configurable, GradebookSteps, Execution, Judging):
         return {"unique_key": self.assignment.notebook,
                 "metadata": {"name": self.assignment.notebook, "path": str(folder)},
                 "nbgrader": {"student": student, "assignment": self.assignment_name,
-                             "notebook": self.assignment.notebook, "db_url": self.db_url}}
+                             "notebook": self.assignment.notebook, "db_url": self.db_url,
+                             "course_root": str(self.root)}}  # feedback's steps read its configuration
 
 
     # ------------------------------------------------------------------ one submission

@@ -269,11 +269,9 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
     if uid is not None and warm.zygote() is not None:
         root = Path(str(work) + "-root")  # the mount point of the sandbox's own root file system
         root.mkdir(mode=0o700)
-        warm_request = {
-            "root": str(root), "work": str(work), "uid": uid, "scratch": sandbox.SCRATCH,
-            "scratch_input": sandbox.SCRATCH_INPUT, "scratch_bytes": limits.scratch_bytes,
-            "read_only": sandbox.readable_paths(True), "writable": [str(sockets)],
-            "env": sandbox.sandbox_env(sandbox.SCRATCH, student), "rlimits": sandbox.rlimits(limits)}
+        # the same sandbox bwrap would build (one policy: autograder/isolation/policy.py)
+        warm_request = warm.request(sandbox.policy(str(work), uid, limits, [str(sockets)], student=student),
+                                    str(root))
     km = SandboxedKernelManager(prefix=prefix, sockets_dir=sockets, uid=uid, context=context,
                                 warm_request=warm_request)
     # half the budget per stream: JSON escaping can grow text up to 6x and still fit one message

@@ -16,13 +16,14 @@ What a sandboxed run gets (see README, "Isolation"):
   (:func:`slot_uid`), so the process-count limit counts this submission only, and
   no capabilities;
 * rlimits (``prlimit``): address space, processes, CPU seconds, file size,
-  open files, no core dumps; a wall-clock limit per cell (nbclient) and per
+  open files, no core dumps (:data:`autograder.isolation.policy.RLIMITS`); a wall-clock limit per cell (nbclient) and per
   submission (the parent kills the whole tree).
 
 If bubblewrap is missing or cannot create namespaces, :func:`probe` says so
 and the grader falls back to rlimits only, with a loud warning. A root grader's
-kernels are forked by :mod:`autograder.isolation.warm` into a sandbox with the same
-namespaces, allow-list, limits and uid, built in the child instead of by bwrap.
+kernels are forked by :mod:`autograder.isolation.warm` into a sandbox built in the child instead of by
+bwrap. Both build the one :class:`~autograder.isolation.policy.Policy` that :func:`policy` returns
+(namespaces, mounts, rlimits, environment, uid): neither keeps its own copy.
 """
 
 from __future__ import annotations
@@ -39,12 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from . import policy as declared
 from .limits import GradingLimits, MiB
-
-#: where the scratch copy appears inside the sandbox (a tmpfs of ``Limits.scratch_bytes``)
-SCRATCH = "/scratch"
-#: the read-only view of the prepared scratch folder that /scratch is filled from
-SCRATCH_INPUT = "/scratch-input"
+from .policy import SCRATCH, SCRATCH_INPUT, Policy
 #: first user id handed to worker slots when running as root
 FIRST_SLOT_UID = 61000
 #: user ids a root grader may claim for its slots: FIRST_SLOT_UID .. FIRST_SLOT_UID + SLOT_UIDS - 1
@@ -211,6 +209,62 @@ def _parents(path: str) -> List[str]:
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
+def policy(scratch_dir: str, uid: Optional[int], limits: Optional[Limits] = None, extra_binds: Sequence[str] = (),
+           course_visible: bool = True, student: Optional[str] = None, shared_memory: bool = False) -> Policy:
+    """The sandbox of one run (:mod:`autograder.isolation.policy`): the allow-list read-only, ``extra_binds``
+    (the kernel's IPC sockets and connection file) writable, the packages hidden when not
+    ``course_visible``, a copy of ``scratch_dir`` as /scratch, ``limits``' rlimits, the clean environment
+    and ``uid`` (a root grader's slot)."""
+    limits = limits or Limits()
+    return Policy(
+        mounts=declared.mounts(scratch_dir, readable_paths(course_visible), extra_binds,
+                               () if course_visible else hidden_package_dirs(), limits.scratch_bytes,
+                               shared_memory),
+        namespaces=declared.NAMESPACES, rlimits=declared.rlimits(limits), env=sandbox_env(SCRATCH, student),
+        uid=uid)
+
+
+def _bwrap_mount(mount, made: set) -> List[str]:
+    """``mount`` as bwrap's options; a bound path's parent folders are made first (once each)."""
+    args: List[str] = []
+    if mount.kind in ("ro-bind", "bind") and mount.target == mount.source:
+        for parent in _parents(mount.target):
+            if parent not in made and parent not in _SYSTEM_DIRS:
+                args += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+    if mount.kind in ("ro-bind", "bind"):
+        return args + [f"--{mount.kind}", mount.source, mount.target]
+    if mount.mode is not None:
+        args += ["--perms", f"{mount.mode:04o}"]
+    if mount.size is not None:
+        args += ["--size", str(mount.size)]
+    return args + [f"--{mount.kind}", mount.target]
+
+
+def bwrap_args(rule: Policy) -> List[str]:
+    """``rule`` as bwrap's command line up to ``--`` (then ``setpriv`` to its uid, if any)."""
+    cmd, made = ["bwrap"], set()
+    for mount in rule.mounts:
+        cmd += _bwrap_mount(mount, made)
+    cmd += [("--unshare-cgroup-try" if ns == "cgroup" else f"--unshare-{ns}") for ns in rule.namespaces]
+    cmd += ["--die-with-parent", "--new-session", "--chdir", rule.cwd, "--clearenv"]
+    if rule.uid is None:  # unprivileged bwrap: a user namespace of our own
+        cmd += ["--unshare-user"]
+    for key, value in rule.env.items():
+        cmd += ["--setenv", key, value]
+    cmd += ["--"]
+    if rule.uid is not None:  # privileged bwrap: drop to the slot's own uid before any student code
+        cmd += ["setpriv", f"--reuid={rule.uid}", f"--regid={rule.uid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return cmd
+
+
+def _fill_and_run(inner: List[str]) -> List[str]:
+    # /scratch is a size-capped tmpfs (no submission can fill the disk, however many files it
+    # writes), filled from a read-only view of the scratch copy before the kernel starts
+    return ["/bin/sh", "-c", f'cp -R {SCRATCH_INPUT}/. {SCRATCH}/ && exec "$@"', "sandbox-fill", *inner]
+
+
 def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
                   extra_binds: Sequence[str] = (), scratch_bytes: int = 512 * 2**20,
                   course_visible: bool = True, student: Optional[str] = None, shared_memory: bool = False) -> List[str]:
@@ -221,51 +275,25 @@ def bwrap_command(scratch_dir: str, inner: List[str], uid: Optional[int],
     ``course`` and ``autograder`` packages out of the file system. ``shared_memory`` gives the run a
     writable ``/dev/shm`` of its own, capped like the scratch (MPI ranks on one machine talk through it).
     """
-    cmd = ["bwrap"]
-    made = set()
-    binds = ([("--ro-bind", path) for path in readable_paths(course_visible)]
-             + [("--bind", path) for path in extra_binds])
-    for how, path in binds:  # each at its own path, its parent folders made first
-        for parent in _parents(path):
-            if parent not in made and parent not in _SYSTEM_DIRS:
-                cmd += ["--perms", "0755", "--dir", parent]
-                made.add(parent)
-        cmd += [how, path, path]
-    for path in () if course_visible else hidden_package_dirs():
-        cmd += ["--tmpfs", path]
-    # /scratch is a size-capped tmpfs (no submission can fill the disk, however many files it
-    # writes), filled from a read-only view of the scratch copy before the kernel starts
-    cmd += ["--perms", "0777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
-            "--ro-bind", scratch_dir, SCRATCH_INPUT, "--dev", "/dev", "--proc", "/proc"]
-    if shared_memory:
-        cmd += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", "/dev/shm"]
-    cmd += [
-            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--chdir", SCRATCH, "--clearenv"]
-    if uid is None:  # unprivileged bwrap: a user namespace of our own
-        cmd += ["--unshare-user"]
-    for key, value in sandbox_env(SCRATCH, student).items():
-        cmd += ["--setenv", key, value]
-    cmd += ["--"]
-    if uid is not None:  # privileged bwrap: drop to the slot's own uid before any student code
-        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    cmd += ["/bin/sh", "-c", f'cp -R {SCRATCH_INPUT}/. {SCRATCH}/ && exec "$@"', "sandbox-fill"]
-    return cmd + inner
+    rule = policy(scratch_dir, uid, Limits(scratch_bytes=scratch_bytes), extra_binds, course_visible, student,
+                  shared_memory)
+    return bwrap_args(rule) + _fill_and_run(inner)
+
+
+def _prlimit(rlimits: Dict[str, int]) -> List[str]:
+    options = {name: option for name, option, _ in declared.RLIMITS}
+    return ["prlimit", *(f"--{options[name]}={value}" for name, value in rlimits.items()), "--"]
 
 
 def prlimit_prefix(limits: Limits) -> List[str]:
-    return ["prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
-            f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_bytes}",
-            f"--nofile={limits.open_files}", "--core=0", "--"]
+    """``prlimit`` with ``limits``' rlimits (:data:`autograder.isolation.policy.RLIMITS`)."""
+    return _prlimit(declared.rlimits(limits))
 
 
 def rlimits(limits: Limits) -> Dict[str, int]:
     """The limits of :func:`prlimit_prefix` as ``resource`` names (soft = hard), for a sandbox
     that sets them itself (:mod:`autograder.isolation.warm`)."""
-    return {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_NPROC": limits.processes,
-            "RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_FSIZE": limits.file_bytes,
-            "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
+    return declared.rlimits(limits)
 
 
 @functools.lru_cache(maxsize=None)
@@ -299,8 +327,8 @@ def command(scratch_dir: str, inner: List[str], limits: Limits, slot: int, use_b
     if not use_bwrap:
         return prlimit_prefix(limits) + inner
     uid = slot_uid(slot) if os.geteuid() == 0 else None
-    return prlimit_prefix(limits) + bwrap_command(scratch_dir, inner, uid, extra_binds, limits.scratch_bytes,
-                                                  course_visible, student, shared_memory)
+    rule = policy(scratch_dir, uid, limits, extra_binds, course_visible, student, shared_memory)
+    return _prlimit(rule.rlimits) + bwrap_args(rule) + _fill_and_run(inner)
 
 
 def prepare_scratch(scratch_dir: Path, slot: int, use_bwrap: bool) -> None:

@@ -9,16 +9,17 @@ holds nothing of the grader. Per submission it forks, and the fork isolates itse
 :mod:`autograder.isolation.sandbox` isolates a kernel that bwrap starts (same namespaces, file system,
 limits, uid), before a line of the student's notebook runs:
 
-* ``A`` (the fork, root, outside the sandbox) starts a new session, unshares the mount, PID,
-  network, IPC, UTS and cgroup namespaces and forks ``B``; it only waits. Killing ``A`` (the
+* ``A`` (the fork, root, outside the sandbox) starts a new session, unshares the mount namespace and
+  the policy's (PID, network, IPC, UTS and cgroup) and forks ``B``; it only waits. Killing ``A`` (the
   grader's deadline) kills ``B`` (parent-death signal, and a pipe ``B`` checks) and with it,
   as PID 1 of the new PID namespace, every process the notebook started.
-* ``B`` (PID 1) builds the file system on a fresh tmpfs and pivots into it: the allow-list of
-  :func:`autograder.isolation.sandbox.readable_paths` bound read-only (every submount re-mounted read-only
+* ``B`` (PID 1) builds the file system on a fresh tmpfs and pivots into it, from the mount table of
+  the sandbox's :class:`~autograder.isolation.policy.Policy` (:func:`autograder.isolation.sandbox.policy`,
+  what bwrap builds too): the allow-list bound read-only (every submount re-mounted read-only
   too), the kernel's socket folder bound read-write, ``/scratch`` a tmpfs capped at
   ``Limits.scratch_bytes``, ``/scratch-input`` the prepared scratch copy read-only, a minimal
   ``/dev`` and a ``/proc`` of the new PID namespace; loopback up, no other network. It sets the
-  rlimits of :func:`autograder.isolation.sandbox.prlimit_prefix`, drops every capability (bounding set,
+  policy's rlimits, drops every capability (bounding set,
   inheritable, ambient) and becomes the worker slot's own uid with no supplementary groups and
   ``no_new_privs``. Then it forks ``C`` and reaps until ``C`` ends.
 * ``C`` starts its own session, closes every inherited descriptor, copies ``/scratch-input``
@@ -44,6 +45,8 @@ import subprocess
 import sys
 import threading
 from typing import Optional
+
+from .policy import SCRATCH, SCRATCH_INPUT
 
 #: what the zygote imports before it forks, besides the course (:func:`preload`): what a kernel imports anyway
 KERNEL_PRELOAD = ("numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
@@ -76,6 +79,26 @@ _IMPORT_ENV: dict = {}
 _KEEP_FLAGS = 8 | 16 | 1024 | 2048 | 4096  # noexec, synchronous, noatime, nodiratime, relatime
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+#: the kernel's knobs under /proc, read-only in the sandbox (as bwrap's --proc)
+_PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus")
+#: the clone flag of each namespace a policy names (:data:`autograder.isolation.policy.NAMESPACES`)
+CLONE_FLAGS = {"mount": CLONE_NEWNS, "pid": CLONE_NEWPID, "net": CLONE_NEWNET, "ipc": CLONE_NEWIPC,
+               "uts": CLONE_NEWUTS, "cgroup": CLONE_NEWCGROUP}
+
+
+def unshare_flags(namespaces) -> int:
+    """The ``unshare`` flags of a new mount namespace and of each of ``namespaces``."""
+    flags = CLONE_NEWNS
+    for name in namespaces:
+        flags |= CLONE_FLAGS[name]
+    return flags
+
+
+def request(rule, root: str, **extra) -> dict:
+    """What the zygote's fork needs to build the sandbox ``rule`` (an
+    :class:`autograder.isolation.policy.Policy`) with its own root file system mounted at ``root``."""
+    return {"root": root, "mounts": rule.mount_table(), "namespaces": list(rule.namespaces),
+            "rlimits": dict(rule.rlimits), "env": dict(rule.env), "uid": rule.uid, "cwd": rule.cwd, **extra}
 
 
 # ---------------------------------------------------------------------------------- the child side
@@ -97,7 +120,7 @@ def _mount(libc, source, target, fstype, flags, data=None) -> None:
            f"mount {target}")
 
 
-def _bind(libc, root: str, src: str, dest: str, writable: bool) -> None:
+def _bind(libc, root: str, src: str, dest: str) -> None:
     target = root + dest
     for parent in _parents(dest):
         path = root + parent
@@ -134,25 +157,15 @@ def _loopback_up() -> None:
         fcntl.ioctl(s, 0x8914, struct.pack("16sh", b"lo", flags | 0x1 | 0x40))  # IFF_UP | IFF_RUNNING
 
 
-def _build_root(libc, req: dict) -> None:
-    """B: the sandbox's file system on a fresh tmpfs at ``req['root']``, then pivot into it."""
-    root = req["root"]
-    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing propagates back to the host
-    _mount(libc, "tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    os.mkdir(root + "/proc", 0o555)
-    _mount(libc, "proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    for path in req["read_only"]:
-        _bind(libc, root, path, path, writable=False)
-    for path in req["writable"]:
-        _bind(libc, root, path, path, writable=True)
-        _mount(libc, None, root + path, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
-    os.mkdir(root + req["scratch"], 0o777)
-    _mount(libc, "tmpfs", root + req["scratch"], "tmpfs", MS_NOSUID | MS_NODEV,
-           f"size={int(req['scratch_bytes'])},mode=0777")
-    _bind(libc, root, req["work"], req["scratch_input"], writable=False)
-    dev = root + "/dev"
-    os.mkdir(dev, 0o755)
-    _mount(libc, "tmpfs", dev, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+def _tmpfs(libc, path: str, mode: int, size=None) -> None:
+    os.makedirs(path, mode=mode, exist_ok=True)
+    _mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV,
+           f"mode={mode:04o}" + (f",size={int(size)}" if size is not None else ""))
+
+
+def _minimal_dev(libc, dev: str) -> None:
+    """A ``/dev`` as bwrap's ``--dev``: a few devices, the standard links, ``shm`` and a fresh ``pts``."""
+    _tmpfs(libc, dev, 0o755)
     for name in _DEVICES:
         if os.path.exists("/dev/" + name):
             open(f"{dev}/{name}", "a").close()
@@ -168,13 +181,45 @@ def _build_root(libc, req: dict) -> None:
         _mount(libc, "devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
     except OSError:
         pass
-    for name in ("sys", "sysrq-trigger", "irq", "bus"):  # as bwrap: the kernel's knobs read-only
+
+
+def _proc(libc, proc: str) -> None:
+    """The new PID namespace's ``/proc``, the kernel's knobs in it bound over themselves (made read-only
+    with the rest), as bwrap's ``--proc``."""
+    os.makedirs(proc, 0o555, exist_ok=True)
+    _mount(libc, "proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name in _PROC_READ_ONLY:
         try:
-            _mount(libc, f"{root}/proc/{name}", f"{root}/proc/{name}", None, MS_BIND | MS_REC)
+            _mount(libc, f"{proc}/{name}", f"{proc}/{name}", None, MS_BIND | MS_REC)
         except OSError:
             continue
-    _remount_read_only(libc, root, list(req["read_only"]) + [req["scratch_input"]]
-                       + [f"/proc/{name}" for name in ("sys", "sysrq-trigger", "irq", "bus")])
+
+
+def _build_root(libc, req: dict) -> None:
+    """B: the sandbox's file system (the policy's mount table, :mod:`autograder.isolation.policy`) on a
+    fresh tmpfs at ``req['root']``, then pivot into it."""
+    root = req["root"]
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing propagates back to the host
+    _mount(libc, "tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    read_only = []
+    for mount in req["mounts"]:
+        kind, target = mount["kind"], mount["target"]
+        if kind in ("ro-bind", "bind"):
+            _bind(libc, root, mount["source"], target)
+            if kind == "ro-bind":
+                read_only.append(target)  # with every submount, once all are in place
+            else:
+                _mount(libc, None, root + target, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+        elif kind == "tmpfs":
+            _tmpfs(libc, root + target, mount["mode"] if mount["mode"] is not None else 0o755, mount["size"])
+        elif kind == "dev":
+            _minimal_dev(libc, root + target)
+        elif kind == "proc":
+            _proc(libc, root + target)
+            read_only += [f"{target}/{name}" for name in _PROC_READ_ONLY]
+        else:
+            raise ValueError(f"unknown mount kind {kind!r}")
+    _remount_read_only(libc, root, read_only)
     os.chmod(root + "/proc", 0o555)
     os.chdir(root)
     _check(libc.syscall(_PIVOT_ROOT[platform.machine()], b".", b"."), "pivot_root")
@@ -231,10 +276,10 @@ def _kernel(req: dict) -> None:
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.closerange(3, 1 << 16)
-    _copy_tree(req["scratch_input"], req["scratch"])
-    os.chdir(req["scratch"])
+    _copy_tree(SCRATCH_INPUT, SCRATCH)
+    os.chdir(req["cwd"])
     os.environ.clear()
-    os.environ.update(req["env"], PWD=req["scratch"])
+    os.environ.update(req["env"], PWD=req["cwd"])
     for key, value in _IMPORT_ENV.items():  # what the preloaded imports set, as they would have here
         os.environ.setdefault(key, value)
     import random
@@ -262,8 +307,7 @@ def _child(req: dict) -> None:
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         libc = _libc()
-        _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-                            | CLONE_NEWCGROUP), "unshare")
+        _check(libc.unshare(unshare_flags(req["namespaces"])), "unshare")
         alive_r, alive_w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -528,12 +572,9 @@ def _self_test(z: Zygote) -> Optional[str]:
             uid = sandbox.slot_uid(0)
             sandbox.prepare_scratch(work, 0, use_bwrap=True)
             os.chown(sockets, uid, uid)
-            process = z.spawn({
-                "root": str(root), "work": str(work), "uid": uid, "scratch": sandbox.SCRATCH,
-                "scratch_input": sandbox.SCRATCH_INPUT, "scratch_bytes": 2**20,
-                "read_only": sandbox.readable_paths(True), "writable": [str(sockets)],
-                "env": sandbox.sandbox_env(sandbox.SCRATCH), "rlimits": sandbox.rlimits(sandbox.Limits()),
-                "probe": str(sockets / "ok"), "connection_file": "", "arguments": []})
+            rule = sandbox.policy(str(work), uid, sandbox.Limits(scratch_bytes=2**20), [str(sockets)])
+            process = z.spawn(request(rule, str(root), probe=str(sockets / "ok"), connection_file="",
+                                      arguments=[]))
             try:
                 process.wait(timeout=60)
             finally:

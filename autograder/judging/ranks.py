@@ -19,17 +19,13 @@ with a reason, the process group is killed, and the notebook's other parts are g
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
-import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from ..isolation import sandbox
+from ..isolation import launch, sandbox
 
 #: prefix of the judge rank's answer line
 RESULT_MARK = "RANKS-RESULT"
@@ -96,24 +92,10 @@ def evaluate_part(part: Any, sources: Sequence[str], work: Path, *, seed: int, l
     inner = [mpiexec(), "-n", str(ranks_needed(probes) + 1), sandbox.python_executable(), "-I",
              str(inside / name / "ranks_runner.py"), str(inside / name)]
     cmd = sandbox.command(str(work), inner, limits, slot, use_bwrap, course_visible=False, shared_memory=True)
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} if use_bwrap else sandbox.sandbox_env(str(work))
     limit = min(float(timeout), LAUNCH_SECONDS + per_probe * len(every))
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            cwd=str(work), env=env, start_new_session=True)
-    received = bytearray()
-
-    def read() -> None:
-        while True:
-            chunk = proc.stdout.read1(65536)
-            if not chunk:
-                return
-            if len(received) + len(chunk) > MAX_ANSWER_BYTES:
-                received.clear()
-                return
-            received.extend(chunk)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    proc = launch.start(cmd, work, use_bwrap)
+    output = launch.Output(proc, MAX_ANSWER_BYTES)  # more than an honest answer could be: nothing is read
+    received = output.received
     head = f"{RESULT_MARK} {nonce} ".encode()
     deadline = time.monotonic() + limit
     state = "ended"
@@ -122,15 +104,15 @@ def evaluate_part(part: Any, sources: Sequence[str], work: Path, *, seed: int, l
             state = "answered"
             break
         if proc.poll() is not None:
-            reader.join(timeout=2)
+            output.join(timeout=2)
             state = "answered" if head in received else "ended"
             break
         if time.monotonic() > deadline:
             state = "timeout"
             break
         time.sleep(0.05)
-    _kill(proc)
-    reader.join(timeout=5)
+    launch.kill(proc)
+    output.join(timeout=5)
     shutil.rmtree(room, ignore_errors=True)
     harvest = parse(bytes(received), nonce, every)
     if harvest is None:
@@ -199,12 +181,3 @@ def parse(stdout: bytes, nonce: str, probes: Sequence[dict]) -> Optional[Dict[st
     return {"probes": runs, "failure": failure}
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass

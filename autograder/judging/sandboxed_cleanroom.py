@@ -47,12 +47,11 @@ import json
 import secrets
 import shutil
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..isolation import sandbox
+from ..isolation import launch, sandbox
 
 # The clean room's program and stand-in package are the engine's, so the visible check runs the very
 # same program on the student's cells (course.assess.cleanroom_protocol).
@@ -321,27 +320,9 @@ def _run_room(sources: List[str], work: Path, attempt: int, *, split: Dict[str, 
     inner = [sandbox.python_executable(), "-I", str(inside / name / "runner.py"),
              str(inside / name / "cells.json"), str(inside / name / "stub"), str(cell_timeout)]
     cmd = sandbox.command(str(work), inner, limits, slot, use_bwrap, course_visible=False)
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} if use_bwrap else sandbox.sandbox_env(str(work))
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            cwd=str(work), env=env, start_new_session=True)
-    received = bytearray()
-    heard = [time.monotonic()]  # when the clean room last wrote anything
-
-    def read() -> None:
-        while True:
-            chunk = proc.stdout.read1(65536)
-            if not chunk:
-                return
-            if len(received) + len(chunk) > MAX_RESULT_BYTES:
-                _kill(proc)  # more than an honest answer could be: nothing is read
-                received.clear()
-                received.extend(b"!")
-                return
-            received.extend(chunk)
-            heard[0] = time.monotonic()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    proc = launch.start(cmd, work, use_bwrap, stdin=subprocess.PIPE)
+    output = launch.Output(proc, MAX_RESULT_BYTES, on_overflow=_overflowed)
+    received = output.received
     state = "ok"
     try:
         proc.stdin.write((json.dumps(request) + "\n").encode())
@@ -362,12 +343,12 @@ def _run_room(sources: List[str], work: Path, attempt: int, *, split: Dict[str, 
         if answered_at is not None and now - answered_at > AFTER_ANSWER:
             break
         where = _progress(snapshot, nonce)
-        if where is not None and where[0] == "cell" and now - heard[0] > cell_timeout + 2 + STALL_MARGIN:
+        if where is not None and where[0] == "cell" and now - output.heard > cell_timeout + 2 + STALL_MARGIN:
             state = "stalled"  # the checkpoint would have killed the cell by now: it was stopped
             break
         time.sleep(0.05)
-    _kill(proc)
-    reader.join(timeout=5)
+    launch.kill(proc)
+    output.join(timeout=5)
     data = parse(bytes(received), nonce, parts) if state != "timeout" or answered_at else None
     if data is None and state != "timeout":
         state = "no_result"
@@ -377,15 +358,8 @@ def _run_room(sources: List[str], work: Path, attempt: int, *, split: Dict[str, 
     return {"data": data, "state": state, "where": where}
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    import os
-    import signal
+def _overflowed(output: "launch.Output") -> None:
+    """More than an honest answer could be: the run is killed and nothing is read (``!``, no answer)."""
+    launch.kill(output.proc)
+    output.received.extend(b"!")
 
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass

@@ -1,8 +1,9 @@
 """Where the course's nbgrader exchange is, read from its configuration without changing folder.
 
 ``course_config`` reads ``nbgrader_config.py`` as nbgrader does (the Jupyter config path, then the
-course root's own file), but from ``root`` given, never through ``os.chdir``: the grading-on-submit
-service and the formgrader's server run threads, and a folder change is the whole process's.
+course root's own file: :func:`autograder.grading.course_settings.course_config`), but from ``root``
+given, never through ``os.chdir``: the grading-on-submit service and the formgrader's server run
+threads, and a folder change is the whole process's.
 """
 
 from __future__ import annotations
@@ -13,15 +14,9 @@ from pathlib import Path
 
 def course_config(root):
     """The course's nbgrader configuration (Jupyter config path first, then ``root/nbgrader_config.py``)."""
-    from jupyter_core.application import JupyterApp
-    from nbgrader.apps import NbGrader
+    from ..grading.course_settings import course_config as read
 
-    app = NbGrader()
-    app.load_cwd_config = False
-    app.log.setLevel("ERROR")  # "no nbgrader_config.py on the Jupyter path" is expected: the course's is below
-    app.load_config_file()
-    super(JupyterApp, app).load_config_file("nbgrader_config", str(Path(root).resolve()))
-    return app.config
+    return read(Path(root).resolve(), jupyter_path=True)
 
 
 def exchange_course(root) -> Path:

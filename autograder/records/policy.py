@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional
 
+from ..grading.course_settings import CourseSettings
 from . import late, term
 
 FILE = "policy.json"
@@ -86,11 +87,12 @@ def _legacy(root, assignment: str) -> dict:
 
 def gradebook_due(root, assignment: str) -> Optional[datetime]:
     """The due date nbgrader's gradebook has for ``assignment`` (``None`` if no gradebook or none set)."""
-    if not (Path(root) / "gradebook.db").is_file():
+    course = CourseSettings(root)
+    if course.gradebook_file is not None and not course.gradebook_file.is_file():
         return None
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(f"sqlite:///{Path(root) / 'gradebook.db'}") as gb:
+    with Gradebook(course.db_url) as gb:
         try:
             duedate = gb.find_assignment(assignment).duedate
         except MissingEntry:
@@ -152,11 +154,12 @@ def change(root, assignment: str, *, due: Optional[str] = None, clear_due: bool 
 
 def _due_into_gradebook(root, assignment: str, due: Optional[datetime]) -> None:
     """The formgrader and nbgrader show the policy's due date (when the assignment is in the gradebook)."""
-    if not (Path(root) / "gradebook.db").is_file():
+    course = CourseSettings(root)
+    if course.gradebook_file is not None and not course.gradebook_file.is_file():
         return
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(f"sqlite:///{Path(root) / 'gradebook.db'}") as gb:
+    with Gradebook(course.db_url) as gb:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:
@@ -211,7 +214,7 @@ _FINAL = re.compile(r"final score ([0-9]+(?:\.[0-9]+)?)")
 def released_score(root, assignment: str, student: str) -> Optional[float]:
     """The score of the feedback ``nbgrader release_feedback`` released to ``student`` (its late
     block's final score, else its total), ``None`` if none was released or it cannot be found."""
-    folder = Path(root) / "feedback" / student / assignment
+    folder = CourseSettings(root).folder("feedback", student, assignment)
     secret = folder / "submission_secret.txt"
     if not secret.is_file():
         return None

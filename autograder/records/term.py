@@ -288,13 +288,19 @@ def late_html(late: dict) -> str:
             + " ".join(html.escape(line) for line in lines) + f"</div>{_LATE_END}")
 
 
-def add_late_notes(feedback_root, assignment: str, rows: List[dict]) -> int:
-    """Put each student's late-policy block at the top of their feedback page(s) under
-    ``feedback_root/<student>/<assignment>/`` (replacing an older one); returns pages changed."""
+def add_late_notes(root, assignment: str, rows: List[dict], feedback_root=None) -> int:
+    """Put each student's late-policy block at the top of their feedback page(s) (replacing an older
+    one): in the course root's feedback folder (``c.CourseDirectory.feedback_directory`` of its
+    ``nbgrader_config.py``), or under ``feedback_root/<student>/<assignment>/`` for feedback graded
+    outside the course (``course-autograde class --out``); returns pages changed."""
+    from ..grading.course_settings import CourseSettings
+
+    course = CourseSettings(root) if feedback_root is None else None
     changed = 0
     for row in rows:
         block = late_html(row.get("late") or {})
-        folder = Path(feedback_root) / row["student"] / assignment
+        folder = (course.folder("feedback", row["student"], assignment) if course is not None
+                  else Path(feedback_root) / row["student"] / assignment)
         for page in sorted(folder.glob("*.html")) if folder.is_dir() else []:
             text = page.read_text(encoding="utf-8")
             start, end = text.find(_LATE_START), text.find(_LATE_END)

@@ -148,7 +148,9 @@ def read_ledgers(folder: Optional[Path]) -> Dict[str, dict]:
 def _feedback_link(course_root: Optional[Path], out_dir: Path, student: str, assignment: str) -> Optional[str]:
     if course_root is None:
         return None
-    folder = Path(course_root) / "feedback" / student / assignment
+    from ..grading.course_settings import CourseSettings
+
+    folder = CourseSettings(course_root).folder("feedback", student, assignment)
     pages = sorted(folder.glob("*.html")) if folder.is_dir() else []
     return os.path.relpath(pages[0], out_dir) if pages else None
 
@@ -167,8 +169,25 @@ def assignment_report(grades: dict, predictions: Dict[str, dict], ledgers: Dict[
     declared = catalog.parts(name)
     order = list(declared) + sorted({p["part"] for r in rows for p in r["parts"]} - set(declared))
     by_student = {r["student"]: {p["part"]: p for p in r["parts"]} for r in rows}
+    parts = _part_entries(name, order, counted, by_student)
+    locks, versus = [], []
+    for lock in catalog.locks(name):
+        chosen = {r["student"]: _option(lock, predictions.get(r["student"], {}).get(lock["key"])) for r in counted}
+        locks.append(_lock_entry(lock, chosen))
+        versus.append(_prediction_vs_outcome(lock, chosen, parts, counted, by_student))
+    by_key = {lock["key"]: lock for lock in catalog.locks(name)}
+    students = [_student_entry(r, {k: _option(by_key[k], predictions.get(r["student"], {}).get(k))
+                                   for k in by_key}, _feedback_link(course_root, out_dir, r["student"], name))
+                for r in rows]
+    return {**info, "seed": grades.get("seed"), "shard": grades.get("shard"), "students_total": len(rows),
+            "counted": len(counted), "excluded": len(rows) - len(counted), "locks": locks, "parts": parts,
+            "prediction_vs_outcome": versus, "students": students,
+            "ledger": ledger_summary(name, ledgers, {r["student"] for r in rows})}
 
-    # -- per graded part ----------------------------------------------------------------
+
+def _part_entries(name: str, order: List[str], counted: List[dict], by_student: Dict[str, dict]) -> List[dict]:
+    """Per graded part (in ``order``) over the ``counted`` students: its item statistics and the classes of
+    wrong answers, or, for a part graded by hand, how many wait for a grade."""
     auto_ids = [gid for gid in order
                 if any(gid in by_student[r["student"]] for r in counted)
                 and all(by_student[r["student"]].get(gid, {}).get("points") is not None for r in counted)]
@@ -201,59 +220,56 @@ def assignment_report(grades: dict, predictions: Dict[str, dict], ledgers: Dict[
                      item_total=stats.item_total(points, totals),
                      wrong=[{"class": k, "count": v} for k, v in sorted(wrong.items(), key=lambda kv: (-kv[1], kv[0]))])
         parts.append(entry)
+    return parts
 
-    # -- per lock, and prediction versus outcome ------------------------------------------
-    locks, versus = [], []
-    for lock in catalog.locks(name):
-        chosen = {r["student"]: _option(lock, predictions.get(r["student"], {}).get(lock["key"])) for r in counted}
-        options = [{"option": o, "text": text, "correct": o == lock["correct"],
-                    "count": sum(1 for v in chosen.values() if v == o)} for o, text in lock["options"].items()]
-        locked = sum(1 for v in chosen.values() if v is not None)
-        right = sum(1 for v in chosen.values() if v == lock["correct"])
-        locks.append({**{k: lock[k] for k in ("key", "act", "act_title", "question", "correct", "explanation")},
-                      "options": options, "students": len(chosen), "locked": locked, "no_prediction": len(chosen) - locked,
-                      "not_an_option": sum(1 for v in chosen.values() if v is not None and v not in lock["options"]),
-                      "right": right, "share_right": right / locked if locked else None})
-        act_parts = [p["grade_id"] for p in parts if p["act"] == lock["act"] and not p["lock"] and not p["graded_by_hand"]]
-        groups: Dict[str, List[float]] = {"right": [], "wrong": [], "none": []}
-        by_option: Dict[str, List[float]] = {}
-        for r in counted:
-            mine = by_student[r["student"]]
-            score = _share(sum(mine[g]["points"] for g in act_parts if g in mine),
-                           sum(mine[g]["max_points"] for g in act_parts if g in mine))
-            value = chosen[r["student"]]
-            group = "none" if value is None else ("right" if value == lock["correct"] else "wrong")
-            groups[group].append(score)
-            if value is not None:
-                by_option.setdefault(str(value), []).append(score)
-        summary = {g: {"students": len(v), "mean_share": stats.mean(v)} for g, v in groups.items()}
-        difference = (summary["right"]["mean_share"] - summary["wrong"]["mean_share"]
-                      if summary["right"]["students"] and summary["wrong"]["students"] else None)
-        versus.append({"key": lock["key"], "act": lock["act"], "act_title": lock["act_title"], "parts": act_parts,
-                       **summary, "difference": difference,
-                       "by_option": {o: {"students": len(v), "mean_share": stats.mean(v)}
-                                     for o, v in sorted(by_option.items())}})
 
-    # -- per student (instructor only) ----------------------------------------------------
-    students = []
-    lock_keys = [lock["key"] for lock in locks]
-    by_key = {lock["key"]: lock for lock in catalog.locks(name)}
-    for r in rows:
-        late = r.get("late") or {}
-        students.append({
-            "student": r["student"], "status": r["status"], "counted": r["status"] not in EXCLUDED_STATES,
-            "score": r["score"], "max_score": r["max_score"], "final_score": late.get("final_score", r["score"]),
-            "late_days": late.get("days_charged", 0), "points_deducted": late.get("points_deducted", 0.0),
-            "submitted": late.get("submitted"), "variant": r.get("variant"),
-            "locks": {k: _option(by_key[k], predictions.get(r["student"], {}).get(k)) for k in lock_keys},
-            "parts": {p["part"]: p["points"] for p in r["parts"]}, "reason": r.get("reason", ""),
-            "tampered": list(r.get("tampered") or []),  # locked cells the student changed (autograder.grading.tamper)
-            "feedback": _feedback_link(course_root, out_dir, r["student"], name)})
+def _lock_entry(lock: dict, chosen: Dict[str, Optional[str]]) -> dict:
+    """One prediction lock: how many students chose each option, locked nothing, or were right."""
+    options = [{"option": o, "text": text, "correct": o == lock["correct"],
+                "count": sum(1 for v in chosen.values() if v == o)} for o, text in lock["options"].items()]
+    locked = sum(1 for v in chosen.values() if v is not None)
+    right = sum(1 for v in chosen.values() if v == lock["correct"])
+    return {**{k: lock[k] for k in ("key", "act", "act_title", "question", "correct", "explanation")},
+            "options": options, "students": len(chosen), "locked": locked, "no_prediction": len(chosen) - locked,
+            "not_an_option": sum(1 for v in chosen.values() if v is not None and v not in lock["options"]),
+            "right": right, "share_right": right / locked if locked else None}
 
-    return {**info, "seed": grades.get("seed"), "shard": grades.get("shard"), "students_total": len(rows),
-            "counted": len(counted), "excluded": len(rows) - len(counted), "locks": locks, "parts": parts,
-            "prediction_vs_outcome": versus, "students": students,
-            "ledger": ledger_summary(name, ledgers, {r["student"] for r in rows})}
+
+def _prediction_vs_outcome(lock: dict, chosen: Dict[str, Optional[str]], parts: List[dict], counted: List[dict],
+                           by_student: Dict[str, dict]) -> dict:
+    """The share of the lock's act's points (its auto-graded parts other than locks) earned by the students
+    who predicted right, wrong or nothing, and by each option."""
+    act_parts = [p["grade_id"] for p in parts if p["act"] == lock["act"] and not p["lock"] and not p["graded_by_hand"]]
+    groups: Dict[str, List[float]] = {"right": [], "wrong": [], "none": []}
+    by_option: Dict[str, List[float]] = {}
+    for r in counted:
+        mine = by_student[r["student"]]
+        score = _share(sum(mine[g]["points"] for g in act_parts if g in mine),
+                       sum(mine[g]["max_points"] for g in act_parts if g in mine))
+        value = chosen[r["student"]]
+        group = "none" if value is None else ("right" if value == lock["correct"] else "wrong")
+        groups[group].append(score)
+        if value is not None:
+            by_option.setdefault(str(value), []).append(score)
+    summary = {g: {"students": len(v), "mean_share": stats.mean(v)} for g, v in groups.items()}
+    difference = (summary["right"]["mean_share"] - summary["wrong"]["mean_share"]
+                  if summary["right"]["students"] and summary["wrong"]["students"] else None)
+    return {"key": lock["key"], "act": lock["act"], "act_title": lock["act_title"], "parts": act_parts,
+            **summary, "difference": difference,
+            "by_option": {o: {"students": len(v), "mean_share": stats.mean(v)} for o, v in sorted(by_option.items())}}
+
+
+def _student_entry(r: dict, locks: Dict[str, Optional[str]], feedback: Optional[str]) -> dict:
+    """One student's row (instructor only): scores, lateness, locked options, parts, reason, feedback page."""
+    late = r.get("late") or {}
+    return {
+        "student": r["student"], "status": r["status"], "counted": r["status"] not in EXCLUDED_STATES,
+        "score": r["score"], "max_score": r["max_score"], "final_score": late.get("final_score", r["score"]),
+        "late_days": late.get("days_charged", 0), "points_deducted": late.get("points_deducted", 0.0),
+        "submitted": late.get("submitted"), "variant": r.get("variant"), "locks": locks,
+        "parts": {p["part"]: p["points"] for p in r["parts"]}, "reason": r.get("reason", ""),
+        "tampered": list(r.get("tampered") or []),  # locked cells the student changed (autograder.grading.tamper)
+        "feedback": feedback}
 
 
 def ledger_summary(assignment: str, ledgers: Dict[str, dict], roster: set) -> dict:
@@ -327,7 +343,12 @@ def build_report(grades: Dict[str, dict], *, course_root=None, submissions=None,
                  out_dir=".") -> dict:
     """The whole report: one section per assignment (in the order given) and the term view."""
     course_root = Path(course_root).resolve() if course_root is not None else None
-    folder = Path(submissions) if submissions else (course_root / "submitted" if course_root else None)
+    if submissions:
+        folder = Path(submissions)
+    else:  # the course's own submitted folder, as its nbgrader_config.py names it
+        from ..grading.course_settings import CourseSettings
+
+        folder = CourseSettings(course_root).step_root("submitted") if course_root else None
     shared = read_ledgers(Path(ledgers)) if ledgers else {}
     out_dir = Path(out_dir).resolve()
     reports = [assignment_report(g, read_submitted_predictions(folder, name), shared, course_root, out_dir)

@@ -199,6 +199,27 @@ def _failure_verdict(name: str, failure: dict, probes: Sequence[dict], harvested
                    code=codes.DEADLOCK if not raised else codes.RANKS_FAILED)
 
 
+def _went_on(failure: dict, run: Any) -> str:
+    """What a function did on a probe it had to refuse, instead of raising ValueError on every rank."""
+    kind = failure.get("kind")
+    raised = []
+    if type(run) is dict and type(run.get("ranks")) is list:
+        raised = [r for r, v in enumerate(run["ranks"]) if type(v) is dict and RAISED in v]
+    waiting = failure.get("waiting") if type(failure.get("waiting")) is dict else {}
+    where = "; ".join(f"rank {r} waited in {str(w)[:60]}" for r, w in sorted(waiting.items())[:4])
+    if kind == "died":
+        dead = failure.get("ranks") if type(failure.get("ranks")) is list else []
+        happened = (f"the process of rank {dead[0]} ended" if len(dead) == 1 else "a rank's process ended")
+    elif kind == "deadlock":
+        happened = "deadlocked" + (f", {where}" if where else "")
+    else:
+        happened = "never finished" + (f", {where}" if where else "")
+    some = (f"; only {'rank' if len(raised) == 1 else 'ranks'} {', '.join(map(str, raised[:8]))} raised"
+            if raised else "")
+    return (f"it went on communicating and {happened}{some}; check the input on every rank before any rank sends, "
+            "so that all of them raise")
+
+
 def judge_ranks(item: RankFunction, harvested: dict, probes: Dict[str, List[dict]]) -> Verdict:
     """The verdict of a ranks part from its harvest (trusted side)."""
     from .kinds import partial_verdict
@@ -208,16 +229,25 @@ def judge_ranks(item: RankFunction, harvested: dict, probes: Dict[str, List[dict
         return Verdict(0.0, f"define a function named `{name}`", code=codes.NOT_ANSWERED)
     every = list(probes["valid"]) + list(probes["invalid"])
     failure = harvested.get("failure")
+    runs = harvested.get("probes")
+    went_on = None  # (probe index, what happened) when the failure came on an input every rank had to refuse
     if failure is not None:
         if type(failure) is not dict:
             return Verdict(0.0, f"`{name}` could not be run on the ranks", code=codes.UNREADABLE)
-        return _failure_verdict(name, failure, every, harvested)
-    runs = harvested.get("probes")
+        index = failure.get("probe")
+        refused = (type(index) is int and 0 <= index < len(every) and type(runs) is list and len(runs) == index + 1
+                   and all(_expected_results(item.reference, probe) is None for probe in every[index:]))
+        if not refused:
+            return _failure_verdict(name, failure, every, harvested)
+        # a deadlock or a dead rank on an input that must be refused is that check failing (it did not raise
+        # ValueError), not the whole part: the probes before it are judged as usual
+        went_on = (index, _went_on(failure, runs[index]))
+        runs = runs[:index] + [{"ranks": [None] * probe["p"], "traces": []} for probe in every[index:]]
     if (type(runs) is not list or len(runs) != len(every)
             or not all(type(r) is dict and type(r.get("ranks")) is list and len(r["ranks"]) == probe["p"]
                        for r, probe in zip(runs, every))):
         return Verdict(0.0, f"`{name}` could not be evaluated on the ranks", code=codes.UNREADABLE)
-    if all(v is None for r in runs for v in r["ranks"]):
+    if went_on is None and all(v is None for r in runs for v in r["ranks"]):
         return Verdict(0.0, f"`{name}` is not written yet: it returns None on every rank", code=codes.NOT_ANSWERED)
     groups: Dict[str, List[int]] = {}
     for index, probe in enumerate(every):
@@ -233,8 +263,9 @@ def judge_ranks(item: RankFunction, harvested: dict, probes: Dict[str, List[dict
             if expected is None:
                 bad = [r for r, v in enumerate(got) if not (type(v) is dict and v.get(RAISED) == "ValueError")]
                 if bad:
+                    then = f" ({went_on[1]})" if went_on and went_on[0] == index else ""
                     wrong.append((codes.NO_VALUE_ERROR, f"does not raise ValueError on every rank for "
-                                                        f"{probe['p']} ranks"))
+                                                        f"{probe['p']} ranks{then}"))
                 continue
             errors = [(r, result_error(g, e)) for r, (g, e) in enumerate(zip(got, expected))]
             errors = [(r, e) for r, e in errors if e is not None]

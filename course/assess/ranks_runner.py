@@ -27,6 +27,9 @@ import time
 RESULT_TAG, STEP_TAG, SETUP_TAG = 7001, 7002, 7003
 #: the most bytes one rank message may have
 MAX_MESSAGE = 2**20
+#: seconds the judge waits, after answering a failure, for the grader to read the answer and end the launch
+#: before it aborts the job itself
+ANSWER_GRACE_SECONDS = 5.0
 #: numbers of each step's payload kept in the trace
 TRACE_ELEMENTS = 64
 #: numbers per rank result read back
@@ -107,14 +110,11 @@ def _alive(pid):
         return False
 
 
-def judge(world, room):
+def _hand_out(world, request):
+    """Each rank its function and its arguments of every probe; ``{rank: pid}`` as the ranks report them.
+    Returns once every rank has them and the request file is gone (student code may run then)."""
     from mpi4py import MPI
 
-    _not_dumpable()
-    path = os.path.join(room, "request.json")
-    with open(path) as fh:
-        request = json.load(fh)
-    os.remove(path)
     probes, ranks = request["probes"], world.Get_size() - 1
     sizes = sorted({probe["p"] for probe in probes})
     for r in range(ranks):
@@ -128,7 +128,21 @@ def judge(world, room):
             pids[status.Get_source() - 1] = note["pid"]
     world.Barrier()  # the request is gone and every rank has its arguments: student code may run
     for size in sizes:
-        world.Split(MPI.UNDEFINED, 0)
+        world.Split(MPI.UNDEFINED, 0)  # the judge takes part in each size's split, in no group
+    return pids
+
+
+def judge(world, room):
+    from mpi4py import MPI
+
+    _not_dumpable()
+    path = os.path.join(room, "request.json")
+    with open(path) as fh:
+        request = json.load(fh)
+    os.remove(path)
+    probes, ranks = request["probes"], world.Get_size() - 1
+    pids = _hand_out(world, request)
+    status = MPI.Status()
     out = sys.stdout
     limit = float(request.get("probe_seconds", 20))
 
@@ -189,6 +203,11 @@ def judge(world, room):
                     "kind": "timeout", "unfinished": sorted(waiting), "seconds": limit,
                     "waiting": {r: w for r, w in where.items() if int(r) in waiting}}
                 answer({"probes": runs[:index + 1], "failure": dict(failure, probe=index)})
+                # the answer reaches the grader through the process manager, which forwards this rank's output
+                # on its own time: an Abort at once could kill it with the line half forwarded (the grader then
+                # reads no answer at all). The grader ends the launch as soon as it has the line; Abort only
+                # if it has not done so by then
+                time.sleep(ANSWER_GRACE_SECONDS)
                 world.Abort(3)
                 return
             time.sleep(0.005)

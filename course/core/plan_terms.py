@@ -1604,6 +1604,67 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                        if collective_efficiency is None else (collective_efficiency, collective_efficiency))
     links = (f"NVLink at {eff_in:.0%} and the network at {eff_out:.0%} of link bandwidth (nccl-tests), "
              f"latency {c.intra_latency * 1e6:.0f} / {c.inter_latency * 1e6:.0f} us per hop (order of magnitude)")
+    compute = _compute_assumptions(m, c, ranges, used_efficiency=used_efficiency,
+                                   compute_efficiency=compute_efficiency, precision=precision,
+                                   gemm_shapes=gemm_shapes, attention_kernel=attention_kernel,
+                                   fused_attention=fused_attention, modules=modules,
+                                   capacity_factor=capacity_factor, min_tokens_per_expert=min_tokens_per_expert)
+    bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
+              "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
+    cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
+          f"the hidden part still takes {OVERLAP_SM_SHARE:.0%} of the SMs" if cp_algorithm == "ring"
+          else "all-gather of K/V before attention, exposed (Llama 3)")
+    ep = _ep_assumption(m, ranges, dispatcher=dispatcher, collective_efficiency=collective_efficiency,
+                        schedule=schedule, ep_overlap=ep_overlap)
+    deepseek = memory_recipe == "deepseek-v3"
+    if deepseek:
+        compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")
+    return {
+        "compute": "; ".join(compute) + "; stages paced by the busiest; framework " + ranges["compute efficiency"]
+                   + ("; accelerator peak " + ranges["accelerator peak"] if c.accelerator.peak_range else "")
+                   + ("; FP8 recipe " + ranges["FP8 recipe"] if precision == "fp8" else ""),
+        "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
+                         + ("; an MoE layer's for each token's k routed copies and its shared experts (permutation, "
+                            "un-permutation, the weighted sum)" if m.is_moe and memory_recipe != "deepseek-v3" else "")
+                         + (f"; the router's {_moe.ROUTER_KERNELS} fused element-wise kernels over each token's "
+                            f"{m.experts} FP32 scores (NVIDIA's GB200 guide, sec. 2.1.4)" if m.is_moe else "")
+                         + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
+        "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
+                     f"(Transformer Engine userbuffers) at its measured overlap efficiency {_tp.TP_OVERLAP_EFFICIENCY:.0%} "
+                     "(TE 1.4 on 8 H800 NVLink, GPT-3 175B GEMMs; Chang et al. 2024, Flux, sec. 6): that share of "
+                     "the traffic's time is saved, the rest (split GEMMs, SMs shared) stays on the step; " if tp_overlap
+                     else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links
+                    + ("; an MoE layer's routed experts use no attention-TP collective (Megatron-Core: each GPU "
+                       "dispatches its own s / TP tokens), so it pays the attention half of a dense layer's traffic"
+                       + (" and its shared experts' half (TP-sharded over the attention TP group)"
+                          if m.shared_experts else "") if m.is_moe else "")),
+        "cp_comm": cp,
+        "ep_comm": (ep + "; overlap: " + ranges["all-to-all overlap"]) if m.is_moe else "no experts",
+        "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
+        "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
+        "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
+                             else "gradient all-reduce after the pipeline flush, not overlapped")
+                            + f"; gradients reduced in {grad_bytes * 8:g}-bit, parameters gathered in "
+                            f"{gather_bytes_setting(gather_bytes) * 8:g}-bit"
+                            + ("" if reshard_after_forward else "; ZeRO-3 keeps the gathered parameters from forward "
+                               "to backward (reshard_after_forward=False: no second gather, their memory held)")),
+        "memory": (("16-bit weights, " + ("FP32 gradients" if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
+                    + ", FP32 master weights + BF16 Adam moments (8 bytes), ZeRO over DP x CP" if deepseek else
+                    "16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else
+                                          f"{grad_bytes:g}-byte gradients (Megatron's FP32 main grads)"
+                                          if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
+                    + ", 12 bytes of Adam state per weight, ZeRO over DP x CP")
+                   + (" (experts over expert-DP)" if m.is_moe else "")
+                   + ("; activations: DeepSeek-V3's (norms and MLA up-projections recomputed, GEMM and SwiGLU "
+                      "inputs cached in FP8, attention output in E5M6)" if deepseek else
+                      "; activations: Korthikanti et al.'s per-tensor count for the layer's shape")
+                   + ", the fullest stage holding p - s micro-batches (1F1B)"),
+    }
+
+
+def _compute_assumptions(m, c, ranges, *, used_efficiency, compute_efficiency, precision, gemm_shapes,
+                         attention_kernel, fused_attention, modules, capacity_factor, min_tokens_per_expert) -> list:
+    """The compute term's assumptions, one phrase each (GEMMs, attention, recomputation, experts)."""
     peak = c.accelerator.peak("fp8" if precision == "fp8" else precision)
     if gemm_shapes:
         ceiling = _gemm.matmul_ceiling(c.accelerator, "fp8" if precision == "fp8" else precision)
@@ -1654,76 +1715,33 @@ def _term_assumptions(model, cluster, *, used_efficiency, schedule, overlap, com
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
                        "layouts, Megatron-MoE-ModelZoo: 12-7 % short at 1,024-512)")
-    bubble = {"1f1b": "1F1B (interleaved with v chunks): (p-1)/(v m)", "gpipe": "GPipe: (p-1)/m",
-              "zb-h1": "ZB-H1: a third of 1F1B's bubble", "dualpipe": "DualPipe: (p/2-1)/(3m)"}[schedule]
-    cp = ("ring K/V exchange overlapped with this rank's attention (Megatron-Core / Transformer Engine p2p); "
-          f"the hidden part still takes {OVERLAP_SM_SHARE:.0%} of the SMs" if cp_algorithm == "ring"
-          else "all-gather of K/V before attention, exposed (Llama 3)")
-    ep = ("dispatch + combine all-to-alls, NVLink and network in parallel" +
-          (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
-           f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
-           if m.routing_groups else "") +
-          (("; one network copy per remote node" if dispatcher in ("deepep", "hybridep") or m.routing_groups
-            else "; every remote copy over the network" if dispatcher == "deepep-ll"
-            else "; every EP rank gathers every token" if dispatcher == "allgather"
-            else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
-           + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
-           "; dispatcher " + ranges.get("dispatcher", "")) +
-          ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
-           "; the 1F1B all-to-all overlap hides the measured share of what the ideal overlap would (all but their "
-           "SMs)" if ep_overlap else "; exposed")
-          + "; with expert TP (ETP > 1) the received tokens (top-k copies of each dispatched token) are all-gathered "
-          "over the ETP group after the dispatch and the expert outputs reduce-scattered before the combine "
-          "(Megatron-Core MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess; DeepEP's flex "
-          "dispatcher sends the same copies inside its all-to-all), forward and backward, "
-          + (f"at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
-             "at the dispatcher's measured share of each link (above)" if dispatcher in ("deepep", "hybridep")
-             or m.routing_groups else
-             f"at NCCL's measured {_coll.NVLINK_COLLECTIVE_EFFICIENCY:.0%} of NVLink (nccl-tests issue #212) and "
-             f"{_coll.NETWORK_COLLECTIVE_EFFICIENCY:.0%} of the NIC (nccl-tests issue #290)")
-          + "; counted in this term, exposed (Megatron-Core runs them in MoELayer.routed_experts_compute, beside the "
-          "expert GEMMs, outside the dispatch and combine the all-to-all overlaps hide)")
-    deepseek = memory_recipe == "deepseek-v3"
-    if deepseek:
-        compute.append("MLA up-projections computed twice (recomputed in the backward pass, DeepSeek-V3)")
-    return {
-        "compute": "; ".join(compute) + "; stages paced by the busiest; framework " + ranges["compute efficiency"]
-                   + ("; accelerator peak " + ranges["accelerator peak"] if c.accelerator.peak_range else "")
-                   + ("; FP8 recipe " + ranges["FP8 recipe"] if precision == "fp8" else ""),
-        "memory_bound": ("element-wise kernels move Korthikanti et al.'s activation bytes at HBM bandwidth"
-                         + ("; an MoE layer's for each token's k routed copies and its shared experts (permutation, "
-                            "un-permutation, the weighted sum)" if m.is_moe and memory_recipe != "deepseek-v3" else "")
-                         + (f"; the router's {_moe.ROUTER_KERNELS} fused element-wise kernels over each token's "
-                            f"{m.experts} FP32 scores (NVIDIA's GB200 guide, sec. 2.1.4)" if m.is_moe else "")
-                         + ("; FP8 casts of every GEMM operand" if precision == "fp8" else "")),
-        "tp_comm": (("ring all-reduces / SP all-gathers per layer; with SP overlapped with the layer GEMMs "
-                     f"(Transformer Engine userbuffers) at its measured overlap efficiency {_tp.TP_OVERLAP_EFFICIENCY:.0%} "
-                     "(TE 1.4 on 8 H800 NVLink, GPT-3 175B GEMMs; Chang et al. 2024, Flux, sec. 6): that share of "
-                     "the traffic's time is saved, the rest (split GEMMs, SMs shared) stays on the step; " if tp_overlap
-                     else "ring all-reduces / SP all-gathers per layer, not overlapped; ") + links
-                    + ("; an MoE layer's routed experts use no attention-TP collective (Megatron-Core: each GPU "
-                       "dispatches its own s / TP tokens), so it pays the attention half of a dense layer's traffic"
-                       + (" and its shared experts' half (TP-sharded over the attention TP group)"
-                          if m.shared_experts else "") if m.is_moe else "")),
-        "cp_comm": cp,
-        "ep_comm": (ep + "; overlap: " + ranges["all-to-all overlap"]) if m.is_moe else "no experts",
-        "bubble": f"{bubble}; forward, input-gradient and weight-gradient passes equally long",
-        "pp_comm": "point-to-point sends split over TP (Megatron scatter/gather), not overlapped",
-        "dp_comm_exposed": (("ZeRO traffic in one bucket per layer, overlapped with the backward pass" if overlap
-                             else "gradient all-reduce after the pipeline flush, not overlapped")
-                            + f"; gradients reduced in {grad_bytes * 8:g}-bit, parameters gathered in "
-                            f"{gather_bytes_setting(gather_bytes) * 8:g}-bit"
-                            + ("" if reshard_after_forward else "; ZeRO-3 keeps the gathered parameters from forward "
-                               "to backward (reshard_after_forward=False: no second gather, their memory held)")),
-        "memory": (("16-bit weights, " + ("FP32 gradients" if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
-                    + ", FP32 master weights + BF16 Adam moments (8 bytes), ZeRO over DP x CP" if deepseek else
-                    "16-bit weights, " + ("16-bit gradients" if grad_bytes == 2 else
-                                          f"{grad_bytes:g}-byte gradients (Megatron's FP32 main grads)"
-                                          if grad_bytes == 4 else f"{grad_bytes:g}-byte gradients")
-                    + ", 12 bytes of Adam state per weight, ZeRO over DP x CP")
-                   + (" (experts over expert-DP)" if m.is_moe else "")
-                   + ("; activations: DeepSeek-V3's (norms and MLA up-projections recomputed, GEMM and SwiGLU "
-                      "inputs cached in FP8, attention output in E5M6)" if deepseek else
-                      "; activations: Korthikanti et al.'s per-tensor count for the layer's shape")
-                   + ", the fullest stage holding p - s micro-batches (1F1B)"),
-    }
+    return compute
+
+
+def _ep_assumption(m, ranges, *, dispatcher, collective_efficiency, schedule, ep_overlap) -> str:
+    """The expert-parallel all-to-alls' assumptions: dispatcher, link shares, overlap, expert TP."""
+    return ("dispatch + combine all-to-alls, NVLink and network in parallel" +
+            (f"; each token picks {m.routing_group_topk} of {m.routing_groups} expert groups (group-limited "
+             f"routing: at most {m.routing_group_topk} nodes per token only where a group is a node)"
+             if m.routing_groups else "") +
+            (("; one network copy per remote node" if dispatcher in ("deepep", "hybridep") or m.routing_groups
+              else "; every remote copy over the network" if dispatcher == "deepep-ll"
+              else "; every EP rank gathers every token" if dispatcher == "allgather"
+              else "; one network copy per remote expert (Megatron-Core's NCCL all-to-all)")
+             + f", at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
+             "; dispatcher " + ranges.get("dispatcher", "")) +
+            ("; DualPipe hides them behind compute except their SMs" if schedule == "dualpipe" else
+             "; the 1F1B all-to-all overlap hides the measured share of what the ideal overlap would (all but their "
+             "SMs)" if ep_overlap else "; exposed")
+            + "; with expert TP (ETP > 1) the received tokens (top-k copies of each dispatched token) are all-gathered "
+            "over the ETP group after the dispatch and the expert outputs reduce-scattered before the combine "
+            "(Megatron-Core MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess; DeepEP's flex "
+            "dispatcher sends the same copies inside its all-to-all), forward and backward, "
+            + (f"at the fixed {collective_efficiency:.0%} of each link" if collective_efficiency is not None else
+               "at the dispatcher's measured share of each link (above)" if dispatcher in ("deepep", "hybridep")
+               or m.routing_groups else
+               f"at NCCL's measured {_coll.NVLINK_COLLECTIVE_EFFICIENCY:.0%} of NVLink (nccl-tests issue #212) and "
+               f"{_coll.NETWORK_COLLECTIVE_EFFICIENCY:.0%} of the NIC (nccl-tests issue #290)")
+            + "; counted in this term, exposed (Megatron-Core runs them in MoELayer.routed_experts_compute, beside the "
+            "expert GEMMs, outside the dispatch and combine the all-to-all overlaps hide)")
+

@@ -203,6 +203,24 @@ class Configurator(Instrument):
                             ("mfu", "MFU"), ("step", "Step time"), ("throughput", "Throughput")):
             self.add_card(name, label)
 
+    def _step_cards(self, shown: dict, invalid: list) -> None:
+        """The MFU, step and throughput cards: each with its range, or why there is none."""
+        if invalid:  # no step exists: the failure, and dashes where the numbers of a valid layout would be
+            why = "invalid layout: " + ", ".join(code.replace("_", " ") for code in invalid)
+            for name in ("mfu", "step", "throughput"):
+                self.set_card(name, NO_VALUE, why, "muted")
+        else:
+            oom = "out_of_memory" in dict(shown["violations"])
+            (mfu_low, mfu_high), (step_low, step_high) = shown["mfu_range"], shown["step_range"]
+            self.set_card("mfu", f"{100 * shown['mfu']:.1f} %", "if it fitted in memory" if oom else
+                          f"range {100 * mfu_low:.1f}-{100 * mfu_high:.1f} %",
+                          "muted" if oom else
+                          "good" if shown["mfu"] >= 0.4 else "warn" if shown["mfu"] >= 0.25 else "bad")
+            self.set_card("step", fmt_time(shown["step_seconds"]), "if it fitted in memory" if oom else
+                          f"range {fmt_time(step_low)} to {fmt_time(step_high)}", "muted" if oom else "normal")
+            self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s",
+                          "if it fitted in memory" if oom else "", "muted" if oom else "normal")
+
     def refresh(self, v):
         model = catalog.model(v["model"])
         cluster = catalog.cluster(v["cluster"])
@@ -245,46 +263,8 @@ class Configurator(Instrument):
         self.set_card("memory", fmt_bytes(total), f"of {memory_name}", "bad" if total > capacity else "good")
         self.set_card("bubble", f"{100 * bubble:.1f} %", "(p-1)/(v m+p-1); ceiling 10 %",
                       "bad" if bubble > BUBBLE_CEILING else "good")
-        if invalid:  # no step exists: the failure, and dashes where the numbers of a valid layout would be
-            why = "invalid layout: " + ", ".join(code.replace("_", " ") for code in invalid)
-            for name in ("mfu", "step", "throughput"):
-                self.set_card(name, NO_VALUE, why, "muted")
-        else:
-            oom = "out_of_memory" in dict(shown["violations"])
-            (mfu_low, mfu_high), (step_low, step_high) = shown["mfu_range"], shown["step_range"]
-            self.set_card("mfu", f"{100 * shown['mfu']:.1f} %", "if it fitted in memory" if oom else
-                          f"range {100 * mfu_low:.1f}-{100 * mfu_high:.1f} %",
-                          "muted" if oom else
-                          "good" if shown["mfu"] >= 0.4 else "warn" if shown["mfu"] >= 0.25 else "bad")
-            self.set_card("step", fmt_time(shown["step_seconds"]), "if it fitted in memory" if oom else
-                          f"range {fmt_time(step_low)} to {fmt_time(step_high)}", "muted" if oom else "normal")
-            self.set_card("throughput", f"{shown['tokens_per_second']:,.0f} tok/s",
-                          "if it fitted in memory" if oom else "", "muted" if oom else "normal")
-        mem, br = shown["memory"], shown["breakdown"]
-        if invalid:
-            step_math = (f"<b>Step</b> and <b>MFU</b>: none, the layout is invalid "
-                         f"({html.escape(', '.join(invalid))}): fix the degrees first")
-        else:
-            step_math = (
-                "<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
-                + f" = {fmt_time(shown['step_seconds'])}<br>"
-                f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = "
-                f"{100 * shown['mfu']:.1f} %, step {fmt_time(shown['step_seconds'])}<br>"
-                f"<b>Range</b> step {fmt_time(shown['step_range'][0])} (every uncertain assumption at its fast end) "
-                f"to {fmt_time(shown['step_range'][1])} (at its slow end), MFU {100 * shown['mfu_range'][0]:.1f} % "
-                f"to {100 * shown['mfu_range'][1]:.1f} %; the widest share from the "
-                f"{html.escape(shown['range_driver'])} assumption")
-        self.set_math(
-            f"<b>Degrees</b> DP = GPUs / (TP &middot; CP &middot; PP) = {gpus:,} / ({tp} &times; {cp} &times; {pp})"
-            f" = {gpus / (tp * cp * pp):g}<br>"
-            f"<b>Memory per GPU</b> = weights {fmt_bytes(mem['weights'])} + gradients {fmt_bytes(mem['gradients'])}"
-            f" + optimizer {fmt_bytes(mem['optimizer'])} (ZeRO-{v['zero_stage']}) + activations {fmt_bytes(mem['activations'])}"
-            f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {cluster.node.accelerator.memory_name}<br>"
-            f"<b>Bubble</b> (p&minus;1)/(v&middot;m + p&minus;1) = {pp - 1}/({v['interleave']}&times;{m} + {pp - 1})"
-            f" = {100 * bubble:.2f} %"
-            "<br>" + step_math
-            + "".join(f"<br><b>Note</b> {sentence}" for _, sentence in shown["notes"])
-        )
+        self._step_cards(shown, invalid)
+        self.set_math(_math_html(v, shown, invalid, gpus, (tp, cp, pp, m), bubble, cluster.node.accelerator))
         for code, sentence in shown["violations"]:
             self.flag(code, sentence)
         best = self._best(model, cluster) if v["show_best"] else []
@@ -358,3 +338,34 @@ class Configurator(Instrument):
                 if hasattr(widget, "max") and row[name] > widget.max:  # the sweep may use more micro-batches
                     widget.max = row[name]
                 widget.value = row[name]
+
+
+def _math_html(v, shown: dict, invalid: list, gpus: int, degrees: tuple, bubble: float, accelerator) -> str:
+    """The equations under the charts with this layout's numbers: degrees, memory, bubble, step and MFU."""
+    tp, cp, pp, m = degrees
+    total = shown["memory_total"]
+    mem, br = shown["memory"], shown["breakdown"]
+    if invalid:
+        step_math = (f"<b>Step</b> and <b>MFU</b>: none, the layout is invalid "
+                     f"({html.escape(', '.join(invalid))}): fix the degrees first")
+    else:
+        step_math = (
+            "<b>Step</b> = " + " + ".join(f"{part.replace('_', ' ')} {fmt_time(sec)}" for part, sec in br.items())
+            + f" = {fmt_time(shown['step_seconds'])}<br>"
+            f"<b>MFU</b> = 6&middot;N&middot;tokens / (step time &middot; GPUs &middot; peak) = "
+            f"{100 * shown['mfu']:.1f} %, step {fmt_time(shown['step_seconds'])}<br>"
+            f"<b>Range</b> step {fmt_time(shown['step_range'][0])} (every uncertain assumption at its fast end) "
+            f"to {fmt_time(shown['step_range'][1])} (at its slow end), MFU {100 * shown['mfu_range'][0]:.1f} % "
+            f"to {100 * shown['mfu_range'][1]:.1f} %; the widest share from the "
+            f"{html.escape(shown['range_driver'])} assumption")
+    return (
+        f"<b>Degrees</b> DP = GPUs / (TP &middot; CP &middot; PP) = {gpus:,} / ({tp} &times; {cp} &times; {pp})"
+        f" = {gpus / (tp * cp * pp):g}<br>"
+        f"<b>Memory per GPU</b> = weights {fmt_bytes(mem['weights'])} + gradients {fmt_bytes(mem['gradients'])}"
+        f" + optimizer {fmt_bytes(mem['optimizer'])} (ZeRO-{v['zero_stage']}) + activations {fmt_bytes(mem['activations'])}"
+        f" ({v['recompute']} recompute) = {fmt_bytes(total)} vs {accelerator.memory_name}<br>"
+        f"<b>Bubble</b> (p&minus;1)/(v&middot;m + p&minus;1) = {pp - 1}/({v['interleave']}&times;{m} + {pp - 1})"
+        f" = {100 * bubble:.2f} %"
+        "<br>" + step_math
+        + "".join(f"<br><b>Note</b> {sentence}" for _, sentence in shown["notes"])
+    )

@@ -108,8 +108,9 @@ class ExpertLoadView(Instrument):
     """
 
     title = "Expert load"
+    # shown before its lock opens: it names what the view measures, not what Act III's lock asks (who waits)
     subtitle = ("How evenly the router spreads tokens over the experts of one layer, what a capacity factor drops, "
-                "and how long every other rank waits for the busiest one.")
+                "and what the spread does to the step time.")
     benchmark_control = "skew"
     _summary = ""
 

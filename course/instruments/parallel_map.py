@@ -121,20 +121,10 @@ class ParallelMap(Instrument):
             configurator.controls[name].observe(copy, names="value")
         copy()
 
-    def refresh(self, v):
-        model = catalog.model(v["model"])
-        cluster = catalog.cluster(v["cluster"])
-        # one column per NVLink domain: a DGX node of 8, or a whole GB200 / GB300 NVL72 rack of 72, whose
-        # 4-GPU compute trays share one NVLink fabric (core.catalog.Cluster.nvlink_domain)
-        g = cluster.nvlink_domain
-        gpus = cluster.gpus
-        tp, cp, pp = int(v["tp"]), int(v["cp"]), int(v["pp"])
-        dp = max(gpus // (tp * cp * pp), 1)
-        plan = core.plan(model, cluster, tp=tp, cp=cp, pp=pp, dp=dp, **PLAN_SETTINGS)
-        lay = rank_layout(tp, pp, dp, g, int(v["nodes_per_rack"]), cp=cp)
-
-        # the whole cluster (up to MAX_NODES_SHOWN): GPUs no rank reaches show as unused, and the axes stay put
-        domains = max(gpus // g, 1)
+    def _draw_map(self, v, lay, g: int, domains: int) -> int:
+        """The map: one column per NVLink domain (the whole cluster, up to MAX_NODES_SHOWN: GPUs no rank
+        reaches show as unused, and the axes stay put), coloured by ``v["color_by"]``, GPU 0's groups marked;
+        returns the number of columns shown."""
         shown_nodes = min(MAX_NODES_SHOWN, domains)
         field = COLOR_BY[v["color_by"]]
         values = getattr(lay, field).astype(float)
@@ -165,32 +155,25 @@ class ParallelMap(Instrument):
             self.set_marks(self.group_marks[kind], x=lay.node[members] + 0.5, y=lay.slot[members] + 0.5)
         self.map_figure.title = (f"GPUs coloured by {v['color_by']} (dark: first, yellow: last)"
                                  + (f" (first {shown_nodes} of {domains} NVLink domains)" if domains > shown_nodes else ""))
+        return shown_nodes
 
-        intra, inter = cluster.node.intra_link, cluster.fabric or cluster.node.inter_link
-        groups = {}
-        for kind in GROUP_KINDS:
-            scope = lay.scope(kind)
-            link = None if scope == "single GPU" else intra if scope == "inside a node" else inter
-            if g != cluster.gpus_per_node:  # a column is an NVLink domain of several compute trays
-                scope = scope.replace("inside a node", "inside the NVLink domain").replace("nodes", "NVLink domains")
-            groups[kind] = {**lay.spans[kind], "scope": scope, "link": link.name if link else "none",
-                            "bandwidth": link.bandwidth if link else 0.0}
+    def refresh(self, v):
+        model = catalog.model(v["model"])
+        cluster = catalog.cluster(v["cluster"])
+        # one column per NVLink domain: a DGX node of 8, or a whole GB200 / GB300 NVL72 rack of 72, whose
+        # 4-GPU compute trays share one NVLink fabric (core.catalog.Cluster.nvlink_domain)
+        g = cluster.nvlink_domain
+        gpus = cluster.gpus
+        tp, cp, pp = int(v["tp"]), int(v["cp"]), int(v["pp"])
+        dp = max(gpus // (tp * cp * pp), 1)
+        plan = core.plan(model, cluster, tp=tp, cp=cp, pp=pp, dp=dp, **PLAN_SETTINGS)
+        lay = rank_layout(tp, pp, dp, g, int(v["nodes_per_rack"]), cp=cp)
+
+        domains = max(gpus // g, 1)
+        shown_nodes = self._draw_map(v, lay, g, domains)
+        groups = _group_links(lay, cluster, g)
         layers = [int(n) for n in core.layers_per_stage(model.layers, pp)] if pp <= model.layers else []
-
-        rows = "".join(
-            f"<tr><td><b>{kind}</b></td><td>{groups[kind]['size']}</td><td>{groups[kind]['groups']}</td>"
-            f"<td>{html.escape(groups[kind]['scope'])}</td><td>{html.escape(groups[kind]['link'])}"
-            + (f" ({fmt_rate(groups[kind]['bandwidth'])})" if groups[kind]["bandwidth"] else "")
-            + f"</td><td>{html.escape(CARRIES[kind])}</td></tr>" for kind in GROUP_KINDS)
-        stage_text = (", ".join(f"stage {i + 1}: {n}" for i, n in enumerate(layers[:8])) + (" ..." if pp > 8 else "")
-                      if layers else f"more stages ({pp}) than layers: some stages would hold none")
-        self.table.value = (
-            "<table style='font-size:0.85rem;border-collapse:collapse' cellpadding='4'>"
-            "<tr><th>group</th><th>size</th><th>groups</th><th>members sit</th><th>link</th><th>carries</th></tr>"
-            f"{rows}</table><div style='font-size:0.85rem'>On the map, GPU 0's groups: white circles its TP group,"
-            " pink diamonds its CP group, red triangles its pipeline (one GPU per stage), orange squares its DP"
-            " group.</div>"
-            f"<div style='font-size:0.85rem'>Layers per stage ({model.layers} layers): {stage_text}</div>")
+        self.table.value = _table_html(groups, layers, model.layers, pp)
 
         self.set_card("dp", f"{dp:,}", f"{gpus:,} / ({tp} x {cp} x {pp})",
                       "normal" if tp * cp * pp * dp == gpus else "bad")
@@ -223,3 +206,35 @@ class ParallelMap(Instrument):
             "groups": groups, "layers_per_stage": layers, "feasible": bool(plan.feasible),
             "violations": [code for code, _ in plan.violations],
         }
+
+
+def _group_links(lay, cluster, g: int) -> dict:
+    """Per group kind: its size and count, where its members sit and the link between them."""
+    intra, inter = cluster.node.intra_link, cluster.fabric or cluster.node.inter_link
+    groups = {}
+    for kind in GROUP_KINDS:
+        scope = lay.scope(kind)
+        link = None if scope == "single GPU" else intra if scope == "inside a node" else inter
+        if g != cluster.gpus_per_node:  # a column is an NVLink domain of several compute trays
+            scope = scope.replace("inside a node", "inside the NVLink domain").replace("nodes", "NVLink domains")
+        groups[kind] = {**lay.spans[kind], "scope": scope, "link": link.name if link else "none",
+                        "bandwidth": link.bandwidth if link else 0.0}
+    return groups
+
+
+def _table_html(groups: dict, layers: list, model_layers: int, pp: int) -> str:
+    """The table of groups (size, count, where they sit, link, what they carry) and the layers per stage."""
+    rows = "".join(
+        f"<tr><td><b>{kind}</b></td><td>{groups[kind]['size']}</td><td>{groups[kind]['groups']}</td>"
+        f"<td>{html.escape(groups[kind]['scope'])}</td><td>{html.escape(groups[kind]['link'])}"
+        + (f" ({fmt_rate(groups[kind]['bandwidth'])})" if groups[kind]["bandwidth"] else "")
+        + f"</td><td>{html.escape(CARRIES[kind])}</td></tr>" for kind in GROUP_KINDS)
+    stage_text = (", ".join(f"stage {i + 1}: {n}" for i, n in enumerate(layers[:8])) + (" ..." if pp > 8 else "")
+                  if layers else f"more stages ({pp}) than layers: some stages would hold none")
+    return (
+        "<table style='font-size:0.85rem;border-collapse:collapse' cellpadding='4'>"
+        "<tr><th>group</th><th>size</th><th>groups</th><th>members sit</th><th>link</th><th>carries</th></tr>"
+        f"{rows}</table><div style='font-size:0.85rem'>On the map, GPU 0's groups: white circles its TP group,"
+        " pink diamonds its CP group, red triangles its pipeline (one GPU per stage), orange squares its DP"
+        " group.</div>"
+        f"<div style='font-size:0.85rem'>Layers per stage ({model_layers} layers): {stage_text}</div>")

@@ -390,8 +390,8 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         lab.reveal_cell("part3"),
         Cell("markdown",
              "### The infrastructure lead's challenge (Cloud track)\n\n"
-             "The lead wants proof that ZeRO-sharded checkpoints save more than asynchronous updates. Settle it "
-             "in dollars for your own cluster."),
+             "The lead wants to know which saves more, ZeRO-sharded checkpoints or asynchronous updates. Settle "
+             "it in dollars for your own cluster."),
         *lab.answer_cells("part3_async_saves", s),
         *lab.answer_cells("part3_zero_saves", s),
         *lab.reflection_cells("part3_why"),

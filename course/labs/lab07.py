@@ -447,7 +447,7 @@ ACT3 = Act(
                  "double": "about 100 % longer: 2 × the whole balanced step"},
         correct="expert-part", ordered=True, legacy=("tiny", "expert-part", "none", "double"),
         banned=("busiest GPU sets the pace", "busiest expert sets the pace", "waits for the GPU of its hottest",
-                "cannot finish before the slowest"),
+                "cannot finish before the slowest", "waits for the busiest"),
         explanation="The combine all-to-all cannot finish before the slowest GPU, so every GPU waits for the one with "
                     "twice the tokens: the expert part doubles, the rest of the step does not.",
         reveal=_act3_reveal(SPEC)),

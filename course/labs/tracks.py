@@ -72,8 +72,8 @@ SCENES: Dict[str, Dict[str, Scene]] = {
         "part3": Scene(
             "Infrastructure lead",
             "With {devices} GPUs and 5 % stragglers, wait-for-all synchronization leaves {idle} of the cluster "
-            "idle: about {idle_dollars} a month at {price} per GPU-hour. Prove to me that ZeRO-sharded "
-            "checkpoints save more than switching to asynchronous updates.",
+            "idle: about {idle_dollars} a month at {price} per GPU-hour. Which saves more: ZeRO-sharded "
+            "checkpoints, or switching to asynchronous updates? I need it in dollars.",
             "The synchronization audit splits the monthly bill; compute the two savings yourself below."),
     },
     "Edge": {

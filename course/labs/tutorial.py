@@ -156,6 +156,12 @@ EX3 = Act(
 
 
 def layout(lab: Lab, s: Spec) -> List[Cell]:
+    """The tutorial's notebook: pure data parallelism, the fabric and the micro-batch lever, the sweep."""
+    return [*_data_parallel_cells(lab, s), *_fabric_and_bubble_cells(lab, s), *_sweep_cells(lab, s)]
+
+
+def _data_parallel_cells(lab: Lab, s: Spec) -> List[Cell]:
+    """The introduction and Exercise 1: pure data parallelism, predicted, then planned."""
     return [
         Cell("markdown",
              "# Tutorial · 3D parallelism with the planner\n\n"
@@ -184,6 +190,12 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
                      "                                          'Exercise 1 (no need to run this cell again).'))\n"
                      "lab.reveal('ex1')", "tut_ex1_plan"),
         *lab.answer_cells("ex1_memory", s),
+    ]
+
+
+def _fabric_and_bubble_cells(lab: Lab, s: Spec) -> List[Cell]:
+    """The fabric between the nodes, and Exercise 2: the micro-batch lever."""
+    return [
         Cell("markdown",
              "## The fabric between the nodes\n\n"
              "Take a configuration that fits (TP = 4 inside a node, PP = 8, DP = 8, full recomputation) and "
@@ -211,6 +223,12 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
              "print('(\"yours\", where it stands: the bubble of your own exercise below; work it out yourself)')",
              "tut_bubble_table"),
         *lab.answer_cells("ex2_bubble", s),
+    ]
+
+
+def _sweep_cells(lab: Lab, s: Spec) -> List[Cell]:
+    """Exercise 3 (the sweep's best configuration) and the reflection."""
+    return [
         Cell("markdown",
              "## Exercise 3 · Find the optimal configuration\n\n"
              "`core.sweep` evaluates every TP × CP × PP × DP split (CP, *context parallelism*, splits each "
@@ -257,6 +275,5 @@ def layout(lab: Lab, s: Spec) -> List[Cell]:
         *lab.answer_cells("ex3_best", s),
         *lab.reflection_cells("why"),
     ]
-
 
 ACTIVITY = LAB = Lab(NAME, "tutorial", "Tutorial · 3D parallelism solver", SPEC, (EX1, EX2, EX3), layout, vary)

@@ -91,3 +91,91 @@ def test_nbgraders_limit_output_takes_the_instructors_setting(configured_run):
     cell = next(c for c in nb.cells if grade_id(c) == answer_id)
     text = "".join(out.get("text", "") for out in cell.outputs if out.get("output_type") == "stream")
     assert "line 0" in text and "line 9" not in text, json.dumps(cell.outputs)[:500]
+
+
+# ---------------------------------------------------------------------------- every route reads it
+#: an instructor's nbgrader_config.py that renames every folder grading writes or reads, limits
+#: outputs and brings its own late-submission plugin
+RENAMED = ("c.CourseDirectory.submitted_directory = 'handins'",
+           "c.CourseDirectory.autograded_directory = 'graded_copies'",
+           "c.CourseDirectory.feedback_directory = 'returned'",
+           "c.LimitOutput.max_lines = 2",
+           f"c.AssignLatePenalties.plugin_class = '{__name__}.HalfOffLate'")
+
+
+@pytest.fixture(scope="module")
+def renamed_course(tmp_path_factory):
+    """A late, chatty honest submission in ``handins/``, graded by ``course-autograde class`` (in this
+    process: the plugin is this module's) under a late policy set on that command line."""
+    from autograder.engines import cli
+
+    root = make_course(tmp_path_factory.mktemp("renamed") / "course")
+    with open(root / "nbgrader_config.py", "a") as fh:
+        fh.write("\n" + "\n".join(RENAMED) + "\n")
+    nb = solution(root, student="ada")
+    answer = next(c for c in nb.cells if grade_id(c).endswith("_answer"))
+    answer.source += "\nfor line in range(10):\n    print('line', line)\n"
+    submit(root, "ada", nb)
+    (root / "submitted").rename(root / "handins")  # where this course's nbgrader collects
+    (root / "handins" / "ada" / CHAPTER / "timestamp.txt").write_text("2026-12-02 10:00:00.000000 UTC")
+    code = cli.main(["class", CHAPTER, "--course-root", str(root), "--due", "2026-11-30 23:59 UTC",
+                     "--late-per-day", "0.25", "--no-progress", "--seed", "5", "--cell-timeout", "30"])
+    assert code == 0
+    return root, grade_id(answer)
+
+
+def test_class_grades_the_configured_folders_into_the_gradebook(renamed_course):
+    """``class`` without a folder grades what this course's nbgrader collected (``handins/``) and records it
+    as the course's own; everything it writes lands in the configured folders, none in nbgrader's defaults."""
+    root, _ = renamed_course
+    data = json.loads((root / "grades" / CHAPTER / "grades.json").read_text())
+    assert [(r["student"], r["score"], r["late"]["final_score"]) for r in data["students"]] == [("ada", 8.0, 4.0)]
+    assert (root / "graded_copies" / "ada" / CHAPTER / f"{CHAPTER}.ipynb").is_file()
+    assert not [name for name in ("submitted", "autograded", "feedback") if (root / name).exists()]
+    assert not list((root / "grades" / CHAPTER).glob("unrecorded-*"))
+
+
+def test_class_runs_nbgraders_steps_with_the_instructors_settings(renamed_course):
+    from nbgrader.api import Gradebook
+
+    root, answer_id = renamed_course
+    nb = nbformat.read(str(root / "graded_copies" / "ada" / CHAPTER / f"{CHAPTER}.ipynb"), 4)
+    cell = next(c for c in nb.cells if grade_id(c) == answer_id)
+    text = "".join(out.get("text", "") for out in cell.outputs if out.get("output_type") == "stream")
+    assert "line 0" in text and "line 9" not in text  # c.LimitOutput.max_lines
+    with Gradebook(CourseSettings(root).db_url) as gb:  # c.AssignLatePenalties.plugin_class: half off when late
+        assert gb.find_submission(CHAPTER, "ada").late_submission_penalty == 4.0
+
+
+def test_the_late_note_goes_into_the_configured_feedback_folder(renamed_course):
+    root, _ = renamed_course
+    page = (root / "returned" / "ada" / CHAPTER / f"{CHAPTER}.html").read_text()
+    assert page.count("class='course-late'") == 1 and "Late by 2 started day(s): 4 points (50%) taken" in page
+
+
+def test_refresh_and_single_read_the_configured_course(renamed_course, tmp_path):
+    """``refresh`` reads the configured gradebook and remakes feedback there (nbgrader's own Generate
+    Feedback, its late note included); ``single`` knows a notebook in ``handins/<student>/`` by its folder."""
+    from autograder.engines import cli
+
+    root, _ = renamed_course
+    page = root / "returned" / "ada" / CHAPTER / f"{CHAPTER}.html"
+    page.unlink()
+    assert cli.main(["refresh", CHAPTER, "--course-root", str(root)]) == 0
+    assert page.read_text().count("class='course-late'") == 1
+    notebook = root / "handins" / "ada" / CHAPTER / f"{CHAPTER}.ipynb"
+    assert cli.single_student(notebook, CHAPTER, steps=("handins", "graded_copies")) == (
+        "ada", f"the folder handins/ada/{CHAPTER}")
+
+
+def test_a_scratch_copy_keeps_the_settings_but_never_the_gradebook(tmp_path):
+    """Grading outside the gradebook (``class FOLDER``, ``single``) copies the course: its folders and steps,
+    a gradebook of its own, even where the instructor's file names the course's gradebook by an absolute URL."""
+    write_config(tmp_path, "c.CourseDirectory.source_directory = 'authoring'", "c.LimitOutput.max_lines = 3",
+                 f"c.CourseDirectory.db_url = 'sqlite:///{tmp_path / 'live.db'}'")
+    scratch_root = tmp_path / "scratch"
+    scratch_root.mkdir()
+    scratch = CourseSettings(tmp_path).scratch(scratch_root)
+    assert scratch.db_url == f"sqlite:///{scratch_root.resolve() / 'gradebook.db'}"
+    assert scratch.folder("source", ".", "ch01") == scratch_root.resolve() / "authoring" / "." / "ch01"
+    assert scratch.step(LimitOutput).max_lines == 3

@@ -129,6 +129,54 @@ def test_a_late_penalty_set_once_survives_every_regrade_route(tmp_path):
     assert _finals(root)["bo"] == (7.0, 5.6) and _canvas(root) == {"ada": "8", "bo": "5.6"}
 
 
+# ---------------------------------------------------------------------------- Generate Feedback
+def _button_generate_feedback(root, student: str) -> dict:
+    """What the formgrader's Generate Feedback button does: ``NbGraderAPI.generate_feedback`` in a
+    server-like process with the course's configuration."""
+    code = ("import json, sys\nfrom nbgrader.apps import NbGrader\nfrom nbgrader.apps.api import NbGraderAPI\n"
+            "from nbgrader.coursedir import CourseDirectory\n"
+            "app = NbGrader()\napp.load_config_file()\n"
+            "api = NbGraderAPI(CourseDirectory(config=app.config), config=app.config)\n"
+            "print(json.dumps(api.generate_feedback(sys.argv[1], sys.argv[2])))\n")
+    proc = subprocess.run([sys.executable, "-c", code, CHAPTER, student], cwd=root, env=nbgrader_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "late-policy note was not added" not in proc.stderr, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _late_block(page) -> str:
+    text = page.read_text()
+    start, end = text.find("<!-- course-late -->"), text.find("<!-- /course-late -->")
+    assert 0 <= start < end and text.count("<!-- course-late -->") == 1, text[:3000]
+    return text[start:end]
+
+
+@pytest.mark.slow
+def test_the_formgraders_generate_feedback_shows_the_students_late_note(tmp_path):
+    """The button (nbgrader's own generate_feedback) gives a student the late note course feedback gives,
+    from the assignment's stored policy: a policy changed since grading shows at the next press."""
+    from autograder.records import term
+
+    root = make_course(tmp_path / "course")
+    submit(root, "bo", with_wrong_first_answer(solution(root, student="bo")))
+    (root / "submitted" / "bo" / CHAPTER / "timestamp.txt").write_text("2026-12-02 10:00:00.000000 UTC")
+    _cli(root, "class", CHAPTER, "--due", "2026-11-30 23:59 UTC", "--late-per-day", "0.25", "--late-cap", "0.5",
+         "--seed", "3", "--no-progress", *LIMITS)
+    page = root / "feedback" / "bo" / CHAPTER / f"{CHAPTER}.html"
+    from_course = _late_block(page)
+    row = json.loads((root / "grades" / CHAPTER / "grades.json").read_text())["students"][0]
+    assert term.late_html(row["late"]).startswith(from_course) and "final score 3.5" in from_course
+
+    page.unlink()
+    assert _button_generate_feedback(root, "bo")["success"]
+    assert _late_block(page) == from_course
+
+    _cli(root, "policy", CHAPTER, "--late-per-day", "0.1")  # 2 started days x 10 % of 7 points: 1.4
+    assert _button_generate_feedback(root, "bo")["success"]
+    assert "1.4 points (20%) taken; final score 5.6" in _late_block(page)
+
+
 # ---------------------------------------------------------------------------- no sandbox, no grading
 def test_without_the_sandbox_no_route_grades_unless_told(monkeypatch, tmp_path):
     """The CLI refuses to run student code unsandboxed by default, as the formgrader and Gradescope do;

@@ -235,6 +235,12 @@ def test_setup_check_refuses_an_image_without_the_sandbox(tmp_path, monkeypatch,
     assert "bwrap+rlimits" in capsys.readouterr().out
     monkeypatch.setattr(gradescope.sandbox, "probe", lambda: "bubblewrap (bwrap) is not installed")
     assert gradescope.main(["--root", str(tmp_path), "--check"]) == 1
-    (tmp_path / "source" / "settings.json").write_text(json.dumps(dict(settings, require_sandbox=False)))
+    (tmp_path / "source" / "settings.json").write_text(json.dumps(dict(settings, allow_unsandboxed=True)))
     assert gradescope.main(["--root", str(tmp_path), "--check"]) == 0
     assert "rlimits only" in capsys.readouterr().out
+    # a bundle an older version wrote says the same with require_sandbox
+    older = {k: v for k, v in settings.items() if k != "allow_unsandboxed"}
+    (tmp_path / "source" / "settings.json").write_text(json.dumps(dict(older, require_sandbox=True)))
+    assert gradescope.main(["--root", str(tmp_path), "--check"]) == 1
+    (tmp_path / "source" / "settings.json").write_text(json.dumps(dict(older, require_sandbox=False)))
+    assert gradescope.main(["--root", str(tmp_path), "--check"]) == 0

@@ -124,3 +124,15 @@ def test_mpi_cannot_reach_outside_the_sandbox(tmp_path):
     for path in (marker, marker + ".sh", marker + ".spawn"):
         assert not os.path.exists(path), path
     assert verdict.reason  # graded with a reason (its honest values earn what they deserve)
+
+
+def test_a_build_that_does_not_refuse_bad_input_is_told_to_raise_value_error_not_deadlock(tmp_path):
+    """11.5 asks for ValueError on every rank when p is not a power of two. A function that goes on
+    instead hangs on real ranks: the part loses the invalid-input check, with that reason, and keeps the rest."""
+    solution = answer_sources(ASSIGNMENT, "ada")["ch11_ex11_5_answer"]
+    lenient = solution.replace("raise ValueError('p must be a power of two')", "pass")
+    assert lenient != solution
+    verdict = grade(tmp_path, lenient, gid="ch11_ex11_5")
+    assert verdict.code == codes.PARTIAL and 0 < verdict.score < 1, verdict.reason
+    assert "does not raise ValueError on every rank for 3 ranks (it went on communicating" in verdict.reason
+    assert [c.name for c in verdict.checks if c.earned < c.share] == ["invalid inputs"], verdict.reason

@@ -61,8 +61,8 @@ def test_late_note_in_feedback_is_replaced_not_repeated(tmp_path):
     info = {"due": "2026-11-30T23:59:00+00:00", "submitted": "2026-12-02T10:00:00+00:00", "days_charged": 2,
             "points_deducted": 1.6, "fraction": 0.2, "final_score": 6.4}
     row = {"student": "bo", "late": info}
-    term.add_late_notes(tmp_path / "feedback", "ch02", [row])
-    term.add_late_notes(tmp_path / "feedback", "ch02", [row])
+    term.add_late_notes(tmp_path, "ch02", [row])
+    term.add_late_notes(tmp_path, "ch02", [row])
     text = page.read_text()
     assert text.count("course-late'") == 1 and "Late by 2 started day(s): 1.6 points (20%) taken" in text
     assert text.index("course-late") > text.index("<body")

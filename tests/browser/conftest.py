@@ -162,13 +162,19 @@ def start_lab_server(base: Path, *, autopredict: bool = True):
     (labconfig / "page_config.json").write_text(
         '{"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": true}}'
     )
-    log = base / "jupyterlab.log"
+    with jupyter_server(cmd, port, token, base / "jupyterlab.log", env=env, cwd=root) as process:
+        yield LabServer(f"http://127.0.0.1:{port}", token, root, process)
+
+
+@contextlib.contextmanager
+def jupyter_server(cmd: list, port: int, token: str, log: Path, **popen):
+    """``cmd`` (a Jupyter server on 127.0.0.1:``port``) started with its output in ``log``; yields its
+    process once it answers, and stops it (terminated, killed after 15 s)."""
     with open(log, "wb") as out:
-        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
-    url = f"http://127.0.0.1:{port}"
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, **popen)
     try:
-        _wait_ready(url, token, process, log)
-        yield LabServer(url, token, root, process)
+        _wait_ready(f"http://127.0.0.1:{port}", token, process, log)
+        yield process
     finally:
         process.terminate()
         try:

@@ -8,10 +8,14 @@ per Run All (bqplot drawing figures that a lock kept hidden: ``<rect>`` with a n
 Locking a lab's predictions shows its instruments: the labs are run again locked (a ``predictions.json`` with every
 lock answered), so the figures that appear then are counted too.
 
-One message is not the notebook's: anywidget (0.9) rejects a model whose ES module has not loaded within two seconds
-of its creation ("[anywidget] Failed to initialize model.", after ``AbortSignal.timeout(2000)``), which a loaded
-machine reaches while a Run All creates dozens of widgets at once. It is printed and counted apart
-(:data:`ANYWIDGET_TIMEOUT`), never mixed with the notebook's own errors.
+One message is not the notebook's: anywidget (0.11, its labextension's ``Runtime``) rejects a model whose ES module has
+not loaded within two seconds of its creation ("[anywidget] Failed to initialize model.", after
+``AbortSignal.timeout(2000)``), which a loaded machine reaches while a Run All creates dozens of widgets at once. The
+view still renders when the module arrives, but every later update the kernel sends to that model is dropped
+(``_handle_comm_msg`` awaits the rejected promise): so the course's anywidgets get every state they show at creation
+(a lock that locks creates a new, disabled radio group, ``PredictionLock._new_group``; tested with the timer forced
+in tests/browser/test_prediction_lock.py). The message is printed and counted apart (:data:`ANYWIDGET_TIMEOUT`),
+never mixed with the notebook's own errors.
 """
 
 from __future__ import annotations

@@ -142,3 +142,64 @@ def test_a_lock_is_one_labelled_radio_group_the_arrow_keys_move_through(lab_note
     assert saved["browser/group"]["value"] == "B"
     expect(group.get_by_role("radio").nth(1)).to_be_checked()
     expect(group.get_by_role("radio").first).to_be_disabled()
+
+
+#: anywidget (0.11) gives a model's front-end module two seconds (``AbortSignal.timeout(2000)`` in its Runtime)
+#: and then drops every update the kernel sends to that model; a loaded machine reaches it during Run All.
+#: This page script makes that timer fire at once, as if the module had loaded late, every time.
+ANYWIDGET_LATE = """
+const timeout = AbortSignal.timeout.bind(AbortSignal);
+AbortSignal.timeout = (ms) => timeout(ms === 2000 ? 1 : ms);
+"""
+ANYWIDGET_TIMEOUT = "[anywidget] Failed to initialize model."
+
+
+def test_a_lock_whose_widget_module_loads_late_still_locks_and_restores_locked(jupyterlab, browser, tmp_path):
+    """The radio group is an anywidget; when its module loads after anywidget's two-second timeout (a busy
+    browser), the kernel's later updates to it are dropped. Locking (and restoring a lock) therefore creates a
+    new, disabled group instead of updating the old one: the state travels with the group's creation."""
+    from .conftest import open_notebook_page, shutdown_kernels
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, jupyterlab.root / "lock_late_module.ipynb")
+    (jupyterlab.root / "predictions.json").unlink(missing_ok=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(ANYWIDGET_LATE)
+    errors: list = []
+    context.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    context.on("weberror", lambda err: errors.append(str(err.error)))
+    try:
+        page = open_notebook_page(jupyterlab, context, "lock_late_module.ipynb")
+        run_all_cells(page)
+        lock = page.locator(".course-prediction-lock").first
+        lock.get_by_text("about 128x").click()
+        lock.get_by_role("button", name="Lock prediction").click()
+        lock.get_by_text("Your prediction:").wait_for(timeout=30_000)
+        radios = lock.locator("input[type=radio]")
+        page.wait_for_function("() => { const r = [...document.querySelectorAll('.course-prediction-lock "
+                               "input[type=radio]')]; return r.length === 4 && r.every(x => x.disabled); }",
+                               timeout=30_000)
+        assert radios.nth(2).is_checked() and json.loads((jupyterlab.root / "predictions.json").read_text())[
+            "browser/act1"]["value"] == "C"
+        assert any(ANYWIDGET_TIMEOUT in e for e in errors), "the late module was not simulated"
+
+        page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel and Clear Outputs").first.click()
+        accept = page.locator(".jp-Dialog .jp-mod-accept")
+        if accept.count():
+            accept.first.click()
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
+            ".every(p => !/\\[\\d+\\]/.test(p.textContent))", timeout=60_000)
+        run_all_cells(page)
+        relocked = page.locator(".course-prediction-lock").last
+        relocked.get_by_text("restored from predictions.json").wait_for(timeout=30_000)
+        page.wait_for_function("() => { const r = [...document.querySelectorAll('.course-prediction-lock "
+                               "input[type=radio]')]; return r.length === 4 && r.every(x => x.disabled) "
+                               "&& r[2].checked; }", timeout=30_000)
+        # nothing but anywidget's own timeout reaches the console (no update lost on its way to a group)
+        assert [e for e in errors if ANYWIDGET_TIMEOUT not in e] == [], errors
+    finally:
+        context.close()
+        shutdown_kernels(jupyterlab)

@@ -34,7 +34,7 @@ import pytest
 from tests.autograder import xss_payloads as corpus
 from tests.autograder.course_dir import formgrader_page, make_course, nbgrader_env, solution
 
-from .conftest import ARTIFACTS, CHROMIUM, REPO, _free_port, _wait_ready
+from .conftest import ARTIFACTS, CHROMIUM, REPO, _free_port, jupyter_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -112,18 +112,8 @@ def formgrader(graded):
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = base / "formgrader.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(url, token, process, log)
-        yield url, token, root, log
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with jupyter_server(cmd, port, token, log, env=env, cwd=root):
+        yield f"http://127.0.0.1:{port}", token, root, log
 
 
 def _submission_id(root: Path) -> str:

@@ -126,7 +126,24 @@ def test_the_visible_check_of_11_5_expects_value_error_for_p_not_a_power_of_two(
     exec(lenient_source, lenient)
     lines, shaped, right = assess(ex, lenient, variant, exam=False)
     assert not right, lines
-    assert any("not a power of two" in line and "ValueError" in line for line in lines), lines
+    refused = [line for line in lines if "not a power of two" in line]
+    # what is wrong is the missing ValueError; the deadlock that follows is how it showed, not the verdict
+    assert refused and "does not raise ValueError on every rank for 3 ranks (it went on communicating and " \
+        "deadlocked" in refused[0], lines
+    assert "check the input on every rank before any rank sends" in refused[0]
+    assert "exchange with sendrecv" not in refused[0] and "not written yet" not in refused[0]
+
+
+def test_a_build_that_does_not_refuse_loses_only_the_invalid_input_check():
+    solution = next(src for src in answer_sources(ASSIGNMENT, "ada").values() if "def allreduce_rhd" in src)
+    lenient = {}
+    exec(solution.replace("raise ValueError('p must be a power of two')", "pass"), lenient)
+    verdict = REGISTRY["ch11_ex11_5"].grade(lenient, _seed("ada"))
+    assert verdict.code == codes.PARTIAL and verdict.score == pytest.approx(0.75), verdict.reason
+    failed = [check for check in verdict.checks if check.earned < check.share]
+    assert [check.name for check in failed] == ["invalid inputs"]
+    assert codes.NO_VALUE_ERROR in failed[0].codes
+    assert "does not raise ValueError on every rank for 3 ranks (it went on communicating" in verdict.reason
 
 
 def test_only_definitions_reach_the_ranks():
