@@ -2,18 +2,24 @@
 
 A lock's options are declared once, with stable ids (:class:`~course.assess.items.Lock`); what a
 student sees is an order drawn from their own seed, so that where the right option sits says
-nothing. Two rules hold for every student:
+nothing. Three rules hold for every student:
 
 * **Stable.** The order is a function of the course, the student and the list of locks only: the
   same after a restart, on another machine and in the grader's kernel.
-* **Balanced across the course.** Walking the course's locks in their listed order, each lock puts
-  its right option at a position (0 = first) where the fewest earlier locks put theirs, choosing
-  among ties at random: no position holds the right option of more than a third of the locks
-  (with four options, about a quarter each). The walk only looks back, so a lock added at the end
-  of the list (a new lab) leaves every earlier lock's order unchanged.
+* **Uniform per lock.** Each lock draws its right option's position from its own seed (student and
+  lock key), uniformly among the places it may take: across a class, no place is the usual one for
+  any lock. (An earlier greedy balance filled each student's positions evenly in the course's order,
+  which left the last locks' right options at A or D for 9 students in 10 and let a student who had
+  counted the earlier reveals deduce the last one.)
+* **Capped across the course.** No position holds the right option of more than a third of the
+  locks (at least ``ceil(locks / 4)``): where the independent draws exceed that, locks are moved off
+  the crowded position, the latest in the course's order first, to a position of their own choice
+  that is under the cap. So a lock added at the end moves an earlier lock only when it tips a
+  position over the cap; the options are stored, graded and reported by id, so a moved order changes
+  only what an unlocked lock shows.
 
 A lock declared ``ordered`` (a scale: "2x / 7x / 128x") keeps its sequence and is shown either as
-declared or reversed, whichever balances better; so its right option is not always in one place.
+declared or reversed, at random; so its right option is not always in one place.
 
 >>> from course.assess.items import Lock
 >>> locks = [(f"lab/act{i}", Lock("?", {"a": "1", "b": "2", "c": "3", "d": "4"}, "b", "")) for i in range(6)]
@@ -45,28 +51,49 @@ def order_seed(student: Optional[str]) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+def _lock_rng(seed: int, key: str, purpose: str) -> random.Random:
+    """A generator of its own for one lock of one student (``purpose``: the first draw or a move under the cap)."""
+    digest = hashlib.sha256(f"{seed}\0{key}\0{purpose}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _places(lock: Lock) -> List[int]:
+    """Where ``lock``'s right option may sit: anywhere, or (a scale) as declared or reversed."""
+    ids = list(lock.options)
+    right = ids.index(lock.correct)
+    return sorted({right, len(ids) - 1 - right}) if lock.ordered else list(range(len(ids)))
+
+
 def option_orders(locks: Sequence[Tuple[str, Lock]], student: Optional[str]) -> Dict[str, Tuple[str, ...]]:
     """``{lock key: option ids in the order this student sees them}`` for the course's ``locks``
     (``(key, lock)`` pairs in the course's order; see the module docstring)."""
-    rng = random.Random(order_seed(student))
+    seed = order_seed(student)
+    cap = max(len(locks) // 3, -(-len(locks) // 4), 1)
+    place = {key: _lock_rng(seed, key, "place").choice(_places(lock)) for key, lock in locks}
     counts: Dict[int, int] = {}
+    for p in place.values():
+        counts[p] = counts.get(p, 0) + 1
+    moved = True
+    while moved and max(counts.values(), default=0) > cap:
+        moved = False
+        for key, lock in reversed(locks):
+            if counts[place[key]] <= cap:
+                continue
+            free = [p for p in _places(lock) if counts.get(p, 0) < cap]
+            if free:
+                counts[place[key]] -= 1
+                place[key] = _lock_rng(seed, key, f"move from {place[key]}").choice(free)
+                counts[place[key]] = counts.get(place[key], 0) + 1
+                moved = True
     orders: Dict[str, Tuple[str, ...]] = {}
     for key, lock in locks:
         ids = list(lock.options)
-        right = ids.index(lock.correct)
         if lock.ordered:
-            choices = {right: ids, len(ids) - 1 - right: ids[::-1]}
-        else:
-            choices = {p: None for p in range(len(ids))}
-        fewest = min(counts.get(p, 0) for p in choices)
-        place = rng.choice(sorted(p for p in choices if counts.get(p, 0) == fewest))
-        counts[place] = counts.get(place, 0) + 1
-        if lock.ordered:
-            orders[key] = tuple(choices[place])
+            orders[key] = tuple(ids) if ids.index(lock.correct) == place[key] else tuple(ids[::-1])
             continue
         others = [i for i in ids if i != lock.correct]
-        rng.shuffle(others)
-        others.insert(place, lock.correct)
+        _lock_rng(seed, key, "others").shuffle(others)
+        others.insert(place[key], lock.correct)
         orders[key] = tuple(others)
     return orders
 
