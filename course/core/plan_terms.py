@@ -1108,13 +1108,20 @@ def routed_expert_compute(*, cfg):
 
 
 def grouped_gemm_term(*, cfg, bound="point"):
-    """Extra seconds the routed-expert grouped GEMMs take at few rows per expert beyond their shapes' price:
-    :func:`routed_expert_compute` x (1 / :func:`~course.core.moe.grouped_gemm_factor` - 1) (DeepGEMM's measured
-    grouped-GEMM speed by rows per expert)."""
-    if not cfg.model.is_moe:
+    """Extra seconds the routed-expert grouped GEMMs take beyond their shapes' price, at few rows per expert and
+    at short reduced widths: :func:`routed_expert_compute` x ``(slowdown / grouped - 1)``, with ``grouped`` =
+    :func:`~course.core.moe.grouped_gemm_factor` of the rows per expert (DeepGEMM's measured grouped-GEMM speed) and
+    ``slowdown`` the FLOP-weighted ``1 / short_k_factor`` of the up projections (reducing over ``hidden``) and the
+    down projection (over ``expert_ffn / ETP``) (:func:`~course.core.moe.short_k_factor`: DeepGEMM's dense K sweep;
+    1 where every K is 2,048 or more, as DeepSeek-V3's)."""
+    m = cfg.model
+    if not m.is_moe:
         return np.zeros(())
     factor = np.asarray(_moe.grouped_gemm_factor(np.maximum(cfg.tokens_per_expert, 1.0), bound))
-    return routed_expert_compute(cfg=cfg) * (1.0 / factor - 1.0)
+    up_share = (m.mlp_matrices - 1) / m.mlp_matrices  # gate and up (SwiGLU) or up: all but the down projection
+    slowdown = (up_share / np.asarray(_moe.short_k_factor(m.hidden, bound))
+                + (1.0 - up_share) / np.asarray(_moe.short_k_factor(m.expert_ffn / cfg.etp, bound)))
+    return routed_expert_compute(cfg=cfg) * (slowdown / factor - 1.0)
 
 
 def moe_host_term(*, cfg, per_expert=None):
@@ -1321,8 +1328,9 @@ def note_terms(*, cfg):
         "uneven_stages": (cfg.pp > 1) & (cfg.stage_layers * cfg.pp != cfg.model.layers),
         "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
         "few_tokens_per_expert": few,
-        "starved_expert_gemms": np.asarray(cfg.model.is_moe) & np.asarray(_moe.starved_expert_gemms(
-            (cfg.model.experts or 0) / cfg.ep), dtype=bool),
+        "starved_expert_gemms": (np.asarray(_moe.starved_expert_gemms(
+            cfg.tokens_per_expert, cfg.model.expert_ffn / cfg.etp, cfg.model.hidden), dtype=bool)
+            if cfg.model.is_moe else np.zeros((), bool)),
     }
 
 
@@ -1422,7 +1430,9 @@ def range_sources(model, cluster, settings=None, **options):
                              f"(range x{recipe.speed_range[0]:g} to x{recipe.speed_range[1]:g}); {recipe.source}")
     if m.is_moe:
         out["grouped GEMMs"] = ("expert GEMMs at DeepGEMM's measured grouped-GEMM speed by rows per expert (1 from "
-                                "4,096 rows, 0.895 at 1,024, range 0.84 to 0.95; deepseek-ai/DeepGEMM README, H800)")
+                                "4,096 rows, 0.895 at 1,024, range 0.84 to 0.95; 0.818 at 512, 0.730 at 256) and, where "
+                                "they reduce over fewer than 2,048 elements, at its dense K sweep's K / (K + 750) "
+                                "(K0 range 673 to 824; deepseek-ai/DeepGEMM README, H800, FP8)")
         credit = 1.0 if s.schedule == "dualpipe" else (fw.ep_overlap_credit if s.ep_overlap_credit is None
                                                         else s.ep_overlap_credit)
         out["all-to-all overlap"] = (("DualPipe hides the all-to-alls but their SMs (DeepSeek-AI 2024, sec. 3.2.1)"
@@ -1700,11 +1710,11 @@ def _compute_assumptions(m, c, ranges, *, used_efficiency, compute_efficiency, p
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: within 9 % at 4,096 tokens per expert, 13-9 % at 1,024-512 with host time charged), so "
+                       "Megatron-MoE-ModelZoo: within 9 % at 4,096 tokens per expert, 12-7 % at 1,024-512 with host time charged), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 13-9 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 12-7 % short at 1,024-512)")
     return compute
 
 

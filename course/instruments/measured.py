@@ -153,6 +153,9 @@ class MeasuredInstrument:
         values = self.values()
         self.measure_button.disabled = True
         self.begin_progress(self.measuring_what(values))
+        table = getattr(self, "table", None)
+        if table is not None and table.value == NOT_MEASURED:  # "press Measure" while it measures: say nothing
+            table.value = ""
         try:
             record = self.run_measurement(values)
         except KeyboardInterrupt:
@@ -199,6 +202,12 @@ class MeasuredInstrument:
             pass
         except Exception as exc:  # noqa: BLE001 -- shown as a banner, never a traceback
             self._show_error(exc, "measure")
+
+    def clear_readouts(self) -> None:
+        """Cards and math peek with nothing measured for the current settings: a dash each, no formula."""
+        for name in self._cards:
+            self.set_card(name, "—", "not measured for these settings")
+        self.set_math("Nothing measured for these settings yet: press Measure.")
 
     def measured(self, values: Optional[dict] = None) -> Optional[dict]:
         return self.measurements.get(self.config_key(values or self.values()))
@@ -368,7 +377,8 @@ class AlphaBetaBench(MeasuredInstrument, Instrument):
                 self.flag("measurement_failed", f"The measurement did not finish: {reason}")
             else:
                 self.table.value = NOT_MEASURED
-            # another configuration's points would pass for these settings': clear them
+            # another configuration's points and numbers would pass for these settings': clear them
+            self.clear_readouts()
             self.set_marks(self.points, x=[], y=[])
             self.set_marks(self.left_out, x=[], y=[])
             self.set_marks(self.spread, visible=False)
@@ -634,7 +644,8 @@ class AllreduceRace(MeasuredInstrument, Instrument):
                 self.flag("measurement_failed", f"The measurement did not finish: {self.last_launch_reason}")
             else:
                 self.table.value = NOT_MEASURED
-            # another configuration's lines (and their legend) would pass for these settings': hide them
+            # another configuration's lines (and their legend) and numbers would pass for these settings': hide them
+            self.clear_readouts()
             for mark in (self.measured_lines, self.model_lines):
                 self.set_marks(mark, visible=False, display_legend=False)
             self.set_marks(self.bound, visible=False)

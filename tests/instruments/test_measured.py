@@ -185,3 +185,16 @@ def test_the_legend_names_your_ring_only_once_it_was_measured(tmp_path):
     assert list(race.measured_lines.labels) == ["ring", "MPI's Allreduce", "your ring"]
     race.controls["ranks"].value = 3   # not measured on 3 ranks: no lines, no legend from 2 ranks
     assert not race.measured_lines.visible and not race.measured_lines.display_legend
+
+
+def test_settings_not_measured_show_no_numbers_of_other_settings(measured_bench):
+    measured_bench.controls["operation"].value = "all-reduce"   # measured only as ping-pong
+    try:
+        assert measured_bench.result["measured"] is False
+        cards = " ".join(card.value for card in measured_bench._cards.values())
+        assert "µs" not in cards and "/s" not in cards and "not measured for these settings" in cards
+        assert list(measured_bench.points.x) == [] and not measured_bench.model.visible
+        assert "press Measure" in measured_bench.math_peek.value
+    finally:
+        measured_bench.controls["operation"].value = "ping-pong"
+    assert measured_bench.result["latency"] > 0   # and back: the measurement is shown again
