@@ -1,5 +1,6 @@
 """nbgrader's own Generate Feedback (the formgrader's button, ``nbgrader generate_feedback``) finished
-as the course's feedback is: with the student's late-policy note.
+as the course's feedback is: with the student's late-policy note, and a Content-Security-Policy that
+allows the page's own styles only (:func:`autograder.grading.sanitize.pin_page_styles`).
 
 ``course-autograde`` and grading on submit put a short block at the top of each feedback page saying
 what the assignment's grade policy (``grades/<assignment>/policy.json``, extensions) did to the
@@ -41,16 +42,23 @@ def late_rows(root: Path, assignment: str, students: Iterable[str]) -> List[dict
 
 
 def after_feedback(assignment=None, student=None, notebooks=()) -> None:
-    """``c.GenerateFeedback.post_convert_hook``: the late-policy note on the feedback pages just written.
+    """``c.GenerateFeedback.post_convert_hook``: the feedback pages just written get the late-policy note,
+    and their Content-Security-Policy allows only their own styles (by hash), as the course's pages do.
 
     nbgrader calls it with its own ids (``"*"`` for every student) and the notebooks it converted
     (``<autograded>/<student>/<assignment>/<notebook>.ipynb``), from the course root it converts in.
     A failure is said on stderr (nbgrader logs a failed hook only at INFO) and never stops the pages."""
+    from ..grading.course_settings import CourseSettings
+    from ..grading.sanitize import pin_page_styles
     from ..records import term
 
     root = Path(os.getcwd()).resolve()  # nbgrader's converters run in their course root
     pairs = {(Path(nb).parent.name, Path(nb).parent.parent.name) for nb in notebooks}
     try:
+        course = CourseSettings(root)
+        for name, who in pairs:  # the pages' own styles by hash, as the course's feedback has them
+            for page in course.folder("feedback", who, name).glob("*.html"):
+                page.write_text(pin_page_styles(page.read_text(encoding="utf-8")), encoding="utf-8")
         for name in sorted({a for a, _ in pairs}):
             term.add_late_notes(root, name, late_rows(root, name, [s for a, s in pairs if a == name]))
     except Exception as exc:  # noqa: BLE001 -- the feedback itself was written; say what is missing

@@ -280,6 +280,9 @@ def _exporter():
 
 
 def render_feedback(nb, resources: dict) -> str:
-    """HTML of a feedback notebook (no gradebook access, so no lock needed)."""
+    """HTML of a feedback notebook (no gradebook access, so no lock needed), its styles pinned by hash
+    (:func:`autograder.grading.sanitize.pin_page_styles`)."""
+    from .sanitize import pin_page_styles
+
     html, _ = _exporter().from_notebook_node(nb, resources=copy.deepcopy(resources))
-    return html
+    return pin_page_styles(html)

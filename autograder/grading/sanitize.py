@@ -498,6 +498,25 @@ def with_content_security_policy(page: str) -> str:
     return page[:at] + meta + page[at:]
 
 
+#: the feedback template's style policy (``autograder/templates/feedback/mathjax.html.j2``): any style
+#: element, since the template cannot know the hashes of the page it is part of; :func:`pin_page_styles`
+#: narrows it once the page is written
+TEMPLATE_STYLE_SRC = "style-src-elem 'unsafe-inline'"
+
+
+def pin_page_styles(page: str) -> str:
+    """``page`` (a feedback page the course's template wrote) with its policy's style elements narrowed
+    from ``'unsafe-inline'`` to the hashes of the page's own ones, those in its head (the templates'
+    styles, the code highlighting; nothing there comes from the student): a ``<style>`` the sanitizer
+    missed in the body then applies no more than a script would. A page without the template's policy
+    is returned as it is."""
+    at = page.lower().find("</head>")
+    if at < 0 or TEMPLATE_STYLE_SRC not in page[:at]:
+        return page
+    hashes = _hashes(_STYLE.findall(page[:at])) or "'none'"
+    return page[:at].replace(TEMPLATE_STYLE_SRC, f"style-src-elem {hashes}", 1) + page[at:]
+
+
 FILTERS = {
     "markdown2html": "autograder.grading.sanitize.SanitizedMarkdown",
     "clean_html": "autograder.grading.sanitize.clean_html",

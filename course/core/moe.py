@@ -35,7 +35,7 @@ from . import _validate as v
 from . import collectives as _coll
 
 __all__ = ["DEEPEP_NVLINK_EFFICIENCY", "DEEPEP_NETWORK_EFFICIENCY", "Dispatcher", "DISPATCHER_MEASUREMENTS",
-    "grouped_gemm_factor", "GROUPED_GEMM_MEASURED", "starved_expert_gemms", "STARVED_LOCAL_EXPERTS", "ROUTER_KERNELS", "router_bytes_per_token", 
+    "grouped_gemm_factor", "GROUPED_GEMM_MEASURED", "short_k_factor", "SHORT_K_HALF_WIDTH", "GROUPED_GEMM_MEASURED_MIN_K", "starved_expert_gemms", "ROUTER_KERNELS", "router_bytes_per_token", 
     "router_params", "expert_params", "moe_mlp_params", "moe_mlp_flops_per_token",
     "all_to_all_time", "expected_remote_nodes", "moe_dispatch_bytes_per_token", "moe_all_to_all_time_per_layer",
     "all_to_all_parts_per_layer", "moe_layer_tp_share", "expert_tp_gather_bytes", "expert_tp_comm_time_per_layer",
@@ -474,18 +474,21 @@ DISPATCHER_MEASUREMENTS = {d.name: d for d in [
 
 
 #: DeepGEMM's measured FP8 grouped-GEMM speed on H800 for DeepSeek-V3's expert shapes (deepseek-ai/DeepGEMM
-#: README, contiguous layout): rows per expert -> share of the speed at 4,096-8,192 rows. DeepSeek's grouped
-#: GEMMs lose 5 to 16 % going down to 1,024 rows (the midpoint, 0.895, is stored; the range is the table's).
-GROUPED_GEMM_MEASURED = ((1024.0, 0.895, 0.84, 0.95), (4096.0, 1.0, 1.0, 1.0))
+#: README, "Grouped GEMMs for MoE models", contiguous layout at 4,096-8,192 rows per group, masked layout at 1,024, 512
+#: and 256): rows per expert -> (midpoint, low, high) share of the speed at 4,096-8,192 rows, the two measured shapes
+#: (N 4,096 x K 7,168 and N 7,168 x K 2,048) each against its own large-M speed: 1,233 / 1,297 and 925 / 1,099 TFLOPS
+#: at 1,024 rows, 1,040 / 1,297 and 916 / 1,099 at 512, 932 / 1,297 and 815 / 1,099 at 256.
+GROUPED_GEMM_MEASURED = ((256.0, 0.730, 0.719, 0.742), (512.0, 0.818, 0.802, 0.833), (1024.0, 0.895, 0.84, 0.95),
+                         (4096.0, 1.0, 1.0, 1.0))
 
 
 def grouped_gemm_factor(tokens_per_expert, bound="point"):
     """Share of a large grouped GEMM's speed the expert GEMMs keep at ``tokens_per_expert`` rows each.
 
-    Interpolated in log2 of the rows between DeepGEMM's measured points (:data:`GROUPED_GEMM_MEASURED`), 1 at
-    4,096 rows and above, extrapolated below 1,024 at the same slope per halving (floored at 0.25). The shape
-    model of :mod:`course.core.gemm` prices wave quantization and the roofline; this is what the measurement
-    finds beyond them (tile scheduling across groups, per-group setup).
+    Interpolated in log2 of the rows between DeepGEMM's measured points (:data:`GROUPED_GEMM_MEASURED`: 256,
+    512, 1,024 and 4,096 rows), 1 at 4,096 rows and above, extrapolated below 256 at the slope between 256 and 512
+    rows (floored at 0.25). The shape model of :mod:`course.core.gemm` prices wave quantization and the roofline;
+    this is what the measurement finds beyond them (tile scheduling across groups, per-group setup).
 
     Parameters
     ----------
@@ -497,20 +500,69 @@ def grouped_gemm_factor(tokens_per_expert, bound="point"):
     -------
     float or ndarray in (0, 1]
 
-    Source: deepseek-ai/DeepGEMM README (grouped GEMMs, H800, FP8).
+    Source: deepseek-ai/DeepGEMM README (grouped GEMMs, contiguous and masked layouts, H800, FP8).
 
     Examples
     --------
-    >>> float(grouped_gemm_factor(8192)), float(grouped_gemm_factor(1024)), round(float(grouped_gemm_factor(512)), 4)
-    (1.0, 0.895, 0.8425)
+    >>> float(grouped_gemm_factor(8192)), float(grouped_gemm_factor(1024)), float(grouped_gemm_factor(512))
+    (1.0, 0.895, 0.818)
+    >>> round(float(grouped_gemm_factor(128)), 3)   # below the measurement: the 256-512 slope continued
+    0.642
     """
     t = v.positive("tokens_per_expert", tokens_per_expert)
     col = {"point": 1, "low": 2, "high": 3}[v.choice("bound", bound, ("point", "low", "high"))]
-    (x0, *y0), (x1, *y1) = GROUPED_GEMM_MEASURED
-    lo, hi = y0[col - 1], y1[col - 1]
-    slope = (hi - lo) / (np.log2(x1) - np.log2(x0))
-    out = hi - slope * (np.log2(x1) - np.log2(np.minimum(t, x1)))
+    rows = np.log2([x for x, *_ in GROUPED_GEMM_MEASURED])
+    share = np.array([y[col - 1] for _, *y in GROUPED_GEMM_MEASURED])
+    x = np.log2(np.minimum(t, GROUPED_GEMM_MEASURED[-1][0]))
+    below = share[0] - (share[1] - share[0]) / (rows[1] - rows[0]) * (rows[0] - x)
+    out = np.where(x < rows[0], below, np.interp(x, rows, share))
     return v.scalar_or_array(np.clip(out, 0.25, 1.0))
+
+
+#: How a GEMM's speed falls with its reduced width ``K``, ``K / (K + K0)``: each output tile pays a fixed prologue
+#: and epilogue (pipeline fill, the store of the tile) over ``K`` steps of multiply-accumulate. ``K0`` (point, low,
+#: high) in elements, from DeepGEMM's dense FP8 GEMMs on H800 at M = 4,096 (deepseek-ai/DeepGEMM README, "Normal GEMMs
+#: for dense models"): measured over the course's shape model (:mod:`course.core.gemm`, which prices tiles and the
+#: roofline but not ``K``) they keep 0.998 at K = 16,384, 0.958 at 7,168, 0.753 at 2,048, 0.712 at 1,536 and 0.427 at 512
+#: (N 4,096 to 32,768); least squares ``c K / (K + K0)`` gives K0 = 750, each point alone 673 to 824. A kernel
+#: measurement, not a training run: no row of the validation was used.
+SHORT_K_HALF_WIDTH = (750.0, 673.0, 824.0)
+#: The smallest reduced width in DeepGEMM's grouped-GEMM measurement (:data:`GROUPED_GEMM_MEASURED`, K 2,048 and
+#: 7,168): down to it the grouped factor holds what ``K`` costs; below it :func:`short_k_factor` adds the rest.
+GROUPED_GEMM_MEASURED_MIN_K = 2048.0
+
+
+def short_k_factor(k, bound="point"):
+    """Share of its speed at K = 2,048 a GEMM keeps at a shorter reduced width ``k`` (1 from 2,048 up).
+
+    ``[k / (k + K0)] / [2048 / (2048 + K0)]`` with ``K0`` of :data:`SHORT_K_HALF_WIDTH`, for ``k`` below
+    :data:`GROUPED_GEMM_MEASURED_MIN_K`. Fine-grained experts have short ``K``: Qwen3-30B-A3B's down projection
+    reduces over its 768-wide expert (0.69 of the speed at 2,048), Qwen3-235B-A22B's over 1,536 (0.92).
+
+    Parameters
+    ----------
+    k : float or array_like, > 0
+        Reduced width of the GEMM (elements).
+    bound : {"point", "low", "high"}
+        ``K0`` at its fitted value, at its slow end (824) or its fast end (673).
+
+    Returns
+    -------
+    float or ndarray in (0, 1]
+
+    Source: deepseek-ai/DeepGEMM README, "Normal GEMMs for dense models" (H800, FP8, M = 4,096), against
+    :func:`course.core.gemm.gemm_time`.
+
+    Examples
+    --------
+    >>> round(float(short_k_factor(768)), 3), round(float(short_k_factor(1536)), 3), float(short_k_factor(7168))
+    (0.691, 0.918, 1.0)
+    """
+    k = v.positive("k", k)
+    k0 = SHORT_K_HALF_WIDTH[{"point": 0, "low": 2, "high": 1}[v.choice("bound", bound, ("point", "low", "high"))]]
+    ref = GROUPED_GEMM_MEASURED_MIN_K
+    kk = np.minimum(k, ref)
+    return v.scalar_or_array((kk / (kk + k0)) / (ref / (ref + k0)))
 
 
 #: Element-wise kernels of Megatron-Core's fused router per MoE layer pass (forward and backward), each reading and
@@ -552,40 +604,42 @@ def router_bytes_per_token(experts, kernels=ROUTER_KERNELS):
     return v.scalar_or_array(2.0 * 4.0 * e * n)
 
 
-#: Routed experts of one MoE layer on one GPU from which a plan carries the note ``starved_expert_gemms``.
-STARVED_LOCAL_EXPERTS = 16
+def starved_expert_gemms(tokens_per_expert, expert_width, hidden):
+    """Whether a layout's expert GEMMs lie outside the shapes whose grouped-GEMM speed was measured.
 
-
-def starved_expert_gemms(local_experts):
-    """Whether a GPU holds so many small expert GEMMs that the evidence says the planner's step is short.
-
-    Fires where a GPU holds :data:`STARVED_LOCAL_EXPERTS` (16) or more routed experts of a layer, each with its
-    own GEMMs, allocations and casts launched by the host. Evidence (notebooks/validation.ipynb, held-out rows,
-    issue 46): of the six held-out runs with 16 to 32 experts per GPU (Qwen3-30B-A3B on 8 GB300, GB200, B200 and 16
-    H100, DeepSeek-V3 on 256 B200, Qwen3-235B-A22B on 64 B200; NVIDIA Megatron-Bridge 25.11 performance summary)
-    five ran 1.27 to 2.40 times slower than planned, where every Megatron-Core MoE row with 4 to 8 experts per
-    GPU, fitted or held out, is inside its ±20 % band. Fine-grained experts, small per expert, come with many experts per GPU;
-    NVIDIA names small expert GEMMs and host overhead MoE's "compute efficiency wall" (Megatron-Bridge
-    documentation, "MoE Training Optimization").
+    Fires where the experts multiply fewer rows than DeepGEMM's smallest grouped measurement (256 per expert), or
+    reduce over a width shorter than its smallest (2,048: the down projection over ``expert_width``, the expert's
+    inner width over expert-TP, or the up projection over ``hidden``). There the planner prices the expert GEMMs by
+    extrapolation, from the dense K sweep (:func:`short_k_factor`) or beyond the measured rows
+    (:func:`grouped_gemm_factor`), and what else such small GEMMs cost (their launches, casts and per-group setup,
+    NVIDIA's "compute efficiency wall" of MoE: Megatron-Bridge documentation, "MoE Training Optimization") is not
+    measured. The rule is set by the kernel measurement's coverage, not by any training run.
 
     Parameters
     ----------
-    local_experts : float or array_like, >= 0
-        Routed experts of one MoE layer on one GPU (``E / EP``; 0 for a dense model).
+    tokens_per_expert : float or array_like, >= 0
+        Rows of an expert GEMM per micro-batch (:func:`tokens_per_expert`).
+    expert_width : float or array_like, > 0
+        The expert's inner width on one GPU (``expert_ffn / ETP``).
+    hidden : float or array_like, > 0
+        The model width (the up projection's reduced width).
 
     Returns
     -------
     bool or ndarray of bool
 
-    Source: NVIDIA Megatron-Bridge 25.11 performance summary (the held-out rows named above); Megatron-LM docs,
-    "Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72" (host-bound expert kernels).
+    Source: deepseek-ai/DeepGEMM README (the shapes of its grouped-GEMM measurement).
 
     Examples
     --------
-    >>> bool(starved_expert_gemms(128 / 8)), bool(starved_expert_gemms(256 / 32))
+    >>> bool(starved_expert_gemms(4096, 768, 2048)), bool(starved_expert_gemms(4096, 2048, 7168))
     (True, False)
     """
-    return v.scalar_or_array(np.asarray(v.non_negative("local_experts", local_experts)) >= STARVED_LOCAL_EXPERTS)
+    rows = v.non_negative("tokens_per_expert", tokens_per_expert)
+    width = v.positive("expert_width", expert_width)
+    h = v.positive("hidden", hidden)
+    smallest = GROUPED_GEMM_MEASURED_MIN_K
+    return v.scalar_or_array((rows < GROUPED_GEMM_MEASURED[0][0]) | (width < smallest) | (h < smallest))
 
 
 def moe_all_to_all_time_per_layer(tokens, hidden, top_k, ep, ranks_per_node, intra_bandwidth, inter_bandwidth,

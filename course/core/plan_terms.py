@@ -450,7 +450,8 @@ class Config:
         s = self.settings = PlanSettings.of(settings, **options)  # validated: names, choices, ranges
         self.gemm_shapes = bool(s.gemm_shapes)
         self.recompute_modules = recompute_modules_setting(s.recompute_modules, self.model, s.memory_recipe)
-        self.min_tokens_per_expert = min_tokens_setting(s.min_tokens_per_expert)
+        # checked by PlanSettings (min_tokens_setting); None or 0 turn the validated-range check off
+        self.min_tokens_per_expert = 0.0 if s.min_tokens_per_expert is None else float(s.min_tokens_per_expert)
         self.dispatcher, self.ep_overlap, self.memory_recipe = s.dispatcher, bool(s.ep_overlap), s.memory_recipe
         if self.memory_recipe == "deepseek-v3" and not self.model.mla:
             raise ValueError(f"memory_recipe='deepseek-v3' recomputes MLA up-projections: it needs a model with "
@@ -691,6 +692,12 @@ class Config:
         stage_gpus = self.tp * self.cp * self.dp
         folds = self.etp * self.ep
         self.expert_dp = np.maximum(stage_gpus // folds, 1)
+        if not m.is_moe:  # no experts to place: only the MoE terms read the mapping below
+            self.tokens_per_expert = np.zeros(())  # no experts: the column reads 0
+            self.moe_tokens = np.zeros(())
+            self.moe_straggler = np.ones(())
+            self.moe_stage_layers = np.zeros(())
+            return
         # GPUs of one pipeline stage on a node. MoE frameworks place PP outermost (Megatron-Core's default
         # order tp-cp-ep-dp-pp), so a stage's TP x CP x DP GPUs are consecutive ranks and fill whole nodes:
         # DeepSeek-V3's EP 64 "spanning 8 nodes" on a stage of 128 GPUs (DeepSeek-AI 2024, sec. 3.2) is
@@ -701,22 +708,16 @@ class Config:
         edp_local = np.clip(stage_local // folds, 1, self.expert_dp)
         self.expert_grad_local = np.gcd(edp_local, self.expert_dp)
         self.expert_grad_nodes = self.expert_dp // self.expert_grad_local
-        if m.is_moe:
-            # every GPU dispatches its own tokens: s / (CP x TP) with sequence parallelism (Megatron
-            # needs SP for MoE with TP), the micro-batch's b sequences
-            self.moe_tokens = self.micro_batch * m.seq_len / (self.cp * self.tp)
-            self.moe_straggler = np.asarray(_moe.moe_straggler_factor(
-                self.moe_tokens * self.ep, m.top_k, self.ep, self.capacity_factor))
-            self.moe_stage_layers = self.stage_layers * m.moe_layers / m.layers
-            # the M of an expert GEMM: an EP group's tokens x k / E; with ETP each expert's shard multiplies the
-            # tokens its ETP group gathers (Megatron-Core's dispatcher all-gathers them over expert-TP)
-            self.tokens_per_expert = np.asarray(_moe.tokens_per_expert(
-                self.moe_tokens * self.etp, m.top_k, m.experts, self.ep))
-        else:
-            self.tokens_per_expert = np.zeros(())  # no experts: the column reads 0
-            self.moe_tokens = np.zeros(())
-            self.moe_straggler = np.ones(())
-            self.moe_stage_layers = np.zeros(())
+        # every GPU dispatches its own tokens: s / (CP x TP) with sequence parallelism (Megatron
+        # needs SP for MoE with TP), the micro-batch's b sequences
+        self.moe_tokens = self.micro_batch * m.seq_len / (self.cp * self.tp)
+        self.moe_straggler = np.asarray(_moe.moe_straggler_factor(
+            self.moe_tokens * self.ep, m.top_k, self.ep, self.capacity_factor))
+        self.moe_stage_layers = self.stage_layers * m.moe_layers / m.layers
+        # the M of an expert GEMM: an EP group's tokens x k / E; with ETP each expert's shard multiplies the
+        # tokens its ETP group gathers (Megatron-Core's dispatcher all-gathers them over expert-TP)
+        self.tokens_per_expert = np.asarray(_moe.tokens_per_expert(
+            self.moe_tokens * self.etp, m.top_k, m.experts, self.ep))
 
     def _link(self, in_node):
         c = self.cluster
@@ -1108,13 +1109,20 @@ def routed_expert_compute(*, cfg):
 
 
 def grouped_gemm_term(*, cfg, bound="point"):
-    """Extra seconds the routed-expert grouped GEMMs take at few rows per expert beyond their shapes' price:
-    :func:`routed_expert_compute` x (1 / :func:`~course.core.moe.grouped_gemm_factor` - 1) (DeepGEMM's measured
-    grouped-GEMM speed by rows per expert)."""
-    if not cfg.model.is_moe:
+    """Extra seconds the routed-expert grouped GEMMs take beyond their shapes' price, at few rows per expert and
+    at short reduced widths: :func:`routed_expert_compute` x ``(slowdown / grouped - 1)``, with ``grouped`` =
+    :func:`~course.core.moe.grouped_gemm_factor` of the rows per expert (DeepGEMM's measured grouped-GEMM speed) and
+    ``slowdown`` the FLOP-weighted ``1 / short_k_factor`` of the up projections (reducing over ``hidden``) and the
+    down projection (over ``expert_ffn / ETP``) (:func:`~course.core.moe.short_k_factor`: DeepGEMM's dense K sweep;
+    1 where every K is 2,048 or more, as DeepSeek-V3's)."""
+    m = cfg.model
+    if not m.is_moe:
         return np.zeros(())
     factor = np.asarray(_moe.grouped_gemm_factor(np.maximum(cfg.tokens_per_expert, 1.0), bound))
-    return routed_expert_compute(cfg=cfg) * (1.0 / factor - 1.0)
+    up_share = (m.mlp_matrices - 1) / m.mlp_matrices  # gate and up (SwiGLU) or up: all but the down projection
+    slowdown = (up_share / np.asarray(_moe.short_k_factor(m.hidden, bound))
+                + (1.0 - up_share) / np.asarray(_moe.short_k_factor(m.expert_ffn / cfg.etp, bound)))
+    return routed_expert_compute(cfg=cfg) * (slowdown / factor - 1.0)
 
 
 def moe_host_term(*, cfg, per_expert=None):
@@ -1252,13 +1260,13 @@ def memory_terms(*, cfg):
         if not v.any_true(kind == code):
             continue
         if name == "dualpipe":  # both ends of the pipeline on every device: p + 1 everywhere
-            at = lambda s: _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]  # noqa: E731 -- a one-line helper local to this function
-        else:
-            at = lambda s, name=name: _pipe.in_flight_microbatches_at_stage(  # noqa: E731 -- a one-line helper local to this function
-                cfg.pp, cfg.num_microbatches, s, name, cfg.interleave)
-        middle = np.minimum(1, cfg.pp - 1)
-        h = np.maximum(np.maximum(first_layers * at(0), cfg.stage_layers * at(middle)),
-                       last_layers * at(cfg.pp - 1))
+            at_first = at_middle = at_last = _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]
+        else:  # the first, second and last stage in one call: the three stage numbers on a leading axis
+            stages = np.zeros((3,) + np.broadcast(cfg.pp, cfg.num_microbatches, cfg.interleave).shape, np.int64)
+            stages[1], stages[2] = np.minimum(1, cfg.pp - 1), cfg.pp - 1
+            at_first, at_middle, at_last = np.asarray(_pipe.in_flight_microbatches_at_stage(
+                cfg.pp, cfg.num_microbatches, stages, name, cfg.interleave))
+        h = np.maximum(np.maximum(first_layers * at_first, cfg.stage_layers * at_middle), last_layers * at_last)
         held = h if held is None else np.where(kind == code, h, held)
     stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
     if cfg.checkpoint_policy is not None:  # the policy's saved tensors, and one layer re-materialised in its backward
@@ -1321,8 +1329,9 @@ def note_terms(*, cfg):
         "uneven_stages": (cfg.pp > 1) & (cfg.stage_layers * cfg.pp != cfg.model.layers),
         "deepspeed_zero_with_pipeline": (cfg.pp > 1) & (cfg.zero_stage >= 2),
         "few_tokens_per_expert": few,
-        "starved_expert_gemms": np.asarray(cfg.model.is_moe) & np.asarray(_moe.starved_expert_gemms(
-            (cfg.model.experts or 0) / cfg.ep), dtype=bool),
+        "starved_expert_gemms": (np.asarray(_moe.starved_expert_gemms(
+            cfg.tokens_per_expert, cfg.model.expert_ffn / cfg.etp, cfg.model.hidden), dtype=bool)
+            if cfg.model.is_moe else np.zeros((), bool)),
     }
 
 
@@ -1422,7 +1431,9 @@ def range_sources(model, cluster, settings=None, **options):
                              f"(range x{recipe.speed_range[0]:g} to x{recipe.speed_range[1]:g}); {recipe.source}")
     if m.is_moe:
         out["grouped GEMMs"] = ("expert GEMMs at DeepGEMM's measured grouped-GEMM speed by rows per expert (1 from "
-                                "4,096 rows, 0.895 at 1,024, range 0.84 to 0.95; deepseek-ai/DeepGEMM README, H800)")
+                                "4,096 rows, 0.895 at 1,024, range 0.84 to 0.95; 0.818 at 512, 0.730 at 256) and, where "
+                                "they reduce over fewer than 2,048 elements, at its dense K sweep's K / (K + 750) "
+                                "(K0 range 673 to 824; deepseek-ai/DeepGEMM README, H800, FP8)")
         credit = 1.0 if s.schedule == "dualpipe" else (fw.ep_overlap_credit if s.ep_overlap_credit is None
                                                         else s.ep_overlap_credit)
         out["all-to-all overlap"] = (("DualPipe hides the all-to-alls but their SMs (DeepSeek-AI 2024, sec. 3.2.1)"
@@ -1537,13 +1548,24 @@ def _added_up(cfg, rates):
     return cols
 
 
-def broadcast_columns(cols, shape):
-    """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``."""
-    out = {}
-    for k, a in cols.items():  # a filled ``np.empty`` costs a third of ``np.array(np.broadcast_to(a, shape))``
+def broadcast_columns(cols, shape, cfg=None):
+    """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``, none shared with another
+    column or with ``cfg`` (the :class:`Config` they were computed from, which holds the caller's input arrays)."""
+    shape = tuple(shape)
+    held = set() if cfg is None else {id(x) for x in vars(cfg).values() if isinstance(x, np.ndarray)}
+    out, seen = {}, set()
+    for k, a in cols.items():
         a = np.asarray(a)
-        out[k] = full = np.empty(shape, a.dtype)
-        full[...] = a
+        # a full-shape array the pass computed itself, owned and writable and not already handed out under another
+        # name, is kept as it is; everything else (broadcastable parts, views, the caller's own input arrays)
+        # is copied into a new array (a filled ``np.empty``: a third of ``np.array(np.broadcast_to(a, shape))``)
+        if (a.shape == shape and a.flags.owndata and a.flags.writeable and id(a) not in seen
+                and id(a) not in held):
+            out[k] = a
+        else:
+            out[k] = full = np.empty(shape, a.dtype)
+            full[...] = a
+        seen.add(id(out[k]))
     return out
 
 
@@ -1700,11 +1722,11 @@ def _compute_assumptions(m, c, ranges, *, used_efficiency, compute_efficiency, p
         limit = min_tokens_setting(min_tokens_per_expert)
         compute.append(f"validated down to {limit:,.0f} tokens per expert and micro-batch: below that the step is "
                        "likely underestimated (NVIDIA's measured Qwen3-235B-A22B layouts on H100, "
-                       "Megatron-MoE-ModelZoo: within 9 % at 4,096 tokens per expert, 13-9 % at 1,024-512 with host time charged), so "
+                       "Megatron-MoE-ModelZoo: within 9 % at 4,096 tokens per expert, 12-7 % at 1,024-512 with host time charged), so "
                        "plans there carry a note and sweeps leave them out" if limit > 0 else
                        "no validated-range limit on tokens per expert (min_tokens_per_expert off): below 4,096 "
                        "tokens per expert the step is likely underestimated (NVIDIA's measured Qwen3-235B-A22B "
-                       "layouts, Megatron-MoE-ModelZoo: 13-9 % short at 1,024-512)")
+                       "layouts, Megatron-MoE-ModelZoo: 12-7 % short at 1,024-512)")
     return compute
 
 

@@ -10,6 +10,8 @@ or restyles may come from the student. And what the student wrote stays readable
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -150,6 +152,15 @@ def test_feedback_page_carries_a_content_security_policy(feedback_html):
     assert directives["script-src"] == "'none'" and directives["style-src-attr"] == "'none'"
     assert directives["default-src"] == "'none'" and directives["base-uri"] == "'none'"
     assert directives["form-action"] == "'none'"
+    # style elements: the head's own, by hash; none the student could add to the body
+    own = {"'sha256-%s'" % base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+           for style in re.findall(r"<style[^>]*>(.*?)</style>", head, re.S)}
+    assert own and set(directives["style-src-elem"].split()) == own, directives["style-src-elem"]
+
+
+def test_pinning_styles_leaves_other_pages_alone():
+    assert sanitize.pin_page_styles("<html><head><style>p{}</style></head></html>") == \
+        "<html><head><style>p{}</style></head></html>"  # no template policy to narrow
 
 
 # --- the sanitizer's pieces, payload by payload ------------------------------------------------------

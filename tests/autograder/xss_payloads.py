@@ -91,6 +91,16 @@ MARKDOWN: List[Payload] = [
     Payload("md_style_attribute", "markdown",
             f"<div style=\"position:fixed;top:0;left:0;width:100%;height:100%;background:{_CSS};z-index:9999\">"
             "covers the page</div>", visible="position:fixed"),
+    # style that hides the grader's page rather than painting it: headings, scores, the note that
+    # markup was removed, or a blank sheet laid over them
+    Payload("md_style_hides_text", "markdown",
+            "<style>h1, h4, #toc, .panel-heading, .score, .course-removed-markup, .rendered_html "
+            "{ display: none !important; visibility: hidden !important; font-size: 0 !important }</style>",
+            visible="display: none"),
+    Payload("md_style_blank_overlay", "markdown",
+            "<div style=\"position:absolute;top:0;left:0;width:100vw;height:100vh;background:white;"
+            "z-index:99999\">&nbsp;</div><span style=\"display:none\">answer</span>",
+            visible="position:absolute"),
     Payload("md_page_class", "markdown", "<div class=\"navbar navbar-fixed-top modal-backdrop in\">restyled</div>",
             visible="navbar-fixed-top"),
     Payload("md_form", "markdown",

@@ -54,6 +54,17 @@ PROBE = """() => {
         if (s.color === colour || s.backgroundColor === colour || s.fill === colour) painted.push(el.tagName);
         if (s.position === 'fixed' && el.closest('#notebook-container, .cell, .rendered_html')) fixed.push(el.tagName);
     }
+    // the grader's own page stays visible: not hidden by a student's style, not covered by a student element
+    const pageOwn = [...document.querySelectorAll('h1, h4, #toc, .panel-heading, .course-removed-markup')];
+    const hidden = pageOwn.filter(el => { const s = getComputedStyle(el);
+        return s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0
+               || parseFloat(s.fontSize) === 0; }).map(el => el.tagName + '.' + el.className);
+    const covered = pageOwn.filter(el => { const r = el.getBoundingClientRect();
+        if (!r.width || !r.height || r.top < 0 || r.top + 2 > innerHeight) return false;
+        const hit = document.elementFromPoint(r.left + 2, r.top + 2);
+        return hit && !el.contains(hit) && !hit.contains(el)
+               && hit.closest('.text_cell_render, .output_area, .rendered_html') !== null;
+    }).map(el => el.tagName + '.' + el.className);
     const body = getComputedStyle(document.body);
     const clickable = [...document.querySelectorAll('[href], [src], [action], [formaction], [srcdoc]')]
         .map(el => el.getAttribute('href') || el.getAttribute('src') || el.getAttribute('action')
@@ -61,7 +72,7 @@ PROBE = """() => {
         .filter(u => /^\\s*(javascript|vbscript|data:text)|srcdoc/i.test(u));
     const own = {jquery: typeof window.jQuery, submission: typeof window.submission_id,
                  tooltips: document.querySelectorAll('span.glyphicon.name-hidden[data-original-title]').length};
-    return {xss: window.__xss || [], painted, fixed, clickable, title: document.title, own,
+    return {xss: window.__xss || [], painted, fixed, hidden, covered, clickable, title: document.title, own,
             bodyBackground: body.backgroundColor, bodyColor: body.color, bodyFont: body.fontFamily,
             bars: [...document.querySelectorAll('.bar[style]')].map(e => [e.style.width, getComputedStyle(e).width]),
             policy: [...document.querySelectorAll('meta[http-equiv="Content-Security-Policy"]')].map(m => m.content),
@@ -161,6 +172,8 @@ def assert_inert(seen: dict, where: str, readable: bool = True) -> None:
     assert seen["beacons"] == [], f"{where}: the page fetched for the student: {seen['beacons']}"
     assert seen["painted"] == [] and seen["fixed"] == [], \
         f"{where}: student style applied: {seen['painted'][:5]} {seen['fixed'][:5]}"
+    assert seen["hidden"] == [] and seen["covered"] == [], \
+        f"{where}: student style hides or covers the page: {seen['hidden'][:5]} {seen['covered'][:5]}"
     assert seen["clickable"] == [], f"{where}: links that run script: {seen['clickable'][:5]}"
     assert seen["bodyBackground"] != corpus.STUDENT_COLOUR and "XSS" not in seen["title"]
     if readable:
@@ -175,6 +188,23 @@ def test_feedback_is_inert(graded, browser):
     seen = visit(browser, feedback.as_uri(), "feedback")
     assert_inert(seen, "feedback")
     assert seen["policy"] and "script-src 'none'" in seen["policy"][0], seen["policy"]
+
+
+def test_feedback_policy_stops_a_student_style_the_sanitizer_missed(graded, browser):
+    """The second wall on its own: the feedback page with a student's ``<style>`` and ``style`` put back
+    into its body (as if the sanitizer had missed them) still paints, hides and covers nothing, while
+    the page's own styles (in its head, allowed by hash) still apply."""
+    root, base = graded
+    page = (root / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    own = visit(browser, (root / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri(), "feedback_own")
+    missed = "".join(p.value for p in corpus.MARKDOWN if p.name.startswith("md_style"))
+    at = page.index("<body") + page[page.index("<body"):].index(">") + 1
+    missed = f"<div class='text_cell_render rendered_html'>{missed}</div>"  # where a student's answer sits
+    (base / "missed.html").write_text(page[:at] + missed + page[at:])
+    seen = visit(browser, (base / "missed.html").as_uri(), "feedback_missed")
+    assert seen["painted"] == [] and seen["fixed"] == [] and seen["hidden"] == [] and seen["covered"] == [], seen
+    assert seen["bodyFont"] == own["bodyFont"] and "Times" not in own["bodyFont"], (seen["bodyFont"], own["bodyFont"])
+    assert any("Content Security Policy" in line for line in seen["console"]), seen["console"][:5]
 
 
 def test_class_report_and_its_links_are_inert(graded, browser):
