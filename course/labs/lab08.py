@@ -166,7 +166,7 @@ ACT3 = Act(
                  "mpi-error": "MPI raises an error on the sizes", "deadlock": "the ranks deadlock in Sendrecv"},
         correct="last-two-lost",
         banned=("cover 8 of the 10", "silently wrong", "never sent, so each rank", "not only multiples of p",
-                "where a sum is wrong"),
+                "where a sum is wrong", "any length", "both receiving first"),
         explanation="4 chunks of 10 // 4 = 2 elements cover 8 of the 10; the last 2 are never sent, so each rank "
                     "keeps its own values there. Nothing fails loudly: the sum is silently wrong. Chunks of "
                     "n // p or n // p + 1 elements (as numpy.array_split cuts them) cover every element.",
@@ -175,7 +175,9 @@ ACT3 = Act(
                "with no latency at all; the share card says how close your ring came at the largest size."),
     captions={"act3_ring": (
         "Your ring must be right for any length (not only multiples of p), any dtype and any number of ranks: the "
-        "race below checks it on awkward cases first and names the rank, case and element where a sum is wrong.")},
+        "race below checks it on awkward cases first (lengths 1, 5, 12 and 1001; float64, float32 and int64; 2 and "
+        "3 ranks) and names the rank, case and element where a sum is wrong. A deadlock (two ranks both receiving "
+        "first) ends after 20 seconds with a message that says so.")},
     answers=(Answer(
         "act3_bound", "bound_ms", "Act III: the bandwidth bound", "milliseconds",
         lambda s: (f"**The colleague's bound.** With 1/β = {s['bandwidth'] / 1e9:g} GB/s, what is the bandwidth "
@@ -203,7 +205,7 @@ SAVED = {"bench": "lab08/bench", "race": "lab08/race", "ring": "lab08/ring"}
 STARTER = '''def my_ring_allreduce(comm, x):
     """The sum over all ranks of the 1-D array x: a ring reduce-scatter, then a ring all-gather.
 
-    Every rank calls it with its own x (same length and dtype on every rank, any length); it returns
+    Every rank calls it with its own x (the same length and dtype on every rank); it returns
     a new array, the same on every rank. Use comm.Get_rank(), comm.Get_size() and
     comm.Sendrecv(sendbuf, dest=..., recvbuf=..., source=...). It runs on other processes:
     import anything else you need inside the function (np is there).

@@ -27,7 +27,8 @@ mpiexec=None, python=None, kwargs=None) -> RunResult``
   initialised (``init_process_group``), instead of ``comm``.
 - ``progress=True`` (or a description string): a tqdm bar that moves whenever a rank calls
   ``report(done, total)`` (``from course.launch import report``; in a shipped function or a script,
-  ``report`` is already defined).
+  ``report`` is already defined); or a function ``show(done, total)``, called instead (Lab 08's
+  instruments draw their own bar with it).
 
 What comes back: :class:`RunResult` with ``ok``, ``values`` (by rank), ``errors`` ``{rank: "Type:
 message"}``, ``tracebacks``, ``missing`` (ranks with neither value nor error), ``timed_out``,
@@ -42,7 +43,8 @@ errors and timeouts are in the result; ``result.raise_for_status()`` turns them 
 
 - *Timeout*: at ``timeout`` seconds every rank is ended; ``reason`` names the ranks that had not
   finished. One rank that raises ends the launch within half a second (the others would wait in a
-  collective forever).
+  collective forever); so does one that dies without a word (``os._exit``, a crash, a kill: it is in
+  ``ended``, named with its exit status or crash where these can be read).
 - *Interrupt*: the kernel's interrupt (KeyboardInterrupt) ends every rank, then propagates.
 - *Never outlive the kernel*: ranks run in a new session under MPICH's ``mpiexec.gforker`` (every
   rank a direct child in one process group); each rank dies with the process manager

@@ -582,10 +582,6 @@ def _ranks(numbers: Sequence[int]) -> str:
 def _reason(result: RunResult, unreadable: Dict[int, str]) -> str:
     if result.interrupted:
         return "interrupted (KeyboardInterrupt): every rank was stopped"
-    if result.errors:
-        first = next(iter(result.errors))
-        more = f" ({_ranks(sorted(result.errors))} raised)" if len(result.errors) > 1 else ""
-        return f"rank {first} raised {result.errors[first]}{more}"
     if result.ended:
         first, how = next(iter(result.ended.items()))
         others = [r for r in result.missing if r not in result.ended]
@@ -597,7 +593,17 @@ def _reason(result: RunResult, unreadable: Dict[int, str]) -> str:
             how = f"crashed ({crash})"
         elif how == "ended":
             how = "ended (os._exit, a crash or a signal)"
-        return f"rank {first} ended without returning a value or raising an error: its process {how}{more}{stopped}"
+        # a rank that died is the cause: the errors of ranks that talked to it (a reset connection) come after
+        then = ""
+        if result.errors:
+            rank, error = next(iter(result.errors.items()))
+            then = f"; then {_ranks(sorted(result.errors))} raised (rank {rank}: {error[:160]})"
+        return (f"rank {first} ended without returning a value or raising an error: its process {how}{more}{stopped}"
+                f"{then}")
+    if result.errors:
+        first = next(iter(result.errors))
+        more = f" ({_ranks(sorted(result.errors))} raised)" if len(result.errors) > 1 else ""
+        return f"rank {first} raised {result.errors[first]}{more}"
     if result.timed_out:
         waiting = result.missing or list(range(result.ranks))
         return (f"timed out after {result.timeout:g} s: {_ranks(waiting)} had not finished "
