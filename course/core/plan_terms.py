@@ -1403,6 +1403,8 @@ def range_driver(cols):
     index = np.zeros(widest.shape, np.int64)
     for i in range(1, len(RANGE_ASSUMPTIONS)):
         width = np.asarray(cols[f"rw_{i}"])
+        if width.ndim == 0 and width == 0:  # an assumption without a range here (widths are >= 0): never wider
+            continue
         wider = width > widest
         index, widest = np.where(wider, i, index), np.where(wider, width, widest)
     return index
