@@ -246,28 +246,40 @@ def _opened(db_url, *args, **kwargs):
 
 
 @contextlib.contextmanager
-def shared_gradebooks() -> Iterator[None]:
-    """While active (in any thread), nbgrader's preprocessors open gradebooks of a URL that
-    :func:`open_gradebook` has opened on its shared engine; restored when the last user leaves."""
-    import nbgrader.api
-
+def _while_active(key: str, apply, undo) -> Iterator[None]:
+    """``apply()`` when the first user (in any thread) enters, ``undo()`` when the last leaves: a patch
+    scoped to the code that needs it, however many grading threads need it at once."""
     with _LOCK:
-        if _ACTIVE["gradebooks"] == 0:
-            for name in GRADEBOOK_USERS:
-                module = importlib.import_module(f"nbgrader.preprocessors.{name}")
-                if module.Gradebook is nbgrader.api.Gradebook:
-                    _SAVED[name] = module.Gradebook
-                    module.Gradebook = _opened
-        _ACTIVE["gradebooks"] += 1
+        if _ACTIVE[key] == 0:
+            apply()
+        _ACTIVE[key] += 1
     try:
         yield
     finally:
         with _LOCK:
-            _ACTIVE["gradebooks"] -= 1
-            if _ACTIVE["gradebooks"] == 0:
-                for name in GRADEBOOK_USERS:
-                    if name in _SAVED:
-                        importlib.import_module(f"nbgrader.preprocessors.{name}").Gradebook = _SAVED.pop(name)
+            _ACTIVE[key] -= 1
+            if _ACTIVE[key] == 0:
+                undo()
+
+
+def shared_gradebooks():
+    """While active (in any thread), nbgrader's preprocessors open gradebooks of a URL that
+    :func:`open_gradebook` has opened on its shared engine; restored when the last user leaves."""
+    import nbgrader.api
+
+    def apply():
+        for name in GRADEBOOK_USERS:
+            module = importlib.import_module(f"nbgrader.preprocessors.{name}")
+            if module.Gradebook is nbgrader.api.Gradebook:
+                _SAVED[name] = module.Gradebook
+                module.Gradebook = _opened
+
+    def undo():
+        for name in GRADEBOOK_USERS:
+            if name in _SAVED:
+                importlib.import_module(f"nbgrader.preprocessors.{name}").Gradebook = _SAVED.pop(name)
+
+    return _while_active("gradebooks", apply, undo)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,25 +316,20 @@ class CachedSchemaJsonschema:
 _SCHEMA_PROXY: Optional[CachedSchemaJsonschema] = None
 
 
-@contextlib.contextmanager
-def cached_metadata_schema() -> Iterator[None]:
+def cached_metadata_schema():
     """While active (in any thread), nbgrader's metadata validator uses :class:`CachedSchemaJsonschema`."""
-    global _SCHEMA_PROXY
     from nbgrader.nbgraderformat import common
 
-    with _LOCK:
-        if _ACTIVE["schema"] == 0:
-            if _SCHEMA_PROXY is None:
-                _SCHEMA_PROXY = CachedSchemaJsonschema(common.jsonschema)
-            common.jsonschema = _SCHEMA_PROXY
-        _ACTIVE["schema"] += 1
-    try:
-        yield
-    finally:
-        with _LOCK:
-            _ACTIVE["schema"] -= 1
-            if _ACTIVE["schema"] == 0:
-                common.jsonschema = _SCHEMA_PROXY._module
+    def apply():
+        global _SCHEMA_PROXY
+        if _SCHEMA_PROXY is None:
+            _SCHEMA_PROXY = CachedSchemaJsonschema(common.jsonschema)
+        common.jsonschema = _SCHEMA_PROXY
+
+    def undo():
+        common.jsonschema = _SCHEMA_PROXY._module
+
+    return _while_active("schema", apply, undo)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,8 +42,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-unsandboxed", action="store_true",
                    help="grade with rlimits only where bubblewrap cannot isolate the student's code (UNSAFE: "
                         "it runs in this account); by default nothing is graded then (autograder/isolation/unsandboxed.py)")
-    # retired: refusing without bubblewrap is the default; older CI files still pass it
-    p.add_argument("--require-sandbox", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="retired, changes nothing (refusing without bubblewrap is the default); accepted "
+                        "for older CI files")
 
 
 def _record(p: argparse.ArgumentParser, default: str) -> None:

@@ -147,7 +147,7 @@ def build_bundle(course_root, assignment: str, out, *, limits: sandbox.Limits = 
             for name in PACKAGE_DIRS:
                 _write_tree(zf, REPO / name, f"package/{name}")
             zf.write(course_root / "nbgrader_config.py", "course_root/nbgrader_config.py")
-            zf.write(fresh / "gradebook.db", "course_root/gradebook.db")
+            zf.write(CourseSettings(fresh).gradebook_file, "course_root/gradebook.db")
             _write_tree(zf, source, f"course_root/{source.relative_to(course_root).as_posix()}")
     return out
 

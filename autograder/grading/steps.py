@@ -145,7 +145,7 @@ class SanitizeStep(GradingStep):
 
 class SandboxStep(GradingStep):
     """The notebook in its sandboxed kernel, the clean room and the ranks; their outputs merged, what
-    stopped noted. The resource limits are :class:`~autograder.isolation.limits.GradingLimits`."""
+    stopped noted. The resource limits are ``c.GradingLimits.*`` (below)."""
 
     required = True
     max_kernel_reruns = Integer(MAX_KERNEL_RERUNS, min=0,

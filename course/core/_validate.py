@@ -8,7 +8,6 @@ silent NaN for bad input.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import math
 from typing import Iterable
@@ -35,12 +34,12 @@ _smallest, _largest = np.minimum.reduce, np.maximum.reduce
 _CHECKED = contextvars.ContextVar("course_core_inputs_checked", default=False)
 
 
-@contextlib.contextmanager
-def inputs_checked():
+class inputs_checked:
     """Within this block the checks convert their argument but skip re-checking it.
 
     For callers that have checked every input already (``plan_terms.Config``); a public
-    call made outside the block checks as always.
+    call made outside the block checks as always. (A class, not ``contextlib.contextmanager``:
+    it is entered twice per planner pass, and a generator costs more than the checks it saves.)
 
     >>> with inputs_checked():
     ...     positive("x", -1.0)   # not re-checked inside the block
@@ -50,11 +49,16 @@ def inputs_checked():
     ...
     ValueError: x must be > 0, got -1.0
     """
-    token = _CHECKED.set(True)
-    try:
-        yield
-    finally:
-        _CHECKED.reset(token)
+
+    __slots__ = ("_token",)
+
+    def __enter__(self):
+        self._token = _CHECKED.set(True)
+        return self
+
+    def __exit__(self, *exc):
+        _CHECKED.reset(self._token)
+        return False
 
 
 def _any(mask) -> bool:
@@ -144,6 +148,8 @@ def fraction(name: str, value, *, low_open: bool = False, high_open: bool = Fals
 def integer(name: str, value, minimum: int = 1) -> np.ndarray:
     """Whole number(s) ``>= minimum`` (floats equal to an integer are accepted)."""
     if _CHECKED.get():
+        if type(value) is np.ndarray and value.dtype == np.int64:
+            return value
         return np.asarray(value).astype(np.int64, copy=False)
     if type(value) is int:  # a Python int is whole already: only the range is left to check
         if value < minimum:

@@ -450,7 +450,8 @@ class Config:
         s = self.settings = PlanSettings.of(settings, **options)  # validated: names, choices, ranges
         self.gemm_shapes = bool(s.gemm_shapes)
         self.recompute_modules = recompute_modules_setting(s.recompute_modules, self.model, s.memory_recipe)
-        self.min_tokens_per_expert = min_tokens_setting(s.min_tokens_per_expert)
+        # checked by PlanSettings (min_tokens_setting); None or 0 turn the validated-range check off
+        self.min_tokens_per_expert = 0.0 if s.min_tokens_per_expert is None else float(s.min_tokens_per_expert)
         self.dispatcher, self.ep_overlap, self.memory_recipe = s.dispatcher, bool(s.ep_overlap), s.memory_recipe
         if self.memory_recipe == "deepseek-v3" and not self.model.mla:
             raise ValueError(f"memory_recipe='deepseek-v3' recomputes MLA up-projections: it needs a model with "
@@ -691,6 +692,12 @@ class Config:
         stage_gpus = self.tp * self.cp * self.dp
         folds = self.etp * self.ep
         self.expert_dp = np.maximum(stage_gpus // folds, 1)
+        if not m.is_moe:  # no experts to place: only the MoE terms read the mapping below
+            self.tokens_per_expert = np.zeros(())  # no experts: the column reads 0
+            self.moe_tokens = np.zeros(())
+            self.moe_straggler = np.ones(())
+            self.moe_stage_layers = np.zeros(())
+            return
         # GPUs of one pipeline stage on a node. MoE frameworks place PP outermost (Megatron-Core's default
         # order tp-cp-ep-dp-pp), so a stage's TP x CP x DP GPUs are consecutive ranks and fill whole nodes:
         # DeepSeek-V3's EP 64 "spanning 8 nodes" on a stage of 128 GPUs (DeepSeek-AI 2024, sec. 3.2) is
@@ -701,22 +708,16 @@ class Config:
         edp_local = np.clip(stage_local // folds, 1, self.expert_dp)
         self.expert_grad_local = np.gcd(edp_local, self.expert_dp)
         self.expert_grad_nodes = self.expert_dp // self.expert_grad_local
-        if m.is_moe:
-            # every GPU dispatches its own tokens: s / (CP x TP) with sequence parallelism (Megatron
-            # needs SP for MoE with TP), the micro-batch's b sequences
-            self.moe_tokens = self.micro_batch * m.seq_len / (self.cp * self.tp)
-            self.moe_straggler = np.asarray(_moe.moe_straggler_factor(
-                self.moe_tokens * self.ep, m.top_k, self.ep, self.capacity_factor))
-            self.moe_stage_layers = self.stage_layers * m.moe_layers / m.layers
-            # the M of an expert GEMM: an EP group's tokens x k / E; with ETP each expert's shard multiplies the
-            # tokens its ETP group gathers (Megatron-Core's dispatcher all-gathers them over expert-TP)
-            self.tokens_per_expert = np.asarray(_moe.tokens_per_expert(
-                self.moe_tokens * self.etp, m.top_k, m.experts, self.ep))
-        else:
-            self.tokens_per_expert = np.zeros(())  # no experts: the column reads 0
-            self.moe_tokens = np.zeros(())
-            self.moe_straggler = np.ones(())
-            self.moe_stage_layers = np.zeros(())
+        # every GPU dispatches its own tokens: s / (CP x TP) with sequence parallelism (Megatron
+        # needs SP for MoE with TP), the micro-batch's b sequences
+        self.moe_tokens = self.micro_batch * m.seq_len / (self.cp * self.tp)
+        self.moe_straggler = np.asarray(_moe.moe_straggler_factor(
+            self.moe_tokens * self.ep, m.top_k, self.ep, self.capacity_factor))
+        self.moe_stage_layers = self.stage_layers * m.moe_layers / m.layers
+        # the M of an expert GEMM: an EP group's tokens x k / E; with ETP each expert's shard multiplies the
+        # tokens its ETP group gathers (Megatron-Core's dispatcher all-gathers them over expert-TP)
+        self.tokens_per_expert = np.asarray(_moe.tokens_per_expert(
+            self.moe_tokens * self.etp, m.top_k, m.experts, self.ep))
 
     def _link(self, in_node):
         c = self.cluster
@@ -1259,13 +1260,13 @@ def memory_terms(*, cfg):
         if not v.any_true(kind == code):
             continue
         if name == "dualpipe":  # both ends of the pipeline on every device: p + 1 everywhere
-            at = lambda s: _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]  # noqa: E731 -- a one-line helper local to this function
-        else:
-            at = lambda s, name=name: _pipe.in_flight_microbatches_at_stage(  # noqa: E731 -- a one-line helper local to this function
-                cfg.pp, cfg.num_microbatches, s, name, cfg.interleave)
-        middle = np.minimum(1, cfg.pp - 1)
-        h = np.maximum(np.maximum(first_layers * at(0), cfg.stage_layers * at(middle)),
-                       last_layers * at(cfg.pp - 1))
+            at_first = at_middle = at_last = _pipe.schedule_memory(cfg.pp, cfg.num_microbatches, "dualpipe")[0]
+        else:  # the first, second and last stage in one call: the three stage numbers on a leading axis
+            stages = np.zeros((3,) + np.broadcast(cfg.pp, cfg.num_microbatches, cfg.interleave).shape, np.int64)
+            stages[1], stages[2] = np.minimum(1, cfg.pp - 1), cfg.pp - 1
+            at_first, at_middle, at_last = np.asarray(_pipe.in_flight_microbatches_at_stage(
+                cfg.pp, cfg.num_microbatches, stages, name, cfg.interleave))
+        h = np.maximum(np.maximum(first_layers * at_first, cfg.stage_layers * at_middle), last_layers * at_last)
         held = h if held is None else np.where(kind == code, h, held)
     stage_share = held / cfg.stage_layers  # stage-sized micro-batches in flight on the fullest GPU
     if cfg.checkpoint_policy is not None:  # the policy's saved tensors, and one layer re-materialised in its backward
@@ -1402,6 +1403,8 @@ def range_driver(cols):
     index = np.zeros(widest.shape, np.int64)
     for i in range(1, len(RANGE_ASSUMPTIONS)):
         width = np.asarray(cols[f"rw_{i}"])
+        if width.ndim == 0 and width == 0:  # an assumption without a range here (widths are >= 0): never wider
+            continue
         wider = width > widest
         index, widest = np.where(wider, i, index), np.where(wider, width, widest)
     return index
@@ -1547,13 +1550,24 @@ def _added_up(cfg, rates):
     return cols
 
 
-def broadcast_columns(cols, shape):
-    """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``."""
-    out = {}
-    for k, a in cols.items():  # a filled ``np.empty`` costs a third of ``np.array(np.broadcast_to(a, shape))``
+def broadcast_columns(cols, shape, cfg=None):
+    """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``, none shared with another
+    column or with ``cfg`` (the :class:`Config` they were computed from, which holds the caller's input arrays)."""
+    shape = tuple(shape)
+    held = set() if cfg is None else {id(x) for x in vars(cfg).values() if isinstance(x, np.ndarray)}
+    out, seen = {}, set()
+    for k, a in cols.items():
         a = np.asarray(a)
-        out[k] = full = np.empty(shape, a.dtype)
-        full[...] = a
+        # a full-shape array the pass computed itself, owned and writable and not already handed out under another
+        # name, is kept as it is; everything else (broadcastable parts, views, the caller's own input arrays)
+        # is copied into a new array (a filled ``np.empty``: a third of ``np.array(np.broadcast_to(a, shape))``)
+        if (a.shape == shape and a.flags.owndata and a.flags.writeable and id(a) not in seen
+                and id(a) not in held):
+            out[k] = a
+        else:
+            out[k] = full = np.empty(shape, a.dtype)
+            full[...] = a
+        seen.add(id(out[k]))
     return out
 
 

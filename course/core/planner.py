@@ -388,7 +388,7 @@ def evaluate(model, cluster, *, tp, pp, dp, cp=1, micro_batch=1, num_microbatche
                  num_microbatches=num_microbatches, zero_stage=zero_stage, recompute=recompute,
                  sequence_parallel=sequence_parallel, interleave=interleave, first_stage_layers=first_stage_layers,
                  last_stage_layers=last_stage_layers, ep=ep, etp=etp, settings=PlanSettings.of(settings, **options))
-    return _broadcast_columns(_columns(cfg), cfg.shape)
+    return _broadcast_columns(_columns(cfg), cfg.shape, cfg)
 
 
 # --------------------------------------------------------------------------- plan
@@ -603,7 +603,7 @@ def plan(model, cluster, tp, pp, dp, *, cp=1, micro_batch=1, global_batch=None, 
                  zero_stage=zero_stage, recompute=recompute, sequence_parallel=sequence_parallel,
                  interleave=interleave, first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers,
                  ep=ep, etp=etp, settings=PlanSettings.of(settings, **options))
-    cols = _broadcast_columns(_columns(cfg), (1,))
+    cols = _broadcast_columns(_columns(cfg), (1,), cfg)
     record = {k: cols[k][0].item() for k in cols}
     # what a checkpoint policy keeps and recomputes, beside the terms it changes
     record["assumptions"] = _policy_assumptions(

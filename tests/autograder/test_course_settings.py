@@ -179,3 +179,23 @@ def test_a_scratch_copy_keeps_the_settings_but_never_the_gradebook(tmp_path):
     assert scratch.db_url == f"sqlite:///{scratch_root.resolve() / 'gradebook.db'}"
     assert scratch.folder("source", ".", "ch01") == scratch_root.resolve() / "authoring" / "." / "ch01"
     assert scratch.step(LimitOutput).max_lines == 3
+
+
+def test_feedback_steps_are_built_with_the_instructors_settings(tmp_path):
+    """The course's feedback renderer (and its worker processes) build nbgrader's feedback steps with the
+    course's configuration: hidden tests marked with the instructor's own delimiters never reach a student."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from autograder.grading import feedback
+
+    write_config(tmp_path, "c.ClearHiddenTests.begin_test_delimeter = 'BEGIN SECRET CHECKS'",
+                 "c.ClearHiddenTests.end_test_delimeter = 'END SECRET CHECKS'")
+    steps = {type(step).__name__: step for step in feedback._preprocessors(tmp_path)}
+    assert steps["ClearHiddenTests"].begin_test_delimeter == "BEGIN SECRET CHECKS"
+    cell = new_code_cell("assert f(1) == 2\n### BEGIN SECRET CHECKS\nassert f(7) == 49\n### END SECRET CHECKS\n",
+                         metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t1", "points": 1,
+                                                "locked": True, "schema_version": 3}})
+    cleared, _ = steps["ClearHiddenTests"].preprocess(new_notebook(cells=[cell]), {})
+    assert "f(7)" not in cleared.cells[0].source and "f(1)" in cleared.cells[0].source
+    default = {type(step).__name__: step for step in feedback._preprocessors(None)}["ClearHiddenTests"]
+    assert default.begin_test_delimeter == "BEGIN HIDDEN TESTS"  # without a course: nbgrader's own

@@ -20,7 +20,7 @@ import pytest
 
 from autograder.engines import on_submit
 
-from .course_dir import make_course, nbgrader_env, solution
+from .course_dir import CHAPTER, grade_id, make_course, nbgrader_env, solution
 
 pytestmark = pytest.mark.slow
 COURSE_ID = "distributed-training"
@@ -34,10 +34,14 @@ def _run(args, cwd, env) -> subprocess.CompletedProcess:
     return proc
 
 
-def _submitted_and_graded(tmp_path, monkeypatch, assignment: str):
-    """The assignment released, fetched, answered honestly and submitted by a student, then one pass of
-    grading on submit (one worker); returns the course root, the student and their fetched feedback."""
+def _submitted_and_graded(tmp_path, monkeypatch, assignment: str, config=(), answer=None):
+    """The assignment released, fetched, answered honestly (``answer``: then changed by it) and submitted by
+    a student, then one pass of grading on submit (one worker), in a course whose ``nbgrader_config.py``
+    ends with the lines ``config``; returns the course root, the student and their fetched feedback."""
     root = make_course(tmp_path / "course", assignment)
+    if config:
+        with open(root / "nbgrader_config.py", "a") as fh:
+            fh.write("\n" + "\n".join(config) + "\n")
     exchange = tmp_path / "exchange"
     exchange.mkdir()
     env = dict(nbgrader_env(), NBGRADER_EXCHANGE=str(exchange))
@@ -48,7 +52,10 @@ def _submitted_and_graded(tmp_path, monkeypatch, assignment: str):
     _run([*nbgrader, "release_assignment", assignment], root, env)
     _run([*nbgrader, "fetch_assignment", assignment, f"--course={COURSE_ID}"], home, student_env)
     who = _run([sys.executable, "-c", "import getpass; print(getpass.getuser())"], home, student_env).stdout.strip()
-    nbformat.write(solution(root, assignment, student=who), str(home / assignment / f"{assignment}.ipynb"))
+    nb = solution(root, assignment, student=who)
+    if answer is not None:
+        answer(nb)
+    nbformat.write(nb, str(home / assignment / f"{assignment}.ipynb"))
     _run([*nbgrader, "submit", assignment, f"--course={COURSE_ID}"], home, student_env)
 
     monkeypatch.setenv("NBGRADER_EXCHANGE", str(exchange))  # the course's nbgrader_config.py reads it
@@ -95,3 +102,25 @@ def test_on_submit_grades_chapter_11_on_real_ranks_into_a_row_with_a_reason(tmp_
     assert row["status"] == "graded" and row["score"] == row["max_score"], json.dumps(row, indent=1)[:3000]
     assert entry["state"] == "released" and len(fetched) == 1
     assert data["shard"] == "on-submit" and Path(root / "feedback" / who / RANKS / f"{RANKS}.html").is_file()
+
+
+def test_on_submit_reads_the_courses_folders_and_steps(tmp_path, monkeypatch):
+    """An ``nbgrader_config.py`` that renames the submitted, autograded and feedback folders and limits
+    outputs: grading on submit collects, grades, writes and releases where it says, with its limit."""
+    def chatty(nb):
+        cell = next(c for c in nb.cells if grade_id(c).endswith("_answer"))
+        cell.source += "\nfor line in range(10):\n    print('line', line)\n"
+
+    renamed = ("c.CourseDirectory.submitted_directory = 'handins'",
+               "c.CourseDirectory.autograded_directory = 'graded_copies'",
+               "c.CourseDirectory.feedback_directory = 'returned'", "c.LimitOutput.max_lines = 2")
+    root, who, fetched = _submitted_and_graded(tmp_path, monkeypatch, CHAPTER, renamed, chatty)
+    (entry,) = on_submit.queue(root, CHAPTER).values()
+    assert entry["state"] == "released" and entry["score"] == entry["max_score"], entry
+    assert (root / "handins" / who / CHAPTER / f"{CHAPTER}.ipynb").is_file()
+    graded = nbformat.read(str(root / "graded_copies" / who / CHAPTER / f"{CHAPTER}.ipynb"), 4)
+    printed = "".join(o.get("text", "") for c in graded.cells if c.cell_type == "code" for o in c.outputs
+                      if o.get("output_type") == "stream")
+    assert "line 0" in printed and "line 9" not in printed  # c.LimitOutput.max_lines
+    assert (root / "returned" / who / CHAPTER / f"{CHAPTER}.html").is_file() and len(fetched) == 1
+    assert not [name for name in ("submitted", "autograded", "feedback") if (root / name).exists()]
