@@ -367,7 +367,7 @@ ACT1 = Act(
         correct="memory-up",
         # the mechanism the right option names: a token meets the dense model's weights, the layer stores all
         banned=("exactly as many MLP weights", "stores eight times", "Sparse is not free", "Memory follows the total",
-                "compute the active", "compute of a small", "not in bytes", "as many weights as the dense"),
+                "compute the active", "compute of a small", "not in bytes", "as many weights as the dense", "paid in memory"),
         explanation="Memory follows the weights a GPU stores (all of them, with their gradients); compute follows "
                     "the weights a token passes through, the same as the dense model's.",
         reveal=_act1_reveal(SPEC)),
