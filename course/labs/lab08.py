@@ -166,7 +166,8 @@ ACT3 = Act(
                  "mpi-error": "MPI raises an error on the sizes", "deadlock": "the ranks deadlock in Sendrecv"},
         correct="last-two-lost",
         banned=("cover 8 of the 10", "silently wrong", "never sent, so each rank", "not only multiples of p",
-                "where a sum is wrong", "any length", "both receiving first"),
+                "where a sum is wrong", "any length", "both receiving first", "What goes wrong when chunks",
+                "your ring is wrong"),
         explanation="4 chunks of 10 // 4 = 2 elements cover 8 of the 10; the last 2 are never sent, so each rank "
                     "keeps its own values there. Nothing fails loudly: the sum is silently wrong. Chunks of "
                     "n // p or n // p + 1 elements (as numpy.array_split cuts them) cover every element.",
