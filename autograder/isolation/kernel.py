@@ -259,12 +259,7 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
     inside = sandbox.SCRATCH if use_bwrap else str(work)
     prefix = sandbox.command(str(work), [], limits, slot, use_bwrap, extra_binds=[str(sockets)], student=student)
     status = {"state": "ok", "cell": None, "detail": "", "output_truncated": False}
-    context = zmq.asyncio.Context()
-    context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-    context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
-    context.setsockopt(zmq.LINGER, 0)
-    # the kernel binds its sockets a moment after the grader connects: retry every 10 ms, not 100
-    context.setsockopt(zmq.RECONNECT_IVL, 10)
+    context = _bounded_context()
     warm_request = None
     if uid is not None and warm.zygote() is not None:
         root = Path(str(work) + "-root")  # the mount point of the sandbox's own root file system
@@ -318,22 +313,44 @@ def execute(nb, work: Path, *, grade_ids: List[str], seed: int, limits: sandbox.
         status = {"state": "timeout", "killed": True}
     status["seconds"] = round(time.monotonic() - started, 3)
     status["output_truncated"] = client.output_truncated
+    harvested = _harvested(grade_ids, nb.cells[original_count:])
+    _note_cut_and_timed_out(nb.cells[:original_count], status)
+    nb.cells = nb.cells[:original_count]
+    return {"executed": None if status.get("killed") else nb, "harvested": harvested, "status": status}
+
+
+def _bounded_context() -> "zmq.asyncio.Context":
+    """The grader's ZeroMQ context: messages and queues bounded, nothing kept at close."""
+    context = zmq.asyncio.Context()
+    context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+    context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
+    context.setsockopt(zmq.LINGER, 0)
+    # the kernel binds its sockets a moment after the grader connects: retry every 10 ms, not 100
+    context.setsockopt(zmq.RECONNECT_IVL, 10)
+    return context
+
+
+def _harvested(grade_ids: List[str], harvest_cells) -> dict:
+    """``{grade_id: text}`` from the harvest cells' stdout: exactly one marked line each, or nothing."""
     harvested = {}
-    for grade_id, cell in zip(grade_ids, nb.cells[original_count:]):
+    for grade_id, cell in zip(grade_ids, harvest_cells):
         lines = [line for out in cell.get("outputs", [])
                  if out.get("output_type") == "stream" and out.get("name") == "stdout"
                  for line in str(out.get("text", "")).splitlines() if line.startswith(HARVEST_MARK)]
         if len(lines) == 1:  # a second marked line means the kernel's output was tampered with
             harvested[grade_id] = lines[0][len(HARVEST_MARK):]
-    for index, cell in enumerate(nb.cells[:original_count]):
+    return harvested
+
+
+def _note_cut_and_timed_out(cells, status: dict) -> None:
+    """Mark ``status`` where the student's cells had output cut or hit the cell time limit."""
+    for index, cell in enumerate(cells):
         if cell.cell_type == "code" and any(CUT_NOTE in str(o.get("text", "")) for o in cell.get("outputs", [])):
             status["output_truncated"] = True
         if cell.cell_type == "code" and any(
                 o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError"
                 for o in cell.get("outputs", [])):
             status.setdefault("timed_out_cells", []).append(index)
-    nb.cells = nb.cells[:original_count]
-    return {"executed": None if status.get("killed") else nb, "harvested": harvested, "status": status}
 
 
 def _run_to_end(coroutine) -> None:
