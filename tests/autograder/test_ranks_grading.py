@@ -31,17 +31,28 @@ ASSIGNMENT = "ch11_collectives_by_hand"
 SEED = grading_seed(0, variant_of(ASSIGNMENT, "ada"))
 
 
-def _runner_processes():
-    """Live processes of any rank launch (the runner's file name in their command line), once those
-    the kernel is still tearing down (SIGKILL sent to the sandbox's PID namespace) have had 10 s to go."""
+def _runner_processes(work: Path):
+    """Live processes of this test's rank launch, once those the kernel is still tearing down (SIGKILL
+    sent to the sandbox's PID namespace) have had 10 s to go.
+
+    A process is this launch's when the runner's file name is in its command line and ``work`` (its
+    last three parts: the same folder seen through any mount) is in its command line or, inside
+    bubblewrap, is the source of one of its mounts. Another test worker may be grading on real ranks
+    at the same moment: its processes are not this launch's."""
+    mine = "/".join(work.parts[-3:]).encode()
     deadline = time.monotonic() + 10
     while True:
         found = []
         for pid in os.listdir("/proc"):
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    if b"ranks_runner.py" not in fh.read():
-                        continue
+                    cmdline = fh.read()
+                if b"ranks_runner.py" not in cmdline:
+                    continue
+                if mine not in cmdline:
+                    with open(f"/proc/{pid}/mountinfo", "rb") as fh:
+                        if mine not in fh.read():
+                            continue
                 with open(f"/proc/{pid}/stat") as fh:
                     if fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
                         found.append(int(pid))
@@ -60,7 +71,7 @@ def grade(tmp_path: Path, code: str, gid: str = "ch11_ex11_3"):
     sandbox.prepare_scratch(work, 0, use_bwrap)
     harvest = ranks.evaluate_part(REGISTRY[gid], ["import numpy as np", code, f"print({gid!r})"], work, seed=SEED,
                                   limits=sandbox.Limits(), slot=0, use_bwrap=use_bwrap, timeout=300)
-    assert _runner_processes() == []  # nothing of the launch outlives it
+    assert _runner_processes(work) == []  # nothing of the launch outlives it
     return safe_judge(REGISTRY[gid], harvest, SEED)
 
 
