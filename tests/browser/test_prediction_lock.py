@@ -31,6 +31,19 @@ def open_cells(lab_notebook, jupyterlab, path, cells: list[str]):
     return lab_notebook(path)
 
 
+def restart_clear_and_run_all(page) -> None:
+    """Kernel > Restart Kernel and Clear Outputs (confirmed when asked), every prompt cleared, then Run All."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel and Clear Outputs").first.click()
+    accept = page.locator(".jp-Dialog .jp-mod-accept")
+    if accept.count():
+        accept.first.click()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
+        ".every(p => !/\\[\\d+\\]/.test(p.textContent))", timeout=60_000)
+    run_all_cells(page)
+
+
 def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_path):
     page = open_cells(lab_notebook, jupyterlab, tmp_path / "lock_in_browser.ipynb", CELLS)
 
@@ -57,15 +70,7 @@ def test_lock_gates_freezes_and_survives_restart(lab_notebook, jupyterlab, tmp_p
     lock.screenshot(path=str(ARTIFACTS / "jupyterlab_prediction_lock.png"))
 
     # restart the kernel (clearing outputs) and run everything again: the lock comes back locked, the instrument visible
-    page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel and Clear Outputs").first.click()
-    dialog_accept = page.locator(".jp-Dialog .jp-mod-accept")
-    if dialog_accept.count():
-        dialog_accept.first.click()
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
-        ".every(p => !/\\[\\d+\\]/.test(p.textContent))", timeout=60_000)
-    run_all_cells(page)
+    restart_clear_and_run_all(page)
     relocked = page.locator(".course-prediction-lock").last
     relocked.get_by_text("restored from predictions.json").wait_for(timeout=30_000)
     assert relocked.get_by_role("button", name="Locked").is_disabled()
@@ -184,15 +189,7 @@ def test_a_lock_whose_widget_module_loads_late_still_locks_and_restores_locked(j
             "browser/act1"]["value"] == "C"
         assert any(ANYWIDGET_TIMEOUT in e for e in errors), "the late module was not simulated"
 
-        page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
-        page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel and Clear Outputs").first.click()
-        accept = page.locator(".jp-Dialog .jp-mod-accept")
-        if accept.count():
-            accept.first.click()
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
-            ".every(p => !/\\[\\d+\\]/.test(p.textContent))", timeout=60_000)
-        run_all_cells(page)
+        restart_clear_and_run_all(page)
         relocked = page.locator(".course-prediction-lock").last
         relocked.get_by_text("restored from predictions.json").wait_for(timeout=30_000)
         page.wait_for_function("() => { const r = [...document.querySelectorAll('.course-prediction-lock "
