@@ -93,6 +93,9 @@ class RunResult:
         What ran, and how.
     cores, load : int, float
         Cores this process may use and the 1-minute load average when the launch began.
+    started : list of int
+        Ranks that finished starting their communicator (``MPI_Init``, or torch's process group) and
+        wrote their pid; a rank missing here never got past start-up.
     oversubscribed : bool
         More ranks than cores: ranks share cores, and times measured then are not the machine's.
     """
@@ -117,6 +120,7 @@ class RunResult:
     #: ``{rank: how it ended}`` for ranks whose process ended with neither a result nor an error
     #: (``os._exit``, a crash, a signal), the first to end first
     ended: Dict[int, str] = field(default_factory=dict)
+    started: List[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -255,6 +259,13 @@ def describe_target(target: Union[str, Callable, os.PathLike]) -> dict:
 
 
 # -- running ---------------------------------------------------------------------------------------
+
+#: every launch runs on this one machine: MPICH's UCX network module is told to use only its
+#: shared-memory and self transports, which are what it picks between ranks of one machine anyway
+#: (UCX's own log: ``intra-node cfg#1 tag(sysv/memory cma/memory)``). Without it UCX also opens its
+#: network transports (TCP on every interface, InfiniBand, RDMA-CM) at each start: 2.5 s against 1.1 s
+#: for a 2-rank launch here, and one more thing a closed or odd network can stall.
+ONE_MACHINE_ENV = {"UCX_TLS": "self,sm"}
 
 _LIVE: Dict[str, subprocess.Popen] = {}
 _LIVE_LOCK = threading.Lock()
@@ -472,6 +483,8 @@ def run(target, *args, ranks: int = 2, timeout: float = 60.0, backend: str = "mp
         # one thread per rank: NumPy's BLAS threads would fight the other ranks for the same cores
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             child_env.setdefault(name, "1")
+        for name, value in ONE_MACHINE_ENV.items():  # an admin's own setting wins
+            child_env.setdefault(name, value)
         child_env.update(env or {})
         child_env[runner.WORK_ENV] = str(work)
         child_env[runner.TOKEN_ENV] = token
@@ -531,6 +544,7 @@ def run(target, *args, ranks: int = 2, timeout: float = 60.0, backend: str = "mp
 
 def _collect(result: RunResult, work: Path) -> None:
     result.values = [None] * result.ranks
+    result.started = [r for r in range(result.ranks) if (work / f"rank-{r}.pid").exists()]
     result.output = [_tail(work / f"rank-{r}.out") for r in range(result.ranks)]
     result.launcher_output = _tail(work / "launcher.out")
     unreadable, raised_at = {}, {}
@@ -606,6 +620,12 @@ def _reason(result: RunResult, unreadable: Dict[int, str]) -> str:
         return f"rank {first} raised {result.errors[first]}{more}"
     if result.timed_out:
         waiting = result.missing or list(range(result.ranks))
+        never = [r for r in waiting if r not in result.started]
+        if never:  # stuck before the target ran: the machine's MPI, not the code, is the cause
+            tail = result.launcher_output.strip().splitlines()[-1:] or [""]
+            said = f"; mpiexec said: {tail[0][:300]}" if tail[0] else ""
+            return (f"timed out after {result.timeout:g} s: {_ranks(never)} never finished starting MPI "
+                    f"(MPI_Init), so no code of yours ran there{said}")
         return (f"timed out after {result.timeout:g} s: {_ranks(waiting)} had not finished "
                 f"(a deadlock, such as two ranks that both wait to receive first, or a loop that never ends)")
     if unreadable:

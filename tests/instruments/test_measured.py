@@ -6,6 +6,8 @@ Times are never compared with numbers; only shapes and generous ratios are asser
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -23,7 +25,13 @@ def no_launch(*args, **kwargs):
 @pytest.fixture(scope="module")
 def measured_bench():
     bench = AlphaBetaBench(repeats=3)
-    bench.measure()
+    record = bench.measure()
+    if record.get("error"):
+        # once, a CI machine's launch stalled before any rank ran: measure again, and say so in the
+        # warnings summary, so that a stall that repeats fails here with the launch's own reason
+        warnings.warn(f"the first measurement failed, measured again: {record['error']}")
+        record = bench.measure()
+    assert not record.get("error"), f"the measurement failed twice: {record['error']}"
     return bench
 
 

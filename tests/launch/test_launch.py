@@ -118,6 +118,24 @@ def test_a_deadlock_times_out_with_its_ranks_and_leaves_no_process():
     assert marked(mark) == []
 
 
+def test_a_launch_stuck_before_mpi_started_says_no_code_ran(tmp_path):
+    # a "Python" that never gets to MPI_Init: the reason blames start-up, not the student's code
+    stalls = tmp_path / "python-that-stalls"
+    stalls.write_text("#!/bin/sh\nexec sleep 600\n")
+    stalls.chmod(0o755)
+    mark = uuid.uuid4().hex
+    result = launch.run(f"{HELPERS}:sum_of_ranks", ranks=2, timeout=3, python=str(stalls),
+                        env={"COURSE_TEST_MARK": mark})
+    assert result.timed_out and result.started == []
+    assert "ranks 0, 1 never finished starting MPI (MPI_Init), so no code of yours ran" in result.reason
+    assert marked(mark) == []
+
+
+def test_ranks_that_ran_are_listed_as_started():
+    result = launch.run(f"{HELPERS}:both_receive_first", ranks=2, timeout=3)
+    assert result.started == [0, 1] and "had not finished (a deadlock" in result.reason
+
+
 def test_a_result_that_would_run_code_is_refused(tmp_path):
     target = tmp_path / "created-by-unpickling"
     result = launch.run(f"{HELPERS}:hostile_result", str(target), ranks=2, timeout=60)
