@@ -204,6 +204,10 @@ def _as_cluster(cluster):
 _NUMBERS_CACHE = {}
 
 
+#: :meth:`Config.layer_gemm_efficiency` of single layouts already computed (see :meth:`Config._layout_gemm_efficiency`).
+_LAYOUT_GEMM_EFFICIENCY = {}
+
+
 def _numbers_cached(fn, *args):
     """``fn(*args)``, looked up once computed where every argument is a number, a name or a 0-d array.
 
@@ -567,9 +571,29 @@ class Config:
             self.attention_efficiency = self.attention_efficiency * np.asarray(
                 _numbers_cached(_gemm.attention_length_factor, length, self.attention_kernel))
         if self.gemm_shapes:
-            self.gemm_efficiency = np.asarray(self.layer_gemm_efficiency())
+            self.gemm_efficiency = np.asarray(self._layout_gemm_efficiency())
             self.compute_efficiency = np.minimum(
                 self.base_efficiency * self.gemm_efficiency / REFERENCE_GEMM_EFFICIENCY, 1.0)
+
+    def _layout_gemm_efficiency(self):
+        """:meth:`layer_gemm_efficiency`, looked up once computed where the layout is one configuration (every array
+        it reads 0-d: a plan, an instrument's curve over DP), keyed by the model, the accelerator and the numbers."""
+        layout = (self.tp, self.cp, self.micro_batch, self.etp, self.tokens_per_expert)
+        if any(x.ndim for x in layout):
+            return self.layer_gemm_efficiency()
+        key = (self.model, self.cluster.accelerator, self.precision, self.fp8) + tuple(x.item() for x in layout)
+        try:
+            hit = _LAYOUT_GEMM_EFFICIENCY.get(key)
+        except TypeError:  # a hand-built model or accelerator with an unhashable field: computed as it comes
+            return self.layer_gemm_efficiency()
+        if hit is None:
+            hit = self.layer_gemm_efficiency()
+            if type(hit) is not float:  # only immutable Python numbers are kept
+                return hit
+            if len(_LAYOUT_GEMM_EFFICIENCY) >= 4096:
+                _LAYOUT_GEMM_EFFICIENCY.clear()
+            _LAYOUT_GEMM_EFFICIENCY[key] = hit
+        return hit
 
     def layer_gemm_efficiency(self):
         """Share of the GEMM peak this configuration's layer GEMMs reach (:func:`~course.core.gemm.layer_gemm_efficiency`).
