@@ -200,11 +200,11 @@ def _as_cluster(cluster):
     return c
 
 
-#: Results of pure core functions already computed for one layout's numbers (see :func:`_numbers_cached`).
+# Results of pure core functions already computed for one layout's numbers (see _numbers_cached).
 _NUMBERS_CACHE = {}
 
 
-#: :meth:`Config.layer_gemm_efficiency` of single layouts already computed (see :meth:`Config._layout_gemm_efficiency`).
+# Config.layer_gemm_efficiency of single layouts already computed (see Config._layout_gemm_efficiency).
 _LAYOUT_GEMM_EFFICIENCY = {}
 
 
