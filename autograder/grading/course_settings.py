@@ -26,7 +26,7 @@ own root and gradebook, so nothing it does reaches the course's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Dict, Optional
 
 from ..course_config import CONFIG_FILE, course_config
 
@@ -79,6 +79,28 @@ class CourseSettings:
         in nbgrader's layout; the course's commands expect ``directory_structure`` to end in
         ``{student_id}/{assignment_id}``, nbgrader's default)."""
         return Path(self.coursedir.format_path(getattr(self.coursedir, f"{step}_directory"), ".", ".")).resolve()
+
+    #: nbgrader's folders of a course, in the order a job copies or reads them
+    STEPS = ("source", "release", "submitted", "autograded", "feedback")
+
+    def layout(self) -> Dict[str, str]:
+        """``{step: its folder relative to the course root}`` (POSIX) for each of :data:`STEPS`, as
+        ``nbgrader_config.py`` names them (``submitted`` -> ``"handins"`` for a course that renamed it).
+
+        What a job that runs on another machine (a CI checkout, a Kubernetes pod) needs: the course
+        root travels, so every folder must lie inside it; ``ValueError`` names one that does not."""
+        found = {}
+        for step in self.STEPS:
+            folder = self.step_root(step)
+            try:
+                found[step] = folder.relative_to(self.root).as_posix()
+            except ValueError:
+                raise ValueError(f"c.CourseDirectory.{step}_directory puts {step} at {folder}, outside the course "
+                                 f"root {self.root}: a grading job elsewhere (CI, Kubernetes) copies the course "
+                                 "root only, so keep every folder inside it") from None
+            if found[step] == ".":
+                raise ValueError(f"c.CourseDirectory.{step}_directory makes {step} the course root itself")
+        return found
 
     def is_step_folder(self, folder, step: str) -> bool:
         """Whether ``folder`` is this course's folder of ``step`` (e.g. what nbgrader collected)."""
