@@ -200,6 +200,44 @@ def _as_cluster(cluster):
     return c
 
 
+# Results of pure core functions already computed for one layout's numbers (see _numbers_cached).
+_NUMBERS_CACHE = {}
+
+
+# Config.layer_gemm_efficiency of single layouts already computed (see Config._layout_gemm_efficiency).
+_LAYOUT_GEMM_EFFICIENCY = {}
+
+
+def _numbers_cached(fn, *args):
+    """``fn(*args)``, looked up once computed where every argument is a number, a name or a 0-d array.
+
+    For pure core functions of numbers whose result for such arguments is a Python number (immutable, so it can be
+    handed out again): an instrument's curve over DP asks the same layout-wide questions (the busiest stage's layers,
+    the attention kernel's speed at the chunk's length) on every call. Arrays with elements are computed as they come.
+    Keys keep each argument's type beside its value (8, 8.0 and True are different keys).
+    """
+    key = [fn]
+    for a in args:
+        if type(a) is np.ndarray:
+            if a.ndim:
+                return fn(*args)
+            a = a.item()
+        elif type(a) not in (int, float, bool, str, np.float64):
+            return fn(*args)
+        key.append(type(a))
+        key.append(a)
+    key = tuple(key)
+    hit = _NUMBERS_CACHE.get(key)
+    if hit is None:
+        hit = fn(*args)
+        if type(hit) not in (int, float):  # only immutable Python numbers are kept
+            return hit
+        if len(_NUMBERS_CACHE) >= 4096:
+            _NUMBERS_CACHE.clear()
+        _NUMBERS_CACHE[key] = hit
+    return hit
+
+
 def _by_mode(recompute_code, fn):
     """Evaluate ``fn(mode)`` for each recompute mode present and pick per element."""
     # arrays keep their own broadcastable shapes (a sweep puts each setting on its own axis), so a
@@ -486,7 +524,7 @@ class Config:
         self.attention_kernel = s.attention_kernel
         self.cp_algorithm = s.cp_algorithm
         # a fused causal kernel skips the score blocks above the diagonal (FlashAttention-2)
-        self.attention_fraction = (float(_lc.causal_attention_fraction(self.model.seq_len))
+        self.attention_fraction = (float(_numbers_cached(_lc.causal_attention_fraction, self.model.seq_len))
                                    if self.fused_attention else 1.0)
         # a fused attention kernel runs at its own measured share of peak where the catalog has one
         # (FlashAttention-2 on Hopper, 0.35); unfused attention is batched GEMMs at compute_efficiency
@@ -531,11 +569,31 @@ class Config:
             # kernel in use and, with GEMM shapes priced, to the CP chunk's length (shorter chunks run slower)
             length = self.seq_local if self.gemm_shapes else ATTENTION_PLATEAU_TOKENS
             self.attention_efficiency = self.attention_efficiency * np.asarray(
-                _gemm.attention_length_factor(length, self.attention_kernel))
+                _numbers_cached(_gemm.attention_length_factor, length, self.attention_kernel))
         if self.gemm_shapes:
-            self.gemm_efficiency = np.asarray(self.layer_gemm_efficiency())
+            self.gemm_efficiency = np.asarray(self._layout_gemm_efficiency())
             self.compute_efficiency = np.minimum(
                 self.base_efficiency * self.gemm_efficiency / REFERENCE_GEMM_EFFICIENCY, 1.0)
+
+    def _layout_gemm_efficiency(self):
+        """:meth:`layer_gemm_efficiency`, looked up once computed where the layout is one configuration (every array
+        it reads 0-d: a plan, an instrument's curve over DP), keyed by the model, the accelerator and the numbers."""
+        layout = (self.tp, self.cp, self.micro_batch, self.etp, self.tokens_per_expert)
+        if any(x.ndim for x in layout):
+            return self.layer_gemm_efficiency()
+        key = (self.model, self.cluster.accelerator, self.precision, self.fp8) + tuple(x.item() for x in layout)
+        try:
+            hit = _LAYOUT_GEMM_EFFICIENCY.get(key)
+        except TypeError:  # a hand-built model or accelerator with an unhashable field: computed as it comes
+            return self.layer_gemm_efficiency()
+        if hit is None:
+            hit = self.layer_gemm_efficiency()
+            if type(hit) is not float:  # only immutable Python numbers are kept
+                return hit
+            if len(_LAYOUT_GEMM_EFFICIENCY) >= 4096:
+                _LAYOUT_GEMM_EFFICIENCY.clear()
+            _LAYOUT_GEMM_EFFICIENCY[key] = hit
+        return hit
 
     def layer_gemm_efficiency(self):
         """Share of the GEMM peak this configuration's layer GEMMs reach (:func:`~course.core.gemm.layer_gemm_efficiency`).
@@ -647,8 +705,8 @@ class Config:
         self.global_batch = self.micro_batch * self.num_microbatches * self.dp
         self.seq_local = m.seq_len / self.cp  # tokens of each sequence on one CP rank
         # pins are ignored where pp = 1 (one stage holds everything)
-        self.stage_layers = np.asarray(_pipe.slowest_stage_layers(
-            m.layers, self.pp, self.first_stage_layers, self.last_stage_layers)).astype(np.int64)
+        self.stage_layers = np.asarray(_numbers_cached(
+            _pipe.slowest_stage_layers, m.layers, self.pp, self.first_stage_layers, self.last_stage_layers)).astype(np.int64)
         # with v chunks per stage the largest chunk sets the pace of every chunk slot
         self.stage_layers = self.interleave * (-(-self.stage_layers // self.interleave))
         self.imbalance = self.stage_layers * self.pp / m.layers
@@ -831,9 +889,9 @@ class Config:
         if mode not in cache:
             m, sp = self.model, self.sequence_parallel
             # Korthikanti et al.'s per-tensor count for the layer's real shape (GQA, SwiGLU, dropout or not)
-            per_flag = {flag: _lc.layer_activation_bytes(m.seq_len, self.micro_batch, m.hidden, m.heads,
-                                                         m.kv_heads or m.heads, m.ffn or 4 * m.hidden,
-                                                         m.mlp_matrices, m.dropout, self.tp, flag, mode)
+            per_flag = {flag: _numbers_cached(_lc.layer_activation_bytes, m.seq_len, self.micro_batch, m.hidden,
+                                              m.heads, m.kv_heads or m.heads, m.ffn or 4 * m.hidden, m.mlp_matrices,
+                                              m.dropout, self.tp, flag, mode)
                         for flag in (False, True) if v.any_true(sp == flag)}
             act = (np.where(sp, per_flag[True], per_flag[False]) if len(per_flag) == 2
                    else next(iter(per_flag.values())))
@@ -1380,16 +1438,21 @@ def range_terms(*, cfg, step, busy, bubble, compute, grouped, ep_raw, ep_comm):
         shifts.append((per_expert * (max(high, t) - t), per_expert * (min(low, t) - t)))
     else:
         shifts += [(zero, zero)] * 4
-    slow = [np.maximum(np.asarray(a, dtype=float), 0.0) for a, _ in shifts]
-    fast = [np.minimum(np.asarray(b, dtype=float), 0.0) for _, b in shifts]
+    # an assumption without a range here (both ends the 0-d ``zero``) adds +0.0 to the sums, which changes no bit of
+    # them (they start from +0.0 and never hold -0.0), and has the width 0.0: skipped, not computed
+    ranged = [i for i, (a, b) in enumerate(shifts) if not (a is zero and b is zero)]
+    slow = {i: np.maximum(np.asarray(shifts[i][0], dtype=float), 0.0) for i in ranged}
+    fast = {i: np.minimum(np.asarray(shifts[i][1], dtype=float), 0.0) for i in ranged}
     stretch = 1.0 + bubble / np.maximum(busy, 1e-30)
-    out = dict(step_time_low=step + stretch * _summed(fast), step_time_high=step + stretch * _summed(slow))
-    out.update({f"rw_{i}": a - b for i, (a, b) in enumerate(zip(slow, fast))})
+    out = dict(step_time_low=step + stretch * _summed(fast.values()),
+               step_time_high=step + stretch * _summed(slow.values()))
+    out.update({f"rw_{i}": slow[i] - fast[i] if i in slow else np.float64(0.0) for i in range(len(shifts))})
     return out
 
 
 def _summed(arrays):
     """``sum(arrays)`` (left to right, from 0) into one buffer of their broadcast shape, not one per addition."""
+    arrays = tuple(arrays)
     total = np.zeros(np.broadcast(*arrays).shape)
     for a in arrays:
         total += a
@@ -1554,20 +1617,22 @@ def broadcast_columns(cols, shape, cfg=None):
     """``cols`` (as :func:`columns` returns them) as writable arrays of one ``shape``, none shared with another
     column or with ``cfg`` (the :class:`Config` they were computed from, which holds the caller's input arrays)."""
     shape = tuple(shape)
-    held = set() if cfg is None else {id(x) for x in vars(cfg).values() if isinstance(x, np.ndarray)}
-    out, seen = {}, set()
+    # ids of the arrays that may not be handed out as they are: the Config's (the caller's input arrays among
+    # them), then every array already kept under another name (a new copy is never met again)
+    taken = set() if cfg is None else {id(x) for x in vars(cfg).values() if isinstance(x, np.ndarray)}
+    out, empty, ndarray = {}, np.empty, np.ndarray
     for k, a in cols.items():
-        a = np.asarray(a)
+        if type(a) is not ndarray:
+            a = np.asarray(a)
         # a full-shape array the pass computed itself, owned and writable and not already handed out under another
         # name, is kept as it is; everything else (broadcastable parts, views, the caller's own input arrays)
         # is copied into a new array (a filled ``np.empty``: a third of ``np.array(np.broadcast_to(a, shape))``)
-        if (a.shape == shape and a.flags.owndata and a.flags.writeable and id(a) not in seen
-                and id(a) not in held):
+        if a.shape == shape and id(a) not in taken and a.flags.owndata and a.flags.writeable:
             out[k] = a
+            taken.add(id(a))
         else:
-            out[k] = full = np.empty(shape, a.dtype)
+            out[k] = full = empty(shape, a.dtype)
             full[...] = a
-        seen.add(id(out[k]))
     return out
 
 
