@@ -8,6 +8,7 @@ One subpackage per job (``docs/authors/layout.md``):
 * :mod:`autograder.records`: grades files, late policy, extensions, the term, LMS export
 * :mod:`autograder.reports`: the instructor's class report
 * :mod:`autograder.engines`: the command line, formgrader, grading on submit, Gradescope, CI templates
+* :mod:`autograder.course_config`: the one loader of a course's ``nbgrader_config.py`` (below every layer)
 * :mod:`autograder.compat`: every place grading relies on the inside of nbgrader and its libraries
 """
 

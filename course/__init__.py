@@ -25,7 +25,8 @@ through other packages, and nothing else)::
     autograder.records      ->  autograder.grading
     autograder.grading      ->  autograder.judging, course.notebook_api
     autograder.judging      ->  autograder.isolation, course.notebook_api
-    autograder.isolation    ->  autograder.compat, course, course.instruments
+    autograder.isolation    ->  autograder.compat, autograder.course_config, course, course.instruments
+    autograder.course_config  ->
     autograder.compat       ->
     hub                     ->
 

@@ -1,7 +1,7 @@
 """``course-autograde ci-template --shards N``: a CI matrix that grades a class in N shards.
 
 It writes two files for the instructor's course repository (this repository's layout: the
-root is the nbgrader course root, submissions in ``submitted/`` or another folder):
+root is the nbgrader course root, beside its ``nbgrader_config.py``):
 
 * ``.github/workflows/grade.yml``: GitHub Actions, started by hand (``workflow_dispatch``) with
   the assignment; a ``grade`` job with ``strategy.matrix.shard: [1..N]``, then ``merge``;
@@ -9,17 +9,28 @@ root is the nbgrader course root, submissions in ``submitted/`` or another folde
   ``CI_NODE_TOTAL``), then ``merge``.
 
 Both run the same shell scripts (:data:`SETUP`, :data:`GRADE`, :data:`MERGE`), written once
-here: every shard builds the gradebook, grades its share of the class
-(``course-autograde class --shard K/N``, students assigned by a hash of their id) with one
-probe seed per pipeline, and keeps ``grades.json``, ``grades.csv`` and its students' feedback;
-the merge job joins them with ``course-autograde merge`` into one ``grades.csv``/``grades.json``,
-writes the Canvas CSV (``course-autograde canvas``) and gathers all feedback. The scripts read
-only environment variables (``ASSIGNMENT``, ``SUBMISSIONS``, ``SHARD``, ``SHARDS``, ``SEED``,
-``WORKERS``, ``SANDBOX``, ``VENV``), so a test runs them as they are, locally, as a matrix.
+here, and so do the Kubernetes grading Jobs (``hub/k8s/``): every shard builds the gradebook, grades
+its share of the class (``course-autograde class --shard K/N``, students assigned by a hash of their
+id) with one probe seed per pipeline, and keeps ``grades.json``, ``grades.csv`` and its students'
+feedback; the merge job joins them with ``course-autograde merge`` into one ``grades.csv``/``grades.json``,
+writes the Canvas CSV (``course-autograde canvas``) and gathers all feedback.
+
+The scripts name none of nbgrader's folders. The course's ``nbgrader_config.py`` may rename them
+(``c.CourseDirectory.source_directory``, ``submitted_directory``, ``autograded_directory``,
+``feedback_directory``, ``directory_structure``) and may set ``c.CourseDirectory.root`` to a folder of the
+instructor's own machine; a job runs elsewhere, on a checkout made later, so it asks the course there,
+at run time: ``course-autograde folders --shell`` (:func:`folder_variables`, through
+:class:`~autograder.grading.course_settings.CourseSettings`, the loader every route uses) prints
+``COURSE_ROOT`` (the checkout, which nbgrader is told too) and ``COURSE_SOURCE``, ``COURSE_RELEASE``,
+``COURSE_SUBMITTED``, ``COURSE_AUTOGRADED``, ``COURSE_FEEDBACK`` (relative to it). A template written
+before the instructor renamed a folder stays right. Otherwise the scripts read only environment
+variables (``ASSIGNMENT``, ``SUBMISSIONS``, ``SHARD``, ``SHARDS``, ``SEED``, ``WORKERS``, ``SANDBOX``,
+``VENV``), so a test runs them as they are, locally, as a matrix.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Dict
 
@@ -36,13 +47,22 @@ $SUDO sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
 python3 dev.py install grading "$VENV" --editable
 """
 
+#: the course's folders as its nbgrader_config.py names them, asked in the job's own checkout
+#: (:func:`folder_variables`); a failure stops the job (an assignment fails under ``set -e``, ``eval "$(...)"`` would not)
+FOLDERS = """\
+# the course's folders, as its nbgrader_config.py names them (c.CourseDirectory.*), asked here at run time:
+# COURSE_ROOT (this folder) and COURSE_SOURCE, COURSE_RELEASE, COURSE_SUBMITTED, COURSE_AUTOGRADED, COURSE_FEEDBACK
+COURSE_FOLDERS="$("$VENV/bin/course-autograde" folders --shell)"
+eval "$COURSE_FOLDERS"
+"""
+
 #: one shard: gradebook, grading, this shard's feedback kept beside its grades
-GRADE = """\
+GRADE = FOLDERS + """\
 # limits per submission: c.GradingLimits in nbgrader_config.py (course-autograde reads it; a flag overrides)
-"$VENV/bin/nbgrader" generate_assignment "$ASSIGNMENT" --force --log-level=ERROR
-"$VENV/bin/course-autograde" class "$ASSIGNMENT" "$SUBMISSIONS" --shard "$SHARD/$SHARDS" --seed "$SEED" --workers "$WORKERS" $SANDBOX --no-progress --out "shards/$SHARD"
+"$VENV/bin/nbgrader" generate_assignment "$ASSIGNMENT" --force --log-level=ERROR --CourseDirectory.root="$COURSE_ROOT"
+"$VENV/bin/course-autograde" class "$ASSIGNMENT" "${SUBMISSIONS:-$COURSE_SUBMITTED}" --shard "$SHARD/$SHARDS" --seed "$SEED" --workers "$WORKERS" $SANDBOX --no-progress --out "shards/$SHARD"
 mkdir -p "shards/$SHARD/feedback"
-if [ -d feedback ]; then cp -R feedback/. "shards/$SHARD/feedback/"; fi
+if [ -d "$COURSE_FEEDBACK" ]; then cp -R "$COURSE_FEEDBACK"/. "shards/$SHARD/feedback/"; fi
 """
 
 #: all shards into the assignment's own grades/<assignment>/ (grades.csv, grades.json, canvas.csv, feedback/),
@@ -84,7 +104,15 @@ def _header(shards: int, *more: str) -> str:
                        "grades.json, canvas.csv, feedback/).", *more))
 
 
-_SETTINGS_HELP = ("SEED: one probe seed for every shard of a run, so the class is graded on the same inputs.",
+#: what ``SUBMISSIONS`` may be (GitHub's input, GitLab's variable)
+SUBMISSIONS_HELP = ("folder of submissions; empty: the course's own, as nbgrader_config.py names it "
+                    "(c.CourseDirectory.submitted_directory); else <student>/<assignment>/ folders or "
+                    "<student>.ipynb/.zip files")
+
+_SETTINGS_HELP = (SUBMISSIONS_HELP.replace("folder of submissions; empty", "SUBMISSIONS: empty", 1) + ".",
+                  "Folders: the scripts ask the course (course-autograde folders) at run time, so renaming one in "
+                  "nbgrader_config.py needs no new template.",
+                  "SEED: one probe seed for every shard of a run, so the class is graded on the same inputs.",
                   "WORKERS: parallel sandboxes per job, the runner's cores.",
                   "SANDBOX: empty, grading refuses to run student code without bubblewrap (every route's default);",
                   "--allow-unsandboxed grades with rlimits only, student code in the runner's account (UNSAFE).")
@@ -116,8 +144,7 @@ def github_workflow(shards: int) -> str:
         "name": "grade",
         "on": {"workflow_dispatch": {"inputs": {
             "assignment": {"description": "assignment to grade (a folder of source/)", "required": True},
-            "submissions": {"description": "folder of submissions (nbgrader's submitted/ or <student>.ipynb/.zip "
-                                           "files)", "default": "submitted"}}}},
+            "submissions": {"description": SUBMISSIONS_HELP, "required": False, "default": ""}}}},
         "env": {"ASSIGNMENT": "${{ inputs.assignment }}", "SUBMISSIONS": "${{ inputs.submissions }}",
                 "SHARDS": str(shards), "SEED": "${{ github.run_id }}", "WORKERS": "2",
                 "SANDBOX": "", "VENV": ".venv"},
@@ -133,7 +160,7 @@ def gitlab_ci(shards: int) -> str:
     only_with_assignment = [{"if": '$ASSIGNMENT != ""'}]
     document = {
         "stages": ["grade", "merge"],
-        "variables": {"ASSIGNMENT": "", "SUBMISSIONS": "submitted", "SANDBOX": "", "VENV": ".venv",
+        "variables": {"ASSIGNMENT": "", "SUBMISSIONS": "", "SANDBOX": "", "VENV": ".venv",
                       "SEED": "$CI_PIPELINE_ID", "WORKERS": "2"},
         "default": {"image": "python:3.11-bookworm", "before_script": [SETUP]},
         "grade": {"stage": "grade", "parallel": shards, "timeout": f"{JOB_MINUTES} minutes",
@@ -147,11 +174,34 @@ def gitlab_ci(shards: int) -> str:
                                  'without them nothing is graded.', *_SETTINGS_HELP), document)
 
 
+def course_folders(course_root) -> Dict[str, str]:
+    """``{"root": the course root, absolute; "source": its folder relative to the root, "release", "submitted",
+    "autograded", "feedback"}`` as the course's ``nbgrader_config.py`` names them, read by
+    :class:`~autograder.grading.course_settings.CourseSettings` (the root is where the file is, whatever
+    ``c.CourseDirectory.root`` says on the instructor's machine). ``ValueError`` when a folder lies
+    outside the course root: a job elsewhere would not have it."""
+    from ..grading.course_settings import CourseSettings
+
+    course = CourseSettings(course_root)
+    return {"root": str(course.root), **course.layout()}
+
+
+def folder_variables(course_root) -> str:
+    """:func:`course_folders` as shell assignments (``course-autograde folders --shell``): ``COURSE_ROOT``,
+    ``COURSE_SOURCE``, ``COURSE_RELEASE``, ``COURSE_SUBMITTED``, ``COURSE_AUTOGRADED``, ``COURSE_FEEDBACK``,
+    each value quoted for the shell."""
+    import shlex
+
+    return "".join(f"COURSE_{name.upper()}={shlex.quote(value)}\n" for name, value in course_folders(course_root).items())
+
+
 def write_templates(out_dir, shards: int) -> Dict[str, Path]:
-    """Write both files under ``out_dir`` (a course repository's root); return their paths."""
+    """Write both files under ``out_dir`` (a course repository's root); return their paths. A course there
+    whose folders a job could not find (:func:`folder_variables`) is refused now, not in the job."""
     if type(shards) is not int or not 1 <= shards <= 256:
         raise ValueError(f"shards must be a whole number in 1..256, got {shards!r}")
     out = Path(out_dir)
+    folder_variables(out)
     paths = {"github": out / ".github" / "workflows" / "grade.yml", "gitlab": out / ".gitlab-ci.yml"}
     paths["github"].parent.mkdir(parents=True, exist_ok=True)
     paths["github"].write_text(github_workflow(shards))
@@ -165,9 +215,34 @@ def add_parser(sub) -> None:
     p.add_argument("--shards", type=int, required=True, help="parallel grading jobs")
     p.add_argument("--out", default=".", help="the course repository's root (default: here)")
     p.set_defaults(run=_cli)
+    p = sub.add_parser("folders", help="the course's nbgrader folders, as its nbgrader_config.py names them "
+                                       "(what the CI and Kubernetes grading scripts ask)")
+    p.add_argument("--course-root", default=".", help="nbgrader course root (default: here)")
+    p.add_argument("--shell", action="store_true",
+                   help="as shell assignments (COURSE_ROOT, COURSE_SOURCE, COURSE_RELEASE, COURSE_SUBMITTED, "
+                        "COURSE_AUTOGRADED, COURSE_FEEDBACK) for eval")
+    p.set_defaults(run=_folders)
 
 
 def _cli(args) -> int:
-    paths = write_templates(args.out, args.shards)
+    try:
+        paths = write_templates(args.out, args.shards)
+    except ValueError as exc:
+        print(f"course-autograde: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {paths['github']} and {paths['gitlab']} ({args.shards} shards)")
+    return 0
+
+
+def _folders(args) -> int:
+    try:
+        found = course_folders(args.course_root)
+    except ValueError as exc:
+        print(f"course-autograde: {exc}", file=sys.stderr)
+        return 2
+    if args.shell:
+        sys.stdout.write(folder_variables(args.course_root))
+    else:
+        for name, value in found.items():
+            print(f"{name:<11} {value}")
     return 0

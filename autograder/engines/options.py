@@ -24,7 +24,7 @@ from ..isolation.limits import GradingLimits
 def course_limits(course_root) -> GradingLimits:
     """The limits ``nbgrader_config.py`` in ``course_root`` sets (``c.GradingLimits.*``, or the formgrader's
     older names ``c.SandboxedAutograde.*``), the declared defaults for the others."""
-    from ..grading.course_settings import course_config
+    from ..course_config import course_config
 
     config = course_config(course_root)
     configured = GradingLimits(config=config)
@@ -59,7 +59,8 @@ def temporary_course(root: Path, assignment: str) -> Iterator[Path]:
     on exit, also when making it fails. It is configured as the course (folder names, nbgrader's steps;
     :meth:`~autograder.grading.course_settings.CourseSettings.scratch`) with a gradebook of its own, so
     ``nbgrader generate_assignment`` there never writes to the course's."""
-    from ..grading.course_settings import CONFIG_FILE, CourseSettings
+    from ..course_config import CONFIG_FILE
+    from ..grading.course_settings import CourseSettings
 
     course = CourseSettings(root)
     source = course.folder("source", ".", assignment)

@@ -12,7 +12,8 @@ reads it through nbgrader's own classes, so what works for ``nbgrader autograde`
   submission plugin (``c.AssignLatePenalties.plugin_class``, ``c.LateSubmissionPlugin.penalty_method``)
   take effect.
 
-A course root without ``nbgrader_config.py`` gets nbgrader's defaults, the layout nbgrader documents.
+The file is read by :func:`autograder.course_config.course_config`, the one loader (the sandbox's policy
+reads it too). A course root without ``nbgrader_config.py`` gets nbgrader's defaults, the layout nbgrader documents.
 The course root the grader was given wins over a ``c.CourseDirectory.root`` in the file.
 
 Every route reads the course through this one helper: ``course-autograde`` (:mod:`autograder.engines.cli`),
@@ -24,46 +25,10 @@ own root and gradebook, so nothing it does reaches the course's.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
-from typing import Optional
+from typing import Dict, Optional
 
-CONFIG_FILE = "nbgrader_config.py"
-
-
-def _config_file(folder):
-    """``nbgrader_config.py`` in ``folder`` as a traitlets ``Config`` (empty without one).
-
-    The loader gets a logger of its own: without one, traitlets logs "Using default logger" at DEBUG
-    into the log of whatever application is running (the formgrader's Autograde log)."""
-    from traitlets.config import Config
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
-
-    if folder is None or not (Path(folder) / CONFIG_FILE).is_file():
-        return Config()
-    try:
-        return PyFileConfigLoader(CONFIG_FILE, path=str(folder), log=logging.getLogger(__name__)).load_config()
-    except ConfigFileNotFound:
-        return Config()
-
-
-def course_config(course_root, jupyter_path: bool = False):
-    """What ``nbgrader_config.py`` in ``course_root`` configures (a traitlets ``Config``; empty without one).
-
-    ``jupyter_path``: first the ``nbgrader_config.py`` files on Jupyter's config path (``jupyter --paths``;
-    lowest priority first), as nbgrader's own commands read them: where the exchange is
-    (``c.Exchange.root``) is often set there, for every user of a machine or hub. Grading itself reads
-    the course root's file only, so a setting meant for another course never changes a grade."""
-    from traitlets.config import Config
-
-    config = Config()
-    if jupyter_path:
-        from jupyter_core.paths import jupyter_config_path
-
-        for folder in reversed(jupyter_config_path()):
-            config.merge(_config_file(folder))
-    config.merge(_config_file(course_root))
-    return config
+from ..course_config import CONFIG_FILE, course_config
 
 
 class CourseSettings:
@@ -114,6 +79,28 @@ class CourseSettings:
         in nbgrader's layout; the course's commands expect ``directory_structure`` to end in
         ``{student_id}/{assignment_id}``, nbgrader's default)."""
         return Path(self.coursedir.format_path(getattr(self.coursedir, f"{step}_directory"), ".", ".")).resolve()
+
+    #: nbgrader's folders of a course, in the order a job copies or reads them
+    STEPS = ("source", "release", "submitted", "autograded", "feedback")
+
+    def layout(self) -> Dict[str, str]:
+        """``{step: its folder relative to the course root}`` (POSIX) for each of :data:`STEPS`, as
+        ``nbgrader_config.py`` names them (``submitted`` -> ``"handins"`` for a course that renamed it).
+
+        What a job that runs on another machine (a CI checkout, a Kubernetes pod) needs: the course
+        root travels, so every folder must lie inside it; ``ValueError`` names one that does not."""
+        found = {}
+        for step in self.STEPS:
+            folder = self.step_root(step)
+            try:
+                found[step] = folder.relative_to(self.root).as_posix()
+            except ValueError:
+                raise ValueError(f"c.CourseDirectory.{step}_directory puts {step} at {folder}, outside the course "
+                                 f"root {self.root}: a grading job elsewhere (CI, Kubernetes) copies the course "
+                                 "root only, so keep every folder inside it") from None
+            if found[step] == ".":
+                raise ValueError(f"c.CourseDirectory.{step}_directory makes {step} the course root itself")
+        return found
 
     def is_step_folder(self, folder, step: str) -> bool:
         """Whether ``folder`` is this course's folder of ``step`` (e.g. what nbgrader collected)."""

@@ -20,12 +20,12 @@ forget it.
 from __future__ import annotations
 
 import os
-import logging
-from pathlib import Path
 from typing import Optional
 
 from traitlets import Bool
 from traitlets.config import Configurable
+
+from ..course_config import course_config
 
 ENV = "COURSE_ALLOW_UNSANDBOXED"
 FLAG = "--allow-unsandboxed"
@@ -38,19 +38,6 @@ class Isolation(Configurable):
                                          "student's code (UNSAFE: it runs in the grader's account)").tag(config=True)
 
 
-def _course_config(course_root):
-    from traitlets.config import Config
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
-
-    if course_root is None or not (Path(course_root) / "nbgrader_config.py").is_file():
-        return Config()
-    try:
-        return PyFileConfigLoader("nbgrader_config.py", path=str(course_root),
-                                  log=logging.getLogger(__name__)).load_config()
-    except ConfigFileNotFound:
-        return Config()
-
-
 def allowed(course_root=None, given: Optional[bool] = None) -> Optional[str]:
     """What allows grading without the sandbox (a flag, the environment, the course's setting), or
     ``None``: nothing does."""
@@ -58,7 +45,7 @@ def allowed(course_root=None, given: Optional[bool] = None) -> Optional[str]:
         return FLAG
     if os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes"):
         return f"{ENV}={os.environ[ENV]}"
-    config = _course_config(course_root)
+    config = course_config(course_root)
     if Isolation(config=config).allow_unsandboxed:
         return "c.Isolation.allow_unsandboxed in nbgrader_config.py"
     if "SandboxedAutograde" in config and config.SandboxedAutograde.get("require_sandbox") is False:

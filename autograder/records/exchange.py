@@ -1,7 +1,7 @@
 """Where the course's nbgrader exchange is, read from its configuration without changing folder.
 
 ``course_config`` reads ``nbgrader_config.py`` as nbgrader does (the Jupyter config path, then the
-course root's own file: :func:`autograder.grading.course_settings.course_config`), but from ``root``
+course root's own file: :func:`autograder.course_config.course_config`), but from ``root``
 given, never through ``os.chdir``: the grading-on-submit service and the formgrader's server run
 threads, and a folder change is the whole process's.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 def course_config(root):
     """The course's nbgrader configuration (Jupyter config path first, then ``root/nbgrader_config.py``)."""
-    from ..grading.course_settings import course_config as read
+    from ..course_config import course_config as read
 
     return read(Path(root).resolve(), jupyter_path=True)
 

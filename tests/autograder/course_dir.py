@@ -69,12 +69,34 @@ def make_course(root: Path, assignment: str = CHAPTER) -> Path:
     return root
 
 
-def solution(root: Path, assignment: str = CHAPTER, student: str = "student"):
+#: nbgrader's folders renamed, as a course's nbgrader_config.py may (c.CourseDirectory.<step>_directory)
+RENAMED = {"source": "teacher_src", "release": "handout", "submitted": "handins", "autograded": "marked",
+           "feedback": "returned"}
+#: c.CourseDirectory.root as an instructor's nbgrader_config.py may set it: a folder of their own machine
+ELSEWHERE = "/nonexistent/instructor/course"
+
+
+def make_renamed_course(root: Path, assignment: str = CHAPTER) -> Path:
+    """A fresh checkout of a course (no gradebook) whose ``nbgrader_config.py`` renames every folder of
+    nbgrader (:data:`RENAMED`) and sets ``c.CourseDirectory.root`` to :data:`ELSEWHERE`: the course's
+    config, its source in ``teacher_src/`` and its release in ``handout/``."""
+    template = _generated(assignment)
+    root.mkdir(parents=True, exist_ok=True)
+    renames = "".join(f"c.CourseDirectory.{step}_directory = {name!r}\n" for step, name in RENAMED.items())
+    (root / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text()
+                                             + "\n# this course's own folder names, and the root on its instructor's machine\n"
+                                             + renames + f"c.CourseDirectory.root = {ELSEWHERE!r}\n")
+    shutil.copytree(template / "source" / assignment, root / RENAMED["source"] / assignment)
+    shutil.copytree(template / "release" / assignment, root / RENAMED["release"] / assignment)
+    return root
+
+
+def solution(root: Path, assignment: str = CHAPTER, student: str = "student", source: str = "source"):
     """The instructor's notebook with outputs cleared: a fully correct submission by ``student``
     (answers written with that student's numbers, their variant)."""
     from tests.assignments.nbgrader_course import honest_answers
 
-    nb = nbformat.read(str(root / "source" / assignment / f"{assignment}.ipynb"), 4)
+    nb = nbformat.read(str(root / source / assignment / f"{assignment}.ipynb"), 4)
     answers = honest_answers(assignment, student)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -109,8 +131,9 @@ def with_wrong_first_answer(nb):
     return with_first_answer(nb, first + "\naccum_steps *= 8  # forgot the 8 data-parallel GPUs")
 
 
-def submit(root: Path, student: str, nb=None, raw: bytes = None, assignment: str = CHAPTER) -> None:
-    folder = root / "submitted" / student / assignment
+def submit(root: Path, student: str, nb=None, raw: bytes = None, assignment: str = CHAPTER,
+           submitted: str = "submitted") -> None:
+    folder = root / submitted / student / assignment
     folder.mkdir(parents=True, exist_ok=True)
     if raw is not None:
         (folder / f"{assignment}.ipynb").write_bytes(raw)

@@ -4,6 +4,7 @@ own steps built with its configuration (``autograder/grading/course_settings.py`
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -199,3 +200,26 @@ def test_feedback_steps_are_built_with_the_instructors_settings(tmp_path):
     assert "f(7)" not in cleared.cells[0].source and "f(1)" in cleared.cells[0].source
     default = {type(step).__name__: step for step in feedback._preprocessors(None)}["ClearHiddenTests"]
     assert default.begin_test_delimeter == "BEGIN HIDDEN TESTS"  # without a course: nbgrader's own
+
+
+def test_one_loader_of_nbgrader_config():
+    """``nbgrader_config.py`` is read in one place (``autograder/course_config.py``, below isolation and
+    grading): no other module of the package builds traitlets' file loader itself."""
+    from autograder import course_config
+    from autograder.grading import course_settings
+    from autograder.isolation import unsandboxed
+
+    root = Path(__file__).resolve().parents[2]
+    loaders = sorted(str(p.relative_to(root)) for package in ("autograder", "course", "hub")
+                     for p in (root / package).rglob("*.py") if "PyFileConfigLoader" in p.read_text())
+    assert loaders == ["autograder/course_config.py"]
+    assert course_settings.course_config is unsandboxed.course_config is course_config.course_config
+
+
+def test_the_sandbox_policy_reads_the_course_file(tmp_path, monkeypatch):
+    from autograder.isolation import unsandboxed
+
+    monkeypatch.delenv(unsandboxed.ENV, raising=False)
+    assert unsandboxed.allowed(tmp_path) is None
+    write_config(tmp_path, "c.Isolation.allow_unsandboxed = True")
+    assert unsandboxed.allowed(tmp_path) == "c.Isolation.allow_unsandboxed in nbgrader_config.py"

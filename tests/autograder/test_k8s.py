@@ -103,8 +103,12 @@ def test_grading_pods_are_limited_and_offline():
 def test_jobs_run_the_ci_scripts():
     assert ci_template.GRADE in _script(_grade_job())
     assert ci_template.MERGE in _script(_docs("merge-job.yaml")[0])
-    used = set(re.findall(r"\$\{?(\w+)", ci_template.GRADE)) - {"SHARD"}
-    assert used <= set(_env(_grade_job()))
+    # what the script reads from the pod's environment: not SHARD (the script's first line makes it), nor what
+    # it assigns itself (the course's folders, `course-autograde folders --shell`)
+    assigned = set(re.findall(r"^(\w+)=", ci_template.GRADE, re.M)) | {
+        f"COURSE_{name.upper()}" for name in ci_template.course_folders(ROOT)}
+    used = set(re.findall(r"\$\{?(\w+)", ci_template.GRADE)) - {"SHARD"} - assigned
+    assert used <= set(_env(_grade_job())) and "SUBMISSIONS" in used
 
 
 def _run_hook(name: str, groups=(), admin=False):

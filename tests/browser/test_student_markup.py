@@ -11,7 +11,9 @@ instructor does (``course-autograde class`` in the sandbox, then ``report``), an
 * the formgrader's Manual Grading page of her submission, from a real Jupyter server with
   nbgrader's formgrader and the course's configuration, as the instructor's logged-in session;
 * the formgrader's page of her notebook *as handed in* (every stored output and every malformed
-  field the JSON can carry, which grading would have replaced), rendered by the same exporter.
+  field the JSON can carry, which grading would have replaced), rendered by the same exporter;
+* the second walls alone: her feedback page and the Manual Grading page as the server sends it (its own
+  header), each with her ``<style>`` and ``style=`` payloads put back, as if the sanitizer had missed them.
 
 On each: no payload's script runs (``window.__xss``, ``alert`` dialogs), nothing is fetched from the
 beacon (meta refresh, ``<base>``, stylesheets, frames, remote images), no element is painted with
@@ -239,6 +241,65 @@ def test_formgrader_manual_grading_page_is_inert(formgrader, browser):
     assert seen["own"]["tooltips"] >= 1, seen["own"]
     assert not any("Content Security Policy" in line for line in seen["console"] if "xss" not in line.lower()), \
         [line for line in seen["console"] if "Content Security Policy" in line][:3]
+
+
+#: run in the formgrader's page: a ``<style>`` a script creates (as MathJax 2 adds its own while it typesets)
+#: applies; one parsed from markup at run time (``innerHTML``, as a library would insert a student's HTML)
+#: does not; nbgrader's own ``style=`` (the score box's 4em) still applies
+OWN_STYLES = """() => {
+    const probe = document.createElement('span'); probe.textContent = 'probe'; probe.id = 'csp-probe';
+    document.body.appendChild(probe);
+    const made = document.createElement('style'); made.textContent = '#csp-probe { letter-spacing: 7px }';
+    document.head.appendChild(made);
+    const holder = document.createElement('div');
+    holder.innerHTML = '<style>#csp-probe { word-spacing: 9px }</style>';
+    document.body.appendChild(holder);
+    const score = document.querySelector('input.score');
+    const s = score ? getComputedStyle(score) : null;
+    return {scripted: getComputedStyle(probe).letterSpacing, parsed: getComputedStyle(probe).wordSpacing,
+            scoreEm: s ? parseFloat(s.width) / parseFloat(s.fontSize) : null};
+}"""
+
+
+def test_formgrader_policy_stops_a_student_style_the_sanitizer_missed(formgrader, browser):
+    """The second wall on its own, on the real server's page and header: the Manual Grading page with the
+    corpus's ``<style>`` elements and ``style=`` attributes put back into the notebook part (as if the
+    sanitizer had missed them) paints, hides and covers nothing, and Chromium reports the refusal; the
+    page's own styles still apply: its head's ``<style>``, nbgrader's score widths (by hash), and a
+    ``<style>`` a script of the page creates (MathJax's way of adding its styles: the nonce)."""
+    url, token, root, log = formgrader
+    page = f"{url}/formgrader/submissions/{_submission_id(root)}/?token={token}"
+    missed = "".join(p.value for p in corpus.MARKDOWN if p.name.startswith("md_style"))
+    missed = f"<div class='text_cell_render rendered_html'>{missed}</div>"  # where a student's answer sits
+    context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    console = []
+
+    def route(r):
+        if r.request.url == page:  # the server's own response, headers and all, with the student's style put back
+            served = r.fetch()
+            html = served.text()
+            at = html.index('id="notebook-container"')
+            at = html.index(">", at) + 1
+            return r.fulfill(response=served, body=html[:at] + missed + html[at:])
+        return r.continue_() if r.request.url.startswith("http://127.0.0.1") else r.abort()
+
+    context.route("**/*", route)
+    tab = context.new_page()
+    tab.on("console", lambda m: console.append(m.text))
+    response = tab.goto(page, wait_until="load", timeout=120_000)
+    tab.wait_for_timeout(1500)
+    seen, own = tab.evaluate(PROBE), tab.evaluate(OWN_STYLES)
+    tab.screenshot(path=str(ARTIFACTS / "student_markup_formgrader_missed.png"), full_page=False)
+    policy = response.all_headers().get("content-security-policy", "")
+    context.close()
+    assert seen["painted"] == [] and seen["fixed"] == [] and seen["hidden"] == [] and seen["covered"] == [], \
+        {k: seen[k] for k in ("painted", "fixed", "hidden", "covered")}
+    assert seen["bodyBackground"] != corpus.STUDENT_COLOUR
+    assert any("Content Security Policy" in line and "style" in line for line in console), console[:5]
+    assert own == {"scripted": "7px", "parsed": "0px", "scoreEm": 4.0}, own
+    directives = {d.split()[0]: d for d in (x.strip() for x in policy.replace("\n", ";").split(";")) if d}
+    assert "'nonce-" in directives["style-src-elem"] and "'unsafe-inline'" not in directives["style-src-elem"], policy
+    assert "'unsafe-inline'" not in directives["style-src-attr"], policy
 
 
 def test_formgrader_page_of_the_notebook_as_handed_in_is_inert(graded, browser):
