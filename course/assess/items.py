@@ -104,6 +104,10 @@ class Lock:
 
     ``ordered`` declares a scale ("falls / stays / rises", "2x / 7x / 128x") whose options cannot be
     shuffled: they are shown in declaration order or reversed, so the right one still moves.
+    ``shown`` (a scale only) is how many neighbouring options of the scale a student sees: a scale
+    declared with more options than that is shown as a window of ``shown`` of them, so that the right
+    option can sit at either end as well as in the middle (a scale of four shown whole, declared
+    right in its middle, would otherwise never have its answer at A or D). 0 shows every option.
     ``banned`` lists phrases that would give the right option away: no text a student can read
     before locking (the notebook, the student docs, the captions) may contain them (a test reads
     them all). ``legacy`` lists the ids in the order of the letters ``A, B, C...`` that ledgers
@@ -121,6 +125,7 @@ class Lock:
     explanation: str
     reveal: str = ""
     ordered: bool = False
+    shown: int = 0
     banned: Sequence[str] = ()
     legacy: Sequence[str] = ()
     judged_in: str = KERNEL
@@ -132,6 +137,8 @@ class Lock:
             raise ValueError(f"legacy must list every option id once, got {list(self.legacy)}")
         if not 2 <= len(self.options) <= len(LETTERS):
             raise ValueError(f"options must have 2 to {len(LETTERS)} entries, got {len(self.options)}")
+        if self.shown and not (self.ordered and 2 <= self.shown <= len(self.options)):
+            raise ValueError(f"shown must be 0, or 2 to {len(self.options)} for an ordered scale, got {self.shown!r}")
 
     @property
     def letters(self) -> Dict[str, str]:

@@ -19,7 +19,10 @@ nothing. Three rules hold for every student:
   only what an unlocked lock shows.
 
 A lock declared ``ordered`` (a scale: "2x / 7x / 128x") keeps its sequence and is shown either as
-declared or reversed, at random; so its right option is not always in one place.
+declared or reversed, at random; so its right option is not always in one place. A scale declared
+with more options than it shows (``Lock.shown``) is shown as a window of neighbouring options, placed
+(and turned) so that its right option may take every position a shuffled lock's may: a scale is no
+longer a sign that the answer sits in the middle.
 
 >>> from course.assess.items import Lock
 >>> locks = [(f"lab/act{i}", Lock("?", {"a": "1", "b": "2", "c": "3", "d": "4"}, "b", "")) for i in range(6)]
@@ -57,11 +60,24 @@ def _lock_rng(seed: int, key: str, purpose: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
+def _windows(lock: Lock) -> List[Tuple[int, bool]]:
+    """The ways a scale may be shown: ``(first option's index, reversed)`` for each window of
+    ``lock.shown`` neighbouring options (the whole scale when ``shown`` is 0), either way round."""
+    size = lock.shown or len(lock.options)
+    return [(start, turned) for start in range(len(lock.options) - size + 1) for turned in (False, True)]
+
+
+def _window_ids(lock: Lock, start: int, turned: bool) -> Tuple[str, ...]:
+    ids = list(lock.options)[start:start + (lock.shown or len(lock.options))]
+    return tuple(ids[::-1] if turned else ids)
+
+
 def _places(lock: Lock) -> List[int]:
-    """Where ``lock``'s right option may sit: anywhere, or (a scale) as declared or reversed."""
-    ids = list(lock.options)
-    right = ids.index(lock.correct)
-    return sorted({right, len(ids) - 1 - right}) if lock.ordered else list(range(len(ids)))
+    """Where ``lock``'s right option may sit: anywhere, or (a scale) where one of its windows puts it."""
+    if not lock.ordered:
+        return list(range(len(lock.options)))
+    return sorted({_window_ids(lock, *w).index(lock.correct) for w in _windows(lock)
+                   if lock.correct in _window_ids(lock, *w)})
 
 
 def option_orders(locks: Sequence[Tuple[str, Lock]], student: Optional[str]) -> Dict[str, Tuple[str, ...]]:
@@ -89,7 +105,8 @@ def option_orders(locks: Sequence[Tuple[str, Lock]], student: Optional[str]) -> 
     for key, lock in locks:
         ids = list(lock.options)
         if lock.ordered:
-            orders[key] = tuple(ids) if ids.index(lock.correct) == place[key] else tuple(ids[::-1])
+            fits = [w for w in _windows(lock) if _window_ids(lock, *w)[place[key]:place[key] + 1] == (lock.correct,)]
+            orders[key] = _window_ids(lock, *_lock_rng(seed, key, "window").choice(fits))
             continue
         others = [i for i in ids if i != lock.correct]
         _lock_rng(seed, key, "others").shuffle(others)

@@ -176,9 +176,11 @@ ACT1 = Act(
     "act1", "One GPU in the middle, or a ring?",
     lock=Lock(
         question="At 128 GPUs, how many times longer does the naive all-reduce take than the ring?",
-        # a scale, shown smallest first or largest first
-        options={"2x": "about 2x", "7x": "about 7x (log2 of 128)", "128x": "about 128x", "16000x": "about 16,000x"},
-        correct="128x", ordered=True,
+        # a scale of five, shown as four neighbours, smallest first or largest first (so the right one may sit
+        # at either end); the letters of ledgers older than option ids follow the four options shown then
+        options={"1x": "about 1x (the same bytes cross the network either way)", "2x": "about 2x",
+                 "7x": "about 7x (log2 of 128)", "128x": "about 128x", "16000x": "about 16,000x"},
+        correct="128x", ordered=True, shown=4, legacy=("2x", "7x", "128x", "16000x", "1x"),
         banned=("ratio tends to N", "(N-1) M bytes through one port", "(N−1)·M bytes through one port",
                 "grows in proportion to N", "about p times slower", "ratio is about p", "naive / ring = 128"),
         explanation="GPU 0 receives and sends (N-1) M bytes through one port, while the ring sends 2(N-1)/N M per "

@@ -440,12 +440,14 @@ ACT3 = Act(
         question="64 experts, one per GPU, dropless. The router sends one expert twice its fair share of tokens; the "
                  "other 63 share the rest evenly. Expert compute was 40 % of a balanced step. How much longer is "
                  "the step?",
-        # a scale, shown smallest first or largest first; every option works with the question's numbers
+        # a scale of five, shown as four neighbours, smallest first or largest first (so the right one may sit at
+        # either end); every option works with the question's numbers
         options={"none": "no longer: the other 63 finish early and the mean load is unchanged",
                  "tiny": "about 0.6 % longer: (2 − 1) × 40 % shared out over 64 GPUs",
+                 "half": "about 20 % longer: the extra tokens are half the hot expert's load, ½ × 40 %",
                  "expert-part": "about 40 % longer: (2 − 1) × 40 % of the balanced step",
                  "double": "about 100 % longer: 2 × the whole balanced step"},
-        correct="expert-part", ordered=True, legacy=("tiny", "expert-part", "none", "double"),
+        correct="expert-part", ordered=True, shown=4, legacy=("tiny", "expert-part", "none", "double", "half"),
         banned=("busiest GPU sets the pace", "busiest expert sets the pace", "waits for the GPU of its hottest",
                 "cannot finish before the slowest", "waits for the busiest"),
         explanation="The combine all-to-all cannot finish before the slowest GPU, so every GPU waits for the one with "

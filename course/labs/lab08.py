@@ -80,10 +80,11 @@ ACT1 = Act(
     lock=Lock(
         question="Two MPI processes on this machine pass a 1 kB message through shared memory. How long does "
                  "one message take, start to finish?",
-        # a scale, shown shortest first or longest first
+        # a scale of five, shown as four neighbours, shortest first or longest first (so the right one may sit
+        # at either end); the letters of ledgers older than option ids follow the four options shown then
         options={"10ns": "about 10 nanoseconds", "1us": "about 1 microsecond", "100us": "about 100 microseconds",
-                 "10ms": "about 10 milliseconds"},
-        correct="1us", ordered=True,
+                 "1ms": "about 1 millisecond", "10ms": "about 10 milliseconds"},
+        correct="1us", ordered=True, shown=4, legacy=("10ns", "1us", "100us", "10ms", "1ms"),
         banned=("a few hundred nanoseconds to a few microseconds", "far above one memory access"),
         explanation="Between processes of one machine MPICH copies through shared memory: a few hundred "
                     "nanoseconds to a few microseconds per message (its latency α), far above one memory access "
