@@ -115,6 +115,22 @@ def option_orders(locks: Sequence[Tuple[str, Lock]], student: Optional[str]) -> 
     return orders
 
 
+def widened(lock: Lock, order: Sequence[str], kept: str) -> Tuple[str, ...]:
+    """``order`` (a window of the scale ``lock``) stretched to hold ``kept``, an option of the scale the
+    window leaves out (a prediction locked when it was shown): the neighbours from one to the other, in
+    the window's direction, so the scale still reads in order.
+
+    >>> scale = Lock("?", {"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}, "b", "", ordered=True, shown=3)
+    >>> widened(scale, ("c", "b", "a"), "e")
+    ('e', 'd', 'c', 'b', 'a')
+    """
+    ids = list(lock.options)
+    places = sorted(ids.index(i) for i in (*order, kept))
+    span = ids[places[0]:places[-1] + 1]
+    turned = len(order) > 1 and ids.index(order[0]) > ids.index(order[-1])
+    return tuple(span[::-1] if turned else span)
+
+
 def positions_of_right(locks: Sequence[Tuple[str, Lock]], orders: Dict[str, Tuple[str, ...]]) -> List[int]:
     """Where each lock's right option sits in ``orders`` (0 = first), in the course's order."""
     return [orders[key].index(lock.correct) for key, lock in locks]

@@ -11,7 +11,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from course.assess.checks import display_markdown, whoami
 from course.assess.items import Lock
 from course.assess.lab import Lab, Spec
-from course.assess.lock_order import option_orders
+from course.assess.lock_order import option_orders, widened
+from course.predictions_file import read_predictions
 from course.assess.variants import current_student, variant_of
 
 
@@ -90,6 +91,9 @@ class LabSession:
             spec = self.declaration.lock_of(act_id)
             key = self.declaration.lock_key(act_id)
             order = lock_orders(self.student)[key]  # this student's order; ids are what is stored
+            kept = spec.option_id(read_predictions(self._folder or ".").get(key, {}).get("value"))
+            if spec.ordered and kept is not None and kept not in order:  # locked when its window showed it
+                order = widened(spec, order, kept)
             self._locks[act_id] = PredictionLock(
                 key, spec.question, options={i: spec.options[i] for i in order}, correct=spec.correct,
                 explanations=spec.explanation, after_reveal=spec.reveal,

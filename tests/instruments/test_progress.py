@@ -40,7 +40,8 @@ def lock_everything(folder, wrong=()):
                 continue
             widget = session.lock(act.id)
             key = lab.lock_key(act.id)
-            option = next(o for o in act.lock.options if o != act.lock.correct) if key in wrong else act.lock.correct
+            # a wrong option this student is shown (a scale shows a window of its options)
+            option = next(o for o in widget.options if o != act.lock.correct) if key in wrong else act.lock.correct
             widget.input.value = option
             assert not widget.button.disabled
             widget.button.click()

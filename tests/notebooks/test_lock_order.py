@@ -193,5 +193,9 @@ def test_a_prediction_locked_on_an_option_now_outside_the_window_is_restored(tmp
     lock = lab.lock("act1")
     assert lock_decl.option_id("D") == "16000x"  # the letter stored before ids: the last of the four shown then
     assert lock.locked and lock.value == "16000x" and "16000x" in lock.options
+    # shown in its place on the scale, the window stretched to it, in the window's direction
+    shown, scale = list(lock.options), list(lock_decl.options)
+    window = list(lock_orders(student)["lab06/act1"])
+    assert shown in (scale, scale[::-1]) and (shown[0] == window[0] or shown[-1] == window[-1])
     reveal = lab.reveal("act1")
     assert reveal.correct is False and "about 128x" in reveal.message
