@@ -320,10 +320,6 @@ class PredictionLock:
     aliases : mapping {old value: option key}, optional
         Values an older ``predictions.json`` stored for an option (the letters stored before options
         had ids); a saved alias restores as its option, and :meth:`answer` accepts it.
-    hidden : mapping {key: label}, optional
-        Options of the question that this student is not shown (a scale shown as a window of its
-        options). A prediction saved as one of them (locked when the lock showed it) is still
-        restored, locked, and shown after the others: nothing a student locked is lost.
 
     The options are shown in the order given, lettered ``A)``, ``B)``... by position; the letter is
     only where it sits on this screen: what is locked, saved and revealed is the option's key, and
@@ -342,7 +338,6 @@ class PredictionLock:
         folder: str | os.PathLike | None = None,
         ledger: Ledger | None = None,
         aliases: Mapping[str, str] | None = None,
-        hidden: Mapping[str, str] | None = None,
     ):
         if not isinstance(key, str) or not key.strip():
             raise ValueError(f"key must be a non-empty string like 'lab06/act1', got {key!r}")
@@ -390,9 +385,6 @@ class PredictionLock:
         self.button.on_click(lambda _b: self._lock_from_ui())
 
         saved = read_predictions(self.folder).get(key)
-        kept = self._resolve(saved["value"]) if saved is not None else None
-        if isinstance(kept, str) and kept in (hidden or {}) and kept not in self.options:
-            self.options[kept] = str(hidden[kept])  # locked when it was shown: restored as it was
         if saved is not None and self._valid(self._resolve(saved["value"])):
             self._freeze(self._resolve(saved["value"]), message="Locked earlier; restored from predictions.json.")
         else:

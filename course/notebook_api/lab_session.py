@@ -97,8 +97,7 @@ class LabSession:
             self._locks[act_id] = PredictionLock(
                 key, spec.question, options={i: spec.options[i] for i in order}, correct=spec.correct,
                 explanations=spec.explanation, after_reveal=spec.reveal,
-                folder=self._folder, ledger=self._ledger, aliases=spec.letters,
-                hidden={i: text for i, text in spec.options.items() if i not in order})
+                folder=self._folder, ledger=self._ledger, aliases=spec.letters)
         return self._locks[act_id]
 
     def gate(self, act_id: str, *targets: Any) -> Any:
