@@ -580,6 +580,12 @@ def _collect(result: RunResult, work: Path) -> None:
     result.reason = _reason(result, unreadable)
 
 
+def _launcher_said(result: RunResult) -> str:
+    """``"; mpiexec said: <its last line>"``, or nothing when it printed nothing."""
+    tail = result.launcher_output.strip().splitlines()[-1:] or [""]
+    return f"; mpiexec said: {tail[0][:300]}" if tail[0] else ""
+
+
 def _crash_line(output: str) -> str:
     """The line a crash left in a rank's output (faulthandler's ``Fatal Python error: ...``), if any."""
     for line in reversed(output.splitlines()):
@@ -622,10 +628,8 @@ def _reason(result: RunResult, unreadable: Dict[int, str]) -> str:
         waiting = result.missing or list(range(result.ranks))
         never = [r for r in waiting if r not in result.started]
         if never:  # stuck before the target ran: the machine's MPI, not the code, is the cause
-            tail = result.launcher_output.strip().splitlines()[-1:] or [""]
-            said = f"; mpiexec said: {tail[0][:300]}" if tail[0] else ""
             return (f"timed out after {result.timeout:g} s: {_ranks(never)} never finished starting MPI "
-                    f"(MPI_Init), so no code of yours ran there{said}")
+                    f"(MPI_Init), so no code of yours ran there{_launcher_said(result)}")
         return (f"timed out after {result.timeout:g} s: {_ranks(waiting)} had not finished "
                 f"(a deadlock, such as two ranks that both wait to receive first, or a loop that never ends)")
     if unreadable:
@@ -635,7 +639,5 @@ def _reason(result: RunResult, unreadable: Dict[int, str]) -> str:
         how = f"the launch ended with status {result.returncode}"
         if result.returncode is not None and result.returncode < 0:
             how = f"the launch was ended by signal {-result.returncode}"
-        tail = result.launcher_output.strip().splitlines()[-1:] or [""]
-        said = f"; mpiexec said: {tail[0][:300]}" if tail[0] else ""
-        return f"{_ranks(result.missing)} ended without a result ({how}{said})"
+        return f"{_ranks(result.missing)} ended without a result ({how}{_launcher_said(result)})"
     return ""
