@@ -226,15 +226,20 @@ def _numbers_cached(fn, *args):
             return fn(*args)
         key.append(type(a))
         key.append(a)
-    key = tuple(key)
-    hit = _NUMBERS_CACHE.get(key)
+    return _remembered(_NUMBERS_CACHE, tuple(key), lambda: fn(*args), (int, float))
+
+
+def _remembered(cache, key, compute, kinds):
+    """``cache[key]``, or ``compute()`` kept there when its type is one of ``kinds`` (immutable numbers, safe
+    to hand out again); the cache is emptied when it reaches 4,096 entries."""
+    hit = cache.get(key)
     if hit is None:
-        hit = fn(*args)
-        if type(hit) not in (int, float):  # only immutable Python numbers are kept
+        hit = compute()
+        if type(hit) not in kinds:
             return hit
-        if len(_NUMBERS_CACHE) >= 4096:
-            _NUMBERS_CACHE.clear()
-        _NUMBERS_CACHE[key] = hit
+        if len(cache) >= 4096:
+            cache.clear()
+        cache[key] = hit
     return hit
 
 
@@ -583,17 +588,10 @@ class Config:
             return self.layer_gemm_efficiency()
         key = (self.model, self.cluster.accelerator, self.precision, self.fp8) + tuple(x.item() for x in layout)
         try:
-            hit = _LAYOUT_GEMM_EFFICIENCY.get(key)
+            hash(key)
         except TypeError:  # a hand-built model or accelerator with an unhashable field: computed as it comes
             return self.layer_gemm_efficiency()
-        if hit is None:
-            hit = self.layer_gemm_efficiency()
-            if type(hit) is not float:  # only immutable Python numbers are kept
-                return hit
-            if len(_LAYOUT_GEMM_EFFICIENCY) >= 4096:
-                _LAYOUT_GEMM_EFFICIENCY.clear()
-            _LAYOUT_GEMM_EFFICIENCY[key] = hit
-        return hit
+        return _remembered(_LAYOUT_GEMM_EFFICIENCY, key, self.layer_gemm_efficiency, (float,))
 
     def layer_gemm_efficiency(self):
         """Share of the GEMM peak this configuration's layer GEMMs reach (:func:`~course.core.gemm.layer_gemm_efficiency`).
