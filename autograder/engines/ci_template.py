@@ -190,9 +190,13 @@ def folder_variables(course_root) -> str:
     """:func:`course_folders` as shell assignments (``course-autograde folders --shell``): ``COURSE_ROOT``,
     ``COURSE_SOURCE``, ``COURSE_RELEASE``, ``COURSE_SUBMITTED``, ``COURSE_AUTOGRADED``, ``COURSE_FEEDBACK``,
     each value quoted for the shell."""
+    return _as_shell(course_folders(course_root))
+
+
+def _as_shell(folders: Dict[str, str]) -> str:
     import shlex
 
-    return "".join(f"COURSE_{name.upper()}={shlex.quote(value)}\n" for name, value in course_folders(course_root).items())
+    return "".join(f"COURSE_{name.upper()}={shlex.quote(value)}\n" for name, value in folders.items())
 
 
 def write_templates(out_dir, shards: int) -> Dict[str, Path]:
@@ -241,7 +245,7 @@ def _folders(args) -> int:
         print(f"course-autograde: {exc}", file=sys.stderr)
         return 2
     if args.shell:
-        sys.stdout.write(folder_variables(args.course_root))
+        sys.stdout.write(_as_shell(found))
     else:
         for name, value in found.items():
             print(f"{name:<11} {value}")
